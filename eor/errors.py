@@ -1,0 +1,35 @@
+"""The one exception family of eor: every error a user can cause or fix derives from EorError."""
+
+from __future__ import annotations
+
+
+class EorError(Exception):
+    """Base class: the message says what went wrong and what to do about it."""
+
+
+class ConfigError(EorError):
+    """A configuration file or value is invalid (unknown key, unknown component, bad type)."""
+
+
+class InputError(EorError):
+    """User input is invalid: an empty question, a malformed data file, a bad argument."""
+
+
+class ModelNotFoundError(EorError):
+    """A model name could not be resolved (missing package, unknown name, missing file)."""
+
+
+class MissingSecretError(EorError):
+    """An environment variable named in the config as holding a secret is not set."""
+
+
+class NotFittedError(EorError):
+    """An estimator was used before `fit` (or before weights were given)."""
+
+
+class ReaderError(EorError):
+    """The reader (LLM backend) failed to produce an answer."""
+
+
+class RetrieverError(EorError):
+    """A retriever failed, or a retriever name could not be parsed or built."""
