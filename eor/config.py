@@ -1,0 +1,168 @@
+"""Typed configuration loaded from YAML: unknown keys fail with a message that lists the valid ones.
+
+Relative paths inside a config file are resolved against the file's own folder, so a config works from
+any working directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eor.errors import ConfigError
+
+
+@dataclass
+class ReaderConfig:
+    """The shared reader LLM. `backend: auto` picks llama.cpp for GGUF files, transformers otherwise."""
+
+    model: str = "qwen2.5-0.5b"
+    backend: str = "auto"
+    max_tokens: int = 32
+    context_tokens: int = 8192
+    threads: int | None = None
+    batch_size: int = 8
+    device: str = "cpu"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    concurrency: int = 4
+    seed: int = 0
+
+
+@dataclass
+class CorpusConfig:
+    """A JSON Lines corpus with `id`, `title` and `text` fields."""
+
+    path: str = ""
+
+
+@dataclass
+class SourceConfig:
+    """A base retriever: `type` is a registered source type; `params` go to its factory."""
+
+    type: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class VoterConfig:
+    """The voter used when no weights file is given: uniform weights over these metrics."""
+
+    metrics: list[str] = field(default_factory=lambda: ["em", "f1", "cosine"])
+    pooling: str = "mean"
+    threshold: float = 0.5
+    encoder: str = "minilm-l6"
+
+
+@dataclass
+class PromptConfig:
+    """Appendix C.2 templates; `style` picks "few-words" (Llama2-chat) or "15-words" (ChatGPT)."""
+
+    style: str = "few-words"
+    retrieval_free: str | None = None
+    reading: str | None = None
+    parametric: str | None = None
+    compression: str | None = None
+    passage: str | None = None
+    parametric_max_tokens: int = 256
+    compression_max_tokens: int = 300
+
+
+@dataclass
+class EnsembleConfig:
+    name: str = "eor"
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+    corpus: CorpusConfig | None = None
+    sources: dict[str, SourceConfig] = field(default_factory=dict)
+    members: list[str] = field(default_factory=list)
+    voter: VoterConfig = field(default_factory=VoterConfig)
+    prompts: PromptConfig = field(default_factory=PromptConfig)
+    retrieval_depth: int = 20
+    max_document_words: int = 1500
+    batch_size: int = 8
+    base_dir: str = "."  # the config file's folder; relative paths resolve against it
+
+    def resolve_path(self, path: str) -> Path:
+        candidate = Path(path).expanduser()
+        return candidate if candidate.is_absolute() else (Path(self.base_dir) / candidate).resolve()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.pop("base_dir")
+        if self.corpus is not None:
+            data["corpus"]["path"] = str(self.resolve_path(self.corpus.path))
+        return data
+
+
+def from_dict(cls: type, data: Any, where: str) -> Any:
+    """Build dataclass `cls` from a mapping, checking keys and simple types recursively."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        valid = ", ".join(name for name in fields if name != "base_dir")
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid keys: {valid}")
+    values = {name: _convert(hints[name], value, f"{where}.{name}") for name, value in data.items()}
+    return cls(**values)
+
+
+def _convert(hint: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [arg for arg in args if arg is not type(None)]
+        return _convert(inner, value, where)
+    if dataclasses.is_dataclass(hint):
+        return from_dict(hint, value, where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
+        return [_convert(args[0], item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+        return {str(key): _convert(args[1], item, f"{where}.{key}") for key, item in value.items()}
+    if hint is Any:
+        return value
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
+    return value
+
+
+def load_config(path: str | Path) -> EnsembleConfig:
+    """Read and validate a YAML config file."""
+    import yaml
+
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ConfigError(f"config file not found: {file}")
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{file}: invalid YAML: {exc}") from None
+    if data is None:
+        data = {}
+    if isinstance(data, dict) and "base_dir" in data:
+        raise ConfigError(f"{file}: 'base_dir' is set by eor, not by the config")
+    config = from_dict(EnsembleConfig, data, file.name)
+    config.base_dir = str(file.resolve().parent)
+    if not config.members:
+        raise ConfigError(f"{file}: 'members' must list at least one retriever name, e.g. [ReFree, BM25@3]")
+    if len(set(config.members)) != len(config.members):
+        raise ConfigError(f"{file}: 'members' has duplicates")
+    return config
+
+
+def default_config_path() -> Path:
+    """configs/default.yaml of the project checkout this package runs from."""
+    return Path(__file__).resolve().parent.parent / "configs" / "default.yaml"

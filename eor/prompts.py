@@ -1,0 +1,69 @@
+"""Prompt templates of the EoR paper (appendix C.2) and the cleaning of generated answers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from eor.errors import ConfigError
+
+# Answer-length instructions of appendix C.2: Llama2-chat's "one or few words", ChatGPT's "within 15 words".
+ANSWER_STYLES = {
+    "few-words": "Please directly answer the following question with one or few words: {query}",
+    "15-words": "Please directly answer the following question within 15 words: {query}",
+}
+READING_PREFIX = "Assuming the following paragraphs are true:\n\n{document}\n\n"
+PARAMETRIC = "Generate a background document to answer the given question. {query}."
+COMPRESSION = (
+    "Please truthfully summarize the document below, the summary should contain the most important "
+    "information relevant to answer the query and be within 200 words:\n\nquery: {query}\n\n"
+    "document: {document}\n\nsummary:"
+)
+PASSAGE = "{title}\n{text}"
+
+
+@dataclass(frozen=True)
+class PromptTemplates:
+    """The templates one ensemble uses; `{query}` and `{document}` are the placeholders."""
+
+    retrieval_free: str = ANSWER_STYLES["few-words"]
+    reading: str = READING_PREFIX + ANSWER_STYLES["few-words"]
+    parametric: str = PARAMETRIC
+    compression: str = COMPRESSION
+    passage: str = PASSAGE
+    passage_separator: str = "\n\n"
+
+    @classmethod
+    def for_style(cls, style: str, **overrides: str) -> PromptTemplates:
+        if style not in ANSWER_STYLES:
+            raise ConfigError(f"unknown answer style {style!r}; valid: {', '.join(ANSWER_STYLES)}")
+        answer = ANSWER_STYLES[style]
+        return cls(**{"retrieval_free": answer, "reading": READING_PREFIX + answer, **overrides})
+
+    def document(self, passages: list[tuple[str, str]]) -> str:
+        """Join (title, text) passages into the `{document}` of a prompt."""
+        parts = [self.passage.format(title=title, text=text) if title else text for title, text in passages]
+        return self.passage_separator.join(part.strip() for part in parts)
+
+    def answer_prompt(self, query: str, document: str | None) -> str:
+        """The reading prompt when there is a document, else the retrieval-free prompt."""
+        if document is None or not document.strip():
+            return self.retrieval_free.format(query=query)
+        return self.reading.format(query=query, document=document)
+
+
+_LEADING_LABEL = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:\-]\s*", re.IGNORECASE)
+_QUOTES = "\"'“”‘’`"
+
+
+def clean_answer(text: str) -> str:
+    """First non-empty line, without a leading "Answer:", surrounding quotes or a trailing period."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    answer = lines[0] if lines else ""
+    answer = _LEADING_LABEL.sub("", answer).strip()
+    answer = answer.strip("*").strip()
+    if len(answer) >= 2 and answer[0] in _QUOTES and answer[-1] in _QUOTES:
+        answer = answer[1:-1].strip()
+    while answer.endswith(".") and not answer.endswith(".."):
+        answer = answer[:-1].rstrip()
+    return answer

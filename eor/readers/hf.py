@@ -1,0 +1,74 @@
+"""transformers reader: any Hugging Face causal or seq2seq model by id or path (a GGUF file too)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from eor.readers.base import BatchedReader
+
+
+class TransformersReader(BatchedReader):
+    """Greedy generation in padded batches; chat templates are applied when the tokenizer has one."""
+
+    def __init__(
+        self,
+        model: Path | str,
+        *,
+        name: str | None = None,
+        max_tokens: int = 32,
+        batch_size: int = 8,
+        device: str = "cpu",
+    ) -> None:
+        super().__init__()
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+        self.name = name or str(model)
+        self.default_max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.device = device
+        location, extra = _load_location(model)
+        config = AutoConfig.from_pretrained(location, **extra)
+        self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
+        loader = AutoModelForSeq2SeqLM if self.seq2seq else AutoModelForCausalLM
+        self._tokenizer = AutoTokenizer.from_pretrained(location, **extra)
+        if self._tokenizer.pad_token is None:
+            self._tokenizer.pad_token = self._tokenizer.eos_token
+        self._tokenizer.padding_side = "right" if self.seq2seq else "left"
+        self._model = loader.from_pretrained(location, **extra).to(device).eval()
+
+    def _format(self, prompt: str) -> str:
+        if not self.seq2seq and getattr(self._tokenizer, "chat_template", None):
+            messages = [{"role": "user", "content": prompt}]
+            return self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return prompt
+
+    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[tuple[str, float]]:
+        import torch
+
+        results: list[tuple[str, float]] = []
+        for start in range(0, len(prompts), self.batch_size):
+            chunk = [self._format(prompt) for prompt in prompts[start : start + self.batch_size]]
+            started = time.perf_counter()
+            inputs = self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=self.seq2seq)
+            inputs = inputs.to(self.device)
+            with torch.inference_mode():
+                output = self._model.generate(
+                    **inputs,
+                    max_new_tokens=max_tokens,
+                    do_sample=False,
+                    pad_token_id=self._tokenizer.pad_token_id,
+                )
+            if not self.seq2seq:
+                output = output[:, inputs["input_ids"].shape[1] :]
+            texts = self._tokenizer.batch_decode(output, skip_special_tokens=True)
+            seconds = (time.perf_counter() - started) / len(chunk)
+            results.extend((text, seconds) for text in texts)
+        return results
+
+
+def _load_location(model: Path | str) -> tuple[str, dict]:
+    """from_pretrained arguments: a GGUF file loads from its folder with `gguf_file` (dequantised)."""
+    if isinstance(model, Path) and model.is_file() and model.suffix == ".gguf":
+        return str(model.parent), {"gguf_file": model.name}
+    return str(model), {}

@@ -1,0 +1,47 @@
+"""llama.cpp reader (llama-cpp-python): the default for GGUF models on a CPU."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from eor.errors import ReaderError
+from eor.readers.base import BatchedReader
+
+
+class LlamaCppReader(BatchedReader):
+    """Greedy chat completions from a local GGUF file; prompts run one by one, reusing the prefix KV cache."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        name: str | None = None,
+        context_tokens: int = 8192,
+        threads: int | None = None,
+        max_tokens: int = 32,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:  # pragma: no cover - llama-cpp-python is a core dependency
+            raise ReaderError("llama-cpp-python is not installed: pip install llama-cpp-python") from exc
+        self.name = name or Path(model_path).name
+        self.default_max_tokens = max_tokens
+        self.context_tokens = context_tokens
+        self._llm = Llama(
+            model_path=str(model_path),
+            n_ctx=context_tokens,
+            n_threads=threads or os.cpu_count() or 1,
+            seed=seed,
+            verbose=False,
+        )
+
+    def _generate_one(self, prompt: str, max_tokens: int) -> str:
+        messages = [{"role": "user", "content": prompt}]
+        try:
+            response = self._llm.create_chat_completion(messages=messages, temperature=0.0, max_tokens=max_tokens)
+        except ValueError as exc:  # llama-cpp-python raises ValueError when the prompt exceeds the context
+            raise ReaderError(f"{self.name}: {exc}") from exc
+        return response["choices"][0]["message"]["content"] or ""

@@ -1,0 +1,62 @@
+"""OpenAI-compatible HTTP reader: OpenAI, vLLM, llama.cpp's server, Ollama, ... through the `openai` client."""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from eor.errors import MissingSecretError, ReaderError
+from eor.readers.base import BatchedReader
+
+
+class OpenAIReader(BatchedReader):
+    """Chat completions at temperature 0, sent concurrently from a bounded thread pool."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        max_tokens: int = 32,
+        concurrency: int = 4,
+        timeout: float = 120.0,
+        seed: int | None = 0,
+    ) -> None:
+        super().__init__()
+        import openai
+
+        if api_key_env:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise MissingSecretError(
+                    f"the reader's API key is read from the environment variable {api_key_env}, which is not set"
+                )
+        else:
+            api_key = "not-needed"  # local servers (llama.cpp, vLLM) accept any key
+        self.name = model
+        self.model = model
+        self.default_max_tokens = max_tokens
+        self.concurrency = concurrency
+        self.seed = seed
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=2)
+        self._errors = openai.OpenAIError
+
+    def _timed_completion(self, prompt: str, max_tokens: int) -> tuple[str, float]:
+        started = time.perf_counter()
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": "user", "content": prompt}],
+                temperature=0.0,
+                max_tokens=max_tokens,
+                seed=self.seed,
+            )
+        except self._errors as exc:
+            raise ReaderError(f"OpenAI-compatible reader {self.model!r} failed: {type(exc).__name__}: {exc}") from None
+        return response.choices[0].message.content or "", time.perf_counter() - started
+
+    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[tuple[str, float]]:
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return list(pool.map(lambda prompt: self._timed_completion(prompt, max_tokens), prompts))

@@ -1,0 +1,82 @@
+"""Run records: one JSON object per question per line (`records.jsonl`), appended as questions finish.
+
+Format (stable; everything downstream reads it):
+    {"id", "question", "answers": [gold strings],
+     "members": {NAME: {"answer", "passages": [{"id", "title", "text", "score"}], "prompt", "seconds"}},
+     "vote": {"member", "answer", "scores": {NAME: score}},   # the ensemble's choice when the run voted
+     ...fields of the question file carried unchanged}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from eor.errors import InputError
+
+RECORDS_FILE = "records.jsonl"
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """All complete records of a run folder or records file; a torn last line (an interrupted write)
+    is ignored, any other malformed line is an error that names it."""
+    return list(iter_records(path))
+
+
+def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
+    file = Path(path)
+    if file.is_dir():
+        file = file / RECORDS_FILE
+    if not file.is_file():
+        raise InputError(f"records file not found: {file}")
+    lines = file.read_text(encoding="utf-8").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(lines):  # the last line lacks its newline: a write was interrupted
+                return
+            raise InputError(f"{file}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict) or "id" not in record or "members" not in record:
+            raise InputError(f"{file}:{number}: not an eor record (needs 'id' and 'members')")
+        yield record
+
+
+class RecordWriter:
+    """Appends records to `records.jsonl`, flushed and synced per batch, so an interruption loses at
+    most the batch in flight. A torn last line left by an earlier interruption is cut off first."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.path = Path(folder) / RECORDS_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair()
+        self.done_ids = {record["id"] for record in iter_records(self.path)} if self.path.exists() else set()
+        self._handle = self.path.open("a", encoding="utf-8")
+
+    def _repair(self) -> None:
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            self.path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        for record in records:
+            self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.done_ids.add(record["id"])
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,72 @@
+"""`eor run`: every member on every question of a file, in batches, appended to `records.jsonl`.
+
+The resolved config is saved beside the records; a re-run with the same folder skips the questions
+already done, and refuses a folder that holds a run of a different config.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from eor.config import load_config
+from eor.data import load_questions
+from eor.errors import InputError
+from eor.records import RecordWriter
+
+CONFIG_FILE = "config.json"
+
+
+def run(
+    config_path: Path,
+    data: Path,
+    out: Path,
+    limit: int | None = None,
+    batch_size: int | None = None,
+    weights: str | None = None,
+) -> str:
+    from tqdm.auto import tqdm
+
+    from eor.answers import best_over_golds, exact_match
+    from eor.ensemble import Ensemble
+
+    config = load_config(config_path)
+    questions = load_questions(data, limit=limit)
+    size = batch_size or config.batch_size
+    if size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {size}")
+    resolved = config.to_dict()
+    out.mkdir(parents=True, exist_ok=True)
+    saved = out / CONFIG_FILE
+    if saved.exists() and json.loads(saved.read_text()) != resolved:
+        raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
+    saved.write_text(json.dumps(resolved, indent=2))
+
+    with RecordWriter(out) as writer:
+        todo = [q for q in questions if q.id not in writer.done_ids]
+        skipped = len(questions) - len(todo)
+        if todo:
+            ensemble = Ensemble.from_config(config, weights=weights)
+        with tqdm(total=len(questions), initial=skipped, desc="questions", unit="q") as progress:
+            for start in range(0, len(todo), size):
+                batch = todo[start : start + size]
+                results = ensemble.answer_batch(batch)
+                writer.write([result.to_record() for result in results])
+                progress.update(len(batch))
+
+    from eor.records import read_records
+
+    records = [r for r in read_records(out) if r["id"] in {q.id for q in questions}]
+    correct: dict[str, float] = defaultdict(float)
+    graded = [r for r in records if r.get("answers")]
+    for record in graded:
+        for name, output in record["members"].items():
+            correct[name] += best_over_golds(exact_match, output["answer"], record["answers"])
+        if "vote" in record:
+            correct["EoR (vote)"] += best_over_golds(exact_match, record["vote"]["answer"], record["answers"])
+    lines = [f"{len(records)} questions in {out / 'records.jsonl'} ({skipped} were already done)"]
+    if graded:
+        lines.append(f"exact match over {len(graded)} questions with answers:")
+        lines += [f"  {name:<24} {100 * value / len(graded):5.1f}" for name, value in correct.items()]
+    return "\n".join(lines)

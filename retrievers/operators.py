@@ -1,0 +1,121 @@
+"""The operators of the paper's notation over retriever trees: `@k` top-k, `&` concatenation,
+`@RR` reranking by a bi-encoder (or a cross-encoder) and `@CP` compression by the reader."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+from langchain_core.documents import Document
+
+from eor.prompts import COMPRESSION, PromptTemplates
+from retrievers import notation
+from retrievers.base import EorRetriever, passage
+
+
+class TopK(EorRetriever):
+    """`child@k`: the first k passages of the child's ranked list."""
+
+    child: EorRetriever
+    k: int
+
+    def to_node(self) -> notation.Node:
+        return notation.TopK(self.child.to_node(), self.k)
+
+    def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
+        return [documents[: self.k] for documents in self.child.retrieve_batch(queries)]
+
+
+class Concat(EorRetriever):
+    """`a&b&...`: the passages of every child, in order."""
+
+    children: list[EorRetriever]
+
+    def to_node(self) -> notation.Node:
+        return notation.Concat(tuple(child.to_node() for child in self.children))
+
+    def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
+        per_child = [child.retrieve_batch(queries) for child in self.children]
+        return [[doc for documents in parts for doc in documents] for parts in zip(*per_child, strict=True)]
+
+
+class Rerank(EorRetriever):
+    """`child@RR`: split passages into ~`chunk_words`-word chunks and order them by cosine similarity of
+    query and chunk embeddings (the paper's Contriever-style bi-encoder), or by a cross-encoder's score."""
+
+    child: EorRetriever
+    encoder: str = "minilm-l6"
+    cross_encoder: str | None = None
+    chunk_words: int = 100
+
+    def to_node(self) -> notation.Node:
+        return notation.Rerank(self.child.to_node())
+
+    def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
+        results = []
+        for query, documents in zip(queries, self.child.retrieve_batch(queries), strict=True):
+            chunks = [chunk for doc in documents for chunk in chunk_document(doc, self.chunk_words)]
+            if not chunks:
+                results.append([])
+                continue
+            scores = self._scores(query, [chunk.page_content for chunk in chunks])
+            order = np.lexsort((np.arange(len(chunks)), -scores))
+            results.append([_with_score(chunks[i], float(scores[i])) for i in order])
+        return results
+
+    def _scores(self, query: str, texts: list[str]) -> np.ndarray:
+        if self.cross_encoder:
+            from sentence_transformers import CrossEncoder
+
+            from eor.models import resolve_model
+
+            model = CrossEncoder(str(resolve_model(self.cross_encoder)))
+            return np.asarray(model.predict([(query, text) for text in texts]), dtype=float)
+        from eor.models import load_sentence_encoder
+
+        model = load_sentence_encoder(self.encoder)
+        vectors = model.encode([query, *texts], normalize_embeddings=True, convert_to_numpy=True)
+        return np.asarray(vectors[1:] @ vectors[0], dtype=float)
+
+
+class Compress(EorRetriever):
+    """`child@CP`: the reader summarises the child's passages (appendix C.2 prompt); one passage out."""
+
+    child: EorRetriever
+    reader: object
+    template: str = COMPRESSION
+    max_tokens: int = 300
+    prompts: object = PromptTemplates()
+
+    def to_node(self) -> notation.Node:
+        return notation.Compress(self.child.to_node())
+
+    def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
+        children = self.child.retrieve_batch(queries)
+        todo = [(i, query, docs) for i, (query, docs) in enumerate(zip(queries, children, strict=True)) if docs]
+        documents = [
+            self.prompts.document([(d.metadata.get("title", ""), d.page_content) for d in docs]) for _, _, docs in todo
+        ]
+        prompts = [self.template.format(query=q, document=doc) for (_, q, _), doc in zip(todo, documents, strict=True)]
+        summaries = self.reader.generate(prompts, max_tokens=self.max_tokens) if prompts else []
+        results: list[list[Document]] = [[] for _ in queries]
+        for (i, _, _), summary in zip(todo, summaries, strict=True):
+            digest = hashlib.sha1(summary.encode()).hexdigest()[:12]
+            results[i] = [passage(summary.strip(), id=f"CP:{digest}", source=self.notation)]
+        return results
+
+
+def chunk_document(document: Document, words: int) -> list[Document]:
+    """Split a passage into consecutive chunks of at most `words` words (the last may be shorter)."""
+    tokens = document.page_content.split()
+    if len(tokens) <= words:
+        return [document]
+    chunks = []
+    for n, start in enumerate(range(0, len(tokens), words)):
+        metadata = {**document.metadata, "id": f"{document.metadata.get('id')}#{n}"}
+        chunks.append(Document(page_content=" ".join(tokens[start : start + words]), metadata=metadata))
+    return chunks
+
+
+def _with_score(document: Document, score: float) -> Document:
+    return Document(page_content=document.page_content, metadata={**document.metadata, "score": score})

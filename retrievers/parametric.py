@@ -1,0 +1,32 @@
+"""PK: the reader's parametric knowledge as a retriever (GenRead): it writes a background document."""
+
+from __future__ import annotations
+
+import hashlib
+
+from langchain_core.documents import Document
+
+from eor.prompts import PARAMETRIC
+from retrievers.base import SourceRetriever, passage
+
+
+class ParametricRetriever(SourceRetriever):
+    """One generated background document per query; all queries of a batch go to the reader at once."""
+
+    source_name: str = "PK"
+    reader: object
+    template: str = PARAMETRIC
+    max_tokens: int = 256
+
+    def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
+        prompts = [self.template.format(query=query) for query in queries]
+        outputs = self.reader.generate(prompts, max_tokens=self.max_tokens)
+        return [
+            [passage(text.strip(), id=_generated_id(self.source_name, text), source=self.source_name)]
+            if text.strip() else []
+            for text in outputs
+        ]
+
+
+def _generated_id(source: str, text: str) -> str:
+    return f"{source}:{hashlib.sha1(text.encode()).hexdigest()[:12]}"
