@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eor.data import check_question, load_questions, question_id
+from eor.errors import InputError
+from eor.records import RecordWriter, read_records
+from tests.conftest import write_jsonl
+
+
+def test_questions_ids_answers_and_extra_fields(tmp_path) -> None:
+    path = write_jsonl(tmp_path / "q.jsonl", [
+        {"question": "  who wrote hamlet ", "answers": ["Shakespeare"], "source": "x"},
+        {"id": 7, "question": "capital of france", "answers": "Paris"},
+        "",
+        {"question": "who wrote hamlet"},
+    ])
+    first, second, third = load_questions(path)
+    assert first.question == "who wrote hamlet" and first.id == question_id("who wrote hamlet")
+    assert first.extra == {"source": "x"} and first.answers == ["Shakespeare"]
+    assert second.id == "7" and second.answers == ["Paris"]
+    assert third.id == first.id + "-2"  # the same text twice keeps two distinct, stable ids
+    assert [q.id for q in load_questions(path)] == [first.id, "7", third.id]
+    assert len(load_questions(path, limit=2)) == 2
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        (['{"question": "a"}', "{oops"], r"q.jsonl:2: not valid JSON"),
+        (['{"q": "a"}'], r"q.jsonl:1: each line must be a JSON object with a 'question' field"),
+        (['{"question": "   "}'], r"q.jsonl:1: the question is empty"),
+        (['{"question": "a", "answers": [1]}'], r"'answers' must be a list of strings"),
+        (['{"id": "x", "question": "a"}', '{"id": "x", "question": "b"}'], r"q.jsonl:2: duplicate id 'x'"),
+        ([""], "no questions found"),
+    ],
+)
+def test_malformed_question_files(tmp_path, rows, message) -> None:
+    with pytest.raises(InputError, match=message):
+        load_questions(write_jsonl(tmp_path / "q.jsonl", rows))
+
+
+def test_check_question() -> None:
+    assert check_question("  hi ") == "hi"
+    for bad in ("", " \n\t", None, "x" * 5000):
+        with pytest.raises(InputError):
+            check_question(bad)
+
+
+def test_writer_appends_and_repairs_a_torn_line(tmp_path) -> None:
+    with RecordWriter(tmp_path) as writer:
+        writer.write([{"id": "a", "members": {}}, {"id": "b", "members": {}}])
+    file = tmp_path / "records.jsonl"
+    file.write_text(file.read_text() + '{"id": "c", "mem')  # an interrupted write
+    assert [r["id"] for r in read_records(tmp_path)] == ["a", "b"]
+    with RecordWriter(tmp_path) as writer:
+        assert writer.done_ids == {"a", "b"}
+        writer.write([{"id": "c", "members": {}}])
+    assert [json.loads(line)["id"] for line in file.read_text().splitlines()] == ["a", "b", "c"]
+
+
+def test_corrupt_records_name_the_line(tmp_path) -> None:
+    (tmp_path / "records.jsonl").write_text('{"id": "a", "members": {}}\n{bad}\n{"id": "b", "members": {}}\n')
+    with pytest.raises(InputError, match=r"records.jsonl:2"):
+        read_records(tmp_path)
+    with pytest.raises(InputError, match="records file not found"):
+        read_records(tmp_path / "nope")

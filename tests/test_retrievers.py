@@ -1,0 +1,161 @@
+"""Sources (BM25, Wiki, PK, ReFree), the @k and & operators, index persistence and LangChain behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+from eor.errors import ConfigError, InputError, RetrieverError
+from retrievers import index_store
+from retrievers.base import NoRetrieval
+from retrievers.registry import BuildContext, SourcePool
+from tests.conftest import write_jsonl
+
+
+@pytest.fixture
+def pool(demo_corpus, isolated_cache) -> SourcePool:
+    return SourcePool(BuildContext(corpus_path=str(demo_corpus), depth=10))
+
+
+def _ids(documents: list[Document]) -> list[str]:
+    return [doc.metadata["id"] for doc in documents]
+
+
+def _gold(demo_questions) -> list[dict]:
+    return [json.loads(line) for line in demo_questions.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("source", ["BM25", "Wiki"])
+def test_sources_find_the_gold_passage(pool, demo_questions, source: str) -> None:
+    questions = _gold(demo_questions)
+    results = pool.source(source).retrieve_batch([q["question"] for q in questions])
+    hits = sum(bool(set(q["gold_passages"]) & set(_ids(docs[:5]))) for q, docs in zip(questions, results))
+    assert hits / len(questions) >= 0.8, f"{source} found the gold passage in the top 5 for {hits}/{len(questions)}"
+    first = results[0]
+    assert len(first) == 10
+    assert set(first[0].metadata) >= {"id", "title", "source", "score"} and first[0].metadata["source"] == source
+    scores = [doc.metadata["score"] for doc in first]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_top_k_and_concat_by_hand(pool) -> None:
+    query = "who was the first president of the united states"
+    bm25 = _ids(pool.source("BM25").invoke(query))
+    wiki = _ids(pool.source("Wiki").invoke(query))
+    assert _ids(pool.build("BM25@3").invoke(query)) == bm25[:3]
+    assert _ids(pool.build("Wiki@1").invoke(query)) == wiki[:1]
+    assert _ids(pool.build("BM25@2&Wiki@2").invoke(query)) == bm25[:2] + wiki[:2]
+    assert _ids(pool.build("(BM25@3&Wiki@3)@2").invoke(query)) == bm25[:2]
+    assert pool.build("ReFree").invoke(query) == []
+    assert pool.build("BM25@2&Wiki@2").notation == "BM25@2&Wiki@2"
+
+
+def test_members_share_sources(pool) -> None:
+    a, b = pool.build("BM25@1"), pool.build("BM25@2&Wiki@2")
+    assert a.child is b.children[0].child
+
+
+def test_unknown_source_and_bad_names(pool) -> None:
+    with pytest.raises(RetrieverError, match="unknown source.*Wikki.*available: BM25, PK, ReFree, Wiki"):
+        pool.build("Wikki@3")
+    with pytest.raises(RetrieverError, match="position"):
+        pool.build("BM25@@3")
+    with pytest.raises(ConfigError, match="unknown type 'elastic'"):
+        SourcePool(BuildContext(), {"ES": ("elastic", {})})
+    with pytest.raises(ConfigError, match="needs a corpus"):
+        SourcePool(BuildContext()).build("BM25@1")
+    with pytest.raises(ConfigError, match="needs a reader"):
+        SourcePool(BuildContext()).build("PK")
+    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) depht"):
+        SourcePool(BuildContext(corpus_path="x"), {"B": ("bm25", {"depht": 3})}).build("B")
+
+
+def test_index_is_persisted_and_reused(demo_corpus, isolated_cache, monkeypatch) -> None:
+    from retrievers.dense import DenseRetriever
+
+    first = DenseRetriever(corpus_path=str(demo_corpus))
+    folders = sorted(p.name for p in (isolated_cache / "indexes").iterdir())
+    assert len(folders) == 1 and folders[0].startswith("dense-")
+    meta = json.loads((isolated_cache / "indexes" / folders[0] / "meta.json").read_text())
+    assert meta["encoder"] == "minilm-l6"
+
+    def no_rebuild(folder, meta, build):
+        raise AssertionError("the index was rebuilt")
+
+    real = index_store.load_or_build
+    monkeypatch.setattr("retrievers.dense.load_or_build", lambda f, m, b: real(f, m, no_rebuild))
+    second = DenseRetriever(corpus_path=str(demo_corpus))
+    query = "what is the largest planet in the solar system"
+    assert _ids(second.invoke(query)) == _ids(first.invoke(query))
+
+
+def test_changed_corpus_gets_a_new_index(tmp_path, isolated_cache) -> None:
+    from retrievers.bm25 import BM25Retriever
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", [
+        {"id": "a", "title": "Apples", "text": "Apples are red fruit."},
+        {"id": "b", "title": "Bananas", "text": "Bananas are yellow fruit."},
+    ])
+    assert _ids(BM25Retriever(corpus_path=str(corpus), depth=1).invoke("yellow")) == ["b"]
+    write_jsonl(corpus, [{"id": "c", "title": "Cherries", "text": "Cherries are small and yellow or red."},
+                         {"id": "a", "title": "Apples", "text": "Apples are red fruit."}])
+    assert _ids(BM25Retriever(corpus_path=str(corpus), depth=1).invoke("yellow")) == ["c"]
+    assert len(list((isolated_cache / "indexes").iterdir())) == 2
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        (['{"id": "a", "text": "x"}', "{not json"], r"c.jsonl:2: not valid JSON"),
+        (['{"id": "a", "title": "t"}'], r"c.jsonl:1: a corpus line needs a string field 'text'"),
+        (['{"id": "a", "text": "x"}', '{"id": "a", "text": "y"}'], "duplicate passage id 'a'"),
+        ([""], "the corpus is empty"),
+    ],
+)
+def test_malformed_corpus(tmp_path, isolated_cache, rows, message) -> None:
+    from retrievers.bm25 import BM25Retriever
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", rows)
+    with pytest.raises(InputError, match=message):
+        BM25Retriever(corpus_path=str(corpus))
+
+
+def test_parametric_knowledge_uses_the_reader(smollm2) -> None:
+    from retrievers.parametric import ParametricRetriever
+
+    pk = ParametricRetriever(reader=smollm2, max_tokens=24)
+    docs = pk.retrieve_batch(["who discovered penicillin", "what is the boiling point of water"])
+    assert [len(d) for d in docs] == [1, 1]
+    assert all(d[0].page_content and d[0].metadata["source"] == "PK" for d in docs)
+    expected = smollm2.generate(["Generate a background document to answer the given question. "
+                                 "who discovered penicillin."], max_tokens=24)[0].strip()
+    assert docs[0][0].page_content == expected
+
+
+def test_langchain_interface(pool) -> None:
+    bm25 = pool.build("BM25@2")
+    assert isinstance(bm25, BaseRetriever)
+    query = "what is the chemical symbol for gold"
+    single = bm25.invoke(query)
+    assert bm25.batch([query, query]) == [single, single]
+    assert asyncio.run(bm25.ainvoke(query)) == single
+    assert NoRetrieval().invoke(query) == []
+
+
+def test_any_langchain_retriever_as_a_source(pool) -> None:
+    """A foreign BaseRetriever joins a pool unchanged, from Python."""
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+
+    class Echo(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun):
+            return [Document(page_content=f"{query} {i}") for i in range(3)]
+
+    pool.add("Echo", Echo())
+    docs = pool.build("Echo@2&BM25@1").invoke("mars")
+    assert [d.page_content for d in docs[:2]] == ["mars 0", "mars 1"]
+    assert docs[0].metadata == {"title": "", "score": None, "id": "Echo:0", "source": "Echo"}
+    assert docs[2].metadata["source"] == "BM25"
