@@ -3,6 +3,7 @@ together, and the voter picks the best-supported answer."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 from eor.config import EnsembleConfig, load_config
 from eor.data import Question, make_question
-from eor.errors import ConfigError
+from eor.errors import RetrieverError
 from eor.prompts import PromptTemplates, clean_answer
 
 
@@ -77,6 +78,7 @@ class Ensemble:
 
         self.config = config
         self.templates = _templates(config)
+        _check_member_names(config)  # before loading any model: a typo fails at once
         self.reader = reader if reader is not None else build_reader(config.reader)
         corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
         context = BuildContext(
@@ -111,6 +113,8 @@ class Ensemble:
 
     def answer_batch(self, questions: list[str | Question]) -> list[Result]:
         """Answer a batch: retrieval per member (batched per source), one reader call, one vote."""
+        from voters import choose
+
         items = [q if isinstance(q, Question) else make_question(q) for q in questions]
         if not items:
             return []
@@ -145,9 +149,12 @@ class Ensemble:
                 )
                 position += 1
 
-        answers = [[outputs[i][name].answer for name in self.retrievers] for i in range(len(items))]
-        scores = self.voter.decision_scores(answers)
-        chosen = self.voter.predict(answers)
+        names = list(self.retrievers)
+        answers = [[outputs[i][name].answer for name in names] for i in range(len(items))]
+        texts_by_member = [[" ".join(p["text"] for p in outputs[i][name].passages) for name in names]
+                           for i in range(len(items))]
+        scores = self.voter.decision_scores(answers, texts_by_member)
+        chosen = choose(scores)
         voted = time.perf_counter()
         timings = {
             "retrieval": round((retrieved - started) / len(items), 4),
@@ -155,11 +162,11 @@ class Ensemble:
             "voting": round((voted - generated) / len(items), 4),
         }
         timings["total"] = round(sum(timings.values()), 4)
-        names = list(self.retrievers)
         results = []
         for i, item in enumerate(items):
             for m, name in enumerate(names):
-                outputs[i][name].score = float(scores[i][m])
+                score = float(scores[i][m])
+                outputs[i][name].score = score if math.isfinite(score) else None  # dropped by its weight
             best = names[int(chosen[i])]
             results.append(
                 Result(item.id, item.question, outputs[i][best].answer, best, outputs[i], dict(timings),
@@ -177,6 +184,19 @@ class Ensemble:
         if len(words) > self.config.max_document_words:  # keeps every prompt inside the reader's context
             document = " ".join(words[: self.config.max_document_words])
         return self.templates.answer_prompt(question, document)
+
+
+def _check_member_names(config: EnsembleConfig) -> None:
+    from retrievers import notation
+    from retrievers.registry import DEFAULT_SOURCES
+
+    known = set(DEFAULT_SOURCES) | set(config.sources)
+    for member in config.members:
+        unknown = sorted(notation.sources(notation.parse(member)) - known)
+        if unknown:
+            raise RetrieverError(
+                f"member {member!r}: unknown source(s) {', '.join(unknown)}; available: {', '.join(sorted(known))}"
+            )
 
 
 def _passage_dict(document: Any) -> dict[str, Any]:
@@ -197,7 +217,9 @@ def _templates(config: EnsembleConfig) -> PromptTemplates:
 def _uniform_voter(config: EnsembleConfig) -> Any:
     from voters import Voter
 
-    try:
-        return Voter.uniform(len(config.members), metrics=tuple(config.voter.metrics), pooling=config.voter.pooling)
-    except ValueError as exc:
-        raise ConfigError(f"voter: {exc}") from None
+    v = config.voter
+    params = {name: {"model": v.encoder} for name in ("cosine", "bertscore") if name in v.metrics}
+    return Voter.uniform(
+        len(config.members), metrics=tuple(v.metrics), pooling=v.pooling, threshold=v.threshold,
+        members=list(config.members), metric_params=params or None,
+    )

@@ -1,0 +1,119 @@
+"""The command line: answers, runs with resume, and one clear line (no traceback) for every bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eor.cli import main
+from tests.conftest import DEMO, write_jsonl
+
+EOR = [sys.executable, "-m", "eor.cli"]
+
+
+def small_config(tmp_path: Path, **changes: str) -> Path:
+    """SmolLM2 (fast) over the demo corpus with four members."""
+    text = f"""
+name: cli-test
+reader: {{model: {changes.get('model', 'smollm2-135m')}, max_tokens: 8, context_tokens: 2048}}
+corpus: {{path: {DEMO / 'corpus.jsonl'}}}
+members: {changes.get('members', '[ReFree, BM25@1, Wiki@1, BM25@1&Wiki@1]')}
+voter: {{metrics: [em, f1]}}
+batch_size: 2
+"""
+    path = tmp_path / f"config-{len(list(tmp_path.glob('config-*.yaml')))}.yaml"
+    path.write_text(text)
+    return path
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*EOR, *args], capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          timeout=600)
+
+
+def test_help_is_fast_and_imports_nothing_heavy() -> None:
+    code = "import sys, eor.cli; print(sorted({'torch', 'transformers', 'llama_cpp', 'langchain_core'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    result = run_cli("--help")
+    assert result.returncode == 0 and "ask" in result.stdout and "run" in result.stdout
+
+
+def test_ask_json(tmp_path, isolated_cache, capsys) -> None:
+    assert main(["ask", "who painted the mona lisa", "--config", str(small_config(tmp_path)), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) == {"id", "question", "answer", "member", "members", "timings"}
+    assert list(result["members"]) == ["ReFree", "BM25@1", "Wiki@1", "BM25@1&Wiki@1"]
+    assert result["answer"] == result["members"][result["member"]]["answer"]
+    member = result["members"]["BM25@1&Wiki@1"]
+    assert set(member) == {"answer", "passages", "prompt", "seconds", "score"}
+    assert len(member["passages"]) == 2 and set(member["passages"][0]) == {"id", "title", "text", "score"}
+    assert result["members"]["ReFree"]["passages"] == []
+
+
+def test_run_writes_records_and_resumes(tmp_path, isolated_cache) -> None:
+    config, out = small_config(tmp_path), tmp_path / "run"
+    data = DEMO / "questions.jsonl"
+    assert main(["run", "--config", str(config), "--data", str(data), "--out", str(out), "--limit", "3"]) == 0
+    first = (out / "records.jsonl").read_text().splitlines()
+    assert len(first) == 3
+    record = json.loads(first[0])
+    assert {"id", "question", "answers", "members", "vote"} <= set(record)
+    assert set(record["members"]["BM25@1"]) == {"answer", "passages", "prompt", "seconds"}
+    assert json.loads((out / "config.json").read_text())["members"][0] == "ReFree"
+    # Interrupted mid-write: a torn line; the re-run keeps the finished records and completes the rest.
+    with (out / "records.jsonl").open("a") as handle:
+        handle.write('{"id": "torn", "ques')
+    assert main(["run", "--config", str(config), "--data", str(data), "--out", str(out), "--limit", "5"]) == 0
+    lines = (out / "records.jsonl").read_text().splitlines()
+    assert lines[:3] == first and len(lines) == 5
+    assert len({json.loads(line)["id"] for line in lines}) == 5
+
+
+def test_run_refuses_a_folder_of_another_config(tmp_path, isolated_cache) -> None:
+    out = tmp_path / "run"
+    data = write_jsonl(tmp_path / "q.jsonl", [{"question": "who painted the mona lisa"}])
+    assert main(["run", "--config", str(small_config(tmp_path)), "--data", str(data), "--out", str(out)]) == 0
+    other = small_config(tmp_path, members="[ReFree, BM25@2]")
+    result = run_cli("run", "--config", str(other), "--data", str(data), "--out", str(out))
+    assert result.returncode == 1 and "holds a run of a different config" in result.stderr
+    assert len((out / "records.jsonl").read_text().splitlines()) == 1  # nothing lost
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("empty-question", "the question is empty"),
+        ("missing-config", "config file not found"),
+        ("unknown-member", "unknown source(s) Wikki"),
+        ("bad-member", "invalid retriever name 'BM25@@1' at position 5"),
+        ("unknown-model", "unknown model 'gpt-9'"),
+        ("missing-key", "EOR_NO_SUCH_KEY, which is not set"),
+        ("malformed-data", "q.jsonl:2: not valid JSON"),
+        ("missing-data", "questions file not found"),
+    ],
+)
+def test_errors_are_one_line(tmp_path, case: str, message: str) -> None:
+    config = small_config(tmp_path)
+    data = write_jsonl(tmp_path / "q.jsonl", [{"question": "a"}, "{broken"])
+    args = {
+        "empty-question": ["ask", "   ", "--config", str(config)],
+        "missing-config": ["ask", "hi", "--config", str(tmp_path / "none.yaml")],
+        "unknown-member": ["ask", "hi", "--config", str(small_config(tmp_path, members="[Wikki@3]"))],
+        "bad-member": ["ask", "hi", "--config", str(small_config(tmp_path, members="[BM25@@1]"))],
+        "unknown-model": ["ask", "hi", "--config", str(small_config(tmp_path, model="gpt-9"))],
+        "missing-key": ["ask", "hi", "--config", str(small_config(tmp_path, model="gpt-4o, backend: openai, "
+                                                                             "api_key_env: EOR_NO_SUCH_KEY"))],
+        "malformed-data": ["run", "--config", str(config), "--data", str(data), "--out", str(tmp_path / "o")],
+        "missing-data": ["run", "--config", str(config), "--data", str(tmp_path / "x"), "--out", str(tmp_path / "o")],
+    }[case]
+    result = run_cli(*args)
+    assert result.returncode == 1, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("eor: error:")]
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
