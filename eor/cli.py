@@ -72,6 +72,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from eor.training import train
+
+    print(train(
+        Path(args.records), Path(args.out), metric=args.metric, dev=Path(args.dev) if args.dev else None,
+        metrics=tuple(args.metrics.split(",")), pooling=args.pooling, grounding=args.grounding,
+        restarts=args.restarts, seed=args.seed,
+    ))
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from eor.models import PACKAGED_MODELS
 
@@ -103,6 +114,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--weights", help="trained voter weights for the recorded vote")
     run.set_defaults(handler=cmd_run)
 
+    train = commands.add_parser("train", help="learn voter weights from the records of `eor run`")
+    train.add_argument("records", help="run folder (or records.jsonl) of the training questions")
+    train.add_argument("--out", required=True, help="weights file to write (JSON)")
+    train.add_argument("--metric", default="em", help="correctness objective: em, f1 or contains (default em)")
+    train.add_argument("--dev", help="run folder of held-out questions, scored for the report")
+    train.add_argument("--metrics", default="em,f1,cosine", help="similarity metrics, comma-separated")
+    train.add_argument("--pooling", default="mean", help="mean, max, majority, plurality, or search")
+    train.add_argument("--grounding", action="store_true", help="learn a weight for answers found in their passages")
+    train.add_argument("--restarts", type=int, default=4, help="seeded random Nelder-Mead starts (default 4)")
+    train.add_argument("--seed", type=int, default=0)
+    train.set_defaults(handler=cmd_train)
+
     models = commands.add_parser("models", help="list the models that work offline and how to install them")
     models.set_defaults(handler=cmd_models)
     return parser
@@ -116,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"eor: error: {str(exc).splitlines()[0] if not isinstance(exc, InputError) else exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("eor: interrupted", file=sys.stderr)
+        print("eor: interrupted; finished work is saved (re-run the same command to resume)", file=sys.stderr)
         return 130
 
 
