@@ -1,0 +1,49 @@
+"""Correctness metrics g(y, a) for training and scoring a voter (a name -> function registry).
+
+Each scores a prediction against the best of the gold answers (eor.answers.best_over_golds): `em`
+(normalised exact match, the paper's default), `f1` (token F1), `contains` (a gold answer occurs in the
+prediction as a whole-token span).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from eor.answers import best_over_golds, contains, exact_match, token_f1
+from eor.errors import ConfigError, InputError
+
+CorrectnessFunction = Callable[[str, str], float]
+CORRECTNESS: dict[str, CorrectnessFunction] = {"em": exact_match, "f1": token_f1, "contains": contains}
+
+
+def register_correctness(name: str) -> Callable[[CorrectnessFunction], CorrectnessFunction]:
+    def register(function: CorrectnessFunction) -> CorrectnessFunction:
+        CORRECTNESS[name] = function
+        return function
+
+    return register
+
+
+def get_correctness(name: str) -> CorrectnessFunction:
+    if name not in CORRECTNESS:
+        raise ConfigError(f"unknown correctness metric {name!r}; available: {', '.join(CORRECTNESS)}")
+    return CORRECTNESS[name]
+
+
+def correctness_matrix(
+    answers: Sequence[Sequence[str]], golds: Sequence[Sequence[str]], metric: str = "em"
+) -> np.ndarray:
+    """g(y_m, a) per question and member, shape (Q, M); each distinct answer of a question is scored once."""
+    function = get_correctness(metric)
+    if len(answers) != len(golds):
+        raise InputError(f"got answers for {len(answers)} questions but gold answers for {len(golds)}")
+    rows = []
+    for q, (row, gold) in enumerate(zip(answers, golds, strict=True)):
+        if isinstance(gold, str):
+            raise InputError(f"question {q}: gold answers must be a list of strings, got a string")
+        scored = {answer: best_over_golds(function, answer, gold) for answer in dict.fromkeys(row)}
+        rows.append([scored[answer] for answer in row])
+    width = len(answers[0]) if len(answers) else 0
+    return np.array(rows, dtype=float).reshape(len(answers), width)

@@ -1,0 +1,31 @@
+"""Similarity metrics between two answers, found by name in one registry, and the similarity tensor.
+
+Registered: `em`, `f1` (strings), `cosine` (sentence embeddings), `bertscore` (BERTScore F1), `nli`
+(entailment probability, both directions). Heavy libraries load on first use, not on import.
+"""
+
+from __future__ import annotations
+
+from voters.similarity import bertscore, cosine, lexical, nli  # noqa: F401  (they register the metrics)
+from voters.similarity.cache import PairScoreCache
+from voters.similarity.registry import (
+    METRICS,
+    SimilarityMetric,
+    available_metrics,
+    build_metric,
+    build_metrics,
+    register_metric,
+)
+from voters.similarity.tensor import check_answers, similarity_tensor
+
+__all__ = [
+    "METRICS",
+    "PairScoreCache",
+    "SimilarityMetric",
+    "available_metrics",
+    "build_metric",
+    "build_metrics",
+    "check_answers",
+    "register_metric",
+    "similarity_tensor",
+]

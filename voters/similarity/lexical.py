@@ -1,0 +1,32 @@
+"""String similarities on normalised answers: exact match (`em`) and token F1 (`f1`), from eor.answers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from eor.answers import exact_match, token_f1
+from voters.similarity.registry import SimilarityMetric, register_metric
+
+
+@register_metric("em")
+class ExactMatchSimilarity(SimilarityMetric):
+    """1 when the SQuAD-normalised answers are equal, else 0."""
+
+    name = "em"
+    cacheable = False
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        return np.array([exact_match(a, b) for a, b in pairs], dtype=float)
+
+
+@register_metric("f1")
+class TokenF1Similarity(SimilarityMetric):
+    """SQuAD token F1 between the normalised answers (symmetric: precision and recall swap)."""
+
+    name = "f1"
+    cacheable = False
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        return np.array([token_f1(a, b) for a, b in pairs], dtype=float)

@@ -1,0 +1,103 @@
+"""The similarity-metric registry: a name -> factory dict filled by the `register_metric` decorator.
+
+A metric scores a batch of answer pairs with values in [0, 1] (`score_pairs`). Its `cache_key` names the
+metric together with every parameter that changes its scores, so a disk cache never mixes two models.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from eor.errors import ConfigError
+
+
+class SimilarityMetric(ABC):
+    """A similarity between two answers in [0, 1], scored in batches of pairs."""
+
+    name: ClassVar[str] = ""
+    #: sim(a, b) == sim(b, a): only one order of each pair is scored (and cached).
+    symmetric: ClassVar[bool] = True
+    #: worth a disk cache (a model call); cheap string metrics say False.
+    cacheable: ClassVar[bool] = True
+
+    def params(self) -> dict[str, Any]:
+        """The parameters that change the scores (part of the cache key); batch size and device are not."""
+        return {}
+
+    def cache_key(self) -> str:
+        return f"{self.name}:{json.dumps(self.params(), sort_keys=True, default=str)}"
+
+    @abstractmethod
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """One score in [0, 1] per pair, as a float array of shape (len(pairs),)."""
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{key}={value!r}" for key, value in self.params().items())
+        return f"{type(self).__name__}({args})"
+
+
+MetricFactory = Callable[..., SimilarityMetric]
+METRICS: dict[str, MetricFactory] = {}
+
+
+def register_metric(name: str) -> Callable[[MetricFactory], MetricFactory]:
+    """Register a metric factory (usually the class) under `name`."""
+
+    def register(factory: MetricFactory) -> MetricFactory:
+        if name in METRICS:
+            raise ConfigError(f"similarity metric {name!r} is already registered")
+        METRICS[name] = factory
+        return factory
+
+    return register
+
+
+def available_metrics() -> list[str]:
+    return sorted(METRICS)
+
+
+def build_metric(name: str, **params: Any) -> SimilarityMetric:
+    """The metric registered as `name`, built with `params`; unknown names or parameters raise ConfigError."""
+    if name not in METRICS:
+        raise ConfigError(f"unknown similarity metric {name!r}; available: {', '.join(available_metrics())}")
+    factory = METRICS[name]
+    signature = inspect.signature(factory)
+    try:
+        signature.bind(**params)
+    except TypeError:
+        valid = [p for p in signature.parameters if p != "self"]
+        unknown = sorted(set(params) - set(valid))
+        detail = f"unknown parameter(s) {', '.join(unknown)}" if unknown else "bad parameters"
+        raise ConfigError(
+            f"similarity metric {name!r}: {detail}; valid: {', '.join(valid) or '(none)'}"
+        ) from None
+    return factory(**params)
+
+
+def build_metrics(
+    metrics: Sequence[str | SimilarityMetric],
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[SimilarityMetric]:
+    """Metric objects for names (with `params[name]` as keyword arguments) or ready-made metric objects."""
+    params = dict(params or {})
+    names = [m for m in metrics if isinstance(m, str)]
+    stray = sorted(set(params) - set(names))
+    if stray:
+        raise ConfigError(
+            f"metric_params given for metric(s) not in use: {', '.join(stray)}; metrics: {', '.join(names)}"
+        )
+    built: list[SimilarityMetric] = []
+    for metric in metrics:
+        if isinstance(metric, SimilarityMetric):
+            built.append(metric)
+        elif isinstance(metric, str):
+            built.append(build_metric(metric, **dict(params.get(metric, {}))))
+        else:
+            raise ConfigError(f"a metric must be a registered name or a SimilarityMetric, got {metric!r}")
+    return built
