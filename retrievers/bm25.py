@@ -50,7 +50,10 @@ class BM25Retriever(SourceRetriever):
             tokens = [
                 tokenize(f"{title} {text}")
                 for title, text in tqdm(
-                    zip(corpus.titles, corpus.texts, strict=True), total=len(corpus), desc="BM25 index", unit="doc"
+                    zip(corpus.titles, corpus.texts, strict=True),
+                    total=len(corpus),
+                    desc="BM25 index",
+                    unit="doc",
                 )
             ]
             with (tmp / "bm25.pkl").open("wb") as handle:
@@ -72,13 +75,19 @@ class BM25Retriever(SourceRetriever):
     def _passage(self, index: int, score: float) -> Document:
         corpus = self._corpus
         return passage(
-            corpus.texts[index], id=corpus.ids[index], title=corpus.titles[index], source=self.source_name, score=score
+            corpus.texts[index],
+            id=corpus.ids[index],
+            title=corpus.titles[index],
+            source=self.source_name,
+            score=score,
         )
 
 
 def _top_indices(scores: np.ndarray, depth: int) -> np.ndarray:
     """Indices of the `depth` highest scores, best first; ties keep corpus order (stable)."""
     depth = min(depth, len(scores))
-    candidates = np.argpartition(-scores, depth - 1)[:depth] if depth < len(scores) else np.arange(len(scores))
+    candidates = (
+        np.argpartition(-scores, depth - 1)[:depth] if depth < len(scores) else np.arange(len(scores))
+    )
     order = np.lexsort((candidates, -scores[candidates]))
     return candidates[order]

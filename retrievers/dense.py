@@ -42,14 +42,20 @@ class DenseRetriever(SourceRetriever):
                 for title, text in zip(corpus.titles, corpus.texts, strict=True)
             ]
             vectors = self._model().encode(
-                texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=True,
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=True,
                 convert_to_numpy=True,
             )
             np.save(tmp / "embeddings.npy", vectors.astype(np.float32))
 
         meta = {
-            "kind": "dense", "corpus_sha256": corpus.sha256, "encoder": self.encoder,
-            "passage_prefix": self.passage_prefix, "version": 1,
+            "kind": "dense",
+            "corpus_sha256": corpus.sha256,
+            "encoder": self.encoder,
+            "passage_prefix": self.passage_prefix,
+            "version": 1,
         }
         folder = load_or_build(folder, meta, build)
         self._embeddings = np.load(folder / "embeddings.npy", mmap_mode="r")
@@ -61,7 +67,9 @@ class DenseRetriever(SourceRetriever):
 
     def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
         vectors = self._model().encode(
-            [self.query_prefix + query for query in queries], normalize_embeddings=True, convert_to_numpy=True,
+            [self.query_prefix + query for query in queries],
+            normalize_embeddings=True,
+            convert_to_numpy=True,
             batch_size=self.batch_size,
         )
         scores = np.asarray(vectors @ np.asarray(self._embeddings).T)
@@ -69,9 +77,16 @@ class DenseRetriever(SourceRetriever):
         results = []
         for row in scores:
             top = _top_indices(row, self.depth)
-            results.append([
-                passage(corpus.texts[i], id=corpus.ids[i], title=corpus.titles[i], source=self.source_name,
-                        score=float(row[i]))
-                for i in top
-            ])
+            results.append(
+                [
+                    passage(
+                        corpus.texts[i],
+                        id=corpus.ids[i],
+                        title=corpus.titles[i],
+                        source=self.source_name,
+                        score=float(row[i]),
+                    )
+                    for i in top
+                ]
+            )
         return results

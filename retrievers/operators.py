@@ -92,11 +92,17 @@ class Compress(EorRetriever):
 
     def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
         children = self.child.retrieve_batch(queries)
-        todo = [(i, query, docs) for i, (query, docs) in enumerate(zip(queries, children, strict=True)) if docs]
-        documents = [
-            self.prompts.document([(d.metadata.get("title", ""), d.page_content) for d in docs]) for _, _, docs in todo
+        todo = [
+            (i, query, docs) for i, (query, docs) in enumerate(zip(queries, children, strict=True)) if docs
         ]
-        prompts = [self.template.format(query=q, document=doc) for (_, q, _), doc in zip(todo, documents, strict=True)]
+        documents = [
+            self.prompts.document([(d.metadata.get("title", ""), d.page_content) for d in docs])
+            for _, _, docs in todo
+        ]
+        prompts = [
+            self.template.format(query=q, document=doc)
+            for (_, q, _), doc in zip(todo, documents, strict=True)
+        ]
         summaries = self.reader.generate(prompts, max_tokens=self.max_tokens) if prompts else []
         results: list[list[Document]] = [[] for _ in queries]
         for (i, _, _), summary in zip(todo, summaries, strict=True):

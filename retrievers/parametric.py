@@ -23,7 +23,8 @@ class ParametricRetriever(SourceRetriever):
         outputs = self.reader.generate(prompts, max_tokens=self.max_tokens)
         return [
             [passage(text.strip(), id=_generated_id(self.source_name, text), source=self.source_name)]
-            if text.strip() else []
+            if text.strip()
+            else []
             for text in outputs
         ]
 

@@ -57,7 +57,9 @@ def _init(cls: type, source: str, kwargs: dict[str, Any]) -> EorRetriever:
     allowed = set(cls.model_fields) - {"source_name", "reader", "corpus_path", "memo_size"}
     unknown = sorted(set(kwargs) - allowed - {"source_name", "corpus_path", "reader"})
     if unknown:
-        raise ConfigError(f"source {source!r}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(sorted(allowed))}")
+        raise ConfigError(
+            f"source {source!r}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(sorted(allowed))}"
+        )
     return cls(**kwargs)
 
 
@@ -67,7 +69,11 @@ def _bm25(source: str, params: dict[str, Any], context: BuildContext) -> EorRetr
 
     params = dict(params)
     corpus = _needs_corpus(context, params, source)
-    return _init(BM25Retriever, source, {"depth": context.depth, **params, "source_name": source, "corpus_path": corpus})
+    return _init(
+        BM25Retriever,
+        source,
+        {"depth": context.depth, **params, "source_name": source, "corpus_path": corpus},
+    )
 
 
 @source_type("dense")
@@ -87,7 +93,9 @@ def _parametric(source: str, params: dict[str, Any], context: BuildContext) -> E
     if context.reader is None:
         raise ConfigError(f"source {source!r} (parametric knowledge) needs a reader")
     defaults = {"template": context.prompts.parametric, "max_tokens": context.parametric_max_tokens}
-    return _init(ParametricRetriever, source, {**defaults, **params, "source_name": source, "reader": context.reader})
+    return _init(
+        ParametricRetriever, source, {**defaults, **params, "source_name": source, "reader": context.reader}
+    )
 
 
 @source_type("none")
@@ -103,7 +111,9 @@ def _langchain(source: str, params: dict[str, Any], context: BuildContext) -> Eo
     params = dict(params)
     target = params.pop("class", None)
     if not target or ":" not in str(target):
-        raise ConfigError(f"source {source!r}: 'class' must be an import path like 'package.module:ClassName'")
+        raise ConfigError(
+            f"source {source!r}: 'class' must be an import path like 'package.module:ClassName'"
+        )
     module_name, _, attr = str(target).partition(":")
     try:
         cls = getattr(importlib.import_module(module_name), attr)
@@ -133,7 +143,9 @@ class SourcePool:
         self._built: dict[str, EorRetriever] = {}
         for name, (kind, _) in self.specs.items():
             if kind not in SOURCE_TYPES:
-                raise ConfigError(f"source {name!r}: unknown type {kind!r}; valid: {', '.join(sorted(SOURCE_TYPES))}")
+                raise ConfigError(
+                    f"source {name!r}: unknown type {kind!r}; valid: {', '.join(sorted(SOURCE_TYPES))}"
+                )
 
     def add(self, name: str, retriever: BaseRetriever) -> None:
         """Use an existing retriever object (eor's or any LangChain retriever) as the source `name`."""
@@ -179,8 +191,11 @@ class SourcePool:
                 if self.context.reader is None:
                     raise ConfigError("@CP (compression) needs a reader")
                 return operators.Compress(
-                    child=self._build(child), reader=self.context.reader, template=self.context.prompts.compression,
-                    max_tokens=self.context.compression_max_tokens, prompts=self.context.prompts,
+                    child=self._build(child),
+                    reader=self.context.reader,
+                    template=self.context.prompts.compression,
+                    max_tokens=self.context.compression_max_tokens,
+                    prompts=self.context.prompts,
                 )
         raise RetrieverError(f"cannot build {node!r}")  # pragma: no cover - the parser produces only these
 

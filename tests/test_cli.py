@@ -20,9 +20,9 @@ def small_config(tmp_path: Path, **changes: str) -> Path:
     """SmolLM2 (fast) over the demo corpus with four members."""
     text = f"""
 name: cli-test
-reader: {{model: {changes.get('model', 'smollm2-135m')}, max_tokens: 8, context_tokens: 2048}}
-corpus: {{path: {DEMO / 'corpus.jsonl'}}}
-members: {changes.get('members', '[ReFree, BM25@1, Wiki@1, BM25@1&Wiki@1]')}
+reader: {{model: {changes.get("model", "smollm2-135m")}, max_tokens: 8, context_tokens: 2048}}
+corpus: {{path: {DEMO / "corpus.jsonl"}}}
+members: {changes.get("members", "[ReFree, BM25@1, Wiki@1, BM25@1&Wiki@1]")}
 voter: {{metrics: [em, f1]}}
 batch_size: 2
 """
@@ -32,8 +32,9 @@ batch_size: 2
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*EOR, *args], capture_output=True, text=True, env={**os.environ, **(env or {})},
-                          timeout=600)
+    return subprocess.run(
+        [*EOR, *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=600
+    )
 
 
 def test_help_is_fast_and_imports_nothing_heavy() -> None:
@@ -107,10 +108,22 @@ def test_errors_are_one_line(tmp_path, case: str, message: str) -> None:
         "unknown-member": ["ask", "hi", "--config", str(small_config(tmp_path, members="[Wikki@3]"))],
         "bad-member": ["ask", "hi", "--config", str(small_config(tmp_path, members="[BM25@@1]"))],
         "unknown-model": ["ask", "hi", "--config", str(small_config(tmp_path, model="gpt-9"))],
-        "missing-key": ["ask", "hi", "--config", str(small_config(tmp_path, model="gpt-4o, backend: openai, "
-                                                                             "api_key_env: EOR_NO_SUCH_KEY"))],
+        "missing-key": [
+            "ask",
+            "hi",
+            "--config",
+            str(small_config(tmp_path, model="gpt-4o, backend: openai, api_key_env: EOR_NO_SUCH_KEY")),
+        ],
         "malformed-data": ["run", "--config", str(config), "--data", str(data), "--out", str(tmp_path / "o")],
-        "missing-data": ["run", "--config", str(config), "--data", str(tmp_path / "x"), "--out", str(tmp_path / "o")],
+        "missing-data": [
+            "run",
+            "--config",
+            str(config),
+            "--data",
+            str(tmp_path / "x"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
     }[case]
     result = run_cli(*args)
     assert result.returncode == 1, result.stderr

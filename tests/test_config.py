@@ -22,7 +22,9 @@ def test_shipped_configs_load(name: str) -> None:
     assert isinstance(config, EnsembleConfig)
     assert len(config.members) >= 6
     assert config.reader.model == "qwen2.5-0.5b"
-    assert {"BM25", "Wiki", "PK", "ReFree"} <= {part for m in config.members for part in m.replace("&", "@").split("@")}
+    assert {"BM25", "Wiki", "PK", "ReFree"} <= {
+        part for m in config.members for part in m.replace("&", "@").split("@")
+    }
 
 
 def test_paths_resolve_against_the_config_folder(tmp_path) -> None:
@@ -35,7 +37,10 @@ def test_paths_resolve_against_the_config_folder(tmp_path) -> None:
     ("text", "message"),
     [
         ("members: [ReFree]\nreaderr: {}\n", r"unknown key\(s\) 'readerr'; valid keys: name, reader, corpus"),
-        ("members: [ReFree]\nreader: {modell: x}\n", r"c.yaml.reader: unknown key\(s\) 'modell'; valid keys: model"),
+        (
+            "members: [ReFree]\nreader: {modell: x}\n",
+            r"c.yaml.reader: unknown key\(s\) 'modell'; valid keys: model",
+        ),
         ("members: [ReFree]\nreader: {max_tokens: many}\n", r"reader.max_tokens: expected int, got 'many'"),
         ("members: ReFree\n", "members: expected a list"),
         ("members: []\n", "'members' must list at least one"),

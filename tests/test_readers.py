@@ -38,14 +38,18 @@ def test_llamacpp_batch_keeps_order_and_deduplicates(smollm2) -> None:
 
 def test_qwen_answers_real_questions(qwen) -> None:
     questions = ["what is the capital of france", "who wrote the play hamlet"]
-    answers = [clean_answer(text) for text in qwen.generate([TEMPLATES.answer_prompt(q, None) for q in questions])]
+    answers = [
+        clean_answer(text) for text in qwen.generate([TEMPLATES.answer_prompt(q, None) for q in questions])
+    ]
     assert answers[0] == "Paris"
     assert "Shakespeare" in answers[1]
 
 
 def test_qwen_reads_the_given_passage(qwen) -> None:
     document = "Zorblax\nThe capital of the fictional country of Zorblax is Quimbleton, founded in 1820."
-    answer = clean_answer(qwen.generate([TEMPLATES.answer_prompt("what is the capital of zorblax", document)])[0])
+    answer = clean_answer(
+        qwen.generate([TEMPLATES.answer_prompt("what is the capital of zorblax", document)])[0]
+    )
     assert answer == "Quimbleton"
 
 
@@ -63,7 +67,9 @@ def test_missing_model_file_is_a_clear_error(tmp_path) -> None:
 
 def test_transformers_causal_from_packaged_gguf() -> None:
     """The transformers path loads the same GGUF (dequantised) and applies the chat template."""
-    reader = build_reader(ReaderConfig(model="smollm2-135m", backend="transformers", max_tokens=12, batch_size=2))
+    reader = build_reader(
+        ReaderConfig(model="smollm2-135m", backend="transformers", max_tokens=12, batch_size=2)
+    )
     prompts = ["What is the capital of France?", "Name a colour.", "What is the capital of France?"]
     outputs = reader.generate(prompts)
     assert "Paris" in outputs[0] and outputs[0] == outputs[2]
@@ -75,13 +81,29 @@ def _tiny_seq2seq(folder) -> None:
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
-    vocab = {"<pad>": 0, "</s>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate("what is the capital of france".split())}}
+    vocab = {
+        "<pad>": 0,
+        "</s>": 1,
+        "<unk>": 2,
+        **{w: i + 3 for i, w in enumerate("what is the capital of france".split())},
+    }
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
     fast.save_pretrained(folder)
-    config = T5Config(vocab_size=len(vocab), d_model=16, d_ff=32, d_kv=8, num_layers=1, num_heads=2,
-                      decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    config = T5Config(
+        vocab_size=len(vocab),
+        d_model=16,
+        d_ff=32,
+        d_kv=8,
+        num_layers=1,
+        num_heads=2,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
     T5ForConditionalGeneration(config).save_pretrained(folder)
 
 
@@ -106,9 +128,23 @@ def llama_server():
     port = _free_port()
     model = resolve_model("smollm2-135m")
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--model_alias",
+            "smollm2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}/v1"
     try:

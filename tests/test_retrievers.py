@@ -33,11 +33,15 @@ def _gold(demo_questions) -> list[dict]:
 def test_sources_find_the_gold_passage(pool, demo_questions, source: str) -> None:
     questions = _gold(demo_questions)
     results = pool.source(source).retrieve_batch([q["question"] for q in questions])
-    hits = sum(bool(set(q["gold_passages"]) & set(_ids(docs[:5]))) for q, docs in zip(questions, results))
-    assert hits / len(questions) >= 0.8, f"{source} found the gold passage in the top 5 for {hits}/{len(questions)}"
+    hits = sum(bool(set(q["gold_passages"]) & set(_ids(docs[:5]))) for q, docs in zip(questions, results, strict=True))
+    assert hits / len(questions) >= 0.8, (
+        f"{source} found the gold passage in the top 5 for {hits}/{len(questions)}"
+    )
     first = results[0]
     assert len(first) == 10
-    assert set(first[0].metadata) >= {"id", "title", "source", "score"} and first[0].metadata["source"] == source
+    assert (
+        set(first[0].metadata) >= {"id", "title", "source", "score"} and first[0].metadata["source"] == source
+    )
     scores = [doc.metadata["score"] for doc in first]
     assert scores == sorted(scores, reverse=True)
 
@@ -96,13 +100,21 @@ def test_index_is_persisted_and_reused(demo_corpus, isolated_cache, monkeypatch)
 def test_changed_corpus_gets_a_new_index(tmp_path, isolated_cache) -> None:
     from retrievers.bm25 import BM25Retriever
 
-    corpus = write_jsonl(tmp_path / "c.jsonl", [
-        {"id": "a", "title": "Apples", "text": "Apples are red fruit."},
-        {"id": "b", "title": "Bananas", "text": "Bananas are yellow fruit."},
-    ])
+    corpus = write_jsonl(
+        tmp_path / "c.jsonl",
+        [
+            {"id": "a", "title": "Apples", "text": "Apples are red fruit."},
+            {"id": "b", "title": "Bananas", "text": "Bananas are yellow fruit."},
+        ],
+    )
     assert _ids(BM25Retriever(corpus_path=str(corpus), depth=1).invoke("yellow")) == ["b"]
-    write_jsonl(corpus, [{"id": "c", "title": "Cherries", "text": "Cherries are small and yellow or red."},
-                         {"id": "a", "title": "Apples", "text": "Apples are red fruit."}])
+    write_jsonl(
+        corpus,
+        [
+            {"id": "c", "title": "Cherries", "text": "Cherries are small and yellow or red."},
+            {"id": "a", "title": "Apples", "text": "Apples are red fruit."},
+        ],
+    )
     assert _ids(BM25Retriever(corpus_path=str(corpus), depth=1).invoke("yellow")) == ["c"]
     assert len(list((isolated_cache / "indexes").iterdir())) == 2
 
@@ -131,8 +143,10 @@ def test_parametric_knowledge_uses_the_reader(smollm2) -> None:
     docs = pk.retrieve_batch(["who discovered penicillin", "what is the boiling point of water"])
     assert [len(d) for d in docs] == [1, 1]
     assert all(d[0].page_content and d[0].metadata["source"] == "PK" for d in docs)
-    expected = smollm2.generate(["Generate a background document to answer the given question. "
-                                 "who discovered penicillin."], max_tokens=24)[0].strip()
+    expected = smollm2.generate(
+        ["Generate a background document to answer the given question. who discovered penicillin."],
+        max_tokens=24,
+    )[0].strip()
     assert docs[0][0].page_content == expected
 
 

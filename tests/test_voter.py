@@ -226,3 +226,22 @@ def test_bad_weights_files(tmp_path):
     (tmp_path / "other.json").write_text('{"weights": []}')
     with pytest.raises(ConfigError, match="not an eor voter weights file"):
         Voter.load(tmp_path / "other.json")
+
+
+@pytest.mark.parametrize("pooling", ["mean", "max", "majority", "plurality"])
+def test_fast_scorer_equals_the_generic_pooling(pooling):
+    # The scorer's shortcuts (per-metric means of the active set, kept for recent sets) must give exactly
+    # ω^r_m · pool(Σ_k ω^s_k sim_k) with −inf for dropped members, for many weight settings in a row.
+    from voters import pool
+
+    rng = np.random.default_rng(11)
+    tensor = rng.uniform(size=(20, 6, 6, 3))
+    scorer = VoteScorer(tensor)
+    for _ in range(40):
+        metric = rng.uniform(0, 0.6, size=3)
+        retriever = rng.uniform(0, 0.6, size=6)
+        active = retriever > 0.1
+        combined = np.einsum("qmnk,k->qmn", tensor, metric)
+        expected = np.where(active, retriever * pool(pooling, combined, active, 0.4), -np.inf)
+        got = scorer.scores(metric, retriever, pooling=pooling, threshold=0.4, member_threshold=0.1)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)

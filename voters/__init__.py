@@ -1,4 +1,17 @@
-"""Voters: similarity metrics, pooling functions and the `Voter` estimator of the EoR paper (section 4)."""
+"""Voters: similarity metrics, pooling functions and the `Voter` estimator of the EoR paper (section 4).
+
+Modules: `similarity` (metric registry, similarity tensor, pair-score disk cache), `pooling` (appendix C.4),
+`scoring` (eqs. 6-7 and the tie-breaking argmax), `correctness` (training objectives), `grounding` (answer
+found in the member's own passages), `training` (Nelder-Mead with deterministic restarts), `weights_file`
+(JSON weights files) and `voter` (the estimator). Conventions fixed here:
+
+- every similarity lies in [0, 1]; cosine clips negative values to 0 (option: (cos + 1) / 2);
+- a member with ω^r ≤ member_threshold is dropped: it is never chosen and does not count as an n in the
+  other members' pools (N = active members − 1); its decision score is −inf;
+- s_m = ω^r_m · (pool_m + ω^g · g_m) when grounding is used (ω^g learned like the other weights);
+- ties (within a relative 1e-9) go to the lowest member index;
+- a uniform voter has ω^s = 1/K per metric and ω^r = 0.5 for every member.
+"""
 
 from __future__ import annotations
 

@@ -36,7 +36,9 @@ class BatchedReader:
         if any(not isinstance(prompt, str) for prompt in prompts):
             raise InputError("reader prompts must be strings")
         unique = sorted(set(prompts))
-        timed = dict(zip(unique, self._generate_batch(unique, max_tokens or self.default_max_tokens), strict=True))
+        timed = dict(
+            zip(unique, self._generate_batch(unique, max_tokens or self.default_max_tokens), strict=True)
+        )
         self.last_seconds = [timed[prompt][1] for prompt in prompts]
         return [timed[prompt][0] for prompt in prompts]
 

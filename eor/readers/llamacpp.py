@@ -41,7 +41,9 @@ class LlamaCppReader(BatchedReader):
     def _generate_one(self, prompt: str, max_tokens: int) -> str:
         messages = [{"role": "user", "content": prompt}]
         try:
-            response = self._llm.create_chat_completion(messages=messages, temperature=0.0, max_tokens=max_tokens)
+            response = self._llm.create_chat_completion(
+                messages=messages, temperature=0.0, max_tokens=max_tokens
+            )
         except ValueError as exc:  # llama-cpp-python raises ValueError when the prompt exceeds the context
             raise ReaderError(f"{self.name}: {exc}") from exc
         return response["choices"][0]["message"]["content"] or ""

@@ -54,7 +54,9 @@ class OpenAIReader(BatchedReader):
                 seed=self.seed,
             )
         except self._errors as exc:
-            raise ReaderError(f"OpenAI-compatible reader {self.model!r} failed: {type(exc).__name__}: {exc}") from None
+            raise ReaderError(
+                f"OpenAI-compatible reader {self.model!r} failed: {type(exc).__name__}: {exc}"
+            ) from None
         return response.choices[0].message.content or "", time.perf_counter() - started
 
     def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[tuple[str, float]]:

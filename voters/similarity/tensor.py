@@ -11,6 +11,7 @@ enters a pooling.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ def _scores(
     if use_cache:
         known = cache.get_many(metric.cache_key(), pairs)
     missing = [pair for pair in pairs if pair not in known]
+    started = time.perf_counter()
     if missing:
         computed = np.asarray(metric.score_pairs(missing), dtype=float)
         if computed.shape != (len(missing),) or not np.all(np.isfinite(computed)):
@@ -69,7 +71,14 @@ def _scores(
         if use_cache:
             cache.put_many(metric.cache_key(), fresh.items())
         known.update(fresh)
-    log.debug("%s: %d distinct pairs, %d computed", metric.name, len(pairs), len(missing))
+    log.info(
+        "similarity %s: %d distinct pairs, %d from the cache, %d computed in %.1f s",
+        metric.name,
+        len(pairs),
+        len(pairs) - len(missing),
+        len(missing),
+        time.perf_counter() - started,
+    )
     return np.array([known[pair] for pair in pairs], dtype=float)
 
 
