@@ -1,0 +1,69 @@
+"""Document-level evaluation of retrievers: eRAG labels and metrics, baselines, correlation with end-to-end
+quality, and context utility (relevance propagation).
+
+Modules: `metrics` (the retrieval-metric registry: P, R, MAP, MRR, NDCG, Hit with `@k` cutoffs),
+`correlation` (Kendall's τ-b, Spearman's ρ, Pearson's r, NaN-aware), `evaluate` (the eRAG API with batched,
+cached generation) and `utility` (U = (P(context) − P(0-shot)) / P(0-shot) against nDCG@k).
+"""
+
+from __future__ import annotations
+
+from eor.erag.correlation import correlate, jsonable, kendall_tau, pearson_r, spearman_rho
+from eor.erag.evaluate import (
+    DOWNSTREAM_METRICS,
+    Cost,
+    EragResult,
+    GenerationCache,
+    Labelling,
+    ListScores,
+    Passage,
+    Request,
+    as_passage,
+    evaluate,
+    generate,
+    make_generator,
+)
+from eor.erag.metrics import (
+    METRICS,
+    MetricSpec,
+    default_metrics,
+    mean_scores,
+    parse_metric,
+    parse_metrics,
+    register_metric,
+    score,
+    score_questions,
+)
+from eor.erag.utility import UtilityResult, evaluate_utility, utility
+
+__all__ = [
+    "DOWNSTREAM_METRICS",
+    "METRICS",
+    "Cost",
+    "EragResult",
+    "GenerationCache",
+    "Labelling",
+    "ListScores",
+    "MetricSpec",
+    "Passage",
+    "Request",
+    "UtilityResult",
+    "as_passage",
+    "correlate",
+    "default_metrics",
+    "evaluate",
+    "evaluate_utility",
+    "generate",
+    "jsonable",
+    "kendall_tau",
+    "make_generator",
+    "mean_scores",
+    "parse_metric",
+    "parse_metrics",
+    "pearson_r",
+    "register_metric",
+    "score",
+    "score_questions",
+    "spearman_rho",
+    "utility",
+]
