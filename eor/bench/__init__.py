@@ -1,0 +1,16 @@
+"""Benchmarking retriever pools from run records (EoR paper, table 1, figures 1 and 4-6, appendix B).
+
+`bench(records_dir, out_dir, ...)` writes `report.json`, `report.md` and PNG figures and returns a summary;
+`build_report` computes the report dict, `write_report` writes it, `compare_reports` diffs two reports.
+Modules: `data` (records as arrays), `voting` (the EoR system), `stats` (bootstrap and paired tests),
+`semantic` (the `semantic` correctness metric), `report`, `figures`, `markdown`, `compare`, `command`.
+Heavy imports (matplotlib, the sentence encoder) happen inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+from eor.bench.command import bench
+from eor.bench.compare import compare_reports
+from eor.bench.report import build_report, write_report
+
+__all__ = ["bench", "build_report", "compare_reports", "write_report"]

@@ -1,0 +1,70 @@
+"""`bench`: build a benchmark report from a run's records, write it, and summarise it for the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
+
+
+def bench(
+    records_dir: str | Path,
+    out_dir: str | Path,
+    weights: str | Path | None = None,
+    metric: str = "em",
+    *,
+    metrics: Sequence[str] | None = None,
+    seed: int = 0,
+    resamples: int = 1000,
+    max_subsets: int = DEFAULT_MAX_SUBSETS,
+    progress: bool = True,
+) -> str:
+    """`eor bench`: write report.json, report.md and the figures into `out_dir`; a short summary to print.
+
+    `metrics` chooses the similarity metrics of the uniform voter used when no `weights` file is given
+    (default em, f1, cosine); see eor.bench.report.build_report for the rest.
+    """
+    from eor.bench.report import build_report, write_report
+
+    report = build_report(
+        records_dir, weights, metric, seed, max_subsets, metrics=metrics, resamples=resamples, progress=progress
+    )
+    written = write_report(report, out_dir)
+    return summarize(report, out_dir, [path.name for path in written])
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str]) -> str:
+    """A few lines: EoR against Top R (metric, interval, test, MRLR), the oracle gap and the files written."""
+    metric = report["metric"]
+    eor = report["eor"]
+    ci = eor["ci"][metric]
+    lines = [
+        f"{report['questions']} questions, {len(report['names'])} members; {metric} "
+        f"(95% bootstrap intervals, {report['bootstrap']['resamples']} resamples)",
+        f"EoR ({eor['voter']}): {_pct(eor[metric])} [{_pct(ci[0])}, {_pct(ci[1])}], MRLR {_ratio(eor['mrlr'])}",
+    ]
+    for key, label in (("top_r", "Top R"), ("top_r_train", "Top R (train)")):
+        entry = report.get(key)
+        test = report["significance"].get(key)
+        if not entry or not test:
+            continue
+        low, high = entry["ci"][metric]
+        lines.append(
+            f"{label} {entry['member']}: {_pct(entry[metric])} [{_pct(low)}, {_pct(high)}], MRLR "
+            f"{_ratio(entry['mrlr'])}; EoR − {label} = {_pct(test['difference'])} points, "
+            f"{test['test'].replace('_', ' ')} p = {test['p_value']:.3g}"
+        )
+    oracle = report["oracle"]
+    lines.append(f"oracle {_pct(oracle[metric])}: gap to EoR {_pct(oracle['gap']['eor'])} points")
+    lines.append(f"written to {out_dir}: {', '.join(files)}")
+    return "\n".join(lines)
+
+
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"

@@ -1,0 +1,321 @@
+"""PNG figures of a benchmark report (matplotlib, Agg backend), drawn from the report dict alone.
+
+- `rwr.png`: the RWR heatmap (EoR paper, figure 1), annotated cells;
+- `errors_rwr.png`: the four RWR_E heatmaps (figure 4);
+- `upper_bound.png`: oracle accuracy by pool size as boxplots, best single member dashed (figure 5);
+- `weights.png`: the learned retriever weights (figure 6), only when the report has weights;
+- `error_rates.png`: per member (and EoR) stacked bars of the error partition of appendix B.
+
+Heatmap rows and columns are the members sorted by the report's metric, best first (as in figure 4).
+Undefined cells (a zero denominator) are grey and marked "–". Sizes and fonts scale with the number of
+members so 7 to 16 long names stay legible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DPI = 120
+ERROR_TITLES = {
+    "retriever_error": "Retriever error $E_r$",
+    "hallucination": "Hallucination $E_h$",
+    "extraction_error": "Extraction error $E_e$ (both retrieved the gold)",
+    "lucky_guess": "Lucky guess (both in the lucky-guess regime)",
+}
+DARK = {"#2e7d32"}  # segment colours that need white text
+PARTITION_STYLE = {
+    "correct": ("correct", "#2e7d32"),
+    "lucky_guess": ("lucky guess", "#a5d6a7"),
+    "extraction_error": ("extraction error", "#ffb74d"),
+    "hallucination": ("hallucination (gold retrieved)", "#ba68c8"),
+    "retriever_error": ("retriever error (wrong)", "#e57373"),
+}
+METRIC_LABELS = {"em": "EM", "f1": "F1", "contains": "containment", "semantic": "semantic equivalence"}
+
+
+def metric_label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric)
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _order(report: dict[str, Any]) -> list[int]:
+    """Member indices sorted by the report's metric, best first (stable: ties keep record order)."""
+    metric = report["metric"]
+    values = [report["members"][name][metric] for name in report["names"]]
+    return sorted(range(len(values)), key=lambda i: -(values[i] if values[i] is not None else -1.0))
+
+
+def _as_array(matrix: Sequence[Sequence[float | None]]) -> np.ndarray:
+    return np.array([[np.nan if v is None else v for v in row] for row in matrix], dtype=float).reshape(
+        len(matrix), len(matrix)
+    )
+
+
+def _cell_font(n: int) -> float:
+    return 10 if n <= 10 else 9 if n <= 13 else 8.5
+
+
+def _heatmap(
+    ax: Any, fig: Any, matrix: np.ndarray, names: Sequence[str], title: str, xlabel: bool = True, ylabel: bool = True
+) -> None:
+    import matplotlib as mpl
+
+    n = len(names)
+    cmap = mpl.colormaps["Blues"].copy()
+    cmap.set_bad("#e0e0e0")
+    top = np.nanmax(matrix) if np.any(~np.isnan(matrix)) else 1.0
+    vmax = max(0.1, float(np.ceil(top * 10) / 10))
+    image = ax.imshow(np.ma.masked_invalid(matrix), cmap=cmap, vmin=0.0, vmax=vmax)
+    font = _cell_font(n)
+    for i in range(n):
+        for j in range(n):
+            value = matrix[i, j]
+            if np.isnan(value):
+                ax.text(j, i, "–", ha="center", va="center", fontsize=font, color="#757575")
+            else:
+                color = "white" if value > 0.6 * vmax else "black"
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=font, color=color)
+    label_font = 10 if n <= 10 else 8.5
+    ax.set_xticks(range(n), names, rotation=45, ha="right", rotation_mode="anchor", fontsize=label_font)
+    ax.set_yticks(range(n), names, fontsize=label_font)
+    if xlabel:
+        ax.set_xlabel("column member $r_j$ (its failures)", fontsize=label_font + 1)
+    if ylabel:
+        ax.set_ylabel("row member $r_i$ (avoids them)", fontsize=label_font + 1)
+    ax.set_xticks(np.arange(n + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(n + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="white", linewidth=1)
+    ax.tick_params(which="minor", length=0)
+    ax.set_title(title, fontsize=label_font + 1)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+
+
+def _heatmap_size(n: int) -> float:
+    return 0.62 * n + 3.2
+
+
+def plot_rwr(report: dict[str, Any], path: Path) -> Path:
+    """Figure 1: RWR(i, j), the share of column member j's failures that row member i answers correctly."""
+    plt = _pyplot()
+    order = _order(report)
+    names = [report["rwr"]["names"][i] for i in order]
+    matrix = _as_array(report["rwr"]["matrix"])[np.ix_(order, order)]
+    side = _heatmap_size(len(names))
+    fig, ax = plt.subplots(figsize=(side + 1.2, side), layout="constrained")
+    metric = metric_label(report["metric"])
+    _heatmap(
+        ax,
+        fig,
+        matrix,
+        names,
+        f"Relative win ratio RWR(i, j) ({metric}, {report['questions']} questions)\n"
+        "share of the column member's wrong answers that the row member gets right\n"
+        f"members sorted by {metric}, best first; – undefined (the column member is never wrong)",
+    )
+    return _save(fig, path)
+
+
+def plot_error_rwr(report: dict[str, Any], path: Path) -> Path:
+    """Figure 4: the RWR_E heatmap of each error type (the share of r_j's errors that r_i avoids)."""
+    plt = _pyplot()
+    errors = report["errors"]
+    order = _order(report)
+    names = [errors["names"][i] for i in order]
+    side = _heatmap_size(len(names))
+    fig, axes = plt.subplots(2, 2, figsize=(2 * (side + 1.2), 2 * side + 0.8), layout="constrained")
+    for k, (ax, kind) in enumerate(zip(axes.flat, errors["types"], strict=True)):
+        matrix = _as_array(errors["rwr"][kind])[np.ix_(order, order)]
+        _heatmap(ax, fig, matrix, names, ERROR_TITLES.get(kind, kind), xlabel=k >= 2, ylabel=k % 2 == 0)
+    fig.suptitle(
+        f"Error relative win ratio RWR_E(i, j): share of column member's errors the row member avoids\n"
+        f"{errors['questions']} questions after dropping {errors['filtered']} with an answer over "
+        f"{errors['max_answer_words']} words; – undefined (the column member never makes the error "
+        "under the condition)",
+        fontsize=12,
+    )
+    return _save(fig, path)
+
+
+def plot_upper_bound(report: dict[str, Any], path: Path) -> Path:
+    """Figure 5: oracle accuracy of member subsets per pool size, best single member dashed, EoR dotted."""
+    plt = _pyplot()
+    bound = report["upper_bound"]
+    sizes = [entry["size"] for entry in bound["by_size"]]
+    data = [[100 * a for a in entry["accuracies"]] for entry in bound["by_size"]]
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.55 * len(sizes) + 3.5), 5))
+    ax.boxplot(
+        data,
+        positions=sizes,
+        widths=0.6,
+        patch_artist=True,
+        boxprops={"facecolor": "#bbdefb", "edgecolor": "#1565c0"},
+        medianprops={"color": "#0d47a1"},
+        flierprops={"markersize": 3, "markerfacecolor": "#1565c0", "markeredgecolor": "none"},
+    )
+    metric = metric_label(report["metric"])
+    if bound.get("best_single_accuracy") is not None:
+        best = 100 * bound["best_single_accuracy"]
+        ax.axhline(
+            best,
+            linestyle="--",
+            color="#c62828",
+            linewidth=1.5,
+            label=f"best single member: {bound['best_single']} ({best:.1f})",
+        )
+    if bound.get("eor") is not None:
+        eor = 100 * bound["eor"]
+        ax.axhline(eor, linestyle=":", color="#2e7d32", linewidth=2, label=f"EoR ({eor:.1f})")
+    ax.set_xlabel("pool size (number of members)")
+    ax.set_ylabel(f"oracle {metric} (%)")
+    ax.set_xticks(sizes, [str(s) for s in sizes])
+    sampled = [str(e["size"]) for e in bound["by_size"] if not e["exhaustive"]]
+    note = f"; sizes {', '.join(sampled)} sampled ({bound['max_subsets']} subsets)" if sampled else ""
+    ax.set_title(f"Upper bound of an ensemble by pool size ({report['questions']} questions{note})", fontsize=11)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=9)
+    return _save(fig, path)
+
+
+def plot_weights(report: dict[str, Any], path: Path) -> Path | None:
+    """Figure 6: learned retriever weights ω^r as circles (size and colour grow with the weight)."""
+    weights = report.get("weights")
+    if not weights:
+        return None
+    plt = _pyplot()
+    names = list(weights["retriever_weights"])
+    values = np.array([weights["retriever_weights"][name] for name in names], dtype=float)
+    threshold = weights["member_threshold"]
+    top = max(float(values.max()), 1e-9)
+    n = len(names)
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.75 * n + 2.5), 3.6))
+    x = np.arange(n)
+    active = values > threshold
+    sizes = 60 + 1400 * (values / top)
+    scatter = ax.scatter(
+        x[active],
+        np.zeros(active.sum()),
+        s=sizes[active],
+        c=values[active],
+        cmap="Reds",
+        vmin=0.0,
+        vmax=top,
+        edgecolors="#7f0000",
+        linewidths=0.8,
+        zorder=3,
+    )
+    ax.scatter(
+        x[~active],
+        np.zeros((~active).sum()),
+        s=sizes[~active],
+        facecolors="none",
+        edgecolors="#9e9e9e",
+        linewidths=1.0,
+        linestyle="--",
+        zorder=3,
+    )
+    for i, value in enumerate(values):
+        ax.text(
+            i,
+            -0.5,
+            f"{value:.2f}" + ("" if active[i] else "\ndropped"),
+            ha="center",
+            va="top",
+            fontsize=9,
+            color="black" if active[i] else "#757575",
+        )
+    ax.set_xticks(x, names, rotation=35, ha="right", rotation_mode="anchor", fontsize=10)
+    ax.set_yticks([])
+    ax.set_xlim(-0.7, n - 0.3)
+    ax.set_ylim(-0.95, 0.55)
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    metric_weights = ", ".join(f"{k} {v:.2f}" for k, v in weights["metric_weights"].items())
+    ax.set_title(
+        f"Learned retriever weights $\\omega^r$ (pooling {weights['pooling']}; members with "
+        f"$\\omega^r \\leq$ {threshold:g} are dropped)\nmetric weights: {metric_weights}",
+        fontsize=10,
+    )
+    if active.any():
+        fig.colorbar(scatter, ax=ax, fraction=0.03, pad=0.02, label="$\\omega^r$")
+    return _save(fig, path)
+
+
+def plot_error_rates(report: dict[str, Any], path: Path) -> Path:
+    """Per member (and EoR) horizontal stacked bars: each question in exactly one error category."""
+    plt = _pyplot()
+    errors = report["errors"]
+    order = _order(report)
+    names = [errors["names"][i] for i in order] + ["EoR"]
+    rows = [errors["members"][name] for name in names[:-1]] + [errors["eor"]]
+    total = errors["questions"]
+    fig, ax = plt.subplots(figsize=(10, 0.42 * len(names) + 2.2))
+    y = np.arange(len(names))[::-1]
+    left = np.zeros(len(names))
+    for kind in errors["partition_types"]:
+        label, color = PARTITION_STYLE.get(kind, (kind, None))
+        shares = np.array([row["partition"][kind] / total if total else 0.0 for row in rows])
+        ax.barh(y, 100 * shares, left=100 * left, color=color, label=label, edgecolor="white", height=0.7)
+        for yi, share, start in zip(y, shares, left, strict=True):
+            if share >= 0.06:
+                ax.text(
+                    100 * (start + share / 2),
+                    yi,
+                    f"{100 * share:.0f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if color in DARK else "black",
+                )
+        left += shares
+    ax.set_yticks(y, names, fontsize=10)
+    ax.get_yticklabels()[-1].set_fontweight("bold")
+    ax.set_xlim(0, 100)
+    ax.set_xlabel(f"share of the {total} questions kept (%)")
+    ax.set_title(
+        f"Answers by error type (appendix B; {metric_label(errors['metric'])}; {errors['filtered']} questions "
+        f"with an answer over {errors['max_answer_words']} words dropped)",
+        fontsize=10,
+    )
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9, frameon=False)
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+FIGURES = {
+    "rwr.png": plot_rwr,
+    "errors_rwr.png": plot_error_rwr,
+    "upper_bound.png": plot_upper_bound,
+    "weights.png": plot_weights,
+    "error_rates.png": plot_error_rates,
+}
+
+
+def write_figures(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
+    """Every figure the report supports, written into `out_dir`; the paths written."""
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, plot in FIGURES.items():
+        path = plot(report, folder / name)
+        if path is not None:
+            written.append(path)
+    return written

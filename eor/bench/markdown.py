@@ -1,0 +1,233 @@
+"""`report.md`: a benchmark report as readable Markdown tables (figures are linked, not embedded)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eor.bench.figures import metric_label
+
+DASH = "–"
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage ("48.0"); "–" when undefined."""
+    return DASH if value is None else f"{100 * value:.{digits}f}"
+
+
+def ratio(value: float | None) -> str:
+    return DASH if value is None else f"{value:.2f}"
+
+
+def with_ci(figures: dict[str, Any], measure: str) -> str:
+    value = figures.get(measure)
+    interval = (figures.get("ci") or {}).get(measure)
+    if value is None:
+        return DASH
+    if not interval or interval[0] is None:
+        return pct(value)
+    return f"{pct(value)} [{pct(interval[0])}, {pct(interval[1])}]"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _escape(name: str) -> str:
+    return name.replace("|", "\\|")
+
+
+def accuracy_section(report: dict[str, Any]) -> list[str]:
+    measures = report["measures"]
+    header = ["system", *(metric_label(m) for m in measures), "MRWR", "MRLR"]
+
+    def row(label: str, figures: dict[str, Any]) -> list[str]:
+        return [label, *(with_ci(figures, m) for m in measures), ratio(figures.get("mrwr")), ratio(figures.get("mrlr"))]
+
+    rows = [row(_escape(name), report["members"][name]) for name in report["names"]]
+    top = report["top_r"]
+    rows.append(row(f"**Top R** (best here: {_escape(top['member'])})", top))
+    train = report.get("top_r_train")
+    if train and train.get("in_records", True):
+        rows.append(row(f"**Top R (train)** ({_escape(train['member'])})", train))
+    rows.append(row(f"**EoR** ({report['eor']['voter']})", report["eor"]))
+    oracle = {**report["oracle"], "mrwr": None, "mrlr": None}
+    rows.append(row("**Oracle** (any member right)", oracle))
+    lines = [
+        "## Accuracy (EoR paper, table 1)",
+        "",
+        f"Percentages with bootstrap {report['bootstrap']['confidence']:.0%} intervals "
+        f"({report['bootstrap']['resamples']} resamples of the questions, seed {report['seed']}). "
+        f"MRWR / MRLR on {metric_label(report['metric'])}: the mean share of the other members' failures this "
+        "one answers right / of this one's failures the others answer right (lower MRLR is better). "
+        "Top R is the best member on these very questions (optimistic); Top R (train) is the member best "
+        "on the training records, the fair baseline.",
+        "",
+        *table(header, rows),
+    ]
+    if train and not train.get("in_records", True):
+        lines += ["", f"Top R (train) {train['member']} is not among these records' members."]
+    return lines
+
+
+def significance_section(report: dict[str, Any]) -> list[str]:
+    metric = metric_label(report["significance"]["metric"])
+    lines = ["## EoR against Top R", ""]
+    for key, label in (("top_r", "Top R"), ("top_r_train", "Top R (train)")):
+        test = report["significance"].get(key)
+        if not test:
+            continue
+        member = test["against"]
+        text = (
+            f"- **{label}** ({member}): {metric} difference EoR − {member} = {pct(test['difference'])} points "
+            f"[{pct(test['ci'][0])}, {pct(test['ci'][1])}] (paired bootstrap)"
+        )
+        if test["test"] == "mcnemar_exact":
+            m = test["mcnemar"]
+            text += (
+                f"; exact McNemar: EoR alone right on {m['a_only']}, {member} alone right on {m['b_only']} "
+                f"questions, p = {test['p_value']:.3g}"
+            )
+        else:
+            text += f"; paired bootstrap p = {ratio(test['p_value'])}"
+        verdict = test["significant"]
+        if verdict is not None:
+            text += f" ({'significant' if verdict else 'not significant'} at α = {test['alpha']})."
+        lines.append(text)
+    oracle = report["oracle"]
+    metric_key = report["metric"]
+    lines += [
+        "",
+        f"Oracle {metric}: {pct(oracle[metric_key])}; gap to EoR {pct(oracle['gap']['eor'])} points, to Top R "
+        f"{pct(oracle['gap']['top_r'])} points.",
+        "",
+        "EoR chose: " + ", ".join(f"{_escape(n)} {c}" for n, c in report["eor"]["chosen"].items() if c) + ".",
+    ]
+    return lines
+
+
+def rwr_section(report: dict[str, Any]) -> list[str]:
+    names = report["rwr"]["names"]
+    rows = [
+        [f"**{_escape(name)}**", *(ratio(v) for v in values)]
+        for name, values in zip(names, report["rwr"]["matrix"], strict=True)
+    ]
+    return [
+        "## Retriever inconsistency: RWR(i, j) (eq. 1, figure 1)",
+        "",
+        "Row i, column j: the share of questions member j gets wrong that member i gets right; "
+        f"{DASH} undefined (j never wrong).",
+        "",
+        *table(["i \\ j", *(_escape(n) for n in names)], rows),
+    ]
+
+
+def errors_section(report: dict[str, Any]) -> list[str]:
+    errors = report["errors"]
+    kinds = [*errors["types"], "correct"]
+    labels = {
+        "retriever_error": "retriever error",
+        "hallucination": "hallucination",
+        "extraction_error": "extraction error",
+        "lucky_guess": "lucky guess",
+        "correct": "correct",
+    }
+
+    def cells(entry: dict[str, Any]) -> list[str]:
+        return [f"{entry['counts'][k]} ({pct(entry['rates'][k], 0)}%)" for k in kinds]
+
+    rows = [[_escape(name), *cells(errors["members"][name])] for name in errors["names"]]
+    rows.append(["**EoR**", *cells(errors["eor"])])
+    return [
+        "## Error breakdown (appendix B, figure 4)",
+        "",
+        f"{errors['questions']} questions kept; {errors['filtered']} filtered (some member's answer is longer "
+        f"than {errors['max_answer_words']} words). Counts (rate over the kept questions). The types overlap: "
+        "extraction error = gold and answer retrieved but wrong; lucky guess = right with neither retrieved. "
+        "RWR_E heatmaps: `errors_rwr.png`; the numbers are in `report.json` under `errors.rwr`.",
+        "",
+        *table(["member", *(labels.get(k, k) for k in kinds)], rows),
+    ]
+
+
+def upper_bound_section(report: dict[str, Any]) -> list[str]:
+    bound = report["upper_bound"]
+    rows = [
+        [
+            str(e["size"]),
+            f"{len(e['accuracies'])}" + ("" if e["exhaustive"] else f" of {e['total_subsets']}"),
+            pct(e["min"]),
+            pct(e["median"]),
+            pct(e["max"]),
+            ", ".join(_escape(n) for n in e["best_subset"]),
+        ]
+        for e in bound["by_size"]
+    ]
+    return [
+        "## Upper bound by pool size (figure 5)",
+        "",
+        f"Oracle {metric_label(report['metric'])} of member subsets; best single member "
+        f"{bound['best_single']} ({pct(bound['best_single_accuracy'])}), EoR {pct(bound['eor'])}.",
+        "",
+        *table(["pool size", "subsets", "min", "median", "max", "best subset"], rows),
+    ]
+
+
+def weights_section(report: dict[str, Any]) -> list[str]:
+    weights = report.get("weights")
+    if not weights:
+        return []
+    active = set(weights["active"])
+    rows = [
+        [_escape(n), f"{w:.3f}", "yes" if n in active else "dropped"] for n, w in weights["retriever_weights"].items()
+    ]
+    meta = weights.get("meta", {})
+    details = [f"pooling {weights['pooling']}", f"threshold t = {weights['member_threshold']:g}"]
+    details.append("metric weights " + ", ".join(f"{k} {v:.3f}" for k, v in weights["metric_weights"].items()))
+    if meta.get("objective"):
+        details.append(f"objective {meta['objective']}")
+    if weights.get("train_score") is not None:
+        details.append(f"train score {weights['train_score']:.4f}")
+    return [
+        "## Learned retriever weights (figure 6)",
+        "",
+        f"From `{weights['file']}`: " + "; ".join(details) + ".",
+        "",
+        *table(["member", "ω^r", "votes"], rows),
+    ]
+
+
+def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
+    eor = report["eor"]
+    voter = (
+        f"weights file `{eor['weights_file']}`"
+        if eor["voter"] == "weights"
+        else f"uniform weights over {', '.join(eor['metrics'])} ({eor['pooling']} pooling)"
+    )
+    lines = [
+        "# Retriever pool benchmark",
+        "",
+        f"Records `{report['records']}`: {report['questions']} questions with gold answers, "
+        f"{len(report['names'])} members. Correctness: {metric_label(report['metric'])}. EoR: {voter}.",
+        "",
+        *accuracy_section(report),
+        "",
+        *significance_section(report),
+        "",
+        *rwr_section(report),
+        "",
+        *errors_section(report),
+        "",
+        *upper_bound_section(report),
+        "",
+    ]
+    weights = weights_section(report)
+    if weights:
+        lines += [*weights, ""]
+    if figures:
+        lines += ["## Figures", ""]
+        lines += [f"![{name}]({name})" for name in figures]
+        lines.append("")
+    return "\n".join(lines)

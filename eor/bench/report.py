@@ -1,0 +1,362 @@
+"""`build_report`: every number of a retriever-pool benchmark, as one JSON-ready dict.
+
+The report (EoR paper, table 1, figures 1 and 4-6, appendix B) holds, for the questions of a run that have
+gold answers:
+
+- `members`: per member the mean of each measure (`em`, `f1`, `contains`, and the report's `metric` when it
+  is another one), its bootstrap 95% interval (`ci`), and `mrwr`/`mrlr` on the report's metric;
+- `eor`: the same for the ensemble (a weights file's voter, or a uniform one), with MRWR/MRLR against the
+  members and how often each member's answer was chosen;
+- `top_r`: the best member on these records by the report's metric (the paper's Top R; ties go to the
+  earliest member); `top_r_train`: the member best on the training records, named by the weights file
+  (the fair baseline, since Top R is chosen on the very questions it is scored on), or null;
+- `oracle`: the upper bound (right whenever some member is right) and its gap to EoR and Top R;
+- `significance`: paired tests of EoR against Top R and Top R (train) (see eor.bench.stats);
+- `rwr`: `names` and `matrix` with row i, column j = RWR(i, j) (eq. 1);
+- `errors`: appendix B's breakdown: per member counts and rates of each error type, a partition of the
+  questions for stacked bars, RWR_E matrices, and `filtered` (questions dropped by the >5-word filter);
+- `upper_bound`: the oracle of member subsets per pool size (figure 5), summarised per size;
+- `weights`: the learned weights (figure 6) when a weights file is given.
+
+Every measure is a fraction in [0, 1]. An undefined ratio (zero denominator) is null, never 0. The
+report's `metric` (em by default) is the correctness indicator of RWR, the oracle, Top R, the error
+breakdown and the significance test; for a graded metric (f1) the error breakdown counts a score ≥ 0.5 as
+correct.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import eor.bench.semantic  # noqa: F401  (registers the `semantic` correctness metric)
+from eor.bench.data import RunData, load_run
+from eor.bench.stats import CONFIDENCE, DEFAULT_RESAMPLES, Bootstrap, paired_test
+from eor.bench.voting import Vote, vote
+from eor.errors import InputError
+from eor.evaluation.error_breakdown import (
+    ERROR_TYPES,
+    MAX_ANSWER_WORDS,
+    ErrorIndicators,
+    error_indicators,
+    error_rwr_matrices,
+    summarize_errors,
+)
+from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against, nan_to_none, rwr_matrix
+from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, upper_bound_by_pool_size
+
+REPORT_FORMAT = "eor-bench-report"
+REPORT_VERSION = 1
+MEASURES: tuple[str, ...] = ("em", "f1", "contains")
+EOR = "EoR"
+CORRECT_AT = 0.5  # a graded score counts as correct in the error breakdown from here on
+# Stacked-bar categories: every (member, question) falls in exactly one.
+PARTITION: tuple[str, ...] = (
+    "correct",  # right, and not a lucky guess
+    "lucky_guess",  # right although neither the gold nor the answer is in the retrieved text
+    "extraction_error",  # wrong although the gold and the answer are both in the retrieved text
+    "hallucination",  # wrong, gold retrieved, answer not in the retrieved text
+    "retriever_error",  # wrong and no gold answer retrieved
+)
+STAGES = (
+    "reading records",
+    "scoring answers",
+    "voting (EoR)",
+    "inconsistency",
+    "error breakdown",
+    "upper bound",
+    "bootstrap",
+)
+
+
+def build_report(
+    records_dir: str | Path,
+    weights: str | Path | None = None,
+    metric: str = "em",
+    seed: int = 0,
+    max_subsets: int = DEFAULT_MAX_SUBSETS,
+    *,
+    metrics: Sequence[str] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Benchmark the members of a run and EoR on its records; a JSON-ready dict (see the module docstring).
+
+    `weights`: a weights file from `eor train`; without one EoR is a uniform voter over `metrics`
+    (default em, f1, cosine; `("em", "f1")` avoids loading the sentence encoder). `metric`: the
+    correctness indicator of RWR, oracle, Top R, errors and significance (em, f1, contains, semantic, ...).
+    `seed` seeds the bootstrap (`resamples` resamples of the questions) and the subset sampling of the
+    upper bound (`max_subsets` subsets per pool size at most). `progress` shows a tqdm bar of the stages.
+    """
+    from tqdm.auto import tqdm
+
+    from voters.correctness import CORRECTNESS, correctness_matrix
+
+    if metric not in CORRECTNESS:
+        raise InputError(f"unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
+    measures = list(MEASURES) + ([metric] if metric not in MEASURES else [])
+    with tqdm(total=len(STAGES), desc="bench", unit="stage", disable=not progress, file=sys.stderr) as bar:
+
+        def stage(index: int) -> None:
+            if index:
+                bar.update(1)  # the previous stage is done
+            bar.set_postfix_str(STAGES[index])
+
+        stage(0)
+        data = load_run(records_dir)
+        stage(1)
+        _prime(metric, data)
+        # scores[measure]: (members, questions)
+        scores = {name: correctness_matrix(data.answers, data.golds, name).T for name in measures}
+        stage(2)
+        voted = vote(data, weights, metrics)
+        questions = np.arange(data.questions)
+        eor_scores = {name: scores[name][voted.chosen, questions] for name in measures}
+        indicator = scores[metric]
+        stage(3)
+        matrix = rwr_matrix(indicator)
+        member_mrwr, member_mrlr = mrwr(matrix), mrlr(matrix)
+        stage(4)
+        errors = _errors(data, voted, indicator, metric)
+        stage(5)
+        upper = _upper_bound(indicator, data.names, max_subsets, seed)
+        stage(6)
+        resampled = Bootstrap.draw(data.questions, resamples, seed)
+        report = _assemble(
+            records_dir,
+            data,
+            voted,
+            scores,
+            eor_scores,
+            measures,
+            metric,
+            matrix,
+            member_mrwr,
+            member_mrlr,
+            errors,
+            upper,
+            resampled,
+            seed,
+            max_subsets,
+        )
+        bar.update(1)
+    return nan_to_none(report)
+
+
+def _prime(metric: str, data: RunData) -> None:
+    """Batch-encode every answer and gold once when the metric embeds texts (much faster than one by one)."""
+    from voters.correctness import CORRECTNESS
+
+    prime = getattr(CORRECTNESS[metric], "prime", None)
+    if prime is not None:
+        prime([text for row in data.answers for text in row] + [text for row in data.golds for text in row])
+
+
+def _figures(values: dict[str, np.ndarray], measures: Sequence[str], resampled: Bootstrap) -> dict[str, Any]:
+    """Mean and 95% interval of each measure from per-question scores."""
+    out: dict[str, Any] = {name: _mean(values[name]) for name in measures}
+    out["ci"] = {name: resampled.interval(values[name]) for name in measures}
+    return out
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if np.size(values) else float("nan")
+
+
+def _assemble(
+    records_dir: str | Path,
+    data: RunData,
+    voted: Vote,
+    scores: dict[str, np.ndarray],
+    eor_scores: dict[str, np.ndarray],
+    measures: list[str],
+    metric: str,
+    matrix: np.ndarray,
+    member_mrwr: np.ndarray,
+    member_mrlr: np.ndarray,
+    errors: dict[str, Any],
+    upper: dict[str, Any],
+    resampled: Bootstrap,
+    seed: int,
+    max_subsets: int,
+) -> dict[str, Any]:
+    names = data.names
+    indicator = scores[metric]
+    members: dict[str, Any] = {}
+    for m, name in enumerate(names):
+        figures = _figures({k: v[m] for k, v in scores.items()}, measures, resampled)
+        members[name] = {**figures, "mrwr": float(member_mrwr[m]), "mrlr": float(member_mrlr[m])}
+
+    accuracy = indicator.mean(axis=1) if data.questions else np.full(len(names), np.nan)
+    top = int(np.argmax(np.nan_to_num(accuracy, nan=-1.0)))  # ties: earliest member
+    top_r = {"member": names[top], **members[names[top]]}
+
+    top_r_train = None
+    train_name = voted.top_r_train
+    if train_name is not None:
+        meta = voted.voter.metadata_.get("top_r_train", {})
+        if train_name in names:
+            top_r_train = {"member": train_name, **members[train_name], "train": meta.get("train")}
+        else:
+            top_r_train = {"member": train_name, "train": meta.get("train"), "in_records": False}
+
+    eor = {
+        **voted.describe(),
+        **_figures(eor_scores, measures, resampled),
+        "mrwr": mrwr_against(eor_scores[metric], indicator),
+        "mrlr": mrlr_against(eor_scores[metric], indicator),
+        "chosen": {name: int(np.sum(voted.chosen == m)) for m, name in enumerate(names)},
+    }
+
+    oracle_scores = {name: scores[name].max(axis=0) if data.questions else np.zeros(0) for name in measures}
+    oracle = _figures(oracle_scores, measures, resampled)
+    oracle[metric] = oracle_accuracy(indicator) if data.questions else float("nan")
+    oracle["gap"] = {
+        "eor": oracle[metric] - eor[metric],
+        "top_r": oracle[metric] - top_r[metric],
+    }
+
+    significance: dict[str, Any] = {
+        "metric": metric,
+        "top_r": paired_test(eor_scores[metric], indicator[top], resampled),
+    }
+    significance["top_r"]["against"] = names[top]
+    if top_r_train is not None and train_name in names:
+        test = paired_test(eor_scores[metric], indicator[names.index(train_name)], resampled)
+        significance["top_r_train"] = {**test, "against": train_name}
+    else:
+        significance["top_r_train"] = None
+
+    return {
+        "format": REPORT_FORMAT,
+        "version": REPORT_VERSION,
+        "records": str(records_dir),
+        "questions": data.questions,
+        "metric": metric,
+        "measures": measures,
+        "seed": seed,
+        "bootstrap": {"resamples": resampled.resamples, "confidence": CONFIDENCE, "method": "percentile"},
+        "names": list(names),
+        "members": members,
+        "eor": eor,
+        "top_r": top_r,
+        "top_r_train": top_r_train,
+        "oracle": oracle,
+        "significance": significance,
+        "rwr": {"metric": metric, "names": list(names), "matrix": matrix},
+        "errors": errors,
+        "upper_bound": {**upper, "max_subsets": max_subsets, "eor": eor[metric]},
+        "weights": voted.weights(),
+    }
+
+
+def _errors(data: RunData, voted: Vote, indicator: np.ndarray, metric: str) -> dict[str, Any]:
+    """Appendix B's error breakdown of every member, plus EoR (its answer read against the passages of the
+    member it chose); EoR's answer is one of the members', so it never changes the long-answer filter."""
+    answers, passages = data.by_member()
+    questions = range(data.questions)
+    answers.append([data.answers[q][voted.chosen[q]] for q in questions])
+    passages.append([data.passages[q][voted.chosen[q]] for q in questions])
+    correct = indicator[voted.chosen, np.arange(data.questions)] if data.questions else np.zeros(0)
+    correct = (np.vstack([indicator, correct[np.newaxis, :]]) >= CORRECT_AT).astype(float)
+    indicators = error_indicators(answers, passages, data.golds, members=[*data.names, EOR], correct=correct)
+    members = _slice(indicators, slice(0, len(data.names)))
+    summaries = summarize_errors(indicators)
+    per_member = {
+        summary.member: {
+            "counts": summary.counts,
+            "rates": summary.rates,
+            "partition": _partition(indicators, m),
+        }
+        for m, summary in enumerate(summaries)
+    }
+    return {
+        "metric": metric,
+        "correct_at": CORRECT_AT,
+        "max_answer_words": MAX_ANSWER_WORDS,
+        "questions": indicators.questions,
+        "filtered": indicators.dropped,
+        "types": list(ERROR_TYPES),
+        "partition_types": list(PARTITION),
+        "names": list(data.names),
+        "members": {name: per_member[name] for name in data.names},
+        "eor": per_member[EOR],
+        "rwr": error_rwr_matrices(members),
+    }
+
+
+def _slice(indicators: ErrorIndicators, rows: slice) -> ErrorIndicators:
+    return ErrorIndicators(
+        members=indicators.members[rows],
+        kept=indicators.kept,
+        dropped=indicators.dropped,
+        retriever_error=indicators.retriever_error[rows],
+        hallucination=indicators.hallucination[rows],
+        correct=indicators.correct[rows],
+        extraction_error=indicators.extraction_error[rows],
+        lucky_guess=indicators.lucky_guess[rows],
+    )
+
+
+def _partition(indicators: ErrorIndicators, m: int) -> dict[str, int]:
+    """Counts of the PARTITION categories of member m (they add up to the kept questions)."""
+    ok = indicators.correct[m] == 1
+    e_r = indicators.retriever_error[m] == 1
+    e_h = indicators.hallucination[m] == 1
+    lucky = indicators.lucky_guess[m] == 1
+    return {
+        "correct": int(np.sum(ok & ~lucky)),
+        "lucky_guess": int(np.sum(lucky)),
+        "extraction_error": int(np.sum(indicators.extraction_error[m] == 1)),
+        "hallucination": int(np.sum(~ok & ~e_r & e_h)),
+        "retriever_error": int(np.sum(~ok & e_r)),
+    }
+
+
+def _upper_bound(indicator: np.ndarray, names: list[str], max_subsets: int, seed: int) -> dict[str, Any]:
+    """Figure 5's numbers, summarised per pool size (every subset's accuracy, the best subset by name)."""
+    if indicator.shape[1] == 0:
+        return {"by_size": [], "best_single": None, "best_single_accuracy": None}
+    bound = upper_bound_by_pool_size(indicator, names, max_subsets_per_size=max_subsets, seed=seed)
+    by_size = []
+    for size in bound.by_size:
+        accuracies = np.asarray(size.accuracies)
+        best = int(np.argmax(accuracies))
+        quartiles = np.percentile(accuracies, [25, 50, 75])
+        by_size.append(
+            {
+                "size": size.size,
+                "total_subsets": size.total_subsets,
+                "exhaustive": size.exhaustive,
+                "accuracies": accuracies,
+                "min": float(accuracies.min()),
+                "q1": float(quartiles[0]),
+                "median": float(quartiles[1]),
+                "q3": float(quartiles[2]),
+                "max": float(accuracies.max()),
+                "mean": float(accuracies.mean()),
+                "best_subset": list(size.subsets[best]),
+            }
+        )
+    return {"by_size": by_size, "best_single": bound.best_single, "best_single_accuracy": bound.best_single_accuracy}
+
+
+def write_report(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
+    """Write `report.json`, the PNG figures and `report.md` into `out_dir`; the paths written."""
+    from eor.bench.figures import write_figures
+    from eor.bench.markdown import render_markdown
+
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    document = folder / "report.json"
+    # allow_nan=False: an undefined value must already be null, never NaN
+    document.write_text(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+    figures = write_figures(report, folder)
+    markdown = folder / "report.md"
+    markdown.write_text(render_markdown(report, [path.name for path in figures]), encoding="utf-8")
+    return [document, markdown, *figures]

@@ -1,0 +1,109 @@
+"""The EoR system of a benchmark: a voter (from a weights file, or uniform) applied to the records' answers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eor.bench.data import RunData
+from eor.errors import ConfigError, InputError
+
+DEFAULT_METRICS: tuple[str, ...] = ("em", "f1", "cosine")
+REPORTED_META = ("objective", "reader", "dataset", "records", "dev_records", "top_r_train", "top_r_dev", "uniform")
+
+
+@dataclass(frozen=True)
+class Vote:
+    """What EoR chose: `chosen[q]` is an index into the run's member names."""
+
+    chosen: np.ndarray
+    voter: Any  # voters.Voter
+    members: list[str]  # the members that voted (the weights file's pool, or every member)
+    weights_file: Path | None
+
+    def describe(self) -> dict[str, Any]:
+        """The voter's settings for the report (`weights` holds the learned weights separately)."""
+        voter = self.voter
+        return {
+            "voter": "weights" if self.weights_file is not None else "uniform",
+            "weights_file": str(self.weights_file) if self.weights_file is not None else None,
+            "metrics": list(voter.metric_names_),
+            "pooling": voter.pooling_,
+            "members": list(self.members),
+        }
+
+    def weights(self) -> dict[str, Any] | None:
+        """The learned weights (figure 6) and the weights file's metadata; None for a uniform voter."""
+        if self.weights_file is None:
+            return None
+        voter = self.voter
+        meta = dict(getattr(voter, "metadata_", {}) or {})
+        return {
+            "file": str(self.weights_file),
+            "members": list(self.members),
+            "retriever_weights": {
+                name: float(w) for name, w in zip(self.members, voter.retriever_weights_, strict=True)
+            },
+            "metric_weights": {
+                name: float(w) for name, w in zip(voter.metric_names_, voter.metric_weights_, strict=True)
+            },
+            "grounding_weight": voter.grounding_weight_,
+            "pooling": voter.pooling_,
+            "member_threshold": float(voter.member_threshold),
+            "active": [self.members[i] for i in voter.active_members_],
+            "train_score": getattr(voter, "train_score_", None),
+            "dev_score": getattr(voter, "dev_score_", None),
+            "meta": {key: meta[key] for key in REPORTED_META if key in meta},
+        }
+
+    @property
+    def top_r_train(self) -> str | None:
+        """The member the weights file names as best on the training records, if it does."""
+        meta = getattr(self.voter, "metadata_", None) or {}
+        entry = meta.get("top_r_train")
+        return str(entry["member"]) if isinstance(entry, dict) and entry.get("member") else None
+
+
+def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str] | None = None) -> Vote:
+    """Run EoR over the records: the weights file's voter, or a uniform one over `metrics` (em, f1, cosine).
+
+    A weights file trained on a sub-pool of the records' members votes among those members only; a weights
+    file naming members the records lack is an error.
+    """
+    from voters import Voter
+
+    if weights is not None:
+        if metrics is not None:
+            raise ConfigError("give either a weights file or metrics for a uniform voter, not both")
+        path = Path(weights)
+        voter = Voter.load(path)
+        members = list(voter.members_) if voter.members_ is not None else None
+        if members is None:
+            if voter.n_members_ != len(data.names):
+                raise ConfigError(
+                    f"weights file {str(path)!r} holds weights for {voter.n_members_} unnamed members, "
+                    f"the records have {len(data.names)}"
+                )
+            members = list(data.names)
+        missing = [name for name in members if name not in data.names]
+        if missing:
+            raise InputError(
+                f"weights file {str(path)!r} was trained for member(s) the records lack: {', '.join(missing)}; "
+                f"the records have {', '.join(data.names)}"
+            )
+    else:
+        path = None
+        members = list(data.names)
+        voter = Voter.uniform(len(members), metrics=tuple(metrics or DEFAULT_METRICS), members=members)
+    columns = [data.names.index(name) for name in members]
+    answers = [[row[c] for c in columns] for row in data.answers]
+    passages = None
+    if voter.grounding_weight_ is not None:
+        passages = [[row[c] for c in columns] for row in data.joined]
+    picks = voter.predict(answers, passages) if data.questions else np.zeros(0, dtype=int)
+    chosen = np.asarray([columns[int(p)] for p in picks], dtype=int)
+    return Vote(chosen=chosen, voter=voter, members=members, weights_file=path)
