@@ -1,0 +1,63 @@
+"""SearXNG, the self-hostable metasearch engine: `GET {base_url}/search?q=...&format=json` (the instance
+must enable the json format); results are the response's `results` list (`url`, `title`, `content`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eor.errors import ConfigError
+from retrievers.web.search import SearchHit, json_response, request_failed, search_backend
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8888"
+
+
+@search_backend("searxng")
+class SearxngBackend:
+    """Results of a SearXNG instance; `options` adds query parameters such as `language`, `categories`."""
+
+    PARAMETERS = ("base_url", "num", "timeout", "options")
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        num: int = 10,
+        timeout: float = 15.0,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.num = int(num)
+        self.timeout = float(timeout)
+        self.options = {str(key): str(value) for key, value in (options or {}).items()}
+        if {"q", "format"} & set(self.options):
+            raise ConfigError("searxng options may not set 'q' or 'format'")
+
+    def __repr__(self) -> str:
+        return f"SearxngBackend(base_url={self.base_url!r}, num={self.num})"
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "searxng", "base_url": self.base_url, "num": self.num, "options": self.options}
+
+    def search(self, query: str) -> list[SearchHit]:
+        import requests
+
+        url = f"{self.base_url}/search"
+        try:
+            response = requests.get(url, params={"q": query, "format": "json", **self.options}, timeout=self.timeout)
+        except requests.RequestException as exc:
+            raise request_failed("searxng", url, exc) from None
+        data = json_response(response, "searxng")
+        results = data.get("results", []) if isinstance(data, dict) else []
+        hits: list[SearchHit] = []
+        for item in results:
+            if isinstance(item, dict) and item.get("url"):
+                hits.append(
+                    SearchHit(
+                        url=str(item["url"]),
+                        title=str(item.get("title") or ""),
+                        snippet=str(item.get("content") or ""),
+                        rank=len(hits) + 1,
+                    )
+                )
+            if len(hits) == self.num:
+                break
+        return hits
