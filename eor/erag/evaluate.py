@@ -433,7 +433,8 @@ def evaluate(
     provenance: question id -> gold passage ids, for the provenance baseline (every id needs an entry).
     containment: compute the answer-containment baseline.
     end_to_end: also run the reader with all documents of each question, giving `e2e` and correlations.
-    cache: a GenerationCache, or a path for a JSON-lines one; default a fresh in-memory cache.
+    cache: a GenerationCache, or a path for a JSON-lines one; default a fresh in-memory cache. Both phases
+        share it, so an end-to-end request that equals an eRAG one (a one-document list) is a cache hit.
     templates, max_tokens, batch_size: prompt building and batching for a Reader; `namespace` names the
         generator in the cache (default from the reader's name, max_tokens and templates).
     """
