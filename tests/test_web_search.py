@@ -25,7 +25,7 @@ from retrievers.web.extract import html_to_text, main_text, page_title
 from retrievers.web.fetch import PageFetcher, PageFetchError
 from retrievers.web.guard import UrlGuard, UrlRefusedError
 from retrievers.web.retriever import WebSearchRetriever
-from retrievers.web.search import make_backend
+from retrievers.web.search import SearchHit, make_backend
 from tests.webserver import ECHO_QUERY, LoopbackServer, page_server, searxng_server, serper_server
 
 KEY = "test-serper-key-7f3a9c2e51d04b8a"
@@ -155,6 +155,9 @@ def test_chunks_cover_every_page_in_100_word_chunks(pages, serper, key, shared_c
     assert docs[3].page_content.endswith("watched over from Edinburgh by the Northern Lighthouse Board.")
     assert docs[10].metadata["id"] == docs[10].metadata["id"].split("#")[0]  # a short page is one chunk
     assert snapshot(make_se(serper, shared_cache, mode="chunks").invoke(QUERY)) == snapshot(docs)
+    # words_per_page cuts each page first: lighthouse 150 = 100+50, canal 107, tides 150, notes 28.
+    cut = make_se(serper, shared_cache, mode="chunks", words_per_page=150).invoke(QUERY)
+    assert [words(doc.page_content) for doc in cut] == [100, 50, 100, 7, 100, 50, 28]
     assert snapshot(make_se(serper, shared_cache, mode="chunks", chunk_words=200).invoke(QUERY))[0][0].count(" ") == 199
 
 
@@ -221,6 +224,29 @@ def test_langchain_batch_and_async(pages, serper, key, shared_cache) -> None:
     first, second = se.batch([QUERY, LOG_QUERY])
     assert snapshot(first) == snapshot(se.invoke(QUERY))
     assert snapshot(asyncio.run(se.ainvoke(LOG_QUERY))) == snapshot(second)
+
+
+class ListBackend:
+    """Any object with search() and identity() can be the search engine (here: a fixed list of pages)."""
+
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = urls
+
+    def identity(self) -> dict:
+        return {"backend": "list", "urls": self.urls}
+
+    def search(self, query: str) -> list[SearchHit]:
+        return [SearchHit(url=url, title="", snippet="", rank=rank) for rank, url in enumerate(self.urls, start=1)]
+
+
+def test_any_search_backend_object(pages, tmp_path) -> None:
+    backend = ListBackend([f"{pages.url}/tides.html", f"{pages.url}/canal.html"])
+    se = make_se(pages, tmp_path, search_backend=backend, pages=1, words_per_page=20)
+    (doc,) = se.invoke("anything")
+    # 20 words counting the title "How Tides Work": the <h1> (3 words) and 14 words of the first paragraph.
+    assert doc.page_content == "How Tides Work\nTides are the regular rise and fall of the sea surface caused by the"
+    with pytest.raises(RetrieverError, match="search_backend must have search"):
+        make_se(pages, tmp_path, search_backend=object())
 
 
 def test_searxng_backend(pages, tmp_path) -> None:

@@ -17,7 +17,7 @@ from retrievers.web.cache import WebCache
 from retrievers.web.extract import main_text, page_title
 from retrievers.web.fetch import DEFAULT_USER_AGENT, TEXT_TYPES, PageFetcher, PageFetchError, map_concurrently
 from retrievers.web.guard import UrlGuard, UrlRefusedError
-from retrievers.web.layout import page_chunks, page_head
+from retrievers.web.layout import first_words, page_chunks, page_head
 from retrievers.web.search import SearchBackend, SearchHit, make_backend
 
 logger = logging.getLogger(__name__)
@@ -43,11 +43,13 @@ class WebSearchRetriever(SourceRetriever):
 
     Modes (appendix C.1): `top4` — one passage per page for the first `pages` (4) result pages that
     could be fetched, in rank order, each the title plus the start of the page, `words_per_page` (250)
-    words in all; `top1` — the same for the first page with 1000 words; `chunks` — every result page,
-    whole, in ~`chunk_words` (100) word chunks, pages in rank order (the input of `@RR`).  Pages that
-    cannot be fetched (refused, HTTP error, timeout, too large, not text) are skipped and logged, and
-    the next result takes their place.  Search results and pages are cached on disk (`cache_path`,
-    default `cache_dir()/web`); `refresh: true` fetches again.
+    words in all; `top1` — the same for the first page with 1000 words; `chunks` — every result page
+    (or the first `pages`), whole (or its first `words_per_page` words when set), in ~`chunk_words`
+    (100) word chunks, pages in rank order (the input of `@RR`).  Pages that cannot be used (refused,
+    HTTP error, timeout, too large, not text, no text, a duplicate) are skipped and logged, and the next
+    result takes their place.  Search results and pages are cached on disk (`cache_path`, default
+    `cache_dir()/web`); `refresh: true` fetches again.  `search_backend` (Python only) takes any object
+    with `search(query)` and `identity()` instead of a registered `backend`.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -197,14 +199,16 @@ class WebSearchRetriever(SourceRetriever):
 
     def _layout(self, chosen: list[tuple[SearchHit, dict[str, Any]]]) -> list[Document]:
         documents: list[Document] = []
-        words = self.words_per_page or MODE_DEFAULTS[self.mode][1]
         for hit, page in chosen:
             title = page["title"] or hit.title
-            args = (self.source_name, page["final_url"], title, page["text"], hit.rank)
+            args = (self.source_name, page["final_url"], title)
             if self.mode == "chunks":
-                documents.extend(page_chunks(*args, words=self.chunk_words))
-            elif (head := page_head(*args, words=words or 250)) is not None:
-                documents.append(head)
+                text = first_words(page["text"], self.words_per_page) if self.words_per_page else page["text"]
+                documents.extend(page_chunks(*args, text, hit.rank, words=self.chunk_words))
+            else:
+                words = self.words_per_page or MODE_DEFAULTS[self.mode][1] or 0
+                if (head := page_head(*args, page["text"], hit.rank, words=words)) is not None:
+                    documents.append(head)
         return documents
 
     def _page(self, url: str) -> dict[str, Any]:
