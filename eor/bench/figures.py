@@ -73,8 +73,7 @@ def _heatmap(
     import matplotlib as mpl
 
     n = len(names)
-    cmap = mpl.colormaps["Blues"].copy()
-    cmap.set_bad("#e0e0e0")
+    cmap = mpl.colormaps["Blues"].with_extremes(bad="#e0e0e0")
     top = np.nanmax(matrix) if np.any(~np.isnan(matrix)) else 1.0
     vmax = max(0.1, float(np.ceil(top * 10) / 10))
     image = ax.imshow(np.ma.masked_invalid(matrix), cmap=cmap, vmin=0.0, vmax=vmax)
