@@ -144,7 +144,8 @@ def errors_section(report: dict[str, Any]) -> list[str]:
         "## Error breakdown (appendix B, figure 4)",
         "",
         f"{errors['questions']} questions kept; {errors['filtered']} filtered (some member's answer is longer "
-        f"than {errors['max_answer_words']} words). Counts (rate over the kept questions). The types overlap: "
+        f"than {errors['max_answer_words']} words). An answer is correct when its {metric_label(errors['metric'])} "
+        f"score is at least {errors['correct_at']:g}. Counts (rate over the kept questions). The types overlap: "
         "extraction error = gold and answer retrieved but wrong; lucky guess = right with neither retrieved. "
         "RWR_E heatmaps: `errors_rwr.png`; the numbers are in `report.json` under `errors.rwr`.",
         "",
