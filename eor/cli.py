@@ -95,6 +95,22 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from eor.bench import bench
+
+    metrics = tuple(args.metrics.split(",")) if args.metrics else None
+    print(bench(Path(args.records), Path(args.out), weights=args.weights, metric=args.metric, metrics=metrics,
+                seed=args.seed, resamples=args.resamples, max_subsets=args.max_subsets))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from eor.bench import compare_reports
+
+    print(compare_reports(args.report_a, args.report_b))
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from eor.models import PACKAGED_MODELS
 
@@ -147,6 +163,22 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--restarts", type=int, default=4, help="seeded random Nelder-Mead starts (default 4)")
     train.add_argument("--seed", type=int, default=0)
     train.set_defaults(handler=cmd_train)
+
+    bench = commands.add_parser("bench", help="benchmark a pool from its records: accuracy, RWR, errors, upper bound")
+    bench.add_argument("records", help="run folder (or records.jsonl)")
+    bench.add_argument("--out", required=True, help="report folder: report.json, report.md and PNG figures")
+    bench.add_argument("--weights", help="voter weights for EoR (default: uniform)")
+    bench.add_argument("--metric", default="em", help="correctness: em, f1, contains or semantic (default em)")
+    bench.add_argument("--metrics", help="similarity metrics of the uniform voter, comma-separated")
+    bench.add_argument("--seed", type=int, default=0, help="seed of bootstrap and subset sampling")
+    bench.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    bench.add_argument("--max-subsets", type=int, default=1000, help="member subsets per pool size (upper bound)")
+    bench.set_defaults(handler=cmd_bench)
+
+    compare = commands.add_parser("compare", help="print the differences between two bench reports")
+    compare.add_argument("report_a", help="report folder or report.json")
+    compare.add_argument("report_b", help="report folder or report.json")
+    compare.set_defaults(handler=cmd_compare)
 
     models = commands.add_parser("models", help="list the models that work offline and how to install them")
     models.set_defaults(handler=cmd_models)

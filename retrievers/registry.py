@@ -179,6 +179,12 @@ class SourcePool:
         from retrievers import operators
 
         match node:
+            # Web search sources serve the paper's exact variants (appendix C.1): SE@1 is the first 1000
+            # words of the top page, SE@RR@k reranks all pages' 100-word chunks.
+            case notation.TopK(child=notation.Source(name=name), k=k) if hasattr(self.source(name), "for_top_k"):
+                return operators.TopK(child=self.source(name).for_top_k(k), k=k)
+            case notation.Rerank(child=notation.Source(name=name)) if hasattr(self.source(name), "for_rerank"):
+                return operators.Rerank(child=self.source(name).for_rerank(), encoder=self.context.encoder)
             case notation.Source(name=name):
                 return self.source(name)
             case notation.TopK(child=child, k=k):
@@ -202,3 +208,6 @@ class SourcePool:
 
 def is_source(retriever: EorRetriever) -> bool:
     return isinstance(retriever, SourceRetriever)
+
+
+import retrievers.web  # noqa: E402,F401  (registers the "web" source type; needs SOURCE_TYPES above)

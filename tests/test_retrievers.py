@@ -100,21 +100,17 @@ def test_index_is_persisted_and_reused(demo_corpus, isolated_cache, monkeypatch)
 def test_changed_corpus_gets_a_new_index(tmp_path, isolated_cache) -> None:
     from retrievers.bm25 import BM25Retriever
 
-    corpus = write_jsonl(
-        tmp_path / "c.jsonl",
-        [
-            {"id": "a", "title": "Apples", "text": "Apples are red fruit."},
-            {"id": "b", "title": "Bananas", "text": "Bananas are yellow fruit."},
-        ],
-    )
+    fruit = [
+        {"id": "a", "title": "Apples", "text": "Apples are red fruit."},
+        {"id": "b", "title": "Bananas", "text": "Bananas are yellow fruit."},
+        {"id": "c", "title": "Grapes", "text": "Grapes are green or purple fruit."},
+        {"id": "d", "title": "Plums", "text": "Plums are purple fruit."},
+    ]
+    corpus = write_jsonl(tmp_path / "c.jsonl", fruit)
     assert _ids(BM25Retriever(corpus_path=str(corpus), depth=1).invoke("yellow")) == ["b"]
-    write_jsonl(
-        corpus,
-        [
-            {"id": "c", "title": "Cherries", "text": "Cherries are small and yellow or red."},
-            {"id": "a", "title": "Apples", "text": "Apples are red fruit."},
-        ],
-    )
+    fruit[1] = {"id": "b", "title": "Bananas", "text": "Bananas are long fruit."}
+    fruit[2] = {"id": "c", "title": "Lemons", "text": "Lemons are yellow and sour."}
+    write_jsonl(corpus, fruit)
     assert _ids(BM25Retriever(corpus_path=str(corpus), depth=1).invoke("yellow")) == ["c"]
     assert len(list((isolated_cache / "indexes").iterdir())) == 2
 
