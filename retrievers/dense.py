@@ -1,82 +1,136 @@
-"""Dense retrieval (`Wiki`): a sentence-transformers bi-encoder over the corpus, exact inner product search.
+"""Dense retrieval (`Wiki`), DPR style: passages encoded once into a FAISS inner-product index on disk.
 
-Embeddings are L2-normalised, so the inner product is the cosine similarity. They are computed once
-with a progress bar and persisted beside the corpus hash and the encoder's name.
+One bi-encoder (`encoder`, default the packaged `minilm-l6`, loaded with sentence-transformers) or two
+towers (`query_encoder` and `passage_encoder`, e.g. DPR's question and context encoders), each by packaged
+name, local path or Hugging Face id. A tower folder with a sentence-transformers layout (`modules.json`)
+loads with sentence-transformers; any other model loads with transformers (`AutoModel`, or the class
+named in its config for DPR, whose towers share one config type) and is pooled: DPR models by their
+pooler output, others by mean pooling (`pooling: cls` for the first token).
+
+The index is exact, `faiss.IndexFlatIP` over L2-normalised vectors (`normalize: false` keeps raw inner
+products, as DPR was trained; `index_factory` takes any FAISS factory string, e.g. `HNSW32`, for corpora
+too large for exact search). It is written with `faiss.write_index` into the index folder beside
+`meta.json` (corpus hash, passage encoder and everything else the vectors depend on) and read back with
+`faiss.read_index` on the next start. An index of the earlier numpy format (`embeddings.npy`) of the same
+corpus and encoder is converted without encoding the corpus again.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 from langchain_core.documents import Document
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, model_validator
 
+from eor.errors import ConfigError
 from retrievers.base import SourceRetriever, passage
-from retrievers.bm25 import _top_indices
 from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build
 
+INDEX_FILE = "index.faiss"
+INDEX_VERSION = 2
+Pooling = Literal["auto", "mean", "cls", "pooler"]
+
 
 class DenseRetriever(SourceRetriever):
-    """Bi-encoder retrieval; `query_prefix`/`passage_prefix` serve encoders such as E5 ("query: ")."""
+    """Dense retrieval over a JSON Lines corpus; `query_prefix`/`passage_prefix` serve encoders such as E5
+    ("query: ", "passage: "). Scores are inner products (cosine similarities when `normalize`)."""
 
     source_name: str = "Wiki"
     corpus_path: str
     encoder: str = "minilm-l6"
+    query_encoder: str | None = None
+    passage_encoder: str | None = None
+    pooling: Pooling = "auto"
+    max_length: int = 256
+    normalize: bool = True
+    index_factory: str = "Flat"
     depth: int = 20
     batch_size: int = 64
     query_prefix: str = ""
     passage_prefix: str = ""
     _corpus: Corpus = PrivateAttr()
-    _embeddings: np.ndarray = PrivateAttr()
+    _index: Any = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _towers_come_in_pairs(self) -> DenseRetriever:
+        if (self.query_encoder is None) != (self.passage_encoder is None):
+            raise ConfigError(
+                "dense retrieval: set both query_encoder and passage_encoder (two towers), or neither "
+                "(one bi-encoder, `encoder`)"
+            )
+        return self
+
+    @property
+    def two_towers(self) -> bool:
+        return self.query_encoder is not None
+
+    @property
+    def index_encoder(self) -> str:
+        """The encoder of the passages (the one the index depends on)."""
+        return self.passage_encoder or self.encoder
 
     def model_post_init(self, context: object) -> None:
+        import faiss
+
         self._corpus = load_corpus(self.corpus_path)
         corpus = self._corpus
-        folder = index_folder("dense", corpus.sha256, self.encoder)
-
-        def build(tmp: Path) -> None:
-            texts = [
-                f"{self.passage_prefix}{title}. {text}" if title else f"{self.passage_prefix}{text}"
-                for title, text in zip(corpus.titles, corpus.texts, strict=True)
-            ]
-            vectors = self._model().encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                show_progress_bar=True,
-                convert_to_numpy=True,
-            )
-            np.save(tmp / "embeddings.npy", vectors.astype(np.float32))
-
         meta = {
             "kind": "dense",
             "corpus_sha256": corpus.sha256,
-            "encoder": self.encoder,
+            "encoder": self.index_encoder,
             "passage_prefix": self.passage_prefix,
-            "version": 1,
+            "pooling": self.pooling,
+            "max_length": self.max_length,
+            "normalize": self.normalize,
+            "index": self.index_factory,
+            "version": INDEX_VERSION,
         }
+        flags = ("" if self.normalize else "-raw") + ("" if self.index_factory == "Flat" else f"-{self.index_factory}")
+        folder = index_folder("dense", corpus.sha256, self.index_encoder + flags)
+
+        def build(tmp: Path) -> None:
+            vectors = _previous_vectors(folder, meta)
+            if vectors is None:
+                # The prefix goes before whatever comes first: the title, or the text of an untitled passage.
+                prefix = self.passage_prefix
+                titles = [f"{prefix}{title}" if title else "" for title in corpus.titles]
+                pairs = zip(corpus.titles, corpus.texts, strict=True)
+                texts = [text if title else f"{prefix}{text}" for title, text in pairs]
+                tower = _tower(self.index_encoder, self.pooling, self.max_length)
+                vectors = tower.encode_passages(
+                    titles, texts, batch_size=self.batch_size, normalize=self.normalize, progress=True
+                )
+            faiss.write_index(_faiss_index(vectors, self.index_factory), str(tmp / INDEX_FILE))
+
         folder = load_or_build(folder, meta, build)
-        self._embeddings = np.load(folder / "embeddings.npy", mmap_mode="r")
+        self._index = faiss.read_index(str(folder / INDEX_FILE))
 
-    def _model(self):
-        from eor.models import load_sentence_encoder
+    @property
+    def index(self) -> Any:
+        """The FAISS index (row i is passage i of the corpus)."""
+        return self._index
 
-        return load_sentence_encoder(self.encoder)
+    def encode_queries(self, queries: list[str]) -> np.ndarray:
+        """Query vectors (float32, one row per query) from the query tower."""
+        tower = _tower(self.query_encoder or self.encoder, self.pooling, self.max_length)
+        return tower.encode_queries(
+            [self.query_prefix + query for query in queries], batch_size=self.batch_size, normalize=self.normalize
+        )
 
     def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
-        vectors = self._model().encode(
-            [self.query_prefix + query for query in queries],
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            batch_size=self.batch_size,
-        )
-        scores = np.asarray(vectors @ np.asarray(self._embeddings).T)
+        vectors = self.encode_queries(queries)
+        depth = min(self.depth, self._index.ntotal)
+        scores, rows = self._index.search(vectors, depth)
         corpus = self._corpus
         results = []
-        for row in scores:
-            top = _top_indices(row, self.depth)
+        for row_scores, row_ids in zip(scores, rows, strict=True):
+            keep = row_ids >= 0
+            row_scores, row_ids = row_scores[keep], row_ids[keep]
+            order = np.lexsort((row_ids, -row_scores))  # best first; ties keep corpus order
             results.append(
                 [
                     passage(
@@ -84,9 +138,165 @@ class DenseRetriever(SourceRetriever):
                         id=corpus.ids[i],
                         title=corpus.titles[i],
                         source=self.source_name,
-                        score=float(row[i]),
+                        score=float(score),
                     )
-                    for i in top
+                    for i, score in zip(row_ids[order].tolist(), row_scores[order].tolist(), strict=True)
                 ]
             )
         return results
+
+
+def _faiss_index(vectors: np.ndarray, factory: str) -> Any:
+    import faiss
+
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    dimension = vectors.shape[1]
+    if factory == "Flat":
+        index = faiss.IndexFlatIP(dimension)
+    else:
+        try:
+            index = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+        except RuntimeError as exc:
+            raise ConfigError(f"dense retrieval: FAISS cannot build index_factory {factory!r}: {exc}") from None
+        if not index.is_trained:
+            index.train(vectors)
+    index.add(vectors)
+    return index
+
+
+def _previous_vectors(folder: Path, meta: dict[str, Any]) -> np.ndarray | None:
+    """The vectors of a version-1 index (numpy, one sentence-transformers bi-encoder, normalised) of the
+    same corpus, encoder and prefix, so that upgrading does not encode the corpus again."""
+    old_meta, old_vectors = folder / "meta.json", folder / "embeddings.npy"
+    if not (old_meta.is_file() and old_vectors.is_file()) or not meta["normalize"]:
+        return None
+    previous = json.loads(old_meta.read_text())
+    same = all(previous.get(key) == meta[key] for key in ("kind", "corpus_sha256", "encoder", "passage_prefix"))
+    if previous.get("version") != 1 or not same or _tower_backend(meta["encoder"]) != "sentence-transformers":
+        return None
+    return np.load(old_vectors)
+
+
+# -- encoders ---------------------------------------------------------------------------------------------
+
+
+class _SentenceTransformerTower:
+    """A sentence-transformers model (its own pooling); passages are encoded as "title. text"."""
+
+    def __init__(self, name: str) -> None:
+        from eor.models import load_sentence_encoder
+
+        self.model = load_sentence_encoder(name)
+
+    def encode_queries(self, texts: list[str], *, batch_size: int, normalize: bool) -> np.ndarray:
+        return self._encode(texts, batch_size=batch_size, normalize=normalize, progress=False)
+
+    def encode_passages(
+        self, titles: list[str], texts: list[str], *, batch_size: int, normalize: bool, progress: bool = False
+    ) -> np.ndarray:
+        joined = [f"{title}. {text}" if title else text for title, text in zip(titles, texts, strict=True)]
+        return self._encode(joined, batch_size=batch_size, normalize=normalize, progress=progress)
+
+    def _encode(self, texts: list[str], *, batch_size: int, normalize: bool, progress: bool) -> np.ndarray:
+        vectors = self.model.encode(
+            texts,
+            batch_size=batch_size,
+            normalize_embeddings=normalize,
+            show_progress_bar=progress,
+            convert_to_numpy=True,
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+class _TransformersTower:
+    """A transformers encoder, pooled; passages are encoded as the pair (title, text), as DPR does."""
+
+    def __init__(self, location: str, pooling: str, max_length: int) -> None:
+        import transformers
+
+        config = transformers.AutoConfig.from_pretrained(location)
+        architecture = (getattr(config, "architectures", None) or [""])[0]
+        if config.model_type == "dpr" and hasattr(transformers, architecture):
+            model_class = getattr(transformers, architecture)  # DPRQuestionEncoder or DPRContextEncoder
+        else:
+            model_class = transformers.AutoModel
+        self.model = model_class.from_pretrained(location).eval()
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(location)
+        self.pooling = ("pooler" if config.model_type == "dpr" else "mean") if pooling == "auto" else pooling
+        self.max_length = max_length
+
+    def encode_queries(self, texts: list[str], *, batch_size: int, normalize: bool) -> np.ndarray:
+        return self._encode(texts, None, batch_size=batch_size, normalize=normalize, progress=False)
+
+    def encode_passages(
+        self, titles: list[str], texts: list[str], *, batch_size: int, normalize: bool, progress: bool = False
+    ) -> np.ndarray:
+        pairs = titles if any(titles) else None
+        first, second = (pairs, texts) if pairs is not None else (texts, None)
+        return self._encode(first, second, batch_size=batch_size, normalize=normalize, progress=progress)
+
+    def _encode(
+        self, first: list[str], second: list[str] | None, *, batch_size: int, normalize: bool, progress: bool
+    ) -> np.ndarray:
+        import torch
+        from tqdm.auto import tqdm
+
+        batches = []
+        starts = range(0, len(first), batch_size)
+        for start in tqdm(starts, desc="encoding passages", unit="batch", disable=not progress):
+            end = start + batch_size
+            inputs = self.tokenizer(
+                first[start:end],
+                second[start:end] if second is not None else None,
+                padding=True,
+                truncation="only_second" if second is not None else True,
+                max_length=self.max_length,
+                return_tensors="pt",
+            )
+            with torch.no_grad():
+                output = self.model(**inputs)
+            vectors = self._pool(output, inputs["attention_mask"])
+            if normalize:
+                vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
+            batches.append(vectors.float().cpu().numpy())
+        if not batches:
+            return np.zeros((0, self.model.config.hidden_size), dtype=np.float32)
+        return np.ascontiguousarray(np.concatenate(batches), dtype=np.float32)
+
+    def _pool(self, output: Any, mask: Any) -> Any:
+        if self.pooling == "pooler":
+            return output.pooler_output
+        hidden = output.last_hidden_state
+        if self.pooling == "cls":
+            return hidden[:, 0]
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+
+
+_TOWERS: dict[tuple[str, str, int], Any] = {}
+
+
+def _tower_backend(name: str) -> str:
+    """"sentence-transformers" for packaged encoders, folders with `modules.json` and hub ids other than
+    DPR's; "transformers" for other local folders and DPR hub ids."""
+    from eor.models import PACKAGED_MODELS, resolve_model
+
+    if name in PACKAGED_MODELS:
+        return "sentence-transformers"
+    location = resolve_model(name)
+    if isinstance(location, Path):
+        return "sentence-transformers" if (location / "modules.json").is_file() else "transformers"
+    return "transformers" if "dpr" in location.lower() else "sentence-transformers"
+
+
+def _tower(name: str, pooling: str, max_length: int) -> Any:
+    """The encoder `name` (loaded once per process)."""
+    from eor.models import resolve_model
+
+    key = (name, pooling, max_length)
+    if key not in _TOWERS:
+        if _tower_backend(name) == "sentence-transformers":
+            _TOWERS[key] = _SentenceTransformerTower(name)
+        else:
+            _TOWERS[key] = _TransformersTower(str(resolve_model(name)), pooling, max_length)
+    return _TOWERS[key]
