@@ -6,6 +6,7 @@ and its per-query results.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ from retrievers.base import EorRetriever, NoRetrieval, SourceRetriever
 
 @dataclass
 class BuildContext:
-    """What factories may need: the corpus, the reader (for PK and @CP), templates, defaults."""
+    """What factories may need: the corpus, the reader (for PK and @CP), templates, defaults, and
+    `lookup`, the pool's named sources (set by `SourcePool` for sources built from others, such as HB)."""
 
     corpus_path: str | None = None
     reader: Any = None
@@ -30,6 +32,7 @@ class BuildContext:
     encoder: str = "minilm-l6"
     parametric_max_tokens: int = 256
     compression_max_tokens: int = 300
+    lookup: Callable[[str], EorRetriever] | None = None
 
 
 SourceFactory = Callable[[str, dict[str, Any], BuildContext], EorRetriever]
@@ -133,6 +136,17 @@ DEFAULT_SOURCES: dict[str, tuple[str, dict[str, Any]]] = {
     "ReFree": ("none", {}),
 }
 
+# HB (appendix C.1: SE chunks + PK chunks + top-20 Wiki, for HB@RR@10): a default source of every pool
+# that has all of these sources (in practice: one that defines SE). See retrievers/hybrid.py.
+DEFAULT_HYBRID: tuple[str, tuple[str, dict[str, Any]], tuple[str, ...]] = ("HB", ("hybrid", {}), ("SE", "PK", "Wiki"))
+
+
+def source_names(sources: dict[str, Any] | None = None) -> set[str]:
+    """The source names a `SourcePool` over these configured sources has (defaults included)."""
+    names = set(DEFAULT_SOURCES) | set(sources or {})
+    hybrid, _, needs = DEFAULT_HYBRID
+    return names | {hybrid} if set(needs) <= names else names
+
 
 class SourcePool:
     """Named base sources, each built on first use and shared by every member that names it."""
@@ -140,7 +154,11 @@ class SourcePool:
     def __init__(self, context: BuildContext, sources: dict[str, tuple[str, dict[str, Any]]] | None = None):
         self.context = context
         self.specs = {**DEFAULT_SOURCES, **(sources or {})}
+        hybrid, spec, needs = DEFAULT_HYBRID
+        if hybrid not in self.specs and all(name in self.specs for name in needs):
+            self.specs[hybrid] = spec
         self._built: dict[str, EorRetriever] = {}
+        self._building: list[str] = []
         for name, (kind, _) in self.specs.items():
             if kind not in SOURCE_TYPES:
                 raise ConfigError(
@@ -160,8 +178,16 @@ class SourcePool:
         if name not in self._built:
             if name not in self.specs:
                 raise RetrieverError(f"unknown source {name!r}; available: {', '.join(sorted(self.specs))}")
+            if name in self._building:
+                cycle = " -> ".join([*self._building[self._building.index(name) :], name])
+                raise RetrieverError(f"source {name!r} is built from itself: {cycle}")
             kind, params = self.specs[name]
-            self._built[name] = SOURCE_TYPES[kind](name, params, self.context)
+            self._building.append(name)
+            try:
+                context = dataclasses.replace(self.context, lookup=self.source)
+                self._built[name] = SOURCE_TYPES[kind](name, params, context)
+            finally:
+                self._building.pop()
         return self._built[name]
 
     def build(self, member: str | notation.Node) -> EorRetriever:
@@ -210,4 +236,5 @@ def is_source(retriever: EorRetriever) -> bool:
     return isinstance(retriever, SourceRetriever)
 
 
+import retrievers.hybrid  # noqa: E402,F401  (registers the "hybrid" source type; needs SOURCE_TYPES above)
 import retrievers.web  # noqa: E402,F401  (registers the "web" source type; needs SOURCE_TYPES above)
