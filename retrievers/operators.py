@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.runnables.config import run_in_executor
 
 from eor.prompts import COMPRESSION, PromptTemplates
 from retrievers import notation
@@ -14,7 +16,10 @@ from retrievers.base import EorRetriever, passage
 
 
 class TopK(EorRetriever):
-    """`child@k`: the first k passages of the child's ranked list."""
+    """`child@k`: the first k passages of the child's ranked list.
+
+    LangChain's convention for the number of results works too: `TopK(child=..., k=3)`, and
+    `invoke(query, k=5)` / `ainvoke(query, k=5)` for the first 5 this once (`child@5`)."""
 
     child: EorRetriever
     k: int
@@ -24,6 +29,18 @@ class TopK(EorRetriever):
 
     def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
         return [documents[: self.k] for documents in self.child.retrieve_batch(queries)]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        return self.child.retrieve_batch([query])[0][: self.k if k is None else k]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        return await run_in_executor(
+            None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(), k=k
+        )
 
 
 class Concat(EorRetriever):
