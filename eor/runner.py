@@ -13,7 +13,7 @@ from pathlib import Path
 from eor.config import load_config
 from eor.data import load_questions
 from eor.errors import InputError
-from eor.records import RecordWriter
+from eor.records import RecordWriter, read_records
 
 CONFIG_FILE = "config.json"
 
@@ -36,7 +36,7 @@ def run(
     size = batch_size or config.batch_size
     if size < 1:
         raise InputError(f"--batch-size must be at least 1, got {size}")
-    resolved = config.to_dict()
+    resolved = {**config.to_dict(), "weights": str(Path(weights).resolve()) if weights else None}
     out.mkdir(parents=True, exist_ok=True)
     saved = out / CONFIG_FILE
     if saved.exists() and json.loads(saved.read_text()) != resolved:
@@ -55,9 +55,8 @@ def run(
                 writer.write([result.to_record() for result in results])
                 progress.update(len(batch))
 
-    from eor.records import read_records
-
-    records = [r for r in read_records(out) if r["id"] in {q.id for q in questions}]
+    wanted = {q.id for q in questions}
+    records = [r for r in read_records(out) if r["id"] in wanted]
     correct: dict[str, float] = defaultdict(float)
     graded = [r for r in records if r.get("answers")]
     for record in graded:
