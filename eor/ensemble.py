@@ -1,18 +1,41 @@
 """The ensemble pipeline: every member retrieves, one shared reader answers all prompts of a batch
-together, and the voter picks the best-supported answer."""
+together, and the voter picks the best-supported answer.
+
+Failure isolation: a member whose retrieval or generation raises, or whose retrieval runs past
+`member_timeout`, is left out of that question's vote and named in `Result.degraded` (with the reason);
+the vote then runs over the remaining members with their own weights. A question fails only when no
+member is left. `strict=True` raises at the first failure instead (for runs whose records must hold
+every member). The reader is used by one thread at a time (llama.cpp is not thread-safe), including by
+the parametric-knowledge and compression retrievers and by a timed-out member still running.
+"""
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
 import time
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from eor.config import EnsembleConfig, load_config
 from eor.data import Question, make_question
-from eor.errors import RetrieverError
+from eor.errors import ConfigError, EorError, InputError, ReaderError, RetrieverError
 from eor.prompts import PromptTemplates, clean_answer
+
+log = logging.getLogger(__name__)
+
+#: longest failure reason kept in `Result.degraded` (foreign exceptions can carry long messages).
+MAX_REASON_CHARS = 300
+
+
+class MemberTimeoutError(RetrieverError):
+    """A member's retrieval ran past its timeout (or is still running one that did)."""
 
 
 @dataclass
@@ -34,7 +57,8 @@ class MemberOutput:
 
 @dataclass
 class Result:
-    """One answered question: the chosen answer and member, every member's output and vote score."""
+    """One answered question: the chosen answer and member, every voting member's output and vote score,
+    and the members left out of the vote because they failed (`degraded`: name -> reason)."""
 
     id: str
     question: str
@@ -44,10 +68,11 @@ class Result:
     timings: dict[str, float]
     answers: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    degraded: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The object `eor ask --json` prints."""
-        return {
+        """The object `eor ask --json` prints (`degraded` and `degraded_reasons` only when a member failed)."""
+        data = {
             "id": self.id,
             "question": self.question,
             "answer": self.answer,
@@ -57,6 +82,7 @@ class Result:
             },
             "timings": self.timings,
         }
+        return {**data, **self._degraded_fields()}
 
     def to_record(self) -> dict[str, Any]:
         """The line of `records.jsonl` (see eor.records)."""
@@ -71,7 +97,13 @@ class Result:
                 "answer": self.answer,
                 "scores": {name: output.score for name, output in self.members.items()},
             },
+            **self._degraded_fields(),
         }
+
+    def _degraded_fields(self) -> dict[str, Any]:
+        if not self.degraded:
+            return {}
+        return {"degraded": list(self.degraded), "degraded_reasons": dict(self.degraded)}
 
 
 class Ensemble:
@@ -83,12 +115,13 @@ class Ensemble:
 
         self.config = config
         self.templates = _templates(config)
-        _check_member_names(config)  # before loading any model: a typo fails at once
+        check_member_names(config)  # before loading any model: a typo fails at once
         self.reader = reader if reader is not None else build_reader(config.reader)
+        self._reader_lock = reader_lock(self.reader)
         corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
         context = BuildContext(
             corpus_path=str(corpus) if corpus else None,
-            reader=self.reader,
+            reader=SerialReader(self.reader, self._reader_lock),
             prompts=self.templates,
             depth=config.retrieval_depth,
             encoder=config.voter.encoder,
@@ -99,6 +132,7 @@ class Ensemble:
         self.pool = SourcePool(context, sources)
         self.retrievers = {name: self.pool.build(name) for name in config.members}
         self.voter = voter if voter is not None else _uniform_voter(config)
+        self._abandoned: dict[str, threading.Thread] = {}  # members whose timed-out retrieval still runs
 
     @classmethod
     def from_config(
@@ -113,57 +147,91 @@ class Ensemble:
 
     @property
     def members(self) -> list[str]:
+        """The member names, in the config's (and the voter's) order."""
         return list(self.config.members)
 
-    def answer(self, question: str) -> Result:
-        return self.answer_batch([question])[0]
+    def select(self, members: Sequence[str] | None) -> list[str]:
+        """The members to run, in the ensemble's order: all of them for None, else the named subset."""
+        if members is None:
+            return self.members
+        available = ", ".join(self.members)
+        if isinstance(members, str) or any(not isinstance(name, str) for name in members):
+            raise InputError(f"members must be a list of member names; available: {available}")
+        requested = list(members)
+        if not requested:
+            raise InputError(f"members: name at least one member; available: {available}")
+        unknown = [name for name in dict.fromkeys(requested) if name not in self.retrievers]
+        if unknown:
+            raise InputError(
+                f"unknown member(s) {', '.join(map(repr, unknown))}; available: {available}"
+            )
+        repeated = [name for name in dict.fromkeys(requested) if requested.count(name) > 1]
+        if repeated:
+            raise InputError(f"members: {', '.join(map(repr, repeated))} named more than once")
+        return [name for name in self.members if name in requested]
 
-    def answer_batch(self, questions: list[str | Question]) -> list[Result]:
-        """Answer a batch: retrieval per member (batched per source), one reader call, one vote."""
-        from voters import choose
+    def answer(
+        self,
+        question: str | Question,
+        *,
+        members: Sequence[str] | None = None,
+        member_timeout: float | None = None,
+        strict: bool = False,
+    ) -> Result:
+        """Answer one question (see `answer_batch` for the options)."""
+        return self.answer_batch([question], members=members, member_timeout=member_timeout, strict=strict)[0]
 
+    def answer_batch(
+        self,
+        questions: Sequence[str | Question],
+        *,
+        members: Sequence[str] | None = None,
+        member_timeout: float | None = None,
+        strict: bool = False,
+    ) -> list[Result]:
+        """Answer a batch: retrieval per member (batched per source), one reader call, one vote.
+
+        members: run and vote over only these members (a subset of `self.members`; their weights are kept).
+        member_timeout: seconds per question that a member's retrieval may take; a member that runs late
+            is left out of the vote (`Result.degraded`), as is one whose retrieval or generation raises.
+        strict: raise on a member's failure instead of leaving it out.
+        """
         items = [q if isinstance(q, Question) else make_question(q) for q in questions]
         if not items:
             return []
+        names = self.select(members)
+        timeout = _check_timeout(member_timeout)
         texts = [item.question for item in items]
+        failed: list[dict[str, str]] = [{} for _ in items]
         started = time.perf_counter()
-        passages: dict[str, list[list[Any]]] = {}
+        passages: dict[str, list[list[Any] | None]] = {}
         retrieval_seconds: dict[str, float] = {}
-        for name, retriever in self.retrievers.items():
+        for name in names:
             tick = time.perf_counter()
-            passages[name] = retriever.retrieve_batch(texts)
+            passages[name] = self._retrieve(name, texts, timeout, strict, failed)
             retrieval_seconds[name] = (time.perf_counter() - tick) / len(items)
         retrieved = time.perf_counter()
 
-        prompts = {
-            name: [self._prompt(text, docs) for text, docs in zip(texts, passages[name], strict=True)]
-            for name in self.retrievers
-        }
-        flat = [prompt for name in self.retrievers for prompt in prompts[name]]
-        raw = self.reader.generate(flat)
-        seconds = list(getattr(self.reader, "last_seconds", [])) or [0.0] * len(flat)
+        pairs = [(name, i) for name in names for i in range(len(items)) if passages[name][i] is not None]
+        prompts = {(name, i): self._prompt(texts[i], passages[name][i]) for name, i in pairs}
+        completions = self._generate(pairs, prompts, strict, failed)
         generated = time.perf_counter()
 
         outputs: list[dict[str, MemberOutput]] = [{} for _ in items]
-        position = 0
-        for name in self.retrievers:
-            for i in range(len(items)):
+        for name, i in pairs:
+            if (name, i) in completions:
+                text, seconds = completions[(name, i)]
                 outputs[i][name] = MemberOutput(
-                    answer=clean_answer(raw[position]),
+                    answer=clean_answer(text),
                     passages=[_passage_dict(doc) for doc in passages[name][i]],
-                    prompt=prompts[name][i],
-                    seconds=round(retrieval_seconds[name] + seconds[position], 4),
+                    prompt=prompts[(name, i)],
+                    seconds=round(retrieval_seconds[name] + seconds, 4),
                 )
-                position += 1
+        for i, item in enumerate(items):
+            if not outputs[i]:
+                raise _no_member_left(item, failed[i])
 
-        names = list(self.retrievers)
-        answers = [[outputs[i][name].answer for name in names] for i in range(len(items))]
-        texts_by_member = [
-            [" ".join(p["text"] for p in outputs[i][name].passages) for name in names]
-            for i in range(len(items))
-        ]
-        scores = self.voter.decision_scores(answers, texts_by_member)
-        chosen = choose(scores)
+        chosen = self._vote(outputs)
         voted = time.perf_counter()
         timings = {
             "retrieval": round((retrieved - started) / len(items), 4),
@@ -171,25 +239,227 @@ class Ensemble:
             "voting": round((voted - generated) / len(items), 4),
         }
         timings["total"] = round(sum(timings.values()), 4)
-        results = []
-        for i, item in enumerate(items):
-            for m, name in enumerate(names):
-                score = float(scores[i][m])
-                outputs[i][name].score = score if math.isfinite(score) else None  # dropped by its weight
-            best = names[int(chosen[i])]
-            results.append(
-                Result(
-                    item.id,
-                    item.question,
-                    outputs[i][best].answer,
-                    best,
-                    outputs[i],
-                    dict(timings),
-                    item.answers,
-                    item.extra,
-                )
+        return [
+            Result(
+                item.id,
+                item.question,
+                outputs[i][chosen[i]].answer,
+                chosen[i],
+                outputs[i],
+                dict(timings),
+                item.answers,
+                item.extra,
+                failed[i],
             )
-        return results
+            for i, item in enumerate(items)
+        ]
+
+    def explain(self, result: Result) -> dict[str, Any]:
+        """Why the vote chose its answer: per voting member its answer, weight ω^r, whether that weight drops
+        it, its similarity to every other voting member per metric and combined (eq. 6), its pooled
+        similarity and its decision score (eq. 7); members left out of the vote are listed with the reason."""
+        from voters import VoteScorer, grounding_features
+
+        names = list(result.members)
+        if not names:
+            raise InputError("this result holds no member outputs to explain")
+        foreign = [name for name in names if name not in self.retrievers]
+        if foreign:
+            raise InputError(f"this result holds member(s) {', '.join(foreign)} that this ensemble lacks")
+        voter = self.voter
+        metric_weights, weights = _voter_weights(voter, [self.members.index(name) for name in names])
+        answers = [[result.members[name].answer for name in names]]
+        tensor = np.asarray(voter.similarity_tensor(answers), dtype=float)
+        grounding = None
+        if voter.grounding_weight_ is not None:
+            grounding = grounding_features(answers, [[_text(result.members[name]) for name in names]])
+        scorer = VoteScorer(tensor, grounding)
+        active = weights > float(voter.member_threshold)
+        combined = scorer.combined(metric_weights)[0]
+        pooled = scorer.pooled(metric_weights, active, voter.pooling_, float(voter.threshold))[0]
+        metrics = list(voter.metrics)
+        members: dict[str, Any] = {}
+        for m, name in enumerate(names):
+            members[name] = {
+                "answer": result.members[name].answer,
+                "weight": float(weights[m]),
+                "dropped": not bool(active[m]),
+                "similarity": {
+                    other: {
+                        **{metric: float(tensor[0, m, n, k]) for k, metric in enumerate(metrics)},
+                        "combined": float(combined[m, n]),
+                    }
+                    for n, other in enumerate(names)
+                    if n != m
+                },
+                "pooled": float(pooled[m]) if active[m] else None,
+                "score": result.members[name].score,
+                "chosen": name == result.member,
+            }
+            if grounding is not None:
+                members[name]["grounded"] = bool(grounding[0, m])
+        return {
+            "question": result.question,
+            "answer": result.answer,
+            "member": result.member,
+            "pooling": voter.pooling_,
+            "metric_weights": {metric: float(w) for metric, w in zip(metrics, metric_weights, strict=True)},
+            "grounding_weight": voter.grounding_weight_,
+            "member_threshold": float(voter.member_threshold),
+            "members": members,
+            "degraded": dict(result.degraded),
+        }
+
+    # -- the stages, each isolating member failures -----------------------------------------------------
+
+    def _retrieve(
+        self, name: str, texts: list[str], timeout: float | None, strict: bool, failed: list[dict[str, str]]
+    ) -> list[list[Any] | None]:
+        """The member's passages per question; None where it failed (recorded in `failed`)."""
+        retriever = self.retrievers[name]
+
+        def batch(queries: list[str]) -> list[list[Any]]:
+            documents = retriever.retrieve_batch(queries)
+            if len(documents) != len(queries):
+                raise RetrieverError(f"returned {len(documents)} results for {len(queries)} questions")
+            return documents
+
+        budget = None if timeout is None else timeout * len(texts)
+        try:
+            return self._guarded(name, lambda: batch(texts), budget)
+        except Exception as exc:
+            if strict:
+                raise
+            if len(texts) == 1 or isinstance(exc, MemberTimeoutError):
+                _fail(failed, range(len(texts)), name, exc, "retrieval")
+                return [None] * len(texts)
+        # One question may have broken the batch: retry question by question, so the others keep this member.
+        documents: list[list[Any] | None] = []
+        for i, text in enumerate(texts):
+            try:
+                documents.append(self._guarded(name, lambda text=text: batch([text])[0], timeout))
+            except Exception as exc:
+                _fail(failed, [i], name, exc, "retrieval")
+                documents.append(None)
+        return documents
+
+    def _guarded(self, name: str, work: Callable[[], Any], timeout: float | None) -> Any:
+        """`work()`, abandoned (MemberTimeoutError) when it runs past `timeout` seconds.
+
+        Python cannot stop a thread, so a late member keeps running in the background; until it ends, the
+        member is skipped at once rather than piling up more stuck threads.
+        """
+        if timeout is None:
+            return work()
+        running = self._abandoned.get(name)
+        if running is not None and running.is_alive():
+            raise MemberTimeoutError("retrieval skipped: an earlier retrieval that timed out is still running")
+        self._abandoned.pop(name, None)
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = work()
+            except BaseException as exc:  # handed to the calling thread below
+                box["error"] = exc
+
+        thread = threading.Thread(target=target, name=f"eor-retrieval-{name}", daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            self._abandoned[name] = thread
+            raise MemberTimeoutError(f"retrieval timed out after {timeout:g} s")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _generate(
+        self,
+        pairs: list[tuple[str, int]],
+        prompts: dict[tuple[str, int], str],
+        strict: bool,
+        failed: list[dict[str, str]],
+    ) -> dict[tuple[str, int], tuple[str, float]]:
+        """(completion, seconds) per (member, question): one reader call; on an error, member by member."""
+        if not pairs:
+            return {}
+        try:
+            return dict(zip(pairs, self._read([prompts[pair] for pair in pairs]), strict=True))
+        except Exception as exc:
+            if strict:
+                raise
+            log.warning("the reader failed on a batch of %d prompts (%s); retrying member by member",
+                        len(pairs), _reason(exc, "generation"))
+        completions: dict[tuple[str, int], tuple[str, float]] = {}
+        for name in dict.fromkeys(name for name, _ in pairs):
+            own = [pair for pair in pairs if pair[0] == name]
+            try:
+                completions.update(zip(own, self._read([prompts[pair] for pair in own]), strict=True))
+                continue
+            except Exception as exc:
+                if len(own) == 1:
+                    _fail(failed, [own[0][1]], name, exc, "generation")
+                    continue
+            for pair in own:
+                try:
+                    completions.update(zip([pair], self._read([prompts[pair]]), strict=True))
+                except Exception as exc:
+                    _fail(failed, [pair[1]], name, exc, "generation")
+        return completions
+
+    def _read(self, prompts: list[str]) -> list[tuple[str, float]]:
+        with self._reader_lock:
+            raw = self.reader.generate(prompts)
+            seconds = list(getattr(self.reader, "last_seconds", [])) or [0.0] * len(prompts)
+        if len(raw) != len(prompts):
+            raise ReaderError(f"the reader returned {len(raw)} completions for {len(prompts)} prompts")
+        if len(seconds) != len(prompts):
+            seconds = [0.0] * len(prompts)
+        return list(zip(raw, seconds, strict=True))
+
+    def _vote(self, outputs: list[dict[str, MemberOutput]]) -> list[str]:
+        """The chosen member per question; sets every voting member's score (None when its weight drops it).
+
+        Questions are voted in groups with the same voting members: the whole pool (the usual case) goes
+        through the voter as it is; a subset (requested, or left after failures) keeps its members' weights.
+        """
+        from voters import choose
+
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i, output in enumerate(outputs):
+            groups.setdefault(tuple(output), []).append(i)
+        chosen = [""] * len(outputs)
+        for voting, index in groups.items():
+            answers = [[outputs[i][name].answer for name in voting] for i in index]
+            texts = [[_text(outputs[i][name]) for name in voting] for i in index]
+            if list(voting) == self.members:
+                scores = np.asarray(self.voter.decision_scores(answers, texts), dtype=float)
+            else:
+                scores = self._subset_scores([self.members.index(name) for name in voting], answers, texts)
+            for row, i, best in zip(scores, index, choose(scores), strict=True):
+                for m, name in enumerate(voting):
+                    score = float(row[m])
+                    outputs[i][name].score = score if math.isfinite(score) else None  # dropped by its weight
+                chosen[i] = voting[int(best)]
+        return chosen
+
+    def _subset_scores(self, index: list[int], answers: list[list[str]], texts: list[list[str]]) -> np.ndarray:
+        """Decision scores (eq. 7) of a subset of the voter's members: their own weights, pooled among them."""
+        from voters import decision_scores, grounding_features
+
+        voter = self.voter
+        metric_weights, weights = _voter_weights(voter, index)
+        grounding = grounding_features(answers, texts) if voter.grounding_weight_ is not None else None
+        return decision_scores(
+            voter.similarity_tensor(answers),
+            metric_weights,
+            weights,
+            pooling=voter.pooling_,
+            threshold=float(voter.threshold),
+            member_threshold=float(voter.member_threshold),
+            grounding=grounding,
+            grounding_weight=voter.grounding_weight_,
+        )
 
     def _prompt(self, question: str, documents: list[Any]) -> str:
         if not documents:
@@ -203,7 +473,91 @@ class Ensemble:
         return self.templates.answer_prompt(question, document)
 
 
-def _check_member_names(config: EnsembleConfig) -> None:
+class SerialReader:
+    """A reader that generates for one thread at a time (shares the lock of `reader_lock(reader)`).
+
+    The retrievers that call the reader themselves (parametric knowledge, compression) get this wrapper, so
+    a member still running after its timeout cannot enter llama.cpp while the next batch is generating.
+    """
+
+    def __init__(self, reader: Any, lock: Any) -> None:
+        self.reader = reader
+        self.lock = lock
+
+    def generate(self, *args: Any, **kwargs: Any) -> list[str]:
+        with self.lock:
+            return self.reader.generate(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.reader, name)
+
+
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def reader_lock(reader: Any) -> threading.RLock:
+    """The lock of this reader object, shared by every ensemble that uses it."""
+    with _LOCKS_GUARD:
+        try:
+            lock = _LOCKS.get(reader)
+            if lock is None:
+                lock = _LOCKS[reader] = threading.RLock()
+        except TypeError:  # neither weak-referenceable nor hashable: a lock of this ensemble's own
+            lock = threading.RLock()
+    return lock
+
+
+def _voter_weights(voter: Any, index: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(ω^s, ω^r of the members at `index`) of a fitted eor Voter."""
+    try:
+        return (
+            np.asarray(voter.metric_weights_, dtype=float),
+            np.asarray(voter.retriever_weights_, dtype=float)[index],
+        )
+    except AttributeError:
+        raise ConfigError(
+            "voting over a subset of members, and explain(), need a fitted eor Voter "
+            "(Voter.uniform, Voter.load or Voter.fit)"
+        ) from None
+
+
+def _check_timeout(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"member_timeout must be a positive number of seconds or None, got {value!r}")
+    return float(value)
+
+
+def _reason(exc: BaseException, stage: str) -> str:
+    if isinstance(exc, MemberTimeoutError):
+        return str(exc)
+    message = (str(exc).splitlines() or [""])[0]
+    reason = f"{stage} failed: {type(exc).__name__}" + (f": {message}" if message else "")
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
+
+
+def _fail(failed: list[dict[str, str]], questions: Sequence[int], name: str, exc: BaseException, stage: str) -> None:
+    reason = _reason(exc, stage)
+    for i in questions:
+        failed[i][name] = reason
+    log.warning("member %s left out of the vote of %d question(s): %s", name, len(questions), reason)
+
+
+def _no_member_left(item: Question, reasons: dict[str, str]) -> EorError:
+    detail = "; ".join(f"{name}: {reason}" for name, reason in reasons.items())
+    generation = all(reason.startswith("generation") for reason in reasons.values())
+    cls = ReaderError if reasons and generation else RetrieverError
+    return cls(f"every member failed on question {item.id}: {detail}")
+
+
+def _text(output: MemberOutput) -> str:
+    return " ".join(p["text"] for p in output.passages)
+
+
+def check_member_names(config: EnsembleConfig) -> None:
+    """Every member names only known sources (RetrieverError otherwise); cheap, loads no model."""
     from retrievers import notation
     from retrievers.registry import DEFAULT_SOURCES
 

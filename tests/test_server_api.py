@@ -1,0 +1,231 @@
+"""The Python API under the server: member selection, failure isolation (`degraded`), `explain`, the reader lock.
+
+Real SmolLM2 over the demo corpus; the failing and hanging members are LangChain retrievers defined here and
+joined through the `langchain` source type (tests/test_server.py uses them the same way over HTTP).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+from eor import Ensemble
+from eor.answers import exact_match, token_f1
+from eor.config import load_config
+from eor.errors import InputError, RetrieverError
+from tests.conftest import DEMO
+
+MEMBERS = ["ReFree", "BM25@1", "BM25@3", "Boom", "Sloth", "Picky", "Verbose"]
+
+
+class Exploding(BaseRetriever):
+    """Fails on every query."""
+
+    def _get_relevant_documents(self, query: str, *, run_manager) -> list[Document]:
+        raise ValueError("index offline")
+
+
+class Sleepy(BaseRetriever):
+    """Hangs (far past any member timeout of these tests) before answering."""
+
+    seconds: float = 30.0
+
+    def _get_relevant_documents(self, query: str, *, run_manager) -> list[Document]:
+        time.sleep(self.seconds)
+        return [Document(page_content="too late")]
+
+
+class Picky(BaseRetriever):
+    """Fails on questions that mention 'explode', answers the others."""
+
+    def _get_relevant_documents(self, query: str, *, run_manager) -> list[Document]:
+        if "explode" in query:
+            raise RuntimeError("cannot parse the query")
+        return [Document(page_content="Leonardo da Vinci painted the Mona Lisa.", metadata={"title": "Mona Lisa"})]
+
+
+class Verbose(BaseRetriever):
+    """One passage far longer than the reader's context: generation fails for this member only."""
+
+    def _get_relevant_documents(self, query: str, *, run_manager) -> list[Document]:
+        return [Document(page_content=" ".join(f"word{i} of a very long passage." for i in range(2500)))]
+
+
+def server_test_config(folder: Path, members: list[str], name: str = "server-test") -> Path:
+    """SmolLM2 over the demo corpus, plus the test sources above (no model loads for them)."""
+    module = __name__
+    text = f"""
+name: {name}
+reader: {{model: smollm2-135m, max_tokens: 8, context_tokens: 2048}}
+corpus: {{path: {DEMO / "corpus.jsonl"}}}
+sources:
+  Boom: {{type: langchain, params: {{class: "{module}:Exploding"}}}}
+  Sloth: {{type: langchain, params: {{class: "{module}:Sleepy"}}}}
+  Picky: {{type: langchain, params: {{class: "{module}:Picky"}}}}
+  Verbose: {{type: langchain, params: {{class: "{module}:Verbose"}}}}
+members: [{", ".join(members)}]
+voter: {{metrics: [em, f1]}}
+max_document_words: 100000
+"""
+    path = folder / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def ensemble(smollm2, tmp_path_factory):
+    import os
+
+    folder = tmp_path_factory.mktemp("server-api")
+    previous = os.environ.get("EOR_CACHE")
+    os.environ["EOR_CACHE"] = str(folder / "cache")
+    try:
+        built = Ensemble.from_config(server_test_config(folder, MEMBERS), reader=smollm2)
+        built.retrievers["BM25@3"].retrieve_batch(["warm up"])  # the BM25 index is built outside any timeout
+        yield built
+    finally:
+        if previous is None:
+            os.environ.pop("EOR_CACHE", None)
+        else:
+            os.environ["EOR_CACHE"] = previous
+
+
+def test_a_hanging_and_a_failing_member_are_left_out_of_the_vote(ensemble) -> None:
+    result = ensemble.answer(
+        "who painted the mona lisa", members=["ReFree", "BM25@1", "Boom", "Sloth"], member_timeout=2.0
+    )
+    assert 2.0 <= result.timings["retrieval"] < 20  # the hang (30 s) was not waited for
+    assert list(result.members) == ["ReFree", "BM25@1"]
+    assert result.degraded == {
+        "Boom": "retrieval failed: ValueError: index offline",
+        "Sloth": "retrieval timed out after 2 s",
+    }
+    assert result.member in ("ReFree", "BM25@1") and result.answer == result.members[result.member].answer
+    data = result.to_dict()
+    assert data["degraded"] == ["Boom", "Sloth"] and data["degraded_reasons"] == result.degraded
+    assert result.to_record()["degraded"] == ["Boom", "Sloth"]
+    # The vote over what is left is the vote over that subset (hand-worked: two members, uniform weights).
+    a, b = (result.members[name].answer for name in ("ReFree", "BM25@1"))
+    expected = 0.5 * (0.5 * exact_match(a, b) + 0.5 * token_f1(a, b))
+    assert result.members["ReFree"].score == pytest.approx(expected)
+    assert result.members["BM25@1"].score == pytest.approx(expected)
+    assert result.member == "ReFree"  # a tie goes to the first member
+    # While the hung retrieval still runs, the member is skipped at once instead of starting another thread.
+    again = ensemble.answer("who painted the sistine chapel", members=["ReFree", "Sloth"], member_timeout=2.0)
+    assert again.degraded == {"Sloth": "retrieval skipped: an earlier retrieval that timed out is still running"}
+
+
+def test_nothing_failing_keeps_the_result_object_unchanged(ensemble) -> None:
+    result = ensemble.answer("what is the capital of france", members=["ReFree", "BM25@1"])
+    assert result.degraded == {}
+    assert set(result.to_dict()) == {"id", "question", "answer", "member", "members", "timings"}
+    assert "degraded" not in result.to_record()
+
+
+def test_one_bad_question_does_not_cost_the_others_a_member(ensemble) -> None:
+    good, bad = "who painted the mona lisa", "why did the star explode"
+    results = ensemble.answer_batch([good, bad], members=["ReFree", "Picky"])
+    assert list(results[0].members) == ["ReFree", "Picky"] and results[0].degraded == {}
+    assert list(results[1].members) == ["ReFree"]
+    assert results[1].degraded == {"Picky": "retrieval failed: RuntimeError: cannot parse the query"}
+    assert [r.question for r in results] == [good, bad]
+
+
+def test_a_prompt_over_the_context_fails_only_its_member(ensemble) -> None:
+    result = ensemble.answer("who painted the mona lisa", members=["ReFree", "Verbose"])
+    assert list(result.members) == ["ReFree"]
+    assert result.degraded["Verbose"].startswith("generation failed: ReaderError:")
+    assert "context" in result.degraded["Verbose"]
+
+
+def test_every_member_failing_is_an_error(ensemble) -> None:
+    with pytest.raises(RetrieverError, match="every member failed on question .*Boom: retrieval failed"):
+        ensemble.answer("who painted the mona lisa", members=["Boom"])
+    with pytest.raises(ValueError, match="index offline"):  # strict: the member's own error, as before
+        ensemble.answer("who painted the mona lisa", members=["ReFree", "Boom"], strict=True)
+
+
+@pytest.mark.parametrize(
+    ("members", "message"),
+    [
+        (["BM25@1", "Nope"], "unknown member(s) 'Nope'; available: ReFree, BM25@1, BM25@3"),
+        ([], "name at least one member"),
+        (["BM25@1", "BM25@1"], "'BM25@1' named more than once"),
+        ("BM25@1", "must be a list of member names"),
+    ],
+)
+def test_member_selection_is_checked(ensemble, members, message: str) -> None:
+    with pytest.raises(InputError) as error:
+        ensemble.answer("who painted the mona lisa", members=members)
+    assert message in str(error.value)
+
+
+def test_members_and_timeout_arguments(ensemble) -> None:
+    assert ensemble.members == MEMBERS
+    assert ensemble.select(["BM25@3", "ReFree"]) == ["ReFree", "BM25@3"]  # the ensemble's order
+    with pytest.raises(InputError, match="member_timeout must be a positive number"):
+        ensemble.answer("who painted the mona lisa", members=["ReFree"], member_timeout=0)
+
+
+def test_explain_shows_the_arithmetic_of_the_vote(smollm2, tmp_path, isolated_cache) -> None:
+    from voters import Voter
+
+    config = load_config(server_test_config(tmp_path, ["ReFree", "BM25@1", "BM25@3", "Boom"]))
+    voter = Voter.uniform(4, metrics=("em", "f1"), members=config.members)
+    voter.retriever_weights_ = voter.retriever_weights_.copy()
+    voter.retriever_weights_[1] = 0.05  # BM25@1 is dropped by its weight
+    ensemble = Ensemble(config, reader=smollm2, voter=voter)
+    result = ensemble.answer("who was the first president of the united states")
+    explained = ensemble.explain(result)
+    assert explained["degraded"] == {"Boom": "retrieval failed: ValueError: index offline"}
+    assert explained["metric_weights"] == {"em": 0.5, "f1": 0.5} and explained["pooling"] == "mean"
+    members = explained["members"]
+    assert list(members) == ["ReFree", "BM25@1", "BM25@3"]
+    assert members["BM25@1"]["dropped"] and members["BM25@1"]["score"] is None
+    assert members["BM25@1"]["pooled"] is None and members["BM25@1"]["weight"] == 0.05
+    answers = {name: out.answer for name, out in result.members.items()}
+    for name, other in (("ReFree", "BM25@3"), ("BM25@3", "ReFree")):
+        a, b = answers[name], answers[other]
+        pair = members[name]["similarity"][other]
+        assert pair["em"] == exact_match(a, b) and pair["f1"] == pytest.approx(token_f1(a, b))
+        assert pair["combined"] == pytest.approx(0.5 * pair["em"] + 0.5 * pair["f1"])
+        # The dropped member is not one of the others in the pool: the mean runs over the one active other.
+        assert members[name]["pooled"] == pytest.approx(pair["combined"])
+        assert members[name]["score"] == pytest.approx(0.5 * pair["combined"])
+        assert set(members[name]["similarity"]) == {"BM25@1", other}
+    assert [name for name, entry in members.items() if entry["chosen"]] == [result.member]
+
+
+def test_the_reader_is_used_by_one_thread_at_a_time() -> None:
+    from eor.ensemble import SerialReader, reader_lock
+
+    class CountingReader:
+        name = "counting"
+
+        def __init__(self) -> None:
+            self.inside = 0
+            self.most = 0
+
+        def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            time.sleep(0.02)
+            self.inside -= 1
+            return ["x" for _ in prompts]
+
+    reader = CountingReader()
+    assert reader_lock(reader) is reader_lock(reader)  # every ensemble over this reader shares the lock
+    wrapped = [SerialReader(reader, reader_lock(reader)) for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda w=w: [w.generate(["p"]) for _ in range(5)]) for w in wrapped * 2
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert reader.most == 1 and wrapped[0].name == "counting"
