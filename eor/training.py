@@ -87,7 +87,8 @@ def train(
 
         config = json.loads(config_file.read_text())
         meta["reader"] = config.get("reader", {}).get("model")
-        meta["dataset"] = config.get("corpus", {}).get("path") if config.get("corpus") else None
+        corpus = (config.get("corpus") or {}).get("path")
+        meta["dataset"] = Path(corpus).name if corpus else None  # the file name: no machine paths in weights
     if dev_split is not None:
         dev_answers, dev_golds, dev_passages = dev_split
         index = names.index(top_name)
