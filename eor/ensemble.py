@@ -559,9 +559,9 @@ def _text(output: MemberOutput) -> str:
 def check_member_names(config: EnsembleConfig) -> None:
     """Every member names only known sources (RetrieverError otherwise); cheap, loads no model."""
     from retrievers import notation
-    from retrievers.registry import DEFAULT_SOURCES
+    from retrievers.registry import source_names
 
-    known = set(DEFAULT_SOURCES) | set(config.sources)
+    known = source_names(config.sources)
     for member in config.members:
         unknown = sorted(notation.sources(notation.parse(member)) - known)
         if unknown:
