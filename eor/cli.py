@@ -119,6 +119,33 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_erag(args: argparse.Namespace) -> int:
+    from eor.erag.run import parse_ints, run_erag
+
+    cutoffs = parse_ints(args.cutoffs, "--cutoffs") if args.cutoffs else None
+    print(
+        run_erag(
+            _config_path(args.config), Path(args.data), args.member, Path(args.out), k=args.k, metric=args.metric,
+            limit=args.limit, cutoffs=cutoffs, cost_questions=args.cost_questions, batch_size=args.batch_size,
+            cache=Path(args.cache) if args.cache else None,
+        )
+    )
+    return 0
+
+
+def cmd_utility(args: argparse.Namespace) -> int:
+    from eor.erag.run import parse_ints, run_utility
+
+    print(
+        run_utility(
+            _config_path(args.config), Path(args.data), args.member, Path(args.out), ks=parse_ints(args.ks, "--ks"),
+            similarity=args.similarity, references=args.references, limit=args.limit, epsilon=args.epsilon,
+            batch_size=args.batch_size, cache=Path(args.cache) if args.cache else None,
+        )
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="eor",
@@ -182,6 +209,48 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = commands.add_parser("models", help="list the models that work offline and how to install them")
     models.set_defaults(handler=cmd_models)
+    erag = commands.add_parser(
+        "erag", help="eRAG: label each retrieved document by the reader's answer with it alone; correlate with e2e"
+    )
+    erag.add_argument("--config", required=True, help="ensemble config (YAML): reader, corpus, sources")
+    erag.add_argument("--data", required=True, help="questions, JSON Lines with 'answers' [, 'gold_passages']")
+    erag.add_argument("--member", required=True, help="the retriever to evaluate, in the paper's notation (e.g. BM25)")
+    erag.add_argument("--out", required=True, help="folder: erag.json, erag.md, erag.png (re-run to resume)")
+    erag.add_argument("--k", type=int, default=10, help="documents per question (default 10)")
+    erag.add_argument("--metric", default="em", help="downstream metric: em, f1 or contains (default em)")
+    erag.add_argument("--limit", type=int, help="only the first N questions")
+    erag.add_argument("--cutoffs", help="cutoffs of the correlation-vs-k figure (default 1,2,3,5,10 up to k)")
+    erag.add_argument(
+        "--cost-questions", type=int, default=10,
+        help="questions of the side-by-side cost measurement of eRAG vs end-to-end (default 10; 0: off)",
+    )
+    erag.add_argument("--batch-size", type=int, default=8, help="prompts per reader call (default 8)")
+    erag.add_argument("--cache", help="generation cache file to use (default OUT/generations.jsonl); runs may share it")
+    erag.set_defaults(handler=cmd_erag)
+
+    utility = commands.add_parser(
+        "utility", help="context utility U of the top-k documents vs 0-shot, and its Pearson r with nDCG@k"
+    )
+    utility.add_argument("--config", required=True, help="ensemble config (YAML): reader, corpus, sources")
+    utility.add_argument("--data", required=True, help="questions, JSON Lines with 'answers' [, 'gold_passages']")
+    utility.add_argument("--member", required=True, help="the retriever whose contexts are scored (e.g. BM25)")
+    utility.add_argument("--out", required=True, help="folder: utility.json, utility.md, utility.png")
+    utility.add_argument("--ks", default="1,2,5,10", help="context sizes, comma-separated (default 1,2,5,10)")
+    utility.add_argument(
+        "--similarity", default="bertscore", help="similarity of answer and reference (default bertscore)"
+    )
+    utility.add_argument(
+        "--references", default="answers", help="compare answers with the gold 'answers' (default) or gold 'passages'"
+    )
+    utility.add_argument("--limit", type=int, help="only the first N questions")
+    utility.add_argument(
+        "--epsilon", type=float, help="divide by max(P(0-shot), EPSILON) instead of leaving U undefined"
+    )
+    utility.add_argument("--batch-size", type=int, default=8, help="prompts per reader call (default 8)")
+    utility.add_argument(
+        "--cache", help="generation cache file (default OUT/generations.jsonl); share an `eor erag` run's"
+    )
+    utility.set_defaults(handler=cmd_utility)
     return parser
 
 

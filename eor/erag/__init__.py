@@ -3,7 +3,9 @@ quality, and context utility (relevance propagation).
 
 Modules: `metrics` (the retrieval-metric registry: P, R, MAP, MRR, NDCG, Hit with `@k` cutoffs),
 `correlation` (Kendall's τ-b, Spearman's ρ, Pearson's r, NaN-aware), `evaluate` (the eRAG API with batched,
-cached generation) and `utility` (U = (P(context) − P(0-shot)) / P(0-shot) against nDCG@k).
+cached generation) and `utility` (U = (P(context) − P(0-shot)) / P(0-shot) against nDCG@k). The commands
+`eor erag` and `eor utility` live in `run` (with `cost`: eRAG vs end-to-end time and memory in child
+processes; `report`: Markdown; `plots`: figures); they are not imported here, so the API stays light.
 """
 
 from __future__ import annotations

@@ -42,6 +42,9 @@ from eor.prompts import PromptTemplates, clean_answer
 
 DownstreamMetric = Callable[[str, Sequence[str]], float]
 TextGenerator = Callable[[dict[str, list[str]]], Mapping[str, str]]
+Progress = Callable[[str, int], Any]
+"""(label, total) -> a progress bar with `update(n)` and `close()`, e.g. `lambda label, total: tqdm(desc=label,
+total=total)`; generation calls it once per phase that has uncached requests and updates it per batch."""
 
 DOWNSTREAM_METRICS: dict[str, DownstreamMetric] = {
     "em": lambda prediction, golds: best_over_golds(exact_match, prediction, golds),
@@ -263,9 +266,15 @@ def make_generator(
 
 
 def generate(
-    requests: Sequence[Request], generator: Generator, cache: GenerationCache | None = None
+    requests: Sequence[Request],
+    generator: Generator,
+    cache: GenerationCache | None = None,
+    *,
+    progress: Progress | None = None,
+    label: str = "generation",
 ) -> tuple[list[str], Cost]:
-    """One output per request (aligned), generating each distinct uncached request once."""
+    """One output per request (aligned), generating each distinct uncached request once; `progress` (see
+    `Progress`) shows the uncached requests under `label`."""
     started = time.perf_counter()
     cache = cache if cache is not None else GenerationCache()
     unique = list(dict.fromkeys(requests))
@@ -279,11 +288,18 @@ def generate(
         else:
             outputs[request] = cached
     cost.cache_hits = len(unique) - len(pending)
-    for batch, texts in generator.batches(pending):
-        cost.calls += 1
-        cost.generated += len(batch)
-        cache.put_many(generator.namespace, batch, texts)
-        outputs.update(zip(batch, texts, strict=True))
+    bar = progress(label, len(pending)) if progress is not None and pending else None
+    try:
+        for batch, texts in generator.batches(pending):
+            cost.calls += 1
+            cost.generated += len(batch)
+            cache.put_many(generator.namespace, batch, texts)
+            outputs.update(zip(batch, texts, strict=True))
+            if bar is not None:
+                bar.update(len(batch))
+    finally:
+        if bar is not None:
+            bar.close()
     cost.seconds = time.perf_counter() - started
     return [outputs[request] for request in requests], cost
 
@@ -418,6 +434,7 @@ def evaluate(
     max_tokens: int | None = None,
     batch_size: int | None = None,
     namespace: str | None = None,
+    progress: Progress | None = None,
 ) -> EragResult:
     """eRAG over the retrieval results of one retriever.
 
@@ -437,6 +454,7 @@ def evaluate(
         share it, so an end-to-end request that equals an eRAG one (a one-document list) is a cache hit.
     templates, max_tokens, batch_size: prompt building and batching for a Reader; `namespace` names the
         generator in the cache (default from the reader's name, max_tokens and templates).
+    progress: `(label, total) -> bar` (see `Progress`), shown for the eRAG and the end-to-end generations.
     """
     ids, texts, passages, golds = _check_inputs(retrieval_results, expected_outputs, questions, k)
     metric = get_downstream_metric(downstream_metric)
@@ -452,7 +470,7 @@ def evaluate(
 
     pairs = [(qid, rank) for qid in ids for rank in range(len(passages[qid]))]
     requests = [Request(texts[qid], ((passages[qid][r].title, passages[qid][r].text),)) for qid, r in pairs]
-    outputs, erag_cost = generate(requests, generator, store)
+    outputs, erag_cost = generate(requests, generator, store, progress=progress, label="eRAG labels")
     answers: dict[str, list[str]] = defaultdict(list)
     for (qid, _), output in zip(pairs, outputs, strict=True):
         answers[qid].append(output)
@@ -463,7 +481,7 @@ def evaluate(
     e2e_answers: dict[str, str] = {}
     if end_to_end:
         full = [Request(texts[qid], tuple((p.title, p.text) for p in passages[qid])) for qid in ids]
-        outputs, costs["e2e"] = generate(full, generator, store)
+        outputs, costs["e2e"] = generate(full, generator, store, progress=progress, label="end-to-end")
         e2e_answers = dict(zip(ids, outputs, strict=True))
         e2e = {qid: check_labels([metric(e2e_answers[qid], golds[qid])])[0] for qid in ids}
 

@@ -39,6 +39,7 @@ from eor.erag.evaluate import (
     Cost,
     GenerationCache,
     Passage,
+    Progress,
     Request,
     as_passage,
     generate,
@@ -151,6 +152,7 @@ def evaluate_utility(
     max_tokens: int | None = None,
     batch_size: int | None = None,
     namespace: str | None = None,
+    progress: Progress | None = None,
 ) -> UtilityResult:
     """Utility of the top-k contexts per question and its Pearson correlation with nDCG@k.
 
@@ -159,7 +161,8 @@ def evaluate_utility(
     relevant: question id -> relevant (gold passage) ids; needed for nDCG@k and the correlation.
     oracle: question id -> oracle documents (e.g. the gold passages), giving the `oracle` setting.
     The generator, cache and prompt arguments are those of `evaluate`; all prompts of the run, 0-shot
-    included, are de-duplicated and generated in as few calls as the generator allows.
+    included, are de-duplicated and generated in as few calls as the generator allows; `progress` is
+    `evaluate`'s.
     """
     ks = sorted(set(ks))
     orders = list(dict.fromkeys(orders))
@@ -197,7 +200,7 @@ def evaluate_utility(
             for k, context in rows.items():
                 slots.append((qid, setting, k))
                 requests.append(Request(texts[qid], tuple((p.title, p.text) for p in context)))
-    outputs, cost = generate(requests, generator, store)
+    outputs, cost = generate(requests, generator, store, progress=progress, label="utility contexts")
     answer = dict(zip(slots, outputs, strict=True))
     performance = performance_scores([(qid, text) for (qid, _, _), text in answer.items()], refs, similarity)
 

@@ -1,0 +1,264 @@
+"""Markdown reports of `eor erag` and `eor utility`, written from the JSON they save (NaN appears as None,
+shown as `–`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+LABELLINGS = {
+    "erag": "eRAG",
+    "containment": "containment",
+    "provenance": "provenance",
+}
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def _labels(values: list[float]) -> str:
+    return " ".join(str(int(v)) if v in (0, 1) else f"{v:.2f}" for v in values)
+
+
+def _labellings(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    tables = {"erag": {"questions": data["questions"], "mean": data["mean"], "correlation": data["correlation"]}}
+    tables.update(data.get("baselines", {}))
+    return tables
+
+
+def erag_markdown(data: dict[str, Any]) -> str:
+    """Settings, mean metrics, correlations (the paper's table 1), correlation per cutoff (figure 1), cost
+    (table 2) and the per-question labels."""
+    s = data["settings"]
+    tables = _labellings(data)
+    names = list(tables)
+    e2e_values = [entry["e2e"] for entry in data["questions"] if entry["e2e"] is not None]
+    e2e_mean = sum(e2e_values) / len(e2e_values) if e2e_values else None
+    lines = [
+        f"# eRAG: `{s['member']}` on `{s['data']}`",
+        "",
+        f"{s['questions']} questions" + (f" (`--limit {s['limit']}`)" if s.get("limit") else "")
+        + f", {s['documents']} documents, k = {s['k']}; reader `{s['reader']}`; downstream metric "
+        f"`{s['downstream_metric']}`; config `{s['config']}`.",
+        f"End-to-end score (the reader with all k documents), mean: **{_f(e2e_mean)}**.",
+        "",
+        "Labels: **eRAG** = the downstream metric of the reader's answer with that document alone; "
+        "**containment** = a gold answer occurs in the document; **provenance** = the document is a gold passage.",
+    ]
+    if s.get("provenance"):
+        lines.append(f"Provenance baseline {s['provenance']}.")
+    metrics = list(data["mean"])
+    lines += ["", "## Mean retrieval metrics", ""]
+    lines += _table(
+        ["metric", *(LABELLINGS.get(n, n) for n in names)],
+        [[m, *(_f(tables[n]["mean"].get(m)) for n in names)] for m in metrics],
+    )
+    lines += ["", "## Correlation with the end-to-end score across questions (Kendall τ / Spearman ρ)", ""]
+    header = ["metric"]
+    for n in names:
+        header += [f"{LABELLINGS.get(n, n)} τ", f"{LABELLINGS.get(n, n)} ρ"]
+    rows = []
+    for m in metrics:
+        row = [m]
+        for n in names:
+            corr = tables[n]["correlation"].get(m, {})
+            row += [_f(corr.get("kendall_tau")), _f(corr.get("spearman_rho"))]
+        rows.append(row)
+    lines += _table(header, rows)
+    best = {n: _best(tables[n]["correlation"]) for n in names}
+    found = [f"{LABELLINGS.get(n, n)} {m} {_f(v)}" for n, (m, v) in best.items() if m]
+    lines += ["", "– = undefined: a constant column (e.g. every end-to-end score 0) has no rank order."]
+    if found:
+        lines.append("Best metric per labelling (Kendall τ): " + "; ".join(found) + ".")
+
+    by_cutoff = data.get("by_cutoff")
+    if by_cutoff:
+        cutoffs = [str(c) for c in by_cutoff["cutoffs"]]
+        lines += [
+            "",
+            "## Correlation against the number of documents (Kendall τ; the paper's figure 1)",
+            "",
+            "At cutoff c: each metric@c on the first c labels of the same lists, against the end-to-end "
+            "score of the reader given the top c documents.",
+            "",
+        ]
+        rows = [["end-to-end mean", "", *(_f(by_cutoff["e2e_mean"].get(c)) for c in cutoffs)]]
+        for n, per_metric in by_cutoff["correlation"].items():
+            for base, values in per_metric.items():
+                rows.append(
+                    [LABELLINGS.get(n, n), base, *(_f(values.get(c, {}).get("kendall_tau")) for c in cutoffs)]
+                )
+        lines += _table(["labels", "metric", *(f"@{c}" for c in cutoffs)], rows)
+
+    lines += _cost_markdown(data.get("cost", {}))
+
+    lines += ["", "## Per question", ""]
+    rows = []
+    baselines = {n: {entry["id"]: entry for entry in t["questions"]} for n, t in data.get("baselines", {}).items()}
+    for entry in data["questions"]:
+        row = [
+            entry["id"],
+            entry.get("question", ""),
+            " / ".join(entry.get("gold_answers", [])[:3]),
+            _labels(entry["labels"]),
+            *(_labels(baselines[n][entry["id"]]["labels"]) for n in baselines),
+            _f(entry["e2e"], 2),
+            entry.get("e2e_answer") or "",
+        ]
+        rows.append(row)
+    lines += _table(
+        ["id", "question", "gold", "eRAG labels", *(f"{n} labels" for n in baselines), "e2e", "e2e answer"], rows
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _best(correlation: dict[str, dict[str, Any]]) -> tuple[str | None, float | None]:
+    scored = [(m, c.get("kendall_tau")) for m, c in correlation.items() if c.get("kendall_tau") is not None]
+    return max(scored, key=lambda item: item[1]) if scored else (None, None)
+
+
+def _cost_markdown(cost: dict[str, Any]) -> list[str]:
+    lines = ["", "## Cost (the paper's table 2)", ""]
+    evaluation = cost.get("evaluation", {})
+    if evaluation:
+        lines += [
+            "This run: `one_pass` generated every prompt once (per question the first document alone, then the "
+            "end-to-end prompts with 2, 3, ... documents, each extending the previous one's prefix, so llama.cpp "
+            "reuses its KV cache); `erag` and `e2e` then read the generation cache. Not a fair comparison — see "
+            "the measured table below.",
+            "",
+        ]
+        lines += _table(
+            ["phase", "prompts", "distinct", "cache hits", "generated", "reader calls", "seconds"],
+            [
+                [
+                    name,
+                    _f(c["requests"]),
+                    _f(c["unique"]),
+                    _f(c["cache_hits"]),
+                    _f(c["generated"]),
+                    _f(c["calls"]),
+                    _f(c["seconds"], 1),
+                ]
+                for name, c in evaluation.items()
+            ],
+        )
+    measured = cost.get("measured")
+    if measured:
+        lines += [
+            "",
+            f"Measured side by side on the first {measured['questions']} questions ({measured['documents']} "
+            f"documents), each configuration in a fresh child process, no generation cache, max_tokens "
+            f"{measured['max_tokens']}:",
+            "",
+        ]
+        rows = []
+        for name, c in measured["configurations"].items():
+            per_question = c["seconds"] / measured["questions"] if measured["questions"] else None
+            rows.append(
+                [
+                    name,
+                    _f(c["calls"]),
+                    _f(c["prompts"]),
+                    _f(c["batch_size"]),
+                    _f(c["context_tokens"]),
+                    _f(c.get("longest_prompt_tokens")),
+                    _f(c["seconds"], 1),
+                    _f(per_question, 2),
+                    _f(c.get("cpu_seconds"), 1),
+                    _f(c["peak_rss_mb"], 0),
+                    _f(c["reader_rss_mb"], 0),
+                    _f(c["generation_rss_mb"], 1),
+                    _f(c["python_heap_peak_mb"], 2),
+                    _f(c.get("gpu_peak_mb"), 0),
+                ]
+            )
+        lines += _table(
+            [
+                "configuration",
+                "calls",
+                "prompts",
+                "batch",
+                "context window",
+                "longest prompt (tokens)",
+                "seconds",
+                "s / question",
+                "CPU seconds",
+                "peak RSS MB",
+                "reader RSS MB",
+                "generation RSS MB",
+                "Python heap peak MB",
+                "GPU peak MB",
+            ],
+            rows,
+        )
+        lines += ["", f"Memory columns: {measured['memory_measure']}."]
+        if not measured.get("window_sized_per_configuration"):
+            lines.append("The reader has no tokenizer eor can reach, so every configuration kept the config's window.")
+    return lines
+
+
+def utility_markdown(data: dict[str, Any]) -> str:
+    """Settings, mean U / P / nDCG per setting and k, Pearson's r(nDCG@k, U), per-question utilities."""
+    s = data["settings"]
+    ks = [str(k) for k in s["ks"]]
+    lines = [
+        f"# Context utility: `{s['member']}` on `{s['data']}`",
+        "",
+        f"{s['questions']} questions" + (f" (`--limit {s['limit']}`)" if s.get("limit") else "")
+        + f"; reader `{s['reader']}`; P = max similarity (`{s['similarity']}`) between the answer and the gold "
+        f"{s['references']}; 0-shot mean P {_f(s['zero_shot_p'])}.",
+        "U = (P(context) − P(0-shot)) / P(0-shot); undefined (left out) when P(0-shot) = 0"
+        + (f", else divided by max(P(0-shot), {s['epsilon']})" if s.get("epsilon") else "")
+        + ". Settings: `ordered` (top k in retrieval order), `reversed` (the same k, best last)"
+        + (", `oracle` (the first k gold passages)" if "oracle" in data["mean"] else "")
+        + ". nDCG@k uses provenance labels (gold passages).",
+    ]
+    if s.get("oracle"):
+        found = s["oracle"]["questions_with_gold_in_corpus"]
+        lines.append(f"Questions whose gold passages are in the corpus: {found}.")
+    for title, key in (("Mean utility U", "utility"), ("Mean P", "p"), ("Mean nDCG@k", "ndcg")):
+        lines += ["", f"## {title}", ""]
+        lines += _table(
+            ["setting", *(f"k={k}" for k in ks)],
+            [[setting, *(_f(rows.get(k, {}).get(key)) for k in ks)] for setting, rows in data["mean"].items()],
+        )
+    lines += ["", "## Questions with undefined U (P(0-shot) = 0)", ""]
+    lines += _table(
+        ["setting", *(f"k={k}" for k in ks)],
+        [[setting, *(_f(rows.get(k, {}).get("undefined")) for k in ks)] for setting, rows in data["mean"].items()],
+    )
+    if data.get("correlation"):
+        lines += ["", "## Pearson's r between nDCG@k and U (pairs used)", ""]
+        rows = []
+        for setting, per_k in data["correlation"].items():
+            cells = [f"{_f(per_k.get(k, {}).get('pearson_r'))} ({per_k.get(k, {}).get('n', 0)})" for k in ks]
+            rows.append([setting, *cells])
+        lines += _table(["setting", *(f"k={k}" for k in ks)], rows)
+    lines += ["", "## Per question (U, ordered contexts)", ""]
+    rows = []
+    for entry in data["questions"]:
+        ordered = entry["contexts"].get("ordered", {})
+        rows.append(
+            [
+                entry["id"],
+                entry["question"],
+                entry["zero_shot"]["answer"],
+                _f(entry["zero_shot"]["p"]),
+                *(_f(ordered.get(k, {}).get("utility")) for k in ks),
+            ]
+        )
+    lines += _table(["id", "question", "0-shot answer", "P(0-shot)", *(f"U k={k}" for k in ks)], rows)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,472 @@
+"""`eor erag` and `eor utility`: one member of a config, evaluated document by document over a question file.
+
+Both commands build the member's retriever and the config's reader exactly as the ensemble does (same
+sources, same prompt templates), retrieve the top k for every question, and hand the lists to the library
+(`eor.erag.evaluate`, `eor.erag.utility`). Every generation goes through a JSON-lines cache in the output
+folder (`generations.jsonl`), so an interrupted run resumes where it stopped and a re-run with other
+cutoffs only generates what is new. Outputs: JSON (the full result), Markdown (tables) and a PNG figure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from eor.config import EnsembleConfig, load_config
+from eor.data import Question, load_questions
+from eor.errors import InputError, RetrieverError
+
+DEFAULT_CUTOFFS = (1, 2, 3, 5, 10)
+CACHE_FILE = "generations.jsonl"
+
+
+@dataclass
+class Setup:
+    """What both commands need: the config, the questions, the reader, the templates, the ranked lists."""
+
+    config: EnsembleConfig
+    questions: list[Question]
+    reader: Any
+    templates: Any
+    documents: dict[str, list[Any]]  # question id -> ranked LangChain Documents, at most `depth`
+
+
+def parse_ints(text: str, option: str) -> list[int]:
+    """`1,2,5,10` -> [1, 2, 5, 10] (sorted, unique); anything else raises a one-line InputError."""
+    message = f"{option} must be positive integers separated by commas, e.g. 1,2,5,10; got {text!r}"
+    try:
+        values = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise InputError(message) from None
+    if not values or values[0] < 1:
+        raise InputError(message)
+    return values
+
+
+def check_member(config: EnsembleConfig, member: str) -> None:
+    """Fail before any model loads when the member names a source the config does not have."""
+    from retrievers import notation
+    from retrievers.registry import DEFAULT_SOURCES
+
+    known = set(DEFAULT_SOURCES) | set(config.sources)
+    unknown = sorted(notation.sources(notation.parse(member)) - known)
+    if unknown:
+        raise RetrieverError(
+            f"member {member!r}: unknown source(s) {', '.join(unknown)}; available: {', '.join(sorted(known))}"
+        )
+
+
+def prepare(config_path: Path, data: Path, member: str, depth: int, limit: int | None, progress: Any) -> Setup:
+    """Load config and questions, check the member, build reader and retriever, retrieve `depth` per question."""
+    from eor.ensemble import _templates  # the ensemble's prompts, so eRAG reads exactly what members read
+    from eor.readers import build_reader
+    from retrievers.registry import BuildContext, SourcePool
+
+    config = load_config(config_path)
+    questions = load_questions(data, limit=limit)
+    unanswered = [q.id for q in questions if not q.answers]
+    if unanswered:
+        raise InputError(f"{data}: question {unanswered[0]!r} has no 'answers'; document labels need gold answers")
+    check_member(config, member)
+    templates = _templates(config)
+    reader = build_reader(config.reader)
+    corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
+    context = BuildContext(
+        corpus_path=str(corpus) if corpus else None,
+        reader=reader,
+        prompts=templates,
+        depth=max(config.retrieval_depth, depth),
+        encoder=config.voter.encoder,
+        parametric_max_tokens=config.prompts.parametric_max_tokens,
+        compression_max_tokens=config.prompts.compression_max_tokens,
+    )
+    sources = {name: (spec.type, spec.params) for name, spec in config.sources.items()}
+    retriever = SourcePool(context, sources).build(member)
+    documents: dict[str, list[Any]] = {}
+    bar = progress("retrieval", len(questions))
+    try:
+        for start in range(0, len(questions), config.batch_size):
+            batch = questions[start : start + config.batch_size]
+            for question, docs in zip(batch, retriever.retrieve_batch([q.question for q in batch]), strict=True):
+                documents[question.id] = list(docs)[:depth]
+            bar.update(len(batch))
+    finally:
+        bar.close()
+    return Setup(config, questions, reader, templates, documents)
+
+
+def tqdm_progress(label: str, total: int) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(desc=label, total=total, unit="prompt" if label not in ("retrieval",) else "q", leave=True)
+
+
+def gold_passages(questions: Sequence[Question]) -> dict[str, list[str]] | None:
+    """Provenance ids per question when every question has a `gold_passages` list, else None."""
+    gold = {}
+    for question in questions:
+        ids = question.extra.get("gold_passages")
+        if not isinstance(ids, list):
+            return None
+        gold[question.id] = [str(pid) for pid in ids]
+    return gold
+
+
+def _write_json(path: Path, data: Any) -> None:
+    from eor.erag.correlation import jsonable
+
+    path.write_text(json.dumps(jsonable(data), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+def _save_config(out: Path, setup: Setup) -> None:
+    _write_json(out / "config.json", setup.config.to_dict())
+
+
+# --- eor erag ---------------------------------------------------------------------------------------
+
+
+def run_erag(
+    config_path: Path,
+    data: Path,
+    member: str,
+    out: Path,
+    *,
+    k: int = 10,
+    metric: str = "em",
+    limit: int | None = None,
+    cutoffs: Sequence[int] | None = None,
+    cost_questions: int = 10,
+    batch_size: int = 8,
+    cache: Path | None = None,
+    progress: Any = tqdm_progress,
+) -> str:
+    """Run eRAG for one member; writes erag.json, erag.md, erag.png; returns a short text summary.
+    `cache`: the generation cache file (default `out/generations.jsonl`); runs may share one."""
+    from eor.erag.evaluate import DOWNSTREAM_METRICS, GenerationCache, evaluate, make_generator
+
+    if k < 1:
+        raise InputError(f"--k must be at least 1, got {k}")
+    if metric not in DOWNSTREAM_METRICS:
+        raise InputError(f"unknown --metric {metric!r}; known: {', '.join(DOWNSTREAM_METRICS)}")
+    if cost_questions < 0:
+        raise InputError(f"--cost-questions must be 0 (off) or more, got {cost_questions}")
+    if batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
+    chosen = sorted({c for c in (cutoffs or DEFAULT_CUTOFFS) if c <= k} | {k})
+    if cutoffs is not None and any(c > k for c in cutoffs):
+        raise InputError(f"--cutoffs must not exceed --k {k}; got {', '.join(map(str, cutoffs))}")
+
+    setup = prepare(config_path, data, member, k, limit, progress)
+    out.mkdir(parents=True, exist_ok=True)
+    _save_config(out, setup)
+    questions = setup.questions
+    generator = make_generator(setup.reader, templates=setup.templates, batch_size=batch_size)
+    store = GenerationCache(cache or out / CACHE_FILE)
+    provenance = gold_passages(questions)
+    prefill = _generate_in_prefix_order(setup, generator, store, k, chosen, progress)
+    result = evaluate(
+        {q.id: setup.documents[q.id] for q in questions},
+        {q.id: q.answers for q in questions},
+        generator,
+        metric,
+        questions={q.id: q.question for q in questions},
+        k=k,
+        provenance=provenance,
+        cache=store,
+        progress=progress,
+    )
+    by_cutoff = _by_cutoff(result, setup, generator, store, chosen, metric, progress)
+
+    cost: dict[str, Any] = {
+        "evaluation": {"one_pass": asdict(prefill)}
+        | {name: asdict(value) for name, value in result.cost.items()}
+    }
+    if cost_questions:
+        cost["measured"] = _measure_cost(setup, generator, k, cost_questions, progress)
+
+    data_out = result.to_dict()
+    answers = {q.id: q.answers for q in questions}
+    for entry in data_out["questions"]:
+        entry["gold_answers"] = answers[entry["id"]]
+    data_out["by_cutoff"] = by_cutoff
+    data_out["cost"] = cost
+    data_out["settings"].update(
+        config=str(config_path),
+        data=str(data),
+        member=member,
+        limit=limit,
+        reader=setup.config.reader.model,
+        cache=str(cache or out / CACHE_FILE),
+        cutoffs=chosen,
+        baselines=list(result.baselines),
+        provenance=None if provenance is not None else "skipped: not every question has 'gold_passages'",
+    )
+    _write_json(out / "erag.json", data_out)
+
+    from eor.erag.plots import plot_erag
+    from eor.erag.report import erag_markdown
+
+    data_out = json.loads((out / "erag.json").read_text(encoding="utf-8"))  # the JSON view: NaN as None
+    (out / "erag.md").write_text(erag_markdown(data_out), encoding="utf-8")
+    plot_erag(data_out, out / "erag.png")
+    return _erag_summary(data_out, out)
+
+
+def _requests(setup: Setup, question: Question, count: int) -> Any:
+    from eor.erag.evaluate import Request, as_passage
+
+    passages = [as_passage(doc) for doc in setup.documents[question.id][:count]]
+    return Request(question.question, tuple((p.title, p.text) for p in passages))
+
+
+def _generate_in_prefix_order(
+    setup: Setup, generator: Any, cache: Any, k: int, cutoffs: Sequence[int], progress: Any
+) -> Any:
+    """Generate every prompt of the run once, ahead of `evaluate` (which then reads them from the cache), in
+    an order that lets llama.cpp reuse its KV cache: per question, the first document alone, then the
+    end-to-end prompts with the top 2, 3, ... documents (each extends the previous one's prefix), then the
+    other documents alone. Returns the generation's Cost."""
+    from eor.erag.evaluate import Request, as_passage, generate
+
+    requests = []
+    for question in setup.questions:
+        passages = [as_passage(doc) for doc in setup.documents[question.id][:k]]
+        singles = [Request(question.question, ((p.title, p.text),)) for p in passages]
+        sizes = sorted({min(c, len(passages)) for c in (*cutoffs, k)})
+        chain = [_requests(setup, question, c) for c in sizes if c > 1]
+        requests += singles[:1] + chain + singles[1:]
+    _, cost = generate(requests, generator, cache, progress=progress, label="reader (eRAG + end-to-end)")
+    return cost
+
+
+def _by_cutoff(
+    result: Any, setup: Setup, generator: Any, cache: Any, cutoffs: Sequence[int], metric: str, progress: Any
+) -> dict[str, Any]:
+    """Figure 1 of the eRAG paper: per cutoff c, each labelling's metrics@c (the first c labels of the same
+    lists) against the end-to-end score with the top c documents (one more reader call per question and c;
+    c = 1 is the first document's eRAG generation, a cache hit)."""
+    from eor.erag.correlation import correlate
+    from eor.erag.evaluate import DOWNSTREAM_METRICS, generate
+    from eor.erag.metrics import MetricSpec, parse_metric, score
+
+    questions = setup.questions
+    k = result.settings["k"]
+    bases = list(dict.fromkeys(parse_metric(name).base for name in result.settings["retrieval_metrics"]))
+    downstream = DOWNSTREAM_METRICS[metric]
+    labellings = {"erag": {entry["id"]: entry["labels"] for entry in result.questions}}
+    for name, labelling in result.baselines.items():
+        labellings[name] = {entry.id: entry.labels for entry in labelling.questions}
+    e2e_full = {entry["id"]: entry["e2e"] for entry in result.questions}
+
+    table: dict[str, Any] = {"cutoffs": list(cutoffs), "e2e_mean": {}, "correlation": {name: {} for name in labellings}}
+    for c in cutoffs:
+        if c == k:
+            e2e = e2e_full
+        else:
+            requests = [_requests(setup, q, c) for q in questions]
+            outputs, _ = generate(requests, generator, cache, progress=progress, label=f"end-to-end@{c}")
+            e2e = {q.id: downstream(output, q.answers) for q, output in zip(questions, outputs, strict=True)}
+        target = [e2e[q.id] for q in questions]
+        table["e2e_mean"][str(c)] = sum(target) / len(target)
+        for name, labels in labellings.items():
+            values = {q.id: score(labels[q.id][:c], [MetricSpec(base, c) for base in bases]) for q in questions}
+            for base in bases:
+                column = [values[q.id][f"{base}@{c}"] for q in questions]
+                table["correlation"][name].setdefault(base, {})[str(c)] = correlate(column, target)
+    return table
+
+
+def _measure_cost(setup: Setup, generator: Any, k: int, count: int, progress: Any) -> dict[str, Any]:
+    from eor.erag.cost import measure_costs
+    from eor.erag.evaluate import Request, as_passage
+
+    e2e_prompts, erag_prompts = [], []
+    for q in setup.questions[:count]:
+        passages = [as_passage(doc) for doc in setup.documents[q.id][:k]]
+        pairs = [(p.title, p.text) for p in passages]
+        e2e_prompts.append(generator.prompt(Request(q.question, tuple(pairs))))
+        erag_prompts.append([generator.prompt(Request(q.question, (pair,))) for pair in pairs])
+    return measure_costs(
+        setup.config.reader,
+        e2e_prompts,
+        erag_prompts,
+        reader=setup.reader,
+        max_tokens=setup.config.reader.max_tokens,
+        progress=progress,
+    )
+
+
+def _erag_summary(data: dict[str, Any], out: Path) -> str:
+    k = data["settings"]["k"]
+    lines = [
+        f"eRAG of {data['settings']['member']} over {data['settings']['questions']} questions, k = {k}, "
+        f"metric {data['settings']['downstream_metric']}",
+        f"end-to-end mean: {_fmt(_mean(entry['e2e'] for entry in data['questions']))}",
+        f"{'labels':<12} {'metric':<10} {'mean':>6} {'tau':>7} {'rho':>7}",
+    ]
+    tables = {"erag": data}
+    tables.update(data["baselines"])
+    for name, table in tables.items():
+        for metric_name, value in table["mean"].items():
+            corr = table["correlation"].get(metric_name, {})
+            lines.append(
+                f"{name:<12} {metric_name:<10} {_fmt(value):>6} {_fmt(corr.get('kendall_tau')):>7} "
+                f"{_fmt(corr.get('spearman_rho')):>7}"
+            )
+    lines.append(f"wrote {out / 'erag.json'}, {out / 'erag.md'}, {out / 'erag.png'}")
+    return "\n".join(lines)
+
+
+# --- eor utility ------------------------------------------------------------------------------------
+
+
+def run_utility(
+    config_path: Path,
+    data: Path,
+    member: str,
+    out: Path,
+    *,
+    ks: Sequence[int] = (1, 2, 5, 10),
+    similarity: str = "bertscore",
+    references: str = "answers",
+    limit: int | None = None,
+    epsilon: float | None = None,
+    batch_size: int = 8,
+    cache: Path | None = None,
+    progress: Any = tqdm_progress,
+) -> str:
+    """Context utility of one member's top-k contexts (ordered, reversed, oracle) and Pearson's r with nDCG@k;
+    writes utility.json, utility.md, utility.png; returns a short text summary. `cache` as for `run_erag`: the
+    ordered contexts are the end-to-end prompts of `eor erag` at the same cutoffs, so sharing its cache file
+    makes them free."""
+    from eor.erag.evaluate import GenerationCache, make_generator
+    from eor.erag.utility import evaluate_utility
+
+    ks = sorted(set(ks))
+    if not ks or ks[0] < 1:
+        raise InputError("--ks must be positive cutoffs, e.g. 1,2,5,10")
+    if references not in ("answers", "passages"):
+        raise InputError(f"--references must be 'answers' or 'passages', got {references!r}")
+    if batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
+    if epsilon is not None and epsilon <= 0:
+        raise InputError(f"--epsilon must be positive, got {epsilon}")
+    config = load_config(config_path)
+    check_member(config, member)  # before the reader loads
+    similarity_metric = _similarity(similarity)
+
+    setup = prepare(config_path, data, member, ks[-1], limit, progress)
+    out.mkdir(parents=True, exist_ok=True)
+    _save_config(out, setup)
+    questions = setup.questions
+    relevant = gold_passages(questions)
+    corpus = _gold_texts(setup.config, relevant) if relevant is not None else {}
+    if references == "passages":
+        if relevant is None:
+            raise InputError("--references passages needs 'gold_passages' on every question")
+        refs: dict[str, list[str]] = {}
+        for q in questions:
+            refs[q.id] = [corpus[pid]["text"] for pid in relevant[q.id] if pid in corpus]
+            if not refs[q.id]:
+                raise InputError(f"question {q.id!r}: none of its gold passages is in the corpus")
+    else:
+        refs = {q.id: q.answers for q in questions}
+    oracle = None
+    if relevant is not None:
+        oracle = {q.id: [corpus[pid] for pid in relevant[q.id] if pid in corpus] for q in questions}
+    generator = make_generator(setup.reader, templates=setup.templates, batch_size=batch_size)
+    result = evaluate_utility(
+        {q.id: setup.documents[q.id] for q in questions},
+        refs,
+        generator,
+        questions={q.id: q.question for q in questions},
+        similarity=similarity_metric,
+        ks=ks,
+        relevant=relevant,
+        oracle=oracle,
+        epsilon=epsilon,
+        cache=GenerationCache(cache or out / CACHE_FILE),
+        progress=progress,
+    )
+    data_out = result.to_dict()
+    data_out["settings"].update(
+        config=str(config_path),
+        data=str(data),
+        member=member,
+        limit=limit,
+        reader=setup.config.reader.model,
+        similarity=similarity,
+        references=references,
+        cache=str(cache or out / CACHE_FILE),
+        oracle=None
+        if oracle is None
+        else {"questions_with_gold_in_corpus": sum(bool(docs) for docs in oracle.values())},
+        relevance="provenance" if relevant is not None else None,
+    )
+    _write_json(out / "utility.json", data_out)
+
+    from eor.erag.plots import plot_utility
+    from eor.erag.report import utility_markdown
+
+    data_out = json.loads((out / "utility.json").read_text(encoding="utf-8"))
+    (out / "utility.md").write_text(utility_markdown(data_out), encoding="utf-8")
+    plot_utility(data_out, out / "utility.png")
+    return _utility_summary(data_out, out)
+
+
+def _similarity(name: str) -> Any:
+    """A voters similarity metric by name (its errors list the available ones), built before the reader."""
+    from voters.similarity import build_metric
+
+    return build_metric(name)
+
+
+def _gold_texts(config: EnsembleConfig, relevant: dict[str, list[str]]) -> dict[str, dict[str, str]]:
+    """The gold passages (id, title, text) found in the config's corpus, read once, only the ids needed."""
+    if not (config.corpus and config.corpus.path):
+        return {}
+    path = config.resolve_path(config.corpus.path)
+    if not path.is_file():
+        return {}
+    wanted = {pid for ids in relevant.values() for pid in ids}
+    found: dict[str, dict[str, str]] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            pid = str(row.get("id"))
+            if pid in wanted:
+                found[pid] = {"id": pid, "title": row.get("title") or "", "text": row.get("text") or ""}
+    return found
+
+
+def _utility_summary(data: dict[str, Any], out: Path) -> str:
+    lines = [
+        f"utility of {data['settings']['member']} over {data['settings']['questions']} questions "
+        f"(similarity {data['settings']['similarity']} vs gold {data['settings']['references']}); "
+        f"0-shot mean P {_fmt(data['settings']['zero_shot_p'])}",
+        f"{'setting':<10} {'k':>3} {'mean U':>8} {'mean P':>7} {'nDCG':>6} {'r(nDCG,U)':>10}",
+    ]
+    for setting, rows in data["mean"].items():
+        for k, row in rows.items():
+            r = data["correlation"].get(setting, {}).get(k, {}).get("pearson_r")
+            lines.append(
+                f"{setting:<10} {k:>3} {_fmt(row['utility']):>8} {_fmt(row['p']):>7} {_fmt(row['ndcg']):>6} "
+                f"{_fmt(r):>10}"
+            )
+    lines.append(f"wrote {out / 'utility.json'}, {out / 'utility.md'}, {out / 'utility.png'}")
+    return "\n".join(lines)
+
+
+def _mean(values: Any) -> float:
+    finite = [v for v in values if v is not None and not math.isnan(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
