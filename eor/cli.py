@@ -111,6 +111,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from eor.server import ServerSettings, api_key_from_env, serve
+
+    settings = ServerSettings(
+        host=args.host,
+        port=args.port,
+        api_key=api_key_from_env(args.api_key_env) if args.api_key_env else None,
+        member_timeout=args.member_timeout or None,
+        request_timeout=args.request_timeout,
+        max_batch=args.max_batch,
+        max_body_bytes=args.max_body_bytes,
+    )
+    serve(_config_path(args.config), weights=args.weights, settings=settings, log_level=args.log_level)
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from eor.models import PACKAGED_MODELS
 
@@ -206,6 +222,29 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("report_a", help="report folder or report.json")
     compare.add_argument("report_b", help="report folder or report.json")
     compare.set_defaults(handler=cmd_compare)
+
+    serve = commands.add_parser(
+        "serve", help="HTTP API: /v1/answer, OpenAI-compatible /v1/chat/completions, /healthz, /docs"
+    )
+    serve.add_argument("--config", help="ensemble config (YAML); default: configs/default.yaml")
+    serve.add_argument("--weights", help="trained voter weights (JSON from `eor train`)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: local only)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument(
+        "--api-key-env", metavar="VAR", help="require 'Authorization: Bearer <key>' with the key held by env VAR"
+    )
+    serve.add_argument(
+        "--member-timeout", type=float, default=60.0,
+        help="seconds per question a member's retrieval may take before the vote leaves it out (default 60; 0: none)",
+    )
+    serve.add_argument(
+        "--request-timeout", type=float, default=600.0,
+        help="seconds a request may wait for its answer, queueing included, before a 504 (default 600)",
+    )
+    serve.add_argument("--max-batch", type=int, default=8, help="most waiting questions answered together (default 8)")
+    serve.add_argument("--max-body-bytes", type=int, default=65536, help="larger bodies get 413 (default 64 KB)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.set_defaults(handler=cmd_serve)
 
     models = commands.add_parser("models", help="list the models that work offline and how to install them")
     models.set_defaults(handler=cmd_models)

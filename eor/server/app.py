@@ -1,0 +1,292 @@
+"""The FastAPI application: answer, OpenAI-compatible chat completions and models, health, docs.
+
+`create_app(config, settings, loader=...)` builds it; the models load on a worker thread started by the
+lifespan hook, so the server answers /healthz (503 "loading") at once and 200 once they are ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import math
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+import eor
+from eor.config import EnsembleConfig
+from eor.data import Question, make_question
+from eor.errors import InputError
+from eor.server.errors import ApiError, BodyLimit, install_error_handlers
+from eor.server.schemas import (
+    AnswerRequest,
+    AnswerResponse,
+    ChatMessage,
+    ChatRequest,
+    ChatResponse,
+    ErrorBody,
+    Health,
+    ModelList,
+)
+from eor.server.settings import ServerSettings
+from eor.server.worker import READY, Answered, EnsembleWorker
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "eor"
+# Module level: FastAPI reads the (postponed) annotations of dependencies in this module's namespace.
+BEARER = HTTPBearer(auto_error=False, description="the key of --api-key-env, when the server has one")
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorBody} for code in codes}
+
+
+def create_app(
+    config: EnsembleConfig,
+    settings: ServerSettings | None = None,
+    *,
+    loader: Callable[[], Any] | None = None,
+    on_load_error: Callable[[BaseException], None] | None = None,
+) -> FastAPI:
+    """The application serving the ensemble that `loader()` builds (default: `Ensemble(config)`)."""
+    settings = settings or ServerSettings()
+    if loader is None:
+
+        def loader() -> Any:
+            from eor.ensemble import Ensemble
+
+            return Ensemble(config)
+
+    worker = EnsembleWorker(loader, settings, on_load_error)
+    models = list(dict.fromkeys([DEFAULT_MODEL, config.name]))
+    started = int(time.time())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        worker.start()
+        try:
+            yield
+        finally:
+            worker.stop()
+
+    app = FastAPI(
+        title="eor",
+        version=eor.__version__,
+        summary="Ensemble of Retrievers question answering",
+        description=(
+            "Several retrievers feed one reader LLM; a voter picks the best-supported answer. "
+            "`POST /v1/answer` returns every member's answer and the vote; `POST /v1/chat/completions` speaks "
+            "OpenAI's protocol. A member that fails or runs late is left out of the vote and named in "
+            "`degraded`. Errors are `{\"error\": {\"type\", \"message\"}}`."
+        ),
+        lifespan=lifespan,
+    )
+    app.state.worker = worker
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    _document_limits(app, config, settings)
+
+    async def authorised(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> None:
+        if settings.api_key is None:
+            return
+        given = credentials.credentials.encode() if credentials is not None else b""
+        if not hmac.compare_digest(given, settings.api_key.encode()):
+            raise ApiError(
+                401,
+                "unauthorized",
+                "missing or wrong API key: send the header 'Authorization: Bearer <key>'",
+                {"WWW-Authenticate": "Bearer"},
+            )
+
+    async def answered(question: str, members: list[str] | None, explain: bool = False) -> Answered:
+        """Queue the question and wait for its answer (504 past the request timeout)."""
+        item = _question(question, settings)
+        if worker.state == READY:
+            _check_members(worker.ensemble, members, settings)
+        future = worker.submit(item, members, explain)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout=settings.request_timeout)
+        except TimeoutError:
+            raise ApiError(
+                504,
+                "timeout",
+                f"no answer within the request timeout of {settings.request_timeout:g} s; "
+                "try again, or ask for fewer members",
+            ) from None
+
+    v1 = [Depends(authorised)]
+
+    @app.post(
+        "/v1/answer",
+        response_model=AnswerResponse,
+        responses=_errors(401, 413, 422, 503, 504),
+        dependencies=v1,
+        tags=["answer"],
+        summary="Answer a question with the ensemble",
+    )
+    async def answer(request: AnswerRequest) -> JSONResponse:
+        result = await answered(request.question, request.members, request.explain)
+        return JSONResponse(_result_body(result, request.return_passages))
+
+    @app.post(
+        "/v1/chat/completions",
+        response_model=ChatResponse,
+        responses=_errors(401, 404, 413, 422, 503, 504),
+        dependencies=v1,
+        tags=["openai"],
+        summary="OpenAI-compatible chat completion: the last user message is the question",
+    )
+    async def chat(request: ChatRequest) -> Any:
+        if request.model not in models:
+            raise ApiError(
+                404, "model_not_found", f"unknown model {request.model!r}; available: {', '.join(models)}"
+            )
+        result = await answered(_last_user_message(request.messages), request.members)
+        body = {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": result.result.answer},
+                    "finish_reason": "stop",
+                }
+            ],
+            "eor": _result_body(result, request.return_passages),
+        }
+        if request.stream:
+            return StreamingResponse(_stream(body), media_type="text/event-stream")
+        return JSONResponse(body)
+
+    @app.get("/v1/models", response_model=ModelList, responses=_errors(401), dependencies=v1, tags=["openai"])
+    async def list_models() -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [{"id": name, "object": "model", "created": started, "owned_by": "eor"} for name in models],
+        }
+
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        responses={503: {"model": Health, "description": "loading, failed or stopped"}},
+        tags=["health"],
+        summary="200 once the models are loaded, 503 before",
+    )
+    async def health() -> JSONResponse:
+        body: dict[str, Any] = {"status": "ok" if worker.state == READY else worker.state, "models": models}
+        if worker.state == READY:
+            body.update(members=worker.ensemble.members, waiting=worker.waiting)
+            return JSONResponse(body)
+        kind = {"loading": "not_ready", "failed": "load_failed"}.get(worker.state, "stopped")
+        message = worker._not_ready_message()
+        body["error"] = {"type": kind, "message": message}
+        return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
+
+    return app
+
+
+def _document_limits(app: FastAPI, config: EnsembleConfig, settings: ServerSettings) -> None:
+    """Write this server's own limits into its OpenAPI document: question length, the member names."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        document = generate()
+        schemas = document.get("components", {}).get("schemas", {})
+        question = schemas.get("AnswerRequest", {}).get("properties", {}).get("question")
+        if question is not None:
+            question.update(maxLength=settings.max_question_chars, pattern=r"\S")
+        most = min(len(config.members), settings.max_members or len(config.members))
+        if "AnswerRequest" in schemas:
+            example = {"question": "who painted the mona lisa", "members": list(config.members[: min(2, most)])}
+            schemas["AnswerRequest"]["examples"] = [example]
+        for name in ("AnswerRequest", "ChatRequest"):
+            members = schemas.get(name, {}).get("properties", {}).get("members")
+            for option in (members or {}).get("anyOf", []):
+                if option.get("type") == "array":
+                    option.update(items={"type": "string", "enum": list(config.members)}, maxItems=most)
+                    option["uniqueItems"] = True
+        app.openapi_schema = document
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _question(text: str, settings: ServerSettings) -> Question:
+    if len(text) > settings.max_question_chars:
+        raise InputError(f"question: {len(text)} characters; the limit is {settings.max_question_chars}")
+    return make_question(text)
+
+
+def _check_members(ensemble: Any, members: list[str] | None, settings: ServerSettings) -> None:
+    if members is None:
+        return
+    if settings.max_members is not None and len(members) > settings.max_members:
+        raise InputError(f"members: {len(members)} named; the limit is {settings.max_members} per request")
+    ensemble.select(members)
+
+
+def _last_user_message(messages: list[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if message.role == "user":
+            content = message.content
+            if isinstance(content, list):
+                content = " ".join(part.text for part in content if part.type == "text" and part.text)
+            if not content or not content.strip():
+                raise InputError("messages: the last user message is empty")
+            return content
+    raise InputError("messages: there is no message with role 'user' (its content is the question)")
+
+
+def plain(value: Any) -> Any:
+    """JSON-safe values: numpy scalars become Python numbers, NaN and infinities null, unknown objects text
+    (a foreign retriever may put anything in a passage's metadata)."""
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return plain(value.tolist())
+    return str(value)
+
+
+def _result_body(answered: Answered, passages: bool) -> dict[str, Any]:
+    body = plain(answered.result.to_dict())
+    for output in body["members"].values():
+        if not passages:
+            output.pop("passages", None)
+            output.pop("prompt", None)
+    body.setdefault("degraded", [])
+    body.setdefault("degraded_reasons", {})
+    if answered.explanation is not None:
+        body["explanation"] = plain(answered.explanation)
+    return body
+
+
+async def _stream(body: dict[str, Any]) -> AsyncIterator[str]:
+    """The completion as OpenAI's server-sent events: the answer in one chunk, then the stop."""
+    base = {key: body[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    content = body["choices"][0]["message"]["content"]
+    delta = {"role": "assistant", "content": content}
+    first = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    last = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "eor": body["eor"]}
+    for chunk in (first, last):
+        yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+    yield "data: [DONE]\n\n"

@@ -1,0 +1,68 @@
+"""`eor serve`: check the config, then run the application under uvicorn until interrupted."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from pathlib import Path
+from typing import Any
+
+from eor.config import load_config
+from eor.errors import EorError
+from eor.server.settings import ServerSettings
+
+log = logging.getLogger(__name__)
+
+
+def serve(
+    config_path: str | Path,
+    *,
+    weights: str | Path | None = None,
+    settings: ServerSettings | None = None,
+    log_level: str = "info",
+) -> None:
+    """Serve the ensemble of `config_path`; a config, weights or model that cannot be loaded raises EorError."""
+    import uvicorn
+
+    from eor.ensemble import Ensemble, check_member_names
+    from eor.server.app import create_app
+
+    settings = settings or ServerSettings()
+    config = load_config(config_path)
+    check_member_names(config)  # fail before the server starts, not in its log
+    voter = None
+    if weights is not None:
+        from voters import Voter
+
+        voter = Voter.load(weights, members=config.members)
+    if settings.api_key is None and not _is_loopback(settings.host):
+        log.warning("serving on %s without an API key: anyone who can reach it can use it", settings.host)
+
+    failure: list[BaseException] = []
+    server: Any = None
+
+    def stop_on_load_error(exc: BaseException) -> None:
+        failure.append(exc)
+        if server is not None:
+            server.should_exit = True
+
+    app = create_app(
+        config, settings, loader=lambda: Ensemble(config, voter=voter), on_load_error=stop_on_load_error
+    )
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=settings.host, port=settings.port, log_level=log_level, timeout_graceful_shutdown=5)
+    )
+    server.run()
+    if failure:
+        exc = failure[0]
+        raise exc if isinstance(exc, EorError) else EorError(f"loading the ensemble failed: {exc}")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

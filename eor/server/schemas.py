@@ -1,0 +1,139 @@
+"""Request and response bodies of the HTTP API (they also make the OpenAPI docs)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from eor.data import MAX_QUESTION_CHARS
+
+#: most member names a request can list (the server's own limit, `max_members`, may be lower).
+MAX_MEMBER_NAMES = 64
+#: most chat messages a request can hold.
+MAX_MESSAGES = 256
+
+
+class ErrorDetail(BaseModel):
+    type: str = Field(description="a stable machine-readable kind, e.g. invalid_request, timeout")
+    message: str = Field(description="what went wrong and what to do about it")
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+class AnswerRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"question": "who painted the mona lisa", "members": ["BM25@3", "PK"]}]},
+    )
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="the question")
+    members: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_MEMBER_NAMES,
+        description="run and vote over only these members (names as in GET /healthz); default: all",
+    )
+    return_passages: bool = Field(default=False, description="include each member's passages and prompt")
+    explain: bool = Field(default=False, description="include the vote's explanation (similarities, weights)")
+
+
+class Passage(BaseModel):
+    id: str | None = None
+    title: str = ""
+    text: str
+    score: float | None = None
+
+
+class MemberAnswer(BaseModel):
+    answer: str
+    score: float | None = Field(description="decision score s_m; null when the member's weight drops it")
+    seconds: float
+    passages: list[Passage] | None = Field(default=None, description="with return_passages only")
+    prompt: str | None = Field(default=None, description="with return_passages only")
+
+
+class AnswerResponse(BaseModel):
+    id: str
+    question: str
+    answer: str = Field(description="the chosen member's answer")
+    member: str = Field(description="the chosen member")
+    members: dict[str, MemberAnswer] = Field(description="every member that took part in the vote")
+    timings: dict[str, float] = Field(description="seconds per question: retrieval, generation, voting, total")
+    degraded: list[str] = Field(description="members left out of the vote because they failed or ran late")
+    degraded_reasons: dict[str, str] = Field(description="why each degraded member was left out")
+    explanation: dict[str, Any] | None = Field(default=None, description="with explain only")
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "text"
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str = Field(max_length=64)
+    content: str | list[TextPart] | None = None
+
+
+class ChatRequest(BaseModel):
+    """OpenAI's chat completion request; sampling options (temperature, max_tokens, ...) are accepted and
+    ignored: the reader decodes greedily with the config's settings."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [{"model": "eor", "messages": [{"role": "user", "content": "who painted the mona lisa"}]}]
+        },
+    )
+
+    model: str = Field(max_length=256, description="`eor` or the config's name (GET /v1/models)")
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    stream: bool | None = Field(default=False, description="server-sent events: the answer in one chunk")
+    members: list[str] | None = Field(default=None, min_length=1, max_length=MAX_MEMBER_NAMES)
+    return_passages: bool = False
+
+
+class ChatChoiceMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class ChatChoice(BaseModel):
+    index: int = 0
+    message: ChatChoiceMessage
+    finish_reason: Literal["stop"] = "stop"
+
+
+class ChatResponse(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    eor: AnswerResponse = Field(description="the ensemble's details: every member's answer, the vote, degraded")
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "eor"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class Health(BaseModel):
+    status: str = Field(description="ok, loading, failed or stopped")
+    members: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)
+    waiting: int = 0
+    error: ErrorDetail | None = None

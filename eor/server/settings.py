@@ -1,0 +1,71 @@
+"""Server settings: where to listen, the optional API key, request limits and timeouts."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from eor.data import MAX_QUESTION_CHARS
+from eor.errors import ConfigError, MissingSecretError
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Everything `eor serve` can be told besides the ensemble config.
+
+    host, port: where to listen (loopback unless told otherwise).
+    api_key: when set, every /v1 request needs `Authorization: Bearer <api_key>`.
+    max_body_bytes: larger request bodies get 413.
+    max_question_chars: longer questions get 422 (at most eor.data.MAX_QUESTION_CHARS).
+    max_members: most members one request may name (None: as many as the pool has).
+    member_timeout: seconds per question a member's retrieval may take before it is left out of the vote
+        (None: no limit).
+    request_timeout: seconds a request may wait for its answer, queueing included, before a 504.
+    max_batch: most queued questions answered together in one ensemble batch.
+    max_queue: most questions waiting; more get 503 (try again later).
+    """
+
+    host: str = LOOPBACK
+    port: int = 8000
+    api_key: str | None = field(default=None, repr=False)
+    max_body_bytes: int = 64 * 1024
+    max_question_chars: int = MAX_QUESTION_CHARS
+    max_members: int | None = None
+    member_timeout: float | None = 60.0
+    request_timeout: float = 600.0
+    max_batch: int = 8
+    max_queue: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("max_body_bytes", "max_question_chars", "max_batch", "max_queue"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"server setting {name} must be a positive integer, got {value!r}")
+        if self.max_question_chars > MAX_QUESTION_CHARS:
+            raise ConfigError(f"max_question_chars can be at most {MAX_QUESTION_CHARS}, got {self.max_question_chars}")
+        if self.max_members is not None and (not isinstance(self.max_members, int) or self.max_members < 1):
+            raise ConfigError(f"max_members must be a positive integer or None, got {self.max_members!r}")
+        for name in ("member_timeout", "request_timeout"):
+            value = getattr(self, name)
+            if value is None and name == "member_timeout":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
+        if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be between 0 and 65535, got {self.port!r}")
+        if self.api_key is not None and not self.api_key.strip():
+            raise ConfigError("the API key is empty")
+
+
+def api_key_from_env(variable: str) -> str:
+    """The API key held by environment variable `variable` (never logged or echoed)."""
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        raise MissingSecretError(
+            f"the API key comes from environment variable {variable}, which is not set: export {variable}=<key> "
+            "or drop --api-key-env to serve without a key"
+        )
+    return value

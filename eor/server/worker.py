@@ -1,0 +1,165 @@
+"""The one thread that owns the ensemble: it loads the models, then answers queued questions in batches.
+
+llama.cpp is not thread-safe and a small CPU gains nothing from running two batches at once, so every
+request goes through this queue. Questions waiting together are answered in one ensemble batch (grouped by
+their member selection); each request gets its own `Result` back through its own future, so no request
+sees another's data. When a batch fails as a whole (no member left for one of its questions), its
+questions are retried one by one, so the failure stays with the question that caused it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from eor.data import Question
+from eor.errors import EorError
+from eor.server.settings import ServerSettings
+
+log = logging.getLogger(__name__)
+
+LOADING, READY, FAILED, STOPPED = "loading", "ready", "failed", "stopped"
+
+
+class NotReadyError(EorError):
+    """The models are still loading (or failed to load)."""
+
+
+class BusyError(EorError):
+    """Too many questions are waiting."""
+
+
+@dataclass
+class Answered:
+    """What a request gets back: its result and, when asked for, the vote's explanation."""
+
+    result: Any
+    explanation: dict[str, Any] | None = None
+
+
+@dataclass
+class Job:
+    question: Question
+    members: tuple[str, ...] | None = None
+    explain: bool = False
+    future: Future = field(default_factory=Future)
+
+
+class EnsembleWorker:
+    """Loads the ensemble with `loader` on its own thread, then serves `submit`ted questions."""
+
+    def __init__(
+        self,
+        loader: Callable[[], Any],
+        settings: ServerSettings,
+        on_load_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.state = LOADING
+        self.error: str | None = None
+        self.ensemble: Any = None
+        self._loader = loader
+        self._on_load_error = on_load_error
+        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="eor-ensemble-worker", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, wait: float = 2.0) -> None:
+        """Stop after the batch in flight; questions still queued are cancelled."""
+        self.state = STOPPED
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job.future.cancel()
+        self._queue.put(None)
+        if self._thread.is_alive():
+            self._thread.join(wait)
+
+    @property
+    def waiting(self) -> int:
+        return self._queue.qsize()
+
+    def submit(self, question: Question, members: list[str] | None = None, explain: bool = False) -> Future:
+        """Queue a question; its future resolves to an `Answered` (or raises the ensemble's error)."""
+        if self.state != READY:
+            raise NotReadyError(self._not_ready_message())
+        if self._queue.qsize() >= self.settings.max_queue:
+            raise BusyError(f"{self.settings.max_queue} questions are already waiting; try again shortly")
+        job = Job(question, tuple(members) if members is not None else None, explain)
+        self._queue.put(job)
+        return job.future
+
+    def _not_ready_message(self) -> str:
+        if self.state == LOADING:
+            return "the models are still loading; try again shortly (GET /healthz says when they are ready)"
+        if self.state == FAILED:
+            return f"the models failed to load: {self.error}"
+        return "the server is shutting down"
+
+    def _run(self) -> None:
+        try:
+            self.ensemble = self._loader()
+        except Exception as exc:  # reported through /healthz and the on_load_error callback
+            self.state = FAILED
+            self.error = str(exc).splitlines()[0] if isinstance(exc, EorError) else f"{type(exc).__name__}: {exc}"
+            log.error("loading the ensemble failed: %s", self.error, exc_info=not isinstance(exc, EorError))
+            if self._on_load_error is not None:
+                self._on_load_error(exc)
+            return
+        if self.state == LOADING:
+            self.state = READY
+            log.info("ensemble ready: %d members", len(self.ensemble.members))
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            batch = [job]
+            while len(batch) < self.settings.max_batch:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)  # stop after this batch
+                    break
+                batch.append(more)
+            # A request that timed out while queued has cancelled its future: skip it.
+            live = [job for job in batch if job.future.set_running_or_notify_cancel()]
+            groups: dict[tuple[str, ...] | None, list[Job]] = {}
+            for job in live:
+                groups.setdefault(job.members, []).append(job)
+            for members, jobs in groups.items():
+                self._answer(jobs, members)
+
+    def _answer(self, jobs: list[Job], members: tuple[str, ...] | None) -> None:
+        try:
+            results = self.ensemble.answer_batch(
+                [job.question for job in jobs],
+                members=list(members) if members is not None else None,
+                member_timeout=self.settings.member_timeout,
+            )
+            answered = [
+                Answered(result, self.ensemble.explain(result) if job.explain else None)
+                for job, result in zip(jobs, results, strict=True)
+            ]
+        except Exception as exc:
+            if len(jobs) > 1:  # keep the failure with the question that caused it
+                for job in jobs:
+                    self._answer([job], members)
+                return
+            if not isinstance(exc, EorError):  # a bug: the request gets a 500, the log the traceback
+                log.exception("answering a question failed")
+            jobs[0].future.set_exception(exc)
+            return
+        for job, answer in zip(jobs, answered, strict=True):
+            job.future.set_result(answer)
