@@ -190,7 +190,7 @@ def create_app(
             body.update(members=worker.ensemble.members, waiting=worker.waiting)
             return JSONResponse(body)
         kind = {"loading": "not_ready", "failed": "load_failed"}.get(worker.state, "stopped")
-        message = worker._not_ready_message()
+        message = worker.not_ready_message()
         body["error"] = {"type": kind, "message": message}
         return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
 

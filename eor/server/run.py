@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ from eor.errors import EorError
 from eor.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
+
+WARM_UP_QUESTION = "who wrote the odyssey"
 
 
 def serve(
@@ -46,9 +49,12 @@ def serve(
         if server is not None:
             server.should_exit = True
 
-    app = create_app(
-        config, settings, loader=lambda: Ensemble(config, voter=voter), on_load_error=stop_on_load_error
-    )
+    def load() -> Ensemble:
+        ensemble = Ensemble(config, voter=voter)
+        warm_up(ensemble, settings)
+        return ensemble
+
+    app = create_app(config, settings, loader=load, on_load_error=stop_on_load_error)
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     server = uvicorn.Server(
         uvicorn.Config(app, host=settings.host, port=settings.port, log_level=log_level, timeout_graceful_shutdown=5)
@@ -57,6 +63,19 @@ def serve(
     if failure:
         exc = failure[0]
         raise exc if isinstance(exc, EorError) else EorError(f"loading the ensemble failed: {exc}")
+
+
+def warm_up(ensemble: Any, settings: ServerSettings) -> None:
+    """Answer one question before reporting ready: encoders and indexes load on first use, and llama.cpp's
+    first call is slow, so without this the first client would pay for all of it."""
+    started = time.perf_counter()
+    try:
+        result = ensemble.answer(WARM_UP_QUESTION, member_timeout=settings.member_timeout)
+    except EorError as exc:
+        log.warning("the warm-up question failed (%s); serving anyway", str(exc).splitlines()[0])
+        return
+    degraded = f"; left out: {', '.join(result.degraded)}" if result.degraded else ""
+    log.info("warm-up question answered in %.1f s%s", time.perf_counter() - started, degraded)
 
 
 def _is_loopback(host: str) -> bool:

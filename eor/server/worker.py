@@ -92,14 +92,14 @@ class EnsembleWorker:
     def submit(self, question: Question, members: list[str] | None = None, explain: bool = False) -> Future:
         """Queue a question; its future resolves to an `Answered` (or raises the ensemble's error)."""
         if self.state != READY:
-            raise NotReadyError(self._not_ready_message())
+            raise NotReadyError(self.not_ready_message())
         if self._queue.qsize() >= self.settings.max_queue:
             raise BusyError(f"{self.settings.max_queue} questions are already waiting; try again shortly")
         job = Job(question, tuple(members) if members is not None else None, explain)
         self._queue.put(job)
         return job.future
 
-    def _not_ready_message(self) -> str:
+    def not_ready_message(self) -> str:
         if self.state == LOADING:
             return "the models are still loading; try again shortly (GET /healthz says when they are ready)"
         if self.state == FAILED:
