@@ -241,7 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--request-timeout", type=float, default=600.0,
         help="seconds a request may wait for its answer, queueing included, before a 504 (default 600)",
     )
-    serve.add_argument("--max-batch", type=int, default=8, help="most waiting questions answered together (default 8)")
+    serve.add_argument(
+        "--max-batch", type=int,
+        help="most waiting questions answered together (default: 1 with llama.cpp, else the config's batch_size)",
+    )
     serve.add_argument("--max-body-bytes", type=int, default=65536, help="larger bodies get 413 (default 64 KB)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(handler=cmd_serve)

@@ -109,6 +109,7 @@ def test_health_and_models(live) -> None:
     health = requests.get(f"{live.url}/healthz", timeout=10).json()
     assert health["status"] == "ok" and health["members"] == MEMBERS
     assert health["models"] == ["eor", "server-test"]
+    assert health["max_batch"] == 1  # llama.cpp runs prompts one by one: no batching by default
     models = requests.get(f"{live.url}/v1/models", headers=AUTH, timeout=10).json()
     assert models["object"] == "list" and [m["id"] for m in models["data"]] == ["eor", "server-test"]
     docs = requests.get(f"{live.url}/openapi.json", timeout=10).json()
@@ -268,11 +269,13 @@ class StandIn:
     def __init__(self, delay: float = 0.0, error: BaseException | None = None) -> None:
         self.delay = delay
         self.error = error
+        self.asked: list[str] = []
 
     def select(self, members):
         return list(members or self.members)
 
     def answer_batch(self, questions, members=None, member_timeout=None):
+        self.asked += [q.question for q in questions]
         time.sleep(self.delay)
         if self.error is not None:
             raise self.error
@@ -341,6 +344,25 @@ def test_a_request_past_its_timeout_gets_504(tmp_path) -> None:
             "type": "timeout",
             "message": "no answer within the request timeout of 0.2 s; try again, or ask for fewer members",
         }
+
+
+def test_a_client_that_hangs_up_takes_its_question_out_of_the_queue(tmp_path) -> None:
+    from eor.server import create_app
+
+    stand_in = StandIn(delay=3.0)
+    config = load_config(server_test_config(tmp_path, ["ReFree"]))
+    app = create_app(config, ServerSettings(max_batch=1), loader=lambda: stand_in)
+    with LiveServer(app) as server:
+        server.wait_ready(10)
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(requests.post, f"{server.url}/v1/answer", json={"question": "first"}, timeout=30)
+            time.sleep(0.3)
+            with pytest.raises(requests.ReadTimeout):  # gives up while "first" is answered; "second" waits
+                requests.post(f"{server.url}/v1/answer", json={"question": "second"}, timeout=0.5)
+            time.sleep(3.0)  # the server notices within a second, before 'first' is done
+            third = requests.post(f"{server.url}/v1/answer", json={"question": "third"}, timeout=30)
+            assert first.result().status_code == 200 and third.status_code == 200
+    assert stand_in.asked == ["first", "third"]
 
 
 def test_an_internal_error_is_a_500_without_details(tmp_path) -> None:

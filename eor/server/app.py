@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -42,6 +42,8 @@ from eor.server.worker import READY, Answered, EnsembleWorker
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "eor"
+#: how often a waiting request checks whether its client is still connected (seconds).
+DISCONNECT_POLL_SECONDS = 1.0
 # Module level: FastAPI reads the (postponed) annotations of dependencies in this module's namespace.
 BEARER = HTTPBearer(auto_error=False, description="the key of --api-key-env, when the server has one")
 
@@ -108,21 +110,31 @@ def create_app(
                 {"WWW-Authenticate": "Bearer"},
             )
 
-    async def answered(question: str, members: list[str] | None, explain: bool = False) -> Answered:
-        """Queue the question and wait for its answer (504 past the request timeout)."""
+    async def answered(
+        request: Request, question: str, members: list[str] | None, explain: bool = False
+    ) -> Answered:
+        """Queue the question and wait for its answer: 504 past the request timeout; a client that hangs up
+        while its question waits takes the question out of the queue."""
         item = _question(question, settings)
         if worker.state == READY:
             _check_members(worker.ensemble, members, settings)
-        future = worker.submit(item, members, explain)
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout=settings.request_timeout)
-        except TimeoutError:
-            raise ApiError(
-                504,
-                "timeout",
-                f"no answer within the request timeout of {settings.request_timeout:g} s; "
-                "try again, or ask for fewer members",
-            ) from None
+        waiting = asyncio.wrap_future(worker.submit(item, members, explain))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.request_timeout
+        while (remaining := deadline - loop.time()) > 0:
+            done, _ = await asyncio.wait({waiting}, timeout=min(remaining, DISCONNECT_POLL_SECONDS))
+            if done:
+                return waiting.result()
+            if await request.is_disconnected():
+                waiting.cancel()
+                raise ApiError(499, "client_closed_request", "the client closed the connection")
+        waiting.cancel()  # dropped if still queued
+        raise ApiError(
+            504,
+            "timeout",
+            f"no answer within the request timeout of {settings.request_timeout:g} s; "
+            "try again, or ask for fewer members",
+        )
 
     v1 = [Depends(authorised)]
 
@@ -134,9 +146,9 @@ def create_app(
         tags=["answer"],
         summary="Answer a question with the ensemble",
     )
-    async def answer(request: AnswerRequest) -> JSONResponse:
-        result = await answered(request.question, request.members, request.explain)
-        return JSONResponse(_result_body(result, request.return_passages))
+    async def answer(body: AnswerRequest, request: Request) -> JSONResponse:
+        result = await answered(request, body.question, body.members, body.explain)
+        return JSONResponse(_result_body(result, body.return_passages))
 
     @app.post(
         "/v1/chat/completions",
@@ -146,17 +158,17 @@ def create_app(
         tags=["openai"],
         summary="OpenAI-compatible chat completion: the last user message is the question",
     )
-    async def chat(request: ChatRequest) -> Any:
-        if request.model not in models:
+    async def chat(body: ChatRequest, request: Request) -> Any:
+        if body.model not in models:
             raise ApiError(
-                404, "model_not_found", f"unknown model {request.model!r}; available: {', '.join(models)}"
+                404, "model_not_found", f"unknown model {body.model!r}; available: {', '.join(models)}"
             )
-        result = await answered(_last_user_message(request.messages), request.members)
-        body = {
+        result = await answered(request, _last_user_message(body.messages), body.members)
+        completion = {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": request.model,
+            "model": body.model,
             "choices": [
                 {
                     "index": 0,
@@ -164,11 +176,11 @@ def create_app(
                     "finish_reason": "stop",
                 }
             ],
-            "eor": _result_body(result, request.return_passages),
+            "eor": _result_body(result, body.return_passages),
         }
-        if request.stream:
-            return StreamingResponse(_stream(body), media_type="text/event-stream")
-        return JSONResponse(body)
+        if body.stream:
+            return StreamingResponse(_stream(completion), media_type="text/event-stream")
+        return JSONResponse(completion)
 
     @app.get("/v1/models", response_model=ModelList, responses=_errors(401), dependencies=v1, tags=["openai"])
     async def list_models() -> dict[str, Any]:
@@ -187,7 +199,7 @@ def create_app(
     async def health() -> JSONResponse:
         body: dict[str, Any] = {"status": "ok" if worker.state == READY else worker.state, "models": models}
         if worker.state == READY:
-            body.update(members=worker.ensemble.members, waiting=worker.waiting)
+            body.update(members=worker.ensemble.members, waiting=worker.waiting, max_batch=worker.max_batch)
             return JSONResponse(body)
         kind = {"loading": "not_ready", "failed": "load_failed"}.get(worker.state, "stopped")
         message = worker.not_ready_message()

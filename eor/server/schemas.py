@@ -135,5 +135,6 @@ class Health(BaseModel):
     status: str = Field(description="ok, loading, failed or stopped")
     members: list[str] = Field(default_factory=list)
     models: list[str] = Field(default_factory=list)
-    waiting: int = 0
+    waiting: int = Field(default=0, description="questions queued")
+    max_batch: int | None = Field(default=None, description="most questions answered together")
     error: ErrorDetail | None = None

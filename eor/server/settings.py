@@ -24,7 +24,9 @@ class ServerSettings:
     member_timeout: seconds per question a member's retrieval may take before it is left out of the vote
         (None: no limit).
     request_timeout: seconds a request may wait for its answer, queueing included, before a 504.
-    max_batch: most queued questions answered together in one ensemble batch.
+    max_batch: most queued questions answered together in one ensemble batch (None: 1 for a llama.cpp
+        reader, which runs prompts one by one, so a batch only makes its first question wait for its last;
+        the config's batch_size for batching backends).
     max_queue: most questions waiting; more get 503 (try again later).
     """
 
@@ -36,12 +38,14 @@ class ServerSettings:
     max_members: int | None = None
     member_timeout: float | None = 60.0
     request_timeout: float = 600.0
-    max_batch: int = 8
+    max_batch: int | None = None
     max_queue: int = 64
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_question_chars", "max_batch", "max_queue"):
             value = getattr(self, name)
+            if value is None and name == "max_batch":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"server setting {name} must be a positive integer, got {value!r}")
         if self.max_question_chars > MAX_QUESTION_CHARS:

@@ -50,6 +50,16 @@ class Job:
     future: Future = field(default_factory=Future)
 
 
+def default_batch(ensemble: Any) -> int:
+    """1 for llama.cpp (prompts run one by one: batching only delays the first answers, and a question that
+    times out while still queued is dropped instead of computed); the config's batch_size otherwise."""
+    reader = getattr(ensemble, "reader", None)
+    if type(reader).__name__ == "LlamaCppReader":
+        return 1
+    config = getattr(ensemble, "config", None)
+    return max(1, int(getattr(config, "batch_size", 8)))
+
+
 class EnsembleWorker:
     """Loads the ensemble with `loader` on its own thread, then serves `submit`ted questions."""
 
@@ -63,6 +73,7 @@ class EnsembleWorker:
         self.state = LOADING
         self.error: str | None = None
         self.ensemble: Any = None
+        self.max_batch = settings.max_batch or 1
         self._loader = loader
         self._on_load_error = on_load_error
         self._queue: queue.Queue[Job | None] = queue.Queue()
@@ -116,15 +127,16 @@ class EnsembleWorker:
             if self._on_load_error is not None:
                 self._on_load_error(exc)
             return
+        self.max_batch = self.settings.max_batch or default_batch(self.ensemble)
         if self.state == LOADING:
             self.state = READY
-            log.info("ensemble ready: %d members", len(self.ensemble.members))
+            log.info("ensemble ready: %d members, batches of up to %d", len(self.ensemble.members), self.max_batch)
         while True:
             job = self._queue.get()
             if job is None:
                 return
             batch = [job]
-            while len(batch) < self.settings.max_batch:
+            while len(batch) < self.max_batch:
                 try:
                     more = self._queue.get_nowait()
                 except queue.Empty:
