@@ -1,7 +1,6 @@
 """The pools of configs/paper16.yaml (appendix C.1, web search against loopback servers) and
 configs/nq-offline16.yaml: all 16 names parse, round-trip and build; every member retrieves; `eor ask`
-answers with each config over the demo corpus: with a stand-in reader (fast), and with SmolLM2 and small
-token limits (marked slow: minutes on two busy cores)."""
+answers with each config over the demo corpus, with SmolLM2 and small token limits."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from eor.cli import main
 from eor.config import load_config
 from retrievers import notation
 from retrievers.registry import BuildContext, SourcePool
-from tests.conftest import DEMO, ROOT
+from tests.conftest import DEMO, ROOT, write_jsonl
 from tests.webserver import page_server, serper_server
 
 PAPER = ROOT / "configs" / "paper16.yaml"
@@ -66,7 +65,8 @@ def env(cache, monkeypatch) -> None:
 
 
 class Reader:
-    """Stands in for the LLM where only retrieval is tested: PK gets a 150-word document, @CP a summary."""
+    """A scripted generator for the retrieval tests, whose chunk and word counts are worked out by hand:
+    PK's document is 147 words, every @CP summary one sentence. (`eor ask` below uses a real reader.)"""
 
     def __init__(self) -> None:
         self.prompts: list[str] = []
@@ -179,46 +179,7 @@ def _ask(config: Path, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-class AnsweringReader(Reader):
-    """The stand-in reader, answering the reading prompts too (for `eor ask` in seconds)."""
-
-    def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
-        outputs = super().generate(prompts, max_tokens)
-        return [
-            out if prompt.startswith(("Generate a background", "Please truthfully summarize")) else "Robert Stevenson"
-            for prompt, out in zip(prompts, outputs, strict=True)
-        ]
-
-
-@pytest.fixture
-def stub_reader(monkeypatch) -> AnsweringReader:
-    reader = AnsweringReader()
-    monkeypatch.setattr("eor.readers.build_reader", lambda config: reader)
-    return reader
-
-
-def test_eor_ask_paper16_retrieves_everything_over_loopback(pages, serper, env, tmp_path, capsys, stub_reader) -> None:
-    """`eor ask` end to end (web search, Wiki, rerank, PK, @CP, the vote) with a stand-in reader."""
-    config, _ = local_copy(PAPER, tmp_path, serper, pages)
-    result = _ask(config, capsys)
-    assert list(result["members"]) == C1_NAMES and result["answer"] == "Robert Stevenson"
-    members = result["members"]
-    assert len(members["SE@RR@10"]["passages"]) == 10 and len(members["HB@RR@10"]["passages"]) == 10
-    assert members["SE@1"]["passages"][0]["title"] == "Bell Rock Lighthouse" and members["ReFree"]["passages"] == []
-    assert [p["text"] for p in members["HB@RR@10@CP"]["passages"]] == ["Summary: Robert Stevenson."]
-    prompts = stub_reader.prompts
-    assert sum(p.startswith("Generate a background") for p in prompts) == 1  # PK once, shared by PK and HB
-    assert sum(p.startswith("Please truthfully summarize") for p in prompts) == 7
-
-
-def test_eor_ask_nq_offline16_with_a_stand_in_reader(env, tmp_path, capsys, stub_reader) -> None:
-    config, _ = local_copy(OFFLINE, tmp_path)
-    result = _ask(config, capsys)
-    assert list(result["members"]) == OFFLINE_NAMES and result["answer"] == "Robert Stevenson"
-    assert len(result["members"]["HBo@RR@10"]["passages"]) == 10
-
-
-# The same with a real reader (SmolLM2, small token limits): minutes on two busy cores.
+# `eor ask` with a real reader: SmolLM2 and small token limits (its answers are poor; the mechanics are tested).
 FAST_READER = {
     "reader": {"model": "smollm2-135m", "max_tokens": 8, "context_tokens": 4096},
     "prompts": {"parametric_max_tokens": 24, "compression_max_tokens": 24},
@@ -226,20 +187,83 @@ FAST_READER = {
 }
 
 
-@pytest.mark.slow
-def test_eor_ask_with_paper16_on_the_loopback_search_server(pages, serper, env, tmp_path, capsys) -> None:
+class Recording:
+    """The configured reader, unchanged, keeping every prompt the ensemble sends it."""
+
+    def __init__(self, reader) -> None:
+        self.reader = reader
+        self.prompts: list[str] = []
+
+    def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
+        self.prompts.extend(prompts)
+        return self.reader.generate(prompts, max_tokens)
+
+    def __getattr__(self, name: str):
+        return getattr(self.reader, name)
+
+
+@pytest.fixture
+def recorded(monkeypatch) -> list[Recording]:
+    """Every reader `eor ask` builds, wrapped in a Recording."""
+    from eor import readers
+
+    built: list[Recording] = []
+    build = readers.build_reader
+
+    def recording_build(config):
+        built.append(Recording(build(config)))
+        return built[-1]
+
+    monkeypatch.setattr("eor.readers.build_reader", recording_build)
+    return built
+
+
+def _check_prompts(prompts: list[str]) -> None:
+    """PK's document is generated once per question (PK and HB share it); one summary per @CP member."""
+    assert sum(p.startswith("Generate a background document") for p in prompts) == 1
+    assert sum(p.startswith("Please truthfully summarize") for p in prompts) == 7
+
+
+def test_eor_ask_with_paper16_on_the_loopback_search_server(pages, serper, env, tmp_path, capsys, recorded) -> None:
+    """`eor ask` end to end (web search over loopback, Wiki, rerank, PK, @CP, the vote) with SmolLM2."""
     config, _ = local_copy(PAPER, tmp_path, serper, pages, **FAST_READER)
     result = _ask(config, capsys)
-    assert list(result["members"]) == C1_NAMES
-    assert result["member"] in C1_NAMES and result["answer"] == result["members"][result["member"]]["answer"]
-    assert len(result["members"]["SE@RR@10"]["passages"]) == 10
+    members = result["members"]
+    assert list(members) == C1_NAMES
+    assert result["member"] in C1_NAMES and result["answer"] == members[result["member"]]["answer"]
+    assert len(members["SE@RR@10"]["passages"]) == 10 and len(members["HB@RR@10"]["passages"]) == 10
+    assert members["SE@1"]["passages"][0]["title"] == "Bell Rock Lighthouse" and members["ReFree"]["passages"] == []
+    assert all(len(members[name]["passages"]) == 1 for name in C1_NAMES if name.endswith("@CP"))
     assert any(path == "/search" for _, path in serper.requests)
+    [reader] = recorded
+    _check_prompts(reader.prompts)
 
 
-@pytest.mark.slow
-def test_eor_ask_with_nq_offline16(env, tmp_path, capsys) -> None:
+def test_eor_ask_with_nq_offline16(env, tmp_path, capsys, recorded) -> None:
     config, _ = local_copy(OFFLINE, tmp_path, **FAST_READER)
     result = _ask(config, capsys)
-    assert list(result["members"]) == OFFLINE_NAMES
-    assert len(result["members"]["HBo@RR@10"]["passages"]) == 10
-    assert len(result["members"]["HBo@RR@10@CP"]["passages"]) == 1
+    members = result["members"]
+    assert list(members) == OFFLINE_NAMES
+    assert result["member"] in OFFLINE_NAMES and result["answer"] == members[result["member"]]["answer"]
+    assert len(members["HBo@RR@10"]["passages"]) == 10 and len(members["HBo@RR@10@CP"]["passages"]) == 1
+    [reader] = recorded
+    _check_prompts(reader.prompts)
+
+
+@pytest.mark.parametrize("pool", ["paper16", "nq-offline16"])
+def test_eor_run_records_every_member(pool, pages, serper, env, tmp_path, recorded) -> None:
+    """`eor run` with each pool (paper16's web search on the loopback server) records all 16 members."""
+    if pool == "paper16":
+        config, _ = local_copy(PAPER, tmp_path, serper, pages, **FAST_READER)
+        names = C1_NAMES
+    else:
+        config, _ = local_copy(OFFLINE, tmp_path, **FAST_READER)
+        names = OFFLINE_NAMES
+    data = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "question": QUESTION, "answers": ["Robert Stevenson"]}])
+    out = tmp_path / "run"
+    assert main(["run", "--config", str(config), "--data", str(data), "--out", str(out)]) == 0
+    [record] = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert record["id"] == "q1" and list(record["members"]) == names
+    assert all(isinstance(member["answer"], str) for member in record["members"].values())
+    [reader] = recorded
+    _check_prompts(reader.prompts)

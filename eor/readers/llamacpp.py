@@ -10,7 +10,13 @@ from eor.readers.base import BatchedReader
 
 
 class LlamaCppReader(BatchedReader):
-    """Greedy chat completions from a local GGUF file; prompts run one by one, reusing the prefix KV cache."""
+    """Greedy chat completions from a local GGUF file, one prompt at a time.
+
+    Every prompt is evaluated from an empty KV cache. llama.cpp would otherwise reuse the prefix that a
+    prompt shares with the one before it, and the different evaluation batches change the floating-point
+    sums enough to flip greedy choices: the same prompt would get different answers depending on what ran
+    before it. Answers must depend on the prompt alone, so that runs reproduce and caches stay valid.
+    """
 
     def __init__(
         self,
@@ -40,6 +46,7 @@ class LlamaCppReader(BatchedReader):
 
     def _generate_one(self, prompt: str, max_tokens: int) -> str:
         messages = [{"role": "user", "content": prompt}]
+        self._llm.reset()
         try:
             response = self._llm.create_chat_completion(
                 messages=messages, temperature=0.0, max_tokens=max_tokens
