@@ -135,8 +135,8 @@ def _cost_markdown(cost: dict[str, Any]) -> list[str]:
     if evaluation:
         lines += [
             "This run: `one_pass` generated every prompt once (per question the first document alone, then the "
-            "end-to-end prompts with 2, 3, ... documents, each extending the previous one's prefix, so llama.cpp "
-            "reuses its KV cache); `erag` and `e2e` then read the generation cache. Not a fair comparison — see "
+            "end-to-end prompts with 2, 3, ... documents, each extending the previous one's prefix, which a reader "
+            "with a prefix cache reuses); `erag` and `e2e` then read the generation cache. Not a fair comparison — see "
             "the measured table below.",
             "",
         ]

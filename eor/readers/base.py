@@ -21,7 +21,9 @@ class BatchedReader:
     """Base class: de-duplicates a batch and orders it so that neighbouring prompts share long prefixes.
 
     Sorting prompts puts e.g. `Wiki@1`, `Wiki@3` and `Wiki@10` of the same question next to each other,
-    which lets backends with a prefix KV cache (llama.cpp) reuse most of the prompt processing.
+    which lets backends with a prefix cache (an OpenAI-compatible server with prompt caching, e.g. vLLM or
+    llama-server) reuse most of the prompt processing. The in-process llama.cpp reader does not reuse
+    prefixes, so that its answers are reproducible (see `LlamaCppReader`).
     Subclasses implement `_generate_batch` or `_generate_one`; `last_seconds` holds the generation time
     of each prompt of the latest call, in the caller's order.
     """
