@@ -232,7 +232,6 @@ def test_bad_requests_get_clear_4xx(live, case: str, status: int, kind: str, mes
         assert response.headers["www-authenticate"] == "Bearer"
 
 
-@pytest.mark.slow
 def test_schemathesis_finds_no_server_error(smollm2, tmp_path, isolated_cache) -> None:
     """A bounded property-based run over every operation of the OpenAPI spec: no response may be a 5xx.
 
