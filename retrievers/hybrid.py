@@ -7,7 +7,8 @@ top-20 chunks returned by DPR and use reranking module to rerank all chunks." So
 in this order: every chunk of the web source (SE's ``for_rerank()`` view: all result pages in ~100-word
 chunks), the PK document in 100-word chunks, and the top 20 Wiki passages (split too, should one be
 longer). HB itself is an unordered pool; it is meant to be used under ``@RR`` (``HB@RR@10``, and
-``HB@RR@10@CP``).
+``HB@RR@10@CP``). A chunk whose text is already in the pool (the same passage from two parts) is kept once,
+at its first place: under ``@RR`` copies would sit side by side and fill the top k with repeats.
 
 Configuration (``sources:`` of an eor config); ``parts`` lists source names in order, each with an
 optional ``depth`` (how many of its passages to take; none = all of them)::
@@ -48,8 +49,8 @@ class HybridPart(BaseModel):
 
 
 class HybridRetriever(SourceRetriever):
-    """The concatenated chunks of its parts, in part order. A part with a `for_rerank()` view (web search)
-    contributes that view (all pages in chunks), as it would under `@RR`."""
+    """The concatenated chunks of its parts, in part order, each distinct text once. A part with a
+    `for_rerank()` view (web search) contributes that view (all pages in chunks), as it would under `@RR`."""
 
     source_name: str = "HB"
     parts: list[HybridPart]
@@ -71,11 +72,12 @@ class HybridRetriever(SourceRetriever):
         per_part = [retriever.retrieve_batch(queries) for retriever in self._inputs]
         results = []
         for i in range(len(queries)):
-            chunks = []
+            chunks: dict[str, Document] = {}
             for part, lists in zip(self.parts, per_part, strict=True):
                 taken = lists[i] if part.depth is None else lists[i][: part.depth]
-                chunks.extend(chunk for doc in taken for chunk in chunk_document(doc, self.chunk_words))
-            results.append(chunks)
+                for chunk in (chunk for doc in taken for chunk in chunk_document(doc, self.chunk_words)):
+                    chunks.setdefault(chunk.page_content, chunk)
+            results.append(list(chunks.values()))
         return results
 
 
