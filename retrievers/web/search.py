@@ -100,6 +100,19 @@ def json_response(response: Any, backend: str, secret: str | None = None) -> Any
         raise RetrieverError(f"search backend {backend!r} did not answer JSON") from None
 
 
+def hits_from(items: Any, url: str, snippet: str, limit: int) -> list[SearchHit]:
+    """The first `limit` results of a backend's result list, ranked from 1: the entries that are objects with
+    a non-empty `url` field (the name differs per engine), their `title` and `snippet` fields as text."""
+    hits: list[SearchHit] = []
+    for item in items if isinstance(items, list) else []:
+        if len(hits) == limit:
+            break
+        if isinstance(item, dict) and item.get(url):
+            title, text = str(item.get("title") or ""), str(item.get(snippet) or "")
+            hits.append(SearchHit(url=str(item[url]), title=title, snippet=text, rank=len(hits) + 1))
+    return hits
+
+
 def request_failed(backend: str, url: str, exc: Exception, secret: str | None = None) -> RetrieverError:
     """A RetrieverError for a search request that got no answer (connection refused, timeout, ...)."""
     detail = scrub(str(exc), secret)[:300]

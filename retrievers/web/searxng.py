@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from eor.errors import ConfigError
-from retrievers.web.search import SearchHit, json_response, request_failed, search_backend
+from retrievers.web.search import SearchHit, hits_from, json_response, request_failed, search_backend
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8888"
 
@@ -46,18 +46,5 @@ class SearxngBackend:
         except requests.RequestException as exc:
             raise request_failed("searxng", url, exc) from None
         data = json_response(response, "searxng")
-        results = data.get("results", []) if isinstance(data, dict) else []
-        hits: list[SearchHit] = []
-        for item in results:
-            if isinstance(item, dict) and item.get("url"):
-                hits.append(
-                    SearchHit(
-                        url=str(item["url"]),
-                        title=str(item.get("title") or ""),
-                        snippet=str(item.get("content") or ""),
-                        rank=len(hits) + 1,
-                    )
-                )
-            if len(hits) == self.num:
-                break
-        return hits
+        results = data.get("results") if isinstance(data, dict) else None
+        return hits_from(results, url="url", snippet="content", limit=self.num)

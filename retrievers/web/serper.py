@@ -8,6 +8,7 @@ from typing import Any
 from eor.errors import ConfigError, RetrieverError
 from retrievers.web.search import (
     SearchHit,
+    hits_from,
     json_response,
     request_failed,
     search_backend,
@@ -64,16 +65,5 @@ class SerperBackend:
                 f"search backend 'serper' rejected the API key in {self.api_key_env} (HTTP {response.status_code})"
             )
         data = json_response(response, "serper", key)
-        organic = data.get("organic", []) if isinstance(data, dict) else []
-        hits = []
-        for item in organic:
-            if isinstance(item, dict) and item.get("link"):
-                hits.append(
-                    SearchHit(
-                        url=str(item["link"]),
-                        title=str(item.get("title") or ""),
-                        snippet=str(item.get("snippet") or ""),
-                        rank=len(hits) + 1,
-                    )
-                )
-        return hits[: self.num]
+        organic = data.get("organic") if isinstance(data, dict) else None
+        return hits_from(organic, url="link", snippet="snippet", limit=self.num)
