@@ -95,11 +95,7 @@ def plot_erag(data: dict[str, Any], path: Path) -> Path:
         f"metric {s['downstream_metric']}",
         fontsize=12,
     )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, dpi=110)
 
 
 def plot_utility(data: dict[str, Any], path: Path) -> Path:
@@ -126,8 +122,12 @@ def plot_utility(data: dict[str, Any], path: Path) -> Path:
         f"P = {s['similarity']} vs gold {s['references']}",
         fontsize=11,
     )
+    return _save(plt, fig, path, dpi=120)
+
+
+def _save(plt: Any, fig: Any, path: Path, dpi: int) -> Path:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path

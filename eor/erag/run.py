@@ -227,9 +227,9 @@ def _generate_in_prefix_order(
     setup: Setup, generator: Any, cache: Any, k: int, cutoffs: Sequence[int], progress: Any
 ) -> Any:
     """Generate every prompt of the run once, ahead of `evaluate` (which then reads them from the cache), in
-    an order that lets a reader with a prefix cache (e.g. an OpenAI-compatible server) reuse it: per question, the first document alone, then the
-    end-to-end prompts with the top 2, 3, ... documents (each extends the previous one's prefix), then the
-    other documents alone. Returns the generation's Cost."""
+    an order that a reader with a prefix cache (e.g. an OpenAI-compatible server) can reuse: per question, the
+    first document alone, then the end-to-end prompts with the top 2, 3, ... documents (each extends the
+    previous one's prefix), then the other documents alone. Returns the generation's Cost."""
     from eor.erag.evaluate import Request, as_passage, generate
 
     requests = []
