@@ -89,11 +89,12 @@ def write_records(folder: Path, answers=ANSWERS, passages=PASSAGES, golds=GOLDS,
     return folder
 
 
-def write_weights(path: Path, names: list[str], retriever: list[float], **meta) -> Path:
+def write_weights(path: Path, names: list[str], retriever: list[float], grounding: float | None = None, **meta) -> Path:
     from voters import Voter
 
     voter = Voter.uniform(len(names), metrics=("em", "f1"), members=names)
     voter.retriever_weights_ = np.array(retriever, dtype=float)
+    voter.grounding_weight_ = grounding
     voter.save(path, **meta)
     return path
 
@@ -286,6 +287,22 @@ def test_weights_for_a_sub_pool_vote_among_those_members(records, tmp_path):
     assert report["eor"]["chosen"] == {"A": 0, "B": 0, "C": 0, "ReFree": 8}
     assert report["eor"]["em"] == pytest.approx(1 / 8)
     assert report["weights"]["retriever_weights"] == {"ReFree": 0.5, "B": 0.5}
+
+
+def test_grounding_weights_vote_with_passages_and_are_reported(tmp_path):
+    # X and Y never agree, so the similarity pools tie. Without grounding the tie goes to X (right on q1
+    # only); with ω^g = 0.6 the member whose answer is in its own passage wins: Y on q0, X on q1.
+    answers = {"X": ["rome", "oslo"], "Y": ["paris", "bern"]}
+    passages = {"X": ["no city here", "oslo is a capital"], "Y": ["paris is a capital", "no city here"]}
+    records = write_records(tmp_path / "run", answers, passages, ["paris", "oslo"])
+    assert build_report(records, metrics=("em", "f1"), resamples=20)["eor"]["em"] == 0.5
+    weights = write_weights(tmp_path / "w.json", ["X", "Y"], [0.5, 0.5], grounding=0.6)
+    bench(records, tmp_path / "out", weights=weights, resamples=20, progress=False)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["eor"]["em"] == 1.0 and report["eor"]["chosen"] == {"X": 1, "Y": 1}
+    assert report["weights"]["grounding_weight"] == 0.6
+    assert "grounding weight ω^g 0.600" in (tmp_path / "out" / "report.md").read_text()
+    assert (tmp_path / "out" / "weights.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_weights_naming_missing_members_fail(records, tmp_path):

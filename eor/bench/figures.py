@@ -241,6 +241,8 @@ def plot_weights(report: dict[str, Any], path: Path) -> Path | None:
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     metric_weights = ", ".join(f"{k} {v:.2f}" for k, v in weights["metric_weights"].items())
+    if weights.get("grounding_weight") is not None:
+        metric_weights += f"; grounding $\\omega^g$ {weights['grounding_weight']:.2f}"
     ax.set_title(
         f"Learned retriever weights $\\omega^r$ (pooling {weights['pooling']}; members with "
         f"$\\omega^r \\leq$ {threshold:g} are dropped)\nmetric weights: {metric_weights}",

@@ -187,6 +187,8 @@ def weights_section(report: dict[str, Any]) -> list[str]:
     meta = weights.get("meta", {})
     details = [f"pooling {weights['pooling']}", f"threshold t = {weights['member_threshold']:g}"]
     details.append("metric weights " + ", ".join(f"{k} {v:.3f}" for k, v in weights["metric_weights"].items()))
+    if weights.get("grounding_weight") is not None:
+        details.append(f"grounding weight ω^g {weights['grounding_weight']:.3f}")
     if meta.get("objective"):
         details.append(f"objective {meta['objective']}")
     if weights.get("train_score") is not None:
