@@ -78,18 +78,24 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from eor.training import train
+    from voters.similarity import parse_metric_spec
 
+    metrics, metric_params = parse_metric_spec(args.metrics)
     print(
         train(
             Path(args.records),
             Path(args.out),
+            voter=args.voter,
             metric=args.metric,
             dev=Path(args.dev) if args.dev else None,
-            metrics=tuple(args.metrics.split(",")),
+            metrics=tuple(metrics),
+            metric_params=metric_params,
             pooling=args.pooling,
             grounding=args.grounding,
             restarts=args.restarts,
             seed=args.seed,
+            cv=args.cv,
+            inner_folds=args.inner_folds,
         )
     )
     return 0
@@ -192,13 +198,28 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
 
     train = commands.add_parser("train", help="learn voter weights from the records of `eor run`")
-    train.add_argument("records", help="run folder (or records.jsonl) of the training questions")
+    train.add_argument("records", help="run folder (or records.jsonl[.gz]) of the training questions")
     train.add_argument("--out", required=True, help="weights file to write (JSON)")
+    train.add_argument(
+        "--voter", default="auto",
+        help="auto (default: chosen by cross-validation, never below Top R), top, paper, grounding, smooth, "
+        "smooth-grounding or selector",
+    )
+    train.add_argument(
+        "--cv", type=int, metavar="K", help="first report K-fold cross-validation of every voter against Top R"
+    )
+    train.add_argument(
+        "--inner-folds", type=int, default=5, help="folds of the cross-validation that `auto` chooses by (default 5)"
+    )
     train.add_argument(
         "--metric", default="em", help="correctness objective: em, f1 or contains (default em)"
     )
     train.add_argument("--dev", help="run folder of held-out questions, scored for the report")
-    train.add_argument("--metrics", default="em,f1,cosine", help="similarity metrics, comma-separated")
+    train.add_argument(
+        "--metrics", default="em,f1,cosine",
+        help="similarity metrics, comma-separated, or a YAML mapping of metric to parameters, e.g. "
+        "'{em: {}, bertscore: {num_layers: 6}}'",
+    )
     train.add_argument("--pooling", default="mean", help="mean, max, majority, plurality, or search")
     train.add_argument(
         "--grounding", action="store_true", help="learn a weight for answers found in their passages"

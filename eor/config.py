@@ -50,12 +50,27 @@ class SourceConfig:
 
 @dataclass
 class VoterConfig:
-    """The voter used when no weights file is given: uniform weights over these metrics."""
+    """The voter used when no weights file is given: uniform weights over these metrics.
+
+    `metric_params` sets each metric's parameters by name, e.g. `{bertscore: {num_layers: 6}, nli: {model:
+    PATH, combine: max}}`; `encoder` is the default model of `cosine` and `bertscore`.
+    """
 
     metrics: list[str] = field(default_factory=lambda: ["em", "f1", "cosine"])
+    metric_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     pooling: str = "mean"
     threshold: float = 0.5
     encoder: str = "minilm-l6"
+
+    def resolved_metric_params(self) -> dict[str, dict[str, Any]]:
+        """`metric_params` with `encoder` as the model of cosine and bertscore unless they name one."""
+        stray = sorted(set(self.metric_params) - set(self.metrics))
+        if stray:
+            raise ConfigError(f"voter.metric_params names metric(s) not in voter.metrics: {', '.join(stray)}")
+        params = {name: {"model": self.encoder} for name in ("cosine", "bertscore") if name in self.metrics}
+        for name, values in self.metric_params.items():
+            params[name] = {**params.get(name, {}), **values}
+        return params
 
 
 @dataclass

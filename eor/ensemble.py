@@ -140,9 +140,9 @@ class Ensemble:
     ) -> Ensemble:
         config = path if isinstance(path, EnsembleConfig) else load_config(path)
         if weights is not None:
-            from voters import Voter
+            from voters import load_voter
 
-            kwargs.setdefault("voter", Voter.load(weights, members=config.members))
+            kwargs.setdefault("voter", load_voter(weights, members=config.members))
         return cls(config, **kwargs)
 
     @property
@@ -231,7 +231,7 @@ class Ensemble:
             if not outputs[i]:
                 raise _no_member_left(item, failed[i])
 
-        chosen = self._vote(outputs)
+        chosen = self._vote(outputs, texts)
         voted = time.perf_counter()
         timings = {
             "retrieval": round((retrieved - started) / len(items), 4),
@@ -255,57 +255,39 @@ class Ensemble:
         ]
 
     def explain(self, result: Result) -> dict[str, Any]:
-        """Why the vote chose its answer: per voting member its answer, weight ω^r, whether that weight drops
-        it, its similarity to every other voting member per metric and combined (eq. 6), its pooled
-        similarity and its decision score (eq. 7); members left out of the vote are listed with the reason."""
-        from voters import VoteScorer, grounding_features
-
+        """Why the vote chose its answer: the voter's own account per voting member (for the paper's voter:
+        weight ω^r, whether it drops the member, similarities per metric and combined (eq. 6), pooled
+        similarity and decision score (eq. 7); for the answer selector: each feature's contribution), and
+        the members left out of the vote with the reason."""
         names = list(result.members)
         if not names:
             raise InputError("this result holds no member outputs to explain")
         foreign = [name for name in names if name not in self.retrievers]
         if foreign:
             raise InputError(f"this result holds member(s) {', '.join(foreign)} that this ensemble lacks")
-        voter = self.voter
-        metric_weights, weights = _voter_weights(voter, [self.members.index(name) for name in names])
-        answers = [[result.members[name].answer for name in names]]
-        tensor = np.asarray(voter.similarity_tensor(answers), dtype=float)
-        grounding = None
-        if voter.grounding_weight_ is not None:
-            grounding = grounding_features(answers, [[_text(result.members[name]) for name in names]])
-        scorer = VoteScorer(tensor, grounding)
-        active = weights > float(voter.member_threshold)
-        combined = scorer.combined(metric_weights)[0]
-        pooled = scorer.pooled(metric_weights, active, voter.pooling_, float(voter.threshold))[0]
-        metrics = list(voter.metrics)
+        if not hasattr(self.voter, "explain_row"):
+            raise ConfigError("explain() needs an eor voter (Voter, AnswerSelector or voters.load_voter)")
+        account = self.voter.explain_row(
+            [result.members[name].answer for name in names],
+            [_texts(result.members[name]) for name in names],
+            result.question,
+            [self.members.index(name) for name in names],
+        )
         members: dict[str, Any] = {}
-        for m, name in enumerate(names):
+        for name, row in zip(names, account.pop("members"), strict=True):
+            if "similarity" in row:
+                row["similarity"] = {names[n]: values for n, values in row["similarity"].items()}
             members[name] = {
                 "answer": result.members[name].answer,
-                "weight": float(weights[m]),
-                "dropped": not bool(active[m]),
-                "similarity": {
-                    other: {
-                        **{metric: float(tensor[0, m, n, k]) for k, metric in enumerate(metrics)},
-                        "combined": float(combined[m, n]),
-                    }
-                    for n, other in enumerate(names)
-                    if n != m
-                },
-                "pooled": float(pooled[m]) if active[m] else None,
+                **row,
                 "score": result.members[name].score,
                 "chosen": name == result.member,
             }
-            if grounding is not None:
-                members[name]["grounded"] = bool(grounding[0, m])
         return {
             "question": result.question,
             "answer": result.answer,
             "member": result.member,
-            "pooling": voter.pooling_,
-            "metric_weights": {metric: float(w) for metric, w in zip(metrics, metric_weights, strict=True)},
-            "grounding_weight": voter.grounding_weight_,
-            "member_threshold": float(voter.member_threshold),
+            **account,
             "members": members,
             "degraded": dict(result.degraded),
         }
@@ -417,7 +399,7 @@ class Ensemble:
             seconds = [0.0] * len(prompts)
         return list(zip(raw, seconds, strict=True))
 
-    def _vote(self, outputs: list[dict[str, MemberOutput]]) -> list[str]:
+    def _vote(self, outputs: list[dict[str, MemberOutput]], questions: list[str]) -> list[str]:
         """The chosen member per question; sets every voting member's score (None when its weight drops it).
 
         Questions are voted in groups with the same voting members: the whole pool (the usual case) goes
@@ -431,35 +413,16 @@ class Ensemble:
         chosen = [""] * len(outputs)
         for voting, index in groups.items():
             answers = [[outputs[i][name].answer for name in voting] for i in index]
-            texts = [[_text(outputs[i][name]) for name in voting] for i in index]
-            if list(voting) == self.members:
-                scores = np.asarray(self.voter.decision_scores(answers, texts), dtype=float)
-            else:
-                scores = self._subset_scores([self.members.index(name) for name in voting], answers, texts)
+            passages = [[_texts(outputs[i][name]) for name in voting] for i in index]
+            texts = [questions[i] for i in index]
+            subset = None if list(voting) == self.members else [self.members.index(name) for name in voting]
+            scores = np.asarray(self.voter.decision_scores(answers, passages, texts, subset), dtype=float)
             for row, i, best in zip(scores, index, choose(scores), strict=True):
                 for m, name in enumerate(voting):
                     score = float(row[m])
                     outputs[i][name].score = score if math.isfinite(score) else None  # dropped by its weight
                 chosen[i] = voting[int(best)]
         return chosen
-
-    def _subset_scores(self, index: list[int], answers: list[list[str]], texts: list[list[str]]) -> np.ndarray:
-        """Decision scores (eq. 7) of a subset of the voter's members: their own weights, pooled among them."""
-        from voters import decision_scores, grounding_features
-
-        voter = self.voter
-        metric_weights, weights = _voter_weights(voter, index)
-        grounding = grounding_features(answers, texts) if voter.grounding_weight_ is not None else None
-        return decision_scores(
-            voter.similarity_tensor(answers),
-            metric_weights,
-            weights,
-            pooling=voter.pooling_,
-            threshold=float(voter.threshold),
-            member_threshold=float(voter.member_threshold),
-            grounding=grounding,
-            grounding_weight=voter.grounding_weight_,
-        )
 
     def _prompt(self, question: str, documents: list[Any]) -> str:
         if not documents:
@@ -508,20 +471,6 @@ def reader_lock(reader: Any) -> threading.RLock:
     return lock
 
 
-def _voter_weights(voter: Any, index: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(ω^s, ω^r of the members at `index`) of a fitted eor Voter."""
-    try:
-        return (
-            np.asarray(voter.metric_weights_, dtype=float),
-            np.asarray(voter.retriever_weights_, dtype=float)[index],
-        )
-    except AttributeError:
-        raise ConfigError(
-            "voting over a subset of members, and explain(), need a fitted eor Voter "
-            "(Voter.uniform, Voter.load or Voter.fit)"
-        ) from None
-
-
 def _check_timeout(value: float | None) -> float | None:
     if value is None:
         return None
@@ -552,8 +501,8 @@ def _no_member_left(item: Question, reasons: dict[str, str]) -> EorError:
     return cls(f"every member failed on question {item.id}: {detail}")
 
 
-def _text(output: MemberOutput) -> str:
-    return " ".join(p["text"] for p in output.passages)
+def _texts(output: MemberOutput) -> list[str]:
+    return [p["text"] for p in output.passages]
 
 
 def check_member_names(config: EnsembleConfig) -> None:
@@ -594,7 +543,7 @@ def _uniform_voter(config: EnsembleConfig) -> Any:
     from voters import Voter
 
     v = config.voter
-    params = {name: {"model": v.encoder} for name in ("cosine", "bertscore") if name in v.metrics}
+    params = v.resolved_metric_params()
     return Voter.uniform(
         len(config.members),
         metrics=tuple(v.metrics),

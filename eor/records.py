@@ -5,10 +5,14 @@ Format (stable; everything downstream reads it):
      "members": {NAME: {"answer", "passages": [{"id", "title", "text", "score"}], "prompt", "seconds"}},
      "vote": {"member", "answer", "scores": {NAME: score}},   # the ensemble's choice when the run voted
      ...fields of the question file carried unchanged}
+
+A run folder holds `records.jsonl`, or `records.jsonl.gz` when its records are kept compressed (as the
+repository keeps the runs behind its reported figures); readers take the folder or either file.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections.abc import Iterator
@@ -18,6 +22,19 @@ from typing import Any
 from eor.errors import InputError
 
 RECORDS_FILE = "records.jsonl"
+COMPRESSED_RECORDS_FILE = RECORDS_FILE + ".gz"
+
+
+def records_file(path: str | Path) -> Path:
+    """The records file of a run folder (`records.jsonl`, else `records.jsonl.gz`), or `path` itself."""
+    file = Path(path)
+    if file.is_dir():
+        plain = file / RECORDS_FILE
+        compressed = file / COMPRESSED_RECORDS_FILE
+        file = compressed if compressed.is_file() and not plain.is_file() else plain
+    if not file.is_file():
+        raise InputError(f"records file not found: {file}")
+    return file
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
@@ -27,12 +44,16 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
 
 
 def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
-    file = Path(path)
-    if file.is_dir():
-        file = file / RECORDS_FILE
-    if not file.is_file():
-        raise InputError(f"records file not found: {file}")
-    lines = file.read_text(encoding="utf-8").split("\n")
+    file = records_file(path)
+    try:
+        if file.name.endswith(".gz"):
+            with gzip.open(file, "rt", encoding="utf-8") as handle:
+                text = handle.read()
+        else:
+            text = file.read_text(encoding="utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise InputError(f"{file}: cannot read records ({exc})") from None
+    lines = text.split("\n")
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -1,114 +1,213 @@
-"""`eor train`: learn voter weights from run records (section 4.2 of the EoR paper) and save them."""
+"""`eor train`: learn a voter from run records and save it as a weights file.
+
+`--voter auto` (the default) picks among the candidates of `eor.crossval` (Top R, the paper's voter, with
+grounding, with the smooth objective, the learned answer selector) by inner K-fold cross-validation on the
+training records, never below Top R, then fits the choice on every training question; `--voter NAME`
+trains that voter alone (`paper` is exactly the paper's voter of section 4.2). `--cv K` reports every
+candidate's K-fold figures against Top R before training (with `auto` itself cross-validated, nested).
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
 
-from eor.errors import InputError
-from eor.records import read_records
+import numpy as np
 
+from eor.crossval import (
+    AUTO,
+    CANDIDATES,
+    DEFAULT_FOLDS,
+    VoteArrays,
+    VoteSettings,
+    build_candidate,
+    choose_candidate,
+    compare_with_top,
+    out_of_fold,
+    vote_arrays,
+)
+from eor.errors import ConfigError
+from eor.run_data import RunData, load_run
 
-def records_matrix(
-    folder: str | Path, members: list[str] | None = None
-) -> tuple[list[str], list, list, list]:
-    """(member names, answers, golds, passage texts) of a run; questions without gold answers are skipped.
-
-    Every record must hold every member; the member order is that of the first record (or `members`).
-    """
-    records = read_records(folder)
-    if not records:
-        raise InputError(f"{folder}: no records")
-    names = members or list(records[0]["members"])
-    answers, golds, passages = [], [], []
-    for record in records:
-        missing = [name for name in names if name not in record["members"]]
-        if missing:
-            raise InputError(f"{folder}: record {record['id']!r} lacks member(s) {', '.join(missing)}")
-        if not record.get("answers"):
-            continue
-        outputs = [record["members"][name] for name in names]
-        answers.append([out["answer"] for out in outputs])
-        golds.append(list(record["answers"]))
-        passages.append([" ".join(p["text"] for p in out["passages"]) for out in outputs])
-    if not answers:
-        raise InputError(f"{folder}: no record has gold answers to train on")
-    return names, answers, golds, passages
+log = logging.getLogger(__name__)
 
 
 def train(
     records: Path,
     out: Path,
     *,
+    voter: str = AUTO,
     metric: str = "em",
     dev: Path | None = None,
     metrics: tuple[str, ...] = ("em", "f1", "cosine"),
+    metric_params: dict[str, dict[str, Any]] | None = None,
     pooling: str = "mean",
     grounding: bool = False,
     restarts: int = 4,
     seed: int = 0,
+    cv: int | None = None,
+    inner_folds: int = DEFAULT_FOLDS,
 ) -> str:
-    from voters import Voter
-    from voters.correctness import correctness_matrix
-
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    names, answers, golds, passages = records_matrix(records)
-    dev_split: tuple[Any, ...] | None = None
-    if dev is not None:
-        _, dev_answers, dev_golds, dev_passages = records_matrix(dev, names)
-        dev_split = (dev_answers, dev_golds, dev_passages)
-    voter = Voter(
-        metrics=metrics,
+    name = _voter_name(voter, grounding)
+    settings = VoteSettings(
+        metrics=tuple(metrics),
+        metric_params=metric_params or None,
         pooling=pooling,
         correctness=metric,
-        grounding=grounding,
         restarts=restarts,
         seed=seed,
-        members=names,
     )
-    voter.fit(answers, golds, passages, dev=dev_split)
-
-    def best_single(ans: list, gold: list) -> tuple[str, float]:
-        accuracy = correctness_matrix(ans, gold, metric).mean(axis=0)
-        return names[int(accuracy.argmax())], float(accuracy.max())
-
-    top_name, top_train = best_single(answers, golds)
-    uniform = Voter.uniform(len(names), metrics=metrics, pooling=pooling, correctness=metric, members=names)
-    meta: dict[str, Any] = {
-        "records": str(records),
-        "dev_records": str(dev) if dev else None,
-        "top_r_train": {"member": top_name, "train": top_train},
-        "uniform": {"train": uniform.score(answers, golds, passages)},
-    }
-    config_file = Path(records) / "config.json"
-    if config_file.is_file():
-        import json
-
-        config = json.loads(config_file.read_text())
-        meta["reader"] = config.get("reader", {}).get("model")
-        corpus = (config.get("corpus") or {}).get("path")
-        meta["dataset"] = Path(corpus).name if corpus else None  # the file name: no machine paths in weights
-    if dev_split is not None:
-        dev_answers, dev_golds, dev_passages = dev_split
-        index = names.index(top_name)
-        top_dev = float(correctness_matrix(dev_answers, dev_golds, metric)[:, index].mean())
-        meta["top_r_train"]["dev"] = top_dev
-        meta["uniform"]["dev"] = uniform.score(dev_answers, dev_golds, dev_passages)
-        meta["top_r_dev"] = dict(zip(("member", "dev"), best_single(dev_answers, dev_golds), strict=True))
-    voter.save(out, **meta)
-
-    kept = [f"{names[i]} ({voter.retriever_weights_[i]:.2f})" for i in voter.active_members_]
-    lines = [
-        f"weights written to {out}",
-        f"{metric} on train ({len(answers)} questions): trained {voter.train_score_:.4f}, "
-        f"uniform {meta['uniform']['train']:.4f}, best single member {top_name} {top_train:.4f}",
-    ]
-    if dev_split is not None:
-        lines.append(
-            f"{metric} on dev ({len(dev_split[0])} questions): trained {voter.dev_score_:.4f}, "
-            f"uniform {meta['uniform']['dev']:.4f}, {top_name} {meta['top_r_train']['dev']:.4f}, "
-            f"best on dev {meta['top_r_dev']['member']} {meta['top_r_dev']['dev']:.4f}"
-        )
-    lines.append(f"members kept: {', '.join(kept)}; pooling {voter.pooling_}")
+    data = load_run(records)
+    log.info("similarities and features of %d training questions × %d members", data.questions, len(data.names))
+    arrays = vote_arrays(data, settings)
+    lines: list[str] = []
+    meta: dict[str, Any] = {"records": str(records), "dev_records": str(dev) if dev else None}
+    if cv:
+        table = cross_validation(arrays, settings, cv, seed, with_auto=name == AUTO, inner_folds=inner_folds)
+        meta["cv"] = {"folds": cv, "seed": seed, "voters": table}
+        lines += format_cv(table, cv, data.questions, metric)
+    if name == AUTO:
+        name, means = choose_candidate(arrays, CANDIDATES, settings, inner_folds, seed)
+        meta["selection"] = {"folds": inner_folds, "seed": seed, "means": means}
+        lines.append(_selection_line(name, means, inner_folds, metric))
+    fitted = _fit(name, arrays, settings)
+    meta["chosen_voter"] = name
+    meta.update(_baselines(arrays, settings))
+    meta.update(_run_meta(Path(records)))
+    lines.append(f"voter: {name}; weights written to {out}")
+    lines += _scores(fitted, arrays, name, meta, metric)
+    if dev is not None:
+        lines += _dev_scores(fitted, load_run(dev, data.names), meta, metric)
+    fitted.save(out, **meta)
     return "\n".join(lines)
+
+
+def _voter_name(voter: str, grounding: bool) -> str:
+    if voter not in (*CANDIDATES, AUTO):
+        raise ConfigError(f"unknown voter {voter!r}; available: {', '.join([AUTO, *CANDIDATES])}")
+    if grounding:
+        if voter not in ("paper", "smooth", "grounding", "smooth-grounding"):
+            raise ConfigError("--grounding applies to --voter paper or smooth (auto tries grounding itself)")
+        return {"paper": "grounding", "smooth": "smooth-grounding"}.get(voter, voter)
+    return voter
+
+
+def cross_validation(
+    arrays: VoteArrays, settings: VoteSettings, k: int, seed: int, *, with_auto: bool, inner_folds: int
+) -> dict[str, dict[str, Any]]:
+    """K-fold figures of every candidate (and of `auto`, nested) against Top R chosen in each fold."""
+    names = [*CANDIDATES, AUTO] if with_auto else list(CANDIDATES)
+    result = out_of_fold(arrays, names, settings, k, seed, inner_folds=inner_folds)
+    return compare_with_top(result)
+
+
+def format_cv(table: dict[str, dict[str, Any]], k: int, questions: int, metric: str) -> list[str]:
+    lines = [
+        f"{k}-fold cross-validation over {questions} training questions ({metric}, Top R chosen in each fold):",
+        f"  {'voter':<18} {metric:>6}  {'− Top R':>8}  95% interval      p",
+    ]
+    for name, row in table.items():
+        low, high = row["ci"]
+        extra = f"  (chose {', '.join(row['chosen_per_fold'])})" if row.get("chosen_per_fold") else ""
+        lines.append(
+            f"  {name:<18} {100 * row['mean']:6.1f}  {100 * row['minus_top']:+8.1f}  "
+            f"[{100 * low:+5.1f}, {100 * high:+5.1f}]  {row['p_value']:.3g}{extra}"
+        )
+    return lines
+
+
+def _selection_line(name: str, means: dict[str, float], k: int, metric: str) -> str:
+    ranked = ", ".join(f"{n} {100 * v:.1f}" for n, v in sorted(means.items(), key=lambda item: -item[1]))
+    return f"auto chose {name} by {k}-fold cross-validation on the training records ({metric}: {ranked})"
+
+
+def _fit(name: str, arrays: VoteArrays, settings: VoteSettings) -> Any:
+    """The named candidate fitted on every training question, as a voter that can be saved."""
+    from voters import Voter
+
+    rows = np.arange(arrays.questions)
+    candidate = build_candidate(name, settings).fit(arrays, rows)
+    if candidate.estimator is not None:
+        return candidate.estimator
+    voter = Voter.single_member(
+        len(arrays.data.names),
+        candidate.member,
+        metrics=settings.metrics,
+        pooling=settings.pooling,
+        correctness=settings.correctness,
+        metric_params=settings.metric_params,
+        members=arrays.data.names,
+    )
+    voter.train_score_ = float(arrays.correctness[:, candidate.member].mean())
+    return voter
+
+
+def _baselines(arrays: VoteArrays, settings: VoteSettings) -> dict[str, Any]:
+    from voters import Voter
+
+    accuracy = arrays.correctness.mean(axis=0)
+    top = int(np.argmax(accuracy))
+    uniform = Voter.uniform(
+        len(arrays.data.names),
+        metrics=settings.metrics,
+        pooling="mean" if settings.pooling == "search" else settings.pooling,
+        metric_params=settings.metric_params,
+        members=arrays.data.names,
+    )
+    return {
+        "top_r_train": {"member": arrays.data.names[top], "train": float(accuracy[top])},
+        "uniform": {"train": _mean_correct(arrays.correctness, uniform.predict_tensor(arrays.tensor))},
+    }
+
+
+def _run_meta(records: Path) -> dict[str, Any]:
+    config_file = records / "config.json"
+    if not config_file.is_file():
+        return {}
+    config = json.loads(config_file.read_text())
+    corpus = (config.get("corpus") or {}).get("path")
+    # the file name only: no machine paths in weights files
+    return {"reader": config.get("reader", {}).get("model"), "dataset": Path(corpus).name if corpus else None}
+
+
+def _mean_correct(correctness: np.ndarray, chosen: np.ndarray) -> float:
+    return float(correctness[np.arange(len(chosen)), chosen].mean()) if len(chosen) else 0.0
+
+
+def _predict(voter: Any, data: RunData) -> np.ndarray:
+    return voter.predict(data.answers, data.passages, data.texts)
+
+
+def _scores(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any], metric: str) -> list[str]:
+    top = meta["top_r_train"]
+    lines = [
+        f"{metric} on train ({arrays.questions} questions): {name} {voter.train_score_:.4f}, "
+        f"uniform {meta['uniform']['train']:.4f}, best single member {top['member']} {top['train']:.4f}"
+    ]
+    if hasattr(voter, "active_members_"):
+        kept = [f"{arrays.data.names[i]} ({voter.retriever_weights_[i]:.2f})" for i in voter.active_members_]
+        lines.append(f"members kept: {', '.join(kept)}; pooling {voter.pooling_}")
+    return lines
+
+
+def _dev_scores(voter: Any, dev: RunData, meta: dict[str, Any], metric: str) -> list[str]:
+    from voters import Voter, correctness_matrix
+
+    correctness = correctness_matrix(dev.answers, dev.golds, metric)
+    voter.dev_score_ = _mean_correct(correctness, _predict(voter, dev))
+    index = dev.names.index(meta["top_r_train"]["member"])
+    meta["top_r_train"]["dev"] = float(correctness[:, index].mean())
+    uniform = Voter.uniform(
+        len(dev.names), metrics=voter.metric_names_, metric_params=voter.metric_params, members=dev.names
+    )
+    meta["uniform"]["dev"] = _mean_correct(correctness, uniform.predict(dev.answers))
+    best = int(np.argmax(correctness.mean(axis=0)))
+    meta["top_r_dev"] = {"member": dev.names[best], "dev": float(correctness[:, best].mean())}
+    return [
+        f"{metric} on dev ({dev.questions} questions): voter {voter.dev_score_:.4f}, "
+        f"uniform {meta['uniform']['dev']:.4f}, {meta['top_r_train']['member']} {meta['top_r_train']['dev']:.4f}, "
+        f"best on dev {meta['top_r_dev']['member']} {meta['top_r_dev']['dev']:.4f}"
+    ]

@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -199,6 +200,38 @@ def test_explain_shows_the_arithmetic_of_the_vote(smollm2, tmp_path, isolated_ca
         assert members[name]["score"] == pytest.approx(0.5 * pair["combined"])
         assert set(members[name]["similarity"]) == {"BM25@1", other}
     assert [name for name, entry in members.items() if entry["chosen"]] == [result.member]
+
+
+def test_a_learned_selector_votes_and_explains(smollm2, tmp_path, isolated_cache) -> None:
+    """A weights file of the answer selector drives the ensemble like the paper's voter: the chosen member is
+    the argmax of its log-odds, a failed member is left out, and explain() gives each feature's share."""
+    from voters import AnswerSelector, load_voter
+
+    config = load_config(server_test_config(tmp_path, ["ReFree", "BM25@1", "BM25@3", "Boom"]))
+    answers = [["x", f"g{q}", "y", "z"] for q in range(6)] + [["g", "a", "b", "c"] for q in range(6)]
+    golds = [[f"g{q}"] for q in range(6)] + [["g"]] * 6
+    passages = [[[], [f"g{q} passage"], ["y"], []] for q in range(6)] + [[[], ["a"], ["b"], []]] * 6
+    selector = AnswerSelector(metrics=("em", "f1"), members=config.members)
+    selector.fit(answers, golds, passages, [f"q{q}" for q in range(12)])
+    ensemble = Ensemble(config, reader=smollm2, voter=load_voter(selector.save(tmp_path / "s.json"), config.members))
+    result = ensemble.answer("who was the first president of the united states")
+    assert result.degraded == {"Boom": "retrieval failed: ValueError: index offline"}
+    names = list(result.members)
+    scores = selector.decision_scores(
+        [[result.members[n].answer for n in names]],
+        [[[p["text"] for p in result.members[n].passages] for n in names]],
+        [result.question],
+        [config.members.index(n) for n in names],
+    )[0]
+    assert result.member == names[int(np.argmax(scores))]
+    assert [result.members[n].score for n in names] == pytest.approx(scores.tolist())
+    explained = ensemble.explain(result)
+    assert explained["voter"] == "selector" and explained["member"] == result.member
+    for name, score in zip(names, scores, strict=True):
+        entry = explained["members"][name]
+        contributions = sum(f["contribution"] for f in entry["features"].values())
+        assert contributions + selector.intercept_ == pytest.approx(score)
+        assert entry["features"][f"member:{name}"]["value"] == 1.0 and entry["features"]["member:Boom"]["value"] == 0.0
 
 
 def test_the_reader_is_used_by_one_thread_at_a_time() -> None:

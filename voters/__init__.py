@@ -3,7 +3,9 @@
 Modules: `similarity` (metric registry, similarity tensor, pair-score disk cache), `pooling` (appendix C.4),
 `scoring` (eqs. 6-7 and the tie-breaking argmax), `correctness` (training objectives), `grounding` (answer
 found in the member's own passages), `training` (Nelder-Mead with deterministic restarts), `weights_file`
-(JSON weights files) and `voter` (the estimator). Conventions fixed here:
+(JSON weights files), `voter` (the paper's estimator), `smooth` (its softmax surrogate objective), `features`
+and `selector` (the learned answer selector, beyond the paper) and `loading` (any voter from its weights
+file). Conventions fixed here:
 
 - every similarity lies in [0, 1]; cosine clips negative values to 0 (option: (cos + 1) / 2);
 - a member with ω^r ≤ member_threshold is dropped: it is never chosen and does not count as an n in the
@@ -17,13 +19,16 @@ from __future__ import annotations
 
 from voters.correctness import CORRECTNESS, correctness_matrix
 from voters.grounding import grounding_features
+from voters.loading import load_voter
 from voters.pooling import POOLINGS, pool, register_pooling
 from voters.scoring import VoteScorer, choose, decision_scores
+from voters.selector import AnswerSelector
 from voters.similarity import METRICS, PairScoreCache, SimilarityMetric, register_metric, similarity_tensor
 from voters.training import VoteData
 from voters.voter import Voter
 
 __all__ = [
+    "AnswerSelector",
     "CORRECTNESS",
     "METRICS",
     "POOLINGS",
@@ -36,6 +41,7 @@ __all__ = [
     "correctness_matrix",
     "decision_scores",
     "grounding_features",
+    "load_voter",
     "pool",
     "register_metric",
     "register_pooling",

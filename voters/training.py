@@ -103,7 +103,7 @@ def mean_chosen(
     return float(correctness[np.arange(len(chosen)), chosen].mean())
 
 
-class _Objective:
+class StepObjective:
     """−(mean correctness) as a function of the flat weight vector; remembers the best point it saw."""
 
     def __init__(
@@ -187,8 +187,9 @@ def _starts(
     return starts
 
 
-def _simplex(x0: np.ndarray, max_weight: float) -> np.ndarray:
-    step = max_weight / 4.0
+def initial_simplex(x0: np.ndarray, max_weight: float, step: float | None = None) -> np.ndarray:
+    """Nelder-Mead's first simplex: x0 and one vertex per coordinate moved by `step` (default max_weight/4)."""
+    step = max_weight / 4.0 if step is None else step
     simplex = np.tile(x0, (len(x0) + 1, 1))
     for i in range(len(x0)):
         simplex[i + 1, i] = x0[i] + step if x0[i] + step <= max_weight else x0[i] - step
@@ -229,7 +230,7 @@ def search_weights(
     history: list[dict[str, Any]] = []
     evaluations = 0
     for pooling in poolings:
-        objective = _Objective(train, pooling, threshold, member_threshold, max_weight, use_grounding)
+        objective = StepObjective(train, pooling, threshold, member_threshold, max_weight, use_grounding)
         for name, x0, refine in _starts(
             train, objective.size, n_metrics, max_weight, use_grounding, restarts, seed
         ):
@@ -243,7 +244,7 @@ def search_weights(
                     bounds=[(0.0, max_weight)] * objective.size,
                     options={
                         "maxfev": max_evals,
-                        "initial_simplex": _simplex(x0, max_weight),
+                        "initial_simplex": initial_simplex(x0, max_weight),
                         "xatol": 1e-3,
                         "fatol": 1e-9,
                         "adaptive": True,

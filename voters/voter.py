@@ -26,10 +26,12 @@ from eor.errors import ConfigError, InputError, NotFittedError
 from voters.correctness import CORRECTNESS, correctness_matrix
 from voters.grounding import Passages, grounding_features
 from voters.pooling import POOLINGS
-from voters.scoring import VoteScorer, choose
+from voters.scoring import VoteScorer, choose, decision_scores
 from voters.similarity import METRICS, check_answers, similarity_tensor
+from voters.smooth import DEFAULT_PENALTY, DEFAULT_TEMPERATURE, SmoothSettings, smooth_search
 from voters.training import (
     Callback,
+    SearchResult,
     VoteData,
     Weights,
     search_weights,
@@ -48,6 +50,7 @@ from voters.weights_file import (
 log = logging.getLogger(__name__)
 
 SEARCH = "search"
+OBJECTIVES = ("step", "smooth")
 Answers = Sequence[Sequence[str]]
 Golds = Sequence[Sequence[str]]
 DevSplit = tuple[Any, ...] | VoteData
@@ -70,7 +73,13 @@ class Voter:
         metric_params: keyword arguments per metric, e.g. {"cosine": {"model": "minilm-l6"}}.
         cache_dir: folder of the disk cache of pair scores (None: no disk cache).
         members: member names in order (recorded in weights files and checked on load).
+        objective: "step" fits the paper's objective (mean correctness of the chosen answers) directly with
+            the restarts of `voters.training`; "smooth" fits the softmax surrogate of `voters.smooth` first
+            (temperature τ, penalty λ toward uniform weights) and polishes it on the step objective.
+        temperature, penalty: τ and λ of the smooth objective.
     """
+
+    kind = "paper"
 
     def __init__(
         self,
@@ -87,6 +96,9 @@ class Voter:
         metric_params: Mapping[str, Mapping[str, Any]] | None = None,
         cache_dir: str | Path | None = None,
         members: Sequence[str] | None = None,
+        objective: str = "step",
+        temperature: float = DEFAULT_TEMPERATURE,
+        penalty: float = DEFAULT_PENALTY,
     ):
         self.metrics = metrics
         self.pooling = pooling
@@ -101,6 +113,9 @@ class Voter:
         self.metric_params = metric_params
         self.cache_dir = cache_dir
         self.members = members
+        self.objective = objective
+        self.temperature = temperature
+        self.penalty = penalty
 
     # -- sklearn protocol ------------------------------------------------------------------------------
 
@@ -168,6 +183,15 @@ class Voter:
         stray = sorted(set(self.metric_params or {}) - set(metrics))
         if stray:
             raise ConfigError(f"metric_params for metric(s) not in metrics: {', '.join(stray)}")
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(f"unknown objective {self.objective!r}; available: {', '.join(OBJECTIVES)}")
+        for name in ("temperature", "penalty"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not np.isfinite(value) or value < 0 or (
+                name == "temperature" and value == 0
+            ):
+                raise ConfigError(f"{name} must be a {'positive' if name == 'temperature' else 'non-negative'} "
+                                  f"number, got {value!r}")
         if self.members is not None:
             names = list(self.members)
             if any(not isinstance(name, str) for name in names) or len(set(names)) != len(names):
@@ -214,6 +238,19 @@ class Voter:
         )
         voter.train_score_ = None
         voter.dev_score_ = None
+        return voter
+
+    @classmethod
+    def single_member(cls, n_members: int, member: int, metrics: Sequence[str] = ("em", "f1", "cosine"),
+                      **params: Any) -> Voter:
+        """Top R as a voter: member `member` alone is active (ω^r = max_weight, every other ω^r = 0), so it
+        is always chosen; the metric weights are uniform (they never matter with one active member)."""
+        voter = cls.uniform(n_members, metrics=metrics, **params)
+        if not isinstance(member, int) or not 0 <= member < n_members:
+            raise ConfigError(f"member must be an index in 0..{n_members - 1}, got {member!r}")
+        weights = np.zeros(n_members)
+        weights[member] = voter.max_weight
+        voter.retriever_weights_ = weights
         return voter
 
     def _set_weights(self, weights: Weights) -> None:
@@ -324,19 +361,22 @@ class Voter:
         dev_data = dev if dev is None or isinstance(dev, VoteData) else VoteData(*dev)
         poolings = list(POOLINGS) if self.pooling == SEARCH else [self.pooling]
         n_weights = train.tensor.shape[3] + train.tensor.shape[1] + int(bool(self.grounding))
-        result = search_weights(
-            train,
-            poolings=poolings,
-            threshold=float(self.threshold),
-            member_threshold=float(self.member_threshold),
-            max_weight=float(self.max_weight),
-            restarts=self.restarts,
-            seed=self.seed,
-            max_evals=self.max_evals if self.max_evals is not None else 40 * n_weights,
-            use_grounding=bool(self.grounding),
-            dev=dev_data,
-            callback=callback,
-        )
+        if self.objective == "smooth":
+            result = self._smooth_fit(train, poolings, dev_data, 40 * n_weights)
+        else:
+            result = search_weights(
+                train,
+                poolings=poolings,
+                threshold=float(self.threshold),
+                member_threshold=float(self.member_threshold),
+                max_weight=float(self.max_weight),
+                restarts=self.restarts,
+                seed=self.seed,
+                max_evals=self.max_evals if self.max_evals is not None else 40 * n_weights,
+                use_grounding=bool(self.grounding),
+                dev=dev_data,
+                callback=callback,
+            )
         self._set_weights(result.weights)
         self.train_score_ = result.train_score
         self.dev_score_ = result.dev_score
@@ -353,6 +393,26 @@ class Voter:
             self.n_members_,
         )
         return self
+
+    def _smooth_fit(
+        self, train: VoteData, poolings: list[str], dev: VoteData | None, default_evals: int
+    ) -> SearchResult:
+        best = None
+        for pooling in poolings:
+            result = smooth_search(
+                train,
+                pooling=pooling,
+                threshold=float(self.threshold),
+                member_threshold=float(self.member_threshold),
+                max_weight=float(self.max_weight),
+                max_evals=self.max_evals if self.max_evals is not None else default_evals,
+                use_grounding=bool(self.grounding),
+                settings=SmoothSettings(float(self.temperature), float(self.penalty)),
+                dev=dev,
+            )
+            if best is None or result.train_score > best.train_score:
+                best = result
+        return best
 
     # -- prediction ------------------------------------------------------------------------------------
 
@@ -406,18 +466,120 @@ class Voter:
             )
         return float(correct[np.arange(len(chosen)), chosen].mean()) if len(chosen) else 0.0
 
-    def decision_scores(
-        self, answers: Answers, passages: Sequence[Sequence[Passages]] | None = None
-    ) -> np.ndarray:
-        """Decision scores s_m per question and member, shape (Q, M) (eqs. 6-7); −inf for dropped members."""
+    @property
+    def needs_passages(self) -> bool:
+        """Whether decision scores need each member's passages (the grounding feature)."""
         self._check_fitted()
-        check_answers(answers, self.n_members_)
-        data = self._data(answers, None, passages, self.grounding_weight_ is not None)
-        return self.decision_scores_tensor(data.tensor, data.grounding)
+        return self.grounding_weight_ is not None
 
-    def predict(self, answers: Answers, passages: Sequence[Sequence[Passages]] | None = None) -> np.ndarray:
+    needs_questions = False
+
+    def decision_scores(
+        self,
+        answers: Answers,
+        passages: Sequence[Sequence[Passages]] | None = None,
+        questions: Sequence[str] | None = None,
+        members: Sequence[int] | None = None,
+    ) -> np.ndarray:
+        """Decision scores s_m per question and member, shape (Q, M) (eqs. 6-7); −inf for dropped members.
+
+        `members`: the positions, among this voter's members, of the members that answered (a subset, e.g.
+        after failures); they keep their own weights and are pooled among themselves. `questions` is unused
+        (the interface of every voter).
+        """
+        self._check_fitted()
+        if members is None:
+            check_answers(answers, self.n_members_)
+            data = self._data(answers, None, passages, self.needs_passages)
+            return self.decision_scores_tensor(data.tensor, data.grounding)
+        index = self._positions(members)
+        check_answers(answers, len(index))
+        data = self._data(answers, None, passages, self.needs_passages)
+        return decision_scores(
+            data.tensor,
+            self.metric_weights_,
+            self.retriever_weights_[index],
+            pooling=self.pooling_,
+            threshold=float(self.threshold),
+            member_threshold=float(self.member_threshold),
+            grounding=data.grounding,
+            grounding_weight=self.grounding_weight_,
+        )
+
+    def _positions(self, members: Sequence[int]) -> list[int]:
+        index = [int(m) for m in members]
+        if not index or any(m < 0 or m >= self.n_members_ for m in index) or len(set(index)) != len(index):
+            raise InputError(f"member positions must be distinct and in 0..{self.n_members_ - 1}, got {index}")
+        return index
+
+    def explain_row(
+        self, answers: Sequence[str], passages: Sequence[Passages], question: str, members: Sequence[int]
+    ) -> dict[str, Any]:
+        """Why the vote went as it did for one question: per answering member (positions `members`) its
+        weight ω^r, whether the weight drops it, its similarity to every other member per metric and
+        combined (eq. 6), its pooled similarity and decision score (eq. 7), and whether it is grounded."""
+        index = self._positions(members)
+        tensor = self.similarity_tensor([list(answers)])
+        grounding = grounding_features([list(answers)], [list(passages)]) if self.needs_passages else None
+        scorer = VoteScorer(tensor, grounding)
+        weights = self.retriever_weights_[index]
+        active = weights > self.member_threshold
+        combined = scorer.combined(self.metric_weights_)[0]
+        pooled = scorer.pooled(self.metric_weights_, active, self.pooling_, float(self.threshold))[0]
+        scores = self.decision_scores([list(answers)], [list(passages)], [question], index)[0]
+        rows = []
+        for m in range(len(answers)):
+            row = {
+                "weight": float(weights[m]),
+                "dropped": not bool(active[m]),
+                "similarity": {
+                    n: {
+                        **{metric: float(tensor[0, m, n, k]) for k, metric in enumerate(self.metrics)},
+                        "combined": float(combined[m, n]),
+                    }
+                    for n in range(len(answers))
+                    if n != m
+                },
+                "pooled": float(pooled[m]) if active[m] else None,
+                "score": float(scores[m]) if np.isfinite(scores[m]) else None,
+            }
+            if grounding is not None:
+                row["grounded"] = bool(grounding[0, m])
+            rows.append(row)
+        return {
+            "voter": self.kind,
+            "pooling": self.pooling_,
+            "metric_weights": {metric: float(w) for metric, w in zip(self.metrics, self.metric_weights_, strict=True)},
+            "grounding_weight": self.grounding_weight_,
+            "member_threshold": float(self.member_threshold),
+            "members": rows,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """The fitted voter for reports: its kind, metrics, pooling and every learned weight."""
+        self._check_fitted()
+        names = self.members_ or [f"member{m}" for m in range(self.n_members_)]
+        return {
+            "voter": self.kind,
+            "metrics": list(self.metric_names_),
+            "pooling": self.pooling_,
+            "retriever_weights": {name: float(w) for name, w in zip(names, self.retriever_weights_, strict=True)},
+            "metric_weights": {
+                name: float(w) for name, w in zip(self.metric_names_, self.metric_weights_, strict=True)
+            },
+            "grounding_weight": self.grounding_weight_,
+            "member_threshold": float(self.member_threshold),
+            "active": [names[i] for i in self.active_members_],
+        }
+
+    def predict(
+        self,
+        answers: Answers,
+        passages: Sequence[Sequence[Passages]] | None = None,
+        questions: Sequence[str] | None = None,
+    ) -> np.ndarray:
         """The chosen member index per question, shape (Q,)."""
-        return choose(self.decision_scores(answers, passages))
+        return choose(self.decision_scores(answers, passages, questions))
 
     def score(
         self, answers: Answers, golds: Golds, passages: Sequence[Sequence[Passages]] | None = None
@@ -440,6 +602,7 @@ class Voter:
         document = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
+            "voter": self.kind,
             "eor_version": eor_version(),
             "members": self.members_,
             "metrics": self.metric_names_,
@@ -461,7 +624,18 @@ class Voter:
 
         `members`, the pool's member names in its order, must be the file's members (in any order).
         """
-        document = read_document(path)
+        return cls.from_document(read_document(path), str(path), members)
+
+    @classmethod
+    def from_document(
+        cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None
+    ) -> Voter:
+        """A fitted voter from a weights-file document (see `voters.load_voter`)."""
+        path = source
+        if document.get("voter", cls.kind) != cls.kind:
+            raise ConfigError(
+                f"weights file {source!r} holds a {document.get('voter')!r} voter: load it with voters.load_voter"
+            )
         try:
             params = dict(document["params"])
             metric_weights = [float(w) for w in document["metric_weights"]]

@@ -137,6 +137,9 @@ def _weights(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
         return []
     if not x or not y:
         return ["", f"weights: only {'A' if x else 'B'} uses a weights file; the other votes uniformly"]
+    if "retriever_weights" not in x or "retriever_weights" not in y:
+        kinds = [w.get("voter", "paper") for w in (x, y)]
+        return ["", f"voters: A {kinds[0]} ({x['file']}), B {kinds[1]} ({y['file']})"]
     names = list(dict.fromkeys([*x["retriever_weights"], *y["retriever_weights"]]))
     rows = [["", "member", "ω^r A → B"]]
     for name in names:

@@ -190,7 +190,7 @@ def plot_upper_bound(report: dict[str, Any], path: Path) -> Path:
 def plot_weights(report: dict[str, Any], path: Path) -> Path | None:
     """Figure 6: learned retriever weights ω^r as circles (size and colour grow with the weight)."""
     weights = report.get("weights")
-    if not weights:
+    if not weights or "retriever_weights" not in weights:  # a learned selector has no member weights
         return None
     plt = _pyplot()
     names = list(weights["retriever_weights"])

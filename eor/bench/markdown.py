@@ -180,6 +180,8 @@ def weights_section(report: dict[str, Any]) -> list[str]:
     weights = report.get("weights")
     if not weights:
         return []
+    if "coefficients" in weights:
+        return selector_section(weights)
     active = set(weights["active"])
     rows = [
         [_escape(n), f"{w:.3f}", "yes" if n in active else "dropped"] for n, w in weights["retriever_weights"].items()
@@ -199,6 +201,25 @@ def weights_section(report: dict[str, Any]) -> list[str]:
         f"From `{weights['file']}`: " + "; ".join(details) + ".",
         "",
         *table(["member", "ω^r", "votes"], rows),
+    ]
+
+
+def selector_section(weights: dict[str, Any]) -> list[str]:
+    """The learned answer selector's logistic-regression coefficients (on standardised features)."""
+    rows = [
+        [_escape(name), f"{value:+.3f}"]
+        for name, value in sorted(weights["coefficients"].items(), key=lambda item: -abs(item[1]))
+    ]
+    details = [f"metrics {', '.join(weights['metrics'])}", f"C = {weights['C']:g}"]
+    if weights.get("train_score") is not None:
+        details.append(f"train score {weights['train_score']:.4f}")
+    return [
+        "## Learned answer selector",
+        "",
+        f"From `{weights['file']}`: " + "; ".join(details) + ". Coefficients on standardised features, "
+        "largest first (positive: the candidate is more likely right).",
+        "",
+        *table(["feature", "coefficient"], rows),
     ]
 
 

@@ -13,7 +13,10 @@ from eor.bench.data import RunData
 from eor.errors import ConfigError, InputError
 
 DEFAULT_METRICS: tuple[str, ...] = ("em", "f1", "cosine")
-REPORTED_META = ("objective", "reader", "dataset", "records", "dev_records", "top_r_train", "top_r_dev", "uniform")
+REPORTED_META = (
+    "objective", "reader", "dataset", "records", "dev_records", "top_r_train", "top_r_dev", "uniform", "chosen_voter",
+    "selection", "cv",
+)
 
 
 @dataclass(frozen=True)
@@ -27,17 +30,19 @@ class Vote:
 
     def describe(self) -> dict[str, Any]:
         """The voter's settings for the report (`weights` holds the learned weights separately)."""
-        voter = self.voter
+        described = self.voter.describe()
         return {
             "voter": "weights" if self.weights_file is not None else "uniform",
+            "kind": described["voter"],
             "weights_file": str(self.weights_file) if self.weights_file is not None else None,
-            "metrics": list(voter.metric_names_),
-            "pooling": voter.pooling_,
+            "metrics": list(described["metrics"]),
+            "pooling": described.get("pooling"),
             "members": list(self.members),
         }
 
     def weights(self) -> dict[str, Any] | None:
-        """The learned weights (figure 6) and the weights file's metadata; None for a uniform voter."""
+        """What the voter learned (figure 6 for the paper's voter, the coefficients of a selector) and the
+        weights file's metadata; None for a uniform voter."""
         if self.weights_file is None:
             return None
         voter = self.voter
@@ -45,16 +50,7 @@ class Vote:
         return {
             "file": str(self.weights_file),
             "members": list(self.members),
-            "retriever_weights": {
-                name: float(w) for name, w in zip(self.members, voter.retriever_weights_, strict=True)
-            },
-            "metric_weights": {
-                name: float(w) for name, w in zip(voter.metric_names_, voter.metric_weights_, strict=True)
-            },
-            "grounding_weight": voter.grounding_weight_,
-            "pooling": voter.pooling_,
-            "member_threshold": float(voter.member_threshold),
-            "active": [self.members[i] for i in voter.active_members_],
+            **voter.describe(),
             "train_score": getattr(voter, "train_score_", None),
             "dev_score": getattr(voter, "dev_score_", None),
             "meta": {key: meta[key] for key in REPORTED_META if key in meta},
@@ -74,13 +70,13 @@ def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str
     A weights file trained on a sub-pool of the records' members votes among those members only; a weights
     file naming members the records lack is an error.
     """
-    from voters import Voter
+    from voters import Voter, load_voter
 
     if weights is not None:
         if metrics is not None:
             raise ConfigError("give either a weights file or metrics for a uniform voter, not both")
         path = Path(weights)
-        voter = Voter.load(path)
+        voter = load_voter(path)
         members = list(voter.members_) if voter.members_ is not None else None
         if members is None:
             if voter.n_members_ != len(data.names):
@@ -101,9 +97,7 @@ def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str
         voter = Voter.uniform(len(members), metrics=tuple(metrics or DEFAULT_METRICS), members=members)
     columns = [data.names.index(name) for name in members]
     answers = [[row[c] for c in columns] for row in data.answers]
-    passages = None
-    if voter.grounding_weight_ is not None:
-        passages = [[row[c] for c in columns] for row in data.joined]
-    picks = voter.predict(answers, passages) if data.questions else np.zeros(0, dtype=int)
+    passages = [[row[c] for c in columns] for row in data.passages]
+    picks = voter.predict(answers, passages, data.texts) if data.questions else np.zeros(0, dtype=int)
     chosen = np.asarray([columns[int(p)] for p in picks], dtype=int)
     return Vote(chosen=chosen, voter=voter, members=members, weights_file=path)

@@ -35,9 +35,9 @@ def serve(
     check_member_names(config)  # fail before the server starts, not in its log
     voter = None
     if weights is not None:
-        from voters import Voter
+        from voters import load_voter
 
-        voter = Voter.load(weights, members=config.members)
+        voter = load_voter(weights, members=config.members)
     if settings.api_key is None and not _is_loopback(settings.host):
         log.warning("serving on %s without an API key: anyone who can reach it can use it", settings.host)
 

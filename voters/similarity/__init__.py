@@ -14,6 +14,7 @@ from voters.similarity.registry import (
     available_metrics,
     build_metric,
     build_metrics,
+    parse_metric_spec,
     register_metric,
 )
 from voters.similarity.tensor import check_answers, similarity_tensor
@@ -26,6 +27,7 @@ __all__ = [
     "build_metric",
     "build_metrics",
     "check_answers",
+    "parse_metric_spec",
     "register_metric",
     "similarity_tensor",
 ]

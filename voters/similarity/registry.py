@@ -101,3 +101,30 @@ def build_metrics(
         else:
             raise ConfigError(f"a metric must be a registered name or a SimilarityMetric, got {metric!r}")
     return built
+
+
+def parse_metric_spec(spec: str) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """(metric names, metric_params) from a command-line value: either names separated by commas
+    (`em,f1,cosine`) or a YAML mapping of name to parameters, as in a config's `voter.metric_params`
+    (`{em: {}, bertscore: {model: minilm-l6, num_layers: 6}, nli: {model: PATH, combine: max}}`)."""
+    import yaml
+
+    text = spec.strip()
+    if not text.startswith("{"):
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        if not names:
+            raise ConfigError("--metrics: name at least one similarity metric, e.g. em,f1,cosine")
+        return names, {}
+    try:
+        mapping = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--metrics: not a YAML mapping of metric to parameters ({exc})") from None
+    if not isinstance(mapping, dict) or not mapping:
+        raise ConfigError("--metrics: expected a non-empty mapping such as {em: {}, bertscore: {num_layers: 6}}")
+    params: dict[str, dict[str, Any]] = {}
+    for name, value in mapping.items():
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(f"--metrics: the parameters of {name!r} must be a mapping, got {value!r}")
+        if value:
+            params[str(name)] = dict(value)
+    return [str(name) for name in mapping], params

@@ -1,0 +1,289 @@
+"""Voter candidates and K-fold cross-validation over training records (folds by question, seeded).
+
+Every candidate learns from the rows (questions) of a training fold and chooses a member for each row of
+the held-out fold; the similarity tensor, correctness, grounding and selector features are computed once
+for all questions (`VoteArrays`), so a fold only slices arrays. Top R is itself a candidate: the member
+most often right on the training fold. The out-of-fold choices give each candidate one correctness value
+per question, compared with Top R's on the same questions (paired bootstrap interval of the difference,
+exact McNemar test).
+
+    top         the best member of the training fold alone (Top R)
+    paper       the paper's voter: metric and member weights by Nelder-Mead on the step objective
+    grounding   the paper's voter plus the grounding weight ω^g
+    smooth      the paper's voter fitted on the softmax surrogate, polished on the step objective
+    smooth-grounding   the same with ω^g
+    selector    the learned answer selector (logistic regression over candidate features)
+
+`auto` is not a candidate of its own: it is the choice among candidates by inner cross-validation on the
+training data (`choose_candidate`), never below Top R's inner-CV score (ties go to the earlier candidate
+in the order above, so to Top R first).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from eor.errors import ConfigError, InputError
+from eor.run_data import RunData
+
+log = logging.getLogger(__name__)
+
+CANDIDATES = ("top", "paper", "grounding", "smooth", "smooth-grounding", "selector")
+AUTO = "auto"
+DEFAULT_FOLDS = 5
+
+
+@dataclass
+class VoteSettings:
+    """What every candidate shares: similarity metrics (with parameters), pooling, objective, seed."""
+
+    metrics: tuple[str, ...] = ("em", "f1", "cosine")
+    metric_params: dict[str, dict[str, Any]] | None = None
+    pooling: str = "mean"
+    correctness: str = "em"
+    restarts: int = 4
+    seed: int = 0
+    selector_c: float = 1.0
+    cache_dir: str | None = None
+
+
+@dataclass
+class VoteArrays:
+    """Everything candidates learn from, for all questions of a run, computed once."""
+
+    data: RunData
+    tensor: np.ndarray  # (Q, M, M, K)
+    correctness: np.ndarray  # (Q, M)
+    grounding: np.ndarray  # (Q, M)
+    features: Any  # voters.features.FeatureSet (Q, M, F)
+
+    @property
+    def questions(self) -> int:
+        return self.tensor.shape[0]
+
+
+def vote_arrays(data: RunData, settings: VoteSettings) -> VoteArrays:
+    from voters import correctness_matrix, grounding_features, similarity_tensor
+    from voters.features import candidate_features
+
+    tensor = similarity_tensor(
+        data.answers, list(settings.metrics), cache=settings.cache_dir, metric_params=settings.metric_params
+    )
+    features = candidate_features(tensor, data.answers, data.passages, data.texts, settings.metrics, data.names)
+    return VoteArrays(
+        data=data,
+        tensor=tensor,
+        correctness=correctness_matrix(data.answers, data.golds, settings.correctness),
+        grounding=grounding_features(data.answers, data.joined),
+        features=features,
+    )
+
+
+class Candidate:
+    """A voter to cross-validate: `fit(arrays, rows)` then `predict(arrays, rows)` -> chosen member per row;
+    `estimator` is the fitted voter (None for Top R, which `eor train` saves as a single-member voter)."""
+
+    name = "candidate"
+
+    def __init__(self, settings: VoteSettings):
+        self.settings = settings
+        self.estimator: Any = None
+
+    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
+        raise NotImplementedError
+
+    def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class TopCandidate(Candidate):
+    name = "top"
+
+    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
+        self.member = int(np.argmax(arrays.correctness[rows].mean(axis=0)))  # ties: the first member
+        return self
+
+    def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+        return np.full(len(rows), self.member, dtype=int)
+
+
+class PaperCandidate(Candidate):
+    """The paper's `Voter` (optionally with grounding and/or the smooth objective)."""
+
+    def __init__(self, settings: VoteSettings, *, grounding: bool = False, objective: str = "step"):
+        super().__init__(settings)
+        self.grounding = grounding
+        self.objective = objective
+        self.name = {("step", False): "paper", ("step", True): "grounding"}.get(
+            (objective, grounding), "smooth-grounding" if grounding else "smooth"
+        )
+
+    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
+        from voters import Voter
+
+        s = self.settings
+        self.estimator = Voter(
+            metrics=s.metrics,
+            pooling=s.pooling,
+            correctness=s.correctness,
+            grounding=self.grounding,
+            restarts=s.restarts,
+            seed=s.seed,
+            metric_params=s.metric_params,
+            cache_dir=s.cache_dir,
+            members=arrays.data.names,
+            objective=self.objective,
+        ).fit_tensor(arrays.tensor[rows], arrays.correctness[rows], self._grounding(arrays, rows))
+        return self
+
+    def _grounding(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray | None:
+        return arrays.grounding[rows] if self.grounding else None
+
+    def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+        return self.estimator.predict_tensor(arrays.tensor[rows], self._grounding(arrays, rows))
+
+
+class SelectorCandidate(Candidate):
+    name = "selector"
+
+    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
+        from voters.features import FeatureSet
+        from voters.selector import AnswerSelector
+
+        s = self.settings
+        self.estimator = AnswerSelector(
+            metrics=s.metrics,
+            C=s.selector_c,
+            correctness=s.correctness,
+            metric_params=s.metric_params,
+            cache_dir=s.cache_dir,
+            members=arrays.data.names,
+        ).fit_features(
+            FeatureSet(arrays.features.names, arrays.features.matrix[rows]),
+            arrays.correctness[rows] >= 0.5,
+            arrays.data.names,
+        )
+        return self
+
+    def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+        from voters import choose
+
+        return choose(self.estimator.feature_scores(arrays.features.matrix[rows]))
+
+
+def candidate_factories() -> dict[str, Callable[[VoteSettings], Candidate]]:
+    return {
+        "top": TopCandidate,
+        "paper": PaperCandidate,
+        "grounding": lambda s: PaperCandidate(s, grounding=True),
+        "smooth": lambda s: PaperCandidate(s, objective="smooth"),
+        "smooth-grounding": lambda s: PaperCandidate(s, grounding=True, objective="smooth"),
+        "selector": SelectorCandidate,
+    }
+
+
+def build_candidate(name: str, settings: VoteSettings) -> Candidate:
+    factories = candidate_factories()
+    if name not in factories:
+        raise ConfigError(f"unknown voter {name!r}; available: {', '.join([*factories, AUTO])}")
+    return factories[name](settings)
+
+
+def folds(n_questions: int, k: int, seed: int) -> list[np.ndarray]:
+    """K disjoint held-out folds covering every question once (a seeded permutation cut in K parts)."""
+    if not isinstance(k, int) or k < 2:
+        raise InputError(f"cross-validation needs at least 2 folds, got {k!r}")
+    if n_questions < k:
+        raise InputError(f"cannot make {k} folds of {n_questions} questions")
+    order = np.random.default_rng(seed).permutation(n_questions)
+    return [np.sort(part) for part in np.array_split(order, k)]
+
+
+@dataclass
+class CvResult:
+    """Out-of-fold correctness per question of every candidate (`scores[name]`, shape (Q,)), and the
+    candidate that `auto` chose in each outer fold when it was cross-validated."""
+
+    k: int
+    seed: int
+    scores: dict[str, np.ndarray]
+    chosen: dict[str, list[str]] = field(default_factory=dict)
+
+
+def out_of_fold(
+    arrays: VoteArrays,
+    names: Sequence[str],
+    settings: VoteSettings,
+    k: int,
+    seed: int,
+    rows: np.ndarray | None = None,
+    inner_folds: int = DEFAULT_FOLDS,
+) -> CvResult:
+    """K-fold out-of-fold correctness of each named candidate over `rows` (default: every question).
+
+    `auto` among `names` runs a nested cross-validation: in each outer training fold, `choose_candidate`
+    picks among the other candidates by an inner `inner_folds`-fold CV, and the choice is refitted on the
+    whole outer training fold.
+    """
+    rows = np.arange(arrays.questions) if rows is None else np.asarray(rows)
+    plain = [name for name in names if name != AUTO]
+    scores = {name: np.zeros(len(rows)) for name in names}
+    chosen: dict[str, list[str]] = {AUTO: []} if AUTO in names else {}
+    for held in folds(len(rows), k, seed):
+        train_rows = np.delete(rows, held)
+        test_rows = rows[held]
+        fitted: dict[str, Candidate] = {}
+        for name in plain:
+            fitted[name] = build_candidate(name, settings).fit(arrays, train_rows)
+            scores[name][held] = _correct(arrays, test_rows, fitted[name].predict(arrays, test_rows))
+        if AUTO in names:
+            pick, _ = choose_candidate(arrays, plain or list(CANDIDATES), settings, inner_folds, seed, train_rows)
+            chosen[AUTO].append(pick)
+            model = fitted.get(pick) or build_candidate(pick, settings).fit(arrays, train_rows)
+            scores[AUTO][held] = _correct(arrays, test_rows, model.predict(arrays, test_rows))
+    return CvResult(k, seed, scores, chosen)
+
+
+def choose_candidate(
+    arrays: VoteArrays, names: Sequence[str], settings: VoteSettings, k: int, seed: int, rows: np.ndarray | None = None
+) -> tuple[str, dict[str, float]]:
+    """The candidate with the best inner-CV mean correctness over `rows` (Top R is always among them and
+    wins ties, so the choice never scores below Top R by this CV); returns (name, mean per candidate)."""
+    ordered = ["top", *[name for name in CANDIDATES if name in names and name != "top"]]
+    ordered += [name for name in names if name not in ordered and name != AUTO]
+    result = out_of_fold(arrays, ordered, settings, k, seed + 1, rows)
+    means = {name: float(values.mean()) for name, values in result.scores.items()}
+    best = max(ordered, key=lambda name: (means[name], -ordered.index(name)))
+    return best, means
+
+
+def _correct(arrays: VoteArrays, rows: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    return arrays.correctness[rows, np.asarray(picks, dtype=int)]
+
+
+def compare_with_top(result: CvResult, resamples: int = 2000) -> dict[str, dict[str, Any]]:
+    """Per candidate: mean, and the paired test of it against Top R (interval of the mean difference)."""
+    from eor.bench.stats import Bootstrap, paired_test
+
+    if "top" not in result.scores:
+        raise InputError("cross-validation results lack Top R ('top')")
+    top = result.scores["top"]
+    shared = Bootstrap.draw(len(top), resamples, result.seed)
+    table = {}
+    for name, values in result.scores.items():
+        test = paired_test(values, top, shared)
+        table[name] = {
+            "mean": float(values.mean()),
+            "minus_top": test["difference"],
+            "ci": test["ci"],
+            "p_value": test["p_value"],
+            "test": test["test"],
+        }
+        if name in result.chosen:
+            table[name]["chosen_per_fold"] = list(result.chosen[name])
+    return table

@@ -1,0 +1,81 @@
+"""The records of a run as arrays: member names, question texts, answers, golds and passages per member.
+
+Training, cross-validation and benchmarks read runs through `load_run`; questions without gold answers are
+skipped, and every record must hold every member (the member order is that of the first record, or the
+`members` given).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from eor.errors import InputError
+from eor.records import read_records
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Questions with gold answers, in record order; `answers[q][m]` is member m's answer to question q.
+
+    `passages[q][m]` is member m's retrieved passages (one string each, for the error breakdown, where a
+    match must lie within one passage); `joined[q][m]` the same passages joined by spaces, as the paper's
+    voter with grounding takes them; `texts[q]` the question.
+    """
+
+    names: list[str]
+    ids: list[str]
+    answers: list[list[str]]
+    golds: list[list[str]]
+    passages: list[list[list[str]]]
+    joined: list[list[str]]
+    texts: list[str]
+
+    @property
+    def questions(self) -> int:
+        return len(self.ids)
+
+    def by_member(self) -> tuple[list[list[str]], list[list[list[str]]]]:
+        """(answers, passages) indexed [member][question], the layout of eor.evaluation.error_breakdown."""
+        answers = [[row[m] for row in self.answers] for m in range(len(self.names))]
+        passages = [[row[m] for row in self.passages] for m in range(len(self.names))]
+        return answers, passages
+
+    def subset(self, rows: list[int]) -> RunData:
+        """The same run restricted to the questions at `rows` (in that order)."""
+        return RunData(
+            names=self.names,
+            ids=[self.ids[i] for i in rows],
+            answers=[self.answers[i] for i in rows],
+            golds=[self.golds[i] for i in rows],
+            passages=[self.passages[i] for i in rows],
+            joined=[self.joined[i] for i in rows],
+            texts=[self.texts[i] for i in rows],
+        )
+
+
+def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
+    """Read a run folder (or records file, `.jsonl` or `.jsonl.gz`)."""
+    records = read_records(path)
+    if not records:
+        raise InputError(f"{path}: no records")
+    names = list(members or records[0]["members"])
+    if len(set(names)) != len(names):
+        raise InputError(f"{path}: member names repeat: {names}")
+    ids, answers, golds, passages, texts = [], [], [], [], []
+    for record in records:
+        missing = [name for name in names if name not in record["members"]]
+        if missing:
+            raise InputError(f"{path}: record {record['id']!r} lacks member(s) {', '.join(missing)}")
+        if not record.get("answers"):
+            continue
+        outputs = [record["members"][name] for name in names]
+        ids.append(str(record["id"]))
+        texts.append(str(record.get("question", "")))
+        answers.append([out["answer"] for out in outputs])
+        golds.append(list(record["answers"]))
+        passages.append([[str(p.get("text", "")) for p in out.get("passages") or []] for out in outputs])
+    if not answers:
+        raise InputError(f"{path}: no record has gold answers to train on")
+    joined = [[" ".join(texts_) for texts_ in row] for row in passages]
+    return RunData(names, ids, answers, golds, passages, joined, texts)

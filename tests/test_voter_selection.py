@@ -1,0 +1,312 @@
+"""Beyond the paper's voter: candidate features, the answer selector, the smooth objective, cross-validation
+and `eor train --voter/--cv`, all on hand-worked or constructed data."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eor.cli import main
+from eor.crossval import (
+    VoteSettings,
+    choose_candidate,
+    compare_with_top,
+    folds,
+    out_of_fold,
+    vote_arrays,
+)
+from eor.errors import ConfigError, InputError
+from eor.records import read_records
+from eor.run_data import load_run
+from voters import AnswerSelector, Voter, load_voter, similarity_tensor
+from voters.features import BASE_FEATURES, candidate_features, is_refusal
+from voters.similarity import parse_metric_spec
+from voters.smooth import SmoothObjective, SmoothSettings, expected_correctness
+from voters.training import VoteData
+
+NAMES = ["Agree1", "Agree2", "Reader"]
+
+
+def test_candidate_features_by_hand():
+    answers = [["Paris", "paris", "London"]]
+    passages = [[["Paris is the capital."], [], ["Rome and Paris.", "More"]]]
+    tensor = similarity_tensor(answers, ["em"])
+    features = candidate_features(tensor, answers, passages, ["what is the capital of france"], ["em"], NAMES)
+    assert features.names == ["sim:em", *BASE_FEATURES, "member:Agree1", "member:Agree2", "member:Reader"]
+    rows = {name: features.matrix[0, :, i].tolist() for i, name in enumerate(features.names)}
+    assert rows["sim:em"] == [0.5, 0.5, 0.0]  # mean over the two others of em
+    assert rows["agreement"] == [0.5, 0.5, 0.0]
+    assert rows["grounded"] == [1.0, 0.0, 0.0]  # member 1 has no passages; London is nowhere
+    assert rows["first_passage"] == [1.0, 0.0, 0.0]
+    assert rows["support"] == [2 / 3, 2 / 3, 0.0]  # "paris" occurs in members 0 and 2's passages
+    assert rows["no_passages"] == [0.0, 1.0, 0.0]
+    assert rows["log_length"] == [math.log(2)] * 3
+    assert rows["long"] == rows["refusal"] == rows["in_question"] == [0.0, 0.0, 0.0]
+    assert rows["member:Reader"] == [0.0, 0.0, 1.0]
+    # a subset of members keeps each one's own one-hot column
+    subset = candidate_features(
+        tensor[:, :2, :2], [["Paris", "London"]], [[["x"], ["y"]]], ["q"], ["em"], NAMES, [2, 0]
+    )
+    assert subset.matrix[0, 0, -1] == 1.0 and subset.matrix[0, 1, -3] == 1.0
+
+
+def test_refusals_and_question_copies():
+    assert is_refusal("") and is_refusal("I'm sorry, but I can't assist with that.") and is_refusal("Unknown")
+    assert not is_refusal("Sorrento") and not is_refusal("George Washington")
+    tensor = similarity_tensor([["the capital city", "x y z a b c d"]], ["em"])
+    features = candidate_features(
+        tensor, [["the capital city", "x y z a b c d"]], [[[], []]], ["capital city?"], ["em"], ["A", "B"]
+    )
+    column = dict(zip(features.names, features.matrix[0].T, strict=False))
+    assert column["in_question"].tolist() == [1.0, 0.0] and column["long"].tolist() == [0.0, 1.0]
+
+
+def grounded_run(n_questions: int, seed: int):
+    """Two members that often agree on a wrong answer, and a reader whose answer is right exactly when it
+    occurs in its own passage: the agreement voter is misled, the grounding feature is not."""
+    rng = np.random.default_rng(seed)
+    answers, golds, passages, questions = [], [], [], []
+    for q in range(n_questions):
+        gold = f"gold{q}"
+        reader_right = rng.uniform() < 0.7
+        reader = gold if reader_right else f"wrong{q}"
+        passage = f"the answer is {gold}" if reader_right else "nothing useful here"
+        wrong = f"decoy{q}"
+        agree = [wrong, wrong] if rng.uniform() < 0.8 else [gold, wrong]
+        answers.append([*agree, reader])
+        golds.append([gold])
+        passages.append([["decoy text"], ["decoy text"], [passage]])
+        questions.append(f"question {q}?")
+    return answers, golds, passages, questions
+
+
+def test_selector_learns_grounding_and_round_trips(tmp_path):
+    answers, golds, passages, questions = grounded_run(120, seed=0)
+    selector = AnswerSelector(metrics=("em", "f1"), members=NAMES).fit(answers, golds, passages, questions)
+    test_answers, test_golds, test_passages, test_questions = grounded_run(200, seed=1)
+    picks = selector.predict(test_answers, test_passages, test_questions)
+    correct = [test_answers[q][m] == test_golds[q][0] for q, m in enumerate(picks)]
+    reader_alone = [row[2] == gold[0] for row, gold in zip(test_answers, test_golds, strict=True)]
+    assert np.mean(correct) >= np.mean(reader_alone) > 0.6
+    coefficients = selector.describe()["coefficients"]
+    assert coefficients["grounded"] > 0 and coefficients["grounded"] > coefficients["agreement"]
+    # decision scores are the logistic regression's log-odds on standardised features
+    features = selector.features(test_answers[:3], test_passages[:3], test_questions[:3]).matrix
+    by_hand = ((features - selector.mean_) / selector.scale_) @ selector.coef_ + selector.intercept_
+    np.testing.assert_allclose(
+        selector.decision_scores(test_answers[:3], test_passages[:3], test_questions[:3]), by_hand
+    )
+    # the weights file holds plain numbers; loading into a reordered pool permutes the member features
+    path = selector.save(tmp_path / "selector.json", dataset="constructed")
+    document = json.loads(path.read_text())
+    assert document["voter"] == "selector" and document["format"] == "eor-voter-weights"
+    loaded = load_voter(path, members=["Reader", "Agree1", "Agree2"])
+    reordered = [[row[2], row[0], row[1]] for row in test_answers]
+    reordered_passages = [[row[2], row[0], row[1]] for row in test_passages]
+    np.testing.assert_allclose(
+        loaded.decision_scores(reordered, reordered_passages, test_questions),
+        selector.decision_scores(test_answers, test_passages, test_questions)[:, [2, 0, 1]],
+    )
+    assert loaded.metadata_["dataset"] == "constructed"
+    with pytest.raises(ConfigError, match="load it with voters.load_voter"):
+        Voter.load(path)
+    with pytest.raises(InputError, match="passages and the question texts"):
+        selector.decision_scores(test_answers)
+
+
+def test_selector_with_one_class_only_and_bad_files(tmp_path):
+    answers = [["a", "b"], ["c", "d"]]
+    selector = AnswerSelector(metrics=("em",)).fit(answers, [["z"], ["z"]], [[[], []], [[], []]], ["q1", "q2"])
+    assert not selector.coef_.any() and selector.predict(answers, [[[], []], [[], []]], ["q1", "q2"]).tolist() == [0, 0]
+    path = selector.save(tmp_path / "s.json")
+    document = json.loads(path.read_text())
+    document["coefficients"] = document["coefficients"][:-1]
+    path.write_text(json.dumps(document))
+    with pytest.raises(ConfigError, match="inconsistent"):
+        load_voter(path)
+    document["voter"] = "oracle"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ConfigError, match="unknown voter 'oracle'"):
+        load_voter(path)
+    with pytest.raises(ConfigError, match="C must be a positive number"):
+        AnswerSelector(C=0).fit(answers, [["a"], ["c"]], [[[], []], [[], []]], ["q1", "q2"])
+
+
+def test_expected_correctness_and_its_gradient_by_hand():
+    scores = np.array([[0.0, math.log(3) * 0.1]])  # softmax at τ = 0.1: [1/4, 3/4]
+    value, gradient = expected_correctness(scores, np.array([[1.0, 0.0]]), 0.1)
+    assert value == pytest.approx(0.25)
+    # d/ds_m Σ p c = p_m (c_m − E) / τ
+    np.testing.assert_allclose(gradient, [[0.25 * 0.75 / 0.1, 0.75 * (0 - 0.25) / 0.1]])
+
+
+@pytest.mark.parametrize("grounding", [False, True])
+def test_smooth_objective_gradient_matches_finite_differences(grounding):
+    from scipy.optimize import check_grad
+
+    rng = np.random.default_rng(3)
+    tensor = rng.uniform(size=(20, 4, 4, 3))
+    data = VoteData(tensor, (rng.uniform(size=(20, 4)) > 0.5).astype(float), rng.integers(0, 2, (20, 4)).astype(float))
+    size = 3 + 4 + int(grounding)
+    objective = SmoothObjective(data, "mean", 0.5, grounding, SmoothSettings(0.2, 0.05), np.full(size, 0.3))
+    for _ in range(3):
+        x = rng.uniform(0.05, 0.6, size)
+        error = check_grad(lambda v: objective(v)[0], lambda v: objective(v)[1], x)
+        assert error < 1e-5 * max(1.0, np.linalg.norm(objective(x)[1]))
+
+
+def test_smooth_fit_polishes_on_the_true_objective():
+    answers, golds, passages, _ = grounded_run(80, seed=2)
+    joined = [[" ".join(texts) for texts in row] for row in passages]
+    step = Voter(metrics=("em", "f1"), grounding=True, members=NAMES).fit(answers, golds, joined)
+    smooth = Voter(metrics=("em", "f1"), grounding=True, members=NAMES, objective="smooth").fit(answers, golds, joined)
+    again = Voter(metrics=("em", "f1"), grounding=True, members=NAMES, objective="smooth").fit(answers, golds, joined)
+    assert smooth.best_start_ == "mean/smooth" and smooth.fit_history_[0]["surrogate"] > 0
+    np.testing.assert_array_equal(smooth.retriever_weights_, again.retriever_weights_)  # deterministic
+    assert np.all((smooth.retriever_weights_ >= 0) & (smooth.retriever_weights_ <= 0.6))
+    assert smooth.train_score_ == pytest.approx(smooth.score(answers, golds, joined))
+    assert smooth.train_score_ >= 0.7 and step.train_score_ >= 0.7
+    with pytest.raises(ConfigError, match="unknown objective"):
+        Voter(objective="hinge").fit(answers, golds)
+
+
+def write_run(folder: Path, answers, golds, passages, questions, names=NAMES) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for q, row in enumerate(answers):
+        members = {
+            name: {
+                "answer": row[m],
+                "passages": [
+                    {"id": f"{name}{q}{i}", "title": "", "text": t, "score": 1.0} for i, t in enumerate(passages[q][m])
+                ],
+                "prompt": "",
+                "seconds": 0.0,
+            }
+            for m, name in enumerate(names)
+        }
+        lines.append(json.dumps({"id": f"q{q}", "question": questions[q], "answers": golds[q], "members": members}))
+    (folder / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_folds_partition_the_questions():
+    parts = folds(10, 3, seed=0)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(10)) and [len(p) for p in parts] == [4, 3, 3]
+    assert [p.tolist() for p in parts] == [p.tolist() for p in folds(10, 3, seed=0)]
+    with pytest.raises(InputError, match="at least 2 folds"):
+        folds(10, 1, seed=0)
+    with pytest.raises(InputError, match="cannot make 5 folds of 3 questions"):
+        folds(3, 5, seed=0)
+
+
+def test_cross_validation_against_top_r_by_hand(tmp_path):
+    # Member B is right on questions 0-5 of 8, A on 0-1 only: Top R is B in every training fold.
+    answers = [["a", "g"] if q < 2 else (["a", "g"] if q < 6 else ["a", "b"]) for q in range(8)]
+    golds = [["g"] if q < 6 else ["x"] for q in range(8)]
+    answers[0] = ["g", "g"]
+    answers[1] = ["g", "g"]
+    run = load_run(write_run(tmp_path / "r", answers, golds, [[[], []]] * 8, ["q"] * 8, names=["A", "B"]))
+    settings = VoteSettings(metrics=("em",))
+    arrays = vote_arrays(run, settings)
+    result = out_of_fold(arrays, ["top", "selector"], settings, 4, seed=0)
+    assert result.scores["top"].tolist() == [1.0] * 6 + [0.0] * 2  # B everywhere
+    table = compare_with_top(result)
+    assert table["top"]["minus_top"] == 0.0 and table["top"]["p_value"] == 1.0
+    assert table["selector"]["mean"] == pytest.approx(result.scores["selector"].mean())
+    # B is right whenever anyone is (the oracle is 0.75): a candidate can at best tie Top R, and ties go to it
+    name, means = choose_candidate(arrays, ["selector", "paper", "top"], settings, 4, seed=0)
+    assert means["top"] == 0.75 and max(means.values()) == 0.75 and name == "top"
+
+
+def test_eor_train_auto_cv_and_named_voters(tmp_path, capsys):
+    answers, golds, passages, questions = grounded_run(90, seed=4)
+    train_dir = write_run(tmp_path / "train", answers, golds, passages, questions)
+    dev = grounded_run(60, seed=5)
+    dev_dir = write_run(tmp_path / "dev", *dev)
+    compressed = tmp_path / "dev.jsonl.gz"
+    with gzip.open(compressed, "wt", encoding="utf-8") as handle:
+        handle.write((dev_dir / "records.jsonl").read_text())
+    assert read_records(compressed) == read_records(dev_dir)
+
+    weights = tmp_path / "auto.json"
+    args = ["train", str(train_dir), "--out", str(weights), "--dev", str(compressed), "--metrics", "em,f1"]
+    assert main([*args, "--cv", "3", "--inner-folds", "3"]) == 0
+    output = capsys.readouterr().out
+    assert "3-fold cross-validation over 90 training questions" in output
+    for name in ("top", "paper", "grounding", "smooth", "smooth-grounding", "selector", "auto"):
+        assert f"\n  {name} " in output
+    document = json.loads(weights.read_text())
+    chosen = document["meta"]["chosen_voter"]
+    assert f"auto chose {chosen}" in output
+    selection = document["meta"]["selection"]["means"]
+    assert selection[chosen] >= selection["top"]  # never below Top R by the inner CV
+    assert set(document["meta"]["cv"]["voters"]) >= {"top", "auto"}
+    assert document["meta"]["top_r_train"]["member"] == "Reader"
+
+    paper = tmp_path / "paper.json"
+    assert main(["train", str(train_dir), "--out", str(paper), "--voter", "paper", "--metrics", "em,f1"]) == 0
+    capsys.readouterr()
+    fitted = Voter(metrics=("em", "f1"), members=NAMES).fit(answers, golds)  # the paper's voter, as before
+    assert json.loads(paper.read_text())["retriever_weights"] == pytest.approx(fitted.retriever_weights_.tolist())
+
+    top = tmp_path / "top.json"
+    assert main(["train", str(train_dir), "--out", str(top), "--voter", "top", "--metrics", "em"]) == 0
+    capsys.readouterr()
+    top_voter = load_voter(top)
+    assert top_voter.active_members_ == [2] and top_voter.predict(dev[0]).tolist() == [2] * 60
+
+    selector = tmp_path / "selector.json"
+    assert (
+        main(["train", str(train_dir), "--out", str(selector), "--voter", "selector", "--metrics", "{em: {}, f1: {}}"])
+        == 0
+    )
+    assert "on dev" not in capsys.readouterr().out
+    assert json.loads(selector.read_text())["voter"] == "selector"
+    report = tmp_path / "report"
+    assert main(["bench", str(compressed), "--out", str(report), "--weights", str(selector), "--resamples", "50"]) == 0
+    markdown = (report / "report.md").read_text()
+    assert "## Learned answer selector" in markdown and "| grounded |" in markdown
+    assert not (report / "weights.png").exists()
+
+    assert main(["train", str(train_dir), "--out", str(tmp_path / "x.json"), "--voter", "oracle"]) == 1
+    assert "unknown voter 'oracle'" in capsys.readouterr().err
+
+
+def test_metric_spec_parsing():
+    assert parse_metric_spec("em, f1,cosine") == (["em", "f1", "cosine"], {})
+    assert parse_metric_spec("{em: {}, bertscore: {num_layers: 6}, nli: {model: /m, combine: max}}") == (
+        ["em", "bertscore", "nli"],
+        {"bertscore": {"num_layers": 6}, "nli": {"model": "/m", "combine": "max"}},
+    )
+    for bad in ("", "{em: 3}", "{]"):
+        with pytest.raises(ConfigError):
+            parse_metric_spec(bad)
+
+
+def test_config_metric_params_reach_the_uniform_voter(tmp_path):
+    from eor.config import load_config
+    from eor.ensemble import _uniform_voter
+
+    root = Path(__file__).resolve().parent.parent
+    text = (
+        (root / "configs" / "default.yaml")
+        .read_text()
+        .replace(
+            "  metrics: [em, f1, cosine]", "  metrics: [em, bertscore]\n  metric_params: {bertscore: {num_layers: 3}}"
+        )
+    )
+    shutil.copy(root / "eor" / "demo" / "corpus.jsonl", tmp_path / "corpus.jsonl")
+    path = tmp_path / "c.yaml"
+    path.write_text(text.replace("../eor/demo/corpus.jsonl", "corpus.jsonl"))
+    voter = _uniform_voter(load_config(path))
+    assert voter.metric_params == {"bertscore": {"model": "minilm-l6", "num_layers": 3}}
+    path.write_text(text.replace("{bertscore: {num_layers: 3}}", "{nli: {model: x}}"))
+    with pytest.raises(ConfigError, match="not in voter.metrics: nli"):
+        _uniform_voter(load_config(path))
