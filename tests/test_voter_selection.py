@@ -38,7 +38,8 @@ def test_candidate_features_by_hand():
     passages = [[["Paris is the capital."], [], ["Rome and Paris.", "More"]]]
     tensor = similarity_tensor(answers, ["em"])
     features = candidate_features(tensor, answers, passages, ["what is the capital of france"], ["em"], NAMES)
-    assert features.names == ["sim:em", *BASE_FEATURES, "member:Agree1", "member:Agree2", "member:Reader"]
+    per_member = [f"{kind}:{name}" for kind in ("member", "vote", "found") for name in NAMES]
+    assert features.names == ["sim:em", *BASE_FEATURES, *per_member]
     rows = {name: features.matrix[0, :, i].tolist() for i, name in enumerate(features.names)}
     assert rows["sim:em"] == [0.5, 0.5, 0.0]  # mean over the two others of em
     assert rows["agreement"] == [0.5, 0.5, 0.0]
@@ -49,11 +50,15 @@ def test_candidate_features_by_hand():
     assert rows["log_length"] == [math.log(2)] * 3
     assert rows["long"] == rows["refusal"] == rows["in_question"] == [0.0, 0.0, 0.0]
     assert rows["member:Reader"] == [0.0, 0.0, 1.0]
+    assert rows["vote:Agree1"] == rows["vote:Agree2"] == [1.0, 1.0, 0.0] and rows["vote:Reader"] == [0.0, 0.0, 1.0]
+    assert rows["found:Agree1"] == rows["found:Reader"] == [1.0, 1.0, 0.0] and rows["found:Agree2"] == [0.0] * 3
     # a subset of members keeps each one's own one-hot column
     subset = candidate_features(
         tensor[:, :2, :2], [["Paris", "London"]], [[["x"], ["y"]]], ["q"], ["em"], NAMES, [2, 0]
     )
-    assert subset.matrix[0, 0, -1] == 1.0 and subset.matrix[0, 1, -3] == 1.0
+    column = {name: subset.matrix[0, :, i].tolist() for i, name in enumerate(subset.names)}
+    assert column["member:Reader"] == [1.0, 0.0] and column["member:Agree1"] == [0.0, 1.0]
+    assert column["found:Reader"] == [0.0, 0.0] and column["vote:Agree2"] == [0.0, 0.0]
 
 
 def test_refusals_and_question_copies():

@@ -13,6 +13,8 @@ For question q and member m (candidate answer y_m), with the member's passages P
     refusal        y_m is empty or refuses ("sorry", "cannot", "unknown", ...)
     in_question    share of norm(y_m)'s tokens that occur in the question (copying the question)
     member:<name>  1 for the candidate's own member          (its prior accuracy, learned)
+    vote:<name>    1 when member <name> gives the same normalised answer (a learned weighted vote)
+    found:<name>   1 when the answer occurs in member <name>'s passages (whose retrieval backs it)
 
 With a single member, the pooled features are 0. Every feature is a float; `FeatureSet.matrix` has shape
 (Q, M, F) and `names` lists the F feature names in order.
@@ -55,8 +57,12 @@ class FeatureSet:
     matrix: np.ndarray  # (Q, M, F)
 
 
+PER_MEMBER = ("member", "vote", "found")
+
+
 def feature_names(metrics: Sequence[str], members: Sequence[str]) -> list[str]:
-    return [f"sim:{metric}" for metric in metrics] + list(BASE_FEATURES) + [f"member:{name}" for name in members]
+    per_member = [f"{kind}:{name}" for kind in PER_MEMBER for name in members]
+    return [f"sim:{metric}" for metric in metrics] + list(BASE_FEATURES) + per_member
 
 
 def is_refusal(answer: str) -> bool:
@@ -92,15 +98,24 @@ def candidate_features(
     if n_members > 1:
         off_diagonal = ~np.eye(n_members, dtype=bool)
         matrix[:, :, :k] = (values * off_diagonal[None, :, :, None]).sum(axis=2) / (n_members - 1)
-    for q in range(n_questions):
-        matrix[q, :, k : k + len(BASE_FEATURES)] = _base_rows(answers[q], passages[q], questions[q])
     base = k + len(BASE_FEATURES)
+    columns = np.asarray(index)
+    width = len(members)
+    for q in range(n_questions):
+        rows, votes, found = _base_rows(answers[q], passages[q], questions[q])
+        view = matrix[q]  # (M, F); one advanced index keeps the [m, n] order of votes and found
+        view[:, k:base] = rows
+        view[:, base + width + columns] = votes
+        view[:, base + 2 * width + columns] = found
     for m, position in enumerate(index):
         matrix[:, m, base + position] = 1.0
     return FeatureSet(names, matrix)
 
 
-def _base_rows(answers: Sequence[str], passages: Sequence[Sequence[str]], question: str) -> np.ndarray:
+def _base_rows(
+    answers: Sequence[str], passages: Sequence[Sequence[str]], question: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(base features (M, B), same answer as member n (M, M), answer found in member n's passages (M, M))."""
     n_members = len(answers)
     if len(passages) != n_members:
         raise InputError(f"{len(passages)} passage lists for {n_members} answers")
@@ -108,10 +123,14 @@ def _base_rows(answers: Sequence[str], passages: Sequence[Sequence[str]], questi
     joined = ["\n".join(texts) for texts in passages]
     question_tokens = set(normalize_answer(question).split())
     rows = np.zeros((n_members, len(BASE_FEATURES)))
+    votes = np.zeros((n_members, n_members))
+    found_in = np.zeros((n_members, n_members))
     for m, (answer, norm) in enumerate(zip(answers, normalised, strict=True)):
         tokens = norm.split()
         same = sum(1 for n, other in enumerate(normalised) if n != m and other == norm)
         found = [bool(norm) and contains(text, answer) == 1.0 for text in joined]
+        votes[m] = [bool(norm) and other == norm for other in normalised]
+        found_in[m] = found
         rows[m] = (
             same / (n_members - 1) if n_members > 1 else 0.0,
             float(found[m]),
@@ -123,4 +142,4 @@ def _base_rows(answers: Sequence[str], passages: Sequence[Sequence[str]], questi
             float(is_refusal(answer)),
             sum(token in question_tokens for token in tokens) / len(tokens) if tokens else 1.0,
         )
-    return rows
+    return rows, votes, found_in

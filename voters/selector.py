@@ -19,7 +19,7 @@ import numpy as np
 
 from eor.errors import ConfigError, InputError, NotFittedError
 from voters.correctness import CORRECTNESS, correctness_matrix
-from voters.features import FeatureSet, candidate_features, feature_names
+from voters.features import PER_MEMBER, FeatureSet, candidate_features, feature_names
 from voters.scoring import choose
 from voters.similarity import METRICS, check_answers, similarity_tensor
 from voters.weights_file import FORMAT, FORMAT_VERSION, eor_version, member_order, write_document
@@ -286,8 +286,9 @@ class AnswerSelector:
         return selector
 
     def _reorder(self, order: list[int], members: list[str]) -> None:
-        base = len(self.feature_names_) - len(self.members_)
-        columns = list(range(base)) + [base + i for i in order]
+        width = len(self.members_)
+        base = len(self.feature_names_) - len(PER_MEMBER) * width
+        columns = list(range(base)) + [base + b * width + i for b in range(len(PER_MEMBER)) for i in order]
         self.feature_names_ = [self.feature_names_[c] for c in columns]
         self.mean_, self.scale_, self.coef_ = (a[columns] for a in (self.mean_, self.scale_, self.coef_))
         self.members_ = members
