@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eor.errors import InputError
 from voters.scoring import VoteScorer
 from voters.training import (
     SearchResult,
@@ -126,6 +127,10 @@ def smooth_search(
     """Fit the surrogate from the uniform point, polish on the true objective; see the module docstring."""
     from scipy.optimize import minimize
 
+    if use_grounding and (train.grounding is None or (dev is not None and dev.grounding is None)):
+        raise InputError("grounding=True needs each member's passages for the training (and dev) questions")
+    if train.tensor.shape[0] == 0:
+        raise InputError("cannot fit a voter on zero questions")
     n_metrics, n_members = train.tensor.shape[3], train.tensor.shape[1]
     uniform = np.concatenate(
         [

@@ -139,13 +139,9 @@ class Voter:
 
     def __repr__(self) -> str:
         defaults = {
-            name: p.default
-            for name, p in inspect.signature(type(self).__init__).parameters.items()
-            if name != "self"
+            name: p.default for name, p in inspect.signature(type(self).__init__).parameters.items() if name != "self"
         }
-        changed = [
-            f"{name}={value!r}" for name, value in self.get_params().items() if value != defaults[name]
-        ]
+        changed = [f"{name}={value!r}" for name, value in self.get_params().items() if value != defaults[name]]
         return f"{type(self).__name__}({', '.join(changed)})"
 
     def _check_params(self) -> None:
@@ -164,9 +160,7 @@ class Voter:
         if self.pooling != SEARCH and self.pooling not in POOLINGS:
             raise ConfigError(f"unknown pooling {self.pooling!r}; available: {', '.join(POOLINGS)}, {SEARCH}")
         if self.correctness not in CORRECTNESS:
-            raise ConfigError(
-                f"unknown correctness metric {self.correctness!r}; available: {', '.join(CORRECTNESS)}"
-            )
+            raise ConfigError(f"unknown correctness metric {self.correctness!r}; available: {', '.join(CORRECTNESS)}")
         for name in ("threshold", "member_threshold", "max_weight"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not np.isfinite(value):
@@ -187,11 +181,15 @@ class Voter:
             raise ConfigError(f"unknown objective {self.objective!r}; available: {', '.join(OBJECTIVES)}")
         for name in ("temperature", "penalty"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or not np.isfinite(value) or value < 0 or (
-                name == "temperature" and value == 0
+            if (
+                not isinstance(value, int | float)
+                or not np.isfinite(value)
+                or value < 0
+                or (name == "temperature" and value == 0)
             ):
-                raise ConfigError(f"{name} must be a {'positive' if name == 'temperature' else 'non-negative'} "
-                                  f"number, got {value!r}")
+                raise ConfigError(
+                    f"{name} must be a {'positive' if name == 'temperature' else 'non-negative'} number, got {value!r}"
+                )
         if self.members is not None:
             names = list(self.members)
             if any(not isinstance(name, str) for name in names) or len(set(names)) != len(names):
@@ -241,8 +239,9 @@ class Voter:
         return voter
 
     @classmethod
-    def single_member(cls, n_members: int, member: int, metrics: Sequence[str] = ("em", "f1", "cosine"),
-                      **params: Any) -> Voter:
+    def single_member(
+        cls, n_members: int, member: int, metrics: Sequence[str] = ("em", "f1", "cosine"), **params: Any
+    ) -> Voter:
         """Top R as a voter: member `member` alone is active (ω^r = max_weight, every other ω^r = 0), so it
         is always chosen; the metric weights are uniform (they never matter with one active member)."""
         voter = cls.uniform(n_members, metrics=metrics, **params)
@@ -278,9 +277,7 @@ class Voter:
         memo = getattr(self, "_memo", None)
         if memo is not None and memo[0] == key:  # decision_scores then predict on the same batch
             return memo[1]
-        tensor = similarity_tensor(
-            answers, list(self.metrics), cache=self.cache_dir, metric_params=self.metric_params
-        )
+        tensor = similarity_tensor(answers, list(self.metrics), cache=self.cache_dir, metric_params=self.metric_params)
         self._memo = (key, tensor)
         return tensor
 
@@ -294,9 +291,7 @@ class Voter:
         check_answers(answers)
         tensor = self.similarity_tensor(answers)
         correct = (
-            correctness_matrix(answers, golds, self.correctness)
-            if golds is not None
-            else np.zeros(tensor.shape[:2])
+            correctness_matrix(answers, golds, self.correctness) if golds is not None else np.zeros(tensor.shape[:2])
         )
         grounding = None
         if need_grounding:
@@ -331,9 +326,7 @@ class Voter:
                 raise InputError("dev must be (answers, golds) or (answers, golds, passages)")
             dev_answers, dev_golds, *rest = dev
             dev_data = self._data(dev_answers, dev_golds, rest[0] if rest else None, self.grounding)
-        return self.fit_tensor(
-            train.tensor, train.correctness, train.grounding, dev=dev_data, callback=callback
-        )
+        return self.fit_tensor(train.tensor, train.correctness, train.grounding, dev=dev_data, callback=callback)
 
     def fit_tensor(
         self,
@@ -351,13 +344,9 @@ class Voter:
         self._check_params()
         train = VoteData(tensor, correctness, grounding)
         if train.tensor.shape[3] != len(self.metrics):
-            raise InputError(
-                f"tensor has {train.tensor.shape[3]} metrics, the voter uses {len(self.metrics)}"
-            )
+            raise InputError(f"tensor has {train.tensor.shape[3]} metrics, the voter uses {len(self.metrics)}")
         if self.members is not None and len(self.members) != train.tensor.shape[1]:
-            raise InputError(
-                f"{len(self.members)} member names but answers from {train.tensor.shape[1]} members"
-            )
+            raise InputError(f"{len(self.members)} member names but answers from {train.tensor.shape[1]} members")
         dev_data = dev if dev is None or isinstance(dev, VoteData) else VoteData(*dev)
         poolings = list(POOLINGS) if self.pooling == SEARCH else [self.pooling]
         n_weights = train.tensor.shape[3] + train.tensor.shape[1] + int(bool(self.grounding))
@@ -434,13 +423,9 @@ class Voter:
         self._check_fitted()
         scorer = VoteScorer(tensor, grounding)
         if scorer.n_members != self.n_members_:
-            raise InputError(
-                f"this voter was built for {self.n_members_} members, got answers from {scorer.n_members}"
-            )
+            raise InputError(f"this voter was built for {self.n_members_} members, got answers from {scorer.n_members}")
         if scorer.n_metrics != len(self.metric_weights_):
-            raise InputError(
-                f"tensor has {scorer.n_metrics} metrics, the voter uses {len(self.metric_weights_)}"
-            )
+            raise InputError(f"tensor has {scorer.n_metrics} metrics, the voter uses {len(self.metric_weights_)}")
         return scorer.scores(
             self.metric_weights_,
             self.retriever_weights_,
@@ -454,16 +439,12 @@ class Voter:
         """The chosen member index per question (ties to the lowest index)."""
         return choose(self.decision_scores_tensor(tensor, grounding))
 
-    def score_tensor(
-        self, tensor: np.ndarray, correctness: np.ndarray, grounding: np.ndarray | None = None
-    ) -> float:
+    def score_tensor(self, tensor: np.ndarray, correctness: np.ndarray, grounding: np.ndarray | None = None) -> float:
         """Mean correctness (Q, M matrix given) of the chosen answers."""
         chosen = self.predict_tensor(tensor, grounding)
         correct = np.asarray(correctness, dtype=float)
         if correct.shape != (len(chosen), self.n_members_):
-            raise InputError(
-                f"correctness must have shape ({len(chosen)}, {self.n_members_}), got {correct.shape}"
-            )
+            raise InputError(f"correctness must have shape ({len(chosen)}, {self.n_members_}), got {correct.shape}")
         return float(correct[np.arange(len(chosen)), chosen].mean()) if len(chosen) else 0.0
 
     @property
@@ -581,9 +562,7 @@ class Voter:
         """The chosen member index per question, shape (Q,)."""
         return choose(self.decision_scores(answers, passages, questions))
 
-    def score(
-        self, answers: Answers, golds: Golds, passages: Sequence[Sequence[Passages]] | None = None
-    ) -> float:
+    def score(self, answers: Answers, golds: Golds, passages: Sequence[Sequence[Passages]] | None = None) -> float:
         """Mean correctness (the `correctness` metric) of the chosen answers: higher is better."""
         chosen = self.predict(answers, passages)
         correct = correctness_matrix(answers, golds, self.correctness)
@@ -627,9 +606,7 @@ class Voter:
         return cls.from_document(read_document(path), str(path), members)
 
     @classmethod
-    def from_document(
-        cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None
-    ) -> Voter:
+    def from_document(cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Voter:
         """A fitted voter from a weights-file document (see `voters.load_voter`)."""
         path = source
         if document.get("voter", cls.kind) != cls.kind:
@@ -652,9 +629,7 @@ class Voter:
         voter.set_params(**params)
         voter._check_params()
         if len(metric_weights) != len(voter.metrics) or pooling not in POOLINGS:
-            raise ConfigError(
-                f"weights file {str(path)!r} is inconsistent: metric weights or pooling do not match"
-            )
+            raise ConfigError(f"weights file {str(path)!r} is inconsistent: metric weights or pooling do not match")
         grounding = document.get("grounding_weight")
         voter._set_weights(
             Weights(
