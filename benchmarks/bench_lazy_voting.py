@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from eor.records import read_records
     from eor.run_data import load_run
     from voters import Voter, load_voter
+    from voters.lazy import supports_lazy_voting
 
     record_files = args.records or sorted(str(p) for p in (ROOT / "docs" / "records").glob("*.jsonl.gz"))
     weight_files = (
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
             if voter.members_ is not None and set(voter.members_) <= set(data.names):
                 voters.append((Path(file).name, voter))
         for label, voter in voters:
+            if not supports_lazy_voting(voter):
+                print(f"{Path(path).name:<22} {label:<34} not bounded ({voter.kind}): runs every member")
+                continue
             row = replay(data, records, voter)
             failures += row["questions"] - row["identical"]
             print(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eor.errors import ConfigError
 from voters.grounding import grounding_features
 from voters.pooling import POOLINGS
 
@@ -120,7 +121,9 @@ def simulate(
 ) -> tuple[str, list[int]]:
     """Run the members of one question lazily in `order` (positions), using their known answers: the chosen
     answer and the positions that had to run. The replay of recorded runs (benchmarks/bench_lazy_voting.py)
-    checks the answer against the full vote."""
+    checks the answer against the full vote. Only for voters that `supports_lazy_voting`."""
+    if not supports_lazy_voting(voter):
+        raise ConfigError(f"lazy voting cannot bound a {getattr(voter, 'kind', type(voter).__name__)} voter")
     needed = set(needed_members(voter))
     queue = [m for m in order if m in needed]
     tensor = voter.similarity_tensor([list(answers)])[0]
