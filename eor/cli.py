@@ -26,7 +26,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from eor.ensemble import Ensemble
 
     question = check_question(args.question)
-    ensemble = Ensemble.from_config(_config_path(args.config), weights=args.weights)
+    ensemble = Ensemble.from_config(_config_path(args.config), weights=args.weights, cache=_cache(args))
     result = ensemble.answer(question)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
@@ -71,6 +71,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         limit=args.limit,
         batch_size=args.batch_size,
         weights=args.weights,
+        cache=_cache(args),
     )
     print(summary)
     return 0
@@ -129,7 +130,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_batch=args.max_batch,
         max_body_bytes=args.max_body_bytes,
     )
-    serve(_config_path(args.config), weights=args.weights, settings=settings, log_level=args.log_level)
+    serve(_config_path(args.config), weights=args.weights, settings=settings, log_level=args.log_level,
+          cache=_cache(args))
     return 0
 
 
@@ -149,7 +151,7 @@ def cmd_erag(args: argparse.Namespace) -> int:
         run_erag(
             _config_path(args.config), Path(args.data), args.member, Path(args.out), k=args.k, metric=args.metric,
             limit=args.limit, cutoffs=cutoffs, cost_questions=args.cost_questions, batch_size=args.batch_size,
-            cache=Path(args.cache) if args.cache else None,
+            cache=_cache(args),
         )
     )
     return 0
@@ -162,10 +164,67 @@ def cmd_utility(args: argparse.Namespace) -> int:
         run_utility(
             _config_path(args.config), Path(args.data), args.member, Path(args.out), ks=parse_ints(args.ks, "--ks"),
             similarity=args.similarity, references=args.references, limit=args.limit, epsilon=args.epsilon,
-            batch_size=args.batch_size, cache=Path(args.cache) if args.cache else None,
+            batch_size=args.batch_size, cache=_cache(args),
         )
     )
     return 0
+
+
+def _cache(args: argparse.Namespace) -> Path | bool:
+    """The generation cache a command's options name: --no-cache -> False, --cache FILE -> FILE, else True
+    (the default file, or none when EOR_GENERATION_CACHE=off)."""
+    if args.no_cache:
+        return False
+    return Path(args.cache) if args.cache else True
+
+
+def cmd_cache_stats(args: argparse.Namespace) -> int:
+    from eor.generation_cache import GenerationCache, format_stats
+
+    path = _cache_file(args)
+    if not path.exists():  # looking must not create it
+        print(f"generation cache: {path}\nentries: 0 (no file yet)")
+        return 0
+    with GenerationCache(path) as cache:
+        print(format_stats(cache.stats()))
+    return 0
+
+
+def cmd_cache_clear(args: argparse.Namespace) -> int:
+    from eor.generation_cache import GenerationCache
+
+    path = _cache_file(args)
+    if not path.exists():
+        print(f"no generation cache at {path}: nothing to delete")
+        return 0
+    with GenerationCache(path) as cache:
+        readers = cache.stats().readers
+        if args.reader is not None and args.reader not in readers:
+            known = "; ".join(readers) if readers else "the cache is empty"
+            raise InputError(f"no entries of reader {args.reader!r} in {cache.where}; readers: {known}")
+        deleted = cache.clear(args.reader)
+        which = f" of reader {args.reader}" if args.reader is not None else ""
+        print(f"deleted {deleted} cached generations{which} from {cache.where}")
+    return 0
+
+
+def _cache_file(args: argparse.Namespace) -> Path:
+    from eor.generation_cache import ENV_VARIABLE, default_cache_path
+
+    path = Path(args.cache) if args.cache else default_cache_path()
+    if path is None:
+        raise InputError(f"{ENV_VARIABLE} turns the generation cache off; name a file with --cache FILE")
+    return path
+
+
+def _add_cache_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--cache", metavar="FILE",
+        help="generation cache file (SQLite) to use; default: $EOR_GENERATION_CACHE, else "
+        "$EOR_CACHE/generations.sqlite (~/.cache/eor/generations.sqlite)",
+    )
+    group.add_argument("--no-cache", action="store_true", help="neither read nor write the generation cache file")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--config", help="ensemble config (YAML); default: configs/default.yaml")
     ask.add_argument("--weights", help="trained voter weights (JSON from `eor train`)")
     ask.add_argument("--json", action="store_true", help="print the full result object as JSON")
+    _add_cache_options(ask)
     ask.set_defaults(handler=cmd_ask)
 
     run = commands.add_parser("run", help="run every member on every question of a file; writes records")
@@ -195,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size", type=int, default=None, help="questions per reader batch (default: config)"
     )
     run.add_argument("--weights", help="trained voter weights for the recorded vote")
+    _add_cache_options(run)
     run.set_defaults(handler=cmd_run)
 
     train = commands.add_parser("train", help="learn voter weights from the records of `eor run`")
@@ -268,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--max-body-bytes", type=int, default=65536, help="larger bodies get 413 (default 64 KB)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _add_cache_options(serve)
     serve.set_defaults(handler=cmd_serve)
 
     models = commands.add_parser("models", help="list the models that work offline and how to install them")
@@ -288,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="questions of the side-by-side cost measurement of eRAG vs end-to-end (default 10; 0: off)",
     )
     erag.add_argument("--batch-size", type=int, default=8, help="prompts per reader call (default 8)")
-    erag.add_argument("--cache", help="generation cache file to use (default OUT/generations.jsonl); runs may share it")
+    _add_cache_options(erag)
     erag.set_defaults(handler=cmd_erag)
 
     utility = commands.add_parser(
@@ -310,10 +372,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--epsilon", type=float, help="divide by max(P(0-shot), EPSILON) instead of leaving U undefined"
     )
     utility.add_argument("--batch-size", type=int, default=8, help="prompts per reader call (default 8)")
-    utility.add_argument(
-        "--cache", help="generation cache file (default OUT/generations.jsonl); share an `eor erag` run's"
-    )
+    _add_cache_options(utility)
     utility.set_defaults(handler=cmd_utility)
+
+    cache = commands.add_parser("cache", help="the generation cache shared by every command: stats, clear")
+    actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
+    stats = actions.add_parser("stats", help="entries, size on disk and entries per reader identity")
+    stats.add_argument("--cache", metavar="FILE", help="cache file (default: the one every command uses)")
+    stats.set_defaults(handler=cmd_cache_stats)
+    clear = actions.add_parser("clear", help="delete cached generations (all, or one reader's)")
+    clear.add_argument("--cache", metavar="FILE", help="cache file (default: the one every command uses)")
+    clear.add_argument(
+        "--reader", metavar="IDENTITY", help="only this reader identity's entries (as `eor cache stats` lists them)"
+    )
+    clear.set_defaults(handler=cmd_cache_clear)
     return parser
 
 

@@ -7,6 +7,10 @@ the vote then runs over the remaining members with their own weights. A question
 member is left. `strict=True` raises at the first failure instead (for runs whose records must hold
 every member). The reader is used by one thread at a time (llama.cpp is not thread-safe), including by
 the parametric-knowledge and compression retrievers and by a timed-out member still running.
+
+Every generation (answers, PK documents, @CP summaries) goes through one `CachedReader` over the shared
+generation cache (eor.generation_cache), so a prompt that any member, question or earlier command already
+generated with the same reader is read back, not generated again; `cache=False` turns this off.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 from eor.config import EnsembleConfig, load_config
 from eor.data import Question, make_question
 from eor.errors import ConfigError, EorError, InputError, ReaderError, RetrieverError
+from eor.generation_cache import CacheSetting, open_cache
 from eor.prompts import PromptTemplates, clean_answer
 
 log = logging.getLogger(__name__)
@@ -109,19 +114,28 @@ class Result:
 class Ensemble:
     """Members built from the paper's notation over named sources, one reader, one voter."""
 
-    def __init__(self, config: EnsembleConfig, *, reader: Any = None, voter: Any = None) -> None:
+    def __init__(
+        self, config: EnsembleConfig, *, reader: Any = None, voter: Any = None, cache: CacheSetting = True
+    ) -> None:
+        """cache: where generations are cached (eor.generation_cache): True, the default file (or none when
+        EOR_GENERATION_CACHE=off); a file path; a GenerationCache; False or None: no cache. A reader without
+        an `identity` is never cached."""
         from eor.readers import build_reader
+        from eor.readers.cached import with_cache
         from retrievers.registry import BuildContext, SourcePool
 
         self.config = config
         self.templates = _templates(config)
         check_member_names(config)  # before loading any model: a typo fails at once
+        self.cache = open_cache(cache)  # before loading any model: an unusable cache file fails at once
         self.reader = reader if reader is not None else build_reader(config.reader)
         self._reader_lock = reader_lock(self.reader)
+        # Every generation (answers, PK, @CP) goes through this one reader: the cache, then the lock.
+        self.generator = with_cache(SerialReader(self.reader, self._reader_lock), self.cache)
         corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
         context = BuildContext(
             corpus_path=str(corpus) if corpus else None,
-            reader=SerialReader(self.reader, self._reader_lock),
+            reader=self.generator,
             prompts=self.templates,
             depth=config.retrieval_depth,
             encoder=config.voter.encoder,
@@ -391,8 +405,8 @@ class Ensemble:
 
     def _read(self, prompts: list[str]) -> list[tuple[str, float]]:
         with self._reader_lock:
-            raw = self.reader.generate(prompts)
-            seconds = list(getattr(self.reader, "last_seconds", [])) or [0.0] * len(prompts)
+            raw = self.generator.generate(prompts)
+            seconds = list(getattr(self.generator, "last_seconds", [])) or [0.0] * len(prompts)
         if len(raw) != len(prompts):
             raise ReaderError(f"the reader returned {len(raw)} completions for {len(prompts)} prompts")
         if len(seconds) != len(prompts):
@@ -446,12 +460,22 @@ class SerialReader:
     def __init__(self, reader: Any, lock: Any) -> None:
         self.reader = reader
         self.lock = lock
+        self._local = threading.local()
 
     def generate(self, *args: Any, **kwargs: Any) -> list[str]:
         with self.lock:
-            return self.reader.generate(*args, **kwargs)
+            outputs = self.reader.generate(*args, **kwargs)
+            self._local.seconds = list(getattr(self.reader, "last_seconds", None) or [])
+            return outputs
+
+    @property
+    def last_seconds(self) -> list[float]:
+        """The seconds per prompt of this thread's latest call (another thread may have used the reader since)."""
+        return list(getattr(self._local, "seconds", []))
 
     def __getattr__(self, name: str) -> Any:
+        if name in ("reader", "_local"):  # not set yet: avoid recursing
+            raise AttributeError(name)
         return getattr(self.reader, name)
 
 

@@ -33,3 +33,7 @@ class ReaderError(EorError):
 
 class RetrieverError(EorError):
     """A retriever failed, or a retriever name could not be parsed or built."""
+
+
+class CacheError(EorError):
+    """The generation cache file cannot be opened, read or written (not a cache, corrupt, locked, read-only)."""

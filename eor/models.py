@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -65,6 +66,55 @@ def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
         while block := handle.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a (model) file, computed once per path, size and modification time.
+
+    The digest is memoised in a stamp (`<digest> <size> <mtime_ns>`): the one written beside the file when
+    eor assembled it (qwen2.5-0.5b), else one under `<cache>/hashes/`, so a reader's identity costs a hash
+    of its model file only the first time the file is seen.
+    """
+    path = Path(path).resolve()
+    info = path.stat()
+    memo = (str(path), info.st_size, info.st_mtime_ns)
+    if memo in _DIGESTS:
+        return _DIGESTS[memo]
+    stamps = (path.with_name(path.name + ".sha256"), _hash_stamp(path))
+    digest = next((found for stamp in stamps if (found := _read_stamp(stamp, path))), None)
+    if digest is None:
+        digest = sha256_of(path)
+        _write_stamp(stamps[1], path, digest)
+    _DIGESTS[memo] = digest
+    return digest
+
+
+def _hash_stamp(path: Path) -> Path:
+    return cache_dir() / "hashes" / (hashlib.sha1(str(path).encode()).hexdigest() + ".sha256")
+
+
+def _read_stamp(stamp: Path, path: Path) -> str | None:
+    """The digest a stamp holds when it still describes `path` (same size and modification time)."""
+    try:
+        fields = stamp.read_text().split()
+    except OSError:
+        return None
+    if len(fields) != 3 or fields[1:] != _stamp(path, "").split():
+        return None
+    return fields[0]
+
+
+def _write_stamp(stamp: Path, path: Path, digest: str) -> None:
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        partial = stamp.with_suffix(f".part{os.getpid()}")
+        partial.write_text(_stamp(path, digest))
+        partial.replace(stamp)
+    except OSError as exc:  # the stamp only saves time; without it the hash is recomputed next start
+        logging.getLogger(__name__).debug("cannot write %s: %s", stamp, exc)
 
 
 def _assemble_qwen() -> Path:

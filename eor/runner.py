@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from eor.config import load_config
 from eor.data import load_questions
 from eor.errors import InputError
+from eor.generation_cache import CacheSetting
 from eor.records import RecordWriter, read_records
 
 CONFIG_FILE = "config.json"
@@ -25,7 +27,10 @@ def run(
     limit: int | None = None,
     batch_size: int | None = None,
     weights: str | None = None,
+    cache: CacheSetting = True,
 ) -> str:
+    """`cache`: the generation cache (see `Ensemble`); the records are the same with or without it, apart
+    from the timings."""
     from tqdm.auto import tqdm
 
     from eor.answers import best_over_golds, exact_match
@@ -46,8 +51,9 @@ def run(
     with RecordWriter(out) as writer:
         todo = [q for q in questions if q.id not in writer.done_ids]
         skipped = len(questions) - len(todo)
+        ensemble = None
         if todo:
-            ensemble = Ensemble.from_config(config, weights=weights)
+            ensemble = Ensemble.from_config(config, weights=weights, cache=cache)
         with tqdm(total=len(questions), initial=skipped, desc="questions", unit="q") as progress:
             for start in range(0, len(todo), size):
                 batch = todo[start : start + size]
@@ -68,4 +74,17 @@ def run(
     if graded:
         lines.append(f"exact match over {len(graded)} questions with answers:")
         lines += [f"  {name:<24} {100 * value / len(graded):5.1f}" for name, value in correct.items()]
+    if ensemble is not None:
+        lines.append(cache_summary(ensemble))
     return "\n".join(lines)
+
+
+def cache_summary(ensemble: Any) -> str:
+    """One line: how many prompts the generation cache answered and how many the reader generated."""
+    counters = getattr(ensemble.generator, "counters", None)
+    if ensemble.cache is None or counters is None:
+        return "generation cache: off"
+    return (
+        f"generation cache {ensemble.cache.where}: {counters.hits} prompts read back, "
+        f"{counters.generated} generated"
+    )

@@ -15,6 +15,21 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_generation_cache(tmp_path_factory):
+    """Generations are cached in a file of this test session, never in the user's cache: each test run
+    starts cold (nothing earlier runs generated can hide a reader that changed), while tests of one run
+    share generations as users' commands do."""
+    path = tmp_path_factory.mktemp("generation-cache") / "generations.sqlite"
+    previous = os.environ.get("EOR_GENERATION_CACHE")
+    os.environ["EOR_GENERATION_CACHE"] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop("EOR_GENERATION_CACHE", None)
+    else:
+        os.environ["EOR_GENERATION_CACHE"] = previous
+
+
 @pytest.fixture(scope="session")
 def demo_corpus() -> Path:
     return DEMO / "corpus.jsonl"
@@ -45,9 +60,11 @@ def qwen():
 
 @pytest.fixture
 def isolated_cache(tmp_path, monkeypatch) -> Path:
-    """A private eor cache folder (indexes are rebuilt there); packaged models keep their own paths."""
+    """A private eor cache folder (indexes are rebuilt there, generations cached in its default file);
+    packaged models keep their own paths."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("EOR_CACHE", str(cache))
+    monkeypatch.delenv("EOR_GENERATION_CACHE", raising=False)
     return cache
 
 

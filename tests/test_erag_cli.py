@@ -65,10 +65,12 @@ def gold_passages() -> dict[str, list[str]]:
     return {row["id"]: row["gold_passages"] for row in rows}
 
 
-def test_erag_writes_the_documented_files_and_keys(erag_run) -> None:
+def test_erag_writes_the_documented_files_and_keys(erag_run, workspace) -> None:
     out, _ = erag_run
-    for name in ("erag.json", "erag.md", "erag.png", "config.json", "generations.jsonl"):
+    for name in ("erag.json", "erag.md", "erag.png", "config.json"):
         assert (out / name).is_file(), name
+    shared = workspace[0] / "cache" / "generations.sqlite"  # the one generation cache, under $EOR_CACHE
+    assert json.loads((out / "erag.json").read_text())["settings"]["cache"] == str(shared)
     assert (out / "erag.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     data = json.loads((out / "erag.json").read_text())
     assert {"questions", "mean", "correlation", "baselines", "settings", "by_cutoff", "cost"} <= set(data)

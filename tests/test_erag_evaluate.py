@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from eor.erag import GenerationCache, Request, as_passage, evaluate, generate, make_generator
-from eor.errors import InputError, ReaderError
+from eor.errors import CacheError, InputError, ReaderError
 from eor.prompts import PromptTemplates
 
 # Three questions; q1 and q3 have the same text (and share two documents) but different gold answers.
@@ -160,9 +160,9 @@ def test_reader_prompts_are_batched_across_questions():
 
 
 def test_cache_in_memory_and_on_disk(tmp_path):
-    path = tmp_path / "cache.jsonl"
+    path = tmp_path / "cache.sqlite"
     generator, first = run(cache=path)
-    assert len(path.read_text().splitlines()) == 5 + 3
+    assert len(GenerationCache(path)) == 5 + 3
     # a new cache object reading the same file: nothing is generated again, results are identical
     generator, second = run(cache=GenerationCache(path))
     assert generator.calls == []
@@ -175,12 +175,10 @@ def test_cache_in_memory_and_on_disk(tmp_path):
     result = evaluate(other, GOLDS, generator, questions=QUESTIONS, cache=cache, end_to_end=False)
     assert (result.cost["erag"].cache_hits, result.cost["erag"].generated) == (2, 1)
     assert generator.calls == [{CAPITAL: ["ANSWER: Marseille"]}]
-    # a torn last line (interrupted write) is ignored; a malformed earlier line is an error
-    with path.open("a") as handle:
-        handle.write('{"namespace": "x", "quest')
     assert len(GenerationCache(path)) == 5 + 3 + 1
-    path.write_text("not json\n" + path.read_text())
-    with pytest.raises(InputError, match="cache.jsonl:1"):
+    # a file that is not a generation cache is an error that says what to do
+    path.write_bytes(b"not a database" * 100)
+    with pytest.raises(CacheError, match="not a valid eor generation cache"):
         GenerationCache(path)
 
 

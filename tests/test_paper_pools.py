@@ -59,8 +59,10 @@ def cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def env(cache, monkeypatch) -> None:
+def env(cache, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("EOR_CACHE", str(cache))
+    # A generation cache per test: the tests below count the prompts the reader itself receives.
+    monkeypatch.setenv("EOR_GENERATION_CACHE", str(tmp_path / "generations.sqlite"))
     monkeypatch.setenv("SERPER_API_KEY", KEY)
 
 

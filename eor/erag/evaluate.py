@@ -5,9 +5,11 @@ retrieval metrics, and correlate them across questions with the end-to-end score
 `evaluate` takes what the reference `erag.eval` takes (retrieval results, expected outputs, a text
 generator, a downstream metric, retrieval metrics) but keys everything by question id, so two questions
 with the same text never collide. Generation works on requests (question text, passages): all requests
-of a run are de-duplicated, looked up in a `GenerationCache` (in memory, optionally backed by a JSON-lines
-file), and the rest go to the generator in as few calls as it allows. Identical (question, document)
-pairs, e.g. a document that two retrievers both return, are generated once.
+of a run are de-duplicated, looked up in a `GenerationCache` (eor's one generation cache: in memory, or the
+SQLite file that every eor command shares), and the rest go to the generator in as few calls as it allows.
+Identical (question, document) pairs, e.g. a document that two retrievers both return, are generated once.
+A Reader's generations are keyed exactly as the ensemble keys them (reader identity, prompt, max_tokens) and
+stored uncleaned, so eRAG reads back what `eor run` generated and the other way round.
 
 The generator is either
 - an eor `Reader` (`generate(prompts, max_tokens)`): prompts are built with `PromptTemplates` (the
@@ -38,6 +40,7 @@ from eor.answers import best_over_golds, contains, exact_match, token_f1
 from eor.erag.correlation import correlate, jsonable
 from eor.erag.metrics import MetricSpec, check_labels, default_metrics, mean_scores, parse_metrics, score
 from eor.errors import InputError, ReaderError
+from eor.generation_cache import Generation, GenerationCache, generation_key
 from eor.prompts import PromptTemplates, clean_answer
 
 DownstreamMetric = Callable[[str, Sequence[str]], float]
@@ -119,57 +122,6 @@ class Cost:
     seconds: float = 0.0  # wall time, cache look-ups included
 
 
-class GenerationCache:
-    """Outputs by (namespace, question, passages), in memory and optionally in a JSON-lines file.
-
-    Each file line is `{"namespace", "question", "passages": [[title, text], ...], "output"}`; lines are
-    appended and flushed after every generator call, so an interrupted run keeps what it generated. A torn
-    last line (an interrupted write) is ignored; any other malformed line raises InputError.
-    """
-
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = None if path is None else Path(path)
-        self._outputs: dict[tuple[str, str, tuple[tuple[str, str], ...]], str] = {}
-        if self.path is not None and self.path.exists():
-            self._load(self.path)
-
-    def _load(self, path: Path) -> None:
-        lines = path.read_text(encoding="utf-8").split("\n")
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-                key = (entry["namespace"], entry["question"], tuple((t, x) for t, x in entry["passages"]))
-                self._outputs[key] = entry["output"]
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                if number == len(lines):
-                    continue
-                raise InputError(f"{path}:{number}: not a generation-cache line ({exc})") from None
-
-    def __len__(self) -> int:
-        return len(self._outputs)
-
-    def get(self, namespace: str, request: Request) -> str | None:
-        return self._outputs.get((namespace, request.question, request.passages))
-
-    def put_many(self, namespace: str, requests: Sequence[Request], outputs: Sequence[str]) -> None:
-        for request, output in zip(requests, outputs, strict=True):
-            self._outputs[(namespace, request.question, request.passages)] = output
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as handle:
-            for request, output in zip(requests, outputs, strict=True):
-                entry = {
-                    "namespace": namespace,
-                    "question": request.question,
-                    "passages": [list(passage) for passage in request.passages],
-                    "output": output,
-                }
-                handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
-
-
 class ReaderGenerator:
     """Requests -> prompts (PromptTemplates) -> an eor Reader -> cleaned answers, `batch_size` per call."""
 
@@ -184,30 +136,48 @@ class ReaderGenerator:
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise InputError("batch_size must be at least 1")
+        from eor.readers.cached import reader_identity
+
         self.reader = reader
         self.templates = templates or PromptTemplates()
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.clean = clean
-        tokens = max_tokens if max_tokens is not None else getattr(reader, "default_max_tokens", None)
+        self.tokens = max_tokens if max_tokens is not None else getattr(reader, "default_max_tokens", None)
         template_hash = hashlib.sha1(repr(self.templates).encode()).hexdigest()[:12]
         self.namespace = namespace or (
-            f"reader:{getattr(reader, 'name', type(reader).__name__)}|max_tokens={tokens}"
+            f"reader:{getattr(reader, 'name', type(reader).__name__)}|max_tokens={self.tokens}"
             f"|templates={template_hash}|clean={clean}"
         )
+        # The cache keys outputs by the reader's identity (as CachedReader does); a reader without one by the
+        # namespace, which names it and the settings of its prompts.
+        self.identity = namespace or reader_identity(reader) or self.namespace
 
     def prompt(self, request: Request) -> str:
         document = self.templates.document(list(request.passages)) if request.passages else None
         return self.templates.answer_prompt(request.question, document)
 
-    def batches(self, requests: Sequence[Request]) -> Iterator[tuple[list[Request], list[str]]]:
+    def key(self, request: Request) -> str:
+        return generation_key(self.identity, self.prompt(request), {"max_tokens": self.tokens})
+
+    def finish(self, output: str) -> str:
+        """A stored (raw) output as the answer that is scored."""
+        return clean_answer(output) if self.clean else output
+
+    def batches(self, requests: Sequence[Request]) -> Iterator[tuple[list[Request], list[str], list[float]]]:
+        """(requests, raw outputs, seconds per output), `batch_size` requests per reader call."""
         size = self.batch_size or max(len(requests), 1)
         for start in range(0, len(requests), size):
             batch = list(requests[start : start + size])
+            started = time.perf_counter()
             outputs = self.reader.generate([self.prompt(request) for request in batch], max_tokens=self.max_tokens)
+            elapsed = time.perf_counter() - started
             if len(outputs) != len(batch):
                 raise ReaderError(f"reader returned {len(outputs)} outputs for {len(batch)} prompts")
-            yield batch, [clean_answer(output) if self.clean else output for output in outputs]
+            seconds = list(getattr(self.reader, "last_seconds", None) or [])
+            if len(seconds) != len(batch):
+                seconds = [elapsed / len(batch)] * len(batch)
+            yield batch, list(outputs), seconds
 
 
 class CallableGenerator:
@@ -220,26 +190,37 @@ class CallableGenerator:
         self.templates = templates or PromptTemplates()
         name = getattr(function, "__qualname__", type(function).__qualname__)
         self.namespace = namespace or f"callable:{getattr(function, '__module__', '')}.{name}"
+        self.identity = self.namespace
 
-    def batches(self, requests: Sequence[Request]) -> Iterator[tuple[list[Request], list[str]]]:
+    def key(self, request: Request) -> str:
+        """Keyed by what the callable receives: the question and its formatted passages."""
+        inputs = json.dumps([request.question, self._inputs(request)], ensure_ascii=False)
+        return generation_key(self.identity, inputs, {})
+
+    def finish(self, output: str) -> str:
+        return output
+
+    def _inputs(self, request: Request) -> list[str]:
+        return [self.templates.document([passage]) for passage in request.passages]
+
+    def batches(self, requests: Sequence[Request]) -> Iterator[tuple[list[Request], list[str], list[float]]]:
         by_question: dict[str, list[Request]] = defaultdict(list)
         for request in requests:
             by_question[request.question].append(request)
         rounds = max((len(pending) for pending in by_question.values()), default=0)
         for index in range(rounds):
             batch = [pending[index] for pending in by_question.values() if index < len(pending)]
-            inputs = {
-                request.question: [self.templates.document([passage]) for passage in request.passages]
-                for request in batch
-            }
+            inputs = {request.question: self._inputs(request) for request in batch}
+            started = time.perf_counter()
             outputs = self.function(inputs)
+            elapsed = time.perf_counter() - started
             missing = [request.question for request in batch if request.question not in outputs]
             if missing:
                 raise ReaderError(f"text_generator returned no output for {len(missing)} input(s), e.g. {missing[0]!r}")
             texts = [outputs[request.question] for request in batch]
             if not all(isinstance(text, str) for text in texts):
                 raise ReaderError("text_generator outputs must be strings")
-            yield batch, texts
+            yield batch, texts, [elapsed / len(batch)] * len(batch)
 
 
 Generator = ReaderGenerator | CallableGenerator
@@ -279,21 +260,20 @@ def generate(
     cache = cache if cache is not None else GenerationCache()
     unique = list(dict.fromkeys(requests))
     cost = Cost(requests=len(requests), unique=len(unique))
-    outputs: dict[Request, str] = {}
-    pending = []
-    for request in unique:
-        cached = cache.get(generator.namespace, request)
-        if cached is None:
-            pending.append(request)
-        else:
-            outputs[request] = cached
+    keys = {request: generator.key(request) for request in unique}
+    found = cache.get_many(keys.values())
+    outputs = {request: found[key].text for request, key in keys.items() if key in found}
+    pending = [request for request in unique if request not in outputs]
     cost.cache_hits = len(unique) - len(pending)
     bar = progress(label, len(pending)) if progress is not None and pending else None
     try:
-        for batch, texts in generator.batches(pending):
+        for batch, texts, seconds in generator.batches(pending):
             cost.calls += 1
             cost.generated += len(batch)
-            cache.put_many(generator.namespace, batch, texts)
+            cache.put_many(  # after every call, so an interrupted run keeps what it generated
+                Generation(keys[request], generator.identity, text, spent)
+                for request, text, spent in zip(batch, texts, seconds, strict=True)
+            )
             outputs.update(zip(batch, texts, strict=True))
             if bar is not None:
                 bar.update(len(batch))
@@ -301,7 +281,7 @@ def generate(
         if bar is not None:
             bar.close()
     cost.seconds = time.perf_counter() - started
-    return [outputs[request] for request in requests], cost
+    return [generator.finish(outputs[request]) for request in requests], cost
 
 
 # --- evaluation --------------------------------------------------------------------------------------
@@ -450,8 +430,9 @@ def evaluate(
     provenance: question id -> gold passage ids, for the provenance baseline (every id needs an entry).
     containment: compute the answer-containment baseline.
     end_to_end: also run the reader with all documents of each question, giving `e2e` and correlations.
-    cache: a GenerationCache, or a path for a JSON-lines one; default a fresh in-memory cache. Both phases
-        share it, so an end-to-end request that equals an eRAG one (a one-document list) is a cache hit.
+    cache: a GenerationCache (eor.generation_cache), or the path of its SQLite file; default a fresh
+        in-memory cache. Both phases share it, so an end-to-end request that equals an eRAG one (a
+        one-document list) is a cache hit.
     templates, max_tokens, batch_size: prompt building and batching for a Reader; `namespace` names the
         generator in the cache (default from the reader's name, max_tokens and templates).
     progress: `(label, total) -> bar` (see `Progress`), shown for the eRAG and the end-to-end generations.

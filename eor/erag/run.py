@@ -2,9 +2,11 @@
 
 Both commands build the member's retriever and the config's reader exactly as the ensemble does (same
 sources, same prompt templates), retrieve the top k for every question, and hand the lists to the library
-(`eor.erag.evaluate`, `eor.erag.utility`). Every generation goes through a JSON-lines cache in the output
-folder (`generations.jsonl`), so an interrupted run resumes where it stopped and a re-run with other
-cutoffs only generates what is new. Outputs: JSON (the full result), Markdown (tables) and a PNG figure.
+(`eor.erag.evaluate`, `eor.erag.utility`). Every generation goes through eor's one generation cache (the
+SQLite file that `eor run`, `ask` and `serve` share; `--cache FILE` names another), so an interrupted run
+resumes where it stopped, a re-run with other cutoffs only generates what is new, and prompts that `eor run`
+already generated with the same reader are read back. With `--no-cache` the cache lives in memory for the
+run only. Outputs: JSON (the full result), Markdown (tables) and a PNG figure.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from typing import Any
 from eor.config import EnsembleConfig, load_config
 from eor.data import Question, load_questions
 from eor.errors import InputError, RetrieverError
+from eor.generation_cache import CacheSetting, GenerationCache, open_cache
 
 DEFAULT_CUTOFFS = (1, 2, 3, 5, 10)
-CACHE_FILE = "generations.jsonl"
 
 
 @dataclass
@@ -33,6 +35,7 @@ class Setup:
     reader: Any
     templates: Any
     documents: dict[str, list[Any]]  # question id -> ranked LangChain Documents, at most `depth`
+    cache: Any  # the GenerationCache of the run (the shared file, or in memory with --no-cache)
 
 
 def parse_ints(text: str, option: str) -> list[int]:
@@ -60,10 +63,27 @@ def check_member(config: EnsembleConfig, member: str) -> None:
         )
 
 
-def prepare(config_path: Path, data: Path, member: str, depth: int, limit: int | None, progress: Any) -> Setup:
-    """Load config and questions, check the member, build reader and retriever, retrieve `depth` per question."""
+def open_run_cache(cache: CacheSetting) -> GenerationCache:
+    """The run's cache: the shared file (or the one named), or a fresh in-memory one when caching is off
+    (a run still generates each distinct prompt once)."""
+    opened = open_cache(cache)
+    return opened if opened is not None else GenerationCache()
+
+
+def prepare(
+    config_path: Path,
+    data: Path,
+    member: str,
+    depth: int,
+    limit: int | None,
+    progress: Any,
+    cache: CacheSetting = True,
+) -> Setup:
+    """Load config and questions, check the member, open the generation cache, build reader and retriever,
+    retrieve `depth` per question (PK and @CP generate through the cache, as in the ensemble)."""
     from eor.ensemble import _templates  # the ensemble's prompts, so eRAG reads exactly what members read
     from eor.readers import build_reader
+    from eor.readers.cached import with_cache
     from retrievers.registry import BuildContext, SourcePool
 
     config = load_config(config_path)
@@ -72,12 +92,13 @@ def prepare(config_path: Path, data: Path, member: str, depth: int, limit: int |
     if unanswered:
         raise InputError(f"{data}: question {unanswered[0]!r} has no 'answers'; document labels need gold answers")
     check_member(config, member)
+    store = open_run_cache(cache)
     templates = _templates(config)
     reader = build_reader(config.reader)
     corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
     context = BuildContext(
         corpus_path=str(corpus) if corpus else None,
-        reader=reader,
+        reader=with_cache(reader, store),
         prompts=templates,
         depth=max(config.retrieval_depth, depth),
         encoder=config.voter.encoder,
@@ -96,7 +117,7 @@ def prepare(config_path: Path, data: Path, member: str, depth: int, limit: int |
             bar.update(len(batch))
     finally:
         bar.close()
-    return Setup(config, questions, reader, templates, documents)
+    return Setup(config, questions, reader, templates, documents, store)
 
 
 def tqdm_progress(label: str, total: int) -> Any:
@@ -141,12 +162,13 @@ def run_erag(
     cutoffs: Sequence[int] | None = None,
     cost_questions: int = 10,
     batch_size: int = 8,
-    cache: Path | None = None,
+    cache: CacheSetting = True,
     progress: Any = tqdm_progress,
 ) -> str:
     """Run eRAG for one member; writes erag.json, erag.md, erag.png; returns a short text summary.
-    `cache`: the generation cache file (default `out/generations.jsonl`); runs may share one."""
-    from eor.erag.evaluate import DOWNSTREAM_METRICS, GenerationCache, evaluate, make_generator
+    `cache`: the generation cache (eor.generation_cache): True, the shared default file; a file path; False or
+    None, in memory for this run only."""
+    from eor.erag.evaluate import DOWNSTREAM_METRICS, evaluate, make_generator
 
     if k < 1:
         raise InputError(f"--k must be at least 1, got {k}")
@@ -160,12 +182,12 @@ def run_erag(
     if cutoffs is not None and any(c > k for c in cutoffs):
         raise InputError(f"--cutoffs must not exceed --k {k}; got {', '.join(map(str, cutoffs))}")
 
-    setup = prepare(config_path, data, member, k, limit, progress)
+    setup = prepare(config_path, data, member, k, limit, progress, cache)
     out.mkdir(parents=True, exist_ok=True)
     _save_config(out, setup)
     questions = setup.questions
     generator = make_generator(setup.reader, templates=setup.templates, batch_size=batch_size)
-    store = GenerationCache(cache or out / CACHE_FILE)
+    store = setup.cache
     provenance = gold_passages(questions)
     prefill = _generate_in_prefix_order(setup, generator, store, k, chosen, progress)
     result = evaluate(
@@ -200,7 +222,7 @@ def run_erag(
         member=member,
         limit=limit,
         reader=setup.config.reader.model,
-        cache=str(cache or out / CACHE_FILE),
+        cache=_cache_setting(store),
         cutoffs=chosen,
         baselines=list(result.baselines),
         provenance=None if provenance is not None else "skipped: not every question has 'gold_passages'",
@@ -336,14 +358,14 @@ def run_utility(
     limit: int | None = None,
     epsilon: float | None = None,
     batch_size: int = 8,
-    cache: Path | None = None,
+    cache: CacheSetting = True,
     progress: Any = tqdm_progress,
 ) -> str:
     """Context utility of one member's top-k contexts (ordered, reversed, oracle) and Pearson's r with nDCG@k;
     writes utility.json, utility.md, utility.png; returns a short text summary. `cache` as for `run_erag`: the
-    ordered contexts are the end-to-end prompts of `eor erag` at the same cutoffs, so sharing its cache file
-    makes them free."""
-    from eor.erag.evaluate import GenerationCache, make_generator
+    ordered contexts are the end-to-end prompts of `eor erag` at the same cutoffs, so with the shared cache
+    they are free after an `eor erag` run."""
+    from eor.erag.evaluate import make_generator
     from eor.erag.utility import evaluate_utility
 
     ks = sorted(set(ks))
@@ -359,7 +381,7 @@ def run_utility(
     check_member(config, member)  # before the reader loads
     similarity_metric = _similarity(similarity)
 
-    setup = prepare(config_path, data, member, ks[-1], limit, progress)
+    setup = prepare(config_path, data, member, ks[-1], limit, progress, cache)
     out.mkdir(parents=True, exist_ok=True)
     _save_config(out, setup)
     questions = setup.questions
@@ -389,7 +411,7 @@ def run_utility(
         relevant=relevant,
         oracle=oracle,
         epsilon=epsilon,
-        cache=GenerationCache(cache or out / CACHE_FILE),
+        cache=setup.cache,
         progress=progress,
     )
     data_out = result.to_dict()
@@ -401,7 +423,7 @@ def run_utility(
         reader=setup.config.reader.model,
         similarity=similarity,
         references=references,
-        cache=str(cache or out / CACHE_FILE),
+        cache=_cache_setting(setup.cache),
         oracle=None
         if oracle is None
         else {"questions_with_gold_in_corpus": sum(bool(docs) for docs in oracle.values())},
@@ -416,6 +438,10 @@ def run_utility(
     (out / "utility.md").write_text(utility_markdown(data_out), encoding="utf-8")
     plot_utility(data_out, out / "utility.png")
     return _utility_summary(data_out, out)
+
+
+def _cache_setting(store: GenerationCache) -> str:
+    return str(store.path) if store.path is not None else "off (in memory for this run)"
 
 
 def _similarity(name: str) -> Any:

@@ -10,7 +10,12 @@ from eor.errors import InputError
 
 @runtime_checkable
 class Reader(Protocol):
-    """Any LLM that turns a batch of prompts into completions, deterministically (greedy) by default."""
+    """Any LLM that turns a batch of prompts into completions, deterministically (greedy) by default.
+
+    A reader may also have `identity`: a string that changes whenever its outputs for a prompt could change
+    (backend, model file hash, settings that affect outputs). Only readers with an identity are cached in
+    the generation cache (eor.generation_cache); a reader without one is always asked.
+    """
 
     name: str
 
@@ -33,6 +38,11 @@ class BatchedReader:
 
     def __init__(self) -> None:
         self.last_seconds: list[float] = []
+
+    @property
+    def identity(self) -> str | None:
+        """What the outputs depend on besides the prompt and max_tokens (see `Reader`); None: not cacheable."""
+        return None
 
     def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
         if any(not isinstance(prompt, str) for prompt in prompts):

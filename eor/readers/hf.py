@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ class TransformersReader(BatchedReader):
         self.default_max_tokens = max_tokens
         self.batch_size = batch_size
         self.device = device
+        self.model = model
         location, extra = _load_location(model)
         config = AutoConfig.from_pretrained(location, **extra)
         self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
@@ -36,6 +38,22 @@ class TransformersReader(BatchedReader):
             self._tokenizer.pad_token = self._tokenizer.eos_token
         self._tokenizer.padding_side = "right" if self.seq2seq else "left"
         self._model = loader.from_pretrained(location, **extra).to(device).eval()
+        self._revision = getattr(config, "_commit_hash", None)
+        self._identity: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """The model (a GGUF file by sha256, a local folder by its files' names, sizes and times, a hub id by
+        its commit), dtype, device, batch size (padding in a batch can change greedy outputs) and the
+        transformers version."""
+        if self._identity is None:
+            import transformers
+
+            self._identity = (
+                f"transformers:{_model_fingerprint(self.model, self._revision)}|dtype={self._model.dtype}"
+                f"|device={self.device}|batch={self.batch_size}|transformers={transformers.__version__}"
+            )
+        return self._identity
 
     def _format(self, prompt: str) -> str:
         if not self.seq2seq and getattr(self._tokenizer, "chat_template", None):
@@ -67,6 +85,18 @@ class TransformersReader(BatchedReader):
             seconds = (time.perf_counter() - started) / len(chunk)
             results.extend((text, seconds) for text in texts)
         return results
+
+
+def _model_fingerprint(model: Path | str, revision: str | None) -> str:
+    if isinstance(model, Path) and model.is_file():
+        from eor.models import file_sha256
+
+        return f"{model.name}@sha256:{file_sha256(model)[:16]}"
+    if isinstance(model, Path) and model.is_dir():
+        files = sorted(p for p in model.rglob("*") if p.is_file())
+        listing = "\n".join(f"{p.relative_to(model)} {p.stat().st_size} {p.stat().st_mtime_ns}" for p in files)
+        return f"{model.resolve()}@files:{hashlib.sha256(listing.encode()).hexdigest()[:16]}"
+    return f"{model}@{revision or 'unknown-revision'}"
 
 
 def _load_location(model: Path | str) -> tuple[str, dict]:

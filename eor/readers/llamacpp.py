@@ -34,8 +34,10 @@ class LlamaCppReader(BatchedReader):
         except ImportError as exc:  # pragma: no cover - llama-cpp-python is a core dependency
             raise ReaderError("llama-cpp-python is not installed: pip install llama-cpp-python") from exc
         self.name = name or Path(model_path).name
+        self.model_path = Path(model_path)
         self.default_max_tokens = max_tokens
         self.context_tokens = context_tokens
+        self._identity: str | None = None
         self._llm = Llama(
             model_path=str(model_path),
             n_ctx=context_tokens,
@@ -43,6 +45,23 @@ class LlamaCppReader(BatchedReader):
             seed=seed,
             verbose=False,
         )
+
+    @property
+    def identity(self) -> str:
+        """Backend, model file and its sha256 (memoised, see eor.models.file_sha256), context size and the
+        llama-cpp-python version. Not the thread count (each dot product is summed by one thread) nor the
+        seed (decoding is greedy)."""
+        if self._identity is None:
+            import llama_cpp
+
+            from eor.models import file_sha256
+
+            digest = file_sha256(self.model_path)[:16]
+            self._identity = (
+                f"llama.cpp:{self.model_path.name}@sha256:{digest}|n_ctx={self.context_tokens}"
+                f"|llama-cpp-python={llama_cpp.__version__}"
+            )
+        return self._identity
 
     def _generate_one(self, prompt: str, max_tokens: int) -> str:
         messages = [{"role": "user", "content": prompt}]

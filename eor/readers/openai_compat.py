@@ -37,11 +37,18 @@ class OpenAIReader(BatchedReader):
             api_key = "not-needed"  # local servers (llama.cpp, vLLM) accept any key
         self.name = model
         self.model = model
+        self.base_url = base_url
         self.default_max_tokens = max_tokens
         self.concurrency = concurrency
         self.seed = seed
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=2)
         self._errors = openai.OpenAIError
+
+    @property
+    def identity(self) -> str:
+        """The server and the model it serves (plus the seed sent with every request). The server's model
+        weights are not visible from here: clear the cache entries of this identity when they change."""
+        return f"openai:{(self.base_url or 'https://api.openai.com/v1').rstrip('/')}|model={self.model}|seed={self.seed}"
 
     def _timed_completion(self, prompt: str, max_tokens: int) -> tuple[str, float]:
         started = time.perf_counter()

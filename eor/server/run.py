@@ -10,6 +10,7 @@ from typing import Any
 
 from eor.config import load_config
 from eor.errors import EorError
+from eor.generation_cache import CacheSetting, open_cache
 from eor.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -23,8 +24,10 @@ def serve(
     weights: str | Path | None = None,
     settings: ServerSettings | None = None,
     log_level: str = "info",
+    cache: CacheSetting = True,
 ) -> None:
-    """Serve the ensemble of `config_path`; a config, weights or model that cannot be loaded raises EorError."""
+    """Serve the ensemble of `config_path`; a config, weights or model that cannot be loaded raises EorError.
+    `cache`: the generation cache (see `Ensemble`), opened before the server starts."""
     import uvicorn
 
     from eor.ensemble import Ensemble, check_member_names
@@ -33,6 +36,7 @@ def serve(
     settings = settings or ServerSettings()
     config = load_config(config_path)
     check_member_names(config)  # fail before the server starts, not in its log
+    generation_cache = open_cache(cache)  # likewise an unusable cache file
     voter = None
     if weights is not None:
         from voters import load_voter
@@ -50,7 +54,7 @@ def serve(
             server.should_exit = True
 
     def load() -> Ensemble:
-        ensemble = Ensemble(config, voter=voter)
+        ensemble = Ensemble(config, voter=voter, cache=generation_cache)
         warm_up(ensemble, settings)
         return ensemble
 

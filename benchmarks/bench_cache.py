@@ -1,0 +1,101 @@
+"""Benchmark: `eor run` of a config twice on the same questions, the first populating a fresh generation cache,
+the second served by it; both timed side by side, their records checked to be identical apart from timings.
+
+Each run is the real command (`python -m eor.cli run ... --cache FILE`) in a fresh output folder, so the time
+includes loading the reader and the encoders, retrieval and voting: what a user re-running a command saves.
+The indexes of the config's BM25 and dense sources are built first, untimed, so the first run does not pay
+for them. The cache file lives in a temporary folder; the user's cache is not touched.
+
+    python benchmarks/bench_cache.py [--config configs/default.yaml] [--data eor/demo/questions.jsonl] [--limit 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+INDEXED_TYPES = ("bm25", "dense")
+
+
+def warm_indexes(config_path: Path) -> list[str]:
+    """Build (or load) the persisted index of every BM25 and dense source the members use; returns their names."""
+    from eor.config import load_config
+    from eor.ensemble import _templates
+    from retrievers import notation
+    from retrievers.registry import DEFAULT_SOURCES, BuildContext, SourcePool
+
+    config = load_config(config_path)
+    corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
+    context = BuildContext(corpus_path=str(corpus) if corpus else None, prompts=_templates(config),
+                           depth=config.retrieval_depth, encoder=config.voter.encoder)
+    specs = {**DEFAULT_SOURCES, **{name: (spec.type, spec.params) for name, spec in config.sources.items()}}
+    pool = SourcePool(context, {name: (spec.type, spec.params) for name, spec in config.sources.items()})
+    used = sorted({name for member in config.members for name in notation.sources(notation.parse(member))})
+    warmed = [name for name in used if name in specs and specs[name][0] in INDEXED_TYPES]
+    for name in warmed:
+        pool.source(name).retrieve_batch(["warm up"])
+    return warmed
+
+
+def run_once(config: Path, data: Path, limit: int, out: Path, cache: Path) -> tuple[float, str]:
+    """Wall seconds of one `eor run` and its summary line about the generation cache."""
+    command = [sys.executable, "-m", "eor.cli", "run", "--config", str(config), "--data", str(data),
+               "--limit", str(limit), "--out", str(out), "--cache", str(cache)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    started = time.perf_counter()
+    completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    seconds = time.perf_counter() - started
+    if completed.returncode != 0:
+        sys.exit(f"`{shlex.join(command)}` failed:\n{completed.stderr[-2000:]}")
+    line = next((row for row in completed.stdout.splitlines() if row.startswith("generation cache")), "")
+    return seconds, line
+
+
+def untimed(record: dict[str, Any]) -> dict[str, Any]:
+    """A record without its timings: each member's `seconds` (retrieval plus generation time)."""
+    members = {name: {k: v for k, v in member.items() if k != "seconds"} for name, member in record["members"].items()}
+    return {**record, "members": members}
+
+
+def records(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "default.yaml")
+    parser.add_argument("--data", type=Path, default=ROOT / "eor" / "demo" / "questions.jsonl")
+    parser.add_argument("--limit", type=int, default=10, help="questions (default 10)")
+    args = parser.parse_args(argv)
+
+    warmed = warm_indexes(args.config)
+    with tempfile.TemporaryDirectory(prefix="eor-bench-cache-") as folder:
+        cache = Path(folder) / "generations.sqlite"
+        first = run_once(args.config, args.data, args.limit, Path(folder) / "first", cache)
+        second = run_once(args.config, args.data, args.limit, Path(folder) / "second", cache)
+        a, b = records(Path(folder) / "first"), records(Path(folder) / "second")
+        identical = [untimed(r) for r in a] == [untimed(r) for r in b]
+        member_seconds = [sum(m["seconds"] for r in run for m in r["members"].values()) for run in (a, b)]
+
+    print(f"eor run of {args.config.name} on {len(a)} questions of {args.data.name} "
+          f"(indexes built beforehand: {', '.join(warmed) or 'none'})")
+    print(f"{'run':<22} {'wall s':>8}  generation cache")
+    print(f"{'1: fills the cache':<22} {first[0]:>8.2f}  {first[1]}")
+    print(f"{'2: served by it':<22} {second[0]:>8.2f}  {second[1]}")
+    print(f"speed-up: {first[0] / second[0]:.1f}x")
+    print(f"records identical apart from timings: {'yes' if identical else 'NO'} "
+          f"(sum of members' seconds: {member_seconds[0]:.2f} vs {member_seconds[1]:.2f})")
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
