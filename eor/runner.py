@@ -11,9 +11,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from eor.config import load_config
+from eor.config import EnsembleConfig, from_dict, load_config
 from eor.data import load_questions
-from eor.errors import InputError
+from eor.errors import ConfigError, InputError
 from eor.generation_cache import CacheSetting
 from eor.records import RecordWriter, read_records
 
@@ -44,7 +44,7 @@ def run(
     resolved = {**config.to_dict(), "weights": str(Path(weights).resolve()) if weights else None}
     out.mkdir(parents=True, exist_ok=True)
     saved = out / CONFIG_FILE
-    if saved.exists() and json.loads(saved.read_text()) != resolved:
+    if saved.exists() and not same_run_config(json.loads(saved.read_text()), resolved):
         raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
     saved.write_text(json.dumps(resolved, indent=2))
 
@@ -77,6 +77,22 @@ def run(
     if ensemble is not None:
         lines.append(cache_summary(ensemble))
     return "\n".join(lines)
+
+
+def same_run_config(saved: Any, resolved: dict[str, Any]) -> bool:
+    """Whether a run folder's saved config is this run's. Both are read through the config schema first, so a
+    field that a newer eor added with its default (a run begun before an upgrade) does not count as a change."""
+    if saved == resolved:
+        return True
+    if not isinstance(saved, dict):
+        return False
+    saved = dict(saved)
+    weights = saved.pop("weights", None)
+    try:
+        normalised = from_dict(EnsembleConfig, saved, CONFIG_FILE).to_dict()
+    except ConfigError:  # written by another version with keys this one lacks: not provably the same
+        return False
+    return {**normalised, "weights": weights} == resolved
 
 
 def cache_summary(ensemble: Any) -> str:

@@ -87,6 +87,23 @@ def test_run_refuses_a_folder_of_another_config(tmp_path, isolated_cache) -> Non
     assert len((out / "records.jsonl").read_text().splitlines()) == 1  # nothing lost
 
 
+def test_a_run_begun_before_an_upgrade_resumes(tmp_path) -> None:
+    """A field a newer eor added, with its default, is not a change of config; any real change is."""
+    from eor.config import load_config
+    from eor.runner import same_run_config
+
+    resolved = {**load_config(small_config(tmp_path)).to_dict(), "weights": None}
+    older = json.loads(json.dumps(resolved))
+    del older["voter"]["metric_params"]  # config.json of a run begun before metric_params existed
+    assert older != resolved and same_run_config(older, resolved)
+    changed = json.loads(json.dumps(older))
+    changed["voter"]["pooling"] = "max"
+    assert not same_run_config(changed, resolved)
+    assert not same_run_config({**older, "weights": "/elsewhere.json"}, resolved)
+    assert not same_run_config({**older, "newer_key": 1}, resolved)  # from a newer eor: cannot tell
+    assert not same_run_config([], resolved)
+
+
 @pytest.mark.parametrize(
     ("case", "message"),
     [
