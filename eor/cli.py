@@ -27,7 +27,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     question = check_question(args.question)
     ensemble = Ensemble.from_config(_config_path(args.config), weights=args.weights, cache=_cache(args))
-    result = ensemble.answer(question)
+    result = ensemble.answer(question, lazy=not args.all_members)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
@@ -126,6 +126,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port=args.port,
         api_key=api_key_from_env(args.api_key_env) if args.api_key_env else None,
         member_timeout=args.member_timeout or None,
+        lazy=not args.all_members,
         request_timeout=args.request_timeout,
         max_batch=args.max_batch,
         max_body_bytes=args.max_body_bytes,
@@ -238,7 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question", help="the question, in quotes")
     ask.add_argument("--config", help="ensemble config (YAML); default: configs/default.yaml")
     ask.add_argument("--weights", help="trained voter weights (JSON from `eor train`)")
-    ask.add_argument("--json", action="store_true", help="print the full result object as JSON")
+    ask.add_argument("--json", action="store_true", help="print the full result object as JSON (with `stages`)")
+    ask.add_argument(
+        "--all-members", action="store_true",
+        help="run every member (default: cheapest first, stopping once the rest cannot change the answer)",
+    )
     _add_cache_options(ask)
     ask.set_defaults(handler=cmd_ask)
 
@@ -328,6 +333,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="most waiting questions answered together (default: 1 with llama.cpp, else the config's batch_size)",
     )
     serve.add_argument("--max-body-bytes", type=int, default=65536, help="larger bodies get 413 (default 64 KB)")
+    serve.add_argument(
+        "--all-members", action="store_true",
+        help="run every member on every question (default: stop once the rest cannot change the answer)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_cache_options(serve)
     serve.set_defaults(handler=cmd_serve)

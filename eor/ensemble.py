@@ -1,114 +1,49 @@
-"""The ensemble pipeline: every member retrieves, one shared reader answers all prompts of a batch
-together, and the voter picks the best-supported answer.
+"""The ensemble: a thin coordinator of three stages (eor.stages). Every member retrieves (the retrieval stage,
+batched per source), one generation stage answers every prompt through the shared reader and the generation
+cache, and the vote stage picks the best-supported answer.
 
 Failure isolation: a member whose retrieval or generation raises, or whose retrieval runs past
 `member_timeout`, is left out of that question's vote and named in `Result.degraded` (with the reason);
 the vote then runs over the remaining members with their own weights. A question fails only when no
 member is left. `strict=True` raises at the first failure instead (for runs whose records must hold
-every member). The reader is used by one thread at a time (llama.cpp is not thread-safe), including by
-the parametric-knowledge and compression retrievers and by a timed-out member still running.
+every member).
 
-Every generation (answers, PK documents, @CP summaries) goes through one `CachedReader` over the shared
-generation cache (eor.generation_cache), so a prompt that any member, question or earlier command already
-generated with the same reader is read back, not generated again; `cache=False` turns this off.
+Lazy voting (`Ensemble.answer`, `eor ask`, `eor serve`): members run one at a time, cheapest first (by the
+seconds this ensemble measured, a prior from the notation before that), and stop as soon as no pending member
+can change the chosen answer whatever it answers (voters.lazy); members whose weight drops them never run. The
+answer is the full vote's. `answer_batch` (and so `eor run`, whose records feed training) runs every member
+unless asked otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-import threading
+import re
 import time
-import weakref
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from eor.config import EnsembleConfig, load_config
 from eor.data import Question, make_question
 from eor.errors import ConfigError, EorError, InputError, ReaderError, RetrieverError
 from eor.generation_cache import CacheSetting, open_cache
 from eor.prompts import PromptTemplates, clean_answer
+from eor.results import MemberOutput, Result
+from eor.stages.generation import Completion, GenerationStage, GenerationStats, metering
+from eor.stages.retrieval import MemberTimeoutError, RetrievalStage
+from eor.stages.voting import Ballot, VoteStage
+
+__all__ = ["Ensemble", "MemberOutput", "MemberTimeoutError", "Result", "check_member_names"]
 
 log = logging.getLogger(__name__)
 
 #: longest failure reason kept in `Result.degraded` (foreign exceptions can carry long messages).
 MAX_REASON_CHARS = 300
-
-
-class MemberTimeoutError(RetrieverError):
-    """A member's retrieval ran past its timeout (or is still running one that did)."""
-
-
-@dataclass
-class MemberOutput:
-    answer: str
-    passages: list[dict[str, Any]]
-    prompt: str
-    seconds: float
-    score: float | None = None
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "answer": self.answer,
-            "passages": self.passages,
-            "prompt": self.prompt,
-            "seconds": self.seconds,
-        }
-
-
-@dataclass
-class Result:
-    """One answered question: the chosen answer and member, every voting member's output and vote score,
-    and the members left out of the vote because they failed (`degraded`: name -> reason)."""
-
-    id: str
-    question: str
-    answer: str
-    member: str
-    members: dict[str, MemberOutput]
-    timings: dict[str, float]
-    answers: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-    degraded: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The object `eor ask --json` prints (`degraded` and `degraded_reasons` only when a member failed)."""
-        data = {
-            "id": self.id,
-            "question": self.question,
-            "answer": self.answer,
-            "member": self.member,
-            "members": {
-                name: {**output.record(), "score": output.score} for name, output in self.members.items()
-            },
-            "timings": self.timings,
-        }
-        return {**data, **self._degraded_fields()}
-
-    def to_record(self) -> dict[str, Any]:
-        """The line of `records.jsonl` (see eor.records)."""
-        return {
-            **self.extra,
-            "id": self.id,
-            "question": self.question,
-            "answers": self.answers,
-            "members": {name: output.record() for name, output in self.members.items()},
-            "vote": {
-                "member": self.member,
-                "answer": self.answer,
-                "scores": {name: output.score for name, output in self.members.items()},
-            },
-            **self._degraded_fields(),
-        }
-
-    def _degraded_fields(self) -> dict[str, Any]:
-        if not self.degraded:
-            return {}
-        return {"degraded": list(self.degraded), "degraded_reasons": dict(self.degraded)}
+#: weight of the latest measurement in a member's running cost (exponential moving average).
+COST_SMOOTHING = 0.3
 
 
 class Ensemble:
@@ -121,7 +56,6 @@ class Ensemble:
         EOR_GENERATION_CACHE=off); a file path; a GenerationCache; False or None: no cache. A reader without
         an `identity` is never cached."""
         from eor.readers import build_reader
-        from eor.readers.cached import with_cache
         from retrievers.registry import BuildContext, SourcePool
 
         self.config = config
@@ -129,13 +63,12 @@ class Ensemble:
         check_member_names(config)  # before loading any model: a typo fails at once
         self.cache = open_cache(cache)  # before loading any model: an unusable cache file fails at once
         self.reader = reader if reader is not None else build_reader(config.reader)
-        self._reader_lock = reader_lock(self.reader)
-        # Every generation (answers, PK, @CP) goes through this one reader: the cache, then the lock.
-        self.generator = with_cache(SerialReader(self.reader, self._reader_lock), self.cache)
+        # Every generation (answers, PK documents, @CP summaries) goes through this one stage.
+        self.generation = GenerationStage(self.reader, self.cache)
         corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
         context = BuildContext(
             corpus_path=str(corpus) if corpus else None,
-            reader=self.generator,
+            reader=self.generation,
             prompts=self.templates,
             depth=config.retrieval_depth,
             encoder=config.voter.encoder,
@@ -145,8 +78,9 @@ class Ensemble:
         sources = {name: (spec.type, spec.params) for name, spec in config.sources.items()}
         self.pool = SourcePool(context, sources)
         self.retrievers = {name: self.pool.build(name) for name in config.members}
+        self.retrieval = RetrievalStage(self.retrievers)
         self.voter = voter if voter is not None else _uniform_voter(config)
-        self._abandoned: dict[str, threading.Thread] = {}  # members whose timed-out retrieval still runs
+        self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
 
     @classmethod
     def from_config(
@@ -184,6 +118,10 @@ class Ensemble:
             raise InputError(f"members: {', '.join(map(repr, repeated))} named more than once")
         return [name for name in self.members if name in requested]
 
+    @property
+    def voting(self) -> VoteStage:
+        return VoteStage(self.voter, self.members)
+
     def answer(
         self,
         question: str | Question,
@@ -191,9 +129,12 @@ class Ensemble:
         members: Sequence[str] | None = None,
         member_timeout: float | None = None,
         strict: bool = False,
+        lazy: bool = True,
     ) -> Result:
-        """Answer one question (see `answer_batch` for the options)."""
-        return self.answer_batch([question], members=members, member_timeout=member_timeout, strict=strict)[0]
+        """Answer one question (see `answer_batch`); lazily by default."""
+        return self.answer_batch(
+            [question], members=members, member_timeout=member_timeout, strict=strict, lazy=lazy
+        )[0]
 
     def answer_batch(
         self,
@@ -202,71 +143,84 @@ class Ensemble:
         members: Sequence[str] | None = None,
         member_timeout: float | None = None,
         strict: bool = False,
+        lazy: bool = False,
     ) -> list[Result]:
-        """Answer a batch: retrieval per member (batched per source), one reader call, one vote.
+        """Answer a batch: retrieval per member (batched per source), one generation call, one vote.
 
         members: run and vote over only these members (a subset of `self.members`; their weights are kept).
         member_timeout: seconds per question that a member's retrieval may take; a member that runs late
             is left out of the vote (`Result.degraded`), as is one whose retrieval or generation raises.
         strict: raise on a member's failure instead of leaving it out.
+        lazy: answer question by question, running members cheapest first and stopping when the rest cannot
+            change the answer (the full vote's answer; members not run are in `Result.skipped`). Voters that
+            cannot be bounded (see voters.lazy) run every member.
         """
         items = [q if isinstance(q, Question) else make_question(q) for q in questions]
         if not items:
             return []
         names = self.select(members)
         timeout = _check_timeout(member_timeout)
+        if lazy and self.voting.lazy:
+            return [self._answer_lazily(item, names, timeout, strict) for item in items]
+        with metering() as usage:
+            return self._answer_all(items, names, timeout, strict, usage)
+
+    def _answer_all(
+        self, items: list[Question], names: list[str], timeout: float | None, strict: bool, usage: Any
+    ) -> list[Result]:
         texts = [item.question for item in items]
         failed: list[dict[str, str]] = [{} for _ in items]
-        started = time.perf_counter()
-        passages: dict[str, list[list[Any] | None]] = {}
-        retrieval_seconds: dict[str, float] = {}
-        for name in names:
-            tick = time.perf_counter()
-            passages[name] = self._retrieve(name, texts, timeout, strict, failed)
-            retrieval_seconds[name] = (time.perf_counter() - tick) / len(items)
-        retrieved = time.perf_counter()
-
-        pairs = [(name, i) for name in names for i in range(len(items)) if passages[name][i] is not None]
-        prompts = {(name, i): self._prompt(texts[i], passages[name][i]) for name, i in pairs}
-        completions = self._generate(pairs, prompts, strict, failed)
-        generated = time.perf_counter()
-
-        outputs: list[dict[str, MemberOutput]] = [{} for _ in items]
-        for name, i in pairs:
-            if (name, i) in completions:
-                text, seconds = completions[(name, i)]
-                outputs[i][name] = MemberOutput(
-                    answer=clean_answer(text),
-                    passages=[_passage_dict(doc) for doc in passages[name][i]],
-                    prompt=prompts[(name, i)],
-                    seconds=round(retrieval_seconds[name] + seconds, 4),
-                )
+        clock = Clock()
+        with clock("retrieval"):
+            passages, retrieval_seconds = self._retrieve(names, texts, timeout, strict, failed)
+        with clock("generation"):
+            outputs = self._read(names, texts, passages, retrieval_seconds, strict, failed)
         for i, item in enumerate(items):
             if not outputs[i]:
                 raise _no_member_left(item, failed[i])
-
-        chosen = self._vote(outputs, texts)
-        voted = time.perf_counter()
-        timings = {
-            "retrieval": round((retrieved - started) / len(items), 4),
-            "generation": round((generated - retrieved) / len(items), 4),
-            "voting": round((voted - generated) / len(items), 4),
-        }
-        timings["total"] = round(sum(timings.values()), 4)
+        with clock("voting"):
+            decisions = self.voting.vote([_ballots(output) for output in outputs], texts)
+        self._learn_costs(outputs)
+        stages = _stages(clock, usage, len(items), members=len(names))
         return [
-            Result(
-                item.id,
-                item.question,
-                outputs[i][chosen[i]].answer,
-                chosen[i],
-                outputs[i],
-                dict(timings),
-                item.answers,
-                item.extra,
-                failed[i],
-            )
-            for i, item in enumerate(items)
+            self._result(item, outputs[i], decision.member, decision.scores, failed[i], [], stages)
+            for i, (item, decision) in enumerate(zip(items, decisions, strict=True))
         ]
+
+    def _answer_lazily(self, item: Question, names: list[str], timeout: float | None, strict: bool) -> Result:
+        """One question, members one at a time (cheapest first) until the pending ones cannot change the answer."""
+        needed = set(self.voting.needed())
+        queue = sorted((name for name in names if name in needed), key=self.cost)
+        failed: dict[str, str] = {}
+        outputs: dict[str, MemberOutput] = {}
+        leader = None
+        clock = Clock()
+        with metering() as usage:
+            for position, name in enumerate(queue):
+                with clock("retrieval"):
+                    passages, seconds = self._retrieve([name], [item.question], timeout, strict, [failed])
+                with clock("generation"):
+                    outputs.update(self._read([name], [item.question], passages, seconds, strict, [failed])[0])
+                if name in outputs:
+                    with clock("voting"):
+                        leader = self.voting.settled(_ballots(outputs), queue[position + 1 :])
+                    if leader is not None:
+                        break
+            if not outputs:
+                raise _no_member_left(item, failed)
+            with clock("voting"):
+                decision = self.voting.vote([_ballots(outputs)], [item.question])[0]
+        self._learn_costs([outputs])
+        outputs = {name: outputs[name] for name in names if name in outputs}  # the pool's order, as in a full run
+        member = leader if leader is not None else decision.member  # the leader has the full vote's answer
+        skipped = [name for name in names if name not in outputs and name not in failed]
+        stages = _stages(clock, usage, 1, members=len(outputs) + len(failed), skipped=skipped)
+        return self._result(item, outputs, member, decision.scores, failed, skipped, stages)
+
+    def cost(self, name: str) -> float:
+        """A member's expected seconds per question: measured by this ensemble when it has run, else a prior
+        from its notation (ordering only: passages cost prompt tokens, PK and @CP generate documents)."""
+        return self.costs.get(name, _prior_cost(name))
 
     def explain(self, result: Result) -> dict[str, Any]:
         """Why the vote chose its answer: the voter's own account per voting member (for the paper's voter:
@@ -309,134 +263,87 @@ class Ensemble:
     # -- the stages, each isolating member failures -----------------------------------------------------
 
     def _retrieve(
-        self, name: str, texts: list[str], timeout: float | None, strict: bool, failed: list[dict[str, str]]
-    ) -> list[list[Any] | None]:
-        """The member's passages per question; None where it failed (recorded in `failed`)."""
-        retriever = self.retrievers[name]
+        self, names: list[str], texts: list[str], timeout: float | None, strict: bool, failed: list[dict[str, str]]
+    ) -> tuple[dict[str, list[list[Any] | None]], dict[str, float]]:
+        """Per member, its documents per question (None where it failed, recorded in `failed`), and its
+        retrieval seconds per question."""
+        passages: dict[str, list[list[Any] | None]] = {}
+        seconds: dict[str, float] = {}
+        for name in names:
+            tick = time.perf_counter()
+            results = self.retrieval.retrieve(name, texts, timeout, strict)
+            seconds[name] = (time.perf_counter() - tick) / len(texts)
+            passages[name] = []
+            for i, result in enumerate(results):
+                if isinstance(result, Exception):
+                    _fail(failed, [i], name, result, "retrieval")
+                    passages[name].append(None)
+                else:
+                    passages[name].append(result)
+        return passages, seconds
 
-        def batch(queries: list[str]) -> list[list[Any]]:
-            documents = retriever.retrieve_batch(queries)
-            if len(documents) != len(queries):
-                raise RetrieverError(f"returned {len(documents)} results for {len(queries)} questions")
-            return documents
-
-        budget = None if timeout is None else timeout * len(texts)
-        try:
-            return self._guarded(name, lambda: batch(texts), budget)
-        except Exception as exc:
-            if strict:
-                raise
-            if len(texts) == 1 or isinstance(exc, MemberTimeoutError):
-                _fail(failed, range(len(texts)), name, exc, "retrieval")
-                return [None] * len(texts)
-        # One question may have broken the batch: retry question by question, so the others keep this member.
-        documents: list[list[Any] | None] = []
-        for i, text in enumerate(texts):
-            try:
-                documents.append(self._guarded(name, lambda text=text: batch([text])[0], timeout))
-            except Exception as exc:
-                _fail(failed, [i], name, exc, "retrieval")
-                documents.append(None)
-        return documents
-
-    def _guarded(self, name: str, work: Callable[[], Any], timeout: float | None) -> Any:
-        """`work()`, abandoned (MemberTimeoutError) when it runs past `timeout` seconds.
-
-        Python cannot stop a thread, so a late member keeps running in the background; until it ends, the
-        member is skipped at once rather than piling up more stuck threads.
-        """
-        if timeout is None:
-            return work()
-        running = self._abandoned.get(name)
-        if running is not None and running.is_alive():
-            raise MemberTimeoutError("retrieval skipped: an earlier retrieval that timed out is still running")
-        self._abandoned.pop(name, None)
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = work()
-            except BaseException as exc:  # handed to the calling thread below
-                box["error"] = exc
-
-        thread = threading.Thread(target=target, name=f"eor-retrieval-{name}", daemon=True)
-        thread.start()
-        thread.join(timeout)
-        if thread.is_alive():
-            self._abandoned[name] = thread
-            raise MemberTimeoutError(f"retrieval timed out after {timeout:g} s")
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
-    def _generate(
+    def _read(
         self,
-        pairs: list[tuple[str, int]],
-        prompts: dict[tuple[str, int], str],
+        names: list[str],
+        texts: list[str],
+        passages: dict[str, list[list[Any] | None]],
+        retrieval_seconds: dict[str, float],
         strict: bool,
         failed: list[dict[str, str]],
-    ) -> dict[tuple[str, int], tuple[str, float]]:
-        """(completion, seconds) per (member, question): one reader call; on an error, member by member."""
-        if not pairs:
-            return {}
-        try:
-            return dict(zip(pairs, self._read([prompts[pair] for pair in pairs]), strict=True))
-        except Exception as exc:
-            if strict:
-                raise
-            log.warning("the reader failed on a batch of %d prompts (%s); retrying member by member",
-                        len(pairs), _reason(exc, "generation"))
-        completions: dict[tuple[str, int], tuple[str, float]] = {}
-        for name in dict.fromkeys(name for name, _ in pairs):
-            own = [pair for pair in pairs if pair[0] == name]
-            try:
-                completions.update(zip(own, self._read([prompts[pair] for pair in own]), strict=True))
+    ) -> list[dict[str, MemberOutput]]:
+        """Every member's answer per question from one call to the generation stage."""
+        pairs = [(name, i) for name in names for i in range(len(texts)) if passages[name][i] is not None]
+        prompts = [self._prompt(texts[i], passages[name][i]) for name, i in pairs]
+        completions: list[Completion | Exception]
+        completions = self.generation.complete(prompts) if strict else self.generation.complete_each(prompts)
+        outputs: list[dict[str, MemberOutput]] = [{} for _ in texts]
+        for (name, i), prompt, completion in zip(pairs, prompts, completions, strict=True):
+            if isinstance(completion, Exception):
+                _fail(failed, [i], name, completion, "generation")
                 continue
-            except Exception as exc:
-                if len(own) == 1:
-                    _fail(failed, [own[0][1]], name, exc, "generation")
-                    continue
-            for pair in own:
-                try:
-                    completions.update(zip([pair], self._read([prompts[pair]]), strict=True))
-                except Exception as exc:
-                    _fail(failed, [pair[1]], name, exc, "generation")
-        return completions
+            outputs[i][name] = MemberOutput(
+                answer=clean_answer(completion.text),
+                passages=[_passage_dict(doc) for doc in passages[name][i]],
+                prompt=prompt,
+                seconds=round(retrieval_seconds[name] + completion.seconds, 4),
+            )
+        return outputs
 
-    def _read(self, prompts: list[str]) -> list[tuple[str, float]]:
-        with self._reader_lock:
-            raw = self.generator.generate(prompts)
-            seconds = list(getattr(self.generator, "last_seconds", [])) or [0.0] * len(prompts)
-        if len(raw) != len(prompts):
-            raise ReaderError(f"the reader returned {len(raw)} completions for {len(prompts)} prompts")
-        if len(seconds) != len(prompts):
-            seconds = [0.0] * len(prompts)
-        return list(zip(raw, seconds, strict=True))
+    def _result(
+        self,
+        item: Question,
+        outputs: dict[str, MemberOutput],
+        member: str,
+        scores: dict[str, float | None],
+        failed: dict[str, str],
+        skipped: list[str],
+        stages: dict[str, Any],
+    ) -> Result:
+        for name, output in outputs.items():
+            output.score = scores.get(name)
+        timings = {stage: stages[stage]["seconds"] for stage in ("retrieval", "generation", "voting")}
+        timings["total"] = round(sum(timings.values()), 4)
+        return Result(
+            item.id,
+            item.question,
+            outputs[member].answer,
+            member,
+            outputs,
+            timings,
+            item.answers,
+            item.extra,
+            failed,
+            skipped,
+            stages,
+        )
 
-    def _vote(self, outputs: list[dict[str, MemberOutput]], questions: list[str]) -> list[str]:
-        """The chosen member per question; sets every voting member's score (None when its weight drops it).
-
-        Questions are voted in groups with the same voting members: the whole pool (the usual case) goes
-        through the voter as it is; a subset (requested, or left after failures) keeps its members' weights.
-        """
-        from voters import choose
-
-        groups: dict[tuple[str, ...], list[int]] = {}
-        for i, output in enumerate(outputs):
-            groups.setdefault(tuple(output), []).append(i)
-        chosen = [""] * len(outputs)
-        for voting, index in groups.items():
-            answers = [[outputs[i][name].answer for name in voting] for i in index]
-            passages = [[_texts(outputs[i][name]) for name in voting] for i in index]
-            texts = [questions[i] for i in index]
-            subset = None if list(voting) == self.members else [self.members.index(name) for name in voting]
-            scores = np.asarray(self.voter.decision_scores(answers, passages, texts, subset), dtype=float)
-            for row, i, best in zip(scores, index, choose(scores), strict=True):
-                for m, name in enumerate(voting):
-                    score = float(row[m])
-                    outputs[i][name].score = score if math.isfinite(score) else None  # dropped by its weight
-                chosen[i] = voting[int(best)]
-        return chosen
+    def _learn_costs(self, outputs: list[dict[str, MemberOutput]]) -> None:
+        for output in outputs:
+            for name, member in output.items():
+                before = self.costs.get(name)
+                self.costs[name] = member.seconds if before is None else (
+                    (1 - COST_SMOOTHING) * before + COST_SMOOTHING * member.seconds
+                )
 
     def _prompt(self, question: str, documents: list[Any]) -> str:
         if not documents:
@@ -450,49 +357,54 @@ class Ensemble:
         return self.templates.answer_prompt(question, document)
 
 
-class SerialReader:
-    """A reader that generates for one thread at a time (shares the lock of `reader_lock(reader)`).
 
-    The retrievers that call the reader themselves (parametric knowledge, compression) get this wrapper, so
-    a member still running after its timeout cannot enter llama.cpp while the next batch is generating.
-    """
+class Clock:
+    """Seconds per stage: `with clock("retrieval"): ...` adds the block's wall time to that stage."""
 
-    def __init__(self, reader: Any, lock: Any) -> None:
-        self.reader = reader
-        self.lock = lock
-        self._local = threading.local()
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {"retrieval": 0.0, "generation": 0.0, "voting": 0.0}
 
-    def generate(self, *args: Any, **kwargs: Any) -> list[str]:
-        with self.lock:
-            outputs = self.reader.generate(*args, **kwargs)
-            self._local.seconds = list(getattr(self.reader, "last_seconds", None) or [])
-            return outputs
-
-    @property
-    def last_seconds(self) -> list[float]:
-        """The seconds per prompt of this thread's latest call (another thread may have used the reader since)."""
-        return list(getattr(self._local, "seconds", []))
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("reader", "_local"):  # not set yet: avoid recursing
-            raise AttributeError(name)
-        return getattr(self.reader, name)
-
-
-_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def reader_lock(reader: Any) -> threading.RLock:
-    """The lock of this reader object, shared by every ensemble that uses it."""
-    with _LOCKS_GUARD:
+    @contextlib.contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        started = time.perf_counter()
         try:
-            lock = _LOCKS.get(reader)
-            if lock is None:
-                lock = _LOCKS[reader] = threading.RLock()
-        except TypeError:  # neither weak-referenceable nor hashable: a lock of this ensemble's own
-            lock = threading.RLock()
-    return lock
+            yield
+        finally:
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - started
+
+
+def _stages(clock: Clock, usage: GenerationStats, questions: int, members: int, skipped: Sequence[str] = ()) -> dict:
+    """What `Result.stages` reports, per question of the batch: wall seconds per stage (retrieval includes the
+    generations of PK and @CP), the generation stage's work (prompts, cache hits, tokens and seconds of the
+    reader, wherever it was asked), and how many members ran or were skipped."""
+    share = usage.share(questions)
+    return {
+        "retrieval": {"seconds": round(clock.seconds["retrieval"] / questions, 4)},
+        "generation": {"seconds": round(clock.seconds["generation"] / questions, 4), "reader": share},
+        "voting": {
+            "seconds": round(clock.seconds["voting"] / questions, 4),
+            "members_run": members,
+            "members_skipped": len(skipped),
+        },
+    }
+
+
+def _ballots(outputs: dict[str, MemberOutput]) -> dict[str, Ballot]:
+    return {name: Ballot(output.answer, _texts(output)) for name, output in outputs.items()}
+
+
+def _prior_cost(name: str) -> float:
+    """A member's cost before it was measured, for ordering only: about a second per passage it reads, ten
+    per generated background document or summary (PK, @CP), one for the question itself."""
+    from retrievers import notation
+
+    try:
+        tree = notation.parse(name)
+    except Exception:  # an unusual name: ordered last among the unmeasured
+        return 100.0
+    text = repr(tree)
+    documents = text.count("Compress(") + text.count("name='PK'")
+    return 1.0 + 10.0 * documents + float(sum(int(k) for k in re.findall(r"\bk=(\d+)", text)))
 
 
 def _check_timeout(value: float | None) -> float | None:

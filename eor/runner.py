@@ -96,11 +96,20 @@ def same_run_config(saved: Any, resolved: dict[str, Any]) -> bool:
 
 
 def cache_summary(ensemble: Any) -> str:
-    """One line: how many prompts the generation cache answered and how many the reader generated."""
-    counters = getattr(ensemble.generator, "counters", None)
-    if ensemble.cache is None or counters is None:
-        return "generation cache: off"
-    return (
-        f"generation cache {ensemble.cache.where}: {counters.hits} prompts read back, "
-        f"{counters.generated} generated"
-    )
+    """What the generation stage did over the run: prompts read back from the cache and generated, with the
+    reader's prompt and generated tokens, seconds and rates."""
+    stats = ensemble.generation.stats
+    where = "generation cache: off" if ensemble.cache is None else f"generation cache {ensemble.cache.where}"
+    lines = [f"{where}: {stats.cache_hits} prompts read back, {stats.generated} generated"]
+    if stats.prompt_tokens or stats.generated_tokens:
+        lines.append(
+            f"reader: {stats.prompt_tokens} prompt tokens in {stats.prompt_seconds:.1f} s"
+            f" ({_rate(stats.prompt_tokens, stats.prompt_seconds)}), {stats.generated_tokens} generated tokens in"
+            f" {stats.generation_seconds:.1f} s ({_rate(stats.generated_tokens, stats.generation_seconds)});"
+            f" {stats.seconds:.1f} s in all"
+        )
+    return "\n".join(lines)
+
+
+def _rate(tokens: int, seconds: float) -> str:
+    return f"{tokens / seconds:.0f} tokens/s" if seconds > 0 else "rate unknown"

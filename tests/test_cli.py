@@ -49,8 +49,14 @@ def test_help_is_fast_and_imports_nothing_heavy() -> None:
 def test_ask_json(tmp_path, isolated_cache, capsys) -> None:
     assert main(["ask", "who painted the mona lisa", "--config", str(small_config(tmp_path)), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == {"id", "question", "answer", "member", "members", "timings"}
-    assert list(result["members"]) == ["ReFree", "BM25@1", "Wiki@1", "BM25@1&Wiki@1"]
+    assert set(result) == {"id", "question", "answer", "member", "members", "timings", "stages"}
+    assert list(result["members"]) == ["ReFree", "BM25@1", "Wiki@1", "BM25@1&Wiki@1"]  # uniform weights: no skip
+    stages = result["stages"]
+    assert stages["voting"]["members_run"] == 4 and stages["voting"]["members_skipped"] == 0
+    reader = stages["generation"]["reader"]  # what llama.cpp reported for the answer prompts
+    assert reader["requests"] == 4 and 1 <= reader["generated"] <= 4  # identical prompts are generated once
+    assert reader["prompt_tokens"] > 20 * reader["generated"] and 1 <= reader["generated_tokens"] <= 8 * 4
+    assert reader["prompt_seconds"] > 0 and reader["generation_seconds"] > 0
     assert result["answer"] == result["members"][result["member"]]["answer"]
     member = result["members"]["BM25@1&Wiki@1"]
     assert set(member) == {"answer", "passages", "prompt", "seconds", "score"}

@@ -66,6 +66,9 @@ def test_a_voter_that_drops_members(qwen, isolated_cache) -> None:
     voter = Voter.uniform(3, metrics=("em", "f1"), members=config.members)
     voter.retriever_weights_ = voter.retriever_weights_.copy()
     voter.retriever_weights_[0] = 0.05
-    result = Ensemble(config, reader=qwen, voter=voter).answer("what is the capital of france")
+    ensemble = Ensemble(config, reader=qwen, voter=voter)
+    result = ensemble.answer("what is the capital of france", lazy=False)
     assert result.members["ReFree"].score is None
     assert result.member in {"BM25@1", "Wiki@1"}
+    lazy = ensemble.answer("what is the capital of france")  # a dropped member never runs
+    assert "ReFree" in lazy.skipped and "ReFree" not in lazy.members and lazy.answer == result.answer

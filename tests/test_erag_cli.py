@@ -39,6 +39,7 @@ def workspace(tmp_path_factory):
     folder = tmp_path_factory.mktemp("erag-cli")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("EOR_CACHE", str(folder / "cache"))  # the BM25 index of the demo corpus is built here
+        patch.delenv("EOR_GENERATION_CACHE", raising=False)  # generations in the default file, under $EOR_CACHE
         yield folder, small_config(folder)
 
 

@@ -20,7 +20,7 @@ import pytest
 from eor.cli import main
 from eor.errors import CacheError, ReaderError
 from eor.generation_cache import Generation, GenerationCache, default_cache_path, generation_key, open_cache
-from eor.readers.cached import CachedReader, with_cache
+from eor.stages.generation import GenerationStage
 from tests.conftest import DEMO, ROOT
 
 PROMPTS = ["Say hello.", "Name a colour.", "Say hello."]
@@ -61,53 +61,70 @@ def test_the_key_is_the_sha256_of_canonical_json() -> None:
     assert generation_key("r:2", "Qui était Napoléon ?", {"max_tokens": 8}) != expected
 
 
+class Renamed:
+    """`reader` under another identity (as if its model file or context size had changed)."""
+
+    def __init__(self, reader, identity: str) -> None:
+        self.reader, self.identity, self.name = reader, identity, reader.name
+
+    def generate(self, prompts, max_tokens=None):
+        return self.reader.generate(prompts, max_tokens=max_tokens)
+
+
 def test_only_distinct_misses_reach_the_reader_in_one_call(cache) -> None:
     reader = Scripted()
-    cached = CachedReader(reader, cache)
-    assert cached.generate(["ab", "cd", "ab"]) == ["ba/8", "dc/8", "ba/8"]
-    assert reader.calls == [["ab", "cd"]]
-    assert cached.generate(["cd", "ef", "ab", "ef"]) == ["dc/8", "fe/8", "ba/8", "fe/8"]
+    stage = GenerationStage(reader, cache)
+    assert stage.generate(["cd", "ab", "cd"]) == ["dc/8", "ba/8", "dc/8"]
+    assert reader.calls == [["ab", "cd"]]  # distinct, and sorted: prompts sharing a prefix run back to back
+    completions = stage.complete(["cd", "ef", "ab", "ef"])
+    assert [c.text for c in completions] == ["dc/8", "fe/8", "ba/8", "fe/8"]
     assert reader.calls == [["ab", "cd"], ["ef"]]
-    assert cached.last_hits == [True, False, True, False]
-    assert cached.counters.to_dict() == {"requests": 7, "hits": 2, "misses": 3, "generated": 3, "calls": 2}
+    assert [c.cached for c in completions] == [True, False, True, False]
+    assert stage.stats.requests == 7 and stage.stats.cache_hits == 2 and stage.stats.generated == 3  # distinct
+    assert stage.stats.calls == 2
     # max_tokens is part of the key: None means the reader's default (8), so 8 is a hit and 4 a miss
-    assert cached.generate(["ab"], max_tokens=8) == ["ba/8"] and len(reader.calls) == 2
-    assert cached.generate(["ab"], max_tokens=4) == ["ba/4"] and reader.calls[-1] == ["ab"]
+    assert stage.generate(["ab"], max_tokens=8) == ["ba/8"] and len(reader.calls) == 2
+    assert stage.generate(["ab"], max_tokens=4) == ["ba/4"] and reader.calls[-1] == ["ab"]
     # another identity (another model file, context size, ...) never reads these entries
     other = Scripted(identity="scripted:v2")
-    assert CachedReader(other, cache).generate(["ab"]) == ["ba/8"] and other.calls == [["ab"]]
+    assert GenerationStage(other, cache).generate(["ab"]) == ["ba/8"] and other.calls == [["ab"]]
     assert cache.stats().readers == {"scripted:v1": 4, "scripted:v2": 1}
 
 
 def test_a_failing_reader_stores_nothing_and_readers_without_identity_are_not_cached(cache) -> None:
-    broken = CachedReader(Scripted(fail=True), cache)
+    broken = GenerationStage(Scripted(fail=True), cache)
     with pytest.raises(ReaderError, match="down"):
         broken.generate(["ab"])
-    assert len(cache) == 0 and broken.counters.generated == 0
+    assert len(cache) == 0 and broken.stats.generated == 0
+    failures = broken.complete_each(["ab", "cd"])  # the failure policy: each prompt gets its own error
+    assert all(isinstance(failure, ReaderError) for failure in failures) and len(broken.reader.calls) == 4
 
     anonymous = Scripted()
     anonymous.identity = None
-    assert with_cache(anonymous, cache) is anonymous
-    assert with_cache(anonymous, None) is anonymous
-    assert isinstance(with_cache(Scripted(), cache), CachedReader)
+    stage = GenerationStage(anonymous, cache)
+    assert stage.cache is None and stage.generate(["ab"]) == ["ba/8"] and len(cache) == 0
+    assert stage.generate(["ab"]) == ["ba/8"] and len(anonymous.calls) == 2  # asked again: nothing cached
 
 
 def test_the_real_reader_is_served_from_the_cache(smollm2, cache) -> None:
-    cached = CachedReader(smollm2, cache)
+    cached = GenerationStage(smollm2, cache)
     assert cached.identity == smollm2.identity
     assert cached.identity.startswith("llama.cpp:SmolLM2-135M-Instruct.Q4_1.gguf@sha256:")
     assert "|n_ctx=4096|" in cached.identity
-    first = cached.generate(PROMPTS, max_tokens=4)
+    made = cached.complete(PROMPTS, max_tokens=4)
+    first = [completion.text for completion in made]
     assert first == smollm2.generate(PROMPTS, max_tokens=4)  # what the reader itself says
-    assert first[0] == first[2] and cached.counters.generated == 2
-    again = cached.generate(PROMPTS, max_tokens=4)
-    assert again == first and cached.counters.generated == 2 and cached.last_hits == [True, True, True]
-    assert all(seconds > 0 for seconds in cached.last_seconds)  # the seconds of the original generation
+    assert first[0] == first[2] and cached.stats.generated == 2
+    assert all(c.prompt_tokens > 5 and 1 <= c.generated_tokens <= 4 for c in made)  # llama.cpp's own counts
+    assert cached.stats.prompt_tokens == made[0].prompt_tokens + made[1].prompt_tokens
+    again = cached.complete(PROMPTS, max_tokens=4)
+    assert [c.text for c in again] == first and cached.stats.generated == 2 and all(c.cached for c in again)
+    assert all(c.seconds > 0 for c in again)  # the seconds of the original generation
     # a different max_tokens is a miss; so is the same model under another identity
     cached.generate(PROMPTS[:1], max_tokens=3)
-    assert cached.counters.generated == 3
-    renamed = CachedReader(smollm2, cache, identity=smollm2.identity.replace("n_ctx=4096", "n_ctx=2048"))
-    assert renamed.generate(PROMPTS[:1], max_tokens=4) == first[:1] and renamed.counters.generated == 1
+    assert cached.stats.generated == 3
+    renamed = GenerationStage(Renamed(smollm2, smollm2.identity.replace("n_ctx=4096", "n_ctx=2048")), cache)
+    assert renamed.generate(PROMPTS[:1], max_tokens=4) == first[:1] and renamed.stats.generated == 1
     # a new process (a new cache object on the same file) reads them back
     with GenerationCache(cache.path) as reopened:
         assert len(reopened) == 4
@@ -127,16 +144,16 @@ def test_every_generating_component_of_the_ensemble_goes_through_one_cache(tmp_p
     )
     file, question = tmp_path / "g.sqlite", "who wrote hamlet"
     reader = Scripted()
-    first = Ensemble(config, reader=reader, cache=file).answer(question)
+    first = Ensemble(config, reader=reader, cache=file).answer(question, lazy=False)  # every member, one batch
     # PK's background document (16 tokens) once for PK and PK@1; then ReFree's prompt and PK's one answer
     # prompt (PK and PK@1 read the same passage, so their prompts are identical)
     assert [len(call) for call in reader.calls] == [1, 2]
     assert reader.calls[0][0].startswith("Generate a background document")
     again = Scripted()
-    second = Ensemble(config, reader=again, cache=file).answer(question)
+    second = Ensemble(config, reader=again, cache=file).answer(question, lazy=False)
     assert again.calls == [] and untimed(second.to_record()) == untimed(first.to_record())
     uncached = Scripted()
-    third = Ensemble(config, reader=uncached, cache=False).answer(question)
+    third = Ensemble(config, reader=uncached, cache=False).answer(question, lazy=False)
     assert len(uncached.calls) == 2 and third.to_record()["members"].keys() == first.to_record()["members"].keys()
     with GenerationCache(file) as cache:
         assert cache.stats().readers == {"scripted:v1": 3}
@@ -367,8 +384,8 @@ def test_cache_stats_and_clear(tmp_path, capsys) -> None:
     assert main(["cache", "stats", "--cache", str(file)]) == 0
     assert "entries: 0 (no file yet)" in capsys.readouterr().out and not file.exists()  # looking creates nothing
     with GenerationCache(file) as cache:
-        CachedReader(Scripted("reader:a"), cache).generate(["1", "2", "3"])
-        CachedReader(Scripted("reader:b"), cache).generate(["1"])
+        GenerationStage(Scripted("reader:a"), cache).generate(["1", "2", "3"])
+        GenerationStage(Scripted("reader:b"), cache).generate(["1"])
     assert main(["cache", "stats", "--cache", str(file)]) == 0
     out = capsys.readouterr().out
     assert f"generation cache: {file}" in out and "entries: 4" in out

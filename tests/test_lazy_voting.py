@@ -66,3 +66,77 @@ def test_lazy_choice_equals_the_full_vote(pooling, use_grounding):
         lazy, ran = simulate(v, answers, passages, order)
         assert lazy == full
         assert set(ran) <= set(needed_members(v))
+
+
+# -- the ensemble's lazy path (Ensemble.answer), with a scripted reader over the demo corpus ------------------
+
+
+class Scripted:
+    """A BatchedReader whose answer is worked out from the prompt (same answer for every prompt unless a
+    word in `by_word` occurs in it), reporting token counts as a backend would."""
+
+    def __new__(cls, *args, **kwargs):
+        from eor.readers.base import BatchedReader, Generated
+
+        class _Scripted(BatchedReader):
+            name = "scripted"
+
+            def __init__(self, answer: str, by_word: dict[str, str] | None = None) -> None:
+                super().__init__()
+                self.answer, self.by_word, self.prompts = answer, by_word or {}, []
+
+            def _generate_batch(self, prompts, max_tokens):
+                self.prompts += prompts
+                out = []
+                for prompt in prompts:
+                    text = next((a for w, a in self.by_word.items() if w in prompt), self.answer)
+                    out.append(Generated(text, 0.01, len(prompt.split()), 2, 0.008, 0.002))
+                return out
+
+        return _Scripted(*args, **kwargs)
+
+
+def lazy_ensemble(tmp_path, reader, weights, pooling="mean"):
+    from eor.config import load_config
+    from eor.ensemble import Ensemble
+    from tests.conftest import DEMO
+
+    path = tmp_path / "lazy.yaml"
+    path.write_text(
+        f"name: lazy\ncorpus: {{path: {DEMO / 'corpus.jsonl'}}}\n"
+        "members: [BM25@3, BM25@2, BM25@1, ReFree]\nvoter: {metrics: [em]}\n"
+    )
+    return Ensemble(load_config(path), reader=reader, voter=voter(weights, pooling=pooling), cache=False)
+
+
+def test_the_ensemble_stops_once_the_rest_cannot_change_the_answer(tmp_path, isolated_cache):
+    # Cheapest first by the notation's prior: ReFree, BM25@1, BM25@2, then BM25@3 (weight 0.2). Once the
+    # first three agree, BM25@3 scores at most 0.2 · 0.6 < their lower bound (test_bounds_by_hand): it is skipped.
+    reader = Scripted("Paris")
+    ensemble = lazy_ensemble(tmp_path, reader, [0.2, 0.6, 0.6, 0.6])
+    question = "what is the capital of france"
+    lazy = ensemble.answer(question)
+    assert lazy.skipped == ["BM25@3"] and list(lazy.members) == ["BM25@2", "BM25@1", "ReFree"]
+    assert len(reader.prompts) == 3
+    full = ensemble.answer(question, lazy=False)
+    assert full.answer == lazy.answer == "Paris" and not full.skipped and len(full.members) == 4
+    # what each stage did, per question: the reader's prompts, tokens and seconds as the backend reported them
+    assert lazy.stages["voting"]["members_run"] == 3 and lazy.stages["voting"]["members_skipped"] == 1
+    reader_work = lazy.stages["generation"]["reader"]
+    assert reader_work["generated"] == 3 and reader_work["generated_tokens"] == 6
+    assert reader_work["prompt_seconds"] == pytest.approx(0.024) and reader_work["cache_hits"] == 0
+    assert full.stages["generation"]["reader"]["generated"] == 4  # no cache here: every member's prompt again
+    assert lazy.to_dict()["skipped"] == ["BM25@3"] and "skipped" not in lazy.to_record()
+    # measured costs replace the prior: the member order follows what this ensemble measured
+    assert set(ensemble.costs) == {"ReFree", "BM25@1", "BM25@2", "BM25@3"}
+
+
+def test_a_dissenting_member_keeps_the_vote_going_and_unbounded_voters_run_everyone(tmp_path, isolated_cache):
+    # ReFree (no passages) dissents: nothing can be settled before every needed member has answered.
+    reader = Scripted("Lyon", by_word={"Assuming the following": "Paris"})
+    ensemble = lazy_ensemble(tmp_path, reader, [0.6, 0.6, 0.6, 0.6])
+    result = ensemble.answer("what is the capital of france")
+    full = ensemble.answer("what is the capital of france", lazy=False)
+    assert not result.skipped and result.answer == full.answer and result.member == full.member
+    plurality = lazy_ensemble(tmp_path, Scripted("Paris"), [0.2, 0.6, 0.6, 0.6], pooling="plurality")
+    assert not plurality.answer("what is the capital of france").skipped  # plurality cannot be bounded

@@ -273,7 +273,7 @@ class StandIn:
     def select(self, members):
         return list(members or self.members)
 
-    def answer_batch(self, questions, members=None, member_timeout=None):
+    def answer_batch(self, questions, members=None, member_timeout=None, lazy=False):
         self.asked += [q.question for q in questions]
         time.sleep(self.delay)
         if self.error is not None:

@@ -34,7 +34,7 @@ class Exploding(BaseRetriever):
 class Sleepy(BaseRetriever):
     """Hangs (far past any member timeout of these tests) before answering."""
 
-    seconds: float = 30.0
+    seconds: float = 120.0
 
     def _get_relevant_documents(self, query: str, *, run_manager) -> list[Document]:
         time.sleep(self.seconds)
@@ -98,9 +98,9 @@ def ensemble(smollm2, tmp_path_factory):
 
 def test_a_hanging_and_a_failing_member_are_left_out_of_the_vote(ensemble) -> None:
     result = ensemble.answer(
-        "who painted the mona lisa", members=["ReFree", "BM25@1", "Boom", "Sloth"], member_timeout=2.0
+        "who painted the mona lisa", members=["ReFree", "BM25@1", "Boom", "Sloth"], member_timeout=2.0, lazy=False
     )
-    assert 2.0 <= result.timings["retrieval"] < 20  # the hang (30 s) was not waited for
+    assert 2.0 <= result.timings["retrieval"] < 20  # the hang (120 s) was not waited for
     assert list(result.members) == ["ReFree", "BM25@1"]
     assert result.degraded == {
         "Boom": "retrieval failed: ValueError: index offline",
@@ -124,7 +124,7 @@ def test_a_hanging_and_a_failing_member_are_left_out_of_the_vote(ensemble) -> No
 def test_nothing_failing_keeps_the_result_object_unchanged(ensemble) -> None:
     result = ensemble.answer("what is the capital of france", members=["ReFree", "BM25@1"])
     assert result.degraded == {}
-    assert set(result.to_dict()) == {"id", "question", "answer", "member", "members", "timings"}
+    assert set(result.to_dict()) == {"id", "question", "answer", "member", "members", "timings", "stages"}
     assert "degraded" not in result.to_record()
 
 
@@ -181,7 +181,7 @@ def test_explain_shows_the_arithmetic_of_the_vote(smollm2, tmp_path, isolated_ca
     voter.retriever_weights_ = voter.retriever_weights_.copy()
     voter.retriever_weights_[1] = 0.05  # BM25@1 is dropped by its weight
     ensemble = Ensemble(config, reader=smollm2, voter=voter)
-    result = ensemble.answer("who was the first president of the united states")
+    result = ensemble.answer("who was the first president of the united states", lazy=False)  # BM25@1 runs too
     explained = ensemble.explain(result)
     assert explained["degraded"] == {"Boom": "retrieval failed: ValueError: index offline"}
     assert explained["metric_weights"] == {"em": 0.5, "f1": 0.5} and explained["pooling"] == "mean"
@@ -235,30 +235,62 @@ def test_a_learned_selector_votes_and_explains(smollm2, tmp_path, isolated_cache
 
 
 def test_the_reader_is_used_by_one_thread_at_a_time() -> None:
-    from eor.ensemble import SerialReader, reader_lock
+    """A foreign reader gets a lock per reader object, shared by every generation stage over it; a backend
+    that is not thread-safe owns its lock (BatchedReader); a thread-safe one is not serialised."""
+    from eor.readers.base import BatchedReader
+    from eor.stages.generation import GenerationStage, reader_lock
 
-    class CountingReader:
-        name = "counting"
-
+    class Counting:
         def __init__(self) -> None:
             self.inside = 0
             self.most = 0
+            self.guard = threading.Lock()
+
+        def step(self, prompts: list[str]) -> list[str]:
+            with self.guard:
+                self.inside += 1
+                self.most = max(self.most, self.inside)
+            time.sleep(0.02)
+            with self.guard:
+                self.inside -= 1
+            return [f"x{prompt}" for prompt in prompts]
+
+    class Foreign(Counting):
+        name = "counting"
 
         def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
-            self.inside += 1
-            self.most = max(self.most, self.inside)
-            time.sleep(0.02)
-            self.inside -= 1
-            return ["x" for _ in prompts]
+            return self.step(prompts)
 
-    reader = CountingReader()
-    assert reader_lock(reader) is reader_lock(reader)  # every ensemble over this reader shares the lock
-    wrapped = [SerialReader(reader, reader_lock(reader)) for _ in range(2)]
-    threads = [
-        threading.Thread(target=lambda w=w: [w.generate(["p"]) for _ in range(5)]) for w in wrapped * 2
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert reader.most == 1 and wrapped[0].name == "counting"
+    class Backend(Counting, BatchedReader):
+        name = "backend"
+
+        def __init__(self, thread_safe: bool) -> None:
+            Counting.__init__(self)
+            BatchedReader.__init__(self)
+            self.thread_safe = thread_safe
+
+        def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[str]:
+            return self.step(prompts)
+
+    def hammer(reader) -> list[GenerationStage]:
+        stages = [GenerationStage(reader) for _ in range(2)]  # two ensembles over one reader
+        threads = [
+            threading.Thread(target=lambda s=s, n=n: [s.generate([f"{n}-{i}"]) for i in range(5)])
+            for n, s in enumerate(stages * 2)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return stages
+
+    foreign = Foreign()
+    assert reader_lock(foreign) is reader_lock(foreign)
+    stages = hammer(foreign)
+    assert foreign.most == 1 and stages[0].name == "counting" and stages[0].stats.generated == 10
+    serial = Backend(thread_safe=False)
+    hammer(serial)
+    assert serial.most == 1
+    parallel = Backend(thread_safe=True)
+    hammer(parallel)
+    assert parallel.most > 1

@@ -136,7 +136,7 @@ class ReaderGenerator:
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise InputError("batch_size must be at least 1")
-        from eor.readers.cached import reader_identity
+        from eor.readers.base import reader_identity
 
         self.reader = reader
         self.templates = templates or PromptTemplates()
@@ -149,7 +149,7 @@ class ReaderGenerator:
             f"reader:{getattr(reader, 'name', type(reader).__name__)}|max_tokens={self.tokens}"
             f"|templates={template_hash}|clean={clean}"
         )
-        # The cache keys outputs by the reader's identity (as CachedReader does); a reader without one by the
+        # The cache keys outputs by the reader's identity (as the generation stage does); a reader without one by the
         # namespace, which names it and the settings of its prompts.
         self.identity = namespace or reader_identity(reader) or self.namespace
 

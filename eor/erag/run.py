@@ -83,7 +83,7 @@ def prepare(
     retrieve `depth` per question (PK and @CP generate through the cache, as in the ensemble)."""
     from eor.ensemble import _templates  # the ensemble's prompts, so eRAG reads exactly what members read
     from eor.readers import build_reader
-    from eor.readers.cached import with_cache
+    from eor.stages.generation import GenerationStage
     from retrievers.registry import BuildContext, SourcePool
 
     config = load_config(config_path)
@@ -98,7 +98,7 @@ def prepare(
     corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
     context = BuildContext(
         corpus_path=str(corpus) if corpus else None,
-        reader=with_cache(reader, store),
+        reader=GenerationStage(reader, store),
         prompts=templates,
         depth=max(config.retrieval_depth, depth),
         encoder=config.voter.encoder,

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import threading
 import time
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
-from eor.errors import InputError
+from eor.errors import InputError, ReaderError
 
 
 @runtime_checkable
@@ -22,22 +26,39 @@ class Reader(Protocol):
     def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]: ...
 
 
-class BatchedReader:
-    """Base class: de-duplicates a batch and orders it so that neighbouring prompts share long prefixes.
+@dataclass(frozen=True)
+class Generated:
+    """One completion with what it cost: seconds in all, and where the backend reports them (None otherwise)
+    the prompt tokens it evaluated and the generated tokens, with the seconds of each phase."""
 
-    Sorting prompts puts e.g. `Wiki@1`, `Wiki@3` and `Wiki@10` of the same question next to each other,
-    which lets backends with a prefix cache (an OpenAI-compatible server with prompt caching, e.g. vLLM or
-    llama-server) reuse most of the prompt processing. The in-process llama.cpp reader does not reuse
-    prefixes, so that its answers are reproducible (see `LlamaCppReader`).
-    Subclasses implement `_generate_batch` or `_generate_one`; `last_seconds` holds the generation time
-    of each prompt of the latest call, in the caller's order.
+    text: str
+    seconds: float = 0.0
+    prompt_tokens: int | None = None
+    generated_tokens: int | None = None
+    prompt_seconds: float | None = None
+    generation_seconds: float | None = None
+
+
+class BatchedReader:
+    """Base class: de-duplicates a batch, generates each distinct prompt once, in the order given.
+
+    The generation stage (eor.generation) orders a batch so that prompts sharing long prefixes run back to
+    back (e.g. `Wiki@1` and `Wiki@3` of one question), which lets backends with a prefix cache (an
+    OpenAI-compatible server with prompt caching, e.g. vLLM or llama-server) reuse prompt processing.
+
+    A backend that is not thread-safe (`thread_safe = False`, the default) owns a lock: one batch at a time
+    enters it, whoever calls. Subclasses implement `_generate_batch` or `_generate_one` (returning text, a
+    (text, seconds) pair or a `Generated`). `generate_timed` returns `Generated` per prompt; `last_seconds`
+    holds the seconds of each prompt of the latest call, in the caller's order.
     """
 
     name = "reader"
     default_max_tokens = 32
+    thread_safe = False
 
     def __init__(self) -> None:
         self.last_seconds: list[float] = []
+        self._lock = threading.RLock()
 
     @property
     def identity(self) -> str | None:
@@ -45,23 +66,47 @@ class BatchedReader:
         return None
 
     def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
+        return [generated.text for generated in self.generate_timed(prompts, max_tokens)]
+
+    def generate_timed(self, prompts: list[str], max_tokens: int | None = None) -> list[Generated]:
+        """A `Generated` per prompt, in the caller's order (a repeated prompt is generated once)."""
         if any(not isinstance(prompt, str) for prompt in prompts):
             raise InputError("reader prompts must be strings")
-        unique = sorted(set(prompts))
-        timed = dict(
-            zip(unique, self._generate_batch(unique, max_tokens or self.default_max_tokens), strict=True)
-        )
-        self.last_seconds = [timed[prompt][1] for prompt in prompts]
-        return [timed[prompt][0] for prompt in prompts]
+        unique = list(dict.fromkeys(prompts))
+        lock = contextlib.nullcontext() if self.thread_safe else self._lock
+        with lock:
+            outputs = self._generate_batch(unique, max_tokens or self.default_max_tokens)
+            if len(outputs) != len(unique):
+                raise ReaderError(f"{self.name}: {len(outputs)} completions for {len(unique)} prompts")
+            done = dict(zip(unique, map(as_generated, outputs), strict=True))
+            self.last_seconds = [done[prompt].seconds for prompt in prompts]
+        return [done[prompt] for prompt in prompts]
 
-    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[tuple[str, float]]:
-        """(completion, seconds) per prompt; the default runs prompts one by one."""
+    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[Generated | tuple[str, float]]:
+        """A completion per prompt; the default runs prompts one by one through `_generate_one`."""
         results = []
         for prompt in prompts:
             started = time.perf_counter()
-            text = self._generate_one(prompt, max_tokens)
-            results.append((text, time.perf_counter() - started))
+            output = as_generated(self._generate_one(prompt, max_tokens))
+            results.append(dataclasses.replace(output, seconds=time.perf_counter() - started))
         return results
 
-    def _generate_one(self, prompt: str, max_tokens: int) -> str:
+    def _generate_one(self, prompt: str, max_tokens: int) -> str | Generated:
         raise NotImplementedError
+
+
+def as_generated(output: Any) -> Generated:
+    """A backend's output as `Generated`: a Generated, a (text, seconds) pair, or bare text."""
+    if isinstance(output, Generated):
+        return output
+    if isinstance(output, tuple) and len(output) == 2:
+        return Generated(str(output[0]), float(output[1]))
+    if isinstance(output, str):
+        return Generated(output)
+    raise ReaderError(f"a reader backend returned {type(output).__name__}, not text")
+
+
+def reader_identity(reader: Any) -> str | None:
+    """The reader's `identity` (see `Reader`), or None when it has none."""
+    identity = getattr(reader, "identity", None)
+    return identity if isinstance(identity, str) and identity else None

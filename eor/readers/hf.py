@@ -6,7 +6,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from eor.readers.base import BatchedReader
+from eor.readers.base import BatchedReader, Generated
 
 
 class TransformersReader(BatchedReader):
@@ -61,10 +61,10 @@ class TransformersReader(BatchedReader):
             return self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return prompt
 
-    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[tuple[str, float]]:
+    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[Generated]:
         import torch
 
-        results: list[tuple[str, float]] = []
+        results: list[Generated] = []
         for start in range(0, len(prompts), self.batch_size):
             chunk = [self._format(prompt) for prompt in prompts[start : start + self.batch_size]]
             started = time.perf_counter()
@@ -83,7 +83,13 @@ class TransformersReader(BatchedReader):
                 output = output[:, inputs["input_ids"].shape[1] :]
             texts = self._tokenizer.batch_decode(output, skip_special_tokens=True)
             seconds = (time.perf_counter() - started) / len(chunk)
-            results.extend((text, seconds) for text in texts)
+            prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
+            pad = self._tokenizer.pad_token_id
+            generated = [int((row != pad).sum()) if pad is not None else int(row.numel()) for row in output]
+            results.extend(
+                Generated(text, seconds, int(used), made)
+                for text, used, made in zip(texts, prompt_tokens, generated, strict=True)
+            )
         return results
 
 

@@ -7,11 +7,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from eor.errors import MissingSecretError, ReaderError
-from eor.readers.base import BatchedReader
+from eor.readers.base import BatchedReader, Generated
 
 
 class OpenAIReader(BatchedReader):
-    """Chat completions at temperature 0, sent concurrently from a bounded thread pool."""
+    """Chat completions at temperature 0, sent concurrently from a bounded thread pool. Thread-safe: the
+    server does the queueing, so concurrent callers are not serialised here."""
+
+    thread_safe = True
 
     def __init__(
         self,
@@ -50,7 +53,7 @@ class OpenAIReader(BatchedReader):
         weights are not visible from here: clear the cache entries of this identity when they change."""
         return f"openai:{(self.base_url or 'https://api.openai.com/v1').rstrip('/')}|model={self.model}|seed={self.seed}"
 
-    def _timed_completion(self, prompt: str, max_tokens: int) -> tuple[str, float]:
+    def _timed_completion(self, prompt: str, max_tokens: int) -> Generated:
         started = time.perf_counter()
         try:
             response = self._client.chat.completions.create(
@@ -64,8 +67,14 @@ class OpenAIReader(BatchedReader):
             raise ReaderError(
                 f"OpenAI-compatible reader {self.model!r} failed: {type(exc).__name__}: {exc}"
             ) from None
-        return response.choices[0].message.content or "", time.perf_counter() - started
+        usage = getattr(response, "usage", None)
+        return Generated(
+            response.choices[0].message.content or "",
+            time.perf_counter() - started,
+            getattr(usage, "prompt_tokens", None),
+            getattr(usage, "completion_tokens", None),
+        )
 
-    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[tuple[str, float]]:
+    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[Generated]:
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             return list(pool.map(lambda prompt: self._timed_completion(prompt, max_tokens), prompts))

@@ -287,6 +287,7 @@ def _result_body(answered: Answered, passages: bool) -> dict[str, Any]:
             output.pop("prompt", None)
     body.setdefault("degraded", [])
     body.setdefault("degraded_reasons", {})
+    body.setdefault("skipped", [])
     if answered.explanation is not None:
         body["explanation"] = plain(answered.explanation)
     return body

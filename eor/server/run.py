@@ -74,7 +74,7 @@ def warm_up(ensemble: Any, settings: ServerSettings) -> None:
     first call is slow, so without this the first client would pay for all of it."""
     started = time.perf_counter()
     try:
-        result = ensemble.answer(WARM_UP_QUESTION, member_timeout=settings.member_timeout)
+        result = ensemble.answer(WARM_UP_QUESTION, member_timeout=settings.member_timeout, lazy=False)  # all load
     except EorError as exc:
         log.warning("the warm-up question failed (%s); serving anyway", str(exc).splitlines()[0])
         return

@@ -60,10 +60,17 @@ class AnswerResponse(BaseModel):
     question: str
     answer: str = Field(description="the chosen member's answer")
     member: str = Field(description="the chosen member")
-    members: dict[str, MemberAnswer] = Field(description="every member that took part in the vote")
+    members: dict[str, MemberAnswer] = Field(description="every member that ran and took part in the vote")
     timings: dict[str, float] = Field(description="seconds per question: retrieval, generation, voting, total")
     degraded: list[str] = Field(description="members left out of the vote because they failed or ran late")
     degraded_reasons: dict[str, str] = Field(description="why each degraded member was left out")
+    skipped: list[str] = Field(
+        default_factory=list,
+        description="members not run: the lazy vote stopped once they could no longer change the answer",
+    )
+    stages: dict[str, Any] | None = Field(
+        default=None, description="per stage: seconds, and the reader's prompts, cache hits, tokens and seconds"
+    )
     explanation: dict[str, Any] | None = Field(default=None, description="with explain only")
 
 

@@ -28,6 +28,8 @@ class ServerSettings:
         reader, which runs prompts one by one, so a batch only makes its first question wait for its last;
         the config's batch_size for batching backends).
     max_queue: most questions waiting; more get 503 (try again later).
+    lazy: run members cheapest first and stop once the rest cannot change the answer (eor.ensemble); False
+        runs every member.
     """
 
     host: str = LOOPBACK
@@ -40,6 +42,7 @@ class ServerSettings:
     request_timeout: float = 600.0
     max_batch: int | None = None
     max_queue: int = 64
+    lazy: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_question_chars", "max_batch", "max_queue"):

@@ -159,6 +159,7 @@ class EnsembleWorker:
                 [job.question for job in jobs],
                 members=list(members) if members is not None else None,
                 member_timeout=self.settings.member_timeout,
+                lazy=self.settings.lazy,
             )
             answered = [
                 Answered(result, self.ensemble.explain(result) if job.explain else None)

@@ -1,0 +1,93 @@
+"""The vote stage: the voter's decision over the members that answered, and (for lazy voting) whether the
+members still pending could change it.
+
+Failure policy: a question is voted over the members it has (a subset keeps those members' weights); it fails
+only when no member is left. Questions with the same voting members go through the voter together.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from eor.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Ballot:
+    """One member's entry in a question's vote: its answer and the texts of its passages."""
+
+    answer: str
+    passages: list[str]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The chosen member and every voting member's decision score (None when its weight drops it)."""
+
+    member: str
+    scores: dict[str, float | None]
+
+
+class VoteStage:
+    """`vote(ballots, questions)`: a Decision per question; `settled(...)`: can pending members still change
+    the chosen answer (voters.lazy)?"""
+
+    def __init__(self, voter: Any, members: Sequence[str]) -> None:
+        self.voter = voter
+        self.members = list(members)
+
+    def vote(self, ballots: Sequence[Mapping[str, Ballot]], questions: Sequence[str]) -> list[Decision]:
+        from voters import choose
+
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i, entry in enumerate(ballots):
+            if not entry:
+                raise ConfigError("a question reached the vote with no member")
+            groups.setdefault(tuple(entry), []).append(i)
+        decisions: list[Decision | None] = [None] * len(ballots)
+        for voting, index in groups.items():
+            answers = [[ballots[i][name].answer for name in voting] for i in index]
+            passages = [[ballots[i][name].passages for name in voting] for i in index]
+            texts = [questions[i] for i in index]
+            subset = None if list(voting) == self.members else [self.members.index(name) for name in voting]
+            scores = np.asarray(self.voter.decision_scores(answers, passages, texts, subset), dtype=float)
+            for row, i, best in zip(scores, index, choose(scores), strict=True):
+                decisions[i] = Decision(
+                    voting[int(best)],
+                    {name: float(row[m]) if math.isfinite(row[m]) else None for m, name in enumerate(voting)},
+                )
+        return decisions  # type: ignore[return-value]
+
+    # -- lazy voting -------------------------------------------------------------------------------------------
+
+    @property
+    def lazy(self) -> bool:
+        """Whether pending members can be bounded (voters.lazy.supports_lazy_voting)."""
+        from voters.lazy import supports_lazy_voting
+
+        return supports_lazy_voting(self.voter)
+
+    def needed(self) -> list[str]:
+        """The members whose answers can matter (those not dropped by their weight), in the pool's order."""
+        from voters.lazy import needed_members
+
+        return [self.members[m] for m in needed_members(self.voter)]
+
+    def settled(self, ballots: Mapping[str, Ballot], pending: Sequence[str]) -> str | None:
+        """The member leading with the full vote's answer when no `pending` member can change that answer,
+        whatever it answers; else None."""
+        from voters.lazy import lazy_decision
+
+        position = {name: m for m, name in enumerate(self.members)}
+        state = lazy_decision(
+            self.voter,
+            {position[name]: ballot.answer for name, ballot in ballots.items()},
+            {position[name]: ballot.passages for name, ballot in ballots.items()},
+            [position[name] for name in pending],
+        )
+        return self.members[state.leader] if state.stop and state.leader is not None else None
