@@ -80,7 +80,7 @@ def train(
     lines.append(f"voter: {name}; weights written to {out}")
     lines += _scores(fitted, arrays, name, meta, metric)
     if dev is not None:
-        lines += _dev_scores(fitted, load_run(dev, data.names), meta, metric)
+        lines += _dev_scores(fitted, load_run(dev, data.names), meta, metric, seed)
     fitted.save(out, **meta)
     return "\n".join(lines)
 
@@ -193,11 +193,18 @@ def _scores(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any], met
     return lines
 
 
-def _dev_scores(voter: Any, dev: RunData, meta: dict[str, Any], metric: str) -> list[str]:
+def _dev_scores(voter: Any, dev: RunData, meta: dict[str, Any], metric: str, seed: int = 0) -> list[str]:
+    """The held-out report: the voter, uniform weights, Top R (train) and Top R (dev) on the dev records, the
+    paired tests of the voter against both Top Rs (bootstrap 95% interval of the difference, exact McNemar
+    when correctness is 0/1), token F1 of the same choices, and the share of the Top R (train)–oracle gap the
+    voter closes."""
+    from eor.bench.stats import Bootstrap, paired_test
     from voters import Voter, correctness_matrix
 
     correctness = correctness_matrix(dev.answers, dev.golds, metric)
-    voter.dev_score_ = _mean_correct(correctness, _predict(voter, dev))
+    picks = np.asarray(_predict(voter, dev), dtype=int)
+    rows = np.arange(dev.questions)
+    voter.dev_score_ = _mean_correct(correctness, picks)
     index = dev.names.index(meta["top_r_train"]["member"])
     meta["top_r_train"]["dev"] = float(correctness[:, index].mean())
     uniform = Voter.uniform(
@@ -206,8 +213,37 @@ def _dev_scores(voter: Any, dev: RunData, meta: dict[str, Any], metric: str) -> 
     meta["uniform"]["dev"] = _mean_correct(correctness, uniform.predict(dev.answers))
     best = int(np.argmax(correctness.mean(axis=0)))
     meta["top_r_dev"] = {"member": dev.names[best], "dev": float(correctness[:, best].mean())}
-    return [
+    f1 = correctness_matrix(dev.answers, dev.golds, "f1")
+    oracle = float(correctness.max(axis=1).mean())
+    gap = oracle - meta["top_r_train"]["dev"]
+    chosen = correctness[rows, picks]
+    shared = Bootstrap.draw(dev.questions, 2000, seed)
+    tests = {}
+    for key, column in (("top_r_train", index), ("top_r_dev", best)):
+        test = paired_test(chosen, correctness[:, column], shared)
+        tests[key] = {name: test[name] for name in ("difference", "ci", "p_value", "test")}
+    meta["dev"] = {
+        "questions": dev.questions,
+        metric: voter.dev_score_,
+        "f1": float(f1[rows, picks].mean()),
+        "oracle": oracle,
+        "gap_closed": (voter.dev_score_ - meta["top_r_train"]["dev"]) / gap if gap > 0 else None,
+        "vs": tests,
+    }
+    lines = [
         f"{metric} on dev ({dev.questions} questions): voter {voter.dev_score_:.4f}, "
         f"uniform {meta['uniform']['dev']:.4f}, {meta['top_r_train']['member']} {meta['top_r_train']['dev']:.4f}, "
-        f"best on dev {meta['top_r_dev']['member']} {meta['top_r_dev']['dev']:.4f}"
+        f"best on dev {meta['top_r_dev']['member']} {meta['top_r_dev']['dev']:.4f}",
+        f"f1 on dev: voter {meta['dev']['f1']:.4f}, {meta['top_r_train']['member']} {f1[:, index].mean():.4f}, "
+        f"{dev.names[best]} {f1[:, best].mean():.4f}; oracle {metric} {oracle:.4f}",
     ]
+    for key, label in (("top_r_train", "Top R (train)"), ("top_r_dev", "Top R (dev)")):
+        test = tests[key]
+        low, high = test["ci"]
+        lines.append(
+            f"voter − {label}: {100 * test['difference']:+.1f} points, 95% interval [{100 * low:+.1f}, "
+            f"{100 * high:+.1f}], {test['test']} p {test['p_value']:.3g}"
+        )
+    if meta["dev"]["gap_closed"] is not None:
+        lines.append(f"share of the Top R (train) to oracle gap closed: {100 * meta['dev']['gap_closed']:.0f}%")
+    return lines

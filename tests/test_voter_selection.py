@@ -254,6 +254,23 @@ def test_eor_train_auto_cv_and_named_voters(tmp_path, capsys):
     assert selection[chosen] >= selection["top"]  # never below Top R by the inner CV
     assert set(document["meta"]["cv"]["voters"]) >= {"top", "auto"}
     assert document["meta"]["top_r_train"]["member"] == "Reader"
+    # the dev report, worked out again from the saved voter and checked against scipy's binomial test
+    from scipy.stats import binomtest
+
+    from voters import correctness_matrix
+
+    held = load_run(compressed)
+    correct = correctness_matrix(held.answers, held.golds, "em")
+    picks = load_voter(weights).predict(held.answers, held.passages, held.texts)
+    mine, reader = correct[np.arange(60), picks], correct[:, 2]
+    report = document["meta"]["dev"]
+    assert report["questions"] == 60 and report["em"] == pytest.approx(mine.mean())
+    assert report["vs"]["top_r_train"]["difference"] == pytest.approx(mine.mean() - reader.mean())
+    wins, losses = int(np.sum((mine == 1) & (reader == 0))), int(np.sum((mine == 0) & (reader == 1)))
+    expected_p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
+    assert report["vs"]["top_r_train"]["p_value"] == pytest.approx(expected_p)
+    assert report["oracle"] == pytest.approx(correct.max(axis=1).mean())
+    assert "voter − Top R (train):" in output and "voter − Top R (dev):" in output
 
     paper = tmp_path / "paper.json"
     assert main(["train", str(train_dir), "--out", str(paper), "--voter", "paper", "--metrics", "em,f1"]) == 0
