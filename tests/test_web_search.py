@@ -10,8 +10,11 @@ log.html = 1627 words, title "Keeper's Log, 1850" (3 words).
 from __future__ import annotations
 
 import asyncio
+import http.server
 import logging
 import re
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -392,6 +395,9 @@ def test_file_and_private_urls_are_refused_by_default(tmp_path) -> None:
         ("http:///path-only", "the URL has no host"),
         ("http://127.0.0.1:8080/admin", "loopback address 127.0.0.1"),
         ("http://2130706433/", "loopback address 127.0.0.1"),  # 127.0.0.1 as one decimal number
+        ("http://0177.0.0.1/", "loopback address 127.0.0.1"),  # octal
+        ("http://0x7f.1/", "loopback address 127.0.0.1"),  # hexadecimal, short form
+        ("http://[::ffff:127.0.0.1]/", "loopback address ::ffff:7f00:1"),  # IPv4-mapped IPv6
         ("http://[::1]/", "loopback address ::1"),
         ("http://169.254.169.254/latest/meta-data/", "link-local address 169.254.169.254"),
         ("http://[fe80::1]/", "link-local address fe80::1"),
@@ -512,3 +518,54 @@ def test_extraction_and_its_fallback() -> None:
     assert main_text(sidebar) == "The light was automated in 1988."
     assert page_title("<html><head><title>\n Keeper&#39;s   Log </title></head></html>") == "Keeper's Log"
     assert main_text("  one\n\n two  three \n", "text/plain") == "one\ntwo three"
+
+
+# -- DNS rebinding: the connection goes to the address the guard checked ---------------------------------------
+
+
+class _Says(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = f"<html><head><title>{self.server.says}</title></head><body><p>{self.server.says}</p></body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+        self.server.hosts.append(self.headers.get("Host"))
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def _serve(address: str, port: int, says: str) -> http.server.HTTPServer:
+    server = http.server.HTTPServer((address, port), _Says)
+    server.says, server.hosts = says, []
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return server
+
+
+def test_a_name_that_rebinds_after_the_check_still_reaches_the_checked_address(monkeypatch) -> None:
+    """`rebind.test` resolves to 127.0.0.2 (allowed here) when the guard checks it and to 127.0.0.1 (refused)
+    afterwards, as a hostile DNS server would answer. The page must come from 127.0.0.2."""
+    allowed = _serve("127.0.0.2", 0, "allowed page")
+    port = allowed.server_address[1]
+    forbidden = _serve("127.0.0.1", port, "secret of the loopback")
+    real = socket.getaddrinfo
+    answers = iter(["127.0.0.2"])
+
+    def rebinding(host, *args, **kwargs):
+        if host == "rebind.test":
+            return real(next(answers, "127.0.0.1"), *args, **kwargs)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    try:
+        fetcher = PageFetcher(UrlGuard.from_config(allowed_hosts=["127.0.0.2"]), timeout=TIMEOUT)
+        page = fetcher.fetch(f"http://rebind.test:{port}/")
+        assert "allowed page" in page.body and forbidden.hosts == []
+        assert allowed.hosts == [f"rebind.test:{port}"]  # the Host header keeps the name
+        with pytest.raises(UrlRefusedError, match="loopback address 127.0.0.1"):
+            fetcher.fetch(f"http://rebind.test:{port}/")  # once the name resolves to the loopback, it is refused
+    finally:
+        allowed.shutdown()
+        forbidden.shutdown()

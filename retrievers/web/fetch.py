@@ -79,13 +79,16 @@ class PageFetcher:
         import requests
 
         current, previous = url, None
-        with requests.Session() as session:
-            session.headers.update({"User-Agent": self.user_agent, "Accept": ", ".join(self.content_types)})
-            for _ in range(self.max_redirects + 1):
-                self.guard.check(current, via=previous)
-                started = time.monotonic()
+        headers = {"User-Agent": self.user_agent, "Accept": ", ".join(self.content_types)}
+        for _ in range(self.max_redirects + 1):
+            address = self.guard.check(current, via=previous)
+            started = time.monotonic()
+            # Each hop connects to the address its check returned: the name is not resolved again.
+            with pinned_session(address) as session:
                 try:
-                    response = session.get(current, stream=True, allow_redirects=False, timeout=self.timeout)
+                    response = session.get(
+                        current, headers=headers, stream=True, allow_redirects=False, timeout=self.timeout
+                    )
                 except requests.Timeout:
                     raise PageFetchError(f"cannot fetch {current}: no answer within {self.timeout:g} s") from None
                 except requests.RequestException as exc:
@@ -142,6 +145,52 @@ class PageFetcher:
         except (Urllib3Error, OSError) as exc:
             raise PageFetchError(f"cannot fetch {url}: {type(exc).__name__} while reading the body") from None
         return b"".join(parts)
+
+
+def pinned_session(address: Any) -> Any:
+    """A requests session whose connections go to `address` (an IP address) whatever the URL's host name
+    resolves to at connection time; the Host header, TLS SNI and certificate check keep the name. None: a
+    plain session."""
+    import requests
+
+    session = requests.Session()
+    if address is not None:
+        session.trust_env = False  # no proxy from the environment: it would resolve the name itself
+        adapter = _pinned_adapter(str(address))
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+    return session
+
+
+def _pinned_adapter(address: str) -> Any:
+    """A requests transport adapter whose connections (HTTP and HTTPS) go to `address`: urllib3 connects to
+    a connection's `_dns_host`, and sends `host` (the name) as Host header, TLS SNI and certificate name."""
+    from requests.adapters import HTTPAdapter
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class PinnedHTTPConnection(HTTPConnection):
+        def _new_conn(self):  # noqa: ANN202 - urllib3's socket
+            self._dns_host = address
+            return super()._new_conn()
+
+    class PinnedHTTPSConnection(HTTPSConnection):
+        def _new_conn(self):  # noqa: ANN202
+            self._dns_host = address
+            return super()._new_conn()
+
+    class PinnedHTTPPool(HTTPConnectionPool):
+        ConnectionCls = PinnedHTTPConnection
+
+    class PinnedHTTPSPool(HTTPSConnectionPool):
+        ConnectionCls = PinnedHTTPSConnection
+
+    class PinnedAdapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {"http": PinnedHTTPPool, "https": PinnedHTTPSPool}
+
+    return PinnedAdapter()
 
 
 def map_concurrently(function: Callable[[T], R], items: list[T], workers: int) -> dict[T, R | Exception]:

@@ -6,8 +6,9 @@ machine itself, at the local network or at a cloud metadata service.  The guard 
 the configuration explicitly allows private ones (`allow_private: true`) or names hosts, addresses or
 networks in `allowed_hosts` (tests use `["127.0.0.1"]`).
 
-Known limit: the address is checked when the guard resolves the name; a DNS server that answers
-differently moments later (DNS rebinding) is not prevented from redirecting the actual connection.
+DNS rebinding is closed: `check` returns the address it checked, and the fetcher connects to that address
+(`retrievers.web.fetch.pinned_session`), never resolving the name again; the Host header and TLS (SNI and
+certificate check) still use the name.
 """
 
 from __future__ import annotations
@@ -93,18 +94,23 @@ class UrlGuard:
             raise UrlRefusedError(f"{_refusing(url, via)}: the URL has no host")
         return host
 
-    def check(self, url: str, *, via: str | None = None) -> None:
-        """Raise UrlRefusedError unless `url` may be fetched; `via` names the URL that redirected here."""
+    def check(self, url: str, *, via: str | None = None) -> IPAddress | None:
+        """Raise UrlRefusedError unless `url` may be fetched; `via` names the URL that redirected here.
+
+        Returns the address the connection must use (the first one checked), or None where no address needs
+        pinning: private addresses are allowed anyway, or the host is allowed by name."""
         host = self.check_scheme(url, via=via)
         if self.allow_private or host.rstrip(".") in self._names:
-            return
-        for address in self._resolve(url, host, via):
+            return None
+        addresses = self._resolve(url, host, via)
+        for address in addresses:
             kind = address_kind(address)
             if kind is not None and not any(address in network for network in self._networks):
                 raise UrlRefusedError(
                     f"{_refusing(url, via)}: {kind} address {address} (set allow_private: true, or add "
                     f"{str(address)!r} to allowed_hosts, to allow it)"
                 )
+        return addresses[0]
 
     def _resolve(self, url: str, host: str, via: str | None) -> list[IPAddress]:
         try:
