@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from urllib.parse import urljoin
 
 from eor.errors import RetrieverError
+from eor.retry import RetryPolicy, send_with_retries
 from retrievers.web.guard import UrlGuard
 
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
@@ -56,8 +57,11 @@ class PageFetcher:
         workers: int = 8,
         content_types: Iterable[str] = TEXT_TYPES,
         user_agent: str = DEFAULT_USER_AGENT,
+        retries: Any = None,
     ) -> None:
+        """retries: attempts per hop, or an eor.retry.RetryPolicy mapping (default 3 attempts, 60 s)."""
         self.guard = guard
+        self.retries = RetryPolicy.of(retries if retries is not None else RetryPolicy())
         self.timeout = float(timeout)
         self.max_bytes = int(max_bytes)
         self.max_redirects = int(max_redirects)
@@ -86,8 +90,13 @@ class PageFetcher:
             # Each hop connects to the address its check returned: the name is not resolved again.
             with pinned_session(address) as session:
                 try:
-                    response = session.get(
-                        current, headers=headers, stream=True, allow_redirects=False, timeout=self.timeout
+                    response = send_with_retries(
+                        lambda session=session, current=current: session.get(
+                            current, headers=headers, stream=True, allow_redirects=False, timeout=self.timeout
+                        ),
+                        self.retries,
+                        what=f"fetch {current}",
+                        read_timeouts=False,  # a page that did not answer in time is one of many: not asked again
                     )
                 except requests.Timeout:
                     raise PageFetchError(f"cannot fetch {current}: no answer within {self.timeout:g} s") from None

@@ -61,6 +61,7 @@ class WebSearchRetriever(SourceRetriever):
     search_options: dict[str, Any] = Field(default_factory=dict)
     num_results: int = Field(10, gt=0)
     search_timeout: float = Field(15.0, gt=0)
+    retries: Any = None  # attempts (int) or {attempts, base_delay, max_delay, deadline}; see eor.retry
     mode: Mode = "top4"
     pages: int | None = Field(None, gt=0)
     words_per_page: int | None = Field(None, gt=0)
@@ -98,6 +99,8 @@ class WebSearchRetriever(SourceRetriever):
                 params["api_key_env"] = self.api_key_env
             if self.search_options:
                 params["options"] = self.search_options
+            if self.retries is not None:
+                params["retries"] = self.retries
             self._backend = make_backend(self.backend, **params)
         self._guard = UrlGuard.from_config(self.allow_private, self.allowed_hosts)
         self._fetcher = PageFetcher(
@@ -108,6 +111,7 @@ class WebSearchRetriever(SourceRetriever):
             workers=self.workers,
             content_types=TEXT_TYPES,
             user_agent=self.user_agent,
+            retries=self.retries,
         )
         self._store = WebCache(self.cache_path, refresh=self.refresh, enabled=self.cache)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from eor.errors import ConfigError
+from eor.retry import RetryPolicy, send_with_retries
 from retrievers.web.search import SearchHit, hits_from, json_response, request_failed, search_backend
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8888"
@@ -15,7 +16,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8888"
 class SearxngBackend:
     """Results of a SearXNG instance; `options` adds query parameters such as `language`, `categories`."""
 
-    PARAMETERS = ("base_url", "num", "timeout", "options")
+    PARAMETERS = ("base_url", "num", "timeout", "options", "retries")
 
     def __init__(
         self,
@@ -23,7 +24,9 @@ class SearxngBackend:
         num: int = 10,
         timeout: float = 15.0,
         options: dict[str, Any] | None = None,
+        retries: Any = None,
     ) -> None:
+        self.retries = RetryPolicy.of(retries if retries is not None else RetryPolicy())
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.num = int(num)
         self.timeout = float(timeout)
@@ -42,7 +45,11 @@ class SearxngBackend:
 
         url = f"{self.base_url}/search"
         try:
-            response = requests.get(url, params={"q": query, "format": "json", **self.options}, timeout=self.timeout)
+            response = send_with_retries(
+                lambda: requests.get(url, params={"q": query, "format": "json", **self.options}, timeout=self.timeout),
+                self.retries,
+                what=f"searxng search {url}",
+            )
         except requests.RequestException as exc:
             raise request_failed("searxng", url, exc) from None
         data = json_response(response, "searxng")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from eor.errors import ConfigError, RetrieverError
+from eor.retry import RetryPolicy, send_with_retries
 from retrievers.web.search import (
     SearchHit,
     hits_from,
@@ -22,7 +23,7 @@ DEFAULT_BASE_URL = "https://google.serper.dev"
 class SerperBackend:
     """Google results through Serper; `options` adds request fields such as `gl` (country), `hl` (language)."""
 
-    PARAMETERS = ("base_url", "api_key_env", "num", "timeout", "options")
+    PARAMETERS = ("base_url", "api_key_env", "num", "timeout", "options", "retries")
 
     def __init__(
         self,
@@ -31,7 +32,9 @@ class SerperBackend:
         num: int = 10,
         timeout: float = 15.0,
         options: dict[str, Any] | None = None,
+        retries: Any = None,
     ) -> None:
+        self.retries = RetryPolicy.of(retries if retries is not None else RetryPolicy())
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.api_key_env = api_key_env or "SERPER_API_KEY"
         self.num = int(num)
@@ -52,11 +55,15 @@ class SerperBackend:
         key = secret_from_env(self.api_key_env, "serper")
         url = f"{self.base_url}/search"
         try:
-            response = requests.post(
-                url,
-                json={"q": query, "num": self.num, **self.options},
-                headers={"X-API-KEY": key, "Content-Type": "application/json"},
-                timeout=self.timeout,
+            response = send_with_retries(
+                lambda: requests.post(
+                    url,
+                    json={"q": query, "num": self.num, **self.options},
+                    headers={"X-API-KEY": key, "Content-Type": "application/json"},
+                    timeout=self.timeout,
+                ),
+                self.retries,
+                what=f"serper search {url}",
             )
         except requests.RequestException as exc:
             raise request_failed("serper", url, exc, key) from None
