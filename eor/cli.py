@@ -72,6 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         weights=args.weights,
         cache=_cache(args),
+        retry_failed=args.retry_failed,
     )
     print(summary)
     return 0
@@ -260,6 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size", type=int, default=None, help="questions per reader batch (default: config)"
     )
     run.add_argument("--weights", help="trained voter weights for the recorded vote")
+    run.add_argument(
+        "--retry-failed", action="store_true",
+        help="run again only the members that failed on a question (its 'degraded'), merge and re-vote",
+    )
     _add_cache_options(run)
     run.set_defaults(handler=cmd_run)
 

@@ -75,6 +75,7 @@ class RecordWriter:
     def __init__(self, folder: str | Path) -> None:
         self.path = Path(folder) / RECORDS_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.repaired_bytes = 0  # the torn last line cut off, if there was one
         self._repair()
         self.done_ids = {record["id"] for record in iter_records(self.path)} if self.path.exists() else set()
         self._handle = self.path.open("a", encoding="utf-8")
@@ -84,7 +85,9 @@ class RecordWriter:
             return
         data = self.path.read_bytes()
         if data and not data.endswith(b"\n"):
-            self.path.write_bytes(data[: data.rfind(b"\n") + 1])
+            kept = data.rfind(b"\n") + 1
+            self.path.write_bytes(data[:kept])
+            self.repaired_bytes = len(data) - kept
 
     def write(self, records: list[dict[str, Any]]) -> None:
         for record in records:
@@ -101,3 +104,15 @@ class RecordWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def replace_records(folder: str | Path, records: list[dict[str, Any]]) -> None:
+    """Rewrite a run's `records.jsonl` with `records`, atomically: a new file beside it, synced, then renamed
+    over it, so an interruption leaves the old file or the new one, never a mix."""
+    path = Path(folder) / RECORDS_FILE
+    temporary = path.with_name(path.name + ".rewrite")
+    with temporary.open("w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)

@@ -13,7 +13,7 @@ from typing import Any
 
 from eor.config import EnsembleConfig, from_dict, load_config
 from eor.data import load_questions
-from eor.errors import ConfigError, InputError
+from eor.errors import ConfigError, EorError, InputError
 from eor.generation_cache import CacheSetting
 from eor.records import RecordWriter, read_records
 
@@ -28,9 +28,11 @@ def run(
     batch_size: int | None = None,
     weights: str | None = None,
     cache: CacheSetting = True,
+    retry_failed: bool = False,
 ) -> str:
     """`cache`: the generation cache (see `Ensemble`); the records are the same with or without it, apart
-    from the timings."""
+    from the timings. `retry_failed`: afterwards, run again only the members that failed on a question
+    (`degraded` in its record), merge what they answer now and vote again (see `retry_failed_members`)."""
     from tqdm.auto import tqdm
 
     from eor.answers import best_over_golds, exact_match
@@ -48,11 +50,17 @@ def run(
         raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
     saved.write_text(json.dumps(resolved, indent=2))
 
+    notes: list[str] = []
     with RecordWriter(out) as writer:
+        if writer.repaired_bytes:
+            notes.append(
+                f"repaired: cut a torn last line ({writer.repaired_bytes} bytes) that an interrupted write left in "
+                f"{writer.path}; its question runs again"
+            )
         todo = [q for q in questions if q.id not in writer.done_ids]
         skipped = len(questions) - len(todo)
         ensemble = None
-        if todo:
+        if todo or retry_failed:
             ensemble = Ensemble.from_config(config, weights=weights, cache=cache)
         with tqdm(total=len(questions), initial=skipped, desc="questions", unit="q") as progress:
             for start in range(0, len(todo), size):
@@ -61,6 +69,8 @@ def run(
                 writer.write([result.to_record() for result in results])
                 progress.update(len(batch))
 
+    if retry_failed and ensemble is not None:
+        notes.append(retry_failed_members(ensemble, out, questions))
     wanted = {q.id for q in questions}
     records = [r for r in read_records(out) if r["id"] in wanted]
     correct: dict[str, float] = defaultdict(float)
@@ -70,13 +80,70 @@ def run(
             correct[name] += best_over_golds(exact_match, output["answer"], record["answers"])
         if "vote" in record:
             correct["EoR (vote)"] += best_over_golds(exact_match, record["vote"]["answer"], record["answers"])
-    lines = [f"{len(records)} questions in {out / 'records.jsonl'} ({skipped} were already done)"]
+    lines = [*notes, f"{len(records)} questions in {out / 'records.jsonl'} ({skipped} were already done)"]
     if graded:
         lines.append(f"exact match over {len(graded)} questions with answers:")
         lines += [f"  {name:<24} {100 * value / len(graded):5.1f}" for name, value in correct.items()]
+    lines += failed_summary(records)
     if ensemble is not None:
         lines.append(cache_summary(ensemble))
     return "\n".join(lines)
+
+
+def failed_summary(records: list[dict[str, Any]]) -> list[str]:
+    """Per member that failed somewhere: on how many questions, and the first reason; then how to retry."""
+    failures: dict[str, list[str]] = defaultdict(list)
+    for record in records:
+        for name, reason in (record.get("degraded_reasons") or {}).items():
+            failures[name].append(reason)
+    if not failures:
+        return []
+    lines = ["members that failed (left out of those questions' votes):"]
+    lines += [f"  {name:<24} {len(reasons):>5} questions; e.g. {reasons[0]}" for name, reasons in failures.items()]
+    lines.append("re-run only these with the same command and --retry-failed")
+    return lines
+
+
+def retry_failed_members(ensemble: Any, out: Path, questions: list[Any]) -> str:
+    """Run again, on each question whose record names failed members, only those members; merge the ones
+    that answer now into the record (in the pool's order), vote again over all of its members, and rewrite
+    the records atomically. Members that fail again stay in `degraded` with their new reason."""
+    from eor.records import replace_records
+    from eor.stages.voting import Ballot
+
+    by_id = {question.id: question for question in questions}
+    records = read_records(out)
+    retried = recovered = 0
+    for record in records:
+        failed = [name for name in record.get("degraded") or [] if name in ensemble.members]
+        if not failed or record["id"] not in by_id:
+            continue
+        retried += 1
+        try:
+            result = ensemble.answer_batch([by_id[record["id"]]], members=failed, lazy=False)[0]
+        except EorError:  # every one of them failed again: the record stays as it was
+            continue
+        members = {**record["members"], **{name: output.record() for name, output in result.members.items()}}
+        recovered += len(result.members)
+        record["members"] = {name: members[name] for name in ensemble.members if name in members}
+        reasons = dict(result.degraded)
+        ballots = {
+            name: Ballot(output["answer"], [passage["text"] for passage in output["passages"]])
+            for name, output in record["members"].items()
+        }
+        decision = ensemble.voting.vote([ballots], [record["question"]])[0]
+        record["vote"] = {
+            "member": decision.member,
+            "answer": record["members"][decision.member]["answer"],
+            "scores": decision.scores,
+        }
+        record.pop("degraded", None)
+        record.pop("degraded_reasons", None)
+        if reasons:
+            record["degraded"], record["degraded_reasons"] = list(reasons), reasons
+    if retried:
+        replace_records(out, records)
+    return f"retried the failed members of {retried} questions: {recovered} member answers recovered"
 
 
 def same_run_config(saved: Any, resolved: dict[str, Any]) -> bool:
