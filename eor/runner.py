@@ -171,7 +171,8 @@ def cache_summary(ensemble: Any) -> str:
     if stats.prompt_tokens or stats.generated_tokens:
         lines.append(
             f"reader: {stats.prompt_tokens} prompt tokens in {stats.prompt_seconds:.1f} s"
-            f" ({_rate(stats.prompt_tokens, stats.prompt_seconds)}), {stats.generated_tokens} generated tokens in"
+            f" ({_rate(stats.prompt_tokens, stats.prompt_seconds)}; {stats.reused_tokens} more kept from the prompt"
+            f" before), {stats.generated_tokens} generated tokens in"
             f" {stats.generation_seconds:.1f} s ({_rate(stats.generated_tokens, stats.generation_seconds)});"
             f" {stats.seconds:.1f} s in all"
         )

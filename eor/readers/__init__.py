@@ -23,8 +23,10 @@ def _llamacpp(config: ReaderConfig) -> Reader:
         name=config.model,
         context_tokens=config.context_tokens,
         threads=config.threads,
+        batch_threads=config.batch_threads,
         max_tokens=config.max_tokens,
         seed=config.seed,
+        prefix_chunk=config.prefix_chunk,
     )
 
 

@@ -29,7 +29,8 @@ class Reader(Protocol):
 @dataclass(frozen=True)
 class Generated:
     """One completion with what it cost: seconds in all, and where the backend reports them (None otherwise)
-    the prompt tokens it evaluated and the generated tokens, with the seconds of each phase."""
+    the prompt tokens it evaluated and the generated tokens, with the seconds of each phase, and the prompt
+    tokens it kept from the prompt before (`reused_tokens`, a backend with prefix reuse)."""
 
     text: str
     seconds: float = 0.0
@@ -37,6 +38,7 @@ class Generated:
     generated_tokens: int | None = None
     prompt_seconds: float | None = None
     generation_seconds: float | None = None
+    reused_tokens: int | None = None
 
 
 class BatchedReader:

@@ -1,24 +1,100 @@
-"""llama.cpp reader (llama-cpp-python): the default for GGUF models on a CPU."""
+"""llama.cpp reader (llama-cpp-python): the default for GGUF models on a CPU.
+
+Prompts reuse the KV cache of the prompt before them, deterministically. llama.cpp evaluates a prompt in
+batches, and the floating-point sums of a token's computation depend on where the batch boundaries fall
+(which kernel handles which group of tokens). Reusing an arbitrary shared prefix, as llama-cpp-python does by
+default, moves those boundaries, and the same prompt got different greedy answers depending on what ran
+before it. Here every prompt is evaluated in fixed chunks of `U = prefix_chunk` tokens counted from position
+0 (`n_batch = n_ubatch = U`), and a prompt reuses only a whole number of chunks of the tokens it shares with
+the previous *prompt* (never its generated tokens), always leaving at least one token to evaluate. The rest
+is evaluated in exactly the chunks a fresh evaluation would use, so an answer depends on its prompt alone:
+`tests/test_prefix_reuse.py` compares the final logits byte for byte, fresh, reused and in shuffled orders.
+
+`prefix_chunk=0` is the former path: every prompt from an empty KV cache in llama.cpp's default batches
+of 512 tokens.
+
+The model loads on first use, so a run served entirely by the generation cache never loads it.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
+from typing import Any
 
-from eor.errors import ReaderError
+from eor.errors import ConfigError, ReaderError
 from eor.readers.base import BatchedReader, Generated
+
+DEFAULT_PREFIX_CHUNK = 64
+FRESH_BATCH = 512  # llama.cpp's default n_batch, the chunking of the former always-fresh path
+
+
+def reusable_prefix(previous: list[int], tokens: list[int], chunk: int) -> int:
+    """How many leading tokens of `tokens` may be kept from `previous` (the prompt evaluated before it): a
+    multiple of `chunk` no longer than their common prefix, leaving at least one token to evaluate (its
+    logits choose the first generated token). 0 when `chunk` is 0 (no reuse)."""
+    if chunk <= 0:
+        return 0
+    common = 0
+    for old, new in zip(previous, tokens):
+        if old != new:
+            break
+        common += 1
+    return chunk * (min(common, len(tokens) - 1) // chunk)
+
+
+@functools.cache
+def _chunk_aligned_llama() -> type:
+    """llama_cpp.Llama with chunk-aligned prefix reuse (imported lazily: llama-cpp-python is heavy)."""
+    import llama_cpp
+    import numpy as np
+    from llama_cpp import Llama
+
+    class ChunkAlignedLlama(Llama):
+        """`generate` keeps `reusable_prefix` tokens of the previous prompt in the KV cache and lets
+        llama-cpp-python evaluate the rest; `eval` keeps the logits each prompt's first token is chosen from
+        (`prompt_logits`), for checking that reuse changes nothing."""
+
+        def __init__(self, *args: Any, prefix_chunk: int, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.prefix_chunk = prefix_chunk
+            self.previous_prompt: list[int] = []
+            self.reused_tokens = 0
+            self.prompt_logits: np.ndarray | None = None
+            self._keep_logits = False
+
+        def forget(self) -> None:
+            """Evaluate the next prompt from an empty cache (after a failure the cache may be partial)."""
+            self.previous_prompt = []
+
+        def generate(self, tokens: Any, reset: bool = True, **kwargs: Any) -> Any:
+            tokens = list(tokens)
+            if reset:
+                keep = reusable_prefix(self.previous_prompt, tokens, self.prefix_chunk)
+                # llama-cpp-python matches the new tokens against input_ids[:n_tokens] (here the kept chunks,
+                # equal to the new prompt's first `keep` tokens), drops the rest of the KV cache and
+                # evaluates from there; with n_tokens 0 it resets and evaluates everything.
+                self.n_tokens = keep
+                self.reused_tokens = keep
+                self.previous_prompt = tokens
+                self._keep_logits = True
+            return super().generate(tokens, reset=reset, **kwargs)
+
+        def eval(self, tokens: Any) -> None:
+            super().eval(tokens)
+            if self._keep_logits:  # the prompt's evaluation (the first eval of a generate)
+                self._keep_logits = False
+                row = llama_cpp.llama_get_logits_ith(self.ctx, -1)
+                self.prompt_logits = np.ctypeslib.as_array(row, shape=(self.n_vocab(),)).copy()
+
+    return ChunkAlignedLlama
 
 
 class LlamaCppReader(BatchedReader):
-    """Greedy chat completions from a local GGUF file, one prompt at a time.
-
-    Every prompt is evaluated from an empty KV cache. llama.cpp would otherwise reuse the prefix that a
-    prompt shares with the one before it, and the different evaluation batches change the floating-point
-    sums enough to flip greedy choices: the same prompt would get different answers depending on what ran
-    before it. Answers must depend on the prompt alone, so that runs reproduce and caches stay valid.
-
-    The model loads on first use, so a run served entirely by the generation cache never loads it.
-    """
+    """Greedy chat completions from a local GGUF file, one prompt at a time, reusing whole chunks of the
+    previous prompt (see the module's text). `prefix_chunk`: U (a multiple of 8), or 0 for the former path
+    (every prompt fresh, batches of 512). `batch_threads`: threads for prompt evaluation (default: `threads`)."""
 
     def __init__(
         self,
@@ -27,14 +103,18 @@ class LlamaCppReader(BatchedReader):
         name: str | None = None,
         context_tokens: int = 8192,
         threads: int | None = None,
+        batch_threads: int | None = None,
         max_tokens: int = 32,
         seed: int = 0,
+        prefix_chunk: int = DEFAULT_PREFIX_CHUNK,
     ) -> None:
         super().__init__()
         try:
             import llama_cpp  # noqa: F401  (checked now; the model itself loads on first use)
         except ImportError as exc:  # pragma: no cover - llama-cpp-python is a core dependency
             raise ReaderError("llama-cpp-python is not installed: pip install llama-cpp-python") from exc
+        if prefix_chunk < 0 or prefix_chunk % 8:
+            raise ConfigError(f"reader prefix_chunk must be 0 or a positive multiple of 8, not {prefix_chunk}")
         self.model_path = Path(model_path)
         if not self.model_path.is_file():
             raise ReaderError(f"model file not found: {self.model_path}")
@@ -42,7 +122,9 @@ class LlamaCppReader(BatchedReader):
         self.default_max_tokens = max_tokens
         self.context_tokens = context_tokens
         self.threads = threads or os.cpu_count() or 1
+        self.batch_threads = batch_threads or self.threads
         self.seed = seed
+        self.prefix_chunk = prefix_chunk
         self._identity: str | None = None
         self._model = None
 
@@ -51,18 +133,21 @@ class LlamaCppReader(BatchedReader):
         return self._model is not None
 
     @property
-    def _llm(self):  # noqa: ANN202 - llama_cpp.Llama, imported lazily
+    def _llm(self):  # noqa: ANN202 - ChunkAlignedLlama, imported lazily
         """The llama.cpp model, loaded on first use."""
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    from llama_cpp import Llama
-
+                    batch = self.prefix_chunk or FRESH_BATCH
                     try:
-                        self._model = Llama(
+                        self._model = _chunk_aligned_llama()(
                             model_path=str(self.model_path),
+                            prefix_chunk=self.prefix_chunk,
                             n_ctx=self.context_tokens,
+                            n_batch=batch,
+                            n_ubatch=batch,
                             n_threads=self.threads,
+                            n_threads_batch=self.batch_threads,
                             seed=self.seed,
                             verbose=False,
                         )
@@ -72,39 +157,52 @@ class LlamaCppReader(BatchedReader):
 
     @property
     def identity(self) -> str:
-        """Backend, model file and its sha256 (memoised, see eor.models.file_sha256), context size and the
-        llama-cpp-python version. Not the thread count (each dot product is summed by one thread) nor the
-        seed (decoding is greedy)."""
+        """Backend, model file and its sha256 (memoised, see eor.models.file_sha256), context size, the
+        llama-cpp-python version and the chunk size U of prefix reuse (absent for the always-fresh path, whose
+        identity is unchanged). Not the thread count (each dot product is summed by one thread) nor the seed
+        (decoding is greedy). U stays: with U = 64 or 128 the logits equal those of the fresh path byte for
+        byte on the prompts we tried, with U = 32 some did not, so outputs may depend on it."""
         if self._identity is None:
             import llama_cpp
 
             from eor.models import file_sha256
 
             digest = file_sha256(self.model_path)[:16]
+            chunk = f"|chunk={self.prefix_chunk}" if self.prefix_chunk else ""
             self._identity = (
                 f"llama.cpp:{self.model_path.name}@sha256:{digest}|n_ctx={self.context_tokens}"
-                f"|llama-cpp-python={llama_cpp.__version__}"
+                f"|llama-cpp-python={llama_cpp.__version__}{chunk}"
             )
         return self._identity
+
+    def prompt_logits(self, prompt: str) -> bytes:
+        """The raw float32 logits the first answer token of `prompt` is chosen from, evaluated the way
+        `generate` evaluates it (reusing chunks of the previous prompt): for checking determinism."""
+        self._generate_one(prompt, 1)
+        return self._llm.prompt_logits.tobytes()
 
     def _generate_one(self, prompt: str, max_tokens: int) -> Generated:
         import llama_cpp
 
-        messages = [{"role": "user", "content": prompt}]
-        self._llm.reset()
-        llama_cpp.llama_perf_context_reset(self._llm.ctx)
+        llm = self._llm
+        llama_cpp.llama_perf_context_reset(llm.ctx)
         try:
-            response = self._llm.create_chat_completion(
-                messages=messages, temperature=0.0, max_tokens=max_tokens
+            response = llm.create_chat_completion(
+                messages=[{"role": "user", "content": prompt}], temperature=0.0, max_tokens=max_tokens
             )
         except ValueError as exc:  # llama-cpp-python raises ValueError when the prompt exceeds the context
+            llm.forget()
             raise ReaderError(f"{self.name}: {exc}") from exc
-        perf = llama_cpp.llama_perf_context(self._llm.ctx)  # what llama.cpp itself evaluated, and its time
+        except BaseException:
+            llm.forget()
+            raise
+        perf = llama_cpp.llama_perf_context(llm.ctx)  # what llama.cpp itself evaluated, and its time
         usage = response.get("usage") or {}
         return Generated(
             response["choices"][0]["message"]["content"] or "",
-            prompt_tokens=int(perf.n_p_eval),  # the prompt tokens evaluated (all of them: no prefix reuse)
+            prompt_tokens=int(perf.n_p_eval),  # evaluated; the reused chunks are not counted
             generated_tokens=usage.get("completion_tokens", int(perf.n_eval)),
             prompt_seconds=perf.t_p_eval_ms / 1000,
             generation_seconds=perf.t_eval_ms / 1000,
+            reused_tokens=llm.reused_tokens,
         )

@@ -46,6 +46,7 @@ class Completion:
     generated_tokens: int | None = None
     prompt_seconds: float | None = None
     generation_seconds: float | None = None
+    reused_tokens: int | None = None
 
 
 @dataclass
@@ -53,7 +54,7 @@ class GenerationStats:
     """What the stage did: prompts asked for (`requests`, repeats included), read back from the cache
     (`cache_hits`), sent to the reader (`generated`) in `calls` calls, and the reader's work on them: prompt
     tokens evaluated and generated tokens with the seconds of each phase (where the reader reports them),
-    and its seconds in all."""
+    prompt tokens kept from the prompt before instead of evaluated (`reused_tokens`), and its seconds in all."""
 
     requests: int = 0
     cache_hits: int = 0
@@ -63,6 +64,7 @@ class GenerationStats:
     prompt_seconds: float = 0.0
     generated_tokens: int = 0
     generation_seconds: float = 0.0
+    reused_tokens: int = 0
     seconds: float = 0.0
 
     def add(self, other: GenerationStats) -> None:
@@ -169,6 +171,7 @@ class GenerationStage:
                 step.prompt_seconds += completion.prompt_seconds or 0.0
                 step.generated_tokens += completion.generated_tokens or 0
                 step.generation_seconds += completion.generation_seconds or 0.0
+                step.reused_tokens += completion.reused_tokens or 0
                 step.seconds += completion.seconds
         self._account(step)
         self._local.seconds = [done[prompt].seconds for prompt in prompts]
@@ -223,6 +226,7 @@ class GenerationStage:
                 out.generated_tokens,
                 out.prompt_seconds,
                 out.generation_seconds,
+                out.reused_tokens,
             )
             for prompt, out in zip(prompts, outputs, strict=True)
         }
