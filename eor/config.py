@@ -21,7 +21,9 @@ class ReaderConfig:
     """The shared reader LLM. `backend: auto` picks llama.cpp for GGUF files, transformers otherwise.
 
     llama.cpp only: `prefix_chunk` is the chunk size U of deterministic prefix reuse (0: every prompt from
-    an empty KV cache, the former path); `batch_threads` the threads of prompt evaluation (default `threads`).
+    an empty KV cache, the former path); `batch_threads` the threads of prompt evaluation (default `threads`);
+    `parallel` the prompts of one call decoded together when each may generate more than
+    `parallel_min_tokens` tokens (1: one at a time).
     """
 
     model: str = "qwen2.5-0.5b"
@@ -31,6 +33,8 @@ class ReaderConfig:
     threads: int | None = None
     batch_threads: int | None = None
     prefix_chunk: int = 64
+    parallel: int = 1
+    parallel_min_tokens: int = 64
     batch_size: int = 8
     device: str = "cpu"
     base_url: str | None = None

@@ -1,7 +1,9 @@
 """`eor run`: every member on every question of a file, in batches, appended to `records.jsonl`.
 
 The resolved config is saved beside the records; a re-run with the same folder skips the questions
-already done, and refuses a folder that holds a run of a different config.
+already done, and refuses a folder that holds a run of a different config. `generation.json` holds what the
+reader did in the latest invocation: prompts generated and read back, prompt tokens evaluated and reused,
+generated tokens, and the seconds of each phase.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from eor.generation_cache import CacheSetting
 from eor.records import RecordWriter, read_records
 
 CONFIG_FILE = "config.json"
+GENERATION_FILE = "generation.json"  # what the reader did in the latest invocation (GenerationStats)
 
 
 def run(
@@ -87,6 +90,7 @@ def run(
     lines += failed_summary(records)
     if ensemble is not None:
         lines.append(cache_summary(ensemble))
+        (out / GENERATION_FILE).write_text(json.dumps(ensemble.generation.stats.to_dict(), indent=2))
     return "\n".join(lines)
 
 

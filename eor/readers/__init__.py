@@ -27,6 +27,8 @@ def _llamacpp(config: ReaderConfig) -> Reader:
         max_tokens=config.max_tokens,
         seed=config.seed,
         prefix_chunk=config.prefix_chunk,
+        parallel=config.parallel,
+        parallel_min_tokens=config.parallel_min_tokens,
     )
 
 

@@ -44,6 +44,12 @@ def reusable_prefix(previous: list[int], tokens: list[int], chunk: int) -> int:
     return chunk * (min(common, len(tokens) - 1) // chunk)
 
 
+class _PromptTokens(Exception):  # noqa: N818 - not an error: carries the tokens out of a dry run
+    def __init__(self, tokens: list[int]) -> None:
+        super().__init__("prompt tokens")
+        self.tokens = tokens
+
+
 @functools.cache
 def _chunk_aligned_llama() -> type:
     """llama_cpp.Llama with chunk-aligned prefix reuse (imported lazily: llama-cpp-python is heavy)."""
@@ -63,6 +69,19 @@ def _chunk_aligned_llama() -> type:
             self.reused_tokens = 0
             self.prompt_logits: np.ndarray | None = None
             self._keep_logits = False
+            self._dry_run = False
+
+        def chat_tokens(self, prompt: str) -> list[int]:
+            """The tokens `create_chat_completion` evaluates for a one-message chat of `prompt`: the chat
+            handler runs as for a completion, and `generate` records its tokens instead of evaluating them."""
+            self._dry_run = True
+            try:
+                self.create_chat_completion(messages=[{"role": "user", "content": prompt}], max_tokens=1)
+            except _PromptTokens as captured:
+                return captured.tokens
+            finally:
+                self._dry_run = False
+            raise ReaderError("llama-cpp-python completed a chat without generating")  # pragma: no cover
 
         def forget(self) -> None:
             """Evaluate the next prompt from an empty cache (after a failure the cache may be partial)."""
@@ -70,6 +89,8 @@ def _chunk_aligned_llama() -> type:
 
         def generate(self, tokens: Any, reset: bool = True, **kwargs: Any) -> Any:
             tokens = list(tokens)
+            if self._dry_run:
+                raise _PromptTokens(tokens)
             if reset:
                 keep = reusable_prefix(self.previous_prompt, tokens, self.prefix_chunk)
                 # llama-cpp-python matches the new tokens against input_ids[:n_tokens] (here the kept chunks,
@@ -94,7 +115,10 @@ def _chunk_aligned_llama() -> type:
 class LlamaCppReader(BatchedReader):
     """Greedy chat completions from a local GGUF file, one prompt at a time, reusing whole chunks of the
     previous prompt (see the module's text). `prefix_chunk`: U (a multiple of 8), or 0 for the former path
-    (every prompt fresh, batches of 512). `batch_threads`: threads for prompt evaluation (default: `threads`)."""
+    (every prompt fresh, batches of 512). `batch_threads`: threads for prompt evaluation (default: `threads`).
+    `parallel`: decode up to this many prompts of a call together when each may generate more than
+    `parallel_min_tokens` tokens (summaries, background documents); faster, but outputs can differ from
+    solo generation after the first token (eor.readers.llamacpp_batch); 1 (the default): one at a time."""
 
     def __init__(
         self,
@@ -107,6 +131,8 @@ class LlamaCppReader(BatchedReader):
         max_tokens: int = 32,
         seed: int = 0,
         prefix_chunk: int = DEFAULT_PREFIX_CHUNK,
+        parallel: int = 1,
+        parallel_min_tokens: int = 64,
     ) -> None:
         super().__init__()
         try:
@@ -125,8 +151,13 @@ class LlamaCppReader(BatchedReader):
         self.batch_threads = batch_threads or self.threads
         self.seed = seed
         self.prefix_chunk = prefix_chunk
+        if parallel < 1 or (parallel > 1 and parallel > (prefix_chunk or FRESH_BATCH)):
+            raise ConfigError(f"reader parallel must be between 1 and the chunk size, not {parallel}")
+        self.parallel = parallel
+        self.parallel_min_tokens = parallel_min_tokens
         self._identity: str | None = None
         self._model = None
+        self._decoder = None
 
     @property
     def loaded(self) -> bool:
@@ -161,7 +192,8 @@ class LlamaCppReader(BatchedReader):
         llama-cpp-python version and the chunk size U of prefix reuse (absent for the always-fresh path, whose
         identity is unchanged). Not the thread count (each dot product is summed by one thread) nor the seed
         (decoding is greedy). U stays: with U = 64 or 128 the logits equal those of the fresh path byte for
-        byte on the prompts we tried, with U = 32 some did not, so outputs may depend on it."""
+        byte on the prompts we tried, with U = 32 some did not, so outputs may depend on it; so does
+        batched decoding (`parallel`), which changes outputs."""
         if self._identity is None:
             import llama_cpp
 
@@ -169,9 +201,10 @@ class LlamaCppReader(BatchedReader):
 
             digest = file_sha256(self.model_path)[:16]
             chunk = f"|chunk={self.prefix_chunk}" if self.prefix_chunk else ""
+            parallel = f"|parallel={self.parallel}>{self.parallel_min_tokens}" if self.parallel > 1 else ""
             self._identity = (
                 f"llama.cpp:{self.model_path.name}@sha256:{digest}|n_ctx={self.context_tokens}"
-                f"|llama-cpp-python={llama_cpp.__version__}{chunk}"
+                f"|llama-cpp-python={llama_cpp.__version__}{chunk}{parallel}"
             )
         return self._identity
 
@@ -180,6 +213,37 @@ class LlamaCppReader(BatchedReader):
         `generate` evaluates it (reusing chunks of the previous prompt): for checking determinism."""
         self._generate_one(prompt, 1)
         return self._llm.prompt_logits.tobytes()
+
+    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[Generated | tuple[str, float]]:
+        if self.parallel < 2 or len(prompts) < 2 or max_tokens <= self.parallel_min_tokens:
+            return super()._generate_batch(prompts, max_tokens)
+        return self._decode_together(prompts, max_tokens)
+
+    def _decode_together(self, prompts: list[str], max_tokens: int) -> list[Generated]:
+        """Several prompts decoded at once (eor.readers.llamacpp_batch), from the prompt tokens and into the
+        text of a solo `create_chat_completion`."""
+        llm = self._llm
+        if self._decoder is None:
+            from eor.readers.llamacpp_batch import MultiSequenceDecoder
+
+            self._decoder = MultiSequenceDecoder(
+                llm, sequences=self.parallel, chunk=self.prefix_chunk or FRESH_BATCH,
+                context_tokens=self.context_tokens, threads=self.threads, batch_threads=self.batch_threads,
+            )
+        token_lists = [llm.chat_tokens(prompt) for prompt in prompts]
+        results = []
+        for tokens, decoded in zip(token_lists, self._decoder.decode(token_lists, max_tokens), strict=True):
+            text = llm.detokenize(decoded.tokens, prev_tokens=tokens).decode("utf-8", errors="ignore")
+            results.append(Generated(
+                text,
+                seconds=decoded.prompt_seconds + decoded.generation_seconds,
+                prompt_tokens=decoded.prompt_tokens,
+                generated_tokens=len(decoded.tokens),
+                prompt_seconds=decoded.prompt_seconds,
+                generation_seconds=decoded.generation_seconds,
+                reused_tokens=0,
+            ))
+        return results
 
     def _generate_one(self, prompt: str, max_tokens: int) -> Generated:
         import llama_cpp

@@ -1,0 +1,132 @@
+"""Benchmark: the former reader path against the new one, side by side, on the same questions, cache off.
+
+Each path is the real command (`python -m eor.cli run --no-cache ...`) on a copy of the config that differs
+only in its `reader:` section:
+
+- `fresh`: every prompt evaluated from an empty KV cache in batches of 512 (`prefix_chunk: 0`), the path
+  before deterministic prefix reuse;
+- `reuse`: prompts keep whole 64-token chunks of the previous prompt's KV cache (`prefix_chunk: 64`);
+- further paths by `--path NAME:KEY=VALUE,...` (e.g. `--path u128:prefix_chunk=128`).
+
+Per path: wall seconds, the reader's prompt tokens evaluated and kept, generated tokens and the seconds of
+each phase (the run's `generation.json`), and the floor of the work: distinct prompt tokens / prompt rate +
+generated tokens / generation rate, with the rates the first path measured. Every member's answer of every
+path is checked against the first path's. The BM25 and dense indexes are built first, untimed.
+
+    python benchmarks/bench_throughput.py --config configs/nq-offline16.yaml --data ../shared/data/nq/dev.jsonl \
+        --limit 10 [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_cache import records, warm_indexes  # noqa: E402
+
+PATHS = {"fresh": {"prefix_chunk": 0}, "reuse": {"prefix_chunk": 64}}
+
+
+def parse_path(text: str) -> tuple[str, dict[str, Any]]:
+    """`NAME:key=value,key=value` -> (NAME, {key: value}) with YAML-typed values."""
+    name, _, settings = text.partition(":")
+    options = {}
+    for item in filter(None, settings.split(",")):
+        key, _, value = item.partition("=")
+        options[key.strip()] = yaml.safe_load(value)
+    return name, options
+
+
+def config_copy(config: Path, reader: dict[str, Any], folder: Path, name: str) -> Path:
+    """The config with `reader` merged into its reader section, its corpus path made absolute."""
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["reader"] = {**(data.get("reader") or {}), **reader}
+    corpus = (data.get("corpus") or {}).get("path")
+    if corpus:
+        data["corpus"]["path"] = str((config.parent / corpus).resolve())
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def run_path(config: Path, data: Path, limit: int, out: Path) -> dict[str, Any]:
+    command = [sys.executable, "-m", "eor.cli", "run", "--config", str(config), "--data", str(data),
+               "--limit", str(limit), "--out", str(out), "--no-cache"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    started = time.perf_counter()
+    completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    seconds = time.perf_counter() - started
+    if completed.returncode != 0:
+        sys.exit(f"`{shlex.join(command)}` failed:\n{completed.stderr[-2000:]}")
+    stats = json.loads((out / "generation.json").read_text())
+    return {"wall_seconds": round(seconds, 2), **stats}
+
+
+def answers(folder: Path) -> dict[tuple[str, str], str]:
+    return {(r["id"], name): m["answer"] for r in records(folder) for name, m in r["members"].items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "nq-offline.yaml")
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "nq" / "dev.jsonl")
+    parser.add_argument("--limit", type=int, default=10, help="questions (default 10)")
+    parser.add_argument("--path", action="append", default=[], metavar="NAME:KEY=VALUE,...",
+                        help="a further reader setting to compare (repeatable)")
+    parser.add_argument("--only", nargs="+", help="run only these paths (default: fresh, reuse and --path)")
+    parser.add_argument("--json", type=Path, help="also write the table as JSON")
+    args = parser.parse_args(argv)
+    paths = {**PATHS, **dict(parse_path(text) for text in args.path)}
+    if args.only:
+        paths = {name: paths[name] for name in args.only}
+
+    warm_indexes(args.config)
+    rows: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="eor-bench-throughput-") as tmp:
+        folder = Path(tmp)
+        for name, reader in paths.items():
+            print(f"running {name} ({reader}) ...", file=sys.stderr, flush=True)
+            rows[name] = run_path(config_copy(args.config, reader, folder, name), args.data, args.limit, folder / name)
+            rows[name]["reader"] = reader
+            rows[name]["answers"] = answers(folder / name)
+
+    first = next(iter(rows))
+    base = rows[first]
+    prompt_rate = base["prompt_tokens"] / base["prompt_seconds"]
+    generation_rate = base["generated_tokens"] / base["generation_seconds"]
+    print(f"{args.config.name}, {args.limit} questions of {args.data.name}, cache off; rates of `{first}`: "
+          f"{prompt_rate:.0f} prompt tokens/s, {generation_rate:.1f} generated tokens/s")
+    header = (f"{'path':<10} {'wall s':>8} {'speed-up':>8} {'prompt tok':>10} {'kept tok':>9} {'prompt s':>9} "
+              f"{'gen tok':>8} {'gen s':>7} {'floor s':>8} {'same answers':>13}")
+    print(header)
+    for name, row in rows.items():
+        floor = row["prompt_tokens"] / prompt_rate + row["generated_tokens"] / generation_rate
+        same = sum(row["answers"].get(key) == value for key, value in base["answers"].items())
+        row.update(floor_seconds=round(floor, 1), same_answers=same, members_answers=len(base["answers"]),
+                   speedup=round(base["wall_seconds"] / row["wall_seconds"], 2))
+        print(f"{name:<10} {row['wall_seconds']:>8.1f} {row['speedup']:>7.2f}x {row['prompt_tokens']:>10} "
+              f"{row['reused_tokens']:>9} {row['prompt_seconds']:>9.1f} {row['generated_tokens']:>8} "
+              f"{row['generation_seconds']:>7.1f} {floor:>8.1f} {same:>6}/{len(base['answers'])}")
+    if args.json:
+        for row in rows.values():
+            row.pop("answers")
+        args.json.write_text(json.dumps({"config": args.config.name, "limit": args.limit, "paths": rows}, indent=2))
+    identical = all(row["same_answers"] == row["members_answers"] for row in rows.values())
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
