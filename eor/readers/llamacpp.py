@@ -37,7 +37,7 @@ def reusable_prefix(previous: list[int], tokens: list[int], chunk: int) -> int:
     if chunk <= 0:
         return 0
     common = 0
-    for old, new in zip(previous, tokens):
+    for old, new in zip(previous, tokens, strict=False):
         if old != new:
             break
         common += 1
