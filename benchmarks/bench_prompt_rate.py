@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         for label, path, settings in runs:
             started = time.perf_counter()
             per_second, tokens, seconds = rate(path, texts, **settings)
-            print(f"{label:<24} {per_second:>9.1f} {tokens:>7} {seconds:>8.1f}   ({time.perf_counter() - started:.0f} s)",
-                  flush=True)
+            spent = time.perf_counter() - started
+            print(f"{label:<24} {per_second:>9.1f} {tokens:>7} {seconds:>8.1f}   ({spent:.0f} s)", flush=True)
     return 0
 
 

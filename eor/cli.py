@@ -131,6 +131,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         request_timeout=args.request_timeout,
         max_batch=args.max_batch,
         max_body_bytes=args.max_body_bytes,
+        max_queue=args.max_queue,
     )
     serve(_config_path(args.config), weights=args.weights, settings=settings, log_level=args.log_level,
           cache=_cache(args))
@@ -338,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="most waiting questions answered together (default: 1 with llama.cpp, else the config's batch_size)",
     )
     serve.add_argument("--max-body-bytes", type=int, default=65536, help="larger bodies get 413 (default 64 KB)")
+    serve.add_argument(
+        "--max-queue", type=int, default=64, help="most questions waiting; more get 429 with Retry-After (default 64)"
+    )
     serve.add_argument(
         "--all-members", action="store_true",
         help="run every member on every question (default: stop once the rest cannot change the answer)",

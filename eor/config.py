@@ -40,6 +40,7 @@ class ReaderConfig:
     base_url: str | None = None
     api_key_env: str | None = None
     concurrency: int = 4
+    retries: Any = None
     seed: int = 0
 
 
@@ -129,7 +130,7 @@ def from_dict(cls: type, data: Any, where: str) -> Any:
         raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
-    unknown = sorted(set(data) - set(fields))
+    unknown = sorted(set(data) - set(fields), key=repr)  # YAML keys may be numbers, not only strings
     if unknown:
         valid = ", ".join(name for name in fields if name != "base_dir")
         raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid keys: {valid}")

@@ -28,7 +28,7 @@ from typing import Any
 
 from eor.config import EnsembleConfig, load_config
 from eor.data import Question, make_question
-from eor.errors import ConfigError, EorError, InputError, ReaderError, RetrieverError
+from eor.errors import ConfigError, ContextOverflowError, EorError, InputError, ReaderError, RetrieverError
 from eor.generation_cache import CacheSetting, open_cache
 from eor.prompts import PromptTemplates, clean_answer
 from eor.results import MemberOutput, Result
@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 MAX_REASON_CHARS = 300
 #: weight of the latest measurement in a member's running cost (exponential moving average).
 COST_SMOOTHING = 0.3
+MAX_CUTS = 8  # halvings of a document that is over the reader's context before its member fails
 
 
 class Ensemble:
@@ -296,8 +297,9 @@ class Ensemble:
         prompts = [self._prompt(texts[i], passages[name][i]) for name, i in pairs]
         completions: list[Completion | Exception]
         completions = self.generation.complete(prompts) if strict else self.generation.complete_each(prompts)
+        cuts = self._fit_to_context(pairs, texts, passages, prompts, completions)
         outputs: list[dict[str, MemberOutput]] = [{} for _ in texts]
-        for (name, i), prompt, completion in zip(pairs, prompts, completions, strict=True):
+        for index, ((name, i), prompt, completion) in enumerate(zip(pairs, prompts, completions, strict=True)):
             if isinstance(completion, Exception):
                 _fail(failed, [i], name, completion, "generation")
                 continue
@@ -306,8 +308,43 @@ class Ensemble:
                 passages=[_passage_dict(doc) for doc in passages[name][i]],
                 prompt=prompt,
                 seconds=round(retrieval_seconds[name] + completion.seconds, 4),
+                document_cut=cuts.get(index),
             )
         return outputs
+
+    def _fit_to_context(
+        self,
+        pairs: list[tuple[str, int]],
+        texts: list[str],
+        passages: dict[str, list[list[Any] | None]],
+        prompts: list[str],
+        completions: list[Completion | Exception],
+    ) -> dict[int, dict[str, int]]:
+        """Prompts too long for the reader's context are asked again with their document cut to half its
+        words, then half again (at most MAX_CUTS times), in place in `prompts` and `completions`. A warning
+        names each cut; the result maps a prompt's index to the words kept of its document's words."""
+        cuts: dict[int, dict[str, int]] = {}
+        for index, ((name, i), completion) in enumerate(zip(pairs, completions, strict=True)):
+            if not isinstance(completion, ContextOverflowError):
+                continue
+            words = self._document_words(passages[name][i])
+            kept = min(words, self.config.max_document_words)
+            for _ in range(MAX_CUTS):
+                if kept <= 1 or not isinstance(completion, ContextOverflowError):
+                    break
+                kept //= 2
+                prompts[index] = self._prompt(texts[i], passages[name][i], max_words=kept)
+                completion = self.generation.complete_each([prompts[index]])[0]
+            completions[index] = completion
+            if not isinstance(completion, Exception):
+                cuts[index] = {"kept_words": kept, "words": words}
+                log.warning("%s: the prompt of question %r was over the reader's context: its document was cut "
+                            "to %d of %d words", name, texts[i][:80], kept, words)
+        return cuts
+
+    def _document_words(self, documents: list[Any]) -> int:
+        document = self.templates.document([(doc.metadata.get("title", ""), doc.page_content) for doc in documents])
+        return len(document.split(" "))
 
     def _result(
         self,
@@ -345,15 +382,17 @@ class Ensemble:
                     (1 - COST_SMOOTHING) * before + COST_SMOOTHING * member.seconds
                 )
 
-    def _prompt(self, question: str, documents: list[Any]) -> str:
+    def _prompt(self, question: str, documents: list[Any], max_words: int | None = None) -> str:
+        """The answer prompt; its document cut to `max_document_words` words (or `max_words`, fewer)."""
         if not documents:
             return self.templates.answer_prompt(question, None)
         document = self.templates.document(
             [(doc.metadata.get("title", ""), doc.page_content) for doc in documents]
         )
         words = document.split(" ")
-        if len(words) > self.config.max_document_words:  # keeps every prompt inside the reader's context
-            document = " ".join(words[: self.config.max_document_words])
+        limit = min(self.config.max_document_words, max_words or self.config.max_document_words)
+        if len(words) > limit:  # keeps every prompt inside the reader's context
+            document = " ".join(words[:limit])
         return self.templates.answer_prompt(question, document)
 
 

@@ -31,6 +31,10 @@ class ReaderError(EorError):
     """The reader (LLM backend) failed to produce an answer."""
 
 
+class ContextOverflowError(ReaderError):
+    """A prompt and the tokens to generate do not fit the reader's context window."""
+
+
 class RetrieverError(EorError):
     """A retriever failed, or a retriever name could not be parsed or built."""
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.errors import CacheError
+from eor.faults import failpoint
 from eor.models import cache_dir
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,7 @@ class GenerationCache:
                     "INSERT OR IGNORE INTO generations (key, reader, output, seconds, created) VALUES (?, ?, ?, ?, ?)",
                     rows,
                 )
+                failpoint("cache-write")  # tests: die inside the transaction
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise

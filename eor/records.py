@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.errors import InputError
+from eor.faults import failpoint
 
 RECORDS_FILE = "records.jsonl"
 COMPRESSED_RECORDS_FILE = RECORDS_FILE + ".gz"
@@ -91,7 +92,10 @@ class RecordWriter:
 
     def write(self, records: list[dict[str, Any]]) -> None:
         for record in records:
-            self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            line = json.dumps(record, ensure_ascii=False) + "\n"
+            self._handle.write(line[: len(line) // 2])
+            failpoint("record-write", before=self._handle.flush)  # tests: die with half a line on disk
+            self._handle.write(line[len(line) // 2 :])
             self.done_ids.add(record["id"])
         self._handle.flush()
         os.fsync(self._handle.fileno())

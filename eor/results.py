@@ -13,14 +13,13 @@ class MemberOutput:
     prompt: str
     seconds: float
     score: float | None = None
+    document_cut: dict[str, int] | None = None  # {"kept_words", "words"}: the prompt was over the context
 
     def record(self) -> dict[str, Any]:
-        return {
-            "answer": self.answer,
-            "passages": self.passages,
-            "prompt": self.prompt,
-            "seconds": self.seconds,
-        }
+        record = {"answer": self.answer, "passages": self.passages, "prompt": self.prompt, "seconds": self.seconds}
+        if self.document_cut is not None:
+            record["document_cut"] = self.document_cut
+        return record
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Retries with backoff for the network calls of retrievers (web search, page fetches), with tenacity.
+"""Retries with backoff for network calls (web search, page fetches, the OpenAI-compatible reader), with tenacity.
 
 A call is retried on connection errors, timeouts and the statuses in `RETRY_STATUSES` (429 and the 5xx that
 mean "try again"), waiting exponentially longer with jitter (`RetryPolicy.base_delay` doubling up to
@@ -77,6 +77,40 @@ def retry_after_seconds(response: Any, now: float | None = None) -> float | None
     return max(0.0, moment - (time.time() if now is None else now))
 
 
+def call_with_retries(
+    call: Callable[[], Any],
+    policy: RetryPolicy,
+    *,
+    what: str,
+    retryable: Callable[[BaseException], bool],
+    sleep: Callable[[float], None] = time.sleep,
+) -> Any:
+    """`call()`, retried under `policy` while it raises an exception that `retryable` accepts; the wait is the
+    one a `Retry-After` header of the exception's `response` asks for, when it has one, else the backoff.
+    `what` names the call in the log. Raises the last exception."""
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
+
+    def wait(state: Any) -> float:
+        error = state.outcome.exception()
+        asked = retry_after_seconds(getattr(error, "response", None))
+        if asked is not None:
+            delay = min(asked, policy.max_delay)
+        else:
+            backoff = policy.base_delay * 2 ** (state.attempt_number - 1)
+            delay = min(policy.max_delay, backoff * (0.5 + 0.5 * _jitter()))
+        log.info("%s: %s on try %d; retrying in %.1f s", what, error, state.attempt_number, delay)
+        return delay
+
+    retrying = Retrying(
+        stop=stop_after_attempt(policy.attempts) | stop_after_delay(policy.deadline),
+        wait=wait,
+        retry=retry_if_exception(retryable),
+        reraise=True,
+        sleep=sleep,
+    )
+    return retrying(call)
+
+
 def send_with_retries(
     send: Callable[[], Any],
     policy: RetryPolicy,
@@ -90,7 +124,6 @@ def send_with_retries(
     answer in time (connection timeouts are still retried). Returns the last response; raises the last
     connection error or timeout."""
     import requests
-    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
     def attempt() -> Any:
         response = send()
@@ -98,28 +131,11 @@ def send_with_retries(
             raise _RetryableStatus(response)
         return response
 
-    def wait(state: Any) -> float:
-        error = state.outcome.exception()
-        asked = retry_after_seconds(error.response) if isinstance(error, _RetryableStatus) else None
-        if asked is not None:
-            delay = min(asked, policy.max_delay)
-        else:
-            backoff = policy.base_delay * 2 ** (state.attempt_number - 1)
-            delay = min(policy.max_delay, backoff * (0.5 + 0.5 * _jitter()))
-        log.info("%s: %s on try %d; retrying in %.1f s", what, error, state.attempt_number, delay)
-        return delay
-
-    retrying = Retrying(
-        stop=stop_after_attempt(policy.attempts) | stop_after_delay(policy.deadline),
-        wait=wait,
-        retry=retry_if_exception_type(
-            (_RetryableStatus, requests.ConnectionError, *((requests.Timeout,) if read_timeouts else ()))
-        ),
-        reraise=True,
-        sleep=sleep,
-    )
+    errors = (_RetryableStatus, requests.ConnectionError, *((requests.Timeout,) if read_timeouts else ()))
     try:
-        return retrying(attempt)
+        return call_with_retries(
+            attempt, policy, what=what, retryable=lambda error: isinstance(error, errors), sleep=sleep
+        )
     except _RetryableStatus as exc:
         return exc.response
 

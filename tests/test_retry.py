@@ -167,3 +167,52 @@ def test_a_page_behind_a_flaky_gateway_is_fetched(flaky) -> None:
     fetcher = PageFetcher(UrlGuard.from_config(allowed_hosts=["127.0.0.1"]), timeout=2, retries=FAST)
     fetched = fetcher.fetch(f"{url}/bell-rock")
     assert "A lighthouse." in fetched.body and len(server.times) == 3
+
+
+# -- the OpenAI-compatible reader --------------------------------------------------------------------------------
+
+COMPLETION = json.dumps({
+    "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+}).encode()
+
+
+def _reader(url: str, **retries):
+    from eor.readers.openai_compat import OpenAIReader
+
+    return OpenAIReader("m", base_url=f"{url}/v1", retries={**FAST, **retries}, timeout=5)
+
+
+def test_the_openai_reader_retries_503_and_429_with_retry_after(flaky) -> None:
+    server, url = flaky(2, status=503, body=COMPLETION)
+    assert _reader(url).generate(["capital of france?"]) == ["Paris"]
+    assert len(server.times) == 3
+    server, url = flaky(1, status=429, headers={"Retry-After": "1"}, body=COMPLETION)
+    assert _reader(url, max_delay=5).generate(["capital of france?"]) == ["Paris"]
+    assert server.times[1] - server.times[0] >= 0.95  # waited as asked, not the 0.01 s backoff
+
+
+def test_the_openai_reader_reports_the_last_status_after_the_last_try(flaky) -> None:
+    from eor.errors import ReaderError
+
+    server, url = flaky(100, status=500, body=COMPLETION)
+    with pytest.raises(ReaderError, match="500"):
+        _reader(url).generate(["capital of france?"])
+    assert len(server.times) == 3
+    server, url = flaky(100, status=400, body=COMPLETION)  # a bad request is not worth repeating
+    with pytest.raises(ReaderError, match="400"):
+        _reader(url).generate(["capital of france?"])
+    assert len(server.times) == 1
+
+
+def test_the_openai_reader_retries_a_refused_connection() -> None:
+    from eor.errors import ReaderError
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(ReaderError, match="Connection"):
+        _reader(f"http://127.0.0.1:{port}").generate(["capital of france?"])
+    assert time.monotonic() - started < 5

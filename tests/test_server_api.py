@@ -137,11 +137,18 @@ def test_one_bad_question_does_not_cost_the_others_a_member(ensemble) -> None:
     assert [r.question for r in results] == [good, bad]
 
 
-def test_a_prompt_over_the_context_fails_only_its_member(ensemble) -> None:
-    result = ensemble.answer("who painted the mona lisa", members=["ReFree", "Verbose"])
-    assert list(result.members) == ["ReFree"]
-    assert result.degraded["Verbose"].startswith("generation failed: ReaderError:")
-    assert "context" in result.degraded["Verbose"]
+def test_a_prompt_over_the_context_is_cut_to_fit_with_a_warning(ensemble, caplog) -> None:
+    """Verbose's one passage (15,000 words) is far over SmolLM2's 2,048-token context: its document is
+    halved until the prompt fits, the member answers, the cut is recorded and logged."""
+    result = ensemble.answer("who painted the mona lisa", members=["ReFree", "Verbose"], lazy=False)
+    assert set(result.members) == {"ReFree", "Verbose"} and not result.degraded
+    cut = result.members["Verbose"].document_cut
+    words = len(" ".join(f"word{i} of a very long passage." for i in range(2500)).split(" "))
+    assert cut["words"] == words and cut["kept_words"] < 2048
+    assert len(result.members["Verbose"].prompt.split()) < cut["kept_words"] + 40
+    assert result.to_record()["members"]["Verbose"]["document_cut"] == cut
+    assert "document_cut" not in result.to_record()["members"]["ReFree"]
+    assert any("over the reader's context" in message for message in caplog.messages)
 
 
 def test_every_member_failing_is_an_error(ensemble) -> None:

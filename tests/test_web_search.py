@@ -569,3 +569,21 @@ def test_a_name_that_rebinds_after_the_check_still_reaches_the_checked_address(m
     finally:
         allowed.shutdown()
         forbidden.shutdown()
+
+
+def test_a_decompression_bomb_is_cut_at_the_cap_in_bounded_memory(pages, fetcher) -> None:
+    """250 KB of gzip that inflates to 256 MB: refused at the 2 MB cap of *decompressed* bytes, without ever
+    holding much more than that in memory."""
+    import tracemalloc
+
+    from tests.webserver import _bomb
+
+    _bomb()  # built before measuring (the server's copy)
+    tracemalloc.start()
+    try:
+        with pytest.raises(PageFetchError, match="over the 2000000-byte cap"):
+            fetcher.fetch(pages.url + "/bomb")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40_000_000, f"peak {peak / 1e6:.0f} MB while reading a bomb"

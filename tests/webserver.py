@@ -7,9 +7,11 @@ Each server listens on 127.0.0.1 on a free port in a daemon thread and logs the 
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -125,6 +127,22 @@ class PageHandler(_Handler):
             self.wfile.write(paragraph)
         self.wfile.write(b"</body></html>")
 
+    def bomb(self, path: str) -> None:
+        """A decompression bomb: 250 KB of gzip that inflates to BOMB_BYTES of HTML."""
+        self._send(200, _bomb(), "text/html", {"Content-Encoding": "gzip"})
+
+
+BOMB_BYTES = 256_000_000
+
+
+@functools.cache
+def _bomb() -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip container
+    block = b"<p>" + b"a" * 1_048_570 + b"</p>"
+    parts = [packer.compress(b"<html><body>")]
+    parts += [packer.compress(block) for _ in range(BOMB_BYTES // len(block))]
+    return b"".join([*parts, packer.compress(b"</body></html>"), packer.flush()])
+
 
 ROUTES: dict[str, Callable[[PageHandler, str], None]] = {
     "/redirect": lambda h, p: h.redirect("/canal.html"),
@@ -136,6 +154,7 @@ ROUTES: dict[str, Callable[[PageHandler, str], None]] = {
     "/trickle": PageHandler.trickle,
     "/big": lambda h, p: h.oversize(p, declare_length=True),
     "/big-stream": lambda h, p: h.oversize(p, declare_length=False),
+    "/bomb": PageHandler.bomb,
     "/download": lambda h, p: h._send(200, b"\x00\x01binary\x02" * 100, "application/octet-stream"),
     "/logo.png": lambda h, p: h._send(200, b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, "image/png"),
     "/untyped": lambda h, p: h._send(200, (FIXTURES / "canal.html").read_bytes(), None),
@@ -189,6 +208,33 @@ class SearxngHandler(_Handler):
             for rank, (url, title, snippet) in enumerate(rows, start=1)
         ]
         self._json(200, {"query": query.get("q", [""])[0], "number_of_results": len(results), "results": results})
+
+
+class ChatHandler(_Handler):
+    """`POST /v1/chat/completions` like an OpenAI-compatible server that needs `Authorization: Bearer <key>`.
+
+    State: `api_key`. The answer repeats the user's message's last words. A careless server: a request with
+    another key gets a 401 whose body repeats the key it was sent.
+    """
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        self._record()
+        payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+        given = self.headers.get("Authorization", "")
+        if given != f"Bearer {self.server.state['api_key']}":
+            self._json(401, {"error": {"message": f"invalid key in '{given}'", "type": "invalid_request_error"}})
+            return
+        words = str(payload["messages"][-1]["content"]).split()[-2:]
+        self._json(200, {
+            "id": "c1", "object": "chat.completion", "created": 0, "model": payload.get("model", "m"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": " ".join(words)},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+        })
+
+
+def chat_server(api_key: str) -> LoopbackServer:
+    return LoopbackServer(ChatHandler, api_key=api_key).start()
 
 
 def page_server() -> LoopbackServer:

@@ -26,6 +26,9 @@ def load_voter(path: str | Path, members: Sequence[str] | None = None) -> Any:
     document = read_document(path)
     kinds = voter_kinds()
     kind = document.get("voter", "paper")
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         raise ConfigError(f"weights file {str(path)!r} holds an unknown voter {kind!r}; known: {', '.join(kinds)}")
-    return kinds[kind].from_document(document, str(path), members)
+    try:
+        return kinds[kind].from_document(document, str(path), members)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a field missing or mistyped
+        raise ConfigError(f"weights file {str(path)!r} is malformed: {type(exc).__name__}: {exc}") from None

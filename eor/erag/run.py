@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -138,9 +139,15 @@ def gold_passages(questions: Sequence[Question]) -> dict[str, list[str]] | None:
 
 
 def _write_json(path: Path, data: Any) -> None:
+    """Written whole or not at all: a file beside it, synced, renamed over it (a kill leaves no half file)."""
     from eor.erag.correlation import jsonable
 
-    path.write_text(json.dumps(jsonable(data), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    temporary = path.with_name(path.name + ".partial")
+    with temporary.open("w", encoding="utf-8") as handle:
+        handle.write(json.dumps(jsonable(data), ensure_ascii=False, indent=2) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
 
 
 def _save_config(out: Path, setup: Setup) -> None:

@@ -54,6 +54,7 @@ def _openai(config: ReaderConfig) -> Reader:
         max_tokens=config.max_tokens,
         concurrency=config.concurrency,
         seed=config.seed,
+        retries=config.retries,
     )
 
 

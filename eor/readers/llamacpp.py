@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from eor.errors import ConfigError, ReaderError
+from eor.errors import ConfigError, ContextOverflowError, ReaderError
 from eor.readers.base import BatchedReader, Generated
 
 DEFAULT_PREFIX_CHUNK = 64
@@ -256,7 +256,8 @@ class LlamaCppReader(BatchedReader):
             )
         except ValueError as exc:  # llama-cpp-python raises ValueError when the prompt exceeds the context
             llm.forget()
-            raise ReaderError(f"{self.name}: {exc}") from exc
+            error = ContextOverflowError if "context window" in str(exc) else ReaderError
+            raise error(f"{self.name}: {exc}") from exc
         except BaseException:
             llm.forget()
             raise

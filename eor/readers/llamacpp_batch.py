@@ -19,7 +19,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from eor.errors import ReaderError
+from eor.errors import ContextOverflowError, ReaderError
 
 
 @dataclass
@@ -62,11 +62,10 @@ class MultiSequenceDecoder:
         self._finalizer()
 
     def decode(self, token_lists: list[list[int]], max_tokens: int) -> list[Decoded]:
-        for tokens in token_lists:
-            if len(tokens) + max_tokens > self.context_tokens:
-                raise ReaderError(
-                    f"a prompt of {len(tokens)} tokens and {max_tokens} to generate exceed the context of "
-                    f"{self.context_tokens} tokens"
+        for tokens in token_lists:  # as llama-cpp-python: a prompt must fit; its generation stops at the end
+            if len(tokens) >= self.context_tokens:
+                raise ContextOverflowError(
+                    f"Requested tokens ({len(tokens)}) exceed context window of {self.context_tokens}"
                 )
         results: list[Decoded] = []
         for start in range(0, len(token_lists), self.sequences):
@@ -90,8 +89,9 @@ class MultiSequenceDecoder:
             following[seq] = int(np.argmax(self._logits(len(part) - 1)))
             done[seq].prompt_seconds = time.perf_counter() - started
         active = list(range(len(token_lists)))
+        limits = [min(max_tokens, self.context_tokens - len(tokens)) for tokens in token_lists]
         while True:
-            active = [seq for seq in active if self._accept(done[seq], following[seq], max_tokens)]
+            active = [seq for seq in active if self._accept(done[seq], following[seq], limits[seq])]
             if not active:
                 return done
             started = time.perf_counter()

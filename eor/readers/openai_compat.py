@@ -5,14 +5,20 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-from eor.errors import MissingSecretError, ReaderError
+from eor.errors import ContextOverflowError, MissingSecretError, ReaderError
 from eor.readers.base import BatchedReader, Generated
+from eor.retry import RETRY_STATUSES, RetryPolicy, call_with_retries
 
 
 class OpenAIReader(BatchedReader):
     """Chat completions at temperature 0, sent concurrently from a bounded thread pool. Thread-safe: the
-    server does the queueing, so concurrent callers are not serialised here."""
+    server does the queueing, so concurrent callers are not serialised here.
+
+    A request is retried (eor.retry, `retries`: attempts or a policy mapping) on refused connections,
+    timeouts, 429 (as long as `Retry-After` asks) and 500/502/503/504; after the last try the prompt fails
+    with the project's ReaderError, which costs only that prompt's member (the generation stage's policy)."""
 
     thread_safe = True
 
@@ -26,6 +32,7 @@ class OpenAIReader(BatchedReader):
         concurrency: int = 4,
         timeout: float = 120.0,
         seed: int | None = 0,
+        retries: Any = None,
     ) -> None:
         super().__init__()
         import openai
@@ -38,14 +45,19 @@ class OpenAIReader(BatchedReader):
                 )
         else:
             api_key = "not-needed"  # local servers (llama.cpp, vLLM) accept any key
+        self._api_key = api_key if api_key_env else None
         self.name = model
         self.model = model
         self.base_url = base_url
         self.default_max_tokens = max_tokens
         self.concurrency = concurrency
         self.seed = seed
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=2)
+        self.retries = RetryPolicy() if retries is None else RetryPolicy.of(retries)
+        # The client's own retries are off: eor.retry's policy (attempts, deadline, Retry-After) is the one.
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
         self._errors = openai.OpenAIError
+        self._transient = (openai.APIConnectionError, openai.APITimeoutError)
+        self._status_error = openai.APIStatusError
 
     @property
     def identity(self) -> str:
@@ -55,18 +67,24 @@ class OpenAIReader(BatchedReader):
 
     def _timed_completion(self, prompt: str, max_tokens: int) -> Generated:
         started = time.perf_counter()
-        try:
-            response = self._client.chat.completions.create(
+
+        def request() -> Any:
+            return self._client.chat.completions.create(
                 model=self.model,
                 messages=[{"role": "user", "content": prompt}],
                 temperature=0.0,
                 max_tokens=max_tokens,
                 seed=self.seed,
             )
-        except self._errors as exc:
-            raise ReaderError(
-                f"OpenAI-compatible reader {self.model!r} failed: {type(exc).__name__}: {exc}"
-            ) from None
+
+        try:
+            response = call_with_retries(request, self.retries, what=f"reader {self.model!r}",
+                                         retryable=self._retryable)
+        except self._errors as exc:  # the server's words may repeat the key it was sent: never pass it on
+            message = str(exc).replace(self._api_key, "[the key]") if self._api_key else str(exc)
+            overflow = isinstance(exc, self._status_error) and exc.status_code == 400 and "context" in message.lower()
+            error = ContextOverflowError if overflow else ReaderError
+            raise error(f"OpenAI-compatible reader {self.model!r} failed: {type(exc).__name__}: {message}") from None
         usage = getattr(response, "usage", None)
         return Generated(
             response.choices[0].message.content or "",
@@ -74,6 +92,11 @@ class OpenAIReader(BatchedReader):
             getattr(usage, "prompt_tokens", None),
             getattr(usage, "completion_tokens", None),
         )
+
+    def _retryable(self, error: BaseException) -> bool:
+        if isinstance(error, self._status_error):
+            return error.status_code in RETRY_STATUSES
+        return isinstance(error, self._transient)
 
     def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[Generated]:
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:

@@ -141,7 +141,7 @@ def create_app(
     @app.post(
         "/v1/answer",
         response_model=AnswerResponse,
-        responses=_errors(401, 413, 422, 503, 504),
+        responses=_errors(401, 413, 422, 429, 503, 504),
         dependencies=v1,
         tags=["answer"],
         summary="Answer a question with the ensemble",
@@ -153,7 +153,7 @@ def create_app(
     @app.post(
         "/v1/chat/completions",
         response_model=ChatResponse,
-        responses=_errors(401, 404, 413, 422, 503, 504),
+        responses=_errors(401, 404, 413, 422, 429, 503, 504),
         dependencies=v1,
         tags=["openai"],
         summary="OpenAI-compatible chat completion: the last user message is the question",

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 EOR_ERRORS: list[tuple[type[EorError], int, str]] = [
     (InputError, 422, "invalid_request"),
     (NotReadyError, 503, "not_ready"),
-    (BusyError, 503, "overloaded"),
+    (BusyError, 429, "too_many_requests"),
     (ReaderError, 503, "members_failed"),
     (RetrieverError, 503, "members_failed"),
     (ConfigError, 500, "server_error"),
@@ -72,7 +72,7 @@ def from_eor_error(exc: EorError) -> ApiError:
     for cls, status, kind in EOR_ERRORS:
         if isinstance(exc, cls):
             message = str(exc) if status < 500 else str(exc).splitlines()[0]
-            headers = {"Retry-After": "5"} if status == 503 else None
+            headers = {"Retry-After": "5"} if status in (429, 503) else None
             return ApiError(status, kind, message, headers)
     return ApiError(500, "server_error", str(exc).splitlines()[0])
 

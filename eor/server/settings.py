@@ -27,7 +27,7 @@ class ServerSettings:
     max_batch: most queued questions answered together in one ensemble batch (None: 1 for a llama.cpp
         reader, which runs prompts one by one, so a batch only makes its first question wait for its last;
         the config's batch_size for batching backends).
-    max_queue: most questions waiting; more get 503 (try again later).
+    max_queue: most questions waiting; more get 429 with Retry-After (try again later).
     lazy: run members cheapest first and stop once the rest cannot change the answer (eor.ensemble); False
         runs every member.
     """

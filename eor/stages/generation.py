@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from eor.errors import ConfigError, InputError, ReaderError
+from eor.faults import failpoint
 from eor.generation_cache import Generation, GenerationCache, generation_key
 from eor.readers.base import BatchedReader, Generated, as_generated, reader_identity
 
@@ -215,6 +216,7 @@ class GenerationStage:
         """The reader's completions of distinct `prompts` (one call), stored in the cache before returning."""
         with self._lock:
             outputs = self._call_reader(prompts, max_tokens)
+        failpoint("generation")  # tests: die with the outputs made but not stored
         if len(outputs) != len(prompts):
             raise ReaderError(f"the reader returned {len(outputs)} completions for {len(prompts)} prompts")
         made = {

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from eor.errors import RetrieverError
+from eor.faults import failpoint
 
 
 class MemberTimeoutError(RetrieverError):
@@ -40,6 +41,7 @@ class RetrievalStage:
 
         def batch(queries: list[str]) -> list[list[Any]]:
             documents = retriever.retrieve_batch(queries)
+            failpoint("retrieval")  # tests: die with a member's passages in hand
             if len(documents) != len(queries):
                 raise RetrieverError(f"returned {len(documents)} results for {len(queries)} questions")
             return [list(docs) for docs in documents]

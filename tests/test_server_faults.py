@@ -1,0 +1,108 @@
+"""`eor serve` under faults, as a real process on 127.0.0.1: a full queue answers 429 with Retry-After, and
+SIGTERM with requests in flight drains them (every accepted request is answered) before the process exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.conftest import DEMO, ROOT
+from tests.test_server import free_port
+
+EOR = [sys.executable, "-m", "eor.cli"]
+
+
+def _config(folder: Path) -> Path:
+    path = folder / "faults.yaml"
+    path.write_text(f"""
+name: faults
+reader: {{model: smollm2-135m, max_tokens: 8, context_tokens: 2048}}
+corpus: {{path: {DEMO / "corpus.jsonl"}}}
+sources:
+  Slow: {{type: langchain, params: {{class: "tests.faulty_sources:Slow", seconds: 1.5}}}}
+members: [ReFree, Slow@1]
+voter: {{metrics: [em, f1]}}
+""")
+    return path
+
+
+@pytest.fixture
+def server(tmp_path):
+    """Start `eor serve` with extra arguments; yields (base URL, process, log path)."""
+    started = []
+
+    def start(*args: str):
+        port = free_port()
+        log = tmp_path / f"server-{port}.log"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               "EOR_CACHE": str(tmp_path / "cache")}
+        with log.open("w") as sink:
+            process = subprocess.Popen(
+                [*EOR, "serve", "--config", str(_config(tmp_path)), "--port", str(port), "--max-batch", "1",
+                 "--no-cache", "--all-members", *args], stdout=sink, stderr=subprocess.STDOUT, env=env)
+        started.append(process)
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    return base, process, log
+            except requests.ConnectionError:
+                pass
+            assert process.poll() is None, log.read_text()[-2000:]
+            time.sleep(0.2)
+        raise RuntimeError("the server did not get ready")
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+def _ask(base: str, question: str) -> requests.Response:
+    return requests.post(f"{base}/v1/answer", json={"question": question}, timeout=120)
+
+
+QUESTIONS = ["who painted the mona lisa", "where is the eiffel tower", "who wrote hamlet",
+             "what is the capital of peru", "who discovered penicillin", "how tall is mount everest"]
+
+
+def test_a_full_queue_answers_429_with_retry_after(server):
+    base, _, _ = server("--max-queue", "2")
+    with ThreadPoolExecutor(len(QUESTIONS)) as pool:
+        responses = list(pool.map(lambda q: _ask(base, q), QUESTIONS))
+    statuses = sorted(r.status_code for r in responses)
+    assert set(statuses) <= {200, 429}, statuses  # nothing else, no 5xx
+    assert statuses.count(200) >= 2 and statuses.count(429) >= 1, statuses
+    for response in responses:
+        if response.status_code == 429:
+            assert response.headers["Retry-After"] == "5"
+            assert response.json()["error"]["type"] == "too_many_requests"
+        else:
+            assert response.json()["answer"]
+
+
+def test_sigterm_drains_the_requests_in_flight(server):
+    base, process, log = server()
+    with ThreadPoolExecutor(3) as pool:
+        futures = [pool.submit(_ask, base, q) for q in QUESTIONS[:3]]
+        time.sleep(1.0)  # all three accepted: one answering (each takes about 1.5 s), two queued
+        process.send_signal(signal.SIGTERM)
+        responses = [future.result() for future in futures]
+    assert [r.status_code for r in responses] == [200, 200, 200], [r.text for r in responses]
+    assert all(r.json()["answer"] for r in responses)
+    assert process.wait(60) == 0, log.read_text()[-2000:]
+    with pytest.raises(requests.ConnectionError):  # gone: nothing new is accepted
+        _ask(base, QUESTIONS[3])
+    assert "Traceback" not in log.read_text()
+    json.dumps([r.json() for r in responses])
