@@ -41,6 +41,8 @@ class Sample:
     status: int  # 0: no HTTP response (connection error or client timeout)
     degraded: bool = False
     error: str = ""
+    question: str = ""
+    degraded_members: list[str] | None = None  # the members a 200 answer names as left out of its vote
 
 
 def free_port() -> int:
@@ -110,10 +112,11 @@ def client_loop(
             samples.append(Sample(number, tick, time.perf_counter() - tick, 0, error=type(exc).__name__))
             continue
         seconds = time.perf_counter() - tick
-        sample = Sample(number, tick, seconds, response.status_code)
+        sample = Sample(number, tick, seconds, response.status_code, question=question)
         if response.status_code == 200:
             data = response.json()
-            sample.degraded = bool((data.get("eor", data)).get("degraded"))
+            sample.degraded_members = list((data.get("eor", data)).get("degraded") or [])
+            sample.degraded = bool(sample.degraded_members)
         else:
             sample.error = response.text[:300]
         samples.append(sample)

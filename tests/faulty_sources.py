@@ -3,20 +3,23 @@
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import time
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-_CALLS = itertools.count()
+def fails_on(query: str) -> bool:
+    """About half of all questions: those whose SHA-1 starts with an odd byte."""
+    return hashlib.sha1(query.encode("utf-8")).digest()[0] % 2 == 1
 
 
 class HalfBroken(BaseRetriever):
-    """Fails every second call (across instances of this process), answers the others."""
+    """Fails on about half of the questions (`fails_on`), every time they are asked, and answers the others:
+    whether an answer must name it as degraded is known from the question alone, whatever is cached."""
 
     def _get_relevant_documents(self, query: str, *, run_manager) -> list[Document]:
-        if next(_CALLS) % 2:
+        if fails_on(query):
             raise ConnectionError("backend dropped the connection")
         return [Document(page_content="Leonardo da Vinci painted the Mona Lisa.", metadata={"title": "Mona Lisa"})]
 

@@ -101,7 +101,9 @@ def test_sigterm_drains_the_requests_in_flight(server):
         responses = [future.result() for future in futures]
     assert [r.status_code for r in responses] == [200, 200, 200], [r.text for r in responses]
     assert all(r.json()["answer"] for r in responses)
-    assert process.wait(60) == 0, log.read_text()[-2000:]
+    # uvicorn finishes its shutdown, then lets the signal end the process (the usual exit status of SIGTERM)
+    assert process.wait(60) in (0, -signal.SIGTERM), log.read_text()[-2000:]
+    assert "Application shutdown complete" in log.read_text()
     with pytest.raises(requests.ConnectionError):  # gone: nothing new is accepted
         _ask(base, QUESTIONS[3])
     assert "Traceback" not in log.read_text()
