@@ -46,17 +46,24 @@ def warm_indexes(config_path: Path) -> list[str]:
     return warmed
 
 
-def run_once(config: Path, data: Path, limit: int, out: Path, cache: Path) -> tuple[float, str]:
-    """Wall seconds of one `eor run` and its summary line about the generation cache."""
+def timed_eor_run(config: Path, data: Path, limit: int, out: Path, *options: str) -> tuple[float, str]:
+    """Wall seconds and standard output of one `eor run` (the real command, this checkout on its path);
+    exits with its error when it fails."""
     command = [sys.executable, "-m", "eor.cli", "run", "--config", str(config), "--data", str(data),
-               "--limit", str(limit), "--out", str(out), "--cache", str(cache)]
+               "--limit", str(limit), "--out", str(out), *options]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     started = time.perf_counter()
     completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     seconds = time.perf_counter() - started
     if completed.returncode != 0:
         sys.exit(f"`{shlex.join(command)}` failed:\n{completed.stderr[-2000:]}")
-    line = next((row for row in completed.stdout.splitlines() if row.startswith("generation cache")), "")
+    return seconds, completed.stdout
+
+
+def run_once(config: Path, data: Path, limit: int, out: Path, cache: Path) -> tuple[float, str]:
+    """Wall seconds of one `eor run` and its summary line about the generation cache."""
+    seconds, stdout = timed_eor_run(config, data, limit, out, "--cache", str(cache))
+    line = next((row for row in stdout.splitlines() if row.startswith("generation cache")), "")
     return seconds, line
 
 

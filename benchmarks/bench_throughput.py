@@ -21,12 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +31,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_cache import records, warm_indexes  # noqa: E402
+from bench_cache import records, timed_eor_run, warm_indexes  # noqa: E402
 
 PATHS = {"fresh": {"prefix_chunk": 0}, "reuse": {"prefix_chunk": 64}}
 
@@ -63,14 +59,8 @@ def config_copy(config: Path, reader: dict[str, Any], folder: Path, name: str) -
 
 
 def run_path(config: Path, data: Path, limit: int, out: Path) -> dict[str, Any]:
-    command = [sys.executable, "-m", "eor.cli", "run", "--config", str(config), "--data", str(data),
-               "--limit", str(limit), "--out", str(out), "--no-cache"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    started = time.perf_counter()
-    completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    seconds = time.perf_counter() - started
-    if completed.returncode != 0:
-        sys.exit(f"`{shlex.join(command)}` failed:\n{completed.stderr[-2000:]}")
+    """Wall seconds of one `eor run --no-cache` and what its reader did (`generation.json`)."""
+    seconds, _ = timed_eor_run(config, data, limit, out, "--no-cache")
     stats = json.loads((out / "generation.json").read_text())
     return {"wall_seconds": round(seconds, 2), **stats}
 

@@ -303,8 +303,15 @@ class Ensemble:
             if isinstance(completion, Exception):
                 _fail(failed, [i], name, completion, "generation")
                 continue
+            answer = clean_answer(completion.text)
+            if not answer:  # an empty answer would agree with every other empty one in the vote
+                empty = ReaderError("the reader's output was empty")
+                if strict:
+                    raise empty
+                _fail(failed, [i], name, empty, "generation")
+                continue
             outputs[i][name] = MemberOutput(
-                answer=clean_answer(completion.text),
+                answer=answer,
                 passages=[_passage_dict(doc) for doc in passages[name][i]],
                 prompt=prompt,
                 seconds=round(retrieval_seconds[name] + completion.seconds, 4),

@@ -9,6 +9,7 @@ import time
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
+
 def fails_on(query: str) -> bool:
     """About half of all questions: those whose SHA-1 starts with an odd byte."""
     return hashlib.sha1(query.encode("utf-8")).digest()[0] % 2 == 1

@@ -216,3 +216,27 @@ def test_the_openai_reader_retries_a_refused_connection() -> None:
     with pytest.raises(ReaderError, match="Connection"):
         _reader(f"http://127.0.0.1:{port}").generate(["capital of france?"])
     assert time.monotonic() - started < 5
+
+
+def test_an_empty_output_leaves_its_member_out_of_the_vote(tmp_path, monkeypatch, isolated_cache) -> None:
+    """The reader's server answers nothing to ReFree's prompt of this question: ReFree is left out (an empty
+    answer would agree with any other empty one), BM25@1 answers, the vote goes on."""
+    from eor.config import load_config
+    from eor.ensemble import Ensemble
+    from tests.conftest import DEMO
+    from tests.webserver import chat_server
+
+    server = chat_server("reader-key")
+    monkeypatch.setenv("EOR_TEST_KEY", "reader-key")
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({
+        "reader": {"model": "m", "backend": "openai", "base_url": f"{server.url}/v1", "api_key_env": "EOR_TEST_KEY"},
+        "corpus": {"path": str(DEMO / "corpus.jsonl")}, "members": ["ReFree", "BM25@1"],
+        "voter": {"metrics": ["em", "f1"]},
+    }))
+    try:
+        result = Ensemble.from_config(load_config(config)).answer("the silent lighthouse keeper", lazy=False)
+    finally:
+        server.stop()
+    assert list(result.members) == ["BM25@1"] and result.member == "BM25@1"
+    assert result.degraded == {"ReFree": "generation failed: ReaderError: the reader's output was empty"}

@@ -213,8 +213,9 @@ class SearxngHandler(_Handler):
 class ChatHandler(_Handler):
     """`POST /v1/chat/completions` like an OpenAI-compatible server that needs `Authorization: Bearer <key>`.
 
-    State: `api_key`. The answer repeats the user's message's last words. A careless server: a request with
-    another key gets a 401 whose body repeats the key it was sent.
+    State: `api_key`. The answer repeats the user's message's last words; it is empty for a question with
+    "silent" asked without passages. A careless server: a request with another key gets a 401 whose body
+    repeats the key it was sent.
     """
 
     def do_POST(self) -> None:  # noqa: N802 - the http.server API
@@ -224,7 +225,8 @@ class ChatHandler(_Handler):
         if given != f"Bearer {self.server.state['api_key']}":
             self._json(401, {"error": {"message": f"invalid key in '{given}'", "type": "invalid_request_error"}})
             return
-        words = str(payload["messages"][-1]["content"]).split()[-2:]
+        message = str(payload["messages"][-1]["content"])
+        words = [] if "silent" in message and "Assuming" not in message else message.split()[-2:]  # empty output
         self._json(200, {
             "id": "c1", "object": "chat.completion", "created": 0, "model": payload.get("model", "m"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": " ".join(words)},
