@@ -350,8 +350,10 @@ class Ensemble:
         return cuts
 
     def _document_words(self, documents: list[Any]) -> int:
-        document = self.templates.document([(doc.metadata.get("title", ""), doc.page_content) for doc in documents])
-        return len(document.split(" "))
+        return len(self._document(documents).split(" "))
+
+    def _document(self, documents: list[Any]) -> str:
+        return self.templates.document([(doc.metadata.get("title", ""), doc.page_content) for doc in documents])
 
     def _result(
         self,
@@ -393,9 +395,7 @@ class Ensemble:
         """The answer prompt; its document cut to `max_document_words` words (or `max_words`, fewer)."""
         if not documents:
             return self.templates.answer_prompt(question, None)
-        document = self.templates.document(
-            [(doc.metadata.get("title", ""), doc.page_content) for doc in documents]
-        )
+        document = self._document(documents)
         words = document.split(" ")
         limit = min(self.config.max_document_words, max_words or self.config.max_document_words)
         if len(words) > limit:  # keeps every prompt inside the reader's context

@@ -112,12 +112,17 @@ class RecordWriter:
 
 
 def replace_records(folder: str | Path, records: list[dict[str, Any]]) -> None:
-    """Rewrite a run's `records.jsonl` with `records`, atomically: a new file beside it, synced, then renamed
-    over it, so an interruption leaves the old file or the new one, never a mix."""
-    path = Path(folder) / RECORDS_FILE
-    temporary = path.with_name(path.name + ".rewrite")
+    """Rewrite a run's `records.jsonl` with `records`, atomically (see `write_text_atomically`)."""
+    lines = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    write_text_atomically(Path(folder) / RECORDS_FILE, lines)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write `text` to a new file beside `path`, sync it, then rename it over `path`: an interruption leaves
+    the old file or the new one, never a mix or half a file."""
+    temporary = path.with_name(path.name + ".partial")
     with temporary.open("w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+        handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -139,15 +138,11 @@ def gold_passages(questions: Sequence[Question]) -> dict[str, list[str]] | None:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    """Written whole or not at all: a file beside it, synced, renamed over it (a kill leaves no half file)."""
+    """Written whole or not at all (a kill leaves no half file)."""
     from eor.erag.correlation import jsonable
+    from eor.records import write_text_atomically
 
-    temporary = path.with_name(path.name + ".partial")
-    with temporary.open("w", encoding="utf-8") as handle:
-        handle.write(json.dumps(jsonable(data), ensure_ascii=False, indent=2) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    write_text_atomically(path, json.dumps(jsonable(data), ensure_ascii=False, indent=2) + "\n")
 
 
 def _save_config(out: Path, setup: Setup) -> None:
