@@ -114,8 +114,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from eor.bench import compare_reports
+    from eor.bench.compare import compare_reports_html
+    from eor.records import write_text_atomically
 
     print(compare_reports(args.report_a, args.report_b))
+    if args.html:
+        write_text_atomically(Path(args.html), compare_reports_html(args.report_a, args.report_b))
+        print(f"written to {args.html}")
     return 0
 
 
@@ -132,6 +137,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_batch=args.max_batch,
         max_body_bytes=args.max_body_bytes,
         max_queue=args.max_queue,
+        reports=Path(args.reports) if args.reports else None,
     )
     serve(_config_path(args.config), weights=args.weights, settings=settings, log_level=args.log_level,
           cache=_cache(args))
@@ -302,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="benchmark a pool from its records: accuracy, RWR, errors, upper bound")
     bench.add_argument("records", help="run folder (or records.jsonl)")
-    bench.add_argument("--out", required=True, help="report folder: report.json, report.md and PNG figures")
+    bench.add_argument("--out", required=True, help="report folder: report.json, report.md, report.html and PNG figures")
     bench.add_argument("--weights", help="voter weights for EoR (default: uniform)")
     bench.add_argument("--metric", default="em", help="correctness: em, f1, contains or semantic (default em)")
     bench.add_argument("--metrics", help="similarity metrics of the uniform voter, comma-separated")
@@ -314,10 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser("compare", help="print the differences between two bench reports")
     compare.add_argument("report_a", help="report folder or report.json")
     compare.add_argument("report_b", help="report folder or report.json")
+    compare.add_argument("--html", metavar="FILE", help="also write the comparison as one self-contained HTML page")
     compare.set_defaults(handler=cmd_compare)
 
     serve = commands.add_parser(
-        "serve", help="HTTP API: /v1/answer, OpenAI-compatible /v1/chat/completions, /healthz, /docs"
+        "serve", help="the explorer page at /, and the HTTP API: /v1/answer, OpenAI-compatible /v1/chat/completions, "
+        "/healthz, /docs"
     )
     serve.add_argument("--config", help="ensemble config (YAML); default: configs/default.yaml")
     serve.add_argument("--weights", help="trained voter weights (JSON from `eor train`)")
@@ -345,6 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--all-members", action="store_true",
         help="run every member on every question (default: stop once the rest cannot change the answer)",
+    )
+    serve.add_argument(
+        "--reports", metavar="DIR", help="list the benchmark reports under DIR on the page (each folder with a report.md)"
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_cache_options(serve)

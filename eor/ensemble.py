@@ -502,13 +502,13 @@ def check_member_names(config: EnsembleConfig) -> None:
 
 
 def _passage_dict(document: Any) -> dict[str, Any]:
+    """A passage as records and the API hold it; `url` only for passages that have one (web pages)."""
     meta = document.metadata
-    return {
-        "id": meta.get("id"),
-        "title": meta.get("title", ""),
-        "text": document.page_content,
-        "score": meta.get("score"),
-    }
+    passage = {"id": meta.get("id"), "title": meta.get("title", ""), "text": document.page_content}
+    passage["score"] = meta.get("score")
+    if meta.get("url"):
+        passage["url"] = str(meta["url"])
+    return passage
 
 
 def _templates(config: EnsembleConfig) -> PromptTemplates:

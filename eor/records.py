@@ -2,7 +2,7 @@
 
 Format (stable; everything downstream reads it):
     {"id", "question", "answers": [gold strings],
-     "members": {NAME: {"answer", "passages": [{"id", "title", "text", "score"}], "prompt", "seconds",
+     "members": {NAME: {"answer", "passages": [{"id", "title", "text", "score"[, "url"]}], "prompt", "seconds",
                         "document_cut": {"kept_words", "words"}  # only when the prompt was over the context}},
      "vote": {"member", "answer", "scores": {NAME: score}},   # the ensemble's choice when the run voted
      ...fields of the question file carried unchanged}

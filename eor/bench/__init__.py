@@ -1,9 +1,9 @@
 """Benchmarking retriever pools from run records (EoR paper, table 1, figures 1 and 4-6, appendix B).
 
-`bench(records_dir, out_dir, ...)` writes `report.json`, `report.md` and PNG figures and returns a summary;
-`build_report` computes the report dict, `write_report` writes it, `compare_reports` diffs two reports.
+`bench(records_dir, out_dir, ...)` writes `report.json`, `report.md`, `report.html` and PNG figures and returns
+a summary; `build_report` computes the report dict, `write_report` writes it, `compare_reports` diffs two reports.
 Modules: `data` (records as arrays), `voting` (the EoR system), `stats` (bootstrap and paired tests),
-`semantic` (the `semantic` correctness metric), `report`, `figures`, `markdown`, `compare`, `command`.
+`semantic` (the `semantic` correctness metric), `report`, `figures`, `markdown`, `html`, `compare`, `command`.
 Heavy imports (matplotlib, the sentence encoder) happen inside the functions that need them.
 """
 

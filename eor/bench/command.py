@@ -21,7 +21,7 @@ def bench(
     max_subsets: int = DEFAULT_MAX_SUBSETS,
     progress: bool = True,
 ) -> str:
-    """`eor bench`: write report.json, report.md and the figures into `out_dir`; a short summary to print.
+    """`eor bench`: write report.json, report.md, report.html and the figures into `out_dir`; a short summary to print.
 
     `metrics` chooses the similarity metrics of the uniform voter used when no `weights` file is given
     (default em, f1, cosine); see eor.bench.report.build_report for the rest.

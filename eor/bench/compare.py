@@ -2,12 +2,14 @@
 
 Lists the members present in one report only, then per shared member and for EoR, Top R, Top R (train) and
 the oracle the accuracy on every measure both reports have and MRLR, as A → B (Δ B − A in points). Lines
-whose figures differ are marked with `*`.
+whose figures differ are marked with `*`. `compare_reports` renders it as text, `compare_reports_html` as one
+self-contained page.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,18 +65,55 @@ def _cells(a: dict[str, Any], b: dict[str, Any], measures: list[str]) -> tuple[l
     return cells, changed
 
 
-def _table(rows: list[list[str]]) -> list[str]:
+class Table(list):
+    """Rows of cells; the first row is the header."""
+
+
+Block = str | Table  # a line of text, or a table
+
+
+def _text_table(rows: Table) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
+def _literal(text: str) -> str:
+    """`text` as Markdown that renders as itself: every ASCII punctuation mark escaped (CommonMark allows it)."""
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
+
+
+def _markdown_table(rows: Table) -> list[str]:
+    from eor.bench.markdown import table
+
+    header, *body = [[_literal(cell) for cell in row] for row in rows]
+    return ["", *table(header, body), ""]
+
+
 def compare_reports(a: str | Path | dict[str, Any], b: str | Path | dict[str, Any]) -> str:
-    """The differences between report A and report B (folders, report.json paths or report dicts)."""
+    """The differences between report A and report B (folders, report.json paths or report dicts), as text."""
+    lines: list[str] = []
+    for block in comparison(a, b):
+        lines.extend(_text_table(block) if isinstance(block, Table) else [block])
+    return "\n".join(lines)
+
+
+def compare_reports_html(a: str | Path | dict[str, Any], b: str | Path | dict[str, Any]) -> str:
+    """The same comparison as one self-contained HTML page (`eor compare --html`)."""
+    from eor.bench.html import render_html
+
+    lines = ["# Benchmark comparison", ""]
+    for block in comparison(a, b):
+        lines.extend(_markdown_table(block) if isinstance(block, Table) else [_literal(block), ""])
+    return render_html("\n".join(lines), "eor benchmark comparison")
+
+
+def comparison(a: str | Path | dict[str, Any], b: str | Path | dict[str, Any]) -> list[Block]:
+    """The comparison's lines and tables, for either rendering."""
     first = a if isinstance(a, dict) else load_report(a)
     second = b if isinstance(b, dict) else load_report(b)
     label_a = str(a) if not isinstance(a, dict) else "A"
     label_b = str(b) if not isinstance(b, dict) else "B"
-    lines = [
+    lines: list[Block] = [
         f"A: {label_a} ({first['questions']} questions, {len(first['names'])} members, metric {first['metric']})",
         f"B: {label_b} ({second['questions']} questions, {len(second['names'])} members, metric {second['metric']})",
     ]
@@ -90,10 +129,15 @@ def compare_reports(a: str | Path | dict[str, Any], b: str | Path | dict[str, An
     only_b = [n for n in second["names"] if n not in first["names"]]
     lines.append(f"members only in A: {', '.join(only_a) if only_a else 'none'}")
     lines.append(f"members only in B: {', '.join(only_b) if only_b else 'none'}")
+    lines += ["", "accuracy A → B (Δ points); MRLR A → B (Δ)", _accuracy(first, second)]
+    lines += _significance(first, second)
+    lines += _weights(first, second)
+    return lines
 
+
+def _accuracy(first: dict[str, Any], second: dict[str, Any]) -> Table:
     measures = [m for m in first["measures"] if m in second["measures"]]
-    header = ["", "", *measures, "MRLR"]
-    rows: list[list[str]] = [header]
+    rows = Table([["", "", *measures, "MRLR"]])
 
     def add(label: str, x: dict[str, Any] | None, y: dict[str, Any] | None) -> None:
         if not x or not y:
@@ -111,14 +155,10 @@ def compare_reports(a: str | Path | dict[str, Any], b: str | Path | dict[str, An
             name = x["member"] if x["member"] == y["member"] else f"{x['member']} → {y['member']}"
             add(f"{label} ({name})", x, y)
     add("oracle", first["oracle"], second["oracle"])
-    lines += ["", "accuracy A → B (Δ points); MRLR A → B (Δ)", *_table(rows)]
-
-    lines += _significance(first, second)
-    lines += _weights(first, second)
-    return "\n".join(lines)
+    return rows
 
 
-def _significance(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+def _significance(first: dict[str, Any], second: dict[str, Any]) -> list[Block]:
     out = []
     for key, label in (("top_r", "Top R"), ("top_r_train", "Top R (train)")):
         x = (first.get("significance") or {}).get(key)
@@ -131,7 +171,7 @@ def _significance(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
     return ["", *out] if out else []
 
 
-def _weights(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+def _weights(first: dict[str, Any], second: dict[str, Any]) -> list[Block]:
     x, y = first.get("weights"), second.get("weights")
     if not x and not y:
         return []
@@ -141,9 +181,9 @@ def _weights(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
         kinds = [w.get("voter", "paper") for w in (x, y)]
         return ["", f"voters: A {kinds[0]} ({x['file']}), B {kinds[1]} ({y['file']})"]
     names = list(dict.fromkeys([*x["retriever_weights"], *y["retriever_weights"]]))
-    rows = [["", "member", "ω^r A → B"]]
+    rows = Table([["", "member", "ω^r A → B"]])
     for name in names:
         wa, wb = x["retriever_weights"].get(name), y["retriever_weights"].get(name)
         cell = f"{_ratio(wa)} → {_ratio(wb)}"
         rows.append([CHANGED if wa != wb else "", name, cell])
-    return ["", f"retriever weights ({x['file']} → {y['file']})", *_table(rows)]
+    return ["", f"retriever weights ({x['file']} → {y['file']})", rows]

@@ -347,8 +347,10 @@ def _upper_bound(indicator: np.ndarray, names: list[str], max_subsets: int, seed
 
 
 def write_report(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
-    """Write `report.json`, the PNG figures and `report.md` into `out_dir`; the paths written."""
+    """Write `report.json`, the PNG figures, `report.md` and `report.html` (the Markdown with the figures
+    embedded, one self-contained file) into `out_dir`; the paths written."""
     from eor.bench.figures import write_figures
+    from eor.bench.html import report_html
     from eor.bench.markdown import render_markdown
 
     folder = Path(out_dir)
@@ -359,4 +361,6 @@ def write_report(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
     figures = write_figures(report, folder)
     markdown = folder / "report.md"
     markdown.write_text(render_markdown(report, [path.name for path in figures]), encoding="utf-8")
-    return [document, markdown, *figures]
+    page = folder / "report.html"
+    page.write_text(report_html(folder), encoding="utf-8")
+    return [document, markdown, page, *figures]

@@ -1,4 +1,5 @@
-"""The FastAPI application: answer, OpenAI-compatible chat completions and models, health, docs.
+"""The FastAPI application: answer, OpenAI-compatible chat completions and models, health, docs, and the
+explorer page with its reports (eor.server.explorer).
 
 `create_app(config, settings, loader=...)` builds it; the models load on a worker thread started by the
 lifespan hook, so the server answers /healthz (503 "loading") at once and 200 once they are ready.
@@ -26,6 +27,7 @@ from eor.config import EnsembleConfig
 from eor.data import Question, make_question
 from eor.errors import InputError
 from eor.server.errors import ApiError, BodyLimit, install_error_handlers
+from eor.server.explorer import add_explorer
 from eor.server.schemas import (
     AnswerRequest,
     AnswerResponse,
@@ -137,6 +139,7 @@ def create_app(
         )
 
     v1 = [Depends(authorised)]
+    add_explorer(app, settings, v1)
 
     @app.post(
         "/v1/answer",

@@ -45,6 +45,7 @@ class Passage(BaseModel):
     title: str = ""
     text: str
     score: float | None = None
+    url: str | None = Field(default=None, description="the page a web passage comes from")
 
 
 class MemberAnswer(BaseModel):
@@ -145,3 +146,17 @@ class Health(BaseModel):
     waiting: int = Field(default=0, description="questions queued")
     max_batch: int | None = Field(default=None, description="most questions answered together")
     error: ErrorDetail | None = None
+
+
+class ReportSummary(BaseModel):
+    name: str = Field(description="the report's folder, relative to the server's --reports folder")
+    questions: int | None = None
+    members: int | None = None
+    metric: str | None = Field(default=None, description="the report's correctness metric")
+    eor: float | None = Field(default=None, description="EoR on the metric (a fraction)")
+    top_r: float | None = Field(default=None, description="the best member on the metric")
+    oracle: float | None = Field(default=None, description="the upper bound on the metric")
+
+
+class ReportList(BaseModel):
+    reports: list[ReportSummary]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from eor.data import MAX_QUESTION_CHARS
 from eor.errors import ConfigError, MissingSecretError
@@ -30,6 +31,7 @@ class ServerSettings:
     max_queue: most questions waiting; more get 429 with Retry-After (try again later).
     lazy: run members cheapest first and stop once the rest cannot change the answer (eor.ensemble); False
         runs every member.
+    reports: a folder whose benchmark reports (every folder under it with a report.md) the page lists.
     """
 
     host: str = LOOPBACK
@@ -43,6 +45,7 @@ class ServerSettings:
     max_batch: int | None = None
     max_queue: int = 64
     lazy: bool = True
+    reports: Path | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_question_chars", "max_batch", "max_queue"):
@@ -65,6 +68,8 @@ class ServerSettings:
             raise ConfigError(f"port must be between 0 and 65535, got {self.port!r}")
         if self.api_key is not None and not self.api_key.strip():
             raise ConfigError("the API key is empty")
+        if self.reports is not None and not Path(self.reports).is_dir():
+            raise ConfigError(f"reports: {self.reports} is not a folder")
 
 
 def api_key_from_env(variable: str) -> str:
