@@ -12,13 +12,23 @@ LLAMA_CPP  ?= llama-cpp-python==0.3.36
 NO_AMX     := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 LLAMA_ARGS ?= -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 
-.PHONY: demo test install lint bench-voter clean-cache
+# Debian's Chromium for the explorer's end-to-end tests (driven by Playwright, which downloads no browser).
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: demo test install browser lint bench-voter clean-cache
 
 demo: $(VENV)/.installed
 	$(BIN)/eor ask "who was the first president of the united states"
 
-test: $(VENV)/.installed
-	$(BIN)/python -m pytest
+test: $(VENV)/.installed browser
+	EOR_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
+
+browser:
+	@test -x $(CHROMIUM) || { \
+	  echo "installing Debian's chromium for the explorer's browser tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    --no-install-recommends chromium fonts-dejavu-core >/dev/null; }
 
 install: $(VENV)/.installed
 

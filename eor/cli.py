@@ -308,7 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="benchmark a pool from its records: accuracy, RWR, errors, upper bound")
     bench.add_argument("records", help="run folder (or records.jsonl)")
-    bench.add_argument("--out", required=True, help="report folder: report.json, report.md, report.html and PNG figures")
+    bench.add_argument(
+        "--out", required=True, help="report folder: report.json, report.md, report.html and PNG figures"
+    )
     bench.add_argument("--weights", help="voter weights for EoR (default: uniform)")
     bench.add_argument("--metric", default="em", help="correctness: em, f1, contains or semantic (default em)")
     bench.add_argument("--metrics", help="similarity metrics of the uniform voter, comma-separated")
@@ -355,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run every member on every question (default: stop once the rest cannot change the answer)",
     )
     serve.add_argument(
-        "--reports", metavar="DIR", help="list the benchmark reports under DIR on the page (each folder with a report.md)"
+        "--reports", metavar="DIR", help="the benchmark reports the page lists: every folder under DIR with a report.md"
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_cache_options(serve)

@@ -38,8 +38,14 @@ def test_the_page_and_its_assets_come_from_eor_alone(tmp_path):
         policy = page.headers["content-security-policy"]
         assert "default-src 'none'" in policy and "script-src 'self'" in policy and "connect-src 'self'" in policy
         sources = re.findall(r"""(?:src|href)="([^"]+)\"""", page.text)
-        assert sorted(sources) == ["#ask", "#reports", "#results", "/explorer/explorer.css", "/explorer/explorer.js",
-                                   "data:,"]
+        assert sorted(sources) == [
+            "#ask",
+            "#reports",
+            "#results",
+            "/explorer/explorer.css",
+            "/explorer/explorer.js",
+            "data:,",
+        ]
         for name, kind in (("explorer.js", "text/javascript"), ("explorer.css", "text/css")):
             asset = client.get(f"/explorer/{name}")
             assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind)
@@ -53,8 +59,15 @@ def test_reports_are_listed_with_their_figures_and_shown_as_pages(tmp_path, repo
     with stand_in_client(tmp_path, StandIn, reports=reports) as client:
         listed = client.get("/v1/reports").json()["reports"]
         assert [entry["name"] for entry in listed] == ["pools/seven", "small"]  # not .hidden, not notes
-        assert listed[1] == {"name": "small", "questions": 8, "members": 4, "metric": "em", "eor": 0.75,
-                             "top_r": 0.625, "oracle": 0.875}
+        assert listed[1] == {
+            "name": "small",
+            "questions": 8,
+            "members": 4,
+            "metric": "em",
+            "eor": 0.75,
+            "top_r": 0.625,
+            "oracle": 0.875,
+        }
         page = client.get("/v1/reports/pools/seven")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         assert page.text.count("data:image/png;base64,") == 4 and page.text.count("<table>") >= 4

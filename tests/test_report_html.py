@@ -138,7 +138,9 @@ def test_eor_compare_writes_the_html_page(tmp_path, written):
     out = tmp_path / "comparison.html"
     done = subprocess.run(
         [sys.executable, "-m", "eor.cli", "compare", str(written), str(written), "--html", str(out)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert f"written to {out}" in done.stdout and "members only in A: none" in done.stdout

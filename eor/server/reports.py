@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 #: most reports listed (a huge folder must not stall the page).
 MAX_REPORTS = 500
 

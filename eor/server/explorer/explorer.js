@@ -46,7 +46,7 @@ function needKey(statusNode) {
   const box = $("key-box");
   box.open = true;
   $("api-key").focus();
-  say(statusNode, "This server needs its API key: enter it above, then try again.", true);
+  say(statusNode, "This server needs its API key: enter it in the API key box above and press Enter.", true);
 }
 
 function say(node, text, isError = false) {
@@ -76,10 +76,9 @@ async function loadPool() {
 // -- asking ------------------------------------------------------------------------------------------------
 
 async function ask(event) {
-  event.preventDefault();
+  if (event) event.preventDefault();
   const question = $("question").value.trim();
   if (!question) return;
-  sessionStorage.setItem(KEY_STORE, $("api-key").value);
   const started = performance.now();
   const progress = watchProgress(started);
   $("ask").disabled = true;
@@ -346,9 +345,18 @@ function route() {
   if (reports) loadReports();
 }
 
+// A new key is kept for the tab and retried at once on the view that asked for it.
+function useKey(event) {
+  event.preventDefault();
+  sessionStorage.setItem(KEY_STORE, $("api-key").value);
+  if (location.hash === "#reports") loadReports();
+  else if ($("question").value.trim()) ask();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   $("api-key").value = sessionStorage.getItem(KEY_STORE) || "";
   $("ask-form").addEventListener("submit", ask);
+  $("key-form").addEventListener("submit", useKey);
   window.addEventListener("hashchange", route);
   route();
   loadPool();

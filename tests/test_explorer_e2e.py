@@ -1,0 +1,276 @@
+"""The explorer end to end, in a real headless Chromium: Debian's `chromium` driven by Playwright's Python
+package (which downloads no browser), against `eor serve` of the default config (Qwen2.5-0.5B, seven
+members, the demo corpus) on 127.0.0.1 with a bearer key and a reports folder written by `eor bench`.
+
+`make test` installs Chromium and sets EOR_REQUIRE_BROWSER=1, so a missing browser fails there; a bare
+`pytest` on a machine without one skips these tests. Screenshots go to the test's folder, or to
+EOR_SCREENSHOTS when set.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.conftest import ROOT
+from tests.test_server import free_port
+
+CHROMIUM = os.environ.get("EOR_CHROMIUM", "/usr/bin/chromium")
+# As root in a container, without a GPU, and with no reaching out (the machine's network is closed).
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+KEY = "explorer-e2e-key"
+QUESTION = "who painted the mona lisa"
+WAIT_MS = 300_000  # the first answer of seven members on two cores
+
+
+def _browser_or_skip():
+    required = os.environ.get("EOR_REQUIRE_BROWSER") == "1"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if required:
+            raise
+        pytest.skip("Playwright is not installed (make install)")
+    if not (shutil.which(CHROMIUM) or Path(CHROMIUM).is_file()):
+        if required:
+            pytest.fail(f"no Chromium at {CHROMIUM}: `make install` installs Debian's chromium")
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    sync_playwright = _browser_or_skip()
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    folder = Path(os.environ.get("EOR_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> Path:
+    """A reports folder holding the benchmark of the 7-member NQ records the repository keeps."""
+    root = tmp_path_factory.mktemp("reports")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eor.cli",
+            "bench",
+            str(ROOT / "docs/records/nq-dev.jsonl.gz"),
+            "--out",
+            str(root / "nq-dev"),
+            "--metrics",
+            "em,f1",
+            "--resamples",
+            "200",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (root / "nq-dev" / "report.html").is_file()
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(browser, reports, tmp_path_factory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("serve")
+    port = free_port()
+    log = folder / "server.log"
+    env = {**os.environ, "EOR_E2E_KEY": KEY, "EOR_CACHE": str(folder / "cache")}
+    command = [
+        sys.executable,
+        "-m",
+        "eor.cli",
+        "serve",
+        "--config",
+        str(ROOT / "configs/default.yaml"),
+        "--port",
+        str(port),
+        "--api-key-env",
+        "EOR_E2E_KEY",
+        "--reports",
+        str(reports),
+        "--all-members",
+    ]
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert process.poll() is None, log.read_text()[-3000:]
+            time.sleep(0.3)
+        else:
+            raise RuntimeError("the server did not get ready:\n" + log.read_text()[-3000:])
+        yield base
+    finally:
+        process.terminate()
+        process.wait(30)
+    assert "Traceback" not in log.read_text()
+
+
+def _watch(page) -> list[str]:
+    """Console errors and requests that left 127.0.0.1 (there must be none)."""
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+    local = re.compile(r"(http://127\.0\.0\.1:\d+/|data:|about:)")
+    page.on("request", lambda r: None if local.match(r.url) else problems.append(f"request elsewhere: {r.url}"))
+    return problems
+
+
+def test_ask_see_every_member_the_heatmap_and_the_passages(browser, server, shots):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems = _watch(page)
+    page.goto(server + "/")
+    page.wait_for_function("() => document.getElementById('pool').textContent.startsWith('Pool of 7 members')")
+    pool = requests.get(f"{server}/healthz", timeout=10).json()["members"]
+
+    # Without the key: the 401 opens the key box and puts the focus in it.
+    page.keyboard.type(QUESTION)  # the question box has the focus on load
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.getElementById('status').textContent.includes('API key')")
+    assert page.evaluate("document.activeElement.id") == "api-key"
+    problems.clear()  # the 401 itself is logged by the browser as a failed resource
+
+    # With the key, from the keyboard: Enter in the key box uses it and asks again.
+    page.keyboard.type(KEY)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#working:not([hidden])", timeout=10_000)  # progress while the reader works
+    page.wait_for_function("() => /\\d+ s/.test(document.getElementById('elapsed').textContent)")
+    page.wait_for_selector("#results:not([hidden])", timeout=WAIT_MS)
+    assert page.is_hidden("#working")
+    assert page.evaluate("document.activeElement.id") == "results"
+
+    # The page shows what the API answers (greedy decoding: the same question, the same vote).
+    asked = {"question": QUESTION, "explain": True, "return_passages": True}
+    api = requests.post(f"{server}/v1/answer", json=asked, headers={"Authorization": f"Bearer {KEY}"}, timeout=600)
+    api = api.json()
+    assert page.inner_text("#answer strong") == api["answer"]
+    assert f"chosen from {api['member']}" in page.inner_text("#answer-note")
+
+    rows = page.locator("#members tbody tr")
+    assert rows.count() == len(pool) == 7
+    assert [rows.nth(i).get_attribute("data-member") for i in range(7)] == pool
+    for i, name in enumerate(pool):
+        cells = [rows.nth(i).locator("th, td").nth(c).inner_text() for c in range(6)]
+        assert cells[1] == api["members"][name]["answer"]
+        assert cells[2] == f"{api['members'][name]['score']:.3f}"
+        assert cells[3] == f"{api['explanation']['members'][name]['weight']:.3f}"
+        assert cells[4] == ("chosen" if name == api["member"] else "voted")
+    assert page.locator("#members tr.chosen").count() == 1
+
+    # The heatmap: every ordered pair of voting members, the diagonal marked.
+    assert page.locator("#heatmap tbody tr").count() == 7
+    assert page.locator("#heatmap td.cell").count() == 7 * 6
+    assert page.locator("#heatmap td.self").count() == 7
+    first, second = pool[0], pool[1]
+    combined = api["explanation"]["members"][first]["similarity"][second]["combined"]
+    assert page.locator("#heatmap tbody tr").nth(0).locator("td.cell").nth(0).inner_text() == f"{combined:.2f}"
+
+    # A member's passages, opened from the keyboard; its answer is marked where the passage holds it.
+    member = "BM25@3"
+    summary = page.locator(f"#evidence details[data-member='{member}'] > summary")
+    summary.focus()
+    page.keyboard.press("Enter")
+    passages = page.locator(f"#evidence details[data-member='{member}'] > ol > li")
+    assert passages.count() == 3 and passages.nth(0).is_visible()
+    titles = [passage["title"] for passage in api["members"][member]["passages"]]
+    assert [passages.nth(i).locator(".passage-head").inner_text() for i in range(3)] == titles
+    answer = api["members"][member]["answer"].strip().rstrip(".").lower()
+    holding = [i for i in range(3) if answer in passages.nth(i).locator(".passage-text").inner_text().lower()]
+    for i in range(3):
+        marks = [m.lower() for m in passages.nth(i).locator("mark").all_inner_texts()]
+        assert marks == ([answer] * len(marks) if i in holding else []), (i, marks)
+        assert (i in holding) == bool(marks)
+    assert holding, f"{member}'s answer {answer!r} is in none of its passages: nothing was highlighted"
+    page.screenshot(path=str(shots / "explorer.png"), full_page=True)
+    assert problems == []
+
+
+def test_the_reports_view_lists_and_shows_a_report(browser, server, shots):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    problems = _watch(page)
+    page.goto(server + "/")
+    page.click("#tab-reports")
+    page.wait_for_function("() => document.getElementById('reports-status').textContent.includes('API key')")
+    problems.clear()  # the 401
+    assert page.evaluate("document.activeElement.id") == "api-key"
+    page.keyboard.type(KEY)
+    page.keyboard.press("Enter")
+    button = page.locator("#report-list button", has_text="nq-dev")
+    button.wait_for()
+    assert "414 questions, 7 members" in page.inner_text("#report-list")
+    button.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#report-frame:not([hidden])")
+    frame = page.frame_locator("#report-frame")
+    frame.locator("h1").wait_for()
+    assert frame.locator("h1").inner_text() == "Retriever pool benchmark"
+    images = frame.locator("img")
+    assert images.count() == 4
+    for i in range(4):
+        images.nth(i).scroll_into_view_if_needed()
+        assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0")
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.screenshot(path=str(shots / "explorer-reports.png"))
+    assert problems == []
+
+
+def test_report_html_opens_with_no_network(browser, reports, shots):
+    """Offline, every request refused: the page still shows every figure and table of report.md."""
+    folder = reports / "nq-dev"
+    markdown = (folder / "report.md").read_text(encoding="utf-8")
+    context = browser.new_context(offline=True, viewport={"width": 1200, "height": 1000})
+    requested: list[str] = []
+
+    def refuse(route) -> None:
+        requested.append(route.request.url)
+        route.continue_() if route.request.url.startswith(("file:", "data:")) else route.abort()
+
+    context.route("**/*", refuse)
+    page = context.new_page()
+    page.goto((folder / "report.html").as_uri())
+    figures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown)
+    images = page.locator("img")
+    assert images.count() == len(figures) == 4
+    assert [images.nth(i).get_attribute("alt") for i in range(4)] == figures
+    for i in range(4):
+        assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0"), figures[i]
+    assert page.locator("table").count() == len(re.findall(r"^\|(---\|)+$", markdown, flags=re.M))
+    assert [url for url in requested if not url.startswith("file:")] == []
+    page.locator("h2", has_text="Figures").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "report.png"))
+    context.close()
