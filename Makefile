@@ -43,7 +43,8 @@ $(VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check eor retrievers voters tests
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 clean-cache:
 	rm -rf $${EOR_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/eor}/indexes

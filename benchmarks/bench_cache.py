@@ -35,8 +35,12 @@ def warm_indexes(config_path: Path) -> list[str]:
 
     config = load_config(config_path)
     corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
-    context = BuildContext(corpus_path=str(corpus) if corpus else None, prompts=_templates(config),
-                           depth=config.retrieval_depth, encoder=config.voter.encoder)
+    context = BuildContext(
+        corpus_path=str(corpus) if corpus else None,
+        prompts=_templates(config),
+        depth=config.retrieval_depth,
+        encoder=config.voter.encoder,
+    )
     specs = {**DEFAULT_SOURCES, **{name: (spec.type, spec.params) for name, spec in config.sources.items()}}
     pool = SourcePool(context, {name: (spec.type, spec.params) for name, spec in config.sources.items()})
     used = sorted({name for member in config.members for name in notation.sources(notation.parse(member))})
@@ -49,8 +53,21 @@ def warm_indexes(config_path: Path) -> list[str]:
 def timed_eor_run(config: Path, data: Path, limit: int, out: Path, *options: str) -> tuple[float, str]:
     """Wall seconds and standard output of one `eor run` (the real command, this checkout on its path);
     exits with its error when it fails."""
-    command = [sys.executable, "-m", "eor.cli", "run", "--config", str(config), "--data", str(data),
-               "--limit", str(limit), "--out", str(out), *options]
+    command = [
+        sys.executable,
+        "-m",
+        "eor.cli",
+        "run",
+        "--config",
+        str(config),
+        "--data",
+        str(data),
+        "--limit",
+        str(limit),
+        "--out",
+        str(out),
+        *options,
+    ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     started = time.perf_counter()
     completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -93,14 +110,18 @@ def main(argv: list[str] | None = None) -> int:
         identical = [untimed(r) for r in a] == [untimed(r) for r in b]
         member_seconds = [sum(m["seconds"] for r in run for m in r["members"].values()) for run in (a, b)]
 
-    print(f"eor run of {args.config.name} on {len(a)} questions of {args.data.name} "
-          f"(indexes built beforehand: {', '.join(warmed) or 'none'})")
+    print(
+        f"eor run of {args.config.name} on {len(a)} questions of {args.data.name} "
+        f"(indexes built beforehand: {', '.join(warmed) or 'none'})"
+    )
     print(f"{'run':<22} {'wall s':>8}  generation cache")
     print(f"{'1: fills the cache':<22} {first[0]:>8.2f}  {first[1]}")
     print(f"{'2: served by it':<22} {second[0]:>8.2f}  {second[1]}")
     print(f"speed-up: {first[0] / second[0]:.1f}x")
-    print(f"records identical apart from timings: {'yes' if identical else 'NO'} "
-          f"(sum of members' seconds: {member_seconds[0]:.2f} vs {member_seconds[1]:.2f})")
+    print(
+        f"records identical apart from timings: {'yes' if identical else 'NO'} "
+        f"(sum of members' seconds: {member_seconds[0]:.2f} vs {member_seconds[1]:.2f})"
+    )
     return 0 if identical else 1
 
 

@@ -30,8 +30,9 @@ def prompts(count: int) -> list[str]:
 
     templates = PromptTemplates()
     corpus = [json.loads(line) for _, line in zip(range(200), open(SHARED / "corpus" / "wiki-nq.jsonl"), strict=False)]
-    questions = [json.loads(line)["question"] for _, line in
-                 zip(range(count), open(SHARED / "nq" / "dev.jsonl"), strict=False)]
+    questions = [
+        json.loads(line)["question"] for _, line in zip(range(count), open(SHARED / "nq" / "dev.jsonl"), strict=False)
+    ]
     out = []
     for i, question in enumerate(questions):
         for passages in (1, 4, 10):

@@ -74,8 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "nq-offline.yaml")
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "nq" / "dev.jsonl")
     parser.add_argument("--limit", type=int, default=10, help="questions (default 10)")
-    parser.add_argument("--path", action="append", default=[], metavar="NAME:KEY=VALUE,...",
-                        help="a further reader setting to compare (repeatable)")
+    parser.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE,...",
+        help="a further reader setting to compare (repeatable)",
+    )
     parser.add_argument("--only", nargs="+", help="run only these paths (default: fresh, reuse and --path)")
     parser.add_argument("--json", type=Path, help="also write the table as JSON")
     args = parser.parse_args(argv)
@@ -97,19 +102,29 @@ def main(argv: list[str] | None = None) -> int:
     base = rows[first]
     prompt_rate = base["prompt_tokens"] / base["prompt_seconds"]
     generation_rate = base["generated_tokens"] / base["generation_seconds"]
-    print(f"{args.config.name}, {args.limit} questions of {args.data.name}, cache off; rates of `{first}`: "
-          f"{prompt_rate:.0f} prompt tokens/s, {generation_rate:.1f} generated tokens/s")
-    header = (f"{'path':<10} {'wall s':>8} {'speed-up':>8} {'prompt tok':>10} {'kept tok':>9} {'prompt s':>9} "
-              f"{'gen tok':>8} {'gen s':>7} {'floor s':>8} {'same answers':>13}")
+    print(
+        f"{args.config.name}, {args.limit} questions of {args.data.name}, cache off; rates of `{first}`: "
+        f"{prompt_rate:.0f} prompt tokens/s, {generation_rate:.1f} generated tokens/s"
+    )
+    header = (
+        f"{'path':<10} {'wall s':>8} {'speed-up':>8} {'prompt tok':>10} {'kept tok':>9} {'prompt s':>9} "
+        f"{'gen tok':>8} {'gen s':>7} {'floor s':>8} {'same answers':>13}"
+    )
     print(header)
     for name, row in rows.items():
         floor = row["prompt_tokens"] / prompt_rate + row["generated_tokens"] / generation_rate
         same = sum(row["answers"].get(key) == value for key, value in base["answers"].items())
-        row.update(floor_seconds=round(floor, 1), same_answers=same, members_answers=len(base["answers"]),
-                   speedup=round(base["wall_seconds"] / row["wall_seconds"], 2))
-        print(f"{name:<10} {row['wall_seconds']:>8.1f} {row['speedup']:>7.2f}x {row['prompt_tokens']:>10} "
-              f"{row['reused_tokens']:>9} {row['prompt_seconds']:>9.1f} {row['generated_tokens']:>8} "
-              f"{row['generation_seconds']:>7.1f} {floor:>8.1f} {same:>6}/{len(base['answers'])}")
+        row.update(
+            floor_seconds=round(floor, 1),
+            same_answers=same,
+            members_answers=len(base["answers"]),
+            speedup=round(base["wall_seconds"] / row["wall_seconds"], 2),
+        )
+        print(
+            f"{name:<10} {row['wall_seconds']:>8.1f} {row['speedup']:>7.2f}x {row['prompt_tokens']:>10} "
+            f"{row['reused_tokens']:>9} {row['prompt_seconds']:>9.1f} {row['generated_tokens']:>8} "
+            f"{row['generation_seconds']:>7.1f} {floor:>8.1f} {same:>6}/{len(base['answers'])}"
+        )
     if args.json:
         for row in rows.values():
             row.pop("answers")

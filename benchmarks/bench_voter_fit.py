@@ -34,14 +34,10 @@ def synthetic(n_questions: int, n_members: int, seed: int) -> tuple[list[list[st
     for _ in range(n_questions):
         gold = " ".join(rng.choice(WORDS, size=rng.integers(1, 4)))
         distractors = [
-            " ".join(rng.choice(WORDS, size=rng.integers(1, 4)))
-            if k % 2
-            else f"{gold.split()[0]} {rng.choice(WORDS)}"
+            " ".join(rng.choice(WORDS, size=rng.integers(1, 4))) if k % 2 else f"{gold.split()[0]} {rng.choice(WORDS)}"
             for k in range(4)
         ]
-        row = [
-            gold if rng.uniform() < accuracy[m] else distractors[rng.integers(4)] for m in range(n_members)
-        ]
+        row = [gold if rng.uniform() < accuracy[m] else distractors[rng.integers(4)] for m in range(n_members)]
         answers.append(row)
         golds.append([gold])
     return answers, golds

@@ -59,8 +59,21 @@ def load_questions(path: Path) -> list[str]:
 
 
 def start_server(args: argparse.Namespace, port: int, log: Path) -> tuple[subprocess.Popen, float]:
-    command = [sys.executable, "-m", "eor.cli", "serve", "--config", str(args.config), "--host", "127.0.0.1",
-               "--port", str(port), "--log-level", "warning", *args.serve_args]
+    command = [
+        sys.executable,
+        "-m",
+        "eor.cli",
+        "serve",
+        "--config",
+        str(args.config),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        *args.serve_args,
+    ]
     if args.weights:
         command += ["--weights", str(args.weights)]
     print("$", shlex.join(command), flush=True)
@@ -136,8 +149,11 @@ def summarise(samples: list[Sample], wall: float, args: argparse.Namespace, load
         "requests": len(samples),
         "ok": len(ok),
         "requests_per_s": round(len(ok) / wall, 3) if wall else 0.0,
-        "latency_s": {**percentiles, "mean": round(float(np.mean(ok)), 2) if ok else None,
-                      "max": round(max(ok), 2) if ok else None},
+        "latency_s": {
+            **percentiles,
+            "mean": round(float(np.mean(ok)), 2) if ok else None,
+            "max": round(max(ok), 2) if ok else None,
+        },
         "errors": {
             "4xx": sum(400 <= s.status < 500 for s in samples),
             "5xx": sum(s.status >= 500 for s in samples),
@@ -152,19 +168,22 @@ def summarise(samples: list[Sample], wall: float, args: argparse.Namespace, load
 def markdown(summary: dict) -> str:
     latency = summary["latency_s"]
     errors = summary["errors"]
-    return "\n".join([
-        "| clients | duration | requests (ok) | requests/s | p50 | p95 | p99 | max | 4xx | 5xx | conn. | degraded |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        f"| {summary['clients']} | {summary['duration_s']} s (wall {summary['wall_s']} s) | {summary['requests']} "
-        f"({summary['ok']}) | {summary['requests_per_s']} | {latency['p50']} s | {latency['p95']} s | "
-        f"{latency['p99']} s | {latency['max']} s | {errors['4xx']} | {errors['5xx']} | {errors['connection']} | "
-        f"{summary['degraded_answers']} |",
-    ])
+    return "\n".join(
+        [
+            "| clients | duration | requests (ok) | requests/s | p50 | p95 | p99 | max | 4xx | 5xx | conn. "
+            "| degraded |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| {summary['clients']} | {summary['duration_s']} s (wall {summary['wall_s']} s) | {summary['requests']} "
+            f"({summary['ok']}) | {summary['requests_per_s']} | {latency['p50']} s | {latency['p95']} s | "
+            f"{latency['p99']} s | {latency['max']} s | {errors['4xx']} | {errors['5xx']} | {errors['connection']} | "
+            f"{summary['degraded_answers']} |",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    serve_args = argv[argv.index("--") + 1:] if "--" in argv else []
+    serve_args = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "default.yaml")

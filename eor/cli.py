@@ -38,8 +38,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def format_result(result) -> str:
     """The chosen answer, then a table of every member's answer and vote score."""
     rows = [
-        (name, out.answer, f"{out.score:.3f}" if out.score is not None else "-")
-        for name, out in result.members.items()
+        (name, out.answer, f"{out.score:.3f}" if out.score is not None else "-") for name, out in result.members.items()
     ]
     width = max(len("member"), *(len(r[0]) for r in rows))
     answer_width = min(max(len("answer"), *(len(r[1]) for r in rows)), 60)
@@ -107,8 +106,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from eor.bench import bench
 
     metrics = tuple(args.metrics.split(",")) if args.metrics else None
-    print(bench(Path(args.records), Path(args.out), weights=args.weights, metric=args.metric, metrics=metrics,
-                seed=args.seed, resamples=args.resamples, max_subsets=args.max_subsets))
+    print(
+        bench(
+            Path(args.records),
+            Path(args.out),
+            weights=args.weights,
+            metric=args.metric,
+            metrics=metrics,
+            seed=args.seed,
+            resamples=args.resamples,
+            max_subsets=args.max_subsets,
+        )
+    )
     return 0
 
 
@@ -139,8 +148,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_queue=args.max_queue,
         reports=Path(args.reports) if args.reports else None,
     )
-    serve(_config_path(args.config), weights=args.weights, settings=settings, log_level=args.log_level,
-          cache=_cache(args))
+    serve(
+        _config_path(args.config), weights=args.weights, settings=settings, log_level=args.log_level, cache=_cache(args)
+    )
     return 0
 
 
@@ -158,8 +168,16 @@ def cmd_erag(args: argparse.Namespace) -> int:
     cutoffs = parse_ints(args.cutoffs, "--cutoffs") if args.cutoffs else None
     print(
         run_erag(
-            _config_path(args.config), Path(args.data), args.member, Path(args.out), k=args.k, metric=args.metric,
-            limit=args.limit, cutoffs=cutoffs, cost_questions=args.cost_questions, batch_size=args.batch_size,
+            _config_path(args.config),
+            Path(args.data),
+            args.member,
+            Path(args.out),
+            k=args.k,
+            metric=args.metric,
+            limit=args.limit,
+            cutoffs=cutoffs,
+            cost_questions=args.cost_questions,
+            batch_size=args.batch_size,
             cache=_cache(args),
         )
     )
@@ -171,9 +189,17 @@ def cmd_utility(args: argparse.Namespace) -> int:
 
     print(
         run_utility(
-            _config_path(args.config), Path(args.data), args.member, Path(args.out), ks=parse_ints(args.ks, "--ks"),
-            similarity=args.similarity, references=args.references, limit=args.limit, epsilon=args.epsilon,
-            batch_size=args.batch_size, cache=_cache(args),
+            _config_path(args.config),
+            Path(args.data),
+            args.member,
+            Path(args.out),
+            ks=parse_ints(args.ks, "--ks"),
+            similarity=args.similarity,
+            references=args.references,
+            limit=args.limit,
+            epsilon=args.epsilon,
+            batch_size=args.batch_size,
+            cache=_cache(args),
         )
     )
     return 0
@@ -229,7 +255,8 @@ def _cache_file(args: argparse.Namespace) -> Path:
 def _add_cache_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
-        "--cache", metavar="FILE",
+        "--cache",
+        metavar="FILE",
         help="generation cache file (SQLite) to use; default: $EOR_GENERATION_CACHE, else "
         "$EOR_CACHE/generations.sqlite (~/.cache/eor/generations.sqlite)",
     )
@@ -249,7 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--weights", help="trained voter weights (JSON from `eor train`)")
     ask.add_argument("--json", action="store_true", help="print the full result object as JSON (with `stages`)")
     ask.add_argument(
-        "--all-members", action="store_true",
+        "--all-members",
+        action="store_true",
         help="run every member (default: cheapest first, stopping once the rest cannot change the answer)",
     )
     _add_cache_options(ask)
@@ -257,19 +285,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run every member on every question of a file; writes records")
     run.add_argument("--config", required=True, help="ensemble config (YAML)")
-    run.add_argument(
-        "--data", required=True, help="questions, JSON Lines with 'question' [, 'id', 'answers']"
-    )
-    run.add_argument(
-        "--out", required=True, help="run folder: records.jsonl and config.yaml (re-run to resume)"
-    )
+    run.add_argument("--data", required=True, help="questions, JSON Lines with 'question' [, 'id', 'answers']")
+    run.add_argument("--out", required=True, help="run folder: records.jsonl and config.yaml (re-run to resume)")
     run.add_argument("--limit", type=int, help="only the first N questions")
-    run.add_argument(
-        "--batch-size", type=int, default=None, help="questions per reader batch (default: config)"
-    )
+    run.add_argument("--batch-size", type=int, default=None, help="questions per reader batch (default: config)")
     run.add_argument("--weights", help="trained voter weights for the recorded vote")
     run.add_argument(
-        "--retry-failed", action="store_true",
+        "--retry-failed",
+        action="store_true",
         help="run again only the members that failed on a question (its 'degraded'), merge and re-vote",
     )
     _add_cache_options(run)
@@ -279,7 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("records", help="run folder (or records.jsonl[.gz]) of the training questions")
     train.add_argument("--out", required=True, help="weights file to write (JSON)")
     train.add_argument(
-        "--voter", default="auto",
+        "--voter",
+        default="auto",
         help="auto (default: chosen by cross-validation, never below Top R), top, paper, grounding, smooth, "
         "smooth-grounding or selector",
     )
@@ -289,19 +313,16 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--inner-folds", type=int, default=5, help="folds of the cross-validation that `auto` chooses by (default 5)"
     )
-    train.add_argument(
-        "--metric", default="em", help="correctness objective: em, f1 or contains (default em)"
-    )
+    train.add_argument("--metric", default="em", help="correctness objective: em, f1 or contains (default em)")
     train.add_argument("--dev", help="run folder of held-out questions, scored for the report")
     train.add_argument(
-        "--metrics", default="em,f1,cosine",
+        "--metrics",
+        default="em,f1,cosine",
         help="similarity metrics, comma-separated, or a YAML mapping of metric to parameters, e.g. "
         "'{em: {}, bertscore: {num_layers: 6}}'",
     )
     train.add_argument("--pooling", default="mean", help="mean, max, majority, plurality, or search")
-    train.add_argument(
-        "--grounding", action="store_true", help="learn a weight for answers found in their passages"
-    )
+    train.add_argument("--grounding", action="store_true", help="learn a weight for answers found in their passages")
     train.add_argument("--restarts", type=int, default=4, help="seeded random Nelder-Mead starts (default 4)")
     train.add_argument("--seed", type=int, default=0)
     train.set_defaults(handler=cmd_train)
@@ -326,8 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.set_defaults(handler=cmd_compare)
 
     serve = commands.add_parser(
-        "serve", help="the explorer page at /, and the HTTP API: /v1/answer, OpenAI-compatible /v1/chat/completions, "
-        "/healthz, /docs"
+        "serve",
+        help="the explorer page at /, and the HTTP API: /v1/answer, OpenAI-compatible /v1/chat/completions, "
+        "/healthz, /docs",
     )
     serve.add_argument("--config", help="ensemble config (YAML); default: configs/default.yaml")
     serve.add_argument("--weights", help="trained voter weights (JSON from `eor train`)")
@@ -337,15 +359,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--api-key-env", metavar="VAR", help="require 'Authorization: Bearer <key>' with the key held by env VAR"
     )
     serve.add_argument(
-        "--member-timeout", type=float, default=60.0,
+        "--member-timeout",
+        type=float,
+        default=60.0,
         help="seconds per question a member's retrieval may take before the vote leaves it out (default 60; 0: none)",
     )
     serve.add_argument(
-        "--request-timeout", type=float, default=600.0,
+        "--request-timeout",
+        type=float,
+        default=600.0,
         help="seconds a request may wait for its answer, queueing included, before a 504 (default 600)",
     )
     serve.add_argument(
-        "--max-batch", type=int,
+        "--max-batch",
+        type=int,
         help="most waiting questions answered together (default: 1 with llama.cpp, else the config's batch_size)",
     )
     serve.add_argument("--max-body-bytes", type=int, default=65536, help="larger bodies get 413 (default 64 KB)")
@@ -353,7 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-queue", type=int, default=64, help="most questions waiting; more get 429 with Retry-After (default 64)"
     )
     serve.add_argument(
-        "--all-members", action="store_true",
+        "--all-members",
+        action="store_true",
         help="run every member on every question (default: stop once the rest cannot change the answer)",
     )
     serve.add_argument(
@@ -377,7 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     erag.add_argument("--limit", type=int, help="only the first N questions")
     erag.add_argument("--cutoffs", help="cutoffs of the correlation-vs-k figure (default 1,2,3,5,10 up to k)")
     erag.add_argument(
-        "--cost-questions", type=int, default=10,
+        "--cost-questions",
+        type=int,
+        default=10,
         help="questions of the side-by-side cost measurement of eRAG vs end-to-end (default 10; 0: off)",
     )
     erag.add_argument("--batch-size", type=int, default=8, help="prompts per reader call (default 8)")

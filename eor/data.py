@@ -29,9 +29,7 @@ def check_question(text: Any, where: str = "question") -> str:
     if not text:
         raise InputError(f"{where}: the question is empty")
     if len(text) > MAX_QUESTION_CHARS:
-        raise InputError(
-            f"{where}: the question has {len(text)} characters; the limit is {MAX_QUESTION_CHARS}"
-        )
+        raise InputError(f"{where}: the question has {len(text)} characters; the limit is {MAX_QUESTION_CHARS}")
     return text
 
 

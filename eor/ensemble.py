@@ -111,9 +111,7 @@ class Ensemble:
             raise InputError(f"members: name at least one member; available: {available}")
         unknown = [name for name in dict.fromkeys(requested) if name not in self.retrievers]
         if unknown:
-            raise InputError(
-                f"unknown member(s) {', '.join(map(repr, unknown))}; available: {available}"
-            )
+            raise InputError(f"unknown member(s) {', '.join(map(repr, unknown))}; available: {available}")
         repeated = [name for name in dict.fromkeys(requested) if requested.count(name) > 1]
         if repeated:
             raise InputError(f"members: {', '.join(map(repr, repeated))} named more than once")
@@ -133,9 +131,9 @@ class Ensemble:
         lazy: bool = True,
     ) -> Result:
         """Answer one question (see `answer_batch`); lazily by default."""
-        return self.answer_batch(
-            [question], members=members, member_timeout=member_timeout, strict=strict, lazy=lazy
-        )[0]
+        return self.answer_batch([question], members=members, member_timeout=member_timeout, strict=strict, lazy=lazy)[
+            0
+        ]
 
     def answer_batch(
         self,
@@ -345,8 +343,14 @@ class Ensemble:
             completions[index] = completion
             if not isinstance(completion, Exception):
                 cuts[index] = {"kept_words": kept, "words": words}
-                log.warning("%s: the prompt of question %r was over the reader's context: its document was cut "
-                            "to %d of %d words", name, texts[i][:80], kept, words)
+                log.warning(
+                    "%s: the prompt of question %r was over the reader's context: its document was cut "
+                    "to %d of %d words",
+                    name,
+                    texts[i][:80],
+                    kept,
+                    words,
+                )
         return cuts
 
     def _document_words(self, documents: list[Any]) -> int:
@@ -387,8 +391,10 @@ class Ensemble:
         for output in outputs:
             for name, member in output.items():
                 before = self.costs.get(name)
-                self.costs[name] = member.seconds if before is None else (
-                    (1 - COST_SMOOTHING) * before + COST_SMOOTHING * member.seconds
+                self.costs[name] = (
+                    member.seconds
+                    if before is None
+                    else ((1 - COST_SMOOTHING) * before + COST_SMOOTHING * member.seconds)
                 )
 
     def _prompt(self, question: str, documents: list[Any], max_words: int | None = None) -> str:
@@ -401,7 +407,6 @@ class Ensemble:
         if len(words) > limit:  # keeps every prompt inside the reader's context
             document = " ".join(words[:limit])
         return self.templates.answer_prompt(question, document)
-
 
 
 class Clock:

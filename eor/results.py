@@ -48,9 +48,7 @@ class Result:
             "question": self.question,
             "answer": self.answer,
             "member": self.member,
-            "members": {
-                name: {**output.record(), "score": output.score} for name, output in self.members.items()
-            },
+            "members": {name: {**output.record(), "score": output.score} for name, output in self.members.items()},
             "timings": self.timings,
         }
         if self.stages:

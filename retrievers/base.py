@@ -20,9 +20,7 @@ class EorRetriever(BaseRetriever):
     def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
         raise NotImplementedError
 
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return self.retrieve_batch([query])[0]
 
     def to_node(self) -> notation.Node:

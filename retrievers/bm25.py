@@ -86,8 +86,6 @@ class BM25Retriever(SourceRetriever):
 def _top_indices(scores: np.ndarray, depth: int) -> np.ndarray:
     """Indices of the `depth` highest scores, best first; ties keep corpus order (stable)."""
     depth = min(depth, len(scores))
-    candidates = (
-        np.argpartition(-scores, depth - 1)[:depth] if depth < len(scores) else np.arange(len(scores))
-    )
+    candidates = np.argpartition(-scores, depth - 1)[:depth] if depth < len(scores) else np.arange(len(scores))
     order = np.lexsort((candidates, -scores[candidates]))
     return candidates[order]

@@ -277,7 +277,7 @@ _TOWERS: dict[tuple[str, str, int], Any] = {}
 
 
 def _tower_backend(name: str) -> str:
-    """"sentence-transformers" for packaged encoders, folders with `modules.json` and hub ids other than
+    """ "sentence-transformers" for packaged encoders, folders with `modules.json` and hub ids other than
     DPR's; "transformers" for other local folders and DPR hub ids."""
     from eor.models import PACKAGED_MODELS, resolve_model
 

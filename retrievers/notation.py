@@ -75,9 +75,7 @@ _OPERATOR_CHARS = _LETTERS | _DIGITS
 
 
 def _is_source_name(name: object) -> bool:
-    return (
-        isinstance(name, str) and name != "" and name[0] in _LETTERS and all(ch in _NAME_CHARS for ch in name)
-    )
+    return isinstance(name, str) and name != "" and name[0] in _LETTERS and all(ch in _NAME_CHARS for ch in name)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -389,8 +387,7 @@ class _Parser:
                     self.fail(
                         at2,
                         "repeated '@CP'",
-                        f"write it once, or use parentheses to compress twice: "
-                        f"'{self.regrouped(expr_start, at2)}'",
+                        f"write it once, or use parentheses to compress twice: '{self.regrouped(expr_start, at2)}'",
                     )
                 self.fail(
                     at2,
@@ -403,8 +400,7 @@ class _Parser:
                     amp,
                     "'&' cannot follow '@CP' (priority @RR > @k > & > @CP: @CP compresses the whole "
                     "concatenation before it)",
-                    "use parentheses to concatenate a compressed retriever: "
-                    f"'{self.regrouped(expr_start, amp)}'",
+                    f"use parentheses to concatenate a compressed retriever: '{self.regrouped(expr_start, amp)}'",
                 )
         return node
 
@@ -431,8 +427,7 @@ class _Parser:
                     self.fail(
                         at,
                         "repeated '@RR'",
-                        f"write it once, or use parentheses to rerank twice: "
-                        f"'{self.regrouped(operand_start, at)}'",
+                        f"write it once, or use parentheses to rerank twice: '{self.regrouped(operand_start, at)}'",
                     )
                 if topk_at is not None:
                     self.fail(
@@ -448,8 +443,7 @@ class _Parser:
                     self.fail(
                         at,
                         f"repeated top-k: '@{k}' after '{topk_text}'",
-                        f"keep one '@k', or use parentheses to truncate twice: "
-                        f"'{self.regrouped(operand_start, at)}'",
+                        f"keep one '@k', or use parentheses to truncate twice: '{self.regrouped(operand_start, at)}'",
                     )
                 topk_at = at
                 topk_text = f"@{k}"

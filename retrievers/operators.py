@@ -38,9 +38,7 @@ class TopK(EorRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        return await run_in_executor(
-            None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(), k=k
-        )
+        return await run_in_executor(None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(), k=k)
 
 
 class Concat(EorRetriever):
@@ -109,17 +107,11 @@ class Compress(EorRetriever):
 
     def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
         children = self.child.retrieve_batch(queries)
-        todo = [
-            (i, query, docs) for i, (query, docs) in enumerate(zip(queries, children, strict=True)) if docs
-        ]
+        todo = [(i, query, docs) for i, (query, docs) in enumerate(zip(queries, children, strict=True)) if docs]
         documents = [
-            self.prompts.document([(d.metadata.get("title", ""), d.page_content) for d in docs])
-            for _, _, docs in todo
+            self.prompts.document([(d.metadata.get("title", ""), d.page_content) for d in docs]) for _, _, docs in todo
         ]
-        prompts = [
-            self.template.format(query=q, document=doc)
-            for (_, q, _), doc in zip(todo, documents, strict=True)
-        ]
+        prompts = [self.template.format(query=q, document=doc) for (_, q, _), doc in zip(todo, documents, strict=True)]
         summaries = self.reader.generate(prompts, max_tokens=self.max_tokens) if prompts else []
         results: list[list[Document]] = [[] for _ in queries]
         for (i, _, _), summary in zip(todo, summaries, strict=True):

@@ -96,9 +96,7 @@ def _parametric(source: str, params: dict[str, Any], context: BuildContext) -> E
     if context.reader is None:
         raise ConfigError(f"source {source!r} (parametric knowledge) needs a reader")
     defaults = {"template": context.prompts.parametric, "max_tokens": context.parametric_max_tokens}
-    return _init(
-        ParametricRetriever, source, {**defaults, **params, "source_name": source, "reader": context.reader}
-    )
+    return _init(ParametricRetriever, source, {**defaults, **params, "source_name": source, "reader": context.reader})
 
 
 @source_type("none")
@@ -114,9 +112,7 @@ def _langchain(source: str, params: dict[str, Any], context: BuildContext) -> Eo
     params = dict(params)
     target = params.pop("class", None)
     if not target or ":" not in str(target):
-        raise ConfigError(
-            f"source {source!r}: 'class' must be an import path like 'package.module:ClassName'"
-        )
+        raise ConfigError(f"source {source!r}: 'class' must be an import path like 'package.module:ClassName'")
     module_name, _, attr = str(target).partition(":")
     try:
         cls = getattr(importlib.import_module(module_name), attr)
@@ -161,9 +157,7 @@ class SourcePool:
         self._building: list[str] = []
         for name, (kind, _) in self.specs.items():
             if kind not in SOURCE_TYPES:
-                raise ConfigError(
-                    f"source {name!r}: unknown type {kind!r}; valid: {', '.join(sorted(SOURCE_TYPES))}"
-                )
+                raise ConfigError(f"source {name!r}: unknown type {kind!r}; valid: {', '.join(sorted(SOURCE_TYPES))}")
 
     def add(self, name: str, retriever: BaseRetriever) -> None:
         """Use an existing retriever object (eor's or any LangChain retriever) as the source `name`."""

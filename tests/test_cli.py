@@ -32,9 +32,7 @@ batch_size: 2
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*EOR, *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=600
-    )
+    return subprocess.run([*EOR, *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=600)
 
 
 def test_help_is_fast_and_imports_nothing_heavy() -> None:

@@ -22,9 +22,7 @@ def test_shipped_configs_load(name: str) -> None:
     assert isinstance(config, EnsembleConfig)
     assert len(config.members) >= 6
     assert config.reader.model == "qwen2.5-0.5b"
-    assert {"BM25", "Wiki", "PK", "ReFree"} <= {
-        part for m in config.members for part in m.replace("&", "@").split("@")
-    }
+    assert {"BM25", "Wiki", "PK", "ReFree"} <= {part for m in config.members for part in m.replace("&", "@").split("@")}
 
 
 def test_paths_resolve_against_the_config_folder(tmp_path) -> None:

@@ -181,8 +181,12 @@ def dpr_towers(tmp_path_factory, small_corpus) -> tuple[Path, Path, Path]:
     vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])}
     tokenizer = _tokenizer(vocab, root)
     config = transformers.DPRConfig(
-        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=256,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=256,
     )
     folders = []
     for seed, cls in ((1, transformers.DPRQuestionEncoder), (2, transformers.DPRContextEncoder)):

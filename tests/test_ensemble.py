@@ -50,9 +50,7 @@ def test_batches_keep_questions_apart(default_ensemble) -> None:
     assert [r.question for r in batch] == [q.question for q in questions]
     single = default_ensemble.answer(questions[1].question)
     assert batch[1].answer == single.answer
-    assert {n: o.answer for n, o in batch[1].members.items()} == {
-        n: o.answer for n, o in single.members.items()
-    }
+    assert {n: o.answer for n, o in batch[1].members.items()} == {n: o.answer for n, o in single.members.items()}
     record = batch[0].to_record()
     assert record["answers"] == ["Paris"] and record["vote"]["member"] == batch[0].member
 

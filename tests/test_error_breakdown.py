@@ -126,9 +126,7 @@ def test_plain_rwr_for_retriever_error_and_hallucination(indicators):
     #      RWR(SE,Wiki): of {q2,q3} SE avoids q2 -> 1/2;
     #      RWR(Wiki,ReFree): of q0..q4 Wiki avoids q0,q1,q4 -> 3/5; RWR(SE,ReFree): q0,q1,q2 -> 3/5;
     #      ReFree avoids nothing -> 0.
-    np.testing.assert_array_equal(
-        matrices["retriever_error"], [[0, 1 / 2, 3 / 5], [1 / 2, 0, 3 / 5], [0, 0, 0]]
-    )
+    np.testing.assert_array_equal(matrices["retriever_error"], [[0, 1 / 2, 3 / 5], [1 / 2, 0, 3 / 5], [0, 0, 0]])
     # E_h: RWR(Wiki,SE): SE errs on {q4} where Wiki errs too -> 0/1; RWR(SE,Wiki): of {q2,q3,q4} SE avoids
     #      q2,q3 -> 2/3; RWR(Wiki,ReFree) = 2/5 (q0,q1); RWR(SE,ReFree) = 4/5 (q0..q3).
     np.testing.assert_array_equal(matrices["hallucination"], [[0, 0, 2 / 5], [2 / 3, 0, 4 / 5], [0, 0, 0]])
@@ -217,12 +215,8 @@ def test_matrices_equal_the_literal_formulas_including_the_printed_lucky_guess_c
         matrices["extraction_error"],
         _appendix_b_by_loops(ind.extraction_error, lambda i, j, q: (1 - e_r[i, q]) * (1 - e_r[j, q])),
     )
-    intended = _appendix_b_by_loops(
-        ind.lucky_guess, lambda i, j, q: e_r[i, q] * e_h[i, q] * e_r[j, q] * e_h[j, q]
-    )
-    printed = _appendix_b_by_loops(
-        ind.lucky_guess, lambda i, j, q: e_r[i, q] * e_h[i, q] * e_r[j, q] * e_r[j, q]
-    )
+    intended = _appendix_b_by_loops(ind.lucky_guess, lambda i, j, q: e_r[i, q] * e_h[i, q] * e_r[j, q] * e_h[j, q])
+    printed = _appendix_b_by_loops(ind.lucky_guess, lambda i, j, q: e_r[i, q] * e_h[i, q] * e_r[j, q] * e_r[j, q])
     np.testing.assert_allclose(matrices["lucky_guess"], intended)
     np.testing.assert_allclose(intended, printed)  # I_luck^j already carries I_Eh^j: both readings agree
     np.testing.assert_allclose(matrices["retriever_error"], _appendix_b_by_loops(e_r, lambda i, j, q: 1))

@@ -348,8 +348,20 @@ def test_eor_run_records_are_the_same_from_the_cache(tmp_path, isolated_cache, c
     assert not (isolated_cache / "generations.sqlite").exists()  # --cache FILE: not the default file
 
     # `eor ask` with the same config reads the run's answers back: nothing new is generated
-    assert main(["ask", "who was the first president of the united states", "--config", str(config),
-                 "--cache", str(file), "--json"]) == 0
+    assert (
+        main(
+            [
+                "ask",
+                "who was the first president of the united states",
+                "--config",
+                str(config),
+                "--cache",
+                str(file),
+                "--json",
+            ]
+        )
+        == 0
+    )
     asked = json.loads(capsys.readouterr().out)["members"]
     for name, member in first[0]["members"].items():
         assert {key: asked[name][key] for key in member} == member, name

@@ -51,8 +51,18 @@ def _finish(process: subprocess.Popen) -> tuple[int, str]:
 
 def _run_args(config: Path, out: Path, cache: Path | None) -> list[str]:
     cache_args = ["--cache", str(cache)] if cache else ["--no-cache"]
-    return ["run", "--config", str(config), "--data", str(DEMO / "questions.jsonl"), "--limit", str(QUESTIONS),
-            "--out", str(out), *cache_args]
+    return [
+        "run",
+        "--config",
+        str(config),
+        "--data",
+        str(DEMO / "questions.jsonl"),
+        "--limit",
+        str(QUESTIONS),
+        "--out",
+        str(out),
+        *cache_args,
+    ]
 
 
 def _finished_lines(out: Path) -> list[str]:
@@ -151,9 +161,26 @@ def test_eor_erag_killed_resumes_to_the_same_results(tmp_path):
 
     def args(out: Path, cache: Path | None) -> list[str]:
         cache_args = ["--cache", str(cache)] if cache else ["--no-cache"]
-        return ["erag", "--config", str(config), "--data", str(DEMO / "questions.jsonl"), "--member", "BM25",
-                "--k", "3", "--limit", "6", "--cost-questions", "0", "--batch-size", "4", "--out", str(out),
-                *cache_args]
+        return [
+            "erag",
+            "--config",
+            str(config),
+            "--data",
+            str(DEMO / "questions.jsonl"),
+            "--member",
+            "BM25",
+            "--k",
+            "3",
+            "--limit",
+            "6",
+            "--cost-questions",
+            "0",
+            "--batch-size",
+            "4",
+            "--out",
+            str(out),
+            *cache_args,
+        ]
 
     reference = tmp_path / "reference"
     status, output = _finish(_start(args(reference, None)))

@@ -24,8 +24,21 @@ QUESTION = "who designed the bell rock lighthouse"
 
 # Appendix C.1, in its order, and ReFree.
 C1_NAMES = [
-    "Wiki@10", "SE@1", "SE@4", "PK", "SE@RR@10", "SE@2&Wiki@5", "SE@RR@5&Wiki@5", "HB@RR@10",
-    "Wiki@10@CP", "SE@1@CP", "SE@4@CP", "SE@RR@10@CP", "SE@2&Wiki@5@CP", "SE@RR@5&Wiki@5@CP", "HB@RR@10@CP",
+    "Wiki@10",
+    "SE@1",
+    "SE@4",
+    "PK",
+    "SE@RR@10",
+    "SE@2&Wiki@5",
+    "SE@RR@5&Wiki@5",
+    "HB@RR@10",
+    "Wiki@10@CP",
+    "SE@1@CP",
+    "SE@4@CP",
+    "SE@RR@10@CP",
+    "SE@2&Wiki@5@CP",
+    "SE@RR@5&Wiki@5@CP",
+    "HB@RR@10@CP",
     "ReFree",
 ]
 OFFLINE_NAMES = [name.replace("SE", "BM25").replace("HB", "HBo") for name in C1_NAMES]
@@ -169,8 +182,15 @@ def test_nq_offline16_builds_and_every_member_retrieves(env, tmp_path) -> None:
     got = {name: member.invoke(QUESTION) for name, member in members.items()}
     sizes = {name: len(documents) for name, documents in got.items()}
     assert sizes == {
-        "Wiki@10": 10, "BM25@1": 1, "BM25@4": 4, "PK": 1, "BM25@RR@10": 10, "BM25@2&Wiki@5": 7,
-        "BM25@RR@5&Wiki@5": 10, "HBo@RR@10": 10, **{name: 1 for name in OFFLINE_NAMES if name.endswith("@CP")},
+        "Wiki@10": 10,
+        "BM25@1": 1,
+        "BM25@4": 4,
+        "PK": 1,
+        "BM25@RR@10": 10,
+        "BM25@2&Wiki@5": 7,
+        "BM25@RR@5&Wiki@5": 10,
+        "HBo@RR@10": 10,
+        **{name: 1 for name in OFFLINE_NAMES if name.endswith("@CP")},
         "ReFree": 0,
     }
     bm25, wiki = (sources.source(name).invoke(QUESTION) for name in ("BM25", "Wiki"))

@@ -69,8 +69,11 @@ def fresh_and_reused():
     order = list(range(len(prompts)))
     shuffled = order[:]
     random.Random(7).shuffle(shuffled)
-    return prompts, _evaluate(fresh, prompts, order), _evaluate(reused, prompts, order), _evaluate(
-        reused, prompts, shuffled
+    return (
+        prompts,
+        _evaluate(fresh, prompts, order),
+        _evaluate(reused, prompts, order),
+        _evaluate(reused, prompts, shuffled),
     )
 
 

@@ -37,12 +37,8 @@ def test_templates_are_the_papers() -> None:
         "Please directly answer the following question with one or few words: q"
     )
     fifteen = PromptTemplates.for_style("15-words")
-    assert (
-        fifteen.answer_prompt("q", None) == "Please directly answer the following question within 15 words: q"
-    )
-    assert (
-        few.parametric.format(query="q") == "Generate a background document to answer the given question. q."
-    )
+    assert fifteen.answer_prompt("q", None) == "Please directly answer the following question within 15 words: q"
+    assert few.parametric.format(query="q") == "Generate a background document to answer the given question. q."
     assert few.compression.startswith("Please truthfully summarize the document below")
     assert "be within 200 words:\n\nquery: {query}\n\ndocument: {document}\n\nsummary:" in few.compression
 

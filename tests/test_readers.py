@@ -49,18 +49,14 @@ def test_llamacpp_answer_depends_on_the_prompt_alone(smollm2) -> None:
 
 def test_qwen_answers_real_questions(qwen) -> None:
     questions = ["what is the capital of france", "who wrote the play hamlet"]
-    answers = [
-        clean_answer(text) for text in qwen.generate([TEMPLATES.answer_prompt(q, None) for q in questions])
-    ]
+    answers = [clean_answer(text) for text in qwen.generate([TEMPLATES.answer_prompt(q, None) for q in questions])]
     assert answers[0] == "Paris"
     assert "Shakespeare" in answers[1]
 
 
 def test_qwen_reads_the_given_passage(qwen) -> None:
     document = "Zorblax\nThe capital of the fictional country of Zorblax is Quimbleton, founded in 1820."
-    answer = clean_answer(
-        qwen.generate([TEMPLATES.answer_prompt("what is the capital of zorblax", document)])[0]
-    )
+    answer = clean_answer(qwen.generate([TEMPLATES.answer_prompt("what is the capital of zorblax", document)])[0])
     assert answer == "Quimbleton"
 
 
@@ -78,9 +74,7 @@ def test_missing_model_file_is_a_clear_error(tmp_path) -> None:
 
 def test_transformers_causal_from_packaged_gguf() -> None:
     """The transformers path loads the same GGUF (dequantised) and applies the chat template."""
-    reader = build_reader(
-        ReaderConfig(model="smollm2-135m", backend="transformers", max_tokens=12, batch_size=2)
-    )
+    reader = build_reader(ReaderConfig(model="smollm2-135m", backend="transformers", max_tokens=12, batch_size=2))
     prompts = ["What is the capital of France?", "Name a colour.", "What is the capital of France?"]
     outputs = reader.generate(prompts)
     assert "Paris" in outputs[0] and outputs[0] == outputs[2]
@@ -100,9 +94,7 @@ def _tiny_seq2seq(folder) -> None:
     }
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
-    )
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
     fast.save_pretrained(folder)
     config = T5Config(
         vocab_size=len(vocab),

@@ -34,14 +34,10 @@ def test_sources_find_the_gold_passage(pool, demo_questions, source: str) -> Non
     questions = _gold(demo_questions)
     results = pool.source(source).retrieve_batch([q["question"] for q in questions])
     hits = sum(bool(set(q["gold_passages"]) & set(_ids(docs[:5]))) for q, docs in zip(questions, results, strict=True))
-    assert hits / len(questions) >= 0.8, (
-        f"{source} found the gold passage in the top 5 for {hits}/{len(questions)}"
-    )
+    assert hits / len(questions) >= 0.8, f"{source} found the gold passage in the top 5 for {hits}/{len(questions)}"
     first = results[0]
     assert len(first) == 10
-    assert (
-        set(first[0].metadata) >= {"id", "title", "source", "score"} and first[0].metadata["source"] == source
-    )
+    assert set(first[0].metadata) >= {"id", "title", "source", "score"} and first[0].metadata["source"] == source
     scores = [doc.metadata["score"] for doc in first]
     assert scores == sorted(scores, reverse=True)
 

@@ -155,7 +155,8 @@ def test_the_deadline_stops_retrying() -> None:
     calls = []
     started = time.monotonic()
     response = send_with_retries(
-        lambda: calls.append(1) or Response(), RetryPolicy(attempts=100, base_delay=0.05, max_delay=0.05, deadline=0.3),
+        lambda: calls.append(1) or Response(),
+        RetryPolicy(attempts=100, base_delay=0.05, max_delay=0.05, deadline=0.3),
         what="test",
     )
     assert response.status_code == 503 and 3 <= len(calls) < 20 and time.monotonic() - started < 1.0
@@ -171,11 +172,16 @@ def test_a_page_behind_a_flaky_gateway_is_fetched(flaky) -> None:
 
 # -- the OpenAI-compatible reader --------------------------------------------------------------------------------
 
-COMPLETION = json.dumps({
-    "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris"}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-}).encode()
+COMPLETION = json.dumps(
+    {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+    }
+).encode()
 
 
 def _reader(url: str, **retries):
@@ -229,11 +235,21 @@ def test_an_empty_output_leaves_its_member_out_of_the_vote(tmp_path, monkeypatch
     server = chat_server("reader-key")
     monkeypatch.setenv("EOR_TEST_KEY", "reader-key")
     config = tmp_path / "config.yaml"
-    config.write_text(json.dumps({
-        "reader": {"model": "m", "backend": "openai", "base_url": f"{server.url}/v1", "api_key_env": "EOR_TEST_KEY"},
-        "corpus": {"path": str(DEMO / "corpus.jsonl")}, "members": ["ReFree", "BM25@1"],
-        "voter": {"metrics": ["em", "f1"]},
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "reader": {
+                    "model": "m",
+                    "backend": "openai",
+                    "base_url": f"{server.url}/v1",
+                    "api_key_env": "EOR_TEST_KEY",
+                },
+                "corpus": {"path": str(DEMO / "corpus.jsonl")},
+                "members": ["ReFree", "BM25@1"],
+                "voter": {"metrics": ["em", "f1"]},
+            }
+        )
+    )
     try:
         result = Ensemble.from_config(load_config(config)).answer("the silent lighthouse keeper", lazy=False)
     finally:

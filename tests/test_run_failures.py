@@ -60,8 +60,10 @@ def test_failed_members_are_listed_and_retried_alone(tmp_path, isolated_cache, c
     monkeypatch.setattr("eor.readers.build_reader", lambda cfg: readers.append(Scripted()) or readers[-1])
     data = write_jsonl(
         tmp_path / "q.jsonl",
-        [{"id": f"q{n}", "question": f"who painted the mona lisa ({n})", "answers": ["Leonardo da Vinci"]}
-         for n in range(3)],
+        [
+            {"id": f"q{n}", "question": f"who painted the mona lisa ({n})", "answers": ["Leonardo da Vinci"]}
+            for n in range(3)
+        ],
     )
     out = tmp_path / "run"
     args = ["run", "--config", str(config(tmp_path)), "--data", str(data), "--out", str(out), "--no-cache"]

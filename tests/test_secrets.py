@@ -31,8 +31,10 @@ QUESTIONS = ["bell rock lighthouse", ECHO_QUERY, "caledonian canal"]
 @pytest.fixture(scope="module")
 def servers():
     pages = page_server()
-    rows = [(f"{pages.url}/lighthouse.html", "Bell Rock Lighthouse", "oldest"),
-            (f"{pages.url}/canal.html", "Caledonian Canal", "canal")]
+    rows = [
+        (f"{pages.url}/lighthouse.html", "Bell Rock Lighthouse", "oldest"),
+        (f"{pages.url}/canal.html", "Caledonian Canal", "canal"),
+    ]
     search = serper_server(SEARCH_KEY, {QUESTIONS[0]: rows, QUESTIONS[2]: rows[::-1]})
     chat = chat_server(READER_KEY)
     yield search, chat
@@ -42,23 +44,50 @@ def servers():
 
 def _config(folder: Path, search, chat, key_variable: str = "EOR_TEST_READER_KEY") -> Path:
     path = folder / f"config-{key_variable}.yaml"
-    path.write_text(json.dumps({  # JSON is YAML
-        "name": "secrets",
-        "reader": {"model": "m", "backend": "openai", "base_url": f"{chat.url}/v1", "api_key_env": key_variable,
-                   "max_tokens": 8, "retries": 1},
-        "sources": {"SE": {"type": "web", "params": {
-            "backend": "serper", "base_url": search.url, "api_key_env": "EOR_TEST_SEARCH_KEY",
-            "allowed_hosts": ["127.0.0.1"], "timeout": 2, "cache_path": str(folder / "web-cache"), "retries": 1}}},
-        "members": ["ReFree", "SE@1"],
-        "voter": {"metrics": ["em", "f1"]},
-    }))
+    path.write_text(
+        json.dumps(
+            {  # JSON is YAML
+                "name": "secrets",
+                "reader": {
+                    "model": "m",
+                    "backend": "openai",
+                    "base_url": f"{chat.url}/v1",
+                    "api_key_env": key_variable,
+                    "max_tokens": 8,
+                    "retries": 1,
+                },
+                "sources": {
+                    "SE": {
+                        "type": "web",
+                        "params": {
+                            "backend": "serper",
+                            "base_url": search.url,
+                            "api_key_env": "EOR_TEST_SEARCH_KEY",
+                            "allowed_hosts": ["127.0.0.1"],
+                            "timeout": 2,
+                            "cache_path": str(folder / "web-cache"),
+                            "retries": 1,
+                        },
+                    }
+                },
+                "members": ["ReFree", "SE@1"],
+                "voter": {"metrics": ["em", "f1"]},
+            }
+        )
+    )
     return path
 
 
 def _environment(folder: Path) -> dict[str, str]:
-    return {**os.environ, "EOR_TEST_SEARCH_KEY": SEARCH_KEY, "EOR_TEST_READER_KEY": READER_KEY,
-            "EOR_TEST_WRONG_KEY": WRONG_READER_KEY, "EOR_TEST_SERVER_KEY": SERVER_KEY,
-            "EOR_CACHE": str(folder / "eor-cache"), "EOR_GENERATION_CACHE": str(folder / "generations.sqlite")}
+    return {
+        **os.environ,
+        "EOR_TEST_SEARCH_KEY": SEARCH_KEY,
+        "EOR_TEST_READER_KEY": READER_KEY,
+        "EOR_TEST_WRONG_KEY": WRONG_READER_KEY,
+        "EOR_TEST_SERVER_KEY": SERVER_KEY,
+        "EOR_CACHE": str(folder / "eor-cache"),
+        "EOR_GENERATION_CACHE": str(folder / "generations.sqlite"),
+    }
 
 
 def _eor(folder: Path, *args: str) -> subprocess.CompletedProcess:
@@ -71,8 +100,11 @@ def _leaks(text: str | bytes) -> list[str]:
 
 
 def _scan_tree(folder: Path) -> dict[str, list[str]]:
-    return {str(path.relative_to(folder)): found for path in sorted(folder.rglob("*"))
-            if path.is_file() and (found := _leaks(path.read_bytes()))}
+    return {
+        str(path.relative_to(folder)): found
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and (found := _leaks(path.read_bytes()))
+    }
 
 
 def test_no_key_in_logs_records_cache_reports_or_errors(servers, tmp_path):
@@ -116,9 +148,21 @@ def test_no_key_in_any_response_of_the_server(servers, tmp_path):
     log = tmp_path / "server.log"
     with log.open("w") as sink:
         server = subprocess.Popen(
-            [*EOR, "serve", "--config", str(_config(tmp_path, search, chat)), "--port", str(port),
-             "--api-key-env", "EOR_TEST_SERVER_KEY", "--log-level", "debug"],
-            stdout=sink, stderr=subprocess.STDOUT, env=_environment(tmp_path),
+            [
+                *EOR,
+                "serve",
+                "--config",
+                str(_config(tmp_path, search, chat)),
+                "--port",
+                str(port),
+                "--api-key-env",
+                "EOR_TEST_SERVER_KEY",
+                "--log-level",
+                "debug",
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=_environment(tmp_path),
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -139,8 +183,12 @@ def test_no_key_in_any_response_of_the_server(servers, tmp_path):
             requests.post(f"{base}/v1/answer", json={"question": ECHO_QUERY}, headers=good, timeout=120),
             requests.post(f"{base}/v1/answer", data=b"{not json", headers=good, timeout=10),
             requests.post(f"{base}/v1/answer", json={"question": QUESTIONS[0]}, timeout=10),
-            requests.post(f"{base}/v1/chat/completions", headers=good, timeout=120,
-                          json={"model": "eor", "messages": [{"role": "user", "content": QUESTIONS[2]}]}),
+            requests.post(
+                f"{base}/v1/chat/completions",
+                headers=good,
+                timeout=120,
+                json={"model": "eor", "messages": [{"role": "user", "content": QUESTIONS[2]}]},
+            ),
             requests.get(f"{base}/openapi.json", timeout=10),
         ]
         statuses = [response.status_code for response in exchanges]

@@ -162,8 +162,9 @@ def test_the_official_openai_client(live) -> None:
 
 
 def test_passages_on_request(live) -> None:
-    body = post(live, "/v1/answer", {"question": "who painted the mona lisa", "members": ["BM25@1"],
-                                     "return_passages": True}).json()
+    body = post(
+        live, "/v1/answer", {"question": "who painted the mona lisa", "members": ["BM25@1"], "return_passages": True}
+    ).json()
     member = body["members"]["BM25@1"]
     assert len(member["passages"]) == 1 and set(member["passages"][0]) == {"id", "title", "text", "score"}
     assert member["prompt"].startswith("Assuming the following paragraphs are true:")
@@ -248,10 +249,26 @@ def test_schemathesis_finds_no_server_error(smollm2, tmp_path, isolated_cache, w
     with LiveServer(app) as server:
         server.wait_ready()
         command = [
-            str(Path(sys.executable).with_name("schemathesis")), "run", f"{server.url}/openapi.json",
-            "--checks", "not_a_server_error", "--phases", "examples,coverage,fuzzing", "--max-examples", "4",
-            "--workers", "1", "--seed", "7", "--generation-database", "none", "--request-timeout", "300",
-            "--no-color", "--suppress-health-check", "all",
+            str(Path(sys.executable).with_name("schemathesis")),
+            "run",
+            f"{server.url}/openapi.json",
+            "--checks",
+            "not_a_server_error",
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--max-examples",
+            "4",
+            "--workers",
+            "1",
+            "--seed",
+            "7",
+            "--generation-database",
+            "none",
+            "--request-timeout",
+            "300",
+            "--no-color",
+            "--suppress-health-check",
+            "all",
             *(["--header", f"Authorization: Bearer {KEY}"] if with_key else []),
         ]
         result = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=tmp_path)
@@ -284,8 +301,14 @@ class StandIn:
         return [
             SimpleNamespace(
                 answer="answer",
-                to_dict=lambda q=q: {"id": q.id, "question": q.question, "answer": "answer", "member": "A",
-                                     "members": {}, "timings": {}},
+                to_dict=lambda q=q: {
+                    "id": q.id,
+                    "question": q.question,
+                    "answer": "answer",
+                    "member": "A",
+                    "members": {},
+                    "timings": {},
+                },
             )
             for q in questions
         ]
@@ -383,7 +406,10 @@ def test_serve_refuses_a_missing_key_variable_in_one_line(tmp_path) -> None:
     env = {key: value for key, value in os.environ.items() if key != "EOR_NO_SUCH_KEY"}
     result = subprocess.run(
         [sys.executable, "-m", "eor.cli", "serve", "--config", str(config), "--api-key-env", "EOR_NO_SUCH_KEY"],
-        capture_output=True, text=True, env=env, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [

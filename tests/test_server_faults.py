@@ -43,12 +43,30 @@ def server(tmp_path):
     def start(*args: str):
         port = free_port()
         log = tmp_path / f"server-{port}.log"
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-               "EOR_CACHE": str(tmp_path / "cache")}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            "EOR_CACHE": str(tmp_path / "cache"),
+        }
         with log.open("w") as sink:
             process = subprocess.Popen(
-                [*EOR, "serve", "--config", str(_config(tmp_path)), "--port", str(port), "--max-batch", "1",
-                 "--no-cache", "--all-members", *args], stdout=sink, stderr=subprocess.STDOUT, env=env)
+                [
+                    *EOR,
+                    "serve",
+                    "--config",
+                    str(_config(tmp_path)),
+                    "--port",
+                    str(port),
+                    "--max-batch",
+                    "1",
+                    "--no-cache",
+                    "--all-members",
+                    *args,
+                ],
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
         started.append(process)
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 180
@@ -73,8 +91,14 @@ def _ask(base: str, question: str) -> requests.Response:
     return requests.post(f"{base}/v1/answer", json={"question": question}, timeout=120)
 
 
-QUESTIONS = ["who painted the mona lisa", "where is the eiffel tower", "who wrote hamlet",
-             "what is the capital of peru", "who discovered penicillin", "how tall is mount everest"]
+QUESTIONS = [
+    "who painted the mona lisa",
+    "where is the eiffel tower",
+    "who wrote hamlet",
+    "what is the capital of peru",
+    "who discovered penicillin",
+    "how tall is mount everest",
+]
 
 
 def test_a_full_queue_answers_429_with_retry_after(server):

@@ -75,9 +75,7 @@ def test_one_call_per_metric_with_deduplicated_pairs():
     assert len(metric.calls) == 1
     (pairs,) = metric.calls
     # distinct unordered pairs over all questions, canonical order, including (a, a) for duplicates:
-    assert sorted(pairs) == sorted(
-        [("x", "x"), ("x", "yy"), ("yy", "yy"), ("x", "zzz"), ("yy", "zzz"), ("zzz", "zzz")]
-    )
+    assert sorted(pairs) == sorted([("x", "x"), ("x", "yy"), ("yy", "yy"), ("x", "zzz"), ("yy", "zzz"), ("zzz", "zzz")])
     # |len("yy") - len("zzz")| = 1 -> 0.5; |len("x") - len("zzz")| = 2 -> 1/3
     assert tensor[1, 0, 2, 0] == pytest.approx(0.5)
     assert tensor[1, 2, 1, 0] == pytest.approx(1 / 3)

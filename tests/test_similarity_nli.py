@@ -74,9 +74,7 @@ def tiny_nli(tmp_path_factory) -> Path:
 def load_reference(folder: Path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(folder), AutoModelForSequenceClassification.from_pretrained(
-        folder
-    ).eval()
+    return AutoTokenizer.from_pretrained(folder), AutoModelForSequenceClassification.from_pretrained(folder).eval()
 
 
 def reference_entailment(folder: Path, premise: str, hypothesis: str, index: int) -> float:
@@ -126,15 +124,11 @@ def test_label_mapping_follows_the_model_config(tmp_path):
 
 def test_batches_equal_one_by_one(tiny_nli):
     batched = NliSimilarity(model=str(tiny_nli), batch_size=3).score_pairs(PAIRS)
-    single = np.concatenate(
-        [NliSimilarity(model=str(tiny_nli), batch_size=1).score_pairs([p]) for p in PAIRS]
-    )
+    single = np.concatenate([NliSimilarity(model=str(tiny_nli), batch_size=1).score_pairs([p]) for p in PAIRS])
     np.testing.assert_allclose(batched, single, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize(
-    ("combine", "function"), [("mean", lambda f, b: (f + b) / 2), ("min", min), ("max", max)]
-)
+@pytest.mark.parametrize(("combine", "function"), [("mean", lambda f, b: (f + b) / 2), ("min", min), ("max", max)])
 def test_both_directions_are_combined(tiny_nli, combine, function):
     metric = NliSimilarity(model=str(tiny_nli), combine=combine)
     forward = metric.entailment([(a, b) for a, b in PAIRS])

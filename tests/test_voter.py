@@ -123,9 +123,7 @@ def test_unfitted_voter_raises_a_clear_error():
 def test_sklearn_protocol():
     voter = Voter(pooling="max", restarts=2)
     params = voter.get_params()
-    assert (
-        params["pooling"] == "max" and params["restarts"] == 2 and params["metrics"] == ("em", "f1", "cosine")
-    )
+    assert params["pooling"] == "max" and params["restarts"] == 2 and params["metrics"] == ("em", "f1", "cosine")
     assert set(params) >= {
         "metrics",
         "pooling",

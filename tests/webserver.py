@@ -227,12 +227,19 @@ class ChatHandler(_Handler):
             return
         message = str(payload["messages"][-1]["content"])
         words = [] if "silent" in message and "Assuming" not in message else message.split()[-2:]  # empty output
-        self._json(200, {
-            "id": "c1", "object": "chat.completion", "created": 0, "model": payload.get("model", "m"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": " ".join(words)},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
-        })
+        self._json(
+            200,
+            {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": payload.get("model", "m"),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": " ".join(words)}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+            },
+        )
 
 
 def chat_server(api_key: str) -> LoopbackServer:

@@ -28,9 +28,7 @@ def passage_text(passages: Passages) -> str:
     return "\n".join(passages)
 
 
-def grounding_features(
-    answers: Sequence[Sequence[str]], passages: Sequence[Sequence[Passages]]
-) -> np.ndarray:
+def grounding_features(answers: Sequence[Sequence[str]], passages: Sequence[Sequence[Passages]]) -> np.ndarray:
     """g_m per question and member, shape (Q, M)."""
     if len(passages) != len(answers):
         raise InputError(f"got passages for {len(passages)} questions but answers for {len(answers)}")

@@ -96,9 +96,7 @@ def as_active(active: np.ndarray | None, n_questions: int, n_members: int) -> np
     return np.broadcast_to(mask, (n_questions, n_members))
 
 
-def pool(
-    name: str, similarities: np.ndarray, active: np.ndarray | None = None, threshold: float = 0.5
-) -> np.ndarray:
+def pool(name: str, similarities: np.ndarray, active: np.ndarray | None = None, threshold: float = 0.5) -> np.ndarray:
     """Apply the pooling registered as `name` to (Q, M, M) similarities; returns (Q, M)."""
     function = get_pooling(name)
     values = np.asarray(similarities, dtype=float)

@@ -65,8 +65,7 @@ class VoteScorer:
             features = np.asarray(grounding, dtype=float)
             if features.shape != (self.n_questions, self.n_members):
                 raise InputError(
-                    f"grounding features must have shape ({self.n_questions}, {self.n_members}), "
-                    f"got {features.shape}"
+                    f"grounding features must have shape ({self.n_questions}, {self.n_members}), got {features.shape}"
                 )
             self.grounding = features
 
@@ -75,9 +74,7 @@ class VoteScorer:
         weights = self._metric_weights(metric_weights)
         return (self._pairs @ weights).reshape(self.n_questions, self.n_members, self.n_members)
 
-    def pooled(
-        self, metric_weights: np.ndarray, active: np.ndarray, pooling: str, threshold: float
-    ) -> np.ndarray:
+    def pooled(self, metric_weights: np.ndarray, active: np.ndarray, pooling: str, threshold: float) -> np.ndarray:
         """pool({S_sim(y_m, y_n)}_{n≠m, n active}) per question and member, shape (Q, M)."""
         function = get_pooling(pooling)
         mask = np.asarray(active, dtype=bool)
@@ -97,9 +94,7 @@ class VoteScorer:
             count = active.sum() - active
             sums = (self._by_metric @ active.astype(float)).T.reshape(self.n_questions, self.n_members, -1)
             usable = active & (count > 0)
-            means = np.where(
-                usable[np.newaxis, :, np.newaxis], sums / np.maximum(count, 1)[:, np.newaxis], 0.0
-            )
+            means = np.where(usable[np.newaxis, :, np.newaxis], sums / np.maximum(count, 1)[:, np.newaxis], 0.0)
             means = np.ascontiguousarray(means.reshape(-1, self.n_metrics))
             self._means[key] = means
             if len(self._means) > MEAN_CACHE_SIZE:

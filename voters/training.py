@@ -223,17 +223,13 @@ def search_weights(
         raise InputError("grounding=True needs each member's passages for the training (and dev) questions")
     n_metrics = train.tensor.shape[3]
     if dev is not None and dev.tensor.shape[1:] != train.tensor.shape[1:]:
-        raise InputError(
-            f"dev tensor shape {dev.tensor.shape[1:]} differs from train {train.tensor.shape[1:]}"
-        )
+        raise InputError(f"dev tensor shape {dev.tensor.shape[1:]} differs from train {train.tensor.shape[1:]}")
     best: SearchResult | None = None  # set by the first start of the first pooling
     history: list[dict[str, Any]] = []
     evaluations = 0
     for pooling in poolings:
         objective = StepObjective(train, pooling, threshold, member_threshold, max_weight, use_grounding)
-        for name, x0, refine in _starts(
-            train, objective.size, n_metrics, max_weight, use_grounding, restarts, seed
-        ):
+        for name, x0, refine in _starts(train, objective.size, n_metrics, max_weight, use_grounding, restarts, seed):
             objective.reset()
             objective(x0)
             if refine:

@@ -45,9 +45,7 @@ def write_document(path: str | Path, document: dict[str, Any]) -> Path:
 def read_document(path: str | Path) -> dict[str, Any]:
     source = Path(path).expanduser()
     if not source.is_file():
-        raise InputError(
-            f"weights file {str(source)!r} does not exist; train one with `eor train` or Voter.fit"
-        )
+        raise InputError(f"weights file {str(source)!r} does not exist; train one with `eor train` or Voter.fit")
     try:
         document = json.loads(source.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -72,8 +70,7 @@ def member_order(
     if file_members is None:
         if len(members) != n_members:
             raise ConfigError(
-                f"weights file {source!r} holds weights for {n_members} unnamed members, "
-                f"the pool has {len(members)}"
+                f"weights file {source!r} holds weights for {n_members} unnamed members, the pool has {len(members)}"
             )
         return list(range(n_members))
     missing = [name for name in file_members if name not in members]

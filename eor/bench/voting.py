@@ -14,8 +14,17 @@ from eor.errors import ConfigError, InputError
 
 DEFAULT_METRICS: tuple[str, ...] = ("em", "f1", "cosine")
 REPORTED_META = (
-    "objective", "reader", "dataset", "records", "dev_records", "top_r_train", "top_r_dev", "uniform", "chosen_voter",
-    "selection", "cv",
+    "objective",
+    "reader",
+    "dataset",
+    "records",
+    "dev_records",
+    "top_r_train",
+    "top_r_dev",
+    "uniform",
+    "chosen_voter",
+    "selection",
+    "cv",
 )
 
 

@@ -79,9 +79,7 @@ def window_for(longest_prompt_tokens: int, max_tokens: int) -> int:
     return WINDOW_STEP * math.ceil(needed / WINDOW_STEP)
 
 
-def plan(
-    e2e_prompts: Sequence[str], erag_prompts: Sequence[Sequence[str]]
-) -> dict[str, list[list[str]]]:
+def plan(e2e_prompts: Sequence[str], erag_prompts: Sequence[Sequence[str]]) -> dict[str, list[list[str]]]:
     """Reader calls (batches of prompts) per configuration: one end-to-end prompt per question, and per
     question the list of its one-document prompts."""
     if len(e2e_prompts) != len(erag_prompts):

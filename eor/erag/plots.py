@@ -46,8 +46,9 @@ def _finish(ax: Any, xs: list[int], labels: list[str], xlabel: str) -> None:
         ax.legend(fontsize=8, loc="best")
     finite = [y for line in ax.get_lines() for y in line.get_ydata() if not math.isnan(y)]
     if not finite:
-        ax.text(0.5, 0.5, "undefined\n(constant scores)", transform=ax.transAxes, ha="center", va="center",
-                color="grey")
+        ax.text(
+            0.5, 0.5, "undefined\n(constant scores)", transform=ax.transAxes, ha="center", va="center", color="grey"
+        )
 
 
 def plot_erag(data: dict[str, Any], path: Path) -> Path:

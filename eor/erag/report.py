@@ -49,7 +49,8 @@ def erag_markdown(data: dict[str, Any]) -> str:
     lines = [
         f"# eRAG: `{s['member']}` on `{s['data']}`",
         "",
-        f"{s['questions']} questions" + (f" (`--limit {s['limit']}`)" if s.get("limit") else "")
+        f"{s['questions']} questions"
+        + (f" (`--limit {s['limit']}`)" if s.get("limit") else "")
         + f", {s['documents']} documents, k = {s['k']}; reader `{s['reader']}`; downstream metric "
         f"`{s['downstream_metric']}`; config `{s['config']}`.",
         f"End-to-end score (the reader with all k documents), mean: **{_f(e2e_mean)}**.",
@@ -97,9 +98,7 @@ def erag_markdown(data: dict[str, Any]) -> str:
         rows = [["end-to-end mean", "", *(_f(by_cutoff["e2e_mean"].get(c)) for c in cutoffs)]]
         for n, per_metric in by_cutoff["correlation"].items():
             for base, values in per_metric.items():
-                rows.append(
-                    [LABELLINGS.get(n, n), base, *(_f(values.get(c, {}).get("kendall_tau")) for c in cutoffs)]
-                )
+                rows.append([LABELLINGS.get(n, n), base, *(_f(values.get(c, {}).get("kendall_tau")) for c in cutoffs)])
         lines += _table(["labels", "metric", *(f"@{c}" for c in cutoffs)], rows)
 
     lines += _cost_markdown(data.get("cost", {}))
@@ -217,7 +216,8 @@ def utility_markdown(data: dict[str, Any]) -> str:
     lines = [
         f"# Context utility: `{s['member']}` on `{s['data']}`",
         "",
-        f"{s['questions']} questions" + (f" (`--limit {s['limit']}`)" if s.get("limit") else "")
+        f"{s['questions']} questions"
+        + (f" (`--limit {s['limit']}`)" if s.get("limit") else "")
         + f"; reader `{s['reader']}`; P = max similarity (`{s['similarity']}`) between the answer and the gold "
         f"{s['references']}; 0-shot mean P {_f(s['zero_shot_p'])}.",
         "U = (P(context) − P(0-shot)) / P(0-shot); undefined (left out) when P(0-shot) = 0"

@@ -206,8 +206,7 @@ def run_erag(
     by_cutoff = _by_cutoff(result, setup, generator, store, chosen, metric, progress)
 
     cost: dict[str, Any] = {
-        "evaluation": {"one_pass": asdict(prefill)}
-        | {name: asdict(value) for name, value in result.cost.items()}
+        "evaluation": {"one_pass": asdict(prefill)} | {name: asdict(value) for name, value in result.cost.items()}
     }
     if cost_questions:
         cost["measured"] = _measure_cost(setup, generator, k, cost_questions, progress)

@@ -186,8 +186,7 @@ def error_indicators(
         correct = as_indicator_matrix(correct)
         if correct.shape != (n_members, n_questions):
             raise InputError(
-                f"correct has shape {correct.shape}, "
-                f"expected (members, questions) = {(n_members, n_questions)}"
+                f"correct has shape {correct.shape}, expected (members, questions) = {(n_members, n_questions)}"
             )
 
     keep = ~long_answer_mask(answers, max_answer_words) if n_members else np.ones(n_questions, dtype=bool)

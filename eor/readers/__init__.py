@@ -15,9 +15,7 @@ def _llamacpp(config: ReaderConfig) -> Reader:
 
     location = resolve_model(config.model)
     if not is_gguf(location):
-        raise ConfigError(
-            f"the llama.cpp backend needs a .gguf file; {config.model!r} resolved to {location}"
-        )
+        raise ConfigError(f"the llama.cpp backend needs a .gguf file; {config.model!r} resolved to {location}")
     return LlamaCppReader(
         location,
         name=config.model,
@@ -70,9 +68,7 @@ def build_reader(config: ReaderConfig) -> Reader:
     backend = config.backend
     if backend == "auto":
         backend = (
-            "openai"
-            if config.base_url
-            else ("llama.cpp" if is_gguf(resolve_model(config.model)) else "transformers")
+            "openai" if config.base_url else ("llama.cpp" if is_gguf(resolve_model(config.model)) else "transformers")
         )
     if backend not in READERS:
         raise ConfigError(f"unknown reader backend {backend!r}; valid: auto, {', '.join(READERS)}")

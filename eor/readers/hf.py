@@ -68,9 +68,7 @@ class TransformersReader(BatchedReader):
         for start in range(0, len(prompts), self.batch_size):
             chunk = [self._format(prompt) for prompt in prompts[start : start + self.batch_size]]
             started = time.perf_counter()
-            inputs = self._tokenizer(
-                chunk, return_tensors="pt", padding=True, add_special_tokens=self.seq2seq
-            )
+            inputs = self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=self.seq2seq)
             inputs = inputs.to(self.device)
             with torch.inference_mode():
                 output = self._model.generate(

@@ -227,22 +227,28 @@ class LlamaCppReader(BatchedReader):
             from eor.readers.llamacpp_batch import MultiSequenceDecoder
 
             self._decoder = MultiSequenceDecoder(
-                llm, sequences=self.parallel, chunk=self.prefix_chunk or FRESH_BATCH,
-                context_tokens=self.context_tokens, threads=self.threads, batch_threads=self.batch_threads,
+                llm,
+                sequences=self.parallel,
+                chunk=self.prefix_chunk or FRESH_BATCH,
+                context_tokens=self.context_tokens,
+                threads=self.threads,
+                batch_threads=self.batch_threads,
             )
         token_lists = [llm.chat_tokens(prompt) for prompt in prompts]
         results = []
         for tokens, decoded in zip(token_lists, self._decoder.decode(token_lists, max_tokens), strict=True):
             text = llm.detokenize(decoded.tokens, prev_tokens=tokens).decode("utf-8", errors="ignore")
-            results.append(Generated(
-                text,
-                seconds=decoded.prompt_seconds + decoded.generation_seconds,
-                prompt_tokens=decoded.prompt_tokens,
-                generated_tokens=len(decoded.tokens),
-                prompt_seconds=decoded.prompt_seconds,
-                generation_seconds=decoded.generation_seconds,
-                reused_tokens=0,
-            ))
+            results.append(
+                Generated(
+                    text,
+                    seconds=decoded.prompt_seconds + decoded.generation_seconds,
+                    prompt_tokens=decoded.prompt_tokens,
+                    generated_tokens=len(decoded.tokens),
+                    prompt_seconds=decoded.prompt_seconds,
+                    generation_seconds=decoded.generation_seconds,
+                    reused_tokens=0,
+                )
+            )
         return results
 
     def _generate_one(self, prompt: str, max_tokens: int) -> Generated:

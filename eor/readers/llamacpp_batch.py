@@ -36,8 +36,9 @@ class MultiSequenceDecoder:
     """`decode(token_lists, max_tokens)` → a `Decoded` per prompt, `sequences` prompts at a time. `llm` is the
     reader's loaded llama_cpp.Llama (its model is shared, not loaded again)."""
 
-    def __init__(self, llm: Any, *, sequences: int, chunk: int, context_tokens: int, threads: int,
-                 batch_threads: int) -> None:
+    def __init__(
+        self, llm: Any, *, sequences: int, chunk: int, context_tokens: int, threads: int, batch_threads: int
+    ) -> None:
         import llama_cpp
 
         if sequences < 2 or chunk < sequences:
@@ -95,8 +96,9 @@ class MultiSequenceDecoder:
             if not active:
                 return done
             started = time.perf_counter()
-            self._run([(done[seq].tokens[-1], len(token_lists[seq]) + len(done[seq].tokens) - 1, seq, True)
-                       for seq in active])
+            self._run(
+                [(done[seq].tokens[-1], len(token_lists[seq]) + len(done[seq].tokens) - 1, seq, True) for seq in active]
+            )
             for row, seq in enumerate(active):
                 following[seq] = int(np.argmax(self._logits(row)))
             share = (time.perf_counter() - started) / len(active)

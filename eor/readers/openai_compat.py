@@ -63,7 +63,9 @@ class OpenAIReader(BatchedReader):
     def identity(self) -> str:
         """The server and the model it serves (plus the seed sent with every request). The server's model
         weights are not visible from here: clear the cache entries of this identity when they change."""
-        return f"openai:{(self.base_url or 'https://api.openai.com/v1').rstrip('/')}|model={self.model}|seed={self.seed}"
+        return (
+            f"openai:{(self.base_url or 'https://api.openai.com/v1').rstrip('/')}|model={self.model}|seed={self.seed}"
+        )
 
     def _timed_completion(self, prompt: str, max_tokens: int) -> Generated:
         started = time.perf_counter()
@@ -78,8 +80,9 @@ class OpenAIReader(BatchedReader):
             )
 
         try:
-            response = call_with_retries(request, self.retries, what=f"reader {self.model!r}",
-                                         retryable=self._retryable)
+            response = call_with_retries(
+                request, self.retries, what=f"reader {self.model!r}", retryable=self._retryable
+            )
         except self._errors as exc:  # the server's words may repeat the key it was sent: never pass it on
             message = str(exc).replace(self._api_key, "[the key]") if self._api_key else str(exc)
             overflow = isinstance(exc, self._status_error) and exc.status_code == 400 and "context" in message.lower()

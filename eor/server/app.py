@@ -90,7 +90,7 @@ def create_app(
             "Several retrievers feed one reader LLM; a voter picks the best-supported answer. "
             "`POST /v1/answer` returns every member's answer and the vote; `POST /v1/chat/completions` speaks "
             "OpenAI's protocol. A member that fails or runs late is left out of the vote and named in "
-            "`degraded`. Errors are `{\"error\": {\"type\", \"message\"}}`."
+            '`degraded`. Errors are `{"error": {"type", "message"}}`.'
         ),
         lifespan=lifespan,
     )
@@ -112,9 +112,7 @@ def create_app(
                 {"WWW-Authenticate": "Bearer"},
             )
 
-    async def answered(
-        request: Request, question: str, members: list[str] | None, explain: bool = False
-    ) -> Answered:
+    async def answered(request: Request, question: str, members: list[str] | None, explain: bool = False) -> Answered:
         """Queue the question and wait for its answer: 504 past the request timeout; a client that hangs up
         while its question waits takes the question out of the queue."""
         item = _question(question, settings)
@@ -163,9 +161,7 @@ def create_app(
     )
     async def chat(body: ChatRequest, request: Request) -> Any:
         if body.model not in models:
-            raise ApiError(
-                404, "model_not_found", f"unknown model {body.model!r}; available: {', '.join(models)}"
-            )
+            raise ApiError(404, "model_not_found", f"unknown model {body.model!r}; available: {', '.join(models)}")
         result = await answered(request, _last_user_message(body.messages), body.members)
         completion = {
             "id": f"chatcmpl-{uuid.uuid4().hex}",

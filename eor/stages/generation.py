@@ -189,8 +189,12 @@ class GenerationStage:
         except Exception as exc:
             if len(set(prompts)) == 1:
                 return [exc] * len(prompts)
-            log.warning("the reader failed on a batch of %d prompts (%s: %s); retrying prompt by prompt",
-                        len(prompts), type(exc).__name__, exc)
+            log.warning(
+                "the reader failed on a batch of %d prompts (%s: %s); retrying prompt by prompt",
+                len(prompts),
+                type(exc).__name__,
+                exc,
+            )
         results: dict[str, Completion | Exception] = {}
         for prompt in dict.fromkeys(prompts):
             try:

@@ -25,9 +25,7 @@ class CosineSimilarity(SimilarityMetric):
 
     name = "cosine"
 
-    def __init__(
-        self, model: str = "minilm-l6", negative: str = "clip", batch_size: int = 64, device: str = "cpu"
-    ):
+    def __init__(self, model: str = "minilm-l6", negative: str = "clip", batch_size: int = 64, device: str = "cpu"):
         if negative not in NEGATIVE_MODES:
             raise ConfigError(f"cosine: unknown negative={negative!r}; valid: {', '.join(NEGATIVE_MODES)}")
         self.model = model

@@ -40,9 +40,7 @@ def entailment_index(id2label: dict[Any, str], label: str | int | None = None) -
         if len(matches) == 1:
             return matches[0]
         raise ConfigError(f"nli: entailment_label {label!r} is not one of the model's labels ({listing})")
-    matches = [
-        i for i, name in labels.items() if "entail" in name.lower() and not _NEGATED.search(name.lower())
-    ]
+    matches = [i for i, name in labels.items() if "entail" in name.lower() and not _NEGATED.search(name.lower())]
     if len(matches) != 1:
         found = "no" if not matches else "several"
         raise ConfigError(

@@ -74,9 +74,7 @@ def build_metric(name: str, **params: Any) -> SimilarityMetric:
         valid = [p for p in signature.parameters if p != "self"]
         unknown = sorted(set(params) - set(valid))
         detail = f"unknown parameter(s) {', '.join(unknown)}" if unknown else "bad parameters"
-        raise ConfigError(
-            f"similarity metric {name!r}: {detail}; valid: {', '.join(valid) or '(none)'}"
-        ) from None
+        raise ConfigError(f"similarity metric {name!r}: {detail}; valid: {', '.join(valid) or '(none)'}") from None
     return factory(**params)
 
 

@@ -32,17 +32,14 @@ def check_answers(answers_per_question: Sequence[Sequence[str]], n_members: int 
     sizes = {len(row) for row in answers_per_question}
     if len(sizes) > 1:
         raise InputError(
-            f"every question needs one answer per member, in the same member order; got rows of sizes "
-            f"{sorted(sizes)}"
+            f"every question needs one answer per member, in the same member order; got rows of sizes {sorted(sizes)}"
         )
     members = sizes.pop() if sizes else (n_members or 0)
     if n_members is not None and members != n_members:
         raise InputError(f"expected answers from {n_members} members per question, got {members}")
     for q, row in enumerate(answers_per_question):
         if isinstance(row, str) or any(not isinstance(answer, str) for answer in row):
-            raise InputError(
-                f"question {q}: answers must be strings (use '' for a member that produced no answer)"
-            )
+            raise InputError(f"question {q}: answers must be strings (use '' for a member that produced no answer)")
     return members
 
 
@@ -50,9 +47,7 @@ def _pair(metric: SimilarityMetric, a: str, b: str) -> tuple[str, str]:
     return (a, b) if not metric.symmetric or a <= b else (b, a)
 
 
-def _scores(
-    metric: SimilarityMetric, pairs: list[tuple[str, str]], cache: PairScoreCache | None
-) -> np.ndarray:
+def _scores(metric: SimilarityMetric, pairs: list[tuple[str, str]], cache: PairScoreCache | None) -> np.ndarray:
     known: dict[tuple[str, str], float] = {}
     use_cache = cache is not None and metric.cacheable
     if use_cache:
