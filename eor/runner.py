@@ -38,7 +38,6 @@ def run(
     (`degraded` in its record), merge what they answer now and vote again (see `retry_failed_members`)."""
     from tqdm.auto import tqdm
 
-    from eor.answers import best_over_golds, exact_match
     from eor.ensemble import Ensemble
 
     config = load_config(config_path)
@@ -76,17 +75,8 @@ def run(
         notes.append(retry_failed_members(ensemble, out, questions))
     wanted = {q.id for q in questions}
     records = [r for r in read_records(out) if r["id"] in wanted]
-    correct: dict[str, float] = defaultdict(float)
-    graded = [r for r in records if r.get("answers")]
-    for record in graded:
-        for name, output in record["members"].items():
-            correct[name] += best_over_golds(exact_match, output["answer"], record["answers"])
-        if "vote" in record:
-            correct["EoR (vote)"] += best_over_golds(exact_match, record["vote"]["answer"], record["answers"])
     lines = [*notes, f"{len(records)} questions in {out / 'records.jsonl'} ({skipped} were already done)"]
-    if graded:
-        lines.append(f"exact match over {len(graded)} questions with answers:")
-        lines += [f"  {name:<24} {100 * value / len(graded):5.1f}" for name, value in correct.items()]
+    lines += exact_match_summary(records)
     lines += failed_summary(records)
     if ensemble is not None:
         lines.append(cache_summary(ensemble))
@@ -185,3 +175,20 @@ def cache_summary(ensemble: Any) -> str:
 
 def _rate(tokens: int, seconds: float) -> str:
     return f"{tokens / seconds:.0f} tokens/s" if seconds > 0 else "rate unknown"
+
+
+def exact_match_summary(records: list[dict[str, Any]]) -> list[str]:
+    """Each member's exact match, and the vote's, over the records that have gold answers."""
+    from eor.scoring import score_answer
+
+    graded = [r for r in records if r.get("answers")]
+    if not graded:
+        return []
+    correct: dict[str, float] = defaultdict(float)
+    for record in graded:
+        for name, output in record["members"].items():
+            correct[name] += score_answer("em", output["answer"], record["answers"])
+        if "vote" in record:
+            correct["EoR (vote)"] += score_answer("em", record["vote"]["answer"], record["answers"])
+    lines = [f"exact match over {len(graded)} questions with answers:"]
+    return lines + [f"  {name:<24} {100 * value / len(graded):5.1f}" for name, value in correct.items()]

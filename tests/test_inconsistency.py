@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +15,9 @@ from eor.evaluation.inconsistency import (
     mrlr_against,
     mrwr,
     mrwr_against,
-    nan_to_none,
     rwr_matrix,
 )
+from eor.json_ready import json_ready
 
 NAN = float("nan")
 
@@ -99,14 +100,15 @@ def test_extra_system_never_wrong_has_undefined_mrlr():
     assert mrwr_against(system, CORRECT) == 1.0
 
 
-def test_nan_to_none_makes_json_ready_lists():
-    converted = nan_to_none({"rwr": rwr_matrix(CORRECT), "mrlr": mrlr(rwr_matrix(CORRECT))[2], "n": 3})
+def test_json_ready_makes_lists_and_nulls():
+    converted = json_ready({"rwr": rwr_matrix(CORRECT), "mrlr": mrlr(rwr_matrix(CORRECT))[2], "n": 3})
     assert converted["rwr"][0] == [0.0, 2 / 3, None]
     assert converted["rwr"][2] == [1.0, 1.0, None]
     assert converted["mrlr"] is None
     assert converted["n"] == 3
     json.dumps(converted, allow_nan=False)
-    assert nan_to_none((1.0, NAN, [NAN, np.float64(2.0)])) == [1.0, None, [None, 2.0]]
+    assert json_ready((1.0, NAN, [NAN, np.float64(2.0)])) == [1.0, None, [None, 2.0]]
+    assert json_ready({1: float("inf"), "p": Path("x"), "i": np.int64(3)}) == {"1": None, "p": "x", "i": 3}
 
 
 @pytest.mark.parametrize(

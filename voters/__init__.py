@@ -1,7 +1,7 @@
 """Voters: similarity metrics, pooling functions and the `Voter` estimator of the EoR paper (section 4).
 
 Modules: `similarity` (metric registry, similarity tensor, pair-score disk cache), `pooling` (appendix C.4),
-`scoring` (eqs. 6-7 and the tie-breaking argmax), `correctness` (training objectives), `grounding` (answer
+`scoring` (eqs. 6-7 and the tie-breaking argmax), `grounding` (answer
 found in the member's own passages), `training` (Nelder-Mead with deterministic restarts), `weights_file`
 (JSON weights files), `voter` (the paper's estimator), `smooth` (its softmax surrogate objective), `features`
 and `selector` (the learned answer selector, beyond the paper) and `loading` (any voter from its weights
@@ -17,7 +17,7 @@ file). Conventions fixed here:
 
 from __future__ import annotations
 
-from voters.correctness import CORRECTNESS, correctness_matrix
+from eor.scoring import CORRECTNESS, correctness_matrix
 from voters.grounding import grounding_features
 from voters.loading import load_voter
 from voters.pooling import POOLINGS, pool, register_pooling

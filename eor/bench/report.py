@@ -47,8 +47,9 @@ from eor.evaluation.error_breakdown import (
     error_rwr_matrices,
     summarize_errors,
 )
-from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against, nan_to_none, rwr_matrix
+from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against, rwr_matrix
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, upper_bound_by_pool_size
+from eor.json_ready import json_ready
 
 REPORT_FORMAT = "eor-bench-report"
 REPORT_VERSION = 1
@@ -95,7 +96,7 @@ def build_report(
     """
     from tqdm.auto import tqdm
 
-    from voters.correctness import CORRECTNESS, correctness_matrix
+    from eor.scoring import CORRECTNESS, correctness_matrix
 
     if metric not in CORRECTNESS:
         raise InputError(f"unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
@@ -145,12 +146,12 @@ def build_report(
             max_subsets,
         )
         bar.update(1)
-    return nan_to_none(report)
+    return json_ready(report)
 
 
 def _prime(metric: str, data: RunData) -> None:
     """Batch-encode every answer and gold once when the metric embeds texts (much faster than one by one)."""
-    from voters.correctness import CORRECTNESS
+    from eor.scoring import CORRECTNESS
 
     prime = getattr(CORRECTNESS[metric], "prime", None)
     if prime is not None:

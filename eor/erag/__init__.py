@@ -10,9 +10,8 @@ processes; `report`: Markdown; `plots`: figures); they are not imported here, so
 
 from __future__ import annotations
 
-from eor.erag.correlation import correlate, jsonable, kendall_tau, pearson_r, spearman_rho
+from eor.erag.correlation import correlate, kendall_tau, pearson_r, spearman_rho
 from eor.erag.evaluate import (
-    DOWNSTREAM_METRICS,
     Cost,
     EragResult,
     GenerationCache,
@@ -26,21 +25,20 @@ from eor.erag.evaluate import (
     make_generator,
 )
 from eor.erag.metrics import (
-    METRICS,
+    RETRIEVAL_METRICS,
     MetricSpec,
     default_metrics,
     mean_scores,
     parse_metric,
     parse_metrics,
-    register_metric,
+    register_retrieval_metric,
     score,
     score_questions,
 )
 from eor.erag.utility import UtilityResult, evaluate_utility, utility
 
 __all__ = [
-    "DOWNSTREAM_METRICS",
-    "METRICS",
+    "RETRIEVAL_METRICS",
     "Cost",
     "EragResult",
     "GenerationCache",
@@ -56,14 +54,13 @@ __all__ = [
     "evaluate",
     "evaluate_utility",
     "generate",
-    "jsonable",
     "kendall_tau",
     "make_generator",
     "mean_scores",
     "parse_metric",
     "parse_metrics",
     "pearson_r",
-    "register_metric",
+    "register_retrieval_metric",
     "score",
     "score_questions",
     "spearman_rho",

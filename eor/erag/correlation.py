@@ -7,14 +7,12 @@ spearmanr, pearsonr): the tests require equality to 1e-12. Conventions:
   reports how many pairs were used as `n`;
 - a correlation is NaN when it is undefined: fewer than two pairs, or a constant input (zero variance, or
   for τ-b every pair tied in one variable), where scipy also returns NaN;
-- `jsonable` turns NaN into None for JSON output.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -116,16 +114,3 @@ def correlate_columns(
     """Each named column (e.g. one retrieval metric over questions) against the same target."""
     names = list(measures)
     return {name: correlate(column, target, names) for name, column in columns.items()}
-
-
-def jsonable(value: Any) -> Any:
-    """A copy with NaN and infinite floats replaced by None (JSON has no NaN); numpy scalars become Python."""
-    if isinstance(value, dict):
-        return {key: jsonable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(item) for item in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

@@ -27,6 +27,7 @@ Besides eRAG labels, the baselines of the paper's table 1 get the same metrics a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -36,12 +37,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eor.answers import best_over_golds, contains, exact_match, token_f1
-from eor.erag.correlation import correlate, jsonable
+from eor.erag.correlation import correlate
 from eor.erag.metrics import MetricSpec, check_labels, default_metrics, mean_scores, parse_metrics, score
 from eor.errors import InputError, ReaderError
 from eor.generation_cache import Generation, GenerationCache, generation_key
+from eor.json_ready import json_ready
 from eor.prompts import PromptTemplates, clean_answer
+from eor.scoring import CORRECTNESS, score_answer
 
 DownstreamMetric = Callable[[str, Sequence[str]], float]
 TextGenerator = Callable[[dict[str, list[str]]], Mapping[str, str]]
@@ -49,20 +51,15 @@ Progress = Callable[[str, int], Any]
 """(label, total) -> a progress bar with `update(n)` and `close()`, e.g. `lambda label, total: tqdm(desc=label,
 total=total)`; generation calls it once per phase that has uncached requests and updates it per batch."""
 
-DOWNSTREAM_METRICS: dict[str, DownstreamMetric] = {
-    "em": lambda prediction, golds: best_over_golds(exact_match, prediction, golds),
-    "f1": lambda prediction, golds: best_over_golds(token_f1, prediction, golds),
-    "contains": lambda prediction, golds: best_over_golds(contains, prediction, golds),
-}
-"""Downstream metrics by name, each the best score over the gold answers (SQuAD normalisation)."""
-
 
 def get_downstream_metric(metric: str | DownstreamMetric) -> DownstreamMetric:
+    """A downstream metric `(prediction, golds) -> float`: a function, or a correctness metric's name in
+    eor.scoring (em, f1, contains, ...), scored as the best over the gold answers (SQuAD normalisation)."""
     if callable(metric):
         return metric
-    if metric not in DOWNSTREAM_METRICS:
-        raise InputError(f"unknown downstream metric {metric!r}; known: {', '.join(DOWNSTREAM_METRICS)}")
-    return DOWNSTREAM_METRICS[metric]
+    if metric not in CORRECTNESS:
+        raise InputError(f"unknown downstream metric {metric!r}; known: {', '.join(CORRECTNESS)}")
+    return functools.partial(score_answer, metric)
 
 
 # --- documents ---------------------------------------------------------------------------------------
@@ -307,7 +304,7 @@ class Labelling:
     correlation: dict[str, dict[str, float]]
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable(asdict(self))
+        return json_ready(asdict(self))
 
 
 @dataclass
@@ -324,7 +321,7 @@ class EragResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: `questions`, `mean`, `correlation`, `baselines`, `cost`, `settings` (NaN -> None)."""
-        return jsonable(
+        return json_ready(
             {
                 "questions": self.questions,
                 "mean": self.mean,
@@ -422,7 +419,7 @@ def evaluate(
         only the first `k` are used when `k` is given.
     expected_outputs: question id -> gold answers (a bare string is one gold answer).
     text_generator: an eor Reader or a reference-style callable (see the module docstring).
-    downstream_metric: `(prediction, golds) -> float` in [0, 1], or a name in DOWNSTREAM_METRICS.
+    downstream_metric: `(prediction, golds) -> float` in [0, 1], or a correctness metric's name (eor.scoring).
     retrieval_metrics: names such as `NDCG@10` (or a comma-separated string); default P, R, MAP, MRR,
         NDCG and Hit at `k` (over the whole list when `k` is None).
     questions: question id -> question text; without it the ids are the question texts (the reference's
@@ -476,7 +473,7 @@ def evaluate(
     baselines = {}
     if containment:
         contained = {
-            qid: [best_over_golds(contains, _passage_string(p, generator), golds[qid]) for p in passages[qid]]
+            qid: [score_answer("contains", _passage_string(p, generator), golds[qid]) for p in passages[qid]]
             for qid in ids
         }
         baselines["containment"] = _labelling(ids, passages, contained, specs, e2e)

@@ -41,46 +41,46 @@ from eor.errors import InputError
 MetricFunction = Callable[[Sequence[float], int | None, Sequence[float]], float]
 """(labels in rank order, cutoff or None for the whole list, judged labels) -> value."""
 
-METRICS: dict[str, MetricFunction] = {}
-ALIASES: dict[str, str] = {}
+RETRIEVAL_METRICS: dict[str, MetricFunction] = {}
+RETRIEVAL_ALIASES: dict[str, str] = {}
 DEFAULT_BASES = ("P", "R", "MAP", "MRR", "NDCG", "Hit")
 
 
-def register_metric(name: str, *aliases: str) -> Callable[[MetricFunction], MetricFunction]:
+def register_retrieval_metric(name: str, *aliases: str) -> Callable[[MetricFunction], MetricFunction]:
     """Register a metric function under its canonical `name` and lower-case `aliases`."""
 
     def register(function: MetricFunction) -> MetricFunction:
         for key in dict.fromkeys((name.lower(), *(alias.lower() for alias in aliases))):
-            if key in ALIASES:
+            if key in RETRIEVAL_ALIASES:
                 raise InputError(f"retrieval metric name {key!r} is already registered")
-            ALIASES[key] = name
-        METRICS[name] = function
+            RETRIEVAL_ALIASES[key] = name
+        RETRIEVAL_METRICS[name] = function
         return function
 
     return register
 
 
 def available_metrics() -> list[str]:
-    return list(METRICS)
+    return list(RETRIEVAL_METRICS)
 
 
 def _top(labels: Sequence[float], k: int | None) -> Sequence[float]:
     return labels if k is None else labels[:k]
 
 
-@register_metric("P", "precision")
+@register_retrieval_metric("P", "precision")
 def precision(labels: Sequence[float], k: int | None, judged: Sequence[float]) -> float:
     depth = len(labels) if k is None else k
     return sum(_top(labels, k)) / depth if depth else 0.0
 
 
-@register_metric("R", "recall")
+@register_retrieval_metric("R", "recall")
 def recall(labels: Sequence[float], k: int | None, judged: Sequence[float]) -> float:
     total = sum(judged)
     return sum(_top(labels, k)) / total if total > 0 else 0.0
 
 
-@register_metric("MAP", "ap", "map_cut")
+@register_retrieval_metric("MAP", "ap", "map_cut")
 def average_precision(labels: Sequence[float], k: int | None, judged: Sequence[float]) -> float:
     total = sum(judged)
     if total <= 0:
@@ -93,7 +93,7 @@ def average_precision(labels: Sequence[float], k: int | None, judged: Sequence[f
     return value / total
 
 
-@register_metric("MRR", "rr", "recip_rank")
+@register_retrieval_metric("MRR", "rr", "recip_rank")
 def reciprocal_rank(labels: Sequence[float], k: int | None, judged: Sequence[float]) -> float:
     value = 0.0
     unsatisfied = 1.0
@@ -109,13 +109,13 @@ def _dcg(labels: Iterable[float]) -> float:
     return sum(label / math.log2(rank + 1) for rank, label in enumerate(labels, start=1))
 
 
-@register_metric("NDCG", "ndcg_cut")
+@register_retrieval_metric("NDCG", "ndcg_cut")
 def ndcg(labels: Sequence[float], k: int | None, judged: Sequence[float]) -> float:
     ideal = _dcg(_top(sorted(judged, reverse=True), k))
     return _dcg(_top(labels, k)) / ideal if ideal > 0 else 0.0
 
 
-@register_metric("Hit", "hit_rate", "hits", "success")
+@register_retrieval_metric("Hit", "hit_rate", "hits", "success")
 def hit(labels: Sequence[float], k: int | None, judged: Sequence[float]) -> float:
     return float(max(_top(labels, k), default=0.0))
 
@@ -137,7 +137,7 @@ class MetricSpec:
     def __call__(self, labels: Sequence[float], judged: Sequence[float] | None = None) -> float:
         values = check_labels(labels)
         judged_values = values if judged is None else check_labels(judged)
-        return float(METRICS[self.base](values, self.k, judged_values))
+        return float(RETRIEVAL_METRICS[self.base](values, self.k, judged_values))
 
 
 def parse_metric(name: str | MetricSpec) -> MetricSpec:
@@ -147,10 +147,10 @@ def parse_metric(name: str | MetricSpec) -> MetricSpec:
     if not isinstance(name, str):
         raise InputError(f"a retrieval metric name must be a string, not {type(name).__name__}")
     match = _NAME.match(name.strip())
-    known = ", ".join(METRICS)
+    known = ", ".join(RETRIEVAL_METRICS)
     if not match:
         raise InputError(f"cannot parse retrieval metric {name!r}: write NAME or NAME@k (e.g. NDCG@10); known: {known}")
-    base = ALIASES.get(match["base"].lower())
+    base = RETRIEVAL_ALIASES.get(match["base"].lower())
     if base is None:
         raise InputError(f"unknown retrieval metric {match['base']!r} in {name!r}; known: {known} (e.g. NDCG@10)")
     k = None if match["k"] is None else int(match["k"])

@@ -139,10 +139,10 @@ def gold_passages(questions: Sequence[Question]) -> dict[str, list[str]] | None:
 
 def _write_json(path: Path, data: Any) -> None:
     """Written whole or not at all (a kill leaves no half file)."""
-    from eor.erag.correlation import jsonable
+    from eor.json_ready import json_ready
     from eor.records import write_text_atomically
 
-    write_text_atomically(path, json.dumps(jsonable(data), ensure_ascii=False, indent=2) + "\n")
+    write_text_atomically(path, json.dumps(json_ready(data), ensure_ascii=False, indent=2) + "\n")
 
 
 def _save_config(out: Path, setup: Setup) -> None:
@@ -170,12 +170,13 @@ def run_erag(
     """Run eRAG for one member; writes erag.json, erag.md, erag.png; returns a short text summary.
     `cache`: the generation cache (eor.generation_cache): True, the shared default file; a file path; False or
     None, in memory for this run only."""
-    from eor.erag.evaluate import DOWNSTREAM_METRICS, evaluate, make_generator
+    from eor.erag.evaluate import evaluate, make_generator
+    from eor.scoring import CORRECTNESS
 
     if k < 1:
         raise InputError(f"--k must be at least 1, got {k}")
-    if metric not in DOWNSTREAM_METRICS:
-        raise InputError(f"unknown --metric {metric!r}; known: {', '.join(DOWNSTREAM_METRICS)}")
+    if metric not in CORRECTNESS:
+        raise InputError(f"unknown --metric {metric!r}; known: {', '.join(CORRECTNESS)}")
     if cost_questions < 0:
         raise InputError(f"--cost-questions must be 0 (off) or more, got {cost_questions}")
     if batch_size < 1:
@@ -273,13 +274,13 @@ def _by_cutoff(
     lists) against the end-to-end score with the top c documents (one more reader call per question and c;
     c = 1 is the first document's eRAG generation, a cache hit)."""
     from eor.erag.correlation import correlate
-    from eor.erag.evaluate import DOWNSTREAM_METRICS, generate
+    from eor.erag.evaluate import generate, get_downstream_metric
     from eor.erag.metrics import MetricSpec, parse_metric, score
 
     questions = setup.questions
     k = result.settings["k"]
     bases = list(dict.fromkeys(parse_metric(name).base for name in result.settings["retrieval_metrics"]))
-    downstream = DOWNSTREAM_METRICS[metric]
+    downstream = get_downstream_metric(metric)
     labellings = {"erag": {entry["id"]: entry["labels"] for entry in result.questions}}
     for name, labelling in result.baselines.items():
         labellings[name] = {entry.id: entry.labels for entry in labelling.questions}

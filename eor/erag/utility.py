@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eor.erag.correlation import correlate, jsonable
+from eor.erag.correlation import correlate
 from eor.erag.evaluate import (
     Cost,
     GenerationCache,
@@ -47,6 +47,7 @@ from eor.erag.evaluate import (
 )
 from eor.erag.metrics import MetricSpec
 from eor.errors import InputError
+from eor.json_ready import json_ready
 from eor.prompts import PromptTemplates
 
 DEFAULT_KS = (1, 2, 5, 10)
@@ -113,7 +114,7 @@ class UtilityResult:
             return {setting: {str(k): value for k, value in rows.items()} for setting, rows in table.items()}
 
         questions = [{**entry, "contexts": by_k(entry["contexts"])} for entry in self.questions]
-        return jsonable(
+        return json_ready(
             {
                 "questions": questions,
                 "mean": by_k(self.mean),

@@ -37,7 +37,8 @@ import numpy as np
 
 from eor.answers import best_over_golds, exact_match, normalize_answer
 from eor.errors import InputError
-from eor.evaluation.inconsistency import as_indicator_matrix, nan_to_none
+from eor.evaluation.inconsistency import as_indicator_matrix
+from eor.json_ready import json_ready
 
 ERROR_TYPES: tuple[str, ...] = ("retriever_error", "hallucination", "extraction_error", "lucky_guess")
 MAX_ANSWER_WORDS = 5
@@ -79,7 +80,7 @@ class MemberErrorSummary:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (NaN becomes None)."""
-        return nan_to_none(
+        return json_ready(
             {"member": self.member, "questions": self.questions, "counts": self.counts, "rates": self.rates}
         )
 
@@ -256,7 +257,7 @@ def error_rwr_matrices(indicators: ErrorIndicators) -> dict[str, np.ndarray]:
 
 def breakdown_report(indicators: ErrorIndicators) -> dict[str, Any]:
     """A JSON-ready report: filter counts, per-member counts and rates, RWR_E matrices (NaN as None)."""
-    return nan_to_none(
+    return json_ready(
         {
             "members": list(indicators.members),
             "questions_kept": indicators.questions,

@@ -7,7 +7,7 @@
     MRLR(i)   = mean_{j≠i} RWR(j, i)                                  (eq. 3)
 
 RWR(i, j) is the share of r_j's failures that r_i answers correctly. A ratio whose denominator is zero (r_j
-is never wrong) is undefined and reported as NaN, never as 0; `nan_to_none` turns NaN into JSON null. The
+is never wrong) is undefined and reported as NaN, never as 0; `eor.json_ready` turns NaN into JSON null. The
 means skip undefined entries and are NaN when every entry is undefined (or there is no other member).
 
 The diagonal is what eq. 1 gives: RWR(i, i) = Σ I^i(1 − I^i) / Σ (1 − I^i), which is 0 for 0/1 indicators
@@ -17,7 +17,6 @@ MRWR and MRLR exclude j = i, so the diagonal never enters them.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -127,21 +126,3 @@ def mrwr_against(system_correct: np.ndarray, members_correct: np.ndarray) -> flo
     """
     matrix = _system_against(system_correct, members_correct)
     return float(_nanmean(matrix[-1, :-1], axis=0))
-
-
-def nan_to_none(value: Any) -> Any:
-    """A JSON-ready copy of `value`: arrays become (nested) lists and NaN becomes None.
-
-    Handles numpy arrays and scalars, lists, tuples and dicts (recursively); other values pass through.
-    """
-    if isinstance(value, np.ndarray):
-        return nan_to_none(value.tolist())
-    if isinstance(value, dict):
-        return {key: nan_to_none(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [nan_to_none(item) for item in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value

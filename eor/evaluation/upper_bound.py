@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from eor.errors import InputError
-from eor.evaluation.inconsistency import as_indicator_matrix, nan_to_none
+from eor.evaluation.inconsistency import as_indicator_matrix
+from eor.json_ready import json_ready
 
 DEFAULT_MAX_SUBSETS = 1000
 
@@ -36,7 +37,7 @@ class PoolSizeBound:
     exhaustive: bool  # False when `subsets` is a sample
 
     def as_dict(self) -> dict[str, Any]:
-        return nan_to_none(
+        return json_ready(
             {
                 "size": self.size,
                 "subsets": [list(subset) for subset in self.subsets],
@@ -56,7 +57,7 @@ class UpperBound:
     best_single_accuracy: float
 
     def as_dict(self) -> dict[str, Any]:
-        return nan_to_none(
+        return json_ready(
             {
                 "by_size": [bound.as_dict() for bound in self.by_size],
                 "best_single": self.best_single,

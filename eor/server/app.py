@@ -11,7 +11,6 @@ import asyncio
 import hmac
 import json
 import logging
-import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -26,6 +25,7 @@ import eor
 from eor.config import EnsembleConfig
 from eor.data import Question, make_question
 from eor.errors import InputError
+from eor.json_ready import json_ready
 from eor.server.errors import ApiError, BodyLimit, install_error_handlers
 from eor.server.explorer import add_explorer
 from eor.server.schemas import (
@@ -262,24 +262,8 @@ def _last_user_message(messages: list[ChatMessage]) -> str:
     raise InputError("messages: there is no message with role 'user' (its content is the question)")
 
 
-def plain(value: Any) -> Any:
-    """JSON-safe values: numpy scalars become Python numbers, NaN and infinities null, unknown objects text
-    (a foreign retriever may put anything in a passage's metadata)."""
-    if isinstance(value, dict):
-        return {str(key): plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
-    if value is None or isinstance(value, str | bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if hasattr(value, "tolist"):  # numpy scalars and arrays
-        return plain(value.tolist())
-    return str(value)
-
-
 def _result_body(answered: Answered, passages: bool) -> dict[str, Any]:
-    body = plain(answered.result.to_dict())
+    body = json_ready(answered.result.to_dict())
     for output in body["members"].values():
         if not passages:
             output.pop("passages", None)
@@ -288,7 +272,7 @@ def _result_body(answered: Answered, passages: bool) -> dict[str, Any]:
     body.setdefault("degraded_reasons", {})
     body.setdefault("skipped", [])
     if answered.explanation is not None:
-        body["explanation"] = plain(answered.explanation)
+        body["explanation"] = json_ready(answered.explanation)
     return body
 
 

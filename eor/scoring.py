@@ -1,8 +1,9 @@
-"""Correctness metrics g(y, a) for training and scoring a voter (a name -> function registry).
+"""Answer correctness, in one place: g(prediction, golds) for training and scoring voters, benchmark reports,
+eRAG's downstream labels, utility and `eor run`'s summary (a name -> function registry).
 
-Each scores a prediction against the best of the gold answers (eor.answers.best_over_golds): `em`
+Each metric scores a prediction against the best of the gold answers (eor.answers.best_over_golds): `em`
 (normalised exact match, the paper's default), `f1` (token F1), `contains` (a gold answer occurs in the
-prediction as a whole-token span).
+prediction as a whole-token span); `eor.bench.semantic` registers `semantic`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from eor.answers import best_over_golds, contains, exact_match, token_f1
 from eor.errors import ConfigError, InputError
 
 CorrectnessFunction = Callable[[str, str], float]
+"""(prediction, one gold answer) -> score in [0, 1]."""
 CORRECTNESS: dict[str, CorrectnessFunction] = {"em": exact_match, "f1": token_f1, "contains": contains}
 
 
@@ -30,6 +32,11 @@ def get_correctness(name: str) -> CorrectnessFunction:
     if name not in CORRECTNESS:
         raise ConfigError(f"unknown correctness metric {name!r}; available: {', '.join(CORRECTNESS)}")
     return CORRECTNESS[name]
+
+
+def score_answer(metric: str, prediction: str, golds: Sequence[str]) -> float:
+    """The prediction's best score over the gold answers under `metric` (em, f1, contains, ...)."""
+    return best_over_golds(get_correctness(metric), prediction, golds)
 
 
 def correctness_matrix(
