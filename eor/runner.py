@@ -179,7 +179,7 @@ def _rate(tokens: int, seconds: float) -> str:
 
 def exact_match_summary(records: list[dict[str, Any]]) -> list[str]:
     """Each member's exact match, and the vote's, over the records that have gold answers."""
-    from eor.scoring import score_answer
+    from eor.correctness import score_answer
 
     graded = [r for r in records if r.get("answers")]
     if not graded:

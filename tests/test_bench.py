@@ -365,7 +365,7 @@ def test_mcnemar_and_paired_bootstrap_by_hand():
 
 def test_semantic_metric_without_the_encoder():
     import eor.bench.semantic  # noqa: F401  (registers itself)
-    from eor.scoring import CORRECTNESS
+    from eor.correctness import CORRECTNESS
 
     semantic = CORRECTNESS["semantic"]
     assert semantic("The Beatles", "beatles") == 1.0  # normalised exact match: no embedding needed

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from eor.correctness import CORRECTNESS, correctness_matrix
 from eor.errors import ConfigError, InputError, NotFittedError
-from eor.scoring import CORRECTNESS, correctness_matrix
 from voters.features import PER_MEMBER, FeatureSet, candidate_features, feature_names
 from voters.scoring import choose
 from voters.similarity import METRICS, check_answers, similarity_tensor

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from eor.correctness import CORRECTNESS, correctness_matrix
 from eor.errors import ConfigError, InputError, NotFittedError
-from eor.scoring import CORRECTNESS, correctness_matrix
 from voters.grounding import Passages, grounding_features
 from voters.pooling import POOLINGS
 from voters.scoring import VoteScorer, choose, decision_scores

@@ -96,7 +96,7 @@ def build_report(
     """
     from tqdm.auto import tqdm
 
-    from eor.scoring import CORRECTNESS, correctness_matrix
+    from eor.correctness import CORRECTNESS, correctness_matrix
 
     if metric not in CORRECTNESS:
         raise InputError(f"unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
@@ -151,7 +151,7 @@ def build_report(
 
 def _prime(metric: str, data: RunData) -> None:
     """Batch-encode every answer and gold once when the metric embeds texts (much faster than one by one)."""
-    from eor.scoring import CORRECTNESS
+    from eor.correctness import CORRECTNESS
 
     prime = getattr(CORRECTNESS[metric], "prime", None)
     if prime is not None:

@@ -1,7 +1,7 @@
 """Semantic-equivalence correctness (`semantic`): a prediction matches a gold answer when their sentence
 embeddings are close.
 
-Importing this module registers `semantic` in `eor.scoring.CORRECTNESS`, so `eor bench --metric
+Importing this module registers `semantic` in `eor.correctness.CORRECTNESS`, so `eor bench --metric
 semantic` (and training with that objective) can use it. The score of a (prediction, gold) pair is 0 or 1:
 
 - 1 when the normalised strings are equal (exact match);
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from eor.answers import normalize_answer
-from eor.scoring import register_correctness
+from eor.correctness import register_correctness
 
 NAME = "semantic"
 DEFAULT_THRESHOLD = 0.85

@@ -37,13 +37,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eor.correctness import CORRECTNESS, score_answer
 from eor.erag.correlation import correlate
 from eor.erag.metrics import MetricSpec, check_labels, default_metrics, mean_scores, parse_metrics, score
 from eor.errors import InputError, ReaderError
 from eor.generation_cache import Generation, GenerationCache, generation_key
 from eor.json_ready import json_ready
 from eor.prompts import PromptTemplates, clean_answer
-from eor.scoring import CORRECTNESS, score_answer
 
 DownstreamMetric = Callable[[str, Sequence[str]], float]
 TextGenerator = Callable[[dict[str, list[str]]], Mapping[str, str]]
@@ -54,7 +54,7 @@ total=total)`; generation calls it once per phase that has uncached requests and
 
 def get_downstream_metric(metric: str | DownstreamMetric) -> DownstreamMetric:
     """A downstream metric `(prediction, golds) -> float`: a function, or a correctness metric's name in
-    eor.scoring (em, f1, contains, ...), scored as the best over the gold answers (SQuAD normalisation)."""
+    eor.correctness (em, f1, contains, ...), scored as the best over the gold answers (SQuAD normalisation)."""
     if callable(metric):
         return metric
     if metric not in CORRECTNESS:
@@ -419,7 +419,7 @@ def evaluate(
         only the first `k` are used when `k` is given.
     expected_outputs: question id -> gold answers (a bare string is one gold answer).
     text_generator: an eor Reader or a reference-style callable (see the module docstring).
-    downstream_metric: `(prediction, golds) -> float` in [0, 1], or a correctness metric's name (eor.scoring).
+    downstream_metric: `(prediction, golds) -> float` in [0, 1], or a correctness metric's name (eor.correctness).
     retrieval_metrics: names such as `NDCG@10` (or a comma-separated string); default P, R, MAP, MRR,
         NDCG and Hit at `k` (over the whole list when `k` is None).
     questions: question id -> question text; without it the ids are the question texts (the reference's

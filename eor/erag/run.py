@@ -170,8 +170,8 @@ def run_erag(
     """Run eRAG for one member; writes erag.json, erag.md, erag.png; returns a short text summary.
     `cache`: the generation cache (eor.generation_cache): True, the shared default file; a file path; False or
     None, in memory for this run only."""
+    from eor.correctness import CORRECTNESS
     from eor.erag.evaluate import evaluate, make_generator
-    from eor.scoring import CORRECTNESS
 
     if k < 1:
         raise InputError(f"--k must be at least 1, got {k}")
