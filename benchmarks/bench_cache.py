@@ -29,20 +29,12 @@ INDEXED_TYPES = ("bm25", "dense")
 def warm_indexes(config_path: Path) -> list[str]:
     """Build (or load) the persisted index of every BM25 and dense source the members use; returns their names."""
     from eor.config import load_config
-    from eor.ensemble import _templates
+    from eor.members import source_pool
     from retrievers import notation
-    from retrievers.registry import DEFAULT_SOURCES, BuildContext, SourcePool
 
     config = load_config(config_path)
-    corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
-    context = BuildContext(
-        corpus_path=str(corpus) if corpus else None,
-        prompts=_templates(config),
-        depth=config.retrieval_depth,
-        encoder=config.voter.encoder,
-    )
-    specs = {**DEFAULT_SOURCES, **{name: (spec.type, spec.params) for name, spec in config.sources.items()}}
-    pool = SourcePool(context, {name: (spec.type, spec.params) for name, spec in config.sources.items()})
+    pool = source_pool(config, None)  # no reader: only the indexes are built
+    specs = pool.specs
     used = sorted({name for member in config.members for name in notation.sources(notation.parse(member))})
     warmed = [name for name in used if name in specs and specs[name][0] in INDEXED_TYPES]
     for name in warmed:

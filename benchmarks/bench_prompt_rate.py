@@ -37,7 +37,7 @@ def prompts(count: int) -> list[str]:
     for i, question in enumerate(questions):
         for passages in (1, 4, 10):
             chosen = corpus[(i * 10) % 190 : (i * 10) % 190 + passages]
-            out.append(templates.answer_prompt(question, templates.document([(p["title"], p["text"]) for p in chosen])))
+            out.append(templates.answer_prompt(question, [(p["title"], p["text"]) for p in chosen]))
     return out
 
 

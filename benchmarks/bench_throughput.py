@@ -47,9 +47,11 @@ def parse_path(text: str) -> tuple[str, dict[str, Any]]:
 
 
 def config_copy(config: Path, reader: dict[str, Any], folder: Path, name: str) -> Path:
-    """The config with `reader` merged into its reader section, its corpus path made absolute."""
+    """The config with `reader` (llama.cpp options) merged into its reader's llama_cpp section, its corpus
+    path made absolute."""
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    data["reader"] = {**(data.get("reader") or {}), **reader}
+    data["reader"] = data.get("reader") or {}
+    data["reader"]["llama_cpp"] = {**(data["reader"].get("llama_cpp") or {}), **reader}
     corpus = (data.get("corpus") or {}).get("path")
     if corpus:
         data["corpus"]["path"] = str((config.parent / corpus).resolve())

@@ -17,31 +17,88 @@ from eor.errors import ConfigError
 
 
 @dataclass
-class ReaderConfig:
-    """The shared reader LLM. `backend: auto` picks llama.cpp for GGUF files, transformers otherwise.
+class LlamaCppOptions:
+    """`reader.llama_cpp`: `context_tokens`, the context window; `threads` (default: llama.cpp's choice) and
+    `batch_threads` (prompt evaluation; default `threads`); `prefix_chunk`, the chunk size U of deterministic
+    prefix reuse (0: every prompt from an empty KV cache); `parallel`, the prompts of one call decoded
+    together when each may generate more than `parallel_min_tokens` tokens (1: one at a time)."""
 
-    llama.cpp only: `prefix_chunk` is the chunk size U of deterministic prefix reuse (0: every prompt from
-    an empty KV cache, the former path); `batch_threads` the threads of prompt evaluation (default `threads`);
-    `parallel` the prompts of one call decoded together when each may generate more than
-    `parallel_min_tokens` tokens (1: one at a time).
-    """
-
-    model: str = "qwen2.5-0.5b"
-    backend: str = "auto"
-    max_tokens: int = 32
     context_tokens: int = 8192
     threads: int | None = None
     batch_threads: int | None = None
     prefix_chunk: int = 64
     parallel: int = 1
     parallel_min_tokens: int = 64
+
+
+@dataclass
+class TransformersOptions:
+    """`reader.transformers`: prompts per padded batch and the torch device."""
+
     batch_size: int = 8
     device: str = "cpu"
+
+
+@dataclass
+class OpenAIOptions:
+    """`reader.openai`: an OpenAI-compatible server (`base_url`; OpenAI's own when unset), the environment
+    variable holding its key, requests in flight at once, and the retry policy (eor.retry)."""
+
     base_url: str | None = None
     api_key_env: str | None = None
     concurrency: int = 4
     retries: Any = None
+
+
+#: each built-in backend's own section of `reader:`; `options` is for a backend of another package.
+BACKEND_SECTIONS = {"llama.cpp": "llama_cpp", "transformers": "transformers", "openai": "openai"}
+
+
+@dataclass
+class ReaderConfig:
+    """The shared reader LLM. `backend: auto` picks openai when `openai.base_url` is set, llama.cpp for GGUF
+    files, transformers otherwise; a backend of another package (entry points `eor.readers`) is named as it
+    is. Each built-in backend has its own section of options; a section set for another backend than the
+    one used is an error, never silently ignored (`check_sections`). `options` goes to a plugin backend."""
+
+    model: str = "qwen2.5-0.5b"
+    backend: str = "auto"
+    max_tokens: int = 32
     seed: int = 0
+    llama_cpp: LlamaCppOptions = field(default_factory=LlamaCppOptions)
+    transformers: TransformersOptions = field(default_factory=TransformersOptions)
+    openai: OpenAIOptions = field(default_factory=OpenAIOptions)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
+        """Configs written before the sections existed: a flat backend key moves into its section."""
+        moved = dict(data)
+        for section, cls in (
+            ("llama_cpp", LlamaCppOptions),
+            ("transformers", TransformersOptions),
+            ("openai", OpenAIOptions),
+        ):
+            for name in (f.name for f in dataclasses.fields(cls)):
+                if name not in moved:
+                    continue
+                target = dict(moved[section]) if isinstance(moved.get(section), dict) else {}
+                if name in target:
+                    raise ConfigError(f"{where}: {name} is set twice, flat and in {section}")
+                target[name] = moved.pop(name)
+                moved[section] = target
+        return moved
+
+    def check_sections(self, backend: str) -> None:
+        """ConfigError when an option is set for a backend other than `backend` (the one being built)."""
+        for name, section in BACKEND_SECTIONS.items():
+            if name != backend and getattr(self, section) != type(getattr(self, section))():
+                raise ConfigError(
+                    f"reader.{section} is set, but the reader's backend is {backend}: remove it, or set backend: {name}"
+                )
+        if self.options and backend in BACKEND_SECTIONS:
+            section = BACKEND_SECTIONS[backend]
+            raise ConfigError(f"reader.options is for a backend of another package; {backend} takes reader.{section}")
 
 
 @dataclass
@@ -128,6 +185,8 @@ def from_dict(cls: type, data: Any, where: str) -> Any:
     """Build dataclass `cls` from a mapping, checking keys and simple types recursively."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    if callable(getattr(cls, "migrate", None)):
+        data = cls.migrate(data, where)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
     unknown = sorted(set(data) - set(fields), key=repr)  # YAML keys may be numbers, not only strings

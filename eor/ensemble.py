@@ -30,7 +30,8 @@ from eor.config import EnsembleConfig, load_config
 from eor.data import Question, make_question
 from eor.errors import ConfigError, ContextOverflowError, EorError, InputError, ReaderError, RetrieverError
 from eor.generation_cache import CacheSetting, open_cache
-from eor.prompts import PromptTemplates, clean_answer
+from eor.members import source_pool
+from eor.prompts import clean_answer, templates_for
 from eor.results import MemberOutput, Result
 from eor.stages.generation import Completion, GenerationStage, GenerationStats, metering
 from eor.stages.retrieval import MemberTimeoutError, RetrievalStage
@@ -57,27 +58,15 @@ class Ensemble:
         EOR_GENERATION_CACHE=off); a file path; a GenerationCache; False or None: no cache. A reader without
         an `identity` is never cached."""
         from eor.readers import build_reader
-        from retrievers.registry import BuildContext, SourcePool
 
         self.config = config
-        self.templates = _templates(config)
+        self.templates = templates_for(config)
         check_member_names(config)  # before loading any model: a typo fails at once
         self.cache = open_cache(cache)  # before loading any model: an unusable cache file fails at once
         self.reader = reader if reader is not None else build_reader(config.reader)
         # Every generation (answers, PK documents, @CP summaries) goes through this one stage.
         self.generation = GenerationStage(self.reader, self.cache)
-        corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
-        context = BuildContext(
-            corpus_path=str(corpus) if corpus else None,
-            reader=self.generation,
-            prompts=self.templates,
-            depth=config.retrieval_depth,
-            encoder=config.voter.encoder,
-            parametric_max_tokens=config.prompts.parametric_max_tokens,
-            compression_max_tokens=config.prompts.compression_max_tokens,
-        )
-        sources = {name: (spec.type, spec.params) for name, spec in config.sources.items()}
-        self.pool = SourcePool(context, sources)
+        self.pool = source_pool(config, self.generation, templates=self.templates)
         self.retrievers = {name: self.pool.build(name) for name in config.members}
         self.retrieval = RetrievalStage(self.retrievers)
         self.voter = voter if voter is not None else _uniform_voter(config)
@@ -332,7 +321,7 @@ class Ensemble:
         for index, ((name, i), completion) in enumerate(zip(pairs, completions, strict=True)):
             if not isinstance(completion, ContextOverflowError):
                 continue
-            words = self._document_words(passages[name][i])
+            words = self.templates.document_words(_pairs(passages[name][i]))
             kept = min(words, self.config.max_document_words)
             for _ in range(MAX_CUTS):
                 if kept <= 1 or not isinstance(completion, ContextOverflowError):
@@ -352,12 +341,6 @@ class Ensemble:
                     words,
                 )
         return cuts
-
-    def _document_words(self, documents: list[Any]) -> int:
-        return len(self._document(documents).split(" "))
-
-    def _document(self, documents: list[Any]) -> str:
-        return self.templates.document([(doc.metadata.get("title", ""), doc.page_content) for doc in documents])
 
     def _result(
         self,
@@ -398,15 +381,8 @@ class Ensemble:
                 )
 
     def _prompt(self, question: str, documents: list[Any], max_words: int | None = None) -> str:
-        """The answer prompt; its document cut to `max_document_words` words (or `max_words`, fewer)."""
-        if not documents:
-            return self.templates.answer_prompt(question, None)
-        document = self._document(documents)
-        words = document.split(" ")
-        limit = min(self.config.max_document_words, max_words or self.config.max_document_words)
-        if len(words) > limit:  # keeps every prompt inside the reader's context
-            document = " ".join(words[:limit])
-        return self.templates.answer_prompt(question, document)
+        """The member's answer prompt (eor.prompts: cut to `max_document_words` words, or `max_words`)."""
+        return self.templates.answer_prompt(question, _pairs(documents), max_words)
 
 
 class Clock:
@@ -516,14 +492,9 @@ def _passage_dict(document: Any) -> dict[str, Any]:
     return passage
 
 
-def _templates(config: EnsembleConfig) -> PromptTemplates:
-    p = config.prompts
-    overrides = {
-        key: value
-        for key in ("retrieval_free", "reading", "parametric", "compression", "passage")
-        if (value := getattr(p, key)) is not None
-    }
-    return PromptTemplates.for_style(p.style, **overrides)
+def _pairs(documents: list[Any]) -> list[tuple[str, str]]:
+    """LangChain documents as the (title, text) passages of a prompt."""
+    return [(doc.metadata.get("title", ""), doc.page_content) for doc in documents]
 
 
 def _uniform_voter(config: EnsembleConfig) -> Any:

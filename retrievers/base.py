@@ -32,6 +32,17 @@ class EorRetriever(BaseRetriever):
         """The member name of this retriever tree in the paper's notation (canonical form)."""
         return notation.to_name(self.to_node())
 
+    # A source may serve the paper's own meaning of `@k` and `@RR` over it (web search, appendix C.1) by
+    # returning another view of itself; the pool puts what these return under the operator.
+
+    def for_top_k(self, k: int) -> EorRetriever:
+        """The retriever to put under `@k` over this source (default: itself)."""
+        return self
+
+    def for_rerank(self) -> EorRetriever:
+        """The retriever to put under `@RR` over this source (default: itself)."""
+        return self
+
 
 class SourceRetriever(EorRetriever):
     """A base source (BM25, Wiki, PK, ...): remembers its results per query, so members that share the

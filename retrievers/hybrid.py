@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from eor.errors import ConfigError, RetrieverError
 from retrievers.base import EorRetriever, SourceRetriever
-from retrievers.registry import BuildContext, source_type
+from retrievers.source_type import BuildContext
 
 DEFAULT_PARTS: tuple[dict[str, Any], ...] = ({"source": "SE"}, {"source": "PK"}, {"source": "Wiki", "depth": 20})
 
@@ -61,10 +61,7 @@ class HybridRetriever(SourceRetriever):
         super().model_post_init(context)
         if not self.parts:
             raise RetrieverError(f"hybrid source {self.source_name!r} needs at least one part")
-        self._inputs = [
-            part.retriever.for_rerank() if hasattr(part.retriever, "for_rerank") else part.retriever
-            for part in self.parts
-        ]
+        self._inputs = [part.retriever.for_rerank() for part in self.parts]
 
     def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
         from retrievers.operators import chunk_document
@@ -81,18 +78,10 @@ class HybridRetriever(SourceRetriever):
         return results
 
 
-@source_type("hybrid")
-def hybrid_source(source: str, params: dict[str, Any], context: BuildContext) -> HybridRetriever:
-    """Factory of the ``hybrid`` source type: ``parts`` (names of the pool's sources, with ``depth``) and
-    ``chunk_words``."""
-    params = dict(params)
-    parts = params.pop("parts", list(DEFAULT_PARTS))
-    chunk_words = params.pop("chunk_words", 100)
-    if params:
-        unknown = ", ".join(sorted(params))
-        raise ConfigError(f"source {source!r}: unknown parameter(s) {unknown}; valid: chunk_words, parts")
-    if context.lookup is None:
-        raise ConfigError(f"source {source!r} (hybrid) is built from other sources: build it through a SourcePool")
+def build_hybrid(source: str, params: dict[str, Any], context: BuildContext) -> HybridRetriever:
+    """The ``hybrid`` source type's build (retrievers.builtin_sources): ``parts`` (names of the pool's
+    sources, each with an optional ``depth``) and ``chunk_words``; the parts come from ``context.lookup``."""
+    parts = params.get("parts", list(DEFAULT_PARTS))
     if not isinstance(parts, list) or not parts:
         example = "[{source: SE}, {source: PK}, {source: Wiki, depth: 20}]"
         raise ConfigError(f"source {source!r}: 'parts' must be a list of sources like {example}")
@@ -110,7 +99,4 @@ def hybrid_source(source: str, params: dict[str, Any], context: BuildContext) ->
             built.append(HybridPart(retriever=retriever, depth=spec.get("depth")))
         except ValidationError:
             raise ConfigError(f"source {source!r}: parts[{n}].depth must be a positive integer") from None
-    try:
-        return HybridRetriever(source_name=source, parts=built, chunk_words=chunk_words)
-    except ValidationError:
-        raise ConfigError(f"source {source!r}: chunk_words must be a positive integer") from None
+    return HybridRetriever(source_name=source, parts=built, chunk_words=params.get("chunk_words", 100))

@@ -1,127 +1,43 @@
-"""Source types (a name -> factory registry) and the builder that turns notation trees into retrievers.
+"""Source types (name -> SourceType) and the pool that builds members' retriever trees from the notation.
 
-A `SourcePool` creates each named base source once, so members that share a source share its index
-and its per-query results.
+The types are eor's own (retrievers.builtin_sources) and those other packages declare under the entry
+point group `eor.sources` (each entry point names a `retrievers.source_type.SourceType`), or that Python
+code registers with `register_source_type`. A `SourcePool` creates each named base source once, so members
+that share a source share its index and its per-query results.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.retrievers import BaseRetriever
 
 from eor.errors import ConfigError, RetrieverError
-from eor.prompts import PromptTemplates
+from eor.plugins import entry_point_objects
 from retrievers import notation
-from retrievers.base import EorRetriever, NoRetrieval, SourceRetriever
+from retrievers.base import EorRetriever
+from retrievers.builtin_sources import SOURCE_TYPES as BUILTIN_SOURCE_TYPES
+from retrievers.source_type import BuildContext, SourceType
+
+__all__ = ["BuildContext", "SourcePool", "SourceType", "register_source_type", "source_names", "source_types"]
+
+_REGISTERED: dict[str, SourceType] = {kind.name: kind for kind in BUILTIN_SOURCE_TYPES}
 
 
-@dataclass
-class BuildContext:
-    """What factories may need: the corpus, the reader (for PK and @CP), templates, defaults, and
-    `lookup`, the pool's named sources (set by `SourcePool` for sources built from others, such as HB)."""
-
-    corpus_path: str | None = None
-    reader: Any = None
-    prompts: PromptTemplates = field(default_factory=PromptTemplates)
-    depth: int = 20
-    encoder: str = "minilm-l6"
-    parametric_max_tokens: int = 256
-    compression_max_tokens: int = 300
-    lookup: Callable[[str], EorRetriever] | None = None
+def register_source_type(kind: SourceType) -> SourceType:
+    """Make `kind` available as `type: <kind.name>` in configs (replacing a type of that name)."""
+    if not isinstance(kind, SourceType):
+        raise ConfigError(f"a source type must be a retrievers.source_type.SourceType, got {type(kind).__name__}")
+    _REGISTERED[kind.name] = kind
+    return kind
 
 
-SourceFactory = Callable[[str, dict[str, Any], BuildContext], EorRetriever]
-SOURCE_TYPES: dict[str, SourceFactory] = {}
-
-
-def source_type(name: str) -> Callable[[SourceFactory], SourceFactory]:
-    """Register a source factory under `name` (used as `type:` in a config's `sources:`)."""
-
-    def register(factory: SourceFactory) -> SourceFactory:
-        SOURCE_TYPES[name] = factory
-        return factory
-
-    return register
-
-
-def _needs_corpus(context: BuildContext, params: dict[str, Any], source: str) -> str:
-    path = params.pop("corpus", None) or context.corpus_path
-    if not path:
-        raise ConfigError(f"source {source!r} needs a corpus: set 'corpus: {{path: ...}}' in the config")
-    return str(path)
-
-
-def _init(cls: type, source: str, kwargs: dict[str, Any]) -> EorRetriever:
-    allowed = set(cls.model_fields) - {"source_name", "reader", "corpus_path", "memo_size"}
-    unknown = sorted(set(kwargs) - allowed - {"source_name", "corpus_path", "reader"})
-    if unknown:
-        raise ConfigError(
-            f"source {source!r}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(sorted(allowed))}"
-        )
-    return cls(**kwargs)
-
-
-@source_type("bm25")
-def _bm25(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    from retrievers.bm25 import BM25Retriever
-
-    params = dict(params)
-    corpus = _needs_corpus(context, params, source)
-    return _init(
-        BM25Retriever,
-        source,
-        {"depth": context.depth, **params, "source_name": source, "corpus_path": corpus},
-    )
-
-
-@source_type("dense")
-def _dense(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    from retrievers.dense import DenseRetriever
-
-    params = dict(params)
-    corpus = _needs_corpus(context, params, source)
-    defaults = {"depth": context.depth, "encoder": context.encoder}
-    return _init(DenseRetriever, source, {**defaults, **params, "source_name": source, "corpus_path": corpus})
-
-
-@source_type("parametric")
-def _parametric(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    from retrievers.parametric import ParametricRetriever
-
-    if context.reader is None:
-        raise ConfigError(f"source {source!r} (parametric knowledge) needs a reader")
-    defaults = {"template": context.prompts.parametric, "max_tokens": context.parametric_max_tokens}
-    return _init(ParametricRetriever, source, {**defaults, **params, "source_name": source, "reader": context.reader})
-
-
-@source_type("none")
-def _none(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    return _init(NoRetrieval, source, {**params, "source_name": source})
-
-
-@source_type("langchain")
-def _langchain(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    """Any LangChain retriever by import path: `{type: langchain, params: {class: pkg.mod:Cls, ...}}`."""
-    from retrievers.adapters import LangChainSource
-
-    params = dict(params)
-    target = params.pop("class", None)
-    if not target or ":" not in str(target):
-        raise ConfigError(f"source {source!r}: 'class' must be an import path like 'package.module:ClassName'")
-    module_name, _, attr = str(target).partition(":")
-    try:
-        cls = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"source {source!r}: cannot import {target}: {exc}") from None
-    retriever = cls(**params)
-    if not isinstance(retriever, BaseRetriever):
-        raise ConfigError(f"source {source!r}: {target} is not a langchain BaseRetriever")
-    return LangChainSource(source_name=source, retriever=retriever)
+def source_types() -> dict[str, SourceType]:
+    """Every source type: eor's, then those of installed packages (entry points `eor.sources`)."""
+    for name, kind in entry_point_objects("eor.sources", SourceType).items():
+        _REGISTERED.setdefault(name, kind)
+    return dict(_REGISTERED)
 
 
 # The base sources every config has unless it redefines them.
@@ -155,9 +71,10 @@ class SourcePool:
             self.specs[hybrid] = spec
         self._built: dict[str, EorRetriever] = {}
         self._building: list[str] = []
+        self.types = source_types()
         for name, (kind, _) in self.specs.items():
-            if kind not in SOURCE_TYPES:
-                raise ConfigError(f"source {name!r}: unknown type {kind!r}; valid: {', '.join(sorted(SOURCE_TYPES))}")
+            if kind not in self.types:
+                raise ConfigError(f"source {name!r}: unknown type {kind!r}; valid: {', '.join(sorted(self.types))}")
 
     def add(self, name: str, retriever: BaseRetriever) -> None:
         """Use an existing retriever object (eor's or any LangChain retriever) as the source `name`."""
@@ -179,7 +96,7 @@ class SourcePool:
             self._building.append(name)
             try:
                 context = dataclasses.replace(self.context, lookup=self.source)
-                self._built[name] = SOURCE_TYPES[kind](name, params, context)
+                self._built[name] = self.types[kind].create(name, params, context)
             finally:
                 self._building.pop()
         return self._built[name]
@@ -199,11 +116,11 @@ class SourcePool:
         from retrievers import operators
 
         match node:
-            # Web search sources serve the paper's exact variants (appendix C.1): SE@1 is the first 1000
-            # words of the top page, SE@RR@k reranks all pages' 100-word chunks.
-            case notation.TopK(child=notation.Source(name=name), k=k) if hasattr(self.source(name), "for_top_k"):
+            # A source may serve its own view under an operator: web search's SE@1 is the first 1000 words of
+            # the top page, SE@RR@k reranks all pages' 100-word chunks (appendix C.1); others are themselves.
+            case notation.TopK(child=notation.Source(name=name), k=k):
                 return operators.TopK(child=self.source(name).for_top_k(k), k=k)
-            case notation.Rerank(child=notation.Source(name=name)) if hasattr(self.source(name), "for_rerank"):
+            case notation.Rerank(child=notation.Source(name=name)):
                 return operators.Rerank(child=self.source(name).for_rerank(), encoder=self.context.encoder)
             case notation.Source(name=name):
                 return self.source(name)
@@ -224,11 +141,3 @@ class SourcePool:
                     prompts=self.context.prompts,
                 )
         raise RetrieverError(f"cannot build {node!r}")  # pragma: no cover - the parser produces only these
-
-
-def is_source(retriever: EorRetriever) -> bool:
-    return isinstance(retriever, SourceRetriever)
-
-
-import retrievers.hybrid  # noqa: E402,F401  (registers the "hybrid" source type; needs SOURCE_TYPES above)
-import retrievers.web  # noqa: E402,F401  (registers the "web" source type; needs SOURCE_TYPES above)

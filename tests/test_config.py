@@ -56,3 +56,35 @@ def test_bad_configs_fail_clearly(tmp_path, text: str, message: str) -> None:
 def test_missing_config_file(tmp_path) -> None:
     with pytest.raises(ConfigError, match="config file not found"):
         load_config(tmp_path / "absent.yaml")
+
+
+def test_reader_options_live_in_their_backends_section(tmp_path) -> None:
+    from eor.config import LlamaCppOptions, OpenAIOptions, ReaderConfig, TransformersOptions, from_dict
+
+    config = from_dict(ReaderConfig, {"model": "m", "llama_cpp": {"threads": 2, "prefix_chunk": 128}}, "reader")
+    assert config.llama_cpp == LlamaCppOptions(threads=2, prefix_chunk=128)
+    # A config written before the sections: its flat keys move into them, so it still loads (and a run
+    # begun with it still resumes: eor.runner.same_run_config reads the saved config the same way).
+    flat = {"model": "m", "threads": 2, "context_tokens": 2048, "base_url": "http://x", "batch_size": 4}
+    migrated = from_dict(ReaderConfig, flat, "reader")
+    assert migrated.llama_cpp == LlamaCppOptions(threads=2, context_tokens=2048)
+    assert migrated.openai == OpenAIOptions(base_url="http://x") and migrated.transformers == TransformersOptions(4)
+    with pytest.raises(ConfigError, match="threads is set twice, flat and in llama_cpp"):
+        from_dict(ReaderConfig, {"threads": 1, "llama_cpp": {"threads": 2}}, "reader")
+    with pytest.raises(ConfigError, match=r"reader.llama_cpp: unknown key\(s\) 'device'"):
+        from_dict(ReaderConfig, {"llama_cpp": {"device": "cuda"}}, "reader")
+    # An option for a backend that is not used is an error, never silently ignored.
+    ReaderConfig(llama_cpp=LlamaCppOptions(threads=2)).check_sections("llama.cpp")
+    with pytest.raises(ConfigError, match="reader.transformers is set, but the reader's backend is llama.cpp"):
+        ReaderConfig(transformers=TransformersOptions(device="cuda")).check_sections("llama.cpp")
+    with pytest.raises(ConfigError, match="reader.options is for a backend of another package"):
+        ReaderConfig(options={"x": 1}).check_sections("openai")
+    ReaderConfig(options={"x": 1}).check_sections("my-plugin-backend")
+
+
+def test_build_reader_refuses_options_of_another_backend() -> None:
+    from eor.config import ReaderConfig, TransformersOptions
+    from eor.readers import build_reader
+
+    with pytest.raises(ConfigError, match="reader.transformers is set, but the reader's backend is llama.cpp"):
+        build_reader(ReaderConfig(model="smollm2-135m", transformers=TransformersOptions(batch_size=2)))

@@ -146,7 +146,7 @@ def test_reader_prompts_are_batched_across_questions():
     assert len(reader.calls) == 2  # one call for all eRAG prompts, one for all end-to-end prompts
     assert len(reader.calls[0]) == 5 and len(set(reader.calls[0])) == 5
     templates = PromptTemplates()
-    expected = templates.answer_prompt(HAMLET, templates.document([("", "ANSWER: Shakespeare")]))
+    expected = templates.answer_prompt(HAMLET, [("", "ANSWER: Shakespeare")])
     assert expected in reader.calls[0]
     assert [entry["labels"] for entry in result.questions] == [[1.0, 0.0, 0.0], [0.0, 1.0], [1.0, 0.0]]
     assert result.questions[0]["answers"][0] == "Paris"  # 'Answer: "Paris".' cleaned

@@ -9,7 +9,8 @@ from langchain_core.documents import Document
 
 from eor.errors import ConfigError, RetrieverError
 from retrievers.base import SourceRetriever, passage
-from retrievers.hybrid import HybridPart, HybridRetriever, hybrid_source
+from retrievers.builtin_sources import HYBRID
+from retrievers.hybrid import HybridPart, HybridRetriever
 from retrievers.registry import BuildContext, SourcePool, source_names
 
 QUERY = "who built the bell rock lighthouse"
@@ -148,7 +149,7 @@ def test_configured_parts_and_depths() -> None:
         ({"parts": []}, "'parts' must be a list of sources"),
         ({"parts": [{"name": "SE"}]}, r"parts\[0\] must be a source name"),
         ({"parts": [{"source": "Wiki", "depth": 0}]}, r"parts\[0\].depth must be a positive integer"),
-        ({"parts": ["Wiki"], "chunk_words": 0}, "chunk_words must be a positive integer"),
+        ({"parts": ["Wiki"], "chunk_words": 0}, "source .HB.: chunk_words: Input should be greater than 0"),
         ({"parts": ["SE", "Wiki"]}, "part 'SE': unknown source 'SE'"),
     ],
 )
@@ -166,7 +167,7 @@ def test_a_hybrid_of_itself_and_one_outside_a_pool() -> None:
     with pytest.raises(ConfigError, match="built from itself: A -> B -> A"):
         sources.build("A")
     with pytest.raises(ConfigError, match="through a SourcePool"):
-        hybrid_source("HB", {}, BuildContext())
+        HYBRID.create("HB", {}, BuildContext())
 
 
 def test_offline_hbo_over_bm25_pk_and_wiki(demo_corpus, isolated_cache) -> None:

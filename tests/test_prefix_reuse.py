@@ -43,9 +43,8 @@ def _prompts() -> list[str]:
     prompts = []
     for question in questions:
         for count in (1, 3, 6):
-            document = templates.document([(p["title"], p["text"]) for p in passages[:count]])
-            prompts.append(templates.answer_prompt(question, document))
-    prompts.append(templates.answer_prompt(questions[0], None))
+            prompts.append(templates.answer_prompt(question, [(p["title"], p["text"]) for p in passages[:count]]))
+    prompts.append(templates.answer_prompt(questions[0], []))
     return prompts
 
 

@@ -29,15 +29,15 @@ def test_clean_answer(raw: str, clean: str) -> None:
 
 def test_templates_are_the_papers() -> None:
     few = PromptTemplates.for_style("few-words")
-    assert few.answer_prompt("who wrote hamlet", None) == (
+    assert few.answer_prompt("who wrote hamlet", []) == (
         "Please directly answer the following question with one or few words: who wrote hamlet"
     )
-    assert few.answer_prompt("q", "DOC") == (
+    assert few.answer_prompt("q", [("", "DOC")]) == (
         "Assuming the following paragraphs are true:\n\nDOC\n\n"
         "Please directly answer the following question with one or few words: q"
     )
     fifteen = PromptTemplates.for_style("15-words")
-    assert fifteen.answer_prompt("q", None) == "Please directly answer the following question within 15 words: q"
+    assert fifteen.answer_prompt("q", []) == "Please directly answer the following question within 15 words: q"
     assert few.parametric.format(query="q") == "Generate a background document to answer the given question. q."
     assert few.compression.startswith("Please truthfully summarize the document below")
     assert "be within 200 words:\n\nquery: {query}\n\ndocument: {document}\n\nsummary:" in few.compression

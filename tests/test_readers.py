@@ -11,7 +11,7 @@ import time
 import pytest
 import requests
 
-from eor.config import ReaderConfig
+from eor.config import LlamaCppOptions, OpenAIOptions, ReaderConfig, TransformersOptions
 from eor.errors import ConfigError, MissingSecretError, ModelNotFoundError
 from eor.models import resolve_model
 from eor.prompts import PromptTemplates, clean_answer
@@ -49,19 +49,21 @@ def test_llamacpp_answer_depends_on_the_prompt_alone(smollm2) -> None:
 
 def test_qwen_answers_real_questions(qwen) -> None:
     questions = ["what is the capital of france", "who wrote the play hamlet"]
-    answers = [clean_answer(text) for text in qwen.generate([TEMPLATES.answer_prompt(q, None) for q in questions])]
+    answers = [clean_answer(text) for text in qwen.generate([TEMPLATES.answer_prompt(q, []) for q in questions])]
     assert answers[0] == "Paris"
     assert "Shakespeare" in answers[1]
 
 
 def test_qwen_reads_the_given_passage(qwen) -> None:
-    document = "Zorblax\nThe capital of the fictional country of Zorblax is Quimbleton, founded in 1820."
-    answer = clean_answer(qwen.generate([TEMPLATES.answer_prompt("what is the capital of zorblax", document)])[0])
+    passage = ("Zorblax", "The capital of the fictional country of Zorblax is Quimbleton, founded in 1820.")
+    answer = clean_answer(qwen.generate([TEMPLATES.answer_prompt("what is the capital of zorblax", [passage])])[0])
     assert answer == "Quimbleton"
 
 
 def test_build_reader_auto_picks_llamacpp_for_gguf() -> None:
-    reader = build_reader(ReaderConfig(model="smollm2-135m", max_tokens=4, context_tokens=512))
+    reader = build_reader(
+        ReaderConfig(model="smollm2-135m", max_tokens=4, llama_cpp=LlamaCppOptions(context_tokens=512))
+    )
     assert type(reader).__name__ == "LlamaCppReader"
     with pytest.raises(ConfigError, match="needs a .gguf file"):
         build_reader(ReaderConfig(model="minilm-l6", backend="llama.cpp"))
@@ -74,7 +76,11 @@ def test_missing_model_file_is_a_clear_error(tmp_path) -> None:
 
 def test_transformers_causal_from_packaged_gguf() -> None:
     """The transformers path loads the same GGUF (dequantised) and applies the chat template."""
-    reader = build_reader(ReaderConfig(model="smollm2-135m", backend="transformers", max_tokens=12, batch_size=2))
+    reader = build_reader(
+        ReaderConfig(
+            model="smollm2-135m", backend="transformers", max_tokens=12, transformers=TransformersOptions(batch_size=2)
+        )
+    )
     prompts = ["What is the capital of France?", "Name a colour.", "What is the capital of France?"]
     outputs = reader.generate(prompts)
     assert "Paris" in outputs[0] and outputs[0] == outputs[2]
@@ -167,7 +173,9 @@ def llama_server():
 
 
 def test_openai_compatible_reader_against_loopback_server(llama_server, smollm2) -> None:
-    reader = build_reader(ReaderConfig(model="smollm2", base_url=llama_server, max_tokens=8, concurrency=2))
+    reader = build_reader(
+        ReaderConfig(model="smollm2", max_tokens=8, openai=OpenAIOptions(base_url=llama_server, concurrency=2))
+    )
     assert type(reader).__name__ == "OpenAIReader"
     prompts = ["Say the word blue.", "Say the word red.", "Say the word blue."]
     outputs = reader.generate(prompts)
@@ -179,4 +187,37 @@ def test_openai_compatible_reader_against_loopback_server(llama_server, smollm2)
 def test_openai_reader_needs_its_key(monkeypatch) -> None:
     monkeypatch.delenv("EOR_TEST_MISSING_KEY", raising=False)
     with pytest.raises(MissingSecretError, match="EOR_TEST_MISSING_KEY"):
-        build_reader(ReaderConfig(model="gpt-4o-mini", backend="openai", api_key_env="EOR_TEST_MISSING_KEY"))
+        build_reader(
+            ReaderConfig(
+                model="gpt-4o-mini", backend="openai", openai=OpenAIOptions(api_key_env="EOR_TEST_MISSING_KEY")
+            )
+        )
+
+
+def test_readers_declare_what_they_can_do(smollm2) -> None:
+    """Capabilities are declared attributes (eor.readers.base.Reader), read the same way for foreign readers."""
+    from types import SimpleNamespace
+
+    from eor.erag.cost import count_tokens
+    from eor.readers.base import capable
+    from eor.readers.openai_compat import OpenAIReader
+    from eor.server.worker import default_batch
+
+    class Foreign:
+        name = "foreign"
+
+        def generate(self, prompts, max_tokens=None):
+            return ["x" for _ in prompts]
+
+    openai = OpenAIReader("m", base_url="http://127.0.0.1:9")
+    assert [capable(smollm2, c) for c in ("thread_safe", "batches", "counts_tokens")] == [False, False, True]
+    assert [capable(openai, c) for c in ("thread_safe", "batches", "counts_tokens")] == [True, True, False]
+    assert [capable(Foreign(), c) for c in ("thread_safe", "batches", "counts_tokens")] == [False, False, False]
+    tokens = smollm2._llm.tokenize(b"who wrote hamlet", add_bos=True, special=False)
+    assert count_tokens(smollm2, "who wrote hamlet") == len(tokens) >= 3
+    assert count_tokens(openai, "who wrote hamlet") is None and count_tokens(Foreign(), "x") is None
+    config = SimpleNamespace(batch_size=8)
+    assert default_batch(SimpleNamespace(reader=smollm2, config=config)) == 1  # one prompt at a time
+    assert default_batch(SimpleNamespace(reader=openai, config=config)) == 8
+    with pytest.raises(KeyError, match="unknown reader capability"):
+        capable(smollm2, "flies")

@@ -22,8 +22,8 @@ import pytest
 
 from eor.errors import ConfigError, MissingSecretError, RetrieverError
 from retrievers import operators
-from retrievers.registry import SOURCE_TYPES, BuildContext, SourcePool
-from retrievers.web import web_source
+from retrievers.builtin_sources import WEB
+from retrievers.registry import BuildContext, SourcePool, source_types
 from retrievers.web.extract import html_to_text, main_text, page_title
 from retrievers.web.fetch import PageFetcher, PageFetchError
 from retrievers.web.guard import UrlGuard, UrlRefusedError
@@ -188,7 +188,7 @@ def test_se1_is_the_first_1000_words_of_the_top_page(pages, serper, key, shared_
 
 
 def test_notation_views_and_registry_factory(pages, serper, key, shared_cache) -> None:
-    assert SOURCE_TYPES["web"] is web_source
+    assert source_types()["web"] is WEB
     params = {
         "base_url": serper.url,
         "cache_path": str(shared_cache),
@@ -213,11 +213,11 @@ def test_notation_views_and_registry_factory(pages, serper, key, shared_cache) -
     assert make_se(serper, shared_cache, mode="chunks").for_top_k(1).mode == "chunks"
 
     with pytest.raises(ConfigError, match=r"source 'SE': unknown parameter\(s\) colour; valid: .*mode.*words_per_page"):
-        web_source("SE", {"colour": "blue"}, BuildContext())
+        WEB.create("SE", {"colour": "blue"}, BuildContext())
     with pytest.raises(ConfigError, match=r"source 'SE': mode: Input should be 'top1', 'top4' or 'chunks'"):
-        web_source("SE", {"mode": "top3"}, BuildContext())
+        WEB.create("SE", {"mode": "top3"}, BuildContext())
     with pytest.raises(ConfigError, match=r"unknown search backend 'bing'; available: searxng, serper"):
-        web_source("SE", {"backend": "bing"}, BuildContext())
+        WEB.create("SE", {"backend": "bing"}, BuildContext())
     with pytest.raises(ConfigError, match=r"search backend 'searxng': unknown parameter\(s\) api_key_env"):
         make_backend("searxng", api_key_env="SEARX_KEY")
 

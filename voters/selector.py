@@ -21,7 +21,7 @@ from eor.correctness import CORRECTNESS, correctness_matrix
 from eor.errors import ConfigError, InputError, NotFittedError
 from voters.features import PER_MEMBER, FeatureSet, candidate_features, feature_names
 from voters.scoring import choose
-from voters.similarity import METRICS, check_answers, similarity_tensor
+from voters.similarity import available_metrics, check_answers, similarity_tensor
 from voters.weights_file import FORMAT, FORMAT_VERSION, eor_version, member_order, write_document
 
 log = logging.getLogger(__name__)
@@ -81,8 +81,9 @@ class AnswerSelector:
         return f"AnswerSelector(metrics={list(self.metrics)!r}, C={self.C!r})"
 
     def _check_params(self) -> None:
-        if isinstance(self.metrics, str) or not self.metrics or any(name not in METRICS for name in self.metrics):
-            raise ConfigError(f"metrics must name registered metrics; available: {', '.join(sorted(METRICS))}")
+        known = available_metrics()
+        if isinstance(self.metrics, str) or not self.metrics or any(name not in known for name in self.metrics):
+            raise ConfigError(f"metrics must name registered metrics; available: {', '.join(known)}")
         if not isinstance(self.C, int | float) or not np.isfinite(self.C) or self.C <= 0:
             raise ConfigError(f"C must be a positive number, got {self.C!r}")
         if self.correctness not in CORRECTNESS:

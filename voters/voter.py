@@ -27,7 +27,7 @@ from eor.errors import ConfigError, InputError, NotFittedError
 from voters.grounding import Passages, grounding_features
 from voters.pooling import POOLINGS
 from voters.scoring import VoteScorer, choose, decision_scores
-from voters.similarity import METRICS, check_answers, similarity_tensor
+from voters.similarity import available_metrics, check_answers, similarity_tensor
 from voters.smooth import DEFAULT_PENALTY, DEFAULT_TEMPERATURE, SmoothSettings, smooth_search
 from voters.training import (
     Callback,
@@ -148,12 +148,12 @@ class Voter:
         metrics = self.metrics
         if isinstance(metrics, str) or not metrics or any(not isinstance(name, str) for name in metrics):
             raise ConfigError(
-                f"metrics must be a non-empty list of metric names; available: {', '.join(sorted(METRICS))}"
+                f"metrics must be a non-empty list of metric names; available: {', '.join(available_metrics())}"
             )
-        unknown = [name for name in metrics if name not in METRICS]
+        unknown = [name for name in metrics if name not in available_metrics()]
         if unknown:
             raise ConfigError(
-                f"unknown similarity metric(s) {', '.join(unknown)}; available: {', '.join(sorted(METRICS))}"
+                f"unknown similarity metric(s) {', '.join(unknown)}; available: {', '.join(available_metrics())}"
             )
         if len(set(metrics)) != len(metrics):
             raise ConfigError(f"metrics must not repeat a name: {list(metrics)}")

@@ -47,7 +47,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from eor.config import ReaderConfig
+from eor.config import ReaderConfig, from_dict
 from eor.errors import EorError, InputError
 
 CONFIGURATIONS = ("e2e", "erag-query", "erag-document")
@@ -62,15 +62,24 @@ MB = 1024 * 1024
 
 
 def count_tokens(reader: Any, text: str) -> int | None:
-    """Prompt tokens with the reader's own tokenizer (llama.cpp or transformers), None when unknown."""
-    # The reader protocol has no tokenizer method; eor's llama.cpp and transformers readers keep theirs here.
-    llm = getattr(reader, "_llm", None)
-    if llm is not None and callable(getattr(llm, "tokenize", None)):
-        return len(llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
-    tokenizer = getattr(reader, "_tokenizer", None)
-    if tokenizer is not None and callable(getattr(tokenizer, "encode", None)):
-        return len(tokenizer.encode(text))
-    return None
+    """Prompt tokens by the reader's own tokenizer, None when the reader does not count tokens."""
+    from eor.readers.base import capable
+
+    return reader.count_tokens(text) if capable(reader, "counts_tokens") else None
+
+
+def _sized(config: ReaderConfig, batch_size: int, window: int) -> dict[str, Any]:
+    """The reader config of one configuration: its batch size (transformers batches prompts; llama.cpp runs
+    them one by one) and the context window it needs (llama.cpp's)."""
+    from eor.readers import resolve_backend
+
+    sized = asdict(config)
+    backend = resolve_backend(config)
+    if backend == "transformers":
+        sized["transformers"]["batch_size"] = batch_size
+    elif backend == "llama.cpp":
+        sized["llama_cpp"]["context_tokens"] = window
+    return sized
 
 
 def window_for(longest_prompt_tokens: int, max_tokens: int) -> int:
@@ -116,16 +125,16 @@ def measure_costs(
         for name in configurations:
             batches = calls[name]
             longest = max((counts[p] or 0 for batch in batches for p in batch), default=0)
-            config = dict(asdict(reader_config), batch_size=max(len(batch) for batch in batches))
-            if counted:
-                config["context_tokens"] = window_for(longest, tokens)
+            size = max(len(batch) for batch in batches)
+            window = window_for(longest, tokens) if counted else reader_config.llama_cpp.context_tokens
+            config = _sized(reader_config, size, window)
             measured = _run_child({"reader": config, "batches": batches, "max_tokens": tokens})
             results[name] = {
                 "description": DESCRIPTIONS[name],
                 "prompts": sum(len(batch) for batch in batches),
                 "calls": len(batches),
-                "batch_size": config["batch_size"],
-                "context_tokens": config["context_tokens"],
+                "batch_size": size,
+                "context_tokens": window,
                 "longest_prompt_tokens": longest if counted else None,
                 "prompt_tokens": sum(counts[p] or 0 for batch in batches for p in batch) if counted else None,
                 **measured,
@@ -227,7 +236,7 @@ def child_main(spec_path: Path, out_path: Path) -> int:
         from eor.readers import build_reader
 
         before_reader = _rss_mb()
-        reader = build_reader(ReaderConfig(**spec["reader"]))
+        reader = build_reader(from_dict(ReaderConfig, spec["reader"], "the cost spec's reader"))
         reader.generate(["Say OK."], max_tokens=1)  # pages the weights in and allocates buffers, untimed
         after_reader = _rss_mb()
         reset = _reset_peak_rss()

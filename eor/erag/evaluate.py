@@ -151,8 +151,7 @@ class ReaderGenerator:
         self.identity = namespace or reader_identity(reader) or self.namespace
 
     def prompt(self, request: Request) -> str:
-        document = self.templates.document(list(request.passages)) if request.passages else None
-        return self.templates.answer_prompt(request.question, document)
+        return self.templates.answer_prompt(request.question, list(request.passages))
 
     def key(self, request: Request) -> str:
         return generation_key(self.identity, self.prompt(request), {"max_tokens": self.tokens})

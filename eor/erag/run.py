@@ -81,10 +81,10 @@ def prepare(
 ) -> Setup:
     """Load config and questions, check the member, open the generation cache, build reader and retriever,
     retrieve `depth` per question (PK and @CP generate through the cache, as in the ensemble)."""
-    from eor.ensemble import _templates  # the ensemble's prompts, so eRAG reads exactly what members read
+    from eor.members import source_pool
+    from eor.prompts import templates_for
     from eor.readers import build_reader
     from eor.stages.generation import GenerationStage
-    from retrievers.registry import BuildContext, SourcePool
 
     config = load_config(config_path)
     questions = load_questions(data, limit=limit)
@@ -93,20 +93,12 @@ def prepare(
         raise InputError(f"{data}: question {unanswered[0]!r} has no 'answers'; document labels need gold answers")
     check_member(config, member)
     store = open_run_cache(cache)
-    templates = _templates(config)
+    templates = templates_for(config)  # the ensemble's prompts: eRAG labels what members read
     reader = build_reader(config.reader)
-    corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
-    context = BuildContext(
-        corpus_path=str(corpus) if corpus else None,
-        reader=GenerationStage(reader, store),
-        prompts=templates,
-        depth=max(config.retrieval_depth, depth),
-        encoder=config.voter.encoder,
-        parametric_max_tokens=config.prompts.parametric_max_tokens,
-        compression_max_tokens=config.prompts.compression_max_tokens,
+    pool = source_pool(
+        config, GenerationStage(reader, store), templates=templates, depth=max(config.retrieval_depth, depth)
     )
-    sources = {name: (spec.type, spec.params) for name, spec in config.sources.items()}
-    retriever = SourcePool(context, sources).build(member)
+    retriever = pool.build(member)
     documents: dict[str, list[Any]] = {}
     bar = progress("retrieval", len(questions))
     try:

@@ -16,43 +16,46 @@ def _llamacpp(config: ReaderConfig) -> Reader:
     location = resolve_model(config.model)
     if not is_gguf(location):
         raise ConfigError(f"the llama.cpp backend needs a .gguf file; {config.model!r} resolved to {location}")
+    options = config.llama_cpp
     return LlamaCppReader(
         location,
         name=config.model,
-        context_tokens=config.context_tokens,
-        threads=config.threads,
-        batch_threads=config.batch_threads,
+        context_tokens=options.context_tokens,
+        threads=options.threads,
+        batch_threads=options.batch_threads,
         max_tokens=config.max_tokens,
         seed=config.seed,
-        prefix_chunk=config.prefix_chunk,
-        parallel=config.parallel,
-        parallel_min_tokens=config.parallel_min_tokens,
+        prefix_chunk=options.prefix_chunk,
+        parallel=options.parallel,
+        parallel_min_tokens=options.parallel_min_tokens,
     )
 
 
 def _transformers(config: ReaderConfig) -> Reader:
     from eor.readers.hf import TransformersReader
 
+    options = config.transformers
     return TransformersReader(
         resolve_model(config.model),
         name=config.model,
         max_tokens=config.max_tokens,
-        batch_size=config.batch_size,
-        device=config.device,
+        batch_size=options.batch_size,
+        device=options.device,
     )
 
 
 def _openai(config: ReaderConfig) -> Reader:
     from eor.readers.openai_compat import OpenAIReader
 
+    options = config.openai
     return OpenAIReader(
         config.model,
-        base_url=config.base_url,
-        api_key_env=config.api_key_env,
+        base_url=options.base_url,
+        api_key_env=options.api_key_env,
         max_tokens=config.max_tokens,
-        concurrency=config.concurrency,
+        concurrency=options.concurrency,
         seed=config.seed,
-        retries=config.retries,
+        retries=options.retries,
     )
 
 
@@ -63,16 +66,33 @@ READERS: dict[str, Callable[[ReaderConfig], Reader]] = {
 }
 
 
+def reader_backends() -> dict[str, Callable[[ReaderConfig], Reader]]:
+    """Every reader backend: eor's, and those of installed packages (entry point group `eor.readers`, each a
+    factory `(ReaderConfig) -> Reader`; eor.plugins)."""
+    from eor.plugins import entry_point_objects
+
+    plugins = entry_point_objects("eor.readers", callable, "a reader factory")
+    return {**plugins, **READERS}
+
+
+def resolve_backend(config: ReaderConfig) -> str:
+    """The backend a config names; `auto` is openai when `openai.base_url` is set, llama.cpp for GGUF files
+    and transformers for everything else."""
+    if config.backend != "auto":
+        return config.backend
+    if config.openai.base_url:
+        return "openai"
+    return "llama.cpp" if is_gguf(resolve_model(config.model)) else "transformers"
+
+
 def build_reader(config: ReaderConfig) -> Reader:
-    """The reader a config names; `auto` is llama.cpp for GGUF files and transformers for everything else."""
-    backend = config.backend
-    if backend == "auto":
-        backend = (
-            "openai" if config.base_url else ("llama.cpp" if is_gguf(resolve_model(config.model)) else "transformers")
-        )
-    if backend not in READERS:
-        raise ConfigError(f"unknown reader backend {backend!r}; valid: auto, {', '.join(READERS)}")
-    return READERS[backend](config)
+    """The reader a config names (`resolve_backend`)."""
+    backend = resolve_backend(config)
+    backends = reader_backends()
+    if backend not in backends:
+        raise ConfigError(f"unknown reader backend {backend!r}; valid: auto, {', '.join(backends)}")
+    config.check_sections(backend)  # an option for another backend is an error, not ignored
+    return backends[backend](config)
 
 
-__all__ = ["READERS", "BatchedReader", "Reader", "build_reader"]
+__all__ = ["READERS", "BatchedReader", "Reader", "build_reader", "reader_backends", "resolve_backend"]

@@ -19,11 +19,29 @@ class Reader(Protocol):
     A reader may also have `identity`: a string that changes whenever its outputs for a prompt could change
     (backend, model file hash, settings that affect outputs). Only readers with an identity are cached in
     the generation cache (eor.generation_cache); a reader without one is always asked.
+
+    What a reader can do is declared in attributes (`capable` reads them; a reader that does not declare
+    one has the default of CAPABILITIES):
+
+    - `thread_safe` (False): `generate` may run on several threads at once; otherwise eor serialises calls;
+    - `batches` (False): the prompts of several questions in one call run faster than one by one, so the
+      server answers waiting questions together (llama.cpp runs prompts one by one: False);
+    - `counts_tokens` (False): `count_tokens(text)` gives the prompt tokens by the reader's own tokenizer.
     """
 
     name: str
 
     def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]: ...
+
+
+CAPABILITIES: dict[str, bool] = {"thread_safe": False, "batches": False, "counts_tokens": False}
+
+
+def capable(reader: Any, capability: str) -> bool:
+    """Whether `reader` declares `capability` (see `Reader`)."""
+    if capability not in CAPABILITIES:
+        raise KeyError(f"unknown reader capability {capability!r}; known: {', '.join(CAPABILITIES)}")
+    return bool(getattr(reader, capability, CAPABILITIES[capability]))
 
 
 @dataclass(frozen=True)
@@ -57,6 +75,8 @@ class BatchedReader:
     name = "reader"
     default_max_tokens = 32
     thread_safe = False
+    batches = False
+    counts_tokens = False
 
     def __init__(self) -> None:
         self.last_seconds: list[float] = []
@@ -69,6 +89,10 @@ class BatchedReader:
 
     def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
         return [generated.text for generated in self.generate_timed(prompts, max_tokens)]
+
+    def count_tokens(self, text: str) -> int:
+        """The prompt tokens of `text` by this reader's tokenizer (readers with `counts_tokens`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not count tokens")
 
     def generate_timed(self, prompts: list[str], max_tokens: int | None = None) -> list[Generated]:
         """A `Generated` per prompt, in the caller's order (a repeated prompt is generated once)."""

@@ -12,6 +12,9 @@ from eor.readers.base import BatchedReader, Generated
 class TransformersReader(BatchedReader):
     """Greedy generation in padded batches; chat templates are applied when the tokenizer has one."""
 
+    batches = True
+    counts_tokens = True
+
     def __init__(
         self,
         model: Path | str,
@@ -54,6 +57,9 @@ class TransformersReader(BatchedReader):
                 f"|device={self.device}|batch={self.batch_size}|transformers={transformers.__version__}"
             )
         return self._identity
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer.encode(text))
 
     def _format(self, prompt: str) -> str:
         if not self.seq2seq and getattr(self._tokenizer, "chat_template", None):

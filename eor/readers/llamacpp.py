@@ -120,6 +120,8 @@ class LlamaCppReader(BatchedReader):
     `parallel_min_tokens` tokens (summaries, background documents); faster, but outputs can differ from
     solo generation after the first token (eor.readers.llamacpp_batch); 1 (the default): one at a time."""
 
+    counts_tokens = True
+
     def __init__(
         self,
         model_path: Path,
@@ -207,6 +209,9 @@ class LlamaCppReader(BatchedReader):
                 f"|llama-cpp-python={llama_cpp.__version__}{chunk}{parallel}"
             )
         return self._identity
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
 
     def prompt_logits(self, prompt: str) -> bytes:
         """The raw float32 logits the first answer token of `prompt` is chosen from, evaluated the way

@@ -21,6 +21,7 @@ class OpenAIReader(BatchedReader):
     with the project's ReaderError, which costs only that prompt's member (the generation stage's policy)."""
 
     thread_safe = True
+    batches = True  # concurrent requests: the server batches them
 
     def __init__(
         self,

@@ -51,10 +51,12 @@ class Job:
 
 
 def default_batch(ensemble: Any) -> int:
-    """1 for llama.cpp (prompts run one by one: batching only delays the first answers, and a question that
-    times out while still queued is dropped instead of computed); the config's batch_size otherwise."""
-    reader = getattr(ensemble, "reader", None)
-    if type(reader).__name__ == "LlamaCppReader":
+    """1 for a reader that runs prompts one by one (llama.cpp: batching only delays the first answers, and a
+    question that times out while still queued is dropped instead of computed); the config's batch_size
+    for one that `batches` (eor.readers.base.Reader)."""
+    from eor.readers.base import capable
+
+    if not capable(getattr(ensemble, "reader", None), "batches"):
         return 1
     config = getattr(ensemble, "config", None)
     return max(1, int(getattr(config, "batch_size", 8)))

@@ -29,7 +29,7 @@ from typing import Any
 from eor.errors import ConfigError, InputError, ReaderError
 from eor.faults import failpoint
 from eor.generation_cache import Generation, GenerationCache, generation_key
-from eor.readers.base import BatchedReader, Generated, as_generated, reader_identity
+from eor.readers.base import BatchedReader, Generated, as_generated, capable, reader_identity
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +270,7 @@ _LOCKS_GUARD = threading.Lock()
 def _lock_for(reader: Any) -> contextlib.AbstractContextManager:
     """No lock for a reader that is thread-safe or owns its lock (a BatchedReader); else the lock of this
     reader object."""
-    if getattr(reader, "thread_safe", False) or isinstance(reader, BatchedReader):
+    if capable(reader, "thread_safe") or isinstance(reader, BatchedReader):
         return contextlib.nullcontext()
     return reader_lock(reader)
 

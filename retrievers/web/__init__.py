@@ -1,5 +1,5 @@
 """SE — web search as a retriever (EoR paper, appendix C.1): a search engine's results are fetched,
-their main text extracted, and laid out as passages; registered as the source type ``web``.
+their main text extracted, and laid out as passages; the source type ``web`` (retrievers.builtin_sources).
 
 Pieces: `search` (the `SearchBackend` protocol, `SearchHit`, the backend registry: `serper`, the paper's
 Google search, and `searxng`, self-hostable), `guard` (which URLs may be fetched), `fetch` (bounded,
@@ -22,11 +22,11 @@ Appendix C.1 gives two names meanings that no single ranked list can have at onc
 ``chunks`` (every page, whole, in ``chunk_words``-word chunks).  Two ways to use them:
 
 1. Exact paper names (recommended): the source offers operator-aware views, ``se.for_top_k(k)`` (``top1``
-   for k = 1; more pages for k > 4; itself otherwise) and ``se.for_rerank()`` (``chunks``).  A builder that
-   puts ``source.for_top_k(k)`` under ``@k`` and ``source.for_rerank()`` under ``@RR`` when the source has
-   these methods makes ``SE@1``, ``SE@4``, ``SE@2&Wiki@5``, ``SE@RR@10``, ``SE@RR@5&Wiki@5`` and their
-   ``@CP`` forms exactly C.1's.  Views print as ``SE`` (names round-trip) and share the source's cache, so
-   each page is fetched once.  ``paper_views: false`` turns this off.
+   for k = 1; more pages for k > 4; itself otherwise) and ``se.for_rerank()`` (``chunks``).  The pool puts
+   ``source.for_top_k(k)`` under ``@k`` and ``source.for_rerank()`` under ``@RR`` (every source has them,
+   returning itself by default), which makes ``SE@1``, ``SE@4``, ``SE@2&Wiki@5``, ``SE@RR@10``,
+   ``SE@RR@5&Wiki@5`` and their ``@CP`` forms exactly C.1's.  Views print as ``SE`` (names round-trip) and
+   share the source's cache, so each page is fetched once.  ``paper_views: false`` turns this off.
 2. Separate sources, no builder support needed: ``SE1k: {type: web, params: {mode: top1}}`` used as
    ``SE1k@1``, and ``SEchunks: {type: web, params: {mode: chunks}}`` used as ``SEchunks@RR@10``; without the
    views, plain ``SE@1`` is the first 250 words of the top page and ``SE@RR@10`` reranks 250-word heads.
@@ -58,9 +58,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from eor.errors import ConfigError
-from retrievers.registry import BuildContext, source_type
-
 if TYPE_CHECKING:
     from retrievers.web.retriever import WebSearchRetriever
 
@@ -76,7 +73,6 @@ __all__ = [
     "WebSearchRetriever",
     "make_backend",
     "search_backend",
-    "web_source",
 ]
 
 _EXPORTS = {
@@ -93,34 +89,11 @@ _EXPORTS = {
     "WebSearchRetriever": "retrievers.web.retriever",
 }
 
-# Parameters a config may not set: the source's name comes from the config key, the rest are Python-only.
-_NOT_CONFIGURABLE = frozenset({"source_name", "memo_size", "search_backend", "tags", "metadata"})
-
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so that registering the source type does not import requests or trafilatura.
+    # Lazy, so that importing the package does not import requests or trafilatura.
     if name in _EXPORTS:
         import importlib
 
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@source_type("web")
-def web_source(source: str, params: dict[str, Any], context: BuildContext) -> WebSearchRetriever:
-    """Factory of the ``web`` source type: `params` are `WebSearchRetriever` fields (see its docstring)."""
-    from pydantic import ValidationError
-
-    from retrievers.web.retriever import WebSearchRetriever
-
-    valid = sorted(set(WebSearchRetriever.model_fields) - _NOT_CONFIGURABLE)
-    unknown = sorted(set(params) - set(valid))
-    if unknown:
-        raise ConfigError(f"source {source!r}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
-    try:
-        return WebSearchRetriever(**params, source_name=source)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
-        )
-        raise ConfigError(f"source {source!r}: {problems}") from None

@@ -1,4 +1,5 @@
-"""The similarity-metric registry: a name -> factory dict filled by the `register_metric` decorator.
+"""The similarity-metric registry: a name -> factory dict filled by the `register_metric` decorator and by
+installed packages (entry points `eor.metrics`).
 
 A metric scores a batch of answer pairs with values in [0, 1] (`score_pairs`). Its `cache_key` names the
 metric together with every parameter that changes its scores, so a disk cache never mixes two models.
@@ -58,15 +59,26 @@ def register_metric(name: str) -> Callable[[MetricFactory], MetricFactory]:
     return register
 
 
+def metric_factories() -> dict[str, MetricFactory]:
+    """Every similarity metric: eor's, those registered in Python, and those of installed packages (entry
+    point group `eor.metrics`, eor.plugins)."""
+    from eor.plugins import entry_point_objects
+
+    for name, factory in entry_point_objects("eor.metrics", callable, "a metric factory").items():
+        METRICS.setdefault(name, factory)
+    return METRICS
+
+
 def available_metrics() -> list[str]:
-    return sorted(METRICS)
+    return sorted(metric_factories())
 
 
 def build_metric(name: str, **params: Any) -> SimilarityMetric:
     """The metric registered as `name`, built with `params`; unknown names or parameters raise ConfigError."""
-    if name not in METRICS:
+    factories = metric_factories()
+    if name not in factories:
         raise ConfigError(f"unknown similarity metric {name!r}; available: {', '.join(available_metrics())}")
-    factory = METRICS[name]
+    factory = factories[name]
     signature = inspect.signature(factory)
     try:
         signature.bind(**params)

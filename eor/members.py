@@ -1,0 +1,33 @@
+"""Members from a config, in one place: the pool of the config's sources over which every member's retriever
+tree is built, with the config's prompt templates and the reader's generation stage. The ensemble, eRAG
+and utility all build their members here, so a member reads the same documents under the same prompts
+wherever it runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eor.config import EnsembleConfig
+from eor.prompts import PromptTemplates, templates_for
+
+
+def source_pool(
+    config: EnsembleConfig, generation: Any, *, templates: PromptTemplates | None = None, depth: int | None = None
+) -> Any:
+    """The config's `retrievers.registry.SourcePool`: `pool.build("BM25@3")` is member BM25@3's retriever.
+    `generation`: the reader, through its generation stage (PK's documents and @CP's summaries are
+    generations); `depth`: passages retrieved per query (default: the config's `retrieval_depth`)."""
+    from retrievers.registry import BuildContext, SourcePool
+
+    corpus = config.resolve_path(config.corpus.path) if config.corpus and config.corpus.path else None
+    context = BuildContext(
+        corpus_path=str(corpus) if corpus else None,
+        reader=generation,
+        prompts=templates or templates_for(config),
+        depth=depth if depth is not None else config.retrieval_depth,
+        encoder=config.voter.encoder,
+        parametric_max_tokens=config.prompts.parametric_max_tokens,
+        compression_max_tokens=config.prompts.compression_max_tokens,
+    )
+    return SourcePool(context, {name: (spec.type, spec.params) for name, spec in config.sources.items()})

@@ -1,0 +1,80 @@
+"""An example of extending eor from another package: a source type, a similarity metric and a reader."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+
+from retrievers.base import SourceRetriever, passage
+from retrievers.source_type import BuildContext, SourceType
+from voters import SimilarityMetric
+
+
+class NotesRetriever(SourceRetriever):
+    """Passages written in the config; a passage matches a query by the words they share."""
+
+    notes: list[dict[str, str]]
+    depth: int = 3
+
+    def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
+        results = []
+        for query in queries:
+            words = set(query.lower().split())
+            scored = [(len(words & set(note["text"].lower().split())), n) for n, note in enumerate(self.notes)]
+            ranked = sorted((s, n) for s, n in scored if s)[::-1][: self.depth]
+            results.append([self._passage(n, score) for score, n in sorted(ranked, key=lambda x: (-x[0], x[1]))])
+        return results
+
+    def _passage(self, n: int, score: int) -> Document:
+        note = self.notes[n]
+        return passage(
+            note["text"],
+            id=f"{self.source_name}:{n}",
+            title=note.get("title", ""),
+            source=self.source_name,
+            score=float(score),
+        )
+
+
+def _build_notes(source: str, params: dict[str, Any], context: BuildContext) -> NotesRetriever:
+    return NotesRetriever(source_name=source, notes=params["notes"], depth=params.get("depth", context.depth))
+
+
+NOTES = SourceType(
+    "notes",
+    _build_notes,
+    {"notes": "the passages: a list of {title, text}", "depth": "passages per query"},
+    summary="passages written in the config",
+)
+
+
+class LengthRatio(SimilarityMetric):
+    """Two answers are alike when they have as many words: shorter / longer word count."""
+
+    name = "length_ratio"
+    cacheable = False
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        counts = np.array([(len(a.split()), len(b.split())) for a, b in pairs], dtype=float).reshape(-1, 2)
+        longer = counts.max(axis=1)
+        return np.where(longer > 0, counts.min(axis=1) / np.maximum(longer, 1), 1.0)
+
+
+class FirstTitleReader:
+    """A reader without a model: it answers with the title of the first passage in the prompt (the line
+    after eor's reading prefix), and "unknown" when the prompt has no passages."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.identity = f"first-title|{name}"
+
+    def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
+        marker = "Assuming the following paragraphs are true:\n\n"
+        return [p.split(marker, 1)[1].split("\n", 1)[0] if marker in p else "unknown" for p in prompts]
+
+
+def first_title_reader(config: Any) -> FirstTitleReader:
+    return FirstTitleReader(config.model)
