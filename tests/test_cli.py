@@ -20,7 +20,7 @@ def small_config(tmp_path: Path, **changes: str) -> Path:
     """SmolLM2 (fast) over the demo corpus with four members."""
     text = f"""
 name: cli-test
-reader: {{model: {changes.get("model", "smollm2-135m")}, max_tokens: 8, context_tokens: 2048}}
+reader: {{model: {changes.get("model", "smollm2-135m")}, max_tokens: 8, {changes.get("options", "context_tokens: 2048")}}}
 corpus: {{path: {DEMO / "corpus.jsonl"}}}
 members: {changes.get("members", "[ReFree, BM25@1, Wiki@1, BM25@1&Wiki@1]")}
 voter: {{metrics: [em, f1]}}
@@ -134,7 +134,11 @@ def test_errors_are_one_line(tmp_path, case: str, message: str) -> None:
             "ask",
             "hi",
             "--config",
-            str(small_config(tmp_path, model="gpt-4o, backend: openai, api_key_env: EOR_NO_SUCH_KEY")),
+            str(
+                small_config(
+                    tmp_path, model="gpt-4o", options="backend: openai, openai: {api_key_env: EOR_NO_SUCH_KEY}"
+                )
+            ),
         ],
         "malformed-data": ["run", "--config", str(config), "--data", str(data), "--out", str(tmp_path / "o")],
         "missing-data": [
