@@ -252,6 +252,46 @@ def _cache_file(args: argparse.Namespace) -> Path:
     return path
 
 
+# -- options shared by several commands: each defined once, with one meaning ---------------------------------
+
+
+def _config_option(parser: argparse.ArgumentParser, *, required: bool = False, holds: str = "") -> None:
+    default = "" if required else "; default: configs/default.yaml"
+    parser.add_argument("--config", required=required, help=f"ensemble config (YAML){holds}{default}")
+
+
+def _data_option(parser: argparse.ArgumentParser, fields: str) -> None:
+    parser.add_argument("--data", required=True, help=f"questions, JSON Lines with {fields}")
+
+
+def _out_option(parser: argparse.ArgumentParser, holds: str) -> None:
+    parser.add_argument("--out", required=True, help=holds)
+
+
+def _limit_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=int, help="only the first N questions")
+
+
+def _batch_size_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch-size", type=int, help="questions per reader batch (default: the config's batch_size)")
+
+
+def _member_option(parser: argparse.ArgumentParser, role: str) -> None:
+    parser.add_argument("--member", required=True, help=f"{role}, in the paper's notation (e.g. BM25)")
+
+
+def _weights_option(parser: argparse.ArgumentParser, use: str) -> None:
+    parser.add_argument("--weights", help=f"trained voter weights (JSON from `eor train`) {use}")
+
+
+def _all_members_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--all-members",
+        action="store_true",
+        help="run every member (default: cheapest first, stopping once the rest cannot change the answer)",
+    )
+
+
 def _add_cache_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
@@ -263,33 +303,30 @@ def _add_cache_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-cache", action="store_true", help="neither read nor write the generation cache file")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="eor",
-        description="Ensemble of Retrievers: several retrievers feed one reader LLM; a voter picks the answer.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+# -- the commands ----------------------------------------------------------------------------------------------
 
+Commands = argparse._SubParsersAction
+
+
+def _add_ask(commands: Commands) -> None:
     ask = commands.add_parser("ask", help="answer one question with the ensemble")
     ask.add_argument("question", help="the question, in quotes")
-    ask.add_argument("--config", help="ensemble config (YAML); default: configs/default.yaml")
-    ask.add_argument("--weights", help="trained voter weights (JSON from `eor train`)")
+    _config_option(ask)
+    _weights_option(ask, "for the vote")
     ask.add_argument("--json", action="store_true", help="print the full result object as JSON (with `stages`)")
-    ask.add_argument(
-        "--all-members",
-        action="store_true",
-        help="run every member (default: cheapest first, stopping once the rest cannot change the answer)",
-    )
+    _all_members_option(ask)
     _add_cache_options(ask)
     ask.set_defaults(handler=cmd_ask)
 
+
+def _add_run(commands: Commands) -> None:
     run = commands.add_parser("run", help="run every member on every question of a file; writes records")
-    run.add_argument("--config", required=True, help="ensemble config (YAML)")
-    run.add_argument("--data", required=True, help="questions, JSON Lines with 'question' [, 'id', 'answers']")
-    run.add_argument("--out", required=True, help="run folder: records.jsonl and config.yaml (re-run to resume)")
-    run.add_argument("--limit", type=int, help="only the first N questions")
-    run.add_argument("--batch-size", type=int, default=None, help="questions per reader batch (default: config)")
-    run.add_argument("--weights", help="trained voter weights for the recorded vote")
+    _config_option(run, required=True)
+    _data_option(run, "'question' [, 'id', 'answers']")
+    _out_option(run, "run folder: records.jsonl and config.json (re-run to resume)")
+    _limit_option(run)
+    _batch_size_option(run)
+    _weights_option(run, "for the recorded vote")
     run.add_argument(
         "--retry-failed",
         action="store_true",
@@ -298,9 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache_options(run)
     run.set_defaults(handler=cmd_run)
 
+
+def _add_train(commands: Commands) -> None:
     train = commands.add_parser("train", help="learn voter weights from the records of `eor run`")
     train.add_argument("records", help="run folder (or records.jsonl[.gz]) of the training questions")
-    train.add_argument("--out", required=True, help="weights file to write (JSON)")
+    _out_option(train, "weights file to write (JSON)")
     train.add_argument(
         "--voter",
         default="auto",
@@ -327,12 +366,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, default=0)
     train.set_defaults(handler=cmd_train)
 
+
+def _add_bench(commands: Commands) -> None:
     bench = commands.add_parser("bench", help="benchmark a pool from its records: accuracy, RWR, errors, upper bound")
     bench.add_argument("records", help="run folder (or records.jsonl)")
-    bench.add_argument(
-        "--out", required=True, help="report folder: report.json, report.md, report.html and PNG figures"
-    )
-    bench.add_argument("--weights", help="voter weights for EoR (default: uniform)")
+    _out_option(bench, "report folder: report.json, report.md, report.html and PNG figures")
+    _weights_option(bench, "for EoR (default: uniform)")
     bench.add_argument("--metric", default="em", help="correctness: em, f1, contains or semantic (default em)")
     bench.add_argument("--metrics", help="similarity metrics of the uniform voter, comma-separated")
     bench.add_argument("--seed", type=int, default=0, help="seed of bootstrap and subset sampling")
@@ -340,50 +379,52 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--max-subsets", type=int, default=1000, help="member subsets per pool size (upper bound)")
     bench.set_defaults(handler=cmd_bench)
 
+
+def _add_compare(commands: Commands) -> None:
     compare = commands.add_parser("compare", help="print the differences between two bench reports")
     compare.add_argument("report_a", help="report folder or report.json")
     compare.add_argument("report_b", help="report folder or report.json")
     compare.add_argument("--html", metavar="FILE", help="also write the comparison as one self-contained HTML page")
     compare.set_defaults(handler=cmd_compare)
 
+
+def _add_serve(commands: Commands) -> None:
     serve = commands.add_parser(
         "serve",
         help="the explorer page at /, and the HTTP API: /v1/answer, OpenAI-compatible /v1/chat/completions, "
         "/healthz, /docs",
     )
-    serve.add_argument("--config", help="ensemble config (YAML); default: configs/default.yaml")
-    serve.add_argument("--weights", help="trained voter weights (JSON from `eor train`)")
+    _config_option(serve)
+    _weights_option(serve, "for the vote")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: local only)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument(
         "--api-key-env", metavar="VAR", help="require 'Authorization: Bearer <key>' with the key held by env VAR"
     )
-    serve.add_argument(
+    limits = serve.add_argument_group("limits")
+    limits.add_argument(
         "--member-timeout",
         type=float,
         default=60.0,
         help="seconds per question a member's retrieval may take before the vote leaves it out (default 60; 0: none)",
     )
-    serve.add_argument(
+    limits.add_argument(
         "--request-timeout",
         type=float,
         default=600.0,
         help="seconds a request may wait for its answer, queueing included, before a 504 (default 600)",
     )
-    serve.add_argument(
+    limits.add_argument(
         "--max-batch",
         type=int,
-        help="most waiting questions answered together (default: 1 with llama.cpp, else the config's batch_size)",
+        help="most waiting questions answered together (default: 1 for a reader that runs prompts one by one, "
+        "else the config's batch_size)",
     )
-    serve.add_argument("--max-body-bytes", type=int, default=65536, help="larger bodies get 413 (default 64 KB)")
-    serve.add_argument(
+    limits.add_argument("--max-body-bytes", type=int, default=65536, help="larger bodies get 413 (default 64 KB)")
+    limits.add_argument(
         "--max-queue", type=int, default=64, help="most questions waiting; more get 429 with Retry-After (default 64)"
     )
-    serve.add_argument(
-        "--all-members",
-        action="store_true",
-        help="run every member on every question (default: stop once the rest cannot change the answer)",
-    )
+    _all_members_option(serve)
     serve.add_argument(
         "--reports", metavar="DIR", help="the benchmark reports the page lists: every folder under DIR with a report.md"
     )
@@ -391,18 +432,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache_options(serve)
     serve.set_defaults(handler=cmd_serve)
 
+
+def _add_models(commands: Commands) -> None:
     models = commands.add_parser("models", help="list the models that work offline and how to install them")
     models.set_defaults(handler=cmd_models)
+
+
+def _add_erag(commands: Commands) -> None:
     erag = commands.add_parser(
         "erag", help="eRAG: label each retrieved document by the reader's answer with it alone; correlate with e2e"
     )
-    erag.add_argument("--config", required=True, help="ensemble config (YAML): reader, corpus, sources")
-    erag.add_argument("--data", required=True, help="questions, JSON Lines with 'answers' [, 'gold_passages']")
-    erag.add_argument("--member", required=True, help="the retriever to evaluate, in the paper's notation (e.g. BM25)")
-    erag.add_argument("--out", required=True, help="folder: erag.json, erag.md, erag.png (re-run to resume)")
+    _config_option(erag, required=True, holds=": reader, corpus, sources")
+    _data_option(erag, "'answers' [, 'gold_passages']")
+    _member_option(erag, "the retriever to evaluate")
+    _out_option(erag, "folder: erag.json, erag.md, erag.png (re-run to resume)")
     erag.add_argument("--k", type=int, default=10, help="documents per question (default 10)")
     erag.add_argument("--metric", default="em", help="downstream metric: em, f1 or contains (default em)")
-    erag.add_argument("--limit", type=int, help="only the first N questions")
+    _limit_option(erag)
     erag.add_argument("--cutoffs", help="cutoffs of the correlation-vs-k figure (default 1,2,3,5,10 up to k)")
     erag.add_argument(
         "--cost-questions",
@@ -410,17 +456,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=10,
         help="questions of the side-by-side cost measurement of eRAG vs end-to-end (default 10; 0: off)",
     )
-    erag.add_argument("--batch-size", type=int, default=8, help="prompts per reader call (default 8)")
+    _batch_size_option(erag)
     _add_cache_options(erag)
     erag.set_defaults(handler=cmd_erag)
 
+
+def _add_utility(commands: Commands) -> None:
     utility = commands.add_parser(
         "utility", help="context utility U of the top-k documents vs 0-shot, and its Pearson r with nDCG@k"
     )
-    utility.add_argument("--config", required=True, help="ensemble config (YAML): reader, corpus, sources")
-    utility.add_argument("--data", required=True, help="questions, JSON Lines with 'answers' [, 'gold_passages']")
-    utility.add_argument("--member", required=True, help="the retriever whose contexts are scored (e.g. BM25)")
-    utility.add_argument("--out", required=True, help="folder: utility.json, utility.md, utility.png")
+    _config_option(utility, required=True, holds=": reader, corpus, sources")
+    _data_option(utility, "'answers' [, 'gold_passages']")
+    _member_option(utility, "the retriever whose contexts are scored")
+    _out_option(utility, "folder: utility.json, utility.md, utility.png")
     utility.add_argument("--ks", default="1,2,5,10", help="context sizes, comma-separated (default 1,2,5,10)")
     utility.add_argument(
         "--similarity", default="bertscore", help="similarity of answer and reference (default bertscore)"
@@ -428,14 +476,16 @@ def build_parser() -> argparse.ArgumentParser:
     utility.add_argument(
         "--references", default="answers", help="compare answers with the gold 'answers' (default) or gold 'passages'"
     )
-    utility.add_argument("--limit", type=int, help="only the first N questions")
+    _limit_option(utility)
     utility.add_argument(
         "--epsilon", type=float, help="divide by max(P(0-shot), EPSILON) instead of leaving U undefined"
     )
-    utility.add_argument("--batch-size", type=int, default=8, help="prompts per reader call (default 8)")
+    _batch_size_option(utility)
     _add_cache_options(utility)
     utility.set_defaults(handler=cmd_utility)
 
+
+def _add_cache(commands: Commands) -> None:
     cache = commands.add_parser("cache", help="the generation cache shared by every command: stats, clear")
     actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
     stats = actions.add_parser("stats", help="entries, size on disk and entries per reader identity")
@@ -447,6 +497,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--reader", metavar="IDENTITY", help="only this reader identity's entries (as `eor cache stats` lists them)"
     )
     clear.set_defaults(handler=cmd_cache_clear)
+
+
+COMMANDS = (
+    _add_ask,
+    _add_run,
+    _add_train,
+    _add_bench,
+    _add_compare,
+    _add_serve,
+    _add_models,
+    _add_erag,
+    _add_utility,
+    _add_cache,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="eor",
+        description="Ensemble of Retrievers: several retrievers feed one reader LLM; a voter picks the answer.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(commands)
     return parser
 
 

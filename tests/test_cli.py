@@ -18,9 +18,10 @@ EOR = [sys.executable, "-m", "eor.cli"]
 
 def small_config(tmp_path: Path, **changes: str) -> Path:
     """SmolLM2 (fast) over the demo corpus with four members."""
+    options = changes.get("options", "context_tokens: 2048")
     text = f"""
 name: cli-test
-reader: {{model: {changes.get("model", "smollm2-135m")}, max_tokens: 8, {changes.get("options", "context_tokens: 2048")}}}
+reader: {{model: {changes.get("model", "smollm2-135m")}, max_tokens: 8, {options}}}
 corpus: {{path: {DEMO / "corpus.jsonl"}}}
 members: {changes.get("members", "[ReFree, BM25@1, Wiki@1, BM25@1&Wiki@1]")}
 voter: {{metrics: [em, f1]}}

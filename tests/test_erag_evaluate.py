@@ -153,9 +153,9 @@ def test_reader_prompts_are_batched_across_questions():
     assert result.settings["generator"].startswith("reader:fake-reader|max_tokens=8|")
 
     reader = FakeReader()
-    _, result = run(reader, batch_size=2, end_to_end=False)
-    assert [len(call) for call in reader.calls] == [2, 2, 1]
-    assert result.cost["erag"].calls == 3 and "e2e" not in result.cost
+    _, result = run(reader, batch_size=1, end_to_end=False)  # one question's documents per call
+    assert [len(call) for call in reader.calls] == [3, 2]  # CAPITAL's 3 distinct documents, HAMLET's 2
+    assert result.cost["erag"].calls == 2 and "e2e" not in result.cost
     assert result.questions[0]["e2e"] is None and result.correlation == {}
 
 

@@ -14,7 +14,8 @@ stored uncleaned, so eRAG reads back what `eor run` generated and the other way 
 The generator is either
 - an eor `Reader` (`generate(prompts, max_tokens)`): prompts are built with `PromptTemplates` (the
   reading prompt with the passages as `{document}`; the retrieval-free prompt when there is no passage),
-  outputs cleaned with `clean_answer`, every pending request in one call (or `batch_size` per call); or
+  outputs cleaned with `clean_answer`, every pending request in one call (or those of `batch_size`
+  questions per call); or
 - a callable like the reference's `text_generator`: `dict[question text, list[passage text]] ->
   dict[question text, output]`. Its keys are question texts, as in the reference, because the generator
   needs the question; each call holds a question text at most once (the reference's rounds), and eor
@@ -120,7 +121,8 @@ class Cost:
 
 
 class ReaderGenerator:
-    """Requests -> prompts (PromptTemplates) -> an eor Reader -> cleaned answers, `batch_size` per call."""
+    """Requests -> prompts (PromptTemplates) -> an eor Reader -> cleaned answers, the requests of `batch_size`
+    questions per call."""
 
     def __init__(
         self,
@@ -161,10 +163,9 @@ class ReaderGenerator:
         return clean_answer(output) if self.clean else output
 
     def batches(self, requests: Sequence[Request]) -> Iterator[tuple[list[Request], list[str], list[float]]]:
-        """(requests, raw outputs, seconds per output), `batch_size` requests per reader call."""
-        size = self.batch_size or max(len(requests), 1)
-        for start in range(0, len(requests), size):
-            batch = list(requests[start : start + size])
+        """(requests, raw outputs, seconds per output): the requests of `batch_size` questions per reader call
+        (of every question in one call when None), as `eor run` batches questions."""
+        for batch in _by_questions(requests, self.batch_size):
             started = time.perf_counter()
             outputs = self.reader.generate([self.prompt(request) for request in batch], max_tokens=self.max_tokens)
             elapsed = time.perf_counter() - started
@@ -174,6 +175,20 @@ class ReaderGenerator:
             if len(seconds) != len(batch):
                 seconds = [elapsed / len(batch)] * len(batch)
             yield batch, list(outputs), seconds
+
+
+def _by_questions(requests: Sequence[Request], size: int | None) -> Iterator[list[Request]]:
+    """Consecutive requests in groups that hold `size` distinct questions each (all in one group for None)."""
+    group: list[Request] = []
+    questions: set[str] = set()
+    for request in requests:
+        if size is not None and request.question not in questions and len(questions) == size:
+            yield group
+            group, questions = [], set()
+        group.append(request)
+        questions.add(request.question)
+    if group:
+        yield group
 
 
 class CallableGenerator:

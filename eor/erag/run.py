@@ -155,7 +155,7 @@ def run_erag(
     limit: int | None = None,
     cutoffs: Sequence[int] | None = None,
     cost_questions: int = 10,
-    batch_size: int = 8,
+    batch_size: int | None = None,
     cache: CacheSetting = True,
     progress: Any = tqdm_progress,
 ) -> str:
@@ -171,7 +171,7 @@ def run_erag(
         raise InputError(f"unknown --metric {metric!r}; known: {', '.join(CORRECTNESS)}")
     if cost_questions < 0:
         raise InputError(f"--cost-questions must be 0 (off) or more, got {cost_questions}")
-    if batch_size < 1:
+    if batch_size is not None and batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
     chosen = sorted({c for c in (cutoffs or DEFAULT_CUTOFFS) if c <= k} | {k})
     if cutoffs is not None and any(c > k for c in cutoffs):
@@ -181,7 +181,9 @@ def run_erag(
     out.mkdir(parents=True, exist_ok=True)
     _save_config(out, setup)
     questions = setup.questions
-    generator = make_generator(setup.reader, templates=setup.templates, batch_size=batch_size)
+    generator = make_generator(
+        setup.reader, templates=setup.templates, batch_size=batch_size or setup.config.batch_size
+    )
     store = setup.cache
     provenance = gold_passages(questions)
     prefill = _generate_in_prefix_order(setup, generator, store, k, chosen, progress)
@@ -351,7 +353,7 @@ def run_utility(
     references: str = "answers",
     limit: int | None = None,
     epsilon: float | None = None,
-    batch_size: int = 8,
+    batch_size: int | None = None,
     cache: CacheSetting = True,
     progress: Any = tqdm_progress,
 ) -> str:
@@ -367,7 +369,7 @@ def run_utility(
         raise InputError("--ks must be positive cutoffs, e.g. 1,2,5,10")
     if references not in ("answers", "passages"):
         raise InputError(f"--references must be 'answers' or 'passages', got {references!r}")
-    if batch_size < 1:
+    if batch_size is not None and batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
     if epsilon is not None and epsilon <= 0:
         raise InputError(f"--epsilon must be positive, got {epsilon}")
@@ -394,7 +396,9 @@ def run_utility(
     oracle = None
     if relevant is not None:
         oracle = {q.id: [corpus[pid] for pid in relevant[q.id] if pid in corpus] for q in questions}
-    generator = make_generator(setup.reader, templates=setup.templates, batch_size=batch_size)
+    generator = make_generator(
+        setup.reader, templates=setup.templates, batch_size=batch_size or setup.config.batch_size
+    )
     result = evaluate_utility(
         {q.id: setup.documents[q.id] for q in questions},
         refs,
