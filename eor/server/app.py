@@ -63,25 +63,8 @@ def create_app(
 ) -> FastAPI:
     """The application serving the ensemble that `loader()` builds (default: `Ensemble(config)`)."""
     settings = settings or ServerSettings()
-    if loader is None:
-
-        def loader() -> Any:
-            from eor.ensemble import Ensemble
-
-            return Ensemble(config)
-
-    worker = EnsembleWorker(loader, settings, on_load_error)
+    worker = EnsembleWorker(loader or _default_loader(config), settings, on_load_error)
     models = list(dict.fromkeys([DEFAULT_MODEL, config.name]))
-    started = int(time.time())
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        worker.start()
-        try:
-            yield
-        finally:
-            worker.stop()
-
     app = FastAPI(
         title="eor",
         version=eor.__version__,
@@ -92,13 +75,46 @@ def create_app(
             "OpenAI's protocol. A member that fails or runs late is left out of the vote and named in "
             '`degraded`. Errors are `{"error": {"type", "message"}}`.'
         ),
-        lifespan=lifespan,
+        lifespan=_lifespan(worker),
     )
     app.state.worker = worker
     app.state.settings = settings
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     _document_limits(app, config, settings)
+    v1 = [Depends(_authoriser(settings))]
+    add_explorer(app, settings, v1)
+    _add_answer_routes(app, worker, settings, models, v1)
+    _add_model_routes(app, models, v1)
+    _add_health_route(app, worker, models)
+    return app
+
+
+def _default_loader(config: EnsembleConfig) -> Callable[[], Any]:
+    def load() -> Any:
+        from eor.ensemble import Ensemble
+
+        return Ensemble(config)
+
+    return load
+
+
+def _lifespan(worker: EnsembleWorker) -> Callable[[FastAPI], Any]:
+    """The worker thread runs while the application does."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        worker.start()
+        try:
+            yield
+        finally:
+            worker.stop()
+
+    return lifespan
+
+
+def _authoriser(settings: ServerSettings) -> Callable[..., Any]:
+    """The dependency that checks the bearer key of a /v1 request (when the server has one)."""
 
     async def authorised(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> None:
         if settings.api_key is None:
@@ -112,33 +128,43 @@ def create_app(
                 {"WWW-Authenticate": "Bearer"},
             )
 
-    async def answered(request: Request, question: str, members: list[str] | None, explain: bool = False) -> Answered:
-        """Queue the question and wait for its answer: 504 past the request timeout; a client that hangs up
-        while its question waits takes the question out of the queue."""
-        item = _question(question, settings)
-        if worker.state == READY:
-            _check_members(worker.ensemble, members, settings)
-        waiting = asyncio.wrap_future(worker.submit(item, members, explain))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + settings.request_timeout
-        while (remaining := deadline - loop.time()) > 0:
-            done, _ = await asyncio.wait({waiting}, timeout=min(remaining, DISCONNECT_POLL_SECONDS))
-            if done:
-                return waiting.result()
-            if await request.is_disconnected():
-                waiting.cancel()
-                raise ApiError(499, "client_closed_request", "the client closed the connection")
-        waiting.cancel()  # dropped if still queued
-        raise ApiError(
-            504,
-            "timeout",
-            f"no answer within the request timeout of {settings.request_timeout:g} s; "
-            "try again, or ask for fewer members",
-        )
+    return authorised
 
-    v1 = [Depends(authorised)]
-    add_explorer(app, settings, v1)
 
+async def _answered(
+    worker: EnsembleWorker,
+    settings: ServerSettings,
+    request: Request,
+    question: str,
+    members: list[str] | None,
+    explain: bool = False,
+) -> Answered:
+    """Queue the question and wait for its answer: 504 past the request timeout; a client that hangs up
+    while its question waits takes the question out of the queue."""
+    item = _question(question, settings)
+    if worker.state == READY:
+        _check_members(worker.ensemble, members, settings)
+    waiting = asyncio.wrap_future(worker.submit(item, members, explain))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + settings.request_timeout
+    while (remaining := deadline - loop.time()) > 0:
+        done, _ = await asyncio.wait({waiting}, timeout=min(remaining, DISCONNECT_POLL_SECONDS))
+        if done:
+            return waiting.result()
+        if await request.is_disconnected():
+            waiting.cancel()
+            raise ApiError(499, "client_closed_request", "the client closed the connection")
+    waiting.cancel()  # dropped if still queued
+    raise ApiError(
+        504,
+        "timeout",
+        f"no answer within the request timeout of {settings.request_timeout:g} s; try again, or ask for fewer members",
+    )
+
+
+def _add_answer_routes(
+    app: FastAPI, worker: EnsembleWorker, settings: ServerSettings, models: list[str], v1: list[Any]
+) -> None:
     @app.post(
         "/v1/answer",
         response_model=AnswerResponse,
@@ -148,7 +174,7 @@ def create_app(
         summary="Answer a question with the ensemble",
     )
     async def answer(body: AnswerRequest, request: Request) -> JSONResponse:
-        result = await answered(request, body.question, body.members, body.explain)
+        result = await _answered(worker, settings, request, body.question, body.members, body.explain)
         return JSONResponse(_result_body(result, body.return_passages))
 
     @app.post(
@@ -162,24 +188,29 @@ def create_app(
     async def chat(body: ChatRequest, request: Request) -> Any:
         if body.model not in models:
             raise ApiError(404, "model_not_found", f"unknown model {body.model!r}; available: {', '.join(models)}")
-        result = await answered(request, _last_user_message(body.messages), body.members)
-        completion = {
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": result.result.answer},
-                    "finish_reason": "stop",
-                }
-            ],
-            "eor": _result_body(result, body.return_passages),
-        }
+        result = await _answered(worker, settings, request, _last_user_message(body.messages), body.members)
+        completion = _completion(body.model, result, body.return_passages)
         if body.stream:
             return StreamingResponse(_stream(completion), media_type="text/event-stream")
         return JSONResponse(completion)
+
+
+def _completion(model: str, result: Answered, passages: bool) -> dict[str, Any]:
+    """OpenAI's chat completion object holding the chosen answer, with eor's whole result under `eor`."""
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": result.result.answer}, "finish_reason": "stop"}
+        ],
+        "eor": _result_body(result, passages),
+    }
+
+
+def _add_model_routes(app: FastAPI, models: list[str], v1: list[Any]) -> None:
+    started = int(time.time())
 
     @app.get("/v1/models", response_model=ModelList, responses=_errors(401), dependencies=v1, tags=["openai"])
     async def list_models() -> dict[str, Any]:
@@ -188,6 +219,8 @@ def create_app(
             "data": [{"id": name, "object": "model", "created": started, "owned_by": "eor"} for name in models],
         }
 
+
+def _add_health_route(app: FastAPI, worker: EnsembleWorker, models: list[str]) -> None:
     @app.get(
         "/healthz",
         response_model=Health,
@@ -201,11 +234,8 @@ def create_app(
             body.update(members=worker.ensemble.members, waiting=worker.waiting, max_batch=worker.max_batch)
             return JSONResponse(body)
         kind = {"loading": "not_ready", "failed": "load_failed"}.get(worker.state, "stopped")
-        message = worker.not_ready_message()
-        body["error"] = {"type": kind, "message": message}
+        body["error"] = {"type": kind, "message": worker.not_ready_message()}
         return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
-
-    return app
 
 
 def _document_limits(app: FastAPI, config: EnsembleConfig, settings: ServerSettings) -> None:
