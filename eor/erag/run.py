@@ -161,22 +161,10 @@ def run_erag(
 ) -> str:
     """Run eRAG for one member; writes erag.json, erag.md, erag.png; returns a short text summary.
     `cache`: the generation cache (eor.generation_cache): True, the shared default file; a file path; False or
-    None, in memory for this run only."""
-    from eor.correctness import CORRECTNESS
+    None, in memory for this run only. `batch_size`: questions per reader call (default: the config's)."""
     from eor.erag.evaluate import evaluate, make_generator
 
-    if k < 1:
-        raise InputError(f"--k must be at least 1, got {k}")
-    if metric not in CORRECTNESS:
-        raise InputError(f"unknown --metric {metric!r}; known: {', '.join(CORRECTNESS)}")
-    if cost_questions < 0:
-        raise InputError(f"--cost-questions must be 0 (off) or more, got {cost_questions}")
-    if batch_size is not None and batch_size < 1:
-        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
-    chosen = sorted({c for c in (cutoffs or DEFAULT_CUTOFFS) if c <= k} | {k})
-    if cutoffs is not None and any(c > k for c in cutoffs):
-        raise InputError(f"--cutoffs must not exceed --k {k}; got {', '.join(map(str, cutoffs))}")
-
+    chosen = _check_erag_options(k, metric, cutoffs, cost_questions, batch_size)
     setup = prepare(config_path, data, member, k, limit, progress, cache)
     out.mkdir(parents=True, exist_ok=True)
     _save_config(out, setup)
@@ -185,7 +173,6 @@ def run_erag(
         setup.reader, templates=setup.templates, batch_size=batch_size or setup.config.batch_size
     )
     store = setup.cache
-    provenance = gold_passages(questions)
     prefill = _generate_in_prefix_order(setup, generator, store, k, chosen, progress)
     result = evaluate(
         {q.id: setup.documents[q.id] for q in questions},
@@ -194,24 +181,20 @@ def run_erag(
         metric,
         questions={q.id: q.question for q in questions},
         k=k,
-        provenance=provenance,
+        provenance=gold_passages(questions),
         cache=store,
         progress=progress,
     )
-    by_cutoff = _by_cutoff(result, setup, generator, store, chosen, metric, progress)
-
-    cost: dict[str, Any] = {
+    data_out = result.to_dict()
+    data_out["by_cutoff"] = _by_cutoff(result, setup, generator, store, chosen, metric, progress)
+    data_out["cost"] = {
         "evaluation": {"one_pass": asdict(prefill)} | {name: asdict(value) for name, value in result.cost.items()}
     }
     if cost_questions:
-        cost["measured"] = _measure_cost(setup, generator, k, cost_questions, progress)
-
-    data_out = result.to_dict()
+        data_out["cost"]["measured"] = _measure_cost(setup, generator, k, cost_questions, progress)
     answers = {q.id: q.answers for q in questions}
     for entry in data_out["questions"]:
         entry["gold_answers"] = answers[entry["id"]]
-    data_out["by_cutoff"] = by_cutoff
-    data_out["cost"] = cost
     data_out["settings"].update(
         config=str(config_path),
         data=str(data),
@@ -221,14 +204,37 @@ def run_erag(
         cache=_cache_setting(store),
         cutoffs=chosen,
         baselines=list(result.baselines),
-        provenance=None if provenance is not None else "skipped: not every question has 'gold_passages'",
+        provenance=None if "provenance" in result.baselines else "skipped: not every question has 'gold_passages'",
     )
-    _write_json(out / "erag.json", data_out)
+    return _write_erag(out, data_out)
 
+
+def _check_erag_options(
+    k: int, metric: str, cutoffs: Sequence[int] | None, cost_questions: int, batch_size: int | None
+) -> list[int]:
+    """One-line InputErrors for bad options, before any model loads; the cutoffs of the figure."""
+    from eor.correctness import CORRECTNESS
+
+    if k < 1:
+        raise InputError(f"--k must be at least 1, got {k}")
+    if metric not in CORRECTNESS:
+        raise InputError(f"unknown --metric {metric!r}; known: {', '.join(CORRECTNESS)}")
+    if cost_questions < 0:
+        raise InputError(f"--cost-questions must be 0 (off) or more, got {cost_questions}")
+    if batch_size is not None and batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
+    if cutoffs is not None and any(c > k for c in cutoffs):
+        raise InputError(f"--cutoffs must not exceed --k {k}; got {', '.join(map(str, cutoffs))}")
+    return sorted({c for c in (cutoffs or DEFAULT_CUTOFFS) if c <= k} | {k})
+
+
+def _write_erag(out: Path, data_out: dict[str, Any]) -> str:
+    """erag.json, then erag.md and erag.png from the JSON view (NaN as None); the summary."""
     from eor.erag.plots import plot_erag
     from eor.erag.report import erag_markdown
 
-    data_out = json.loads((out / "erag.json").read_text(encoding="utf-8"))  # the JSON view: NaN as None
+    _write_json(out / "erag.json", data_out)
+    data_out = json.loads((out / "erag.json").read_text(encoding="utf-8"))
     (out / "erag.md").write_text(erag_markdown(data_out), encoding="utf-8")
     plot_erag(data_out, out / "erag.png")
     return _erag_summary(data_out, out)
@@ -364,45 +370,19 @@ def run_utility(
     from eor.erag.evaluate import make_generator
     from eor.erag.utility import evaluate_utility
 
-    ks = sorted(set(ks))
-    if not ks or ks[0] < 1:
-        raise InputError("--ks must be positive cutoffs, e.g. 1,2,5,10")
-    if references not in ("answers", "passages"):
-        raise InputError(f"--references must be 'answers' or 'passages', got {references!r}")
-    if batch_size is not None and batch_size < 1:
-        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
-    if epsilon is not None and epsilon <= 0:
-        raise InputError(f"--epsilon must be positive, got {epsilon}")
-    config = load_config(config_path)
-    check_member(config, member)  # before the reader loads
+    ks = _check_utility_options(ks, references, batch_size, epsilon)
+    check_member(load_config(config_path), member)  # before the reader loads
     similarity_metric = _similarity(similarity)
-
     setup = prepare(config_path, data, member, ks[-1], limit, progress, cache)
     out.mkdir(parents=True, exist_ok=True)
     _save_config(out, setup)
     questions = setup.questions
     relevant = gold_passages(questions)
-    corpus = _gold_texts(setup.config, relevant) if relevant is not None else {}
-    if references == "passages":
-        if relevant is None:
-            raise InputError("--references passages needs 'gold_passages' on every question")
-        refs: dict[str, list[str]] = {}
-        for q in questions:
-            refs[q.id] = [corpus[pid]["text"] for pid in relevant[q.id] if pid in corpus]
-            if not refs[q.id]:
-                raise InputError(f"question {q.id!r}: none of its gold passages is in the corpus")
-    else:
-        refs = {q.id: q.answers for q in questions}
-    oracle = None
-    if relevant is not None:
-        oracle = {q.id: [corpus[pid] for pid in relevant[q.id] if pid in corpus] for q in questions}
-    generator = make_generator(
-        setup.reader, templates=setup.templates, batch_size=batch_size or setup.config.batch_size
-    )
+    refs, oracle = _references(setup, relevant, references)
     result = evaluate_utility(
         {q.id: setup.documents[q.id] for q in questions},
         refs,
-        generator,
+        make_generator(setup.reader, templates=setup.templates, batch_size=batch_size or setup.config.batch_size),
         questions={q.id: q.question for q in questions},
         similarity=similarity_metric,
         ks=ks,
@@ -413,6 +393,7 @@ def run_utility(
         progress=progress,
     )
     data_out = result.to_dict()
+    with_gold = None if oracle is None else {"questions_with_gold_in_corpus": sum(map(bool, oracle.values()))}
     data_out["settings"].update(
         config=str(config_path),
         data=str(data),
@@ -422,16 +403,56 @@ def run_utility(
         similarity=similarity,
         references=references,
         cache=_cache_setting(setup.cache),
-        oracle=None
-        if oracle is None
-        else {"questions_with_gold_in_corpus": sum(bool(docs) for docs in oracle.values())},
+        oracle=with_gold,
         relevance="provenance" if relevant is not None else None,
     )
-    _write_json(out / "utility.json", data_out)
+    return _write_utility(out, data_out)
 
+
+def _check_utility_options(
+    ks: Sequence[int], references: str, batch_size: int | None, epsilon: float | None
+) -> list[int]:
+    """One-line InputErrors for bad options, before any model loads; the sorted cutoffs."""
+    chosen = sorted(set(ks))
+    if not chosen or chosen[0] < 1:
+        raise InputError("--ks must be positive cutoffs, e.g. 1,2,5,10")
+    if references not in ("answers", "passages"):
+        raise InputError(f"--references must be 'answers' or 'passages', got {references!r}")
+    if batch_size is not None and batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
+    if epsilon is not None and epsilon <= 0:
+        raise InputError(f"--epsilon must be positive, got {epsilon}")
+    return chosen
+
+
+def _references(
+    setup: Setup, relevant: dict[str, list[str]] | None, references: str
+) -> tuple[dict[str, list[str]], dict[str, list[dict[str, str]]] | None]:
+    """Per question the references answers are compared with (its gold answers, or its gold passages'
+    texts), and the oracle contexts (its gold passages found in the corpus; None without provenance)."""
+    questions = setup.questions
+    corpus = _gold_texts(setup.config, relevant) if relevant is not None else {}
+    oracle = None
+    if relevant is not None:
+        oracle = {q.id: [corpus[pid] for pid in relevant[q.id] if pid in corpus] for q in questions}
+    if references == "answers":
+        return {q.id: q.answers for q in questions}, oracle
+    if relevant is None:
+        raise InputError("--references passages needs 'gold_passages' on every question")
+    refs: dict[str, list[str]] = {}
+    for q in questions:
+        refs[q.id] = [corpus[pid]["text"] for pid in relevant[q.id] if pid in corpus]
+        if not refs[q.id]:
+            raise InputError(f"question {q.id!r}: none of its gold passages is in the corpus")
+    return refs, oracle
+
+
+def _write_utility(out: Path, data_out: dict[str, Any]) -> str:
+    """utility.json, then utility.md and utility.png from the JSON view; the summary."""
     from eor.erag.plots import plot_utility
     from eor.erag.report import utility_markdown
 
+    _write_json(out / "utility.json", data_out)
     data_out = json.loads((out / "utility.json").read_text(encoding="utf-8"))
     (out / "utility.md").write_text(utility_markdown(data_out), encoding="utf-8")
     plot_utility(data_out, out / "utility.png")
