@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,33 +119,33 @@ def build_report(
         voted = vote(data, weights, metrics)
         questions = np.arange(data.questions)
         eor_scores = {name: scores[name][voted.chosen, questions] for name in measures}
-        indicator = scores[metric]
         stage(3)
-        matrix = rwr_matrix(indicator)
-        member_mrwr, member_mrlr = mrwr(matrix), mrlr(matrix)
+        matrix = rwr_matrix(scores[metric])
         stage(4)
-        errors = _errors(data, voted, indicator, metric)
+        errors = _errors(data, voted, scores[metric], metric)
         stage(5)
-        upper = _upper_bound(indicator, data.names, max_subsets, seed)
+        upper = _upper_bound(scores[metric], data.names, max_subsets, seed)
         stage(6)
-        resampled = Bootstrap.draw(data.questions, resamples, seed)
-        report = _assemble(
-            records_dir,
-            data,
-            voted,
-            scores,
-            eor_scores,
-            measures,
-            metric,
-            matrix,
-            member_mrwr,
-            member_mrlr,
-            errors,
-            upper,
-            resampled,
-            seed,
-            max_subsets,
+        scored = Scored(
+            data, voted, scores, eor_scores, measures, metric, Bootstrap.draw(data.questions, resamples, seed)
         )
+        report = {
+            "format": REPORT_FORMAT,
+            "version": REPORT_VERSION,
+            "records": str(records_dir),
+            "questions": data.questions,
+            "metric": metric,
+            "measures": measures,
+            "seed": seed,
+            "bootstrap": {"resamples": scored.resampled.resamples, "confidence": CONFIDENCE, "method": "percentile"},
+            "names": list(data.names),
+            **_accuracy(scored, matrix),
+            "rwr": {"metric": metric, "names": list(data.names), "matrix": matrix},
+            "errors": errors,
+            "upper_bound": {**upper, "max_subsets": max_subsets},
+            "weights": voted.weights(),
+        }
+        report["upper_bound"]["eor"] = report["eor"][metric]
         bar.update(1)
     return json_ready(report)
 
@@ -169,91 +170,87 @@ def _mean(values: np.ndarray) -> float:
     return float(np.mean(values)) if np.size(values) else float("nan")
 
 
-def _assemble(
-    records_dir: str | Path,
-    data: RunData,
-    voted: Vote,
-    scores: dict[str, np.ndarray],
-    eor_scores: dict[str, np.ndarray],
-    measures: list[str],
-    metric: str,
-    matrix: np.ndarray,
-    member_mrwr: np.ndarray,
-    member_mrlr: np.ndarray,
-    errors: dict[str, Any],
-    upper: dict[str, Any],
-    resampled: Bootstrap,
-    seed: int,
-    max_subsets: int,
-) -> dict[str, Any]:
-    names = data.names
-    indicator = scores[metric]
+@dataclass(frozen=True)
+class Scored:
+    """A run's records scored: per measure, (members, questions) scores and EoR's per question."""
+
+    data: RunData
+    voted: Vote
+    scores: dict[str, np.ndarray]
+    eor_scores: dict[str, np.ndarray]
+    measures: list[str]
+    metric: str
+    resampled: Bootstrap
+
+    @property
+    def indicator(self) -> np.ndarray:
+        return self.scores[self.metric]
+
+    def figures(self, values: dict[str, np.ndarray]) -> dict[str, Any]:
+        return _figures(values, self.measures, self.resampled)
+
+
+def _accuracy(scored: Scored, matrix: np.ndarray) -> dict[str, Any]:
+    """Table 1: members, Top R (here and on the training records), EoR, the oracle, and the paired tests."""
+    names, metric, indicator = scored.data.names, scored.metric, scored.indicator
+    member_mrwr, member_mrlr = mrwr(matrix), mrlr(matrix)
     members: dict[str, Any] = {}
     for m, name in enumerate(names):
-        figures = _figures({k: v[m] for k, v in scores.items()}, measures, resampled)
+        figures = scored.figures({k: v[m] for k, v in scored.scores.items()})
         members[name] = {**figures, "mrwr": float(member_mrwr[m]), "mrlr": float(member_mrlr[m])}
-
-    accuracy = indicator.mean(axis=1) if data.questions else np.full(len(names), np.nan)
+    accuracy = indicator.mean(axis=1) if scored.data.questions else np.full(len(names), np.nan)
     top = int(np.argmax(np.nan_to_num(accuracy, nan=-1.0)))  # ties: earliest member
     top_r = {"member": names[top], **members[names[top]]}
-
-    top_r_train = None
-    train_name = voted.top_r_train
-    if train_name is not None:
-        meta = voted.voter.metadata_.get("top_r_train", {})
-        if train_name in names:
-            top_r_train = {"member": train_name, **members[train_name], "train": meta.get("train")}
-        else:
-            top_r_train = {"member": train_name, "train": meta.get("train"), "in_records": False}
-
     eor = {
-        **voted.describe(),
-        **_figures(eor_scores, measures, resampled),
-        "mrwr": mrwr_against(eor_scores[metric], indicator),
-        "mrlr": mrlr_against(eor_scores[metric], indicator),
-        "chosen": {name: int(np.sum(voted.chosen == m)) for m, name in enumerate(names)},
+        **scored.voted.describe(),
+        **scored.figures(scored.eor_scores),
+        "mrwr": mrwr_against(scored.eor_scores[metric], indicator),
+        "mrlr": mrlr_against(scored.eor_scores[metric], indicator),
+        "chosen": {name: int(np.sum(scored.voted.chosen == m)) for m, name in enumerate(names)},
     }
-
-    oracle_scores = {name: scores[name].max(axis=0) if data.questions else np.zeros(0) for name in measures}
-    oracle = _figures(oracle_scores, measures, resampled)
-    oracle[metric] = oracle_accuracy(indicator) if data.questions else float("nan")
-    oracle["gap"] = {
-        "eor": oracle[metric] - eor[metric],
-        "top_r": oracle[metric] - top_r[metric],
-    }
-
-    significance: dict[str, Any] = {
-        "metric": metric,
-        "top_r": paired_test(eor_scores[metric], indicator[top], resampled),
-    }
-    significance["top_r"]["against"] = names[top]
-    if top_r_train is not None and train_name in names:
-        test = paired_test(eor_scores[metric], indicator[names.index(train_name)], resampled)
-        significance["top_r_train"] = {**test, "against": train_name}
-    else:
-        significance["top_r_train"] = None
-
+    top_r_train = _top_r_train(scored, members)
     return {
-        "format": REPORT_FORMAT,
-        "version": REPORT_VERSION,
-        "records": str(records_dir),
-        "questions": data.questions,
-        "metric": metric,
-        "measures": measures,
-        "seed": seed,
-        "bootstrap": {"resamples": resampled.resamples, "confidence": CONFIDENCE, "method": "percentile"},
-        "names": list(names),
         "members": members,
         "eor": eor,
         "top_r": top_r,
         "top_r_train": top_r_train,
-        "oracle": oracle,
-        "significance": significance,
-        "rwr": {"metric": metric, "names": list(names), "matrix": matrix},
-        "errors": errors,
-        "upper_bound": {**upper, "max_subsets": max_subsets, "eor": eor[metric]},
-        "weights": voted.weights(),
+        "oracle": _oracle(scored, eor, top_r),
+        "significance": _significance(scored, names[top], top_r_train),
     }
+
+
+def _top_r_train(scored: Scored, members: dict[str, Any]) -> dict[str, Any] | None:
+    """The member best on the training records, as the weights file names it (None without one)."""
+    name = scored.voted.top_r_train
+    if name is None:
+        return None
+    train = scored.voted.voter.metadata_.get("top_r_train", {}).get("train")
+    if name in members:
+        return {"member": name, **members[name], "train": train}
+    return {"member": name, "train": train, "in_records": False}
+
+
+def _oracle(scored: Scored, eor: dict[str, Any], top_r: dict[str, Any]) -> dict[str, Any]:
+    """The upper bound: right whenever some member is right; its gap to EoR and Top R."""
+    metric, questions = scored.metric, scored.data.questions
+    oracle_scores = {name: scored.scores[name].max(axis=0) if questions else np.zeros(0) for name in scored.measures}
+    oracle = scored.figures(oracle_scores)
+    oracle[metric] = oracle_accuracy(scored.indicator) if questions else float("nan")
+    oracle["gap"] = {"eor": oracle[metric] - eor[metric], "top_r": oracle[metric] - top_r[metric]}
+    return oracle
+
+
+def _significance(scored: Scored, top: str, top_r_train: dict[str, Any] | None) -> dict[str, Any]:
+    """Paired tests of EoR against Top R and, when the records hold it, Top R (train)."""
+    names, eor = scored.data.names, scored.eor_scores[scored.metric]
+    significance: dict[str, Any] = {"metric": scored.metric}
+    significance["top_r"] = {**paired_test(eor, scored.indicator[names.index(top)], scored.resampled), "against": top}
+    significance["top_r_train"] = None
+    if top_r_train is not None and top_r_train["member"] in names:
+        against = top_r_train["member"]
+        test = paired_test(eor, scored.indicator[names.index(against)], scored.resampled)
+        significance["top_r_train"] = {**test, "against": against}
+    return significance
 
 
 def _errors(data: RunData, voted: Vote, indicator: np.ndarray, metric: str) -> dict[str, Any]:
