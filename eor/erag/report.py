@@ -41,9 +41,17 @@ def _labellings(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def erag_markdown(data: dict[str, Any]) -> str:
     """Settings, mean metrics, correlations (the paper's table 1), correlation per cutoff (figure 1), cost
     (table 2) and the per-question labels."""
-    s = data["settings"]
     tables = _labellings(data)
-    names = list(tables)
+    lines = _erag_header(data)
+    lines += _mean_and_correlation(tables, list(data["mean"]))
+    lines += _by_cutoff_markdown(data.get("by_cutoff"))
+    lines += _cost_markdown(data.get("cost", {}))
+    lines += _per_question_markdown(data)
+    return "\n".join(lines) + "\n"
+
+
+def _erag_header(data: dict[str, Any]) -> list[str]:
+    s = data["settings"]
     e2e_values = [entry["e2e"] for entry in data["questions"] if entry["e2e"] is not None]
     e2e_mean = sum(e2e_values) / len(e2e_values) if e2e_values else None
     lines = [
@@ -60,54 +68,53 @@ def erag_markdown(data: dict[str, Any]) -> str:
     ]
     if s.get("provenance"):
         lines.append(f"Provenance baseline {s['provenance']}.")
-    metrics = list(data["mean"])
-    lines += ["", "## Mean retrieval metrics", ""]
-    lines += _table(
-        ["metric", *(LABELLINGS.get(n, n) for n in names)],
-        [[m, *(_f(tables[n]["mean"].get(m)) for n in names)] for m in metrics],
-    )
+    return lines
+
+
+def _mean_and_correlation(tables: dict[str, dict[str, Any]], metrics: list[str]) -> list[str]:
+    """The mean of each retrieval metric per labelling, and its correlation with the end-to-end score."""
+    names = list(tables)
+    labels = [LABELLINGS.get(n, n) for n in names]
+    lines = ["", "## Mean retrieval metrics", ""]
+    lines += _table(["metric", *labels], [[m, *(_f(tables[n]["mean"].get(m)) for n in names)] for m in metrics])
     lines += ["", "## Correlation with the end-to-end score across questions (Kendall τ / Spearman ρ)", ""]
-    header = ["metric"]
-    for n in names:
-        header += [f"{LABELLINGS.get(n, n)} τ", f"{LABELLINGS.get(n, n)} ρ"]
+    header = ["metric", *(f"{label} {sign}" for label in labels for sign in ("τ", "ρ"))]
     rows = []
     for m in metrics:
-        row = [m]
-        for n in names:
-            corr = tables[n]["correlation"].get(m, {})
-            row += [_f(corr.get("kendall_tau")), _f(corr.get("spearman_rho"))]
-        rows.append(row)
+        correlations = [tables[n]["correlation"].get(m, {}) for n in names]
+        rows.append([m, *(_f(c.get(key)) for c in correlations for key in ("kendall_tau", "spearman_rho"))])
     lines += _table(header, rows)
     best = {n: _best(tables[n]["correlation"]) for n in names}
     found = [f"{LABELLINGS.get(n, n)} {m} {_f(v)}" for n, (m, v) in best.items() if m]
     lines += ["", "– = undefined: a constant column (e.g. every end-to-end score 0) has no rank order."]
     if found:
         lines.append("Best metric per labelling (Kendall τ): " + "; ".join(found) + ".")
+    return lines
 
-    by_cutoff = data.get("by_cutoff")
-    if by_cutoff:
-        cutoffs = [str(c) for c in by_cutoff["cutoffs"]]
-        lines += [
-            "",
-            "## Correlation against the number of documents (Kendall τ; the paper's figure 1)",
-            "",
-            "At cutoff c: each metric@c on the first c labels of the same lists, against the end-to-end "
-            "score of the reader given the top c documents.",
-            "",
-        ]
-        rows = [["end-to-end mean", "", *(_f(by_cutoff["e2e_mean"].get(c)) for c in cutoffs)]]
-        for n, per_metric in by_cutoff["correlation"].items():
-            for base, values in per_metric.items():
-                rows.append([LABELLINGS.get(n, n), base, *(_f(values.get(c, {}).get("kendall_tau")) for c in cutoffs)])
-        lines += _table(["labels", "metric", *(f"@{c}" for c in cutoffs)], rows)
 
-    lines += _cost_markdown(data.get("cost", {}))
+def _by_cutoff_markdown(by_cutoff: dict[str, Any] | None) -> list[str]:
+    if not by_cutoff:
+        return []
+    cutoffs = [str(c) for c in by_cutoff["cutoffs"]]
+    lines = [
+        "",
+        "## Correlation against the number of documents (Kendall τ; the paper's figure 1)",
+        "",
+        "At cutoff c: each metric@c on the first c labels of the same lists, against the end-to-end "
+        "score of the reader given the top c documents.",
+        "",
+    ]
+    rows = [["end-to-end mean", "", *(_f(by_cutoff["e2e_mean"].get(c)) for c in cutoffs)]]
+    for n, per_metric in by_cutoff["correlation"].items():
+        for base, values in per_metric.items():
+            rows.append([LABELLINGS.get(n, n), base, *(_f(values.get(c, {}).get("kendall_tau")) for c in cutoffs)])
+    return lines + _table(["labels", "metric", *(f"@{c}" for c in cutoffs)], rows)
 
-    lines += ["", "## Per question", ""]
-    rows = []
+
+def _per_question_markdown(data: dict[str, Any]) -> list[str]:
     baselines = {n: {entry["id"]: entry for entry in t["questions"]} for n, t in data.get("baselines", {}).items()}
-    for entry in data["questions"]:
-        row = [
+    rows = [
+        [
             entry["id"],
             entry.get("question", ""),
             " / ".join(entry.get("gold_answers", [])[:3]),
@@ -116,16 +123,51 @@ def erag_markdown(data: dict[str, Any]) -> str:
             _f(entry["e2e"], 2),
             entry.get("e2e_answer") or "",
         ]
-        rows.append(row)
-    lines += _table(
-        ["id", "question", "gold", "eRAG labels", *(f"{n} labels" for n in baselines), "e2e", "e2e answer"], rows
-    )
-    return "\n".join(lines) + "\n"
+        for entry in data["questions"]
+    ]
+    header = ["id", "question", "gold", "eRAG labels", *(f"{n} labels" for n in baselines), "e2e", "e2e answer"]
+    return ["", "## Per question", "", *_table(header, rows)]
 
 
 def _best(correlation: dict[str, dict[str, Any]]) -> tuple[str | None, float | None]:
     scored = [(m, c.get("kendall_tau")) for m, c in correlation.items() if c.get("kendall_tau") is not None]
     return max(scored, key=lambda item: item[1]) if scored else (None, None)
+
+
+EVALUATION_COLUMNS = (
+    ("phase", None, None),
+    ("prompts", "requests", None),
+    ("distinct", "unique", None),
+    ("cache hits", "cache_hits", None),
+    ("generated", "generated", None),
+    ("reader calls", "calls", None),
+    ("seconds", "seconds", 1),
+)
+# (header, key of a measured configuration, digits); "per_question" is computed
+MEASURED_COLUMNS = (
+    ("configuration", None, None),
+    ("calls", "calls", None),
+    ("prompts", "prompts", None),
+    ("batch", "batch_size", None),
+    ("context window", "context_tokens", None),
+    ("longest prompt (tokens)", "longest_prompt_tokens", None),
+    ("seconds", "seconds", 1),
+    ("s / question", "per_question", 2),
+    ("CPU seconds", "cpu_seconds", 1),
+    ("peak RSS MB", "peak_rss_mb", 0),
+    ("reader RSS MB", "reader_rss_mb", 0),
+    ("generation RSS MB", "generation_rss_mb", 1),
+    ("Python heap peak MB", "python_heap_peak_mb", 2),
+    ("GPU peak MB", "gpu_peak_mb", 0),
+)
+
+
+def _cost_rows(entries: dict[str, dict[str, Any]], columns: tuple[tuple[str, str | None, int | None], ...]) -> list:
+    """One row per named entry: its name, then each column's value, formatted."""
+    rows = []
+    for name, entry in entries.items():
+        rows.append([name, *(_f(entry.get(key), 3 if digits is None else digits) for _, key, digits in columns[1:])])
+    return _table([header for header, _, _ in columns], rows)
 
 
 def _cost_markdown(cost: dict[str, Any]) -> list[str]:
@@ -139,70 +181,22 @@ def _cost_markdown(cost: dict[str, Any]) -> list[str]:
             "the measured table below.",
             "",
         ]
-        lines += _table(
-            ["phase", "prompts", "distinct", "cache hits", "generated", "reader calls", "seconds"],
-            [
-                [
-                    name,
-                    _f(c["requests"]),
-                    _f(c["unique"]),
-                    _f(c["cache_hits"]),
-                    _f(c["generated"]),
-                    _f(c["calls"]),
-                    _f(c["seconds"], 1),
-                ]
-                for name, c in evaluation.items()
-            ],
-        )
+        lines += _cost_rows(evaluation, EVALUATION_COLUMNS)
     measured = cost.get("measured")
     if measured:
+        questions = measured["questions"]
         lines += [
             "",
-            f"Measured side by side on the first {measured['questions']} questions ({measured['documents']} "
+            f"Measured side by side on the first {questions} questions ({measured['documents']} "
             f"documents), each configuration in a fresh child process, no generation cache, max_tokens "
             f"{measured['max_tokens']}:",
             "",
         ]
-        rows = []
-        for name, c in measured["configurations"].items():
-            per_question = c["seconds"] / measured["questions"] if measured["questions"] else None
-            rows.append(
-                [
-                    name,
-                    _f(c["calls"]),
-                    _f(c["prompts"]),
-                    _f(c["batch_size"]),
-                    _f(c["context_tokens"]),
-                    _f(c.get("longest_prompt_tokens")),
-                    _f(c["seconds"], 1),
-                    _f(per_question, 2),
-                    _f(c.get("cpu_seconds"), 1),
-                    _f(c["peak_rss_mb"], 0),
-                    _f(c["reader_rss_mb"], 0),
-                    _f(c["generation_rss_mb"], 1),
-                    _f(c["python_heap_peak_mb"], 2),
-                    _f(c.get("gpu_peak_mb"), 0),
-                ]
-            )
-        lines += _table(
-            [
-                "configuration",
-                "calls",
-                "prompts",
-                "batch",
-                "context window",
-                "longest prompt (tokens)",
-                "seconds",
-                "s / question",
-                "CPU seconds",
-                "peak RSS MB",
-                "reader RSS MB",
-                "generation RSS MB",
-                "Python heap peak MB",
-                "GPU peak MB",
-            ],
-            rows,
-        )
+        configurations = {
+            name: {**c, "per_question": c["seconds"] / questions if questions else None}
+            for name, c in measured["configurations"].items()
+        }
+        lines += _cost_rows(configurations, MEASURED_COLUMNS)
         lines += ["", f"Memory columns: {measured['memory_measure']}."]
         if not measured.get("window_sized_per_configuration"):
             lines.append("The reader has no tokenizer eor can reach, so every configuration kept the config's window.")
