@@ -195,62 +195,46 @@ def plot_weights(report: dict[str, Any], path: Path) -> Path | None:
     plt = _pyplot()
     names = list(weights["retriever_weights"])
     values = np.array([weights["retriever_weights"][name] for name in names], dtype=float)
-    threshold = weights["member_threshold"]
-    top = max(float(values.max()), 1e-9)
     n = len(names)
     fig, ax = plt.subplots(figsize=(max(6.5, 0.75 * n + 2.5), 3.6))
-    x = np.arange(n)
-    active = values > threshold
-    sizes = 60 + 1400 * (values / top)
-    scatter = ax.scatter(
-        x[active],
-        np.zeros(active.sum()),
-        s=sizes[active],
-        c=values[active],
-        cmap="Reds",
-        vmin=0.0,
-        vmax=top,
-        edgecolors="#7f0000",
-        linewidths=0.8,
-        zorder=3,
-    )
-    ax.scatter(
-        x[~active],
-        np.zeros((~active).sum()),
-        s=sizes[~active],
-        facecolors="none",
-        edgecolors="#9e9e9e",
-        linewidths=1.0,
-        linestyle="--",
-        zorder=3,
-    )
-    for i, value in enumerate(values):
-        ax.text(
-            i,
-            -0.5,
-            f"{value:.2f}" + ("" if active[i] else "\ndropped"),
-            ha="center",
-            va="top",
-            fontsize=9,
-            color="black" if active[i] else "#757575",
-        )
-    ax.set_xticks(x, names, rotation=35, ha="right", rotation_mode="anchor", fontsize=10)
+    active = values > weights["member_threshold"]
+    scatter = _weight_circles(ax, values, active)
+    ax.set_xticks(np.arange(n), names, rotation=35, ha="right", rotation_mode="anchor", fontsize=10)
     ax.set_yticks([])
     ax.set_xlim(-0.7, n - 0.3)
     ax.set_ylim(-0.95, 0.55)
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
-    metric_weights = ", ".join(f"{k} {v:.2f}" for k, v in weights["metric_weights"].items())
-    if weights.get("grounding_weight") is not None:
-        metric_weights += f"; grounding $\\omega^g$ {weights['grounding_weight']:.2f}"
-    ax.set_title(
-        f"Learned retriever weights $\\omega^r$ (pooling {weights['pooling']}; members with "
-        f"$\\omega^r \\leq$ {threshold:g} are dropped)\nmetric weights: {metric_weights}",
-        fontsize=10,
-    )
+    ax.set_title(_weights_title(weights), fontsize=10)
     if active.any():
         fig.colorbar(scatter, ax=ax, fraction=0.03, pad=0.02, label="$\\omega^r$")
     return _save(fig, path)
+
+
+def _weight_circles(ax: Any, values: np.ndarray, active: np.ndarray) -> Any:
+    """A circle per member, filled for the active and dashed for the dropped, its weight written below."""
+    x = np.arange(len(values))
+    top = max(float(values.max()), 1e-9)
+    sizes = 60 + 1400 * (values / top)
+    filled = {"c": values[active], "cmap": "Reds", "vmin": 0.0, "vmax": top, "edgecolors": "#7f0000"}
+    scatter = ax.scatter(x[active], np.zeros(active.sum()), s=sizes[active], linewidths=0.8, zorder=3, **filled)
+    dashed = {"facecolors": "none", "edgecolors": "#9e9e9e", "linestyle": "--"}
+    ax.scatter(x[~active], np.zeros((~active).sum()), s=sizes[~active], linewidths=1.0, zorder=3, **dashed)
+    for i, value in enumerate(values):
+        label = f"{value:.2f}" + ("" if active[i] else "\ndropped")
+        color = "black" if active[i] else "#757575"
+        ax.text(i, -0.5, label, ha="center", va="top", fontsize=9, color=color)
+    return scatter
+
+
+def _weights_title(weights: dict[str, Any]) -> str:
+    metric_weights = ", ".join(f"{k} {v:.2f}" for k, v in weights["metric_weights"].items())
+    if weights.get("grounding_weight") is not None:
+        metric_weights += f"; grounding $\\omega^g$ {weights['grounding_weight']:.2f}"
+    return (
+        f"Learned retriever weights $\\omega^r$ (pooling {weights['pooling']}; members with "
+        f"$\\omega^r \\leq$ {weights['member_threshold']:g} are dropped)\nmetric weights: {metric_weights}"
+    )
 
 
 def plot_error_rates(report: dict[str, Any], path: Path) -> Path:
