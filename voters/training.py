@@ -211,19 +211,8 @@ def search_weights(
     callback: Callback | None = None,
 ) -> SearchResult:
     """Search the weights (and, with several `poolings`, the pooling) that maximise training correctness."""
-    from scipy.optimize import minimize
-
-    if not poolings:
-        raise ConfigError("no pooling to search")
-    if max_weight <= member_threshold:
-        raise ConfigError(f"max_weight ({max_weight}) must exceed member_threshold ({member_threshold})")
-    if train.tensor.shape[0] == 0:
-        raise InputError("cannot fit a voter on zero questions")
-    if use_grounding and (train.grounding is None or (dev is not None and dev.grounding is None)):
-        raise InputError("grounding=True needs each member's passages for the training (and dev) questions")
+    _check_search(train, dev, poolings, member_threshold, max_weight, use_grounding)
     n_metrics = train.tensor.shape[3]
-    if dev is not None and dev.tensor.shape[1:] != train.tensor.shape[1:]:
-        raise InputError(f"dev tensor shape {dev.tensor.shape[1:]} differs from train {train.tensor.shape[1:]}")
     best: SearchResult | None = None  # set by the first start of the first pooling
     history: list[dict[str, Any]] = []
     evaluations = 0
@@ -233,26 +222,12 @@ def search_weights(
             objective.reset()
             objective(x0)
             if refine:
-                minimize(
-                    objective,
-                    x0,
-                    method="Nelder-Mead",
-                    bounds=[(0.0, max_weight)] * objective.size,
-                    options={
-                        "maxfev": max_evals,
-                        "initial_simplex": initial_simplex(x0, max_weight),
-                        "xatol": 1e-3,
-                        "fatol": 1e-9,
-                        "adaptive": True,
-                    },
-                )
+                _nelder_mead(objective, x0, max_weight, max_evals)
             weights = objective.weights(objective.best_x)
             train_score = objective.best_value
-            dev_score = (
-                mean_chosen(dev.scorer, dev.correctness, weights, threshold, member_threshold)
-                if dev is not None
-                else None
-            )
+            dev_score = None
+            if dev is not None:
+                dev_score = mean_chosen(dev.scorer, dev.correctness, weights, threshold, member_threshold)
             improved = best is None or train_score > best.train_score
             if improved:
                 best = SearchResult(weights, train_score, dev_score, f"{pooling}/{name}", 0, history)
@@ -268,17 +243,61 @@ def search_weights(
             }
             history.append(event)
             if refine or improved:
-                log.info(
-                    "voter fit %s/%s: train %.4f%s (best %.4f from %s)",
-                    pooling,
-                    name,
-                    train_score,
-                    "" if dev_score is None else f", dev {dev_score:.4f}",
-                    best.train_score,
-                    best.start,
-                )
+                _log_start(event, best.start)
             if callback is not None:
                 callback(event)
         evaluations += objective.evaluations
     best.evaluations = evaluations
     return best
+
+
+def _check_search(
+    train: VoteData,
+    dev: VoteData | None,
+    poolings: Sequence[str],
+    member_threshold: float,
+    max_weight: float,
+    use_grounding: bool,
+) -> None:
+    if not poolings:
+        raise ConfigError("no pooling to search")
+    if max_weight <= member_threshold:
+        raise ConfigError(f"max_weight ({max_weight}) must exceed member_threshold ({member_threshold})")
+    if train.tensor.shape[0] == 0:
+        raise InputError("cannot fit a voter on zero questions")
+    if use_grounding and (train.grounding is None or (dev is not None and dev.grounding is None)):
+        raise InputError("grounding=True needs each member's passages for the training (and dev) questions")
+    if dev is not None and dev.tensor.shape[1:] != train.tensor.shape[1:]:
+        raise InputError(f"dev tensor shape {dev.tensor.shape[1:]} differs from train {train.tensor.shape[1:]}")
+
+
+def _nelder_mead(objective: Any, x0: np.ndarray, max_weight: float, max_evals: int) -> None:
+    """scipy's bounded, adaptive Nelder-Mead from x0 (the objective keeps the best point it saw)."""
+    from scipy.optimize import minimize
+
+    minimize(
+        objective,
+        x0,
+        method="Nelder-Mead",
+        bounds=[(0.0, max_weight)] * objective.size,
+        options={
+            "maxfev": max_evals,
+            "initial_simplex": initial_simplex(x0, max_weight),
+            "xatol": 1e-3,
+            "fatol": 1e-9,
+            "adaptive": True,
+        },
+    )
+
+
+def _log_start(event: dict[str, Any], best_start: str) -> None:
+    dev = "" if event["dev_score"] is None else f", dev {event['dev_score']:.4f}"
+    log.info(
+        "voter fit %s/%s: train %.4f%s (best %.4f from %s)",
+        event["pooling"],
+        event["start"],
+        event["train_score"],
+        dev,
+        event["best_train_score"],
+        best_start,
+    )
