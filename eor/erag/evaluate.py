@@ -459,35 +459,82 @@ def evaluate(
         text_generator, templates=templates, max_tokens=max_tokens, batch_size=batch_size, namespace=namespace
     )
     store = cache if isinstance(cache, GenerationCache) else GenerationCache(cache)
-
-    pairs = [(qid, rank) for qid in ids for rank in range(len(passages[qid]))]
-    requests = [Request(texts[qid], ((passages[qid][r].title, passages[qid][r].text),)) for qid, r in pairs]
-    outputs, erag_cost = generate(requests, generator, store, progress=progress, label="eRAG labels")
-    answers: dict[str, list[str]] = defaultdict(list)
-    for (qid, _), output in zip(pairs, outputs, strict=True):
-        answers[qid].append(output)
-    labels = {qid: check_labels(metric(answer, golds[qid]) for answer in answers[qid]) for qid in ids}
-    costs = {"erag": erag_cost}
-
-    e2e: dict[str, float] | None = None
-    e2e_answers: dict[str, str] = {}
-    if end_to_end:
-        full = [Request(texts[qid], tuple((p.title, p.text) for p in passages[qid])) for qid in ids]
-        outputs, costs["e2e"] = generate(full, generator, store, progress=progress, label="end-to-end")
-        e2e_answers = dict(zip(ids, outputs, strict=True))
-        e2e = {qid: check_labels([metric(e2e_answers[qid], golds[qid])])[0] for qid in ids}
-
+    inputs = _Inputs(ids, texts, passages, golds, metric, generator, store, progress)
+    answers, labels, costs = _erag_labels(inputs)
+    e2e, e2e_answers = _end_to_end(inputs, costs) if end_to_end else (None, {})
     erag = _labelling(ids, passages, labels, specs, e2e)
     questions_out = []
     for qid, entry in zip(ids, erag.questions, strict=True):
         row = asdict(entry)
         row.update(question=texts[qid], answers=answers[qid], e2e_answer=e2e_answers.get(qid))
         questions_out.append(row)
+    baselines = _baselines(inputs, specs, e2e, containment, provenance)
+    settings = {
+        "generator": generator.namespace,
+        "downstream_metric": downstream_metric if isinstance(downstream_metric, str) else _name(downstream_metric),
+        "retrieval_metrics": [spec.name for spec in specs],
+        "k": k,
+        "questions": len(ids),
+        "documents": sum(len(passages[qid]) for qid in ids),
+    }
+    return EragResult(questions_out, erag.mean, erag.correlation, baselines, costs, settings)
 
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What both phases of `evaluate` read: the questions, their documents and gold answers, the metric,
+    the generator, the cache and the progress bars."""
+
+    ids: list[str]
+    texts: dict[str, str]
+    passages: dict[str, list[Passage]]
+    golds: dict[str, list[str]]
+    metric: DownstreamMetric
+    generator: Generator
+    store: GenerationCache
+    progress: Progress | None
+
+
+def _erag_labels(inputs: _Inputs) -> tuple[dict[str, list[str]], dict[str, list[float]], dict[str, Cost]]:
+    """Each document's answer alone and its label (the downstream metric of that answer), with the cost."""
+    pairs = [(qid, rank) for qid in inputs.ids for rank in range(len(inputs.passages[qid]))]
+    requests = [
+        Request(inputs.texts[qid], ((inputs.passages[qid][r].title, inputs.passages[qid][r].text),)) for qid, r in pairs
+    ]
+    outputs, cost = generate(requests, inputs.generator, inputs.store, progress=inputs.progress, label="eRAG labels")
+    answers: dict[str, list[str]] = defaultdict(list)
+    for (qid, _), output in zip(pairs, outputs, strict=True):
+        answers[qid].append(output)
+    labels = {
+        qid: check_labels(inputs.metric(answer, inputs.golds[qid]) for answer in answers[qid]) for qid in inputs.ids
+    }
+    return answers, labels, {"erag": cost}
+
+
+def _end_to_end(inputs: _Inputs, costs: dict[str, Cost]) -> tuple[dict[str, float], dict[str, str]]:
+    """The reader with every document of a question at once: its score and answer per question."""
+    full = [Request(inputs.texts[qid], tuple((p.title, p.text) for p in inputs.passages[qid])) for qid in inputs.ids]
+    outputs, costs["e2e"] = generate(full, inputs.generator, inputs.store, progress=inputs.progress, label="end-to-end")
+    answers = dict(zip(inputs.ids, outputs, strict=True))
+    scores = {qid: check_labels([inputs.metric(answers[qid], inputs.golds[qid])])[0] for qid in inputs.ids}
+    return scores, answers
+
+
+def _baselines(
+    inputs: _Inputs,
+    specs: list[MetricSpec],
+    e2e: dict[str, float] | None,
+    containment: bool,
+    provenance: Mapping[str, Iterable[str]] | None,
+) -> dict[str, Labelling]:
+    """The answer-containment and provenance labellings, as asked for."""
+    ids, passages = inputs.ids, inputs.passages
     baselines = {}
     if containment:
         contained = {
-            qid: [score_answer("contains", _passage_string(p, generator), golds[qid]) for p in passages[qid]]
+            qid: [
+                score_answer("contains", _passage_string(p, inputs.generator), inputs.golds[qid]) for p in passages[qid]
+            ]
             for qid in ids
         }
         baselines["containment"] = _labelling(ids, passages, contained, specs, e2e)
@@ -495,16 +542,7 @@ def evaluate(
         gold_ids = {qid: {str(pid) for pid in provenance[qid]} for qid in ids}
         provided = {qid: [float(p.id in gold_ids[qid]) for p in passages[qid]] for qid in ids}
         baselines["provenance"] = _labelling(ids, passages, provided, specs, e2e)
-
-    settings = {
-        "generator": generator.namespace,
-        "downstream_metric": downstream_metric if isinstance(downstream_metric, str) else _name(downstream_metric),
-        "retrieval_metrics": [spec.name for spec in specs],
-        "k": k,
-        "questions": len(ids),
-        "documents": len(pairs),
-    }
-    return EragResult(questions_out, erag.mean, erag.correlation, baselines, costs, settings)
+    return baselines
 
 
 def _default_specs(k: int | None) -> list[MetricSpec]:
