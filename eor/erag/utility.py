@@ -165,6 +165,54 @@ def evaluate_utility(
     included, are de-duplicated and generated in as few calls as the generator allows; `progress` is
     `evaluate`'s.
     """
+    ks, orders, ids = _check_utility_inputs(retrieval_results, references, questions, relevant, ks, orders)
+    texts = {qid: str(qid if questions is None else questions[qid]) for qid in ids}
+    refs = {qid: [references[qid]] if isinstance(references[qid], str) else list(references[qid]) for qid in ids}
+    passages = {qid: [as_passage(doc) for doc in retrieval_results[qid]] for qid in ids}
+    oracles = None
+    if oracle is not None:
+        oracles = {qid: [as_passage(doc) for doc in oracle.get(qid, [])] for qid in ids}
+    contexts = {qid: _contexts(passages[qid], None if oracles is None else oracles[qid], ks, orders) for qid in ids}
+    generator = make_generator(
+        text_generator, templates=templates, max_tokens=max_tokens, batch_size=batch_size, namespace=namespace
+    )
+    store = cache if isinstance(cache, GenerationCache) else GenerationCache(cache)
+    slots, requests = _context_requests(ids, texts, contexts)
+    outputs, cost = generate(requests, generator, store, progress=progress, label="utility contexts")
+    answer = dict(zip(slots, outputs, strict=True))
+    performance = performance_scores([(qid, text) for (qid, _, _), text in answer.items()], refs, similarity)
+    settings = list(contexts[ids[0]]) if ids else []
+    result_questions = []
+    for qid in ids:
+        ranked = {setting: passages[qid] for setting in settings}
+        if oracles is not None and "oracle" in ranked:
+            ranked["oracle"] = oracles[qid]
+        gold_ids = None if relevant is None else {str(pid) for pid in relevant[qid]}
+        result_questions.append(
+            _question_entry(qid, texts[qid], answer, performance, contexts[qid], ranked, gold_ids, ks, epsilon)
+        )
+    mean, correlation = _means_and_correlations(result_questions, settings, ks, relevant is not None)
+    run_settings = {
+        "generator": generator.namespace,
+        "similarity": similarity if isinstance(similarity, str) else type(similarity).__name__,
+        "ks": ks,
+        "settings": settings,
+        "epsilon": epsilon,
+        "questions": len(ids),
+        "zero_shot_p": _mean(entry["zero_shot"]["p"] for entry in result_questions),
+    }
+    return UtilityResult(result_questions, mean, correlation, cost, run_settings)
+
+
+def _check_utility_inputs(
+    retrieval_results: Mapping[str, Sequence[Any]],
+    references: Mapping[str, Any],
+    questions: Mapping[str, str] | None,
+    relevant: Mapping[str, Iterable[str]] | None,
+    ks: Iterable[int],
+    orders: Iterable[str],
+) -> tuple[list[int], list[str], list[str]]:
+    """The sorted cutoffs, the orders and the question ids; InputError for anything missing or unknown."""
     ks = sorted(set(ks))
     orders = list(dict.fromkeys(orders))
     if not ks or ks[0] < 1:
@@ -180,19 +228,17 @@ def evaluate_utility(
             missing = [qid for qid in ids if qid not in mapping]
             if missing:
                 raise InputError(f"no {name} for {len(missing)} question(s), e.g. {missing[0]!r}")
-    texts = {qid: str(qid if questions is None else questions[qid]) for qid in ids}
-    refs = {qid: [references[qid]] if isinstance(references[qid], str) else list(references[qid]) for qid in ids}
-    passages = {qid: [as_passage(doc) for doc in retrieval_results[qid]] for qid in ids}
-    oracles = None
-    if oracle is not None:
-        oracles = {qid: [as_passage(doc) for doc in oracle.get(qid, [])] for qid in ids}
-    contexts = {qid: _contexts(passages[qid], None if oracles is None else oracles[qid], ks, orders) for qid in ids}
+    return ks, orders, ids
 
-    generator = make_generator(
-        text_generator, templates=templates, max_tokens=max_tokens, batch_size=batch_size, namespace=namespace
-    )
-    store = cache if isinstance(cache, GenerationCache) else GenerationCache(cache)
-    slots: list[tuple[str, str | None, int | None]] = []
+
+Slot = tuple[str, str | None, int | None]  # (question id, setting or None for 0-shot, k)
+
+
+def _context_requests(
+    ids: list[str], texts: dict[str, str], contexts: dict[str, dict[str, dict[int, list[Passage]]]]
+) -> tuple[list[Slot], list[Request]]:
+    """Every prompt of the run: per question its 0-shot prompt, then one per setting and k."""
+    slots: list[Slot] = []
     requests = []
     for qid in ids:
         slots.append((qid, None, None))
@@ -201,42 +247,53 @@ def evaluate_utility(
             for k, context in rows.items():
                 slots.append((qid, setting, k))
                 requests.append(Request(texts[qid], tuple((p.title, p.text) for p in context)))
-    outputs, cost = generate(requests, generator, store, progress=progress, label="utility contexts")
-    answer = dict(zip(slots, outputs, strict=True))
-    performance = performance_scores([(qid, text) for (qid, _, _), text in answer.items()], refs, similarity)
+    return slots, requests
 
-    settings = list(contexts[ids[0]]) if ids else []
-    result_questions = []
-    for qid in ids:
-        p_zero = performance[(qid, answer[(qid, None, None)])]
-        gold_ids = None if relevant is None else {str(pid) for pid in relevant[qid]}
-        entry: dict[str, Any] = {
-            "id": qid,
-            "question": texts[qid],
-            "zero_shot": {"answer": answer[(qid, None, None)], "p": p_zero},
-            "contexts": {},
-        }
-        for setting in settings:
-            entry["contexts"][setting] = {}
-            for k in ks:
-                text = answer[(qid, setting, k)]
-                p = performance[(qid, text)]
-                ranked = oracles[qid] if setting == "oracle" and oracles is not None else passages[qid]
-                entry["contexts"][setting][k] = {
-                    "documents": [passage.id for passage in contexts[qid][setting][k]],
-                    "answer": text,
-                    "p": p,
-                    "utility": utility(p, p_zero, epsilon),
-                    "ndcg": math.nan if gold_ids is None else _ndcg(ranked, gold_ids, k),
-                }
-        result_questions.append(entry)
 
+def _question_entry(
+    qid: str,
+    text: str,
+    answer: dict[Slot, str],
+    performance: dict[tuple[str, str], float],
+    contexts: dict[str, dict[int, list[Passage]]],
+    ranked: dict[str, list[Passage]],
+    gold_ids: set[str] | None,
+    ks: list[int],
+    epsilon: float | None,
+) -> dict[str, Any]:
+    """One question: its 0-shot answer and P, and per setting and k the context's answer, P, U and nDCG."""
+    p_zero = performance[(qid, answer[(qid, None, None)])]
+    entry: dict[str, Any] = {
+        "id": qid,
+        "question": text,
+        "zero_shot": {"answer": answer[(qid, None, None)], "p": p_zero},
+        "contexts": {},
+    }
+    for setting in contexts:
+        entry["contexts"][setting] = {}
+        for k in ks:
+            output = answer[(qid, setting, k)]
+            p = performance[(qid, output)]
+            entry["contexts"][setting][k] = {
+                "documents": [passage.id for passage in contexts[setting][k]],
+                "answer": output,
+                "p": p,
+                "utility": utility(p, p_zero, epsilon),
+                "ndcg": math.nan if gold_ids is None else _ndcg(ranked[setting], gold_ids, k),
+            }
+    return entry
+
+
+def _means_and_correlations(
+    entries: list[dict[str, Any]], settings: list[str], ks: list[int], correlate_ndcg: bool
+) -> tuple[dict[str, dict[int, dict[str, float]]], dict[str, dict[int, dict[str, float]]]]:
+    """Per setting and k: mean U, P and nDCG (and how many U are undefined), and Pearson's r(nDCG, U)."""
     mean: dict[str, dict[int, dict[str, float]]] = {}
     correlation: dict[str, dict[int, dict[str, float]]] = {}
     for setting in settings:
         mean[setting], correlation[setting] = {}, {}
         for k in ks:
-            rows = [entry["contexts"][setting][k] for entry in result_questions]
+            rows = [entry["contexts"][setting][k] for entry in entries]
             utilities = [row["utility"] for row in rows]
             mean[setting][k] = {
                 "utility": _mean(utilities),
@@ -244,18 +301,9 @@ def evaluate_utility(
                 "ndcg": _mean(row["ndcg"] for row in rows),
                 "undefined": sum(math.isnan(value) for value in utilities),
             }
-            if relevant is not None:
+            if correlate_ndcg:
                 correlation[setting][k] = correlate([row["ndcg"] for row in rows], utilities, ["pearson_r"])
-    run_settings = {
-        "generator": generator.namespace,
-        "similarity": similarity if isinstance(similarity, str) else type(similarity).__name__,
-        "ks": ks,
-        "settings": settings,
-        "epsilon": epsilon,
-        "questions": len(ids),
-        "zero_shot_p": _mean(entry["zero_shot"]["p"] for entry in result_questions),
-    }
-    return UtilityResult(result_questions, mean, correlation, cost, run_settings)
+    return mean, correlation
 
 
 def _ndcg(ranked: Sequence[Passage], gold_ids: set[str], k: int) -> float:
