@@ -171,7 +171,7 @@ class Ensemble:
         self._learn_costs(outputs)
         stages = _stages(clock, usage, len(items), members=len(names))
         return [
-            self._result(item, outputs[i], decision.member, decision.scores, failed[i], [], stages)
+            _result(item, outputs[i], decision.member, decision.scores, failed[i], [], stages)
             for i, (item, decision) in enumerate(zip(items, decisions, strict=True))
         ]
 
@@ -203,7 +203,7 @@ class Ensemble:
         member = leader if leader is not None else decision.member  # the leader has the full vote's answer
         skipped = [name for name in names if name not in outputs and name not in failed]
         stages = _stages(clock, usage, 1, members=len(outputs) + len(failed), skipped=skipped)
-        return self._result(item, outputs, member, decision.scores, failed, skipped, stages)
+        return _result(item, outputs, member, decision.scores, failed, skipped, stages)
 
     def cost(self, name: str) -> float:
         """A member's expected seconds per question: measured by this ensemble when it has run, else a prior
@@ -211,42 +211,8 @@ class Ensemble:
         return self.costs.get(name, _prior_cost(name))
 
     def explain(self, result: Result) -> dict[str, Any]:
-        """Why the vote chose its answer: the voter's own account per voting member (for the paper's voter:
-        weight ω^r, whether it drops the member, similarities per metric and combined (eq. 6), pooled
-        similarity and decision score (eq. 7); for the answer selector: each feature's contribution), and
-        the members left out of the vote with the reason."""
-        names = list(result.members)
-        if not names:
-            raise InputError("this result holds no member outputs to explain")
-        foreign = [name for name in names if name not in self.retrievers]
-        if foreign:
-            raise InputError(f"this result holds member(s) {', '.join(foreign)} that this ensemble lacks")
-        if not hasattr(self.voter, "explain_row"):
-            raise ConfigError("explain() needs an eor voter (Voter, AnswerSelector or voters.load_voter)")
-        account = self.voter.explain_row(
-            [result.members[name].answer for name in names],
-            [_texts(result.members[name]) for name in names],
-            result.question,
-            [self.members.index(name) for name in names],
-        )
-        members: dict[str, Any] = {}
-        for name, row in zip(names, account.pop("members"), strict=True):
-            if "similarity" in row:
-                row["similarity"] = {names[n]: values for n, values in row["similarity"].items()}
-            members[name] = {
-                "answer": result.members[name].answer,
-                **row,
-                "score": result.members[name].score,
-                "chosen": name == result.member,
-            }
-        return {
-            "question": result.question,
-            "answer": result.answer,
-            "member": result.member,
-            **account,
-            "members": members,
-            "degraded": dict(result.degraded),
-        }
+        """Why the vote chose its answer (see `explain_vote`)."""
+        return explain_vote(self.voter, self.members, result)
 
     # -- the stages, each isolating member failures -----------------------------------------------------
 
@@ -342,34 +308,6 @@ class Ensemble:
                 )
         return cuts
 
-    def _result(
-        self,
-        item: Question,
-        outputs: dict[str, MemberOutput],
-        member: str,
-        scores: dict[str, float | None],
-        failed: dict[str, str],
-        skipped: list[str],
-        stages: dict[str, Any],
-    ) -> Result:
-        for name, output in outputs.items():
-            output.score = scores.get(name)
-        timings = {stage: stages[stage]["seconds"] for stage in ("retrieval", "generation", "voting")}
-        timings["total"] = round(sum(timings.values()), 4)
-        return Result(
-            item.id,
-            item.question,
-            outputs[member].answer,
-            member,
-            outputs,
-            timings,
-            item.answers,
-            item.extra,
-            failed,
-            skipped,
-            stages,
-        )
-
     def _learn_costs(self, outputs: list[dict[str, MemberOutput]]) -> None:
         for output in outputs:
             for name, member in output.items():
@@ -383,6 +321,74 @@ class Ensemble:
     def _prompt(self, question: str, documents: list[Any], max_words: int | None = None) -> str:
         """The member's answer prompt (eor.prompts: cut to `max_document_words` words, or `max_words`)."""
         return self.templates.answer_prompt(question, _pairs(documents), max_words)
+
+
+def explain_vote(voter: Any, pool: list[str], result: Result) -> dict[str, Any]:
+    """Why the vote chose its answer: the voter's own account per voting member (for the paper's voter:
+    weight ω^r, whether it drops the member, similarities per metric and combined (eq. 6), pooled
+    similarity and decision score (eq. 7); for the answer selector: each feature's contribution), and
+    the members left out of the vote with the reason. `pool`: the voter's members, in its order."""
+    names = list(result.members)
+    if not names:
+        raise InputError("this result holds no member outputs to explain")
+    foreign = [name for name in names if name not in pool]
+    if foreign:
+        raise InputError(f"this result holds member(s) {', '.join(foreign)} that this ensemble lacks")
+    if not hasattr(voter, "explain_row"):
+        raise ConfigError("explain() needs an eor voter (Voter, AnswerSelector or voters.load_voter)")
+    account = voter.explain_row(
+        [result.members[name].answer for name in names],
+        [_texts(result.members[name]) for name in names],
+        result.question,
+        [pool.index(name) for name in names],
+    )
+    members: dict[str, Any] = {}
+    for name, row in zip(names, account.pop("members"), strict=True):
+        if "similarity" in row:
+            row["similarity"] = {names[n]: values for n, values in row["similarity"].items()}
+        members[name] = {
+            "answer": result.members[name].answer,
+            **row,
+            "score": result.members[name].score,
+            "chosen": name == result.member,
+        }
+    return {
+        "question": result.question,
+        "answer": result.answer,
+        "member": result.member,
+        **account,
+        "members": members,
+        "degraded": dict(result.degraded),
+    }
+
+
+def _result(
+    item: Question,
+    outputs: dict[str, MemberOutput],
+    member: str,
+    scores: dict[str, float | None],
+    failed: dict[str, str],
+    skipped: list[str],
+    stages: dict[str, Any],
+) -> Result:
+    """The question's Result: the vote's scores on the outputs, the chosen member's answer, timings."""
+    for name, output in outputs.items():
+        output.score = scores.get(name)
+    timings = {stage: stages[stage]["seconds"] for stage in ("retrieval", "generation", "voting")}
+    timings["total"] = round(sum(timings.values()), 4)
+    return Result(
+        item.id,
+        item.question,
+        outputs[member].answer,
+        member,
+        outputs,
+        timings,
+        item.answers,
+        item.extra,
+        failed,
+        skipped,
+        stages,
+    )
 
 
 class Clock:
