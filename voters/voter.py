@@ -10,6 +10,10 @@ per member, a string or a list of strings. `__init__` stores hyper-parameters on
 Members with ω^r_m ≤ t (`member_threshold`) are dropped: they are never chosen and their answers do not
 enter the others' pools (so an ensemble need not run them). Ties go to the lowest member index. Every
 `*_tensor` method takes a precomputed similarity tensor (Q, M, M, K) in the order of `metrics`.
+
+The class is in three files: here its hyper-parameters, data and prediction; `voter_fit` its constructors
+and fitting; `voter_account` what it tells of itself: its description, the account of one vote, and its
+weights file.
 """
 
 from __future__ import annotations
@@ -28,35 +32,17 @@ from voters.grounding import Passages, grounding_features
 from voters.pooling import POOLINGS
 from voters.scoring import VoteScorer, choose, decision_scores
 from voters.similarity import available_metrics, check_answers, similarity_tensor
-from voters.smooth import DEFAULT_PENALTY, DEFAULT_TEMPERATURE, SmoothSettings, smooth_search
-from voters.training import (
-    Callback,
-    SearchResult,
-    VoteData,
-    Weights,
-    search_weights,
-    uniform_member_weight,
-    uniform_metric_weight,
-)
-from voters.weights_file import (
-    FORMAT,
-    FORMAT_VERSION,
-    eor_version,
-    member_order,
-    read_document,
-    write_document,
-)
+from voters.smooth import DEFAULT_PENALTY, DEFAULT_TEMPERATURE
+from voters.training import VoteData
+from voters.voter_account import AccountMixin
+from voters.voter_fit import SEARCH, Answers, FittingMixin, Golds
 
 log = logging.getLogger(__name__)
 
-SEARCH = "search"
 OBJECTIVES = ("step", "smooth")
-Answers = Sequence[Sequence[str]]
-Golds = Sequence[Sequence[str]]
-DevSplit = tuple[Any, ...] | VoteData
 
 
-class Voter:
+class Voter(FittingMixin, AccountMixin):
     """Weighted similarity voting over member answers, with weights learned by Nelder-Mead.
 
     Hyper-parameters:
@@ -195,74 +181,6 @@ class Voter:
             if any(not isinstance(name, str) for name in names) or len(set(names)) != len(names):
                 raise ConfigError("members must be distinct member names (strings)")
 
-    # -- constructors ----------------------------------------------------------------------------------
-
-    @classmethod
-    def uniform(
-        cls,
-        n_members: int,
-        metrics: Sequence[str] = ("em", "f1", "cosine"),
-        pooling: str = "mean",
-        *,
-        grounding_weight: float | None = None,
-        **params: Any,
-    ) -> Voter:
-        """A voter with explicit uniform weights, ready to predict without fitting.
-
-        Every member gets ω^r = min(0.5, max_weight) (all active) and every metric ω^s = 1/K, so S_sim is
-        the plain average of the metrics and stays in [0, 1] (the majority/plurality threshold keeps its
-        meaning). With `grounding=True`, ω^g is `grounding_weight` (default 1/K as well).
-        """
-        voter = cls(metrics=tuple(metrics), pooling=pooling, **params)
-        voter._check_params()
-        if pooling == SEARCH:
-            raise ConfigError(f"a uniform voter needs a concrete pooling: {', '.join(POOLINGS)}")
-        if not isinstance(n_members, int) or n_members < 1:
-            raise ConfigError(f"n_members must be a positive integer, got {n_members!r}")
-        if voter.members is not None and len(voter.members) != n_members:
-            raise ConfigError(f"{len(voter.members)} member names given for {n_members} members")
-        n_metrics = len(voter.metrics)
-        weight = uniform_metric_weight(n_metrics, voter.max_weight)
-        grounding = None
-        if voter.grounding:
-            grounding = float(grounding_weight) if grounding_weight is not None else 1.0 / n_metrics
-        voter._set_weights(
-            Weights(
-                np.full(n_metrics, weight),
-                np.full(n_members, uniform_member_weight(voter.max_weight)),
-                grounding,
-                pooling,
-            )
-        )
-        voter.train_score_ = None
-        voter.dev_score_ = None
-        return voter
-
-    @classmethod
-    def single_member(
-        cls, n_members: int, member: int, metrics: Sequence[str] = ("em", "f1", "cosine"), **params: Any
-    ) -> Voter:
-        """Top R as a voter: member `member` alone is active (ω^r = max_weight, every other ω^r = 0), so it
-        is always chosen; the metric weights are uniform (they never matter with one active member)."""
-        voter = cls.uniform(n_members, metrics=metrics, **params)
-        if not isinstance(member, int) or not 0 <= member < n_members:
-            raise ConfigError(f"member must be an index in 0..{n_members - 1}, got {member!r}")
-        weights = np.zeros(n_members)
-        weights[member] = voter.max_weight
-        voter.retriever_weights_ = weights
-        return voter
-
-    def _set_weights(self, weights: Weights) -> None:
-        self.metric_weights_ = np.asarray(weights.metric, dtype=float)
-        self.retriever_weights_ = np.asarray(weights.retriever, dtype=float)
-        self.grounding_weight_ = weights.grounding
-        self.pooling_ = weights.pooling
-        self.n_members_ = len(self.retriever_weights_)
-        self.members_ = list(self.members) if self.members is not None else None
-        self.metric_names_ = list(self.metrics)
-        if not hasattr(self, "metadata_"):
-            self.metadata_: dict[str, Any] = {}
-
     # -- data preparation ------------------------------------------------------------------------------
 
     def similarity_tensor(self, answers: Answers) -> np.ndarray:
@@ -299,109 +217,6 @@ class Voter:
                 raise InputError("this voter uses grounding: pass each member's passages (passages=...)")
             grounding = grounding_features(answers, passages)
         return VoteData(tensor, correct, grounding)
-
-    # -- fitting ---------------------------------------------------------------------------------------
-
-    def fit(
-        self,
-        answers: Answers,
-        golds: Golds,
-        passages: Sequence[Sequence[Passages]] | None = None,
-        *,
-        dev: tuple[Any, ...] | None = None,
-        callback: Callback | None = None,
-    ) -> Voter:
-        """Learn the weights on training questions.
-
-        `dev=(answers, golds[, passages])` is scored for the report (never used to choose the weights);
-        `callback` receives one dict per start (pooling, start, train/dev scores, best so far).
-        """
-        self._check_params()
-        if len(answers) != len(golds):
-            raise InputError(f"got answers for {len(answers)} questions but gold answers for {len(golds)}")
-        train = self._data(answers, golds, passages, self.grounding)
-        dev_data = None
-        if dev is not None:
-            if not isinstance(dev, tuple | list) or len(dev) not in (2, 3):
-                raise InputError("dev must be (answers, golds) or (answers, golds, passages)")
-            dev_answers, dev_golds, *rest = dev
-            dev_data = self._data(dev_answers, dev_golds, rest[0] if rest else None, self.grounding)
-        return self.fit_tensor(train.tensor, train.correctness, train.grounding, dev=dev_data, callback=callback)
-
-    def fit_tensor(
-        self,
-        tensor: np.ndarray,
-        correctness: np.ndarray,
-        grounding: np.ndarray | None = None,
-        *,
-        dev: DevSplit | None = None,
-        callback: Callback | None = None,
-    ) -> Voter:
-        """Learn the weights from a similarity tensor (Q,M,M,K) and a correctness matrix (Q,M).
-
-        `dev` is a VoteData or a tuple (tensor, correctness[, grounding]).
-        """
-        self._check_params()
-        train = VoteData(tensor, correctness, grounding)
-        if train.tensor.shape[3] != len(self.metrics):
-            raise InputError(f"tensor has {train.tensor.shape[3]} metrics, the voter uses {len(self.metrics)}")
-        if self.members is not None and len(self.members) != train.tensor.shape[1]:
-            raise InputError(f"{len(self.members)} member names but answers from {train.tensor.shape[1]} members")
-        dev_data = dev if dev is None or isinstance(dev, VoteData) else VoteData(*dev)
-        poolings = list(POOLINGS) if self.pooling == SEARCH else [self.pooling]
-        n_weights = train.tensor.shape[3] + train.tensor.shape[1] + int(bool(self.grounding))
-        if self.objective == "smooth":
-            result = self._smooth_fit(train, poolings, dev_data, 40 * n_weights)
-        else:
-            result = search_weights(
-                train,
-                poolings=poolings,
-                threshold=float(self.threshold),
-                member_threshold=float(self.member_threshold),
-                max_weight=float(self.max_weight),
-                restarts=self.restarts,
-                seed=self.seed,
-                max_evals=self.max_evals if self.max_evals is not None else 40 * n_weights,
-                use_grounding=bool(self.grounding),
-                dev=dev_data,
-                callback=callback,
-            )
-        self._set_weights(result.weights)
-        self.train_score_ = result.train_score
-        self.dev_score_ = result.dev_score
-        self.best_start_ = result.start
-        self.n_evaluations_ = result.evaluations
-        self.fit_history_ = result.history
-        log.info(
-            "voter fitted: train %s %.4f%s, pooling %s, %d active of %d members",
-            self.correctness,
-            result.train_score,
-            "" if result.dev_score is None else f", dev {result.dev_score:.4f}",
-            self.pooling_,
-            len(self.active_members_),
-            self.n_members_,
-        )
-        return self
-
-    def _smooth_fit(
-        self, train: VoteData, poolings: list[str], dev: VoteData | None, default_evals: int
-    ) -> SearchResult:
-        best = None
-        for pooling in poolings:
-            result = smooth_search(
-                train,
-                pooling=pooling,
-                threshold=float(self.threshold),
-                member_threshold=float(self.member_threshold),
-                max_weight=float(self.max_weight),
-                max_evals=self.max_evals if self.max_evals is not None else default_evals,
-                use_grounding=bool(self.grounding),
-                settings=SmoothSettings(float(self.temperature), float(self.penalty)),
-                dev=dev,
-            )
-            if best is None or result.train_score > best.train_score:
-                best = result
-        return best
 
     # -- prediction ------------------------------------------------------------------------------------
 
@@ -493,66 +308,6 @@ class Voter:
             raise InputError(f"member positions must be distinct and in 0..{self.n_members_ - 1}, got {index}")
         return index
 
-    def explain_row(
-        self, answers: Sequence[str], passages: Sequence[Passages], question: str, members: Sequence[int]
-    ) -> dict[str, Any]:
-        """Why the vote went as it did for one question: per answering member (positions `members`) its
-        weight ω^r, whether the weight drops it, its similarity to every other member per metric and
-        combined (eq. 6), its pooled similarity and decision score (eq. 7), and whether it is grounded."""
-        index = self._positions(members)
-        tensor = self.similarity_tensor([list(answers)])
-        grounding = grounding_features([list(answers)], [list(passages)]) if self.needs_passages else None
-        scorer = VoteScorer(tensor, grounding)
-        weights = self.retriever_weights_[index]
-        active = weights > self.member_threshold
-        combined = scorer.combined(self.metric_weights_)[0]
-        pooled = scorer.pooled(self.metric_weights_, active, self.pooling_, float(self.threshold))[0]
-        scores = self.decision_scores([list(answers)], [list(passages)], [question], index)[0]
-        rows = []
-        for m in range(len(answers)):
-            row = {
-                "weight": float(weights[m]),
-                "dropped": not bool(active[m]),
-                "similarity": {
-                    n: {
-                        **{metric: float(tensor[0, m, n, k]) for k, metric in enumerate(self.metrics)},
-                        "combined": float(combined[m, n]),
-                    }
-                    for n in range(len(answers))
-                    if n != m
-                },
-                "pooled": float(pooled[m]) if active[m] else None,
-                "score": float(scores[m]) if np.isfinite(scores[m]) else None,
-            }
-            if grounding is not None:
-                row["grounded"] = bool(grounding[0, m])
-            rows.append(row)
-        return {
-            "voter": self.kind,
-            "pooling": self.pooling_,
-            "metric_weights": {metric: float(w) for metric, w in zip(self.metrics, self.metric_weights_, strict=True)},
-            "grounding_weight": self.grounding_weight_,
-            "member_threshold": float(self.member_threshold),
-            "members": rows,
-        }
-
-    def describe(self) -> dict[str, Any]:
-        """The fitted voter for reports: its kind, metrics, pooling and every learned weight."""
-        self._check_fitted()
-        names = self.members_ or [f"member{m}" for m in range(self.n_members_)]
-        return {
-            "voter": self.kind,
-            "metrics": list(self.metric_names_),
-            "pooling": self.pooling_,
-            "retriever_weights": {name: float(w) for name, w in zip(names, self.retriever_weights_, strict=True)},
-            "metric_weights": {
-                name: float(w) for name, w in zip(self.metric_names_, self.metric_weights_, strict=True)
-            },
-            "grounding_weight": self.grounding_weight_,
-            "member_threshold": float(self.member_threshold),
-            "active": [names[i] for i in self.active_members_],
-        }
-
     def predict(
         self,
         answers: Answers,
@@ -567,79 +322,3 @@ class Voter:
         chosen = self.predict(answers, passages)
         correct = correctness_matrix(answers, golds, self.correctness)
         return float(correct[np.arange(len(chosen)), chosen].mean()) if len(chosen) else 0.0
-
-    # -- persistence -----------------------------------------------------------------------------------
-
-    def save(self, path: str | Path, **meta: Any) -> Path:
-        """Write the weights file (JSON). `meta`: reader, dataset, objective, ... (JSON values)."""
-        self._check_fitted()
-        meta.setdefault("objective", self.correctness)
-        params = self.get_params()
-        params["metrics"] = list(self.metrics)
-        params["members"] = list(self.members) if self.members is not None else None
-        params["cache_dir"] = str(self.cache_dir) if self.cache_dir is not None else None
-        document = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "voter": self.kind,
-            "eor_version": eor_version(),
-            "members": self.members_,
-            "metrics": self.metric_names_,
-            "pooling": self.pooling_,
-            "metric_weights": [float(w) for w in self.metric_weights_],
-            "retriever_weights": [float(w) for w in self.retriever_weights_],
-            "grounding_weight": self.grounding_weight_,
-            "active_members": self.active_members_,
-            "train_score": getattr(self, "train_score_", None),
-            "dev_score": getattr(self, "dev_score_", None),
-            "params": params,
-            "meta": {**self.metadata_, **meta},
-        }
-        return write_document(path, document)
-
-    @classmethod
-    def load(cls, path: str | Path, members: Sequence[str] | None = None) -> Voter:
-        """A fitted voter from a weights file.
-
-        `members`, the pool's member names in its order, must be the file's members (in any order).
-        """
-        return cls.from_document(read_document(path), str(path), members)
-
-    @classmethod
-    def from_document(cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Voter:
-        """A fitted voter from a weights-file document (see `voters.load_voter`)."""
-        path = source
-        if document.get("voter", cls.kind) != cls.kind:
-            raise ConfigError(
-                f"weights file {source!r} holds a {document.get('voter')!r} voter: load it with voters.load_voter"
-            )
-        try:
-            params = dict(document["params"])
-            metric_weights = [float(w) for w in document["metric_weights"]]
-            retriever_weights = [float(w) for w in document["retriever_weights"]]
-            pooling = str(document["pooling"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"weights file {str(path)!r} is incomplete or malformed: {exc!r}") from None
-        file_members = document.get("members")
-        order = member_order(file_members, members, len(retriever_weights), str(path))
-        params["metrics"] = tuple(params.get("metrics", ()))
-        if members is not None:
-            params["members"] = list(members)
-        voter = cls()
-        voter.set_params(**params)
-        voter._check_params()
-        if len(metric_weights) != len(voter.metrics) or pooling not in POOLINGS:
-            raise ConfigError(f"weights file {str(path)!r} is inconsistent: metric weights or pooling do not match")
-        grounding = document.get("grounding_weight")
-        voter._set_weights(
-            Weights(
-                np.array(metric_weights),
-                np.array(retriever_weights)[order],
-                None if grounding is None else float(grounding),
-                pooling,
-            )
-        )
-        voter.train_score_ = document.get("train_score")
-        voter.dev_score_ = document.get("dev_score")
-        voter.metadata_ = dict(document.get("meta") or {})
-        return voter

@@ -129,23 +129,7 @@ def build_report(
         scored = Scored(
             data, voted, scores, eor_scores, measures, metric, Bootstrap.draw(data.questions, resamples, seed)
         )
-        report = {
-            "format": REPORT_FORMAT,
-            "version": REPORT_VERSION,
-            "records": str(records_dir),
-            "questions": data.questions,
-            "metric": metric,
-            "measures": measures,
-            "seed": seed,
-            "bootstrap": {"resamples": scored.resampled.resamples, "confidence": CONFIDENCE, "method": "percentile"},
-            "names": list(data.names),
-            **_accuracy(scored, matrix),
-            "rwr": {"metric": metric, "names": list(data.names), "matrix": matrix},
-            "errors": errors,
-            "upper_bound": {**upper, "max_subsets": max_subsets},
-            "weights": voted.weights(),
-        }
-        report["upper_bound"]["eor"] = report["eor"][metric]
+        report = _assemble(records_dir, scored, matrix, errors, upper, seed, max_subsets)
         bar.update(1)
     return json_ready(report)
 
@@ -168,6 +152,37 @@ def _figures(values: dict[str, np.ndarray], measures: Sequence[str], resampled: 
 
 def _mean(values: np.ndarray) -> float:
     return float(np.mean(values)) if np.size(values) else float("nan")
+
+
+def _assemble(
+    records_dir: str | Path,
+    scored: Scored,
+    matrix: np.ndarray,
+    errors: dict[str, Any],
+    upper: dict[str, Any],
+    seed: int,
+    max_subsets: int,
+) -> dict[str, Any]:
+    """The report dict, in the order of the module docstring."""
+    data, metric = scored.data, scored.metric
+    report = {
+        "format": REPORT_FORMAT,
+        "version": REPORT_VERSION,
+        "records": str(records_dir),
+        "questions": data.questions,
+        "metric": metric,
+        "measures": scored.measures,
+        "seed": seed,
+        "bootstrap": {"resamples": scored.resampled.resamples, "confidence": CONFIDENCE, "method": "percentile"},
+        "names": list(data.names),
+        **_accuracy(scored, matrix),
+        "rwr": {"metric": metric, "names": list(data.names), "matrix": matrix},
+        "errors": errors,
+        "upper_bound": {**upper, "max_subsets": max_subsets},
+        "weights": scored.voted.weights(),
+    }
+    report["upper_bound"]["eor"] = report["eor"][metric]
+    return report
 
 
 @dataclass(frozen=True)
