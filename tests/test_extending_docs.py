@@ -1,0 +1,48 @@
+"""docs/extending.md's examples run: every Python block, in order, in one namespace, from the repository
+root; and its entry point block is the example package's (tests/plugin_package)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from tests.conftest import ROOT
+
+DOC = ROOT / "docs" / "extending.md"
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", DOC.read_text(encoding="utf-8"), flags=re.S | re.M)
+
+
+@pytest.fixture
+def registries():
+    """The examples register a source type, a metric and a pooling: the other tests must not see them."""
+    from retrievers import registry
+    from voters.pooling import POOLINGS
+    from voters.similarity.registry import METRICS
+
+    saved = [(table, dict(table)) for table in (registry._REGISTERED, POOLINGS, METRICS)]
+    yield
+    for table, before in saved:
+        table.clear()
+        table.update(before)
+
+
+def test_every_python_example_runs(isolated_cache, monkeypatch, registries):
+    blocks = _blocks("python")
+    assert len(blocks) >= 5  # source type, its error, metric, pooling, reader
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {"__name__": "extending_docs"}
+    for number, block in enumerate(blocks, start=1):
+        exec(compile(block, f"docs/extending.md, python block {number}", "exec"), namespace)  # noqa: S102
+
+
+def test_the_entry_point_example_is_the_plugin_packages():
+    (block,) = _blocks("toml")
+    pyproject = (ROOT / "tests" / "plugin_package" / "pyproject.toml").read_text(encoding="utf-8")
+    for section in block.strip().split("\n\n"):
+        assert section in pyproject, section
+    assert os.path.isdir(ROOT / "tests" / "plugin_package" / "eor_example_plugin")
