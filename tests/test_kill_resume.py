@@ -176,7 +176,7 @@ def test_eor_erag_killed_resumes_to_the_same_results(tmp_path):
             "--cost-questions",
             "0",
             "--batch-size",
-            "4",
+            "1",  # one question (its 3 documents) per reader call: a cache transaction per question
             "--out",
             str(out),
             *cache_args,
