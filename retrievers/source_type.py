@@ -58,9 +58,9 @@ class SourceType:
 
     def create(self, source: str, params: Mapping[str, Any], context: BuildContext) -> EorRetriever:
         """The retriever of source `source`: parameters and needs checked, validation errors as ConfigError."""
-        given = dict(params or {})
-        if not isinstance(params, Mapping) or any(not isinstance(key, str) for key in given):
+        if not isinstance(params, Mapping) or any(not isinstance(key, str) for key in params):
             raise ConfigError(f"source {source!r}: 'params' must be a mapping of parameter names to values")
+        given = dict(params)
         if self.params is not None:
             accepted = set(self.params) | ({"corpus"} if "corpus" in self.needs else set())
             unknown = sorted(set(given) - accepted)

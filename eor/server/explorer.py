@@ -13,6 +13,7 @@ bearer key when the server has one; so do the two report routes:
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -85,7 +86,8 @@ def add_explorer(app: FastAPI, settings: ServerSettings, dependencies: list[Any]
         return HTMLResponse(report_html(entry.folder), headers=HEADERS)
 
 
-def _root(settings: ServerSettings) -> Any:
+def _root(settings: ServerSettings) -> Path:
+    """The server's reports folder; 404 `reports_disabled` when it has none."""
     if settings.reports is None:
         raise ApiError(404, "reports_disabled", "this server lists no reports: start it with --reports DIR")
     return settings.reports
