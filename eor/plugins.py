@@ -1,8 +1,9 @@
-"""Extension points of other packages: Python entry points in three groups.
+"""Extension points of other packages: Python entry points in four groups.
 
 - `eor.sources`: a `retrievers.source_type.SourceType` per entry point (a config's `sources: {X: {type: NAME}}`);
 - `eor.metrics`: a similarity metric factory (usually a `voters.SimilarityMetric` subclass) for `voter.metrics`;
-- `eor.readers`: a reader factory `(ReaderConfig) -> Reader` for `reader: {backend: NAME}`.
+- `eor.readers`: a reader factory `(ReaderConfig) -> Reader` for `reader: {backend: NAME}`;
+- `eor.operators`: a `retrievers.operator_type.OperatorType` per entry point (`@NAME` in member names).
 
 The entry point's name is the name configs use. A package declares them in its pyproject.toml, e.g.
 `[project.entry-points."eor.sources"] wiki-api = "my_package.sources:WIKI_API"`. Each group is read once per
@@ -20,7 +21,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-GROUPS = ("eor.sources", "eor.metrics", "eor.readers")
+GROUPS = ("eor.sources", "eor.metrics", "eor.readers", "eor.operators")
 _LOADED: dict[str, dict[str, Any]] = {}
 
 

@@ -9,10 +9,15 @@ Grammar (``@RR`` > ``@k`` > ``&`` > ``@CP``: rerank first, then top-k, then conc
     name    := expr                                  surrounding whitespace is stripped
     expr    := concat [ "@CP" ]                      @CP compresses the whole concatenation before it
     concat  := operand { "&" operand }
-    operand := primary [ "@RR" ] [ "@" K ]           postfix operators in priority order, each at most once
+    operand := primary { "@" OP } [ "@" K ]          word operators first, then top-k; each at most once
     primary := SOURCE | "(" expr ")"                 parentheses group, to build trees the flat form cannot
+    OP      := "RR" | WORD                           @RR, or an operator added by `register_operator`
     SOURCE  := [A-Za-z] [A-Za-z0-9_.-]*              ASCII only; case-sensitive
     K       := [1-9] [0-9]*                          a positive integer without leading zeros
+
+Operators added through `retrievers.operator_type` (a package's `@DEDUP`, say) bind like ``@RR``: they
+apply, in the order written, to the operand right before them, so ``BM25@DEDUP@5`` is
+``TopK(Apply(Source("BM25"), "DEDUP"), 5)``.  Words that no operator registers are errors.
 
 Decisions:
 
@@ -42,10 +47,12 @@ from dataclasses import dataclass
 from typing import NoReturn, TypeAlias
 
 from eor.errors import RetrieverError
+from retrievers.operator_type import operator_types
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_K_DIGITS",
+    "Apply",
     "Compress",
     "Concat",
     "Node",
@@ -72,6 +79,15 @@ _LETTERS = frozenset(string.ascii_letters)
 _DIGITS = frozenset(string.digits)
 _NAME_CHARS = _LETTERS | _DIGITS | frozenset("_.-")
 _OPERATOR_CHARS = _LETTERS | _DIGITS
+
+
+def _is_operator_word(word: object) -> bool:
+    return (
+        isinstance(word, str)
+        and word[:1] in _LETTERS
+        and all(ch in _OPERATOR_CHARS for ch in word)
+        and word.upper() not in ("RR", "CP")
+    )
 
 
 def _is_source_name(name: object) -> bool:
@@ -122,6 +138,21 @@ class Rerank(_NodeBase):
 
 
 @dataclass(frozen=True, slots=True)
+class Apply(_NodeBase):
+    """``@WORD``: an operator added by `retrievers.operator_type.register_operator`, over the child."""
+
+    child: Node
+    operator: str
+
+    def __post_init__(self) -> None:
+        _check_child("Apply", self.child)
+        if not _is_operator_word(self.operator):
+            raise RetrieverError(
+                f"Apply needs an operator word (a letter, then letters or digits; not RR or CP), got {self.operator!r}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
 class TopK(_NodeBase):
     """``@k``: keep the child's first ``k`` chunks."""
 
@@ -168,7 +199,7 @@ class Compress(_NodeBase):
         _check_child("Compress", self.child)
 
 
-Node: TypeAlias = Source | Rerank | TopK | Concat | Compress
+Node: TypeAlias = Source | Rerank | Apply | TopK | Concat | Compress
 """Any node of a retriever tree."""
 
 
@@ -218,12 +249,14 @@ def to_name(node: Node) -> str:
     match node:
         case Source(name=name):
             return name
-        case Rerank(child=child):
-            # An operand may carry @RR only directly after its primary.
-            return (child.name if isinstance(child, Source) else f"({to_name(child)})") + "@RR"
+        case Rerank() | Apply():
+            # Word operators follow a primary (or one another), each at most once per operand.
+            word, words = _word(node), _operand_words(node.child)
+            inner = to_name(node.child) if words is not None and word not in words else f"({to_name(node.child)})"
+            return f"{inner}@{word}"
         case TopK(child=child, k=k):
-            # @k may follow a primary or an @RR.
-            inner = to_name(child) if isinstance(child, Source | Rerank) else f"({to_name(child)})"
+            # @k may follow a primary or word operators.
+            inner = to_name(child) if isinstance(child, Source | Rerank | Apply) else f"({to_name(child)})"
             return f"{inner}@{k}"
         case Concat(children=parts):
             # Operands are Source/Rerank/TopK as they are; a Compress must be grouped (@CP ends a concat).
@@ -231,6 +264,20 @@ def to_name(node: Node) -> str:
         case Compress(child=child):
             return (f"({to_name(child)})" if isinstance(child, Compress) else to_name(child)) + "@CP"
     raise RetrieverError(f"to_name needs a retriever tree node, got {type(node).__name__}")
+
+
+def _word(node: Rerank | Apply) -> str:
+    return "RR" if isinstance(node, Rerank) else node.operator
+
+
+def _operand_words(node: Node) -> set[str] | None:
+    """The word operators already applied to the operand that `node` prints as (None: it is no operand's
+    primary-and-words, so a word operator over it needs parentheses)."""
+    words: set[str] = set()
+    while isinstance(node, Rerank | Apply):
+        words.add(_word(node))
+        node = node.child
+    return words if isinstance(node, Source) else None
 
 
 def canonical_name(name: str) -> str:
@@ -297,6 +344,7 @@ class _Parser:
         self.depth = 0
         self.op_end = self.start  # end of the operator last read by read_operator()
         self.after_cp = False  # whether the expr just parsed ended with @CP
+        self.operators = set(operator_types())  # words of the operators added to the notation
 
     # -- helpers -------------------------------------------------------------------------------------------
 
@@ -320,7 +368,8 @@ class _Parser:
         self.fail(self.pos, f"unexpected {ch!r}: expected {expected}")
 
     def read_operator(self) -> tuple[str, int | None]:
-        """Read ``@...`` at the current position without consuming it: ("RR"|"CP"|"K", k) and its end."""
+        """Read ``@...`` at the current position without consuming it: ("RR"|"CP"|"K"|an added operator's
+        word, k) and its end (in ``op_end``)."""
         at = self.pos
         i = at + 1
         while i < self.end and self.text[i] in _OPERATOR_CHARS:
@@ -330,7 +379,7 @@ class _Parser:
         if word == "":
             self.pos = at + 1
             self.unexpected("RR, CP or a number after '@'")
-        if word in ("RR", "CP"):
+        if word in ("RR", "CP") or word in self.operators:
             return word, None
         if all(ch in _DIGITS for ch in word):
             if word[0] == "0":
@@ -350,7 +399,8 @@ class _Parser:
                 f"unknown operator '@{word}'",
                 f"operators are case-sensitive: write '@{word.upper()}'",
             )
-        self.fail(at + 1, f"unknown operator '@{word}': expected RR, CP or a number after '@'")
+        known = "".join(f", {w}" for w in sorted(self.operators))
+        self.fail(at + 1, f"unknown operator '@{word}': expected RR{known}, CP or a number after '@'")
 
     # -- grammar -------------------------------------------------------------------------------------------
 
@@ -414,40 +464,36 @@ class _Parser:
     def operand(self) -> Node:
         operand_start = self.pos
         node = self.primary()
-        rerank_at: int | None = None
-        topk_at: int | None = None
+        applied: set[str] = set()  # word operators of this operand
         topk_text = ""
         while self.peek() == "@":
             at = self.pos
             op, k = self.read_operator()
             if op == "CP":
                 break  # handled by expr(), which owns the whole concatenation
-            if op == "RR":
-                if rerank_at is not None:
-                    self.fail(
-                        at,
-                        "repeated '@RR'",
-                        f"write it once, or use parentheses to rerank twice: '{self.regrouped(operand_start, at)}'",
-                    )
-                if topk_at is not None:
-                    self.fail(
-                        at,
-                        f"'@RR' must come before '{topk_text}' (priority @RR > @k > & > @CP)",
-                        f"use parentheses to rerank after truncating: '{self.regrouped(operand_start, at)}'",
-                    )
-                rerank_at = at
-                node = Rerank(node)
-            else:
-                assert k is not None
-                if topk_at is not None:
+            regrouped = self.regrouped(operand_start, at)
+            if op == "K":
+                if topk_text:
                     self.fail(
                         at,
                         f"repeated top-k: '@{k}' after '{topk_text}'",
-                        f"keep one '@k', or use parentheses to truncate twice: '{self.regrouped(operand_start, at)}'",
+                        f"keep one '@k', or use parentheses to truncate twice: '{regrouped}'",
                     )
-                topk_at = at
                 topk_text = f"@{k}"
                 node = TopK(node, k)
+            else:
+                verb = "rerank" if op == "RR" else f"apply @{op}"
+                if op in applied:
+                    hint = f"write it once, or use parentheses to {verb} twice: '{regrouped}'"
+                    self.fail(at, f"repeated '@{op}'", hint)
+                if topk_text:
+                    self.fail(
+                        at,
+                        f"'@{op}' must come before '{topk_text}' (priority @RR > @k > & > @CP)",
+                        f"use parentheses to {verb} after truncating: '{regrouped}'",
+                    )
+                applied.add(op)
+                node = Rerank(node) if op == "RR" else Apply(node, op)
             self.pos = self.op_end
         return node
 

@@ -1,5 +1,6 @@
 """The operators of the paper's notation over retriever trees: `@k` top-k, `&` concatenation,
-`@RR` reranking by a bi-encoder (or a cross-encoder) and `@CP` compression by the reader."""
+`@RR` reranking by a bi-encoder (or a cross-encoder) and `@CP` compression by the reader; `Applied`, the
+base of operators that other code adds (retrievers.operator_type)."""
 
 from __future__ import annotations
 
@@ -118,6 +119,17 @@ class Compress(EorRetriever):
             digest = hashlib.sha1(summary.encode()).hexdigest()[:12]
             results[i] = [passage(summary.strip(), id=f"CP:{digest}", source=self.notation)]
         return results
+
+
+class Applied(EorRetriever):
+    """`child@WORD`: the base of an operator added with `retrievers.operator_type.register_operator`;
+    a subclass implements `retrieve_batch` (usually over `self.child.retrieve_batch(queries)`)."""
+
+    child: EorRetriever
+    operator: str
+
+    def to_node(self) -> notation.Node:
+        return notation.Apply(self.child.to_node(), self.operator)
 
 
 def chunk_document(document: Document, words: int) -> list[Document]:

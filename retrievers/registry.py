@@ -18,6 +18,7 @@ from eor.plugins import entry_point_objects
 from retrievers import notation
 from retrievers.base import EorRetriever
 from retrievers.builtin_sources import SOURCE_TYPES as BUILTIN_SOURCE_TYPES
+from retrievers.operator_type import operator_types
 from retrievers.source_type import BuildContext, SourceType
 
 __all__ = ["BuildContext", "SourcePool", "SourceType", "register_source_type", "source_names", "source_types"]
@@ -130,6 +131,8 @@ class SourcePool:
                 return operators.Concat(children=[self._build(child) for child in children])
             case notation.Rerank(child=child):
                 return operators.Rerank(child=self._build(child), encoder=self.context.encoder)
+            case notation.Apply():
+                return self._apply(node)
             case notation.Compress(child=child):
                 if self.context.reader is None:
                     raise ConfigError("@CP (compression) needs a reader")
@@ -141,3 +144,17 @@ class SourcePool:
                     prompts=self.context.prompts,
                 )
         raise RetrieverError(f"cannot build {node!r}")  # pragma: no cover - the parser produces only these
+
+    def _apply(self, node: notation.Apply) -> EorRetriever:
+        """An operator added through retrievers.operator_type, over the child's retriever."""
+        operator = operator_types().get(node.operator)
+        if operator is None:
+            raise RetrieverError(f"unknown operator '@{node.operator}' in {notation.to_name(node)!r}")
+        built = operator.build(self._build(node.child), self.context)
+        if not isinstance(built, EorRetriever) or built.to_node() != node:
+            shown = built.notation if isinstance(built, EorRetriever) else type(built).__name__
+            raise ConfigError(
+                f"operator '@{node.operator}' built {shown!r} for {notation.to_name(node)!r}: its build must return "
+                "an EorRetriever whose to_node() is Apply(child, word) (subclass retrievers.operators.Applied)"
+            )
+        return built

@@ -19,12 +19,14 @@ def _blocks(language: str) -> list[str]:
 
 @pytest.fixture
 def registries():
-    """The examples register a source type, a metric and a pooling: the other tests must not see them."""
-    from retrievers import registry
+    """The examples register a source type, an operator, a metric and a pooling: the other tests must not
+    see them."""
+    from retrievers import operator_type, registry
     from voters.pooling import POOLINGS
     from voters.similarity.registry import METRICS
 
-    saved = [(table, dict(table)) for table in (registry._REGISTERED, POOLINGS, METRICS)]
+    tables = (registry._REGISTERED, operator_type._REGISTERED, POOLINGS, METRICS)
+    saved = [(table, dict(table)) for table in tables]
     yield
     for table, before in saved:
         table.clear()
@@ -33,7 +35,7 @@ def registries():
 
 def test_every_python_example_runs(isolated_cache, monkeypatch, registries):
     blocks = _blocks("python")
-    assert len(blocks) >= 5  # source type, its error, metric, pooling, reader
+    assert len(blocks) >= 6  # source type, its error, operator, metric, pooling, reader
     monkeypatch.chdir(ROOT)
     namespace: dict = {"__name__": "extending_docs"}
     for number, block in enumerate(blocks, start=1):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from eor.errors import EorError, RetrieverError
 from retrievers.notation import (
     MAX_DEPTH,
+    Apply,
     Compress,
     Concat,
     Node,
@@ -26,6 +28,7 @@ from retrievers.notation import (
     to_name,
     walk,
 )
+from retrievers.operator_type import OperatorType, register_operator, unregister_operator
 
 SE, WIKI, PK, BM25, HB = Source("SE"), Source("Wiki"), Source("PK"), Source("BM25"), Source("HB")
 
@@ -387,3 +390,84 @@ def test_random_trees_round_trip(tree: Node) -> None:
     # Canonical names carry no whitespace and survive surrounding whitespace.
     assert name == name.strip() and " " not in name
     assert parse(f"  {name}\n") == tree
+
+
+# --- Operators added by other code (retrievers.operator_type) -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def added_operators() -> Iterator[None]:
+    def identity(child: object, context: object) -> object:
+        return child
+
+    for word in ("DD", "Mx2"):
+        register_operator(OperatorType(word, identity, "for the notation tests"))
+    yield
+    for word in ("DD", "Mx2"):
+        unregister_operator(word)
+
+
+ADDED = {
+    "BM25@DD": Apply(Source("BM25"), "DD"),
+    "BM25@DD@5": TopK(Apply(Source("BM25"), "DD"), 5),
+    "BM25@RR@DD@5": TopK(Apply(Rerank(Source("BM25")), "DD"), 5),
+    "BM25@DD@RR": Rerank(Apply(Source("BM25"), "DD")),
+    "BM25@DD@Mx2&Wiki@2": Concat((Apply(Apply(Source("BM25"), "DD"), "Mx2"), TopK(Source("Wiki"), 2))),
+    "(BM25&Wiki)@DD": Apply(Concat((Source("BM25"), Source("Wiki"))), "DD"),
+    "(BM25@DD)@DD": Apply(Apply(Source("BM25"), "DD"), "DD"),
+    "(BM25@5)@DD": Apply(TopK(Source("BM25"), 5), "DD"),
+    "(BM25@DD@CP)@DD": Apply(Compress(Apply(Source("BM25"), "DD")), "DD"),
+}
+
+
+@pytest.mark.parametrize("name", list(ADDED))
+def test_added_operators_parse_and_print(added_operators: None, name: str) -> None:
+    assert parse(name) == ADDED[name]
+    assert to_name(ADDED[name]) == name
+
+
+@pytest.mark.parametrize(
+    ("name", "position", "fragment"),
+    [
+        ("BM25@5@DD", 6, "'@DD' must come before '@5'"),
+        ("BM25@DD@DD", 7, "repeated '@DD'"),
+        ("BM25@dd", 5, "unknown operator '@dd': expected RR, DD, Mx2, CP or a number after '@'"),
+        ("BM25@CP@DD", 7, "'@DD' cannot follow '@CP'"),
+    ],
+)
+def test_added_operators_follow_the_grammar(added_operators: None, name: str, position: int, fragment: str) -> None:
+    with pytest.raises(NotationError) as info:
+        parse(name)
+    assert info.value.position == position
+    assert fragment in str(info.value).splitlines()[0]
+
+
+def test_unregistered_words_are_errors() -> None:
+    with pytest.raises(NotationError, match="unknown operator '@ZZ'"):
+        parse("BM25@ZZ")
+
+
+@pytest.mark.parametrize("word", ["RR", "cp", "1X", "", "D-D", "DÉ"])
+def test_operator_words_are_checked(word: str) -> None:
+    with pytest.raises(EorError):
+        OperatorType(word, lambda child, context: child)
+    with pytest.raises(RetrieverError):
+        Apply(Source("BM25"), word)
+
+
+def _extend_with_added(inner: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
+    return st.one_of(_extend(inner), st.builds(Apply, inner, st.sampled_from(["DD", "Mx2"])))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.recursive(st.builds(Source, _source_names), _extend_with_added, max_leaves=12))
+def test_random_trees_with_added_operators_round_trip(added_operators: None, tree: Node) -> None:
+    name = to_name(tree)
+    assert parse(name) == tree
+    assert to_name(parse(name)) == name
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([*_TOKENS, "@DD", "@Mx2"]), max_size=16).map("".join))
+def test_fuzz_token_soup_with_added_operators(added_operators: None, text: str) -> None:
+    _check_text(text)

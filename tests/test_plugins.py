@@ -1,5 +1,6 @@
 """Extending eor from another package: tests/plugin_package, installed with pip, adds a source type, a
-similarity metric and a reader through entry points (eor.plugins), and a config uses all three."""
+retriever operator, a similarity metric and a reader through entry points (eor.plugins), and a config uses
+all four."""
 
 from __future__ import annotations
 
@@ -62,11 +63,12 @@ logging.basicConfig(level=logging.WARNING)
 from retrievers.builtin_sources import BM25
 from retrievers.registry import source_types
 from voters.similarity import available_metrics
+from retrievers.operator_type import operator_types
 from eor.readers import reader_backends
 kinds = source_types()
 print(json.dumps({"notes": kinds["notes"].summary, "bm25_is_eors": kinds["bm25"] is BM25,
                   "broken": "broken" in kinds, "metric": "length_ratio" in available_metrics(),
-                  "reader": "first-title" in reader_backends()}))
+                  "reader": "first-title" in reader_backends(), "operators": sorted(operator_types())}))
 """,
         tmp_path,
     )
@@ -77,11 +79,13 @@ print(json.dumps({"notes": kinds["notes"].summary, "bm25_is_eors": kinds["bm25"]
         "broken": False,
         "metric": True,
         "reader": True,
+        "operators": ["REV"],
     }
     assert "skipping eor.sources plugin 'broken' (eor_example_plugin:MISSING): it cannot be loaded" in done.stderr
+    assert "skipping eor.operators plugin 'FLIP': it holds the operator 'REV' of another word" in done.stderr
 
 
-def test_a_config_uses_the_plugins_source_metric_and_reader(installed, tmp_path):
+def test_a_config_uses_the_plugins_source_operator_metric_and_reader(installed, tmp_path):
     config = tmp_path / "plugins.yaml"
     config.write_text(
         json.dumps(
@@ -89,7 +93,7 @@ def test_a_config_uses_the_plugins_source_metric_and_reader(installed, tmp_path)
                 "name": "plugins",
                 "reader": {"backend": "first-title", "model": "none"},
                 "sources": {"Notes": {"type": "notes", "params": {"notes": NOTES, "depth": 2}}},
-                "members": ["ReFree", "Notes@1", "Notes@2"],
+                "members": ["ReFree", "Notes@1", "Notes@2", "Notes@REV@1"],
                 "voter": {"metrics": ["em", "length_ratio"]},
             }
         )
@@ -114,9 +118,16 @@ def test_a_config_uses_the_plugins_source_metric_and_reader(installed, tmp_path)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     answers = {name: output["answer"] for name, output in result["members"].items()}
-    # The notes source ranks the Mona Lisa note first (5 shared words); the reader answers its title.
-    assert answers == {"ReFree": "unknown", "Notes@1": "Leonardo da Vinci", "Notes@2": "Leonardo da Vinci"}
+    # The notes source ranks the Mona Lisa note first (4 shared words, Monet's 1); the reader answers its
+    # title; @REV puts Monet's note first.
+    assert answers == {
+        "ReFree": "unknown",
+        "Notes@1": "Leonardo da Vinci",
+        "Notes@2": "Leonardo da Vinci",
+        "Notes@REV@1": "Claude Monet",
+    }
     assert [p["title"] for p in result["members"]["Notes@2"]["passages"]] == ["Leonardo da Vinci", "Claude Monet"]
+    assert [p["title"] for p in result["members"]["Notes@REV@1"]["passages"]] == ["Claude Monet"]
     assert result["answer"] == "Leonardo da Vinci"  # two members agree (em 1, length ratio 1)
 
 

@@ -74,6 +74,19 @@ def test_unknown_source_and_bad_names(pool) -> None:
         SourcePool(BuildContext(corpus_path="x"), {"B": ("bm25", {"depht": 3})}).build("B")
 
 
+def test_an_added_operator_must_build_its_own_node(pool) -> None:
+    from retrievers.operator_type import OperatorType, register_operator, unregister_operator
+
+    register_operator(OperatorType("SAME", lambda child, context: child))  # forgets to wrap the child
+    try:
+        with pytest.raises(ConfigError, match=r"operator '@SAME' built 'BM25' for 'BM25@SAME'.*Applied"):
+            pool.build("BM25@SAME@2")
+    finally:
+        unregister_operator("SAME")
+    with pytest.raises(RetrieverError, match="unknown operator '@SAME'"):
+        pool.build("BM25@SAME@2")
+
+
 def test_index_is_persisted_and_reused(demo_corpus, isolated_cache, monkeypatch) -> None:
     from retrievers.dense import DenseRetriever
 

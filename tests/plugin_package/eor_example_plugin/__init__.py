@@ -1,4 +1,5 @@
-"""An example of extending eor from another package: a source type, a similarity metric and a reader."""
+"""An example of extending eor from another package: a source type, a retriever operator, a similarity
+metric and a reader."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Any
 import numpy as np
 from langchain_core.documents import Document
 
-from retrievers.base import SourceRetriever, passage
+from retrievers.base import EorRetriever, SourceRetriever, passage
+from retrievers.operator_type import OperatorType
+from retrievers.operators import Applied
 from retrievers.source_type import BuildContext, SourceType
 from voters import SimilarityMetric
 
@@ -49,6 +52,20 @@ NOTES = SourceType(
     {"notes": "the passages: a list of {title, text}", "depth": "passages per query"},
     summary="passages written in the config",
 )
+
+
+class Reversed(Applied):
+    """`X@REV`: the child's passages, last first."""
+
+    def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
+        return [documents[::-1] for documents in self.child.retrieve_batch(queries)]
+
+
+def _build_reversed(child: EorRetriever, context: BuildContext) -> Reversed:
+    return Reversed(child=child, operator="REV")
+
+
+REVERSED = OperatorType("REV", _build_reversed, "the child's passages in reverse order")
 
 
 class LengthRatio(SimilarityMetric):

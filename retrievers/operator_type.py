@@ -1,0 +1,79 @@
+"""Retriever operators beyond the paper's: a postfix `@WORD` in member names, declared as data.
+
+The notation's own operators (`@RR`, `@k`, `&`, `@CP`) are fixed by the paper. Another package (entry point
+group `eor.operators`, each naming an `OperatorType`) or Python code (`register_operator`) may add named
+postfix operators: `BM25@DEDUP@5` parses to `TopK(Apply(Source("BM25"), "DEDUP"), 5)` and the pool builds it
+with the operator's `build(child, context)`. An added operator binds like `@RR`: to the operand right before
+it, before `@k` and `&` (write `(A&B)@DEDUP` to apply it to a concatenation). This module imports nothing of
+the notation or the pool, so both may read it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from eor.errors import ConfigError
+from eor.plugins import entry_point_objects
+
+if TYPE_CHECKING:
+    from retrievers.base import EorRetriever
+    from retrievers.source_type import BuildContext
+
+__all__ = ["OperatorType", "operator_types", "register_operator", "unregister_operator"]
+
+log = logging.getLogger(__name__)
+
+RESERVED = ("RR", "CP")  # the paper's word operators (any case: '@rr' is reported as a case mistake)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
+
+
+@dataclass(frozen=True)
+class OperatorType:
+    """`@word` in member names: `build(child, context)` returns the retriever over the child's retriever,
+    whose `to_node()` is `notation.Apply(child.to_node(), word)` (`retrievers.operators.Applied` does that)."""
+
+    word: str
+    build: Callable[[EorRetriever, BuildContext], EorRetriever]
+    summary: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.word, str) or not _WORD.match(self.word):
+            raise ConfigError(f"an operator word is an ASCII letter followed by letters or digits, got {self.word!r}")
+        if self.word.upper() in RESERVED:
+            raise ConfigError(f"operator word {self.word!r} is the paper's own: {', '.join(RESERVED)} are reserved")
+        if not callable(self.build):
+            raise ConfigError(f"operator {self.word!r}: build must be callable, got {type(self.build).__name__}")
+
+
+_REGISTERED: dict[str, OperatorType] = {}
+
+
+def register_operator(operator: OperatorType) -> OperatorType:
+    """Make `@<operator.word>` available in member names (replacing an operator of that word)."""
+    if not isinstance(operator, OperatorType):
+        raise ConfigError(f"an operator must be a retrievers.operator_type.OperatorType, got {type(operator).__name__}")
+    _REGISTERED[operator.word] = operator
+    return operator
+
+
+def unregister_operator(word: str) -> None:
+    """Forget a registered operator (for tests and notebooks); unknown words are ignored."""
+    _REGISTERED.pop(word, None)
+
+
+def operator_types() -> dict[str, OperatorType]:
+    """Every added operator by word: those registered in Python, then those of installed packages."""
+    for word, operator in entry_point_objects("eor.operators", OperatorType).items():
+        if operator.word != word:
+            log.warning(
+                "skipping eor.operators plugin %r: it holds the operator %r of another word",
+                word,
+                operator.word,
+            )
+            continue
+        _REGISTERED.setdefault(word, operator)
+    return dict(_REGISTERED)
