@@ -344,7 +344,7 @@ def _add_train(commands: Commands) -> None:
         "--voter",
         default="auto",
         help="auto (default: chosen by cross-validation, never below Top R), top, paper, grounding, smooth, "
-        "smooth-grounding or selector",
+        "smooth-grounding, selector, or a voter an installed package adds (entry points eor.voters)",
     )
     train.add_argument(
         "--cv", type=int, metavar="K", help="first report K-fold cross-validation of every voter against Top R"

@@ -14,6 +14,10 @@ exact McNemar test).
     smooth-grounding   the same with ω^g
     selector    the learned answer selector (logistic regression over candidate features)
 
+Other code adds candidates with `register_candidate` (a `Candidate` subclass whose `voter_class` is the
+fitted voter's class, voters.protocol), and other packages through the entry point group `eor.voters` (each
+naming such a subclass, by its name); they come after eor's own, in `auto`'s choice too.
+
 `auto` is not a candidate of its own: it is the choice among candidates by inner cross-validation on the
 training data (`choose_candidate`), never below Top R's inner-CV score (ties go to the earlier candidate
 in the order above, so to Top R first).
@@ -29,11 +33,11 @@ from typing import Any
 import numpy as np
 
 from eor.errors import ConfigError, InputError
+from eor.plugins import entry_point_objects
 from eor.run_data import RunData
 
 log = logging.getLogger(__name__)
 
-CANDIDATES = ("top", "paper", "grounding", "smooth", "smooth-grounding", "selector")
 AUTO = "auto"
 DEFAULT_FOLDS = 5
 
@@ -86,9 +90,12 @@ def vote_arrays(data: RunData, settings: VoteSettings) -> VoteArrays:
 
 class Candidate:
     """A voter to cross-validate: `fit(arrays, rows)` then `predict(arrays, rows)` -> chosen member per row;
-    `estimator` is the fitted voter (None for Top R, which `eor train` saves as a single-member voter)."""
+    `estimator` is the fitted voter, an instance of `voter_class` (None for Top R, which `eor train` saves
+    as a single-member voter). By default `predict` asks the estimator about the rows' answers, passages
+    and questions."""
 
     name = "candidate"
+    voter_class: type | None = None
 
     def __init__(self, settings: VoteSettings):
         self.settings = settings
@@ -98,11 +105,16 @@ class Candidate:
         raise NotImplementedError
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        data = arrays.data
+        picked = [int(i) for i in rows]
+        return self.estimator.predict(
+            [data.answers[i] for i in picked], [data.passages[i] for i in picked], [data.texts[i] for i in picked]
+        )
 
 
 class TopCandidate(Candidate):
     name = "top"
+    voter_class = None  # saved as the paper's Voter with one member (eor.training)
 
     def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
         self.member = int(np.argmax(arrays.correctness[rows].mean(axis=0)))  # ties: the first member
@@ -114,6 +126,12 @@ class TopCandidate(Candidate):
 
 class PaperCandidate(Candidate):
     """The paper's `Voter` (optionally with grounding and/or the smooth objective)."""
+
+    @property
+    def voter_class(self) -> type:
+        from voters import Voter
+
+        return Voter
 
     def __init__(self, settings: VoteSettings, *, grounding: bool = False, objective: str = "step"):
         super().__init__(settings)
@@ -151,6 +169,12 @@ class PaperCandidate(Candidate):
 class SelectorCandidate(Candidate):
     name = "selector"
 
+    @property
+    def voter_class(self) -> type:
+        from voters.selector import AnswerSelector
+
+        return AnswerSelector
+
     def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
         from voters.features import FeatureSet
         from voters.selector import AnswerSelector
@@ -176,15 +200,54 @@ class SelectorCandidate(Candidate):
         return choose(self.estimator.feature_scores(arrays.features.matrix[rows]))
 
 
+BUILTIN: dict[str, Callable[[VoteSettings], Candidate]] = {
+    "top": TopCandidate,
+    "paper": PaperCandidate,
+    "grounding": lambda s: PaperCandidate(s, grounding=True),
+    "smooth": lambda s: PaperCandidate(s, objective="smooth"),
+    "smooth-grounding": lambda s: PaperCandidate(s, grounding=True, objective="smooth"),
+    "selector": SelectorCandidate,
+}
+_REGISTERED: dict[str, type[Candidate]] = {}
+
+
+def register_candidate(candidate: type[Candidate]) -> type[Candidate]:
+    """Make `candidate` (a Candidate subclass with a `name` and a `voter_class`) available to `eor train
+    --voter NAME`, to cross-validation and to `auto`, and its weights files to `voters.load_voter`."""
+    from voters.loading import register_voter_kind
+
+    _check_candidate(candidate)
+    register_voter_kind(candidate.voter_class)
+    _REGISTERED[candidate.name] = candidate
+    return candidate
+
+
+def _check_candidate(candidate: Any) -> None:
+    if not (isinstance(candidate, type) and issubclass(candidate, Candidate)):
+        raise ConfigError(f"a voter candidate is a subclass of eor.crossval.Candidate, got {candidate!r}")
+    name = candidate.name
+    if not isinstance(name, str) or not name or name in (*BUILTIN, AUTO, Candidate.name):
+        raise ConfigError(f"candidate {candidate.__name__} needs a name of its own, not {name!r}")
+
+
+def _is_candidate(value: Any) -> bool:
+    try:
+        _check_candidate(value)
+    except ConfigError:
+        return False
+    return True
+
+
 def candidate_factories() -> dict[str, Callable[[VoteSettings], Candidate]]:
-    return {
-        "top": TopCandidate,
-        "paper": PaperCandidate,
-        "grounding": lambda s: PaperCandidate(s, grounding=True),
-        "smooth": lambda s: PaperCandidate(s, objective="smooth"),
-        "smooth-grounding": lambda s: PaperCandidate(s, grounding=True, objective="smooth"),
-        "selector": SelectorCandidate,
-    }
+    """Every candidate by name: eor's (in the order of the module docstring), those registered in Python,
+    then those of installed packages (entry point group `eor.voters`, the name being the candidate's)."""
+    plugins = entry_point_objects("eor.voters", _is_candidate, "a subclass of eor.crossval.Candidate")
+    added = {**_REGISTERED, **{name: cls for name, cls in plugins.items() if cls.name == name}}
+    return {**BUILTIN, **{name: cls for name, cls in added.items() if name not in BUILTIN}}
+
+
+def candidate_names() -> list[str]:
+    return list(candidate_factories())
 
 
 def build_candidate(name: str, settings: VoteSettings) -> Candidate:
@@ -242,7 +305,7 @@ def out_of_fold(
             fitted[name] = build_candidate(name, settings).fit(arrays, train_rows)
             scores[name][held] = _correct(arrays, test_rows, fitted[name].predict(arrays, test_rows))
         if AUTO in names:
-            pick, _ = choose_candidate(arrays, plain or list(CANDIDATES), settings, inner_folds, seed, train_rows)
+            pick, _ = choose_candidate(arrays, plain or candidate_names(), settings, inner_folds, seed, train_rows)
             chosen[AUTO].append(pick)
             model = fitted.get(pick) or build_candidate(pick, settings).fit(arrays, train_rows)
             scores[AUTO][held] = _correct(arrays, test_rows, model.predict(arrays, test_rows))
@@ -254,7 +317,7 @@ def choose_candidate(
 ) -> tuple[str, dict[str, float]]:
     """The candidate with the best inner-CV mean correctness over `rows` (Top R is always among them and
     wins ties, so the choice never scores below Top R by this CV); returns (name, mean per candidate)."""
-    ordered = ["top", *[name for name in CANDIDATES if name in names and name != "top"]]
+    ordered = ["top", *[name for name in candidate_names() if name in names and name != "top"]]
     ordered += [name for name in names if name not in ordered and name != AUTO]
     result = out_of_fold(arrays, ordered, settings, k, seed + 1, rows)
     means = {name: float(values.mean()) for name, values in result.scores.items()}

@@ -18,11 +18,11 @@ import numpy as np
 
 from eor.crossval import (
     AUTO,
-    CANDIDATES,
     DEFAULT_FOLDS,
     VoteArrays,
     VoteSettings,
     build_candidate,
+    candidate_names,
     choose_candidate,
     compare_with_top,
     out_of_fold,
@@ -70,7 +70,7 @@ def train(
         meta["cv"] = {"folds": cv, "seed": seed, "voters": table}
         lines += format_cv(table, cv, data.questions, metric)
     if name == AUTO:
-        name, means = choose_candidate(arrays, CANDIDATES, settings, inner_folds, seed)
+        name, means = choose_candidate(arrays, candidate_names(), settings, inner_folds, seed)
         meta["selection"] = {"folds": inner_folds, "seed": seed, "means": means}
         lines.append(_selection_line(name, means, inner_folds, metric))
     fitted = _fit(name, arrays, settings)
@@ -86,8 +86,9 @@ def train(
 
 
 def _voter_name(voter: str, grounding: bool) -> str:
-    if voter not in (*CANDIDATES, AUTO):
-        raise ConfigError(f"unknown voter {voter!r}; available: {', '.join([AUTO, *CANDIDATES])}")
+    names = candidate_names()
+    if voter not in (*names, AUTO):
+        raise ConfigError(f"unknown voter {voter!r}; available: {', '.join([AUTO, *names])}")
     if grounding:
         if voter not in ("paper", "smooth", "grounding", "smooth-grounding"):
             raise ConfigError("--grounding applies to --voter paper or smooth (auto tries grounding itself)")
@@ -99,7 +100,7 @@ def cross_validation(
     arrays: VoteArrays, settings: VoteSettings, k: int, seed: int, *, with_auto: bool, inner_folds: int
 ) -> dict[str, dict[str, Any]]:
     """K-fold figures of every candidate (and of `auto`, nested) against Top R chosen in each fold."""
-    names = [*CANDIDATES, AUTO] if with_auto else list(CANDIDATES)
+    names = [*candidate_names(), AUTO] if with_auto else candidate_names()
     result = out_of_fold(arrays, names, settings, k, seed, inner_folds=inner_folds)
     return compare_with_top(result)
 
@@ -131,6 +132,8 @@ def _fit(name: str, arrays: VoteArrays, settings: VoteSettings) -> Any:
     rows = np.arange(arrays.questions)
     candidate = build_candidate(name, settings).fit(arrays, rows)
     if candidate.estimator is not None:
+        if getattr(candidate.estimator, "train_score_", None) is None:
+            candidate.estimator.train_score_ = _mean_correct(arrays.correctness, candidate.predict(arrays, rows))
         return candidate.estimator
     voter = Voter.single_member(
         len(arrays.data.names),

@@ -19,13 +19,22 @@ def _blocks(language: str) -> list[str]:
 
 @pytest.fixture
 def registries():
-    """The examples register a source type, an operator, a metric and a pooling: the other tests must not
-    see them."""
+    """The examples register a source type, an operator, a metric, a pooling and a voter: the other tests
+    must not see them."""
+    from eor import crossval
     from retrievers import operator_type, registry
+    from voters import loading
     from voters.pooling import POOLINGS
     from voters.similarity.registry import METRICS
 
-    tables = (registry._REGISTERED, operator_type._REGISTERED, POOLINGS, METRICS)
+    tables = (
+        registry._REGISTERED,
+        operator_type._REGISTERED,
+        POOLINGS,
+        METRICS,
+        crossval._REGISTERED,
+        loading._REGISTERED,
+    )
     saved = [(table, dict(table)) for table in tables]
     yield
     for table, before in saved:
@@ -35,7 +44,7 @@ def registries():
 
 def test_every_python_example_runs(isolated_cache, monkeypatch, registries):
     blocks = _blocks("python")
-    assert len(blocks) >= 6  # source type, its error, operator, metric, pooling, reader
+    assert len(blocks) >= 7  # source type, its error, operator, metric, pooling, voter, reader
     monkeypatch.chdir(ROOT)
     namespace: dict = {"__name__": "extending_docs"}
     for number, block in enumerate(blocks, start=1):

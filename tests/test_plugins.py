@@ -146,3 +146,40 @@ except ConfigError as exc:
         tmp_path,
     )
     assert done.stdout.strip() == "source 'N': unknown parameter(s) colour; valid: depth, notes"
+
+
+def test_a_plugin_voter_trains_saves_loads_and_votes(installed, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed), str(ROOT)]), "EOR_CACHE": str(tmp_path)}
+    weights = tmp_path / "shortest.json"
+    records = ROOT / "docs" / "records"
+    trained = subprocess.run(
+        [sys.executable, "-m", "eor.cli", "train", str(records / "nq-train.jsonl.gz"), "--out", str(weights)]
+        + ["--voter", "shortest", "--metrics", "em,f1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert trained.returncode == 0, trained.stderr
+    assert "voter: shortest" in trained.stdout
+    assert json.loads(weights.read_text())["voter"] == "shortest"
+    done = _python(
+        installed,
+        f"""
+import json
+from eor.bench.voting import vote
+from eor.run_data import load_run
+from voters import load_voter
+data = load_run({str(records / "nq-dev.jsonl.gz")!r})
+voted = vote(data, weights={str(weights)!r})
+def shortest(row):
+    lengths = [len(a) if a.strip() else float("inf") for a in row]
+    return lengths.index(min(lengths))
+print(json.dumps({{"kind": type(load_voter({str(weights)!r})).__name__,
+                  "same": voted.chosen.tolist() == [shortest(row) for row in data.answers],
+                  "questions": len(data.answers)}}))
+""",
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"kind": "ShortestVoter", "same": True, "questions": 414}

@@ -332,3 +332,77 @@ def test_config_metric_params_reach_the_uniform_voter(tmp_path):
     path.write_text(text.replace("{bertscore: {num_layers: 3}}", "{nli: {model: x}}"))
     with pytest.raises(ConfigError, match="not in voter.metrics: nli"):
         _uniform_voter(load_config(path))
+
+
+def test_eors_voters_follow_the_voter_protocol(tmp_path):
+    from voters.protocol import FittedVoter, check_voter_class
+
+    answers, golds, passages, questions = grounded_run(40, seed=0)
+    selector = AnswerSelector(metrics=("em",), members=NAMES).fit(answers, golds, passages, questions)
+    paper = Voter(metrics=("em",), members=NAMES, restarts=1).fit(answers, golds)
+    for voter in (selector, paper, load_voter(paper.save(tmp_path / "paper.json"))):
+        check_voter_class(type(voter))
+        assert isinstance(voter, FittedVoter), type(voter).__name__
+
+
+def test_added_voters_are_checked_and_reordered(tmp_path):
+    from eor import crossval
+    from voters import loading
+    from voters.protocol import SimpleVoter
+
+    class NoVoter(crossval.Candidate):
+        name = "novoter"
+
+    class Named(crossval.Candidate):
+        name = "paper"
+        voter_class = Voter
+
+    for bad in (NoVoter, Named, Voter):
+        with pytest.raises(ConfigError):
+            crossval.register_candidate(bad)
+
+    class Fixed(SimpleVoter):
+        """Scores each member by a learned number (state keyed by member name)."""
+
+        kind = "fixed"
+
+        def __init__(self, members, points=None, **settings):
+            super().__init__(members, **settings)
+            self.points = dict(points or {})
+
+        def decision_scores(self, answers, passages=None, questions=None, members=None):
+            positions = range(self.n_members_) if members is None else members
+            return np.asarray([[self.points[self.members_[m]] for m in positions] for _ in answers], dtype=float)
+
+        def state(self):
+            return {"points": self.points}
+
+        @classmethod
+        def from_state(cls, state, members, **settings):
+            return cls(members, state["points"], **settings)
+
+    class FixedCandidate(crossval.Candidate):
+        name = "fixed"
+        voter_class = Fixed
+
+    saved = dict(crossval._REGISTERED), dict(loading._REGISTERED)
+    try:
+        crossval.register_candidate(FixedCandidate)
+        assert crossval.candidate_names()[-1] == "fixed" and "fixed" in loading.voter_kinds()
+        path = Fixed(["A", "B", "C"], {"A": 1.0, "B": 3.0, "C": 2.0}).save(tmp_path / "fixed.json", note="x")
+        loaded = load_voter(path, members=["C", "B", "A"])
+        assert loaded.members_ == ["C", "B", "A"] and loaded.metadata_ == {"note": "x"}
+        assert loaded.predict([["c", "b", "a"]]).tolist() == [1]  # B, in the pool's order
+        assert loaded.explain_row(["c", "a"], [[], []], "q", [0, 2]) == {
+            "voter": "fixed",
+            "members": [{"score": 2.0}, {"score": 1.0}],
+        }
+        with pytest.raises(ConfigError, match="missing"):
+            load_voter(path, members=["A", "B"])
+    finally:
+        crossval._REGISTERED.clear()
+        crossval._REGISTERED.update(saved[0])
+        loading._REGISTERED.clear()
+        loading._REGISTERED.update(saved[1])
+    with pytest.raises(ConfigError, match="unknown voter 'fixed'"):
+        load_voter(path)

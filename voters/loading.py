@@ -1,4 +1,5 @@
-"""Loading any voter from its weights file: the paper's `Voter` or the learned `AnswerSelector`.
+"""Loading any voter from its weights file: the paper's `Voter`, the learned `AnswerSelector`, or a voter
+another package adds (`register_voter_kind`, or entry point group `eor.voters`: see eor.crossval).
 
 Every weights file is a JSON document of one family (`voters.weights_file`); its `voter` field names the
 kind (absent in files written before there was more than one kind: those hold the paper's voter).
@@ -11,14 +12,39 @@ from pathlib import Path
 from typing import Any
 
 from eor.errors import ConfigError
+from eor.plugins import entry_point_objects
+from voters.protocol import check_voter_class
 from voters.weights_file import read_document
+
+_REGISTERED: dict[str, type] = {}
+
+
+def register_voter_kind(cls: type) -> type:
+    """Make weights files whose `voter` field is `cls.kind` load as `cls` (a voters.protocol.FittedVoter)."""
+    check_voter_class(cls)
+    _REGISTERED[cls.kind] = cls
+    return cls
+
+
+def _declares_voter(candidate: object) -> bool:
+    try:
+        check_voter_class(getattr(candidate, "voter_class", None))
+    except ConfigError:
+        return False
+    return True
 
 
 def voter_kinds() -> dict[str, Any]:
+    """Every voter class by kind: eor's, those registered in Python, then those of installed packages
+    (the `voter_class` of each entry point in `eor.voters`); eor's own kinds win."""
     from voters.selector import AnswerSelector
     from voters.voter import Voter
 
-    return {Voter.kind: Voter, AnswerSelector.kind: AnswerSelector}
+    kinds: dict[str, Any] = {Voter.kind: Voter, AnswerSelector.kind: AnswerSelector}
+    plugins = entry_point_objects("eor.voters", _declares_voter, "a candidate with a voter_class")
+    for cls in [*_REGISTERED.values(), *(candidate.voter_class for candidate in plugins.values())]:
+        kinds.setdefault(cls.kind, cls)
+    return kinds
 
 
 def load_voter(path: str | Path, members: Sequence[str] | None = None) -> Any:

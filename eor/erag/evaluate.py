@@ -383,17 +383,19 @@ def _check_inputs(
     expected_outputs: Mapping[str, Sequence[str] | str],
     questions: Mapping[str, str] | None,
     k: int | None,
+    provenance: Mapping[str, Iterable[str]] | None = None,
 ) -> tuple[list[str], dict[str, str], dict[str, list[Passage]], dict[str, list[str]]]:
     ids = list(retrieval_results)
     if not ids:
         raise InputError("no retrieval results to evaluate")
-    missing = [qid for qid in ids if qid not in expected_outputs]
-    if missing:
-        raise InputError(f"no expected outputs for {len(missing)} question(s), e.g. {missing[0]!r}")
-    if questions is not None:
-        missing = [qid for qid in ids if qid not in questions]
+    for table, what in (
+        (expected_outputs, "no expected outputs for {n} question(s)"),
+        (questions, "no question text for {n} id(s)"),
+        (provenance, "no provenance (gold passage ids) for {n} question(s)"),
+    ):
+        missing = [qid for qid in ids if table is not None and qid not in table]
         if missing:
-            raise InputError(f"no question text for {len(missing)} id(s), e.g. {missing[0]!r}")
+            raise InputError(f"{what.format(n=len(missing))}, e.g. {missing[0]!r}")
     if k is not None and k < 1:
         raise InputError("k must be at least 1")
     texts = {qid: str(qid if questions is None else questions[qid]) for qid in ids}
@@ -448,13 +450,9 @@ def evaluate(
         generator in the cache (default from the reader's name, max_tokens and templates).
     progress: `(label, total) -> bar` (see `Progress`), shown for the eRAG and the end-to-end generations.
     """
-    ids, texts, passages, golds = _check_inputs(retrieval_results, expected_outputs, questions, k)
+    ids, texts, passages, golds = _check_inputs(retrieval_results, expected_outputs, questions, k, provenance)
     metric = get_downstream_metric(downstream_metric)
     specs = parse_metrics(retrieval_metrics) if retrieval_metrics is not None else _default_specs(k)
-    if provenance is not None:
-        missing = [qid for qid in ids if qid not in provenance]
-        if missing:
-            raise InputError(f"no provenance (gold passage ids) for {len(missing)} question(s), e.g. {missing[0]!r}")
     generator = make_generator(
         text_generator, templates=templates, max_tokens=max_tokens, batch_size=batch_size, namespace=namespace
     )
@@ -463,12 +461,10 @@ def evaluate(
     answers, labels, costs = _erag_labels(inputs)
     e2e, e2e_answers = _end_to_end(inputs, costs) if end_to_end else (None, {})
     erag = _labelling(ids, passages, labels, specs, e2e)
-    questions_out = []
-    for qid, entry in zip(ids, erag.questions, strict=True):
-        row = asdict(entry)
-        row.update(question=texts[qid], answers=answers[qid], e2e_answer=e2e_answers.get(qid))
-        questions_out.append(row)
-    baselines = _baselines(inputs, specs, e2e, containment, provenance)
+    rows = [
+        {**asdict(entry), "question": texts[qid], "answers": answers[qid], "e2e_answer": e2e_answers.get(qid)}
+        for qid, entry in zip(ids, erag.questions, strict=True)
+    ]
     settings = {
         "generator": generator.namespace,
         "downstream_metric": downstream_metric if isinstance(downstream_metric, str) else _name(downstream_metric),
@@ -477,7 +473,8 @@ def evaluate(
         "questions": len(ids),
         "documents": sum(len(passages[qid]) for qid in ids),
     }
-    return EragResult(questions_out, erag.mean, erag.correlation, baselines, costs, settings)
+    baselines = _baselines(inputs, specs, e2e, containment, provenance)
+    return EragResult(rows, erag.mean, erag.correlation, baselines, costs, settings)
 
 
 @dataclass(frozen=True)

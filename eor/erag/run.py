@@ -172,8 +172,7 @@ def run_erag(
     generator = make_generator(
         setup.reader, templates=setup.templates, batch_size=batch_size or setup.config.batch_size
     )
-    store = setup.cache
-    prefill = _generate_in_prefix_order(setup, generator, store, k, chosen, progress)
+    prefill = _generate_in_prefix_order(setup, generator, setup.cache, k, chosen, progress)
     result = evaluate(
         {q.id: setup.documents[q.id] for q in questions},
         {q.id: q.answers for q in questions},
@@ -182,16 +181,15 @@ def run_erag(
         questions={q.id: q.question for q in questions},
         k=k,
         provenance=gold_passages(questions),
-        cache=store,
+        cache=setup.cache,
         progress=progress,
     )
     data_out = result.to_dict()
-    data_out["by_cutoff"] = _by_cutoff(result, setup, generator, store, chosen, metric, progress)
+    data_out["by_cutoff"] = _by_cutoff(result, setup, generator, setup.cache, chosen, metric, progress)
     data_out["cost"] = {
-        "evaluation": {"one_pass": asdict(prefill)} | {name: asdict(value) for name, value in result.cost.items()}
+        "evaluation": {"one_pass": asdict(prefill)} | {name: asdict(value) for name, value in result.cost.items()},
+        **({"measured": _measure_cost(setup, generator, k, cost_questions, progress)} if cost_questions else {}),
     }
-    if cost_questions:
-        data_out["cost"]["measured"] = _measure_cost(setup, generator, k, cost_questions, progress)
     answers = {q.id: q.answers for q in questions}
     for entry in data_out["questions"]:
         entry["gold_answers"] = answers[entry["id"]]
@@ -201,7 +199,7 @@ def run_erag(
         member=member,
         limit=limit,
         reader=setup.config.reader.model,
-        cache=_cache_setting(store),
+        cache=_cache_setting(setup.cache),
         cutoffs=chosen,
         baselines=list(result.baselines),
         provenance=None if "provenance" in result.baselines else "skipped: not every question has 'gold_passages'",

@@ -169,9 +169,7 @@ def evaluate_utility(
     texts = {qid: str(qid if questions is None else questions[qid]) for qid in ids}
     refs = {qid: [references[qid]] if isinstance(references[qid], str) else list(references[qid]) for qid in ids}
     passages = {qid: [as_passage(doc) for doc in retrieval_results[qid]] for qid in ids}
-    oracles = None
-    if oracle is not None:
-        oracles = {qid: [as_passage(doc) for doc in oracle.get(qid, [])] for qid in ids}
+    oracles = None if oracle is None else {qid: [as_passage(doc) for doc in oracle.get(qid, [])] for qid in ids}
     contexts = {qid: _contexts(passages[qid], None if oracles is None else oracles[qid], ks, orders) for qid in ids}
     generator = make_generator(
         text_generator, templates=templates, max_tokens=max_tokens, batch_size=batch_size, namespace=namespace
@@ -184,9 +182,7 @@ def evaluate_utility(
     settings = list(contexts[ids[0]]) if ids else []
     result_questions = []
     for qid in ids:
-        ranked = {setting: passages[qid] for setting in settings}
-        if oracles is not None and "oracle" in ranked:
-            ranked["oracle"] = oracles[qid]
+        ranked = {setting: oracles[qid] if setting == "oracle" else passages[qid] for setting in settings}
         gold_ids = None if relevant is None else {str(pid) for pid in relevant[qid]}
         result_questions.append(
             _question_entry(qid, texts[qid], answer, performance, contexts[qid], ranked, gold_ids, ks, epsilon)

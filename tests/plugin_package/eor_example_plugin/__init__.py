@@ -1,5 +1,5 @@
 """An example of extending eor from another package: a source type, a retriever operator, a similarity
-metric and a reader."""
+metric, a voter and a reader."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from typing import Any
 import numpy as np
 from langchain_core.documents import Document
 
+from eor.crossval import Candidate
 from retrievers.base import EorRetriever, SourceRetriever, passage
 from retrievers.operator_type import OperatorType
 from retrievers.operators import Applied
 from retrievers.source_type import BuildContext, SourceType
 from voters import SimilarityMetric
+from voters.protocol import SimpleVoter
 
 
 class NotesRetriever(SourceRetriever):
@@ -78,6 +80,24 @@ class LengthRatio(SimilarityMetric):
         counts = np.array([(len(a.split()), len(b.split())) for a, b in pairs], dtype=float).reshape(-1, 2)
         longer = counts.max(axis=1)
         return np.where(longer > 0, counts.min(axis=1) / np.maximum(longer, 1), 1.0)
+
+
+class ShortestVoter(SimpleVoter):
+    """The shortest non-empty answer wins (ties: the first member); it learns nothing."""
+
+    kind = "shortest"
+
+    def decision_scores(self, answers, passages=None, questions=None, members=None) -> np.ndarray:
+        return np.asarray([[-len(a) if a.strip() else -np.inf for a in row] for row in answers], dtype=float)
+
+
+class ShortestCandidate(Candidate):
+    name = "shortest"
+    voter_class = ShortestVoter
+
+    def fit(self, arrays: Any, rows: np.ndarray) -> ShortestCandidate:
+        self.estimator = ShortestVoter(arrays.data.names, metrics=self.settings.metrics)
+        return self
 
 
 class FirstTitleReader:

@@ -1,0 +1,166 @@
+"""What eor asks of a fitted voter (`FittedVoter`), and `SimpleVoter`, a base that does the bookkeeping.
+
+eor's two voters (the paper's `Voter`, the learned `AnswerSelector`) and any voter another package adds
+(docs/extending.md) are used the same way: the ensemble calls `decision_scores` and `explain_row`, `eor bench`
+calls `predict` and `describe`, `eor train` calls `save`, and `voters.load_voter` calls `from_document` of the
+class whose `kind` a weights file names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from eor.errors import ConfigError
+from voters.scoring import choose
+from voters.weights_file import FORMAT, FORMAT_VERSION, eor_version, member_order, write_document
+
+Passages = Sequence[Sequence[Sequence[str]]]  # [question][member] -> that member's passage texts
+
+__all__ = ["FittedVoter", "SimpleVoter", "check_voter_class"]
+
+
+@runtime_checkable
+class FittedVoter(Protocol):
+    """A fitted voter. `members_`: the pool's member names in the voter's order (None: unnamed, then
+    `n_members_` counts them); `metric_names_`/`metric_params`: the similarity metrics it computes (eor
+    train's uniform baseline uses the same); `train_score_`, `metadata_`: what its weights file records."""
+
+    kind: ClassVar[str]  # the weights file's "voter" field
+    needs_passages: bool  # whether decision_scores reads the members' passages
+    members_: list[str] | None
+    n_members_: int
+    metric_names_: list[str]
+    metric_params: dict[str, dict[str, Any]] | None
+    train_score_: float | None
+    metadata_: dict[str, Any]
+
+    def decision_scores(
+        self,
+        answers: Sequence[Sequence[str]],
+        passages: Passages | None = None,
+        questions: Sequence[str] | None = None,
+        members: Sequence[int] | None = None,
+    ) -> np.ndarray:
+        """Scores (Q, M) of each answering member (positions `members` among `members_`; None: all);
+        the highest is chosen (ties: the first), −inf never."""
+
+    def predict(
+        self, answers: Sequence[Sequence[str]], passages: Passages | None = None, questions: Sequence[str] | None = None
+    ) -> np.ndarray:
+        """The chosen member's position per question."""
+
+    def explain_row(
+        self, answers: Sequence[str], passages: Sequence[Sequence[str]], question: str, members: Sequence[int]
+    ) -> dict[str, Any]:
+        """Why one question's vote came out so: {"voter": kind, ..., "members": [one dict per answer]}."""
+
+    def describe(self) -> dict[str, Any]:
+        """The fitted parameters in a JSON-ready dict headed by {"voter": kind}."""
+
+    def save(self, path: str | Path, **meta: Any) -> Path:
+        """Write the weights file (voters.weights_file), with `meta` added to its metadata."""
+
+    @classmethod
+    def from_document(
+        cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None
+    ) -> FittedVoter:
+        """The fitted voter of a weights-file document, its members in the order of `members` if given."""
+
+
+def check_voter_class(cls: Any) -> None:
+    """ConfigError unless `cls` is a voter class: a non-empty string `kind` and FittedVoter's methods."""
+    kind = getattr(cls, "kind", None)
+    if not isinstance(cls, type) or not isinstance(kind, str) or not kind:
+        raise ConfigError(f"a voter is a class with a non-empty string `kind`, got {cls!r}")
+    methods = ("decision_scores", "predict", "explain_row", "describe", "save", "from_document")
+    missing = [name for name in methods if not callable(getattr(cls, name, None))]
+    if missing:
+        raise ConfigError(f"voter {kind!r} ({cls.__name__}) lacks {', '.join(missing)} (see voters.protocol)")
+
+
+class SimpleVoter:
+    """A base for a new voter: write `kind`, `decision_scores`, and, if it learns anything, `state()` (its
+    parameters as JSON, per-member values keyed by member name so that any pool order loads) and
+    `from_state`. This base predicts by the highest score, explains by the scores, and saves and loads the
+    weights file (same members required, any order)."""
+
+    kind: ClassVar[str] = ""
+    needs_passages: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        members: Sequence[str],
+        metrics: Sequence[str] = (),
+        metric_params: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        self.members_ = [str(name) for name in members]
+        self.n_members_ = len(self.members_)
+        self.metric_names_ = list(metrics)
+        self.metric_params = metric_params
+        self.train_score_: float | None = None
+        self.metadata_: dict[str, Any] = {}
+
+    def decision_scores(
+        self,
+        answers: Sequence[Sequence[str]],
+        passages: Passages | None = None,
+        questions: Sequence[str] | None = None,
+        members: Sequence[int] | None = None,
+    ) -> np.ndarray:
+        raise NotImplementedError
+
+    def state(self) -> dict[str, Any]:
+        """The learned parameters, JSON-ready (default: none)."""
+        return {}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], members: Sequence[str], **settings: Any) -> SimpleVoter:
+        """The voter for `members` (the pool's order) from `state()`'s output; `settings`: metrics and
+        metric_params."""
+        return cls(members, **settings)
+
+    def predict(
+        self, answers: Sequence[Sequence[str]], passages: Passages | None = None, questions: Sequence[str] | None = None
+    ) -> np.ndarray:
+        return choose(np.asarray(self.decision_scores(answers, passages, questions), dtype=float))
+
+    def explain_row(
+        self, answers: Sequence[str], passages: Sequence[Sequence[str]], question: str, members: Sequence[int]
+    ) -> dict[str, Any]:
+        scores = self.decision_scores([list(answers)], [list(passages)], [question], members)[0]
+        return {"voter": self.kind, "members": [{"score": float(score)} for score in scores]}
+
+    def describe(self) -> dict[str, Any]:
+        return {"voter": self.kind, "metrics": list(self.metric_names_), **self.state()}
+
+    def save(self, path: str | Path, **meta: Any) -> Path:
+        document = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "voter": self.kind,
+            "eor_version": eor_version(),
+            "members": self.members_,
+            "metrics": self.metric_names_,
+            "metric_params": self.metric_params,
+            "state": self.state(),
+            "train_score": self.train_score_,
+            "meta": {**self.metadata_, **meta},
+        }
+        return write_document(path, document)
+
+    @classmethod
+    def from_document(
+        cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None
+    ) -> SimpleVoter:
+        file_members = [str(name) for name in document["members"]]
+        order = member_order(file_members, members, len(file_members), source)
+        pool = [file_members[i] for i in order]
+        settings = {"metrics": list(document.get("metrics") or ()), "metric_params": document.get("metric_params")}
+        voter = cls.from_state(dict(document.get("state") or {}), pool, **settings)
+        voter.train_score_ = document.get("train_score")
+        voter.metadata_ = dict(document.get("meta") or {})
+        return voter
