@@ -14,14 +14,10 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from eor.errors import ConfigError
 from eor.plugins import entry_point_objects
-
-if TYPE_CHECKING:
-    from retrievers.base import EorRetriever
-    from retrievers.source_type import BuildContext
 
 __all__ = ["OperatorType", "operator_types", "register_operator", "unregister_operator"]
 
@@ -33,11 +29,12 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
 
 @dataclass(frozen=True)
 class OperatorType:
-    """`@word` in member names: `build(child, context)` returns the retriever over the child's retriever,
-    whose `to_node()` is `notation.Apply(child.to_node(), word)` (`retrievers.operators.Applied` does that)."""
+    """`@word` in member names: `build(child, context)` gets the child's `EorRetriever` and the pool's
+    `retrievers.source_type.BuildContext`, and returns the retriever over the child, whose `to_node()` is
+    `notation.Apply(child.to_node(), word)` (`retrievers.operators.Applied` does that)."""
 
     word: str
-    build: Callable[[EorRetriever, BuildContext], EorRetriever]
+    build: Callable[[Any, Any], Any]
     summary: str = ""
 
     def __post_init__(self) -> None:
