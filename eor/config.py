@@ -41,10 +41,11 @@ class TransformersOptions:
 
 @dataclass
 class OpenAIOptions:
-    """`reader.openai`: an OpenAI-compatible server (`base_url`; OpenAI's own when unset), the environment
-    variable holding its key, requests in flight at once, and the retry policy (eor.retry)."""
+    """`reader.openai`: an OpenAI-compatible server (`base_url`; OpenAI's own when unset) or a list of
+    replicas serving the same model, the environment variable holding its key, requests in flight at once
+    per server, and the retry policy (eor.retry)."""
 
-    base_url: str | None = None
+    base_url: str | list[str] | None = None
     api_key_env: str | None = None
     concurrency: int = 4
     retries: Any = None
@@ -203,8 +204,18 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        (inner,) = [arg for arg in args if arg is not type(None)]
-        return _convert(inner, value, where)
+        options = [arg for arg in args if arg is not type(None)]
+        if len(options) == 1:
+            return _convert(options[0], value, where)
+        for inner in options:  # the first that takes the value (e.g. str | list[str])
+            try:
+                return _convert(inner, value, where)
+            except ConfigError:
+                continue
+        shown = " or ".join(
+            str(inner).replace("typing.", "") if typing.get_args(inner) else inner.__name__ for inner in options
+        )
+        raise ConfigError(f"{where}: expected {shown}, got {value!r}")
     if dataclasses.is_dataclass(hint):
         return from_dict(hint, value, where)
     if origin is list:

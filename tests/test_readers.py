@@ -3,17 +3,10 @@ against llama-cpp-python's own server on 127.0.0.1."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-
 import pytest
-import requests
 
 from eor.config import LlamaCppOptions, OpenAIOptions, ReaderConfig, TransformersOptions
 from eor.errors import ConfigError, MissingSecretError, ModelNotFoundError
-from eor.models import resolve_model
 from eor.prompts import PromptTemplates, clean_answer
 from eor.readers import READERS, Reader, build_reader
 
@@ -125,51 +118,16 @@ def test_transformers_seq2seq(tmp_path) -> None:
     assert reader.generate(["what is"]) == outputs[1:]  # greedy: the same prompt gives the same text
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server():
     """llama-cpp-python's OpenAI-compatible server with SmolLM2 on 127.0.0.1 (a real server, no mock)."""
-    port = _free_port()
-    model = resolve_model("smollm2-135m")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-            "--model_alias",
-            "smollm2",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/v1"
+    from tests.llama_server import LlamaServer
+
+    server = LlamaServer().wait_ready()
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"{base}/models", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                time.sleep(0.3)
-        else:
-            pytest.fail("llama_cpp.server did not start within 60 s")
-        yield base
+        yield server.base
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        server.stop()
 
 
 def test_openai_compatible_reader_against_loopback_server(llama_server, smollm2) -> None:

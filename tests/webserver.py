@@ -30,8 +30,8 @@ class LoopbackServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler], **state: Any) -> None:
-        super().__init__(("127.0.0.1", 0), handler)
+    def __init__(self, handler: type[BaseHTTPRequestHandler], port: int = 0, **state: Any) -> None:
+        super().__init__(("127.0.0.1", port), handler)
         self.requests: list[tuple[str, str]] = []
         self.state = state
         self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -218,6 +218,13 @@ class ChatHandler(_Handler):
     repeats the key it was sent.
     """
 
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        self._record()
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "test"}]})
+        else:
+            self._json(404, {"error": {"message": "not found"}})
+
     def do_POST(self) -> None:  # noqa: N802 - the http.server API
         self._record()
         payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
@@ -242,8 +249,8 @@ class ChatHandler(_Handler):
         )
 
 
-def chat_server(api_key: str) -> LoopbackServer:
-    return LoopbackServer(ChatHandler, api_key=api_key).start()
+def chat_server(api_key: str, port: int = 0) -> LoopbackServer:
+    return LoopbackServer(ChatHandler, port, api_key=api_key).start()
 
 
 def page_server() -> LoopbackServer:

@@ -1,24 +1,34 @@
-"""OpenAI-compatible HTTP reader: OpenAI, vLLM, llama.cpp's server, Ollama, ... through the `openai` client."""
+"""OpenAI-compatible HTTP reader: OpenAI, vLLM, llama.cpp's server, Ollama, ... through the `openai` client;
+one server or several replicas of it (eor.readers.endpoints)."""
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from eor.errors import ContextOverflowError, MissingSecretError, ReaderError
 from eor.readers.base import BatchedReader, Generated
+from eor.readers.endpoints import EndpointPool
 from eor.retry import RETRY_STATUSES, RetryPolicy, call_with_retries
+
+OPENAI_URL = "https://api.openai.com/v1"
 
 
 class OpenAIReader(BatchedReader):
     """Chat completions at temperature 0, sent concurrently from a bounded thread pool. Thread-safe: the
     server does the queueing, so concurrent callers are not serialised here.
 
+    `base_url` may list several replicas serving the same model: each request goes to the least loaded
+    healthy one, at most `concurrency` at once per replica, and a replica that stops answering is left out
+    until its health check answers again (eor.readers.endpoints).
+
     A request is retried (eor.retry, `retries`: attempts or a policy mapping) on refused connections,
-    timeouts, 429 (as long as `Retry-After` asks) and 500/502/503/504; after the last try the prompt fails
-    with the project's ReaderError, which costs only that prompt's member (the generation stage's policy)."""
+    timeouts, 429 (as long as `Retry-After` asks) and 500/502/503/504, on another replica when there is
+    one; after the last try the prompt fails with the project's ReaderError, which costs only that prompt's
+    member (the generation stage's policy)."""
 
     thread_safe = True
     batches = True  # concurrent requests: the server batches them
@@ -27,7 +37,7 @@ class OpenAIReader(BatchedReader):
         self,
         model: str,
         *,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         api_key_env: str | None = None,
         max_tokens: int = 32,
         concurrency: int = 4,
@@ -49,36 +59,49 @@ class OpenAIReader(BatchedReader):
         self._api_key = api_key if api_key_env else None
         self.name = model
         self.model = model
-        self.base_url = base_url
+        urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
+        urls = [os.environ.get("OPENAI_BASE_URL", OPENAI_URL) if url is None else url for url in urls]
         self.default_max_tokens = max_tokens
-        self.concurrency = concurrency
         self.seed = seed
         self.retries = RetryPolicy() if retries is None else RetryPolicy.of(retries)
         # The client's own retries are off: eor.retry's policy (attempts, deadline, Retry-After) is the one.
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+        self.endpoints = EndpointPool(
+            urls,
+            lambda url: openai.OpenAI(base_url=url, api_key=api_key, timeout=timeout, max_retries=0),
+            concurrency,
+        )
+        self.base_url = self.endpoints.endpoints[0].url
+        self.concurrency = concurrency * len(urls)  # requests in flight at once, over every replica
         self._errors = openai.OpenAIError
         self._transient = (openai.APIConnectionError, openai.APITimeoutError)
         self._status_error = openai.APIStatusError
 
     @property
     def identity(self) -> str:
-        """The server and the model it serves (plus the seed sent with every request). The server's model
-        weights are not visible from here: clear the cache entries of this identity when they change."""
-        return (
-            f"openai:{(self.base_url or 'https://api.openai.com/v1').rstrip('/')}|model={self.model}|seed={self.seed}"
-        )
+        """The servers (sorted) and the model they serve (plus the seed sent with every request). The servers'
+        model weights are not visible from here: clear the cache entries of this identity when they change."""
+        servers = ",".join(sorted(endpoint.url for endpoint in self.endpoints.endpoints))
+        return f"openai:{servers}|model={self.model}|seed={self.seed}"
 
     def _timed_completion(self, prompt: str, max_tokens: int) -> Generated:
         started = time.perf_counter()
 
         def request() -> Any:
-            return self._client.chat.completions.create(
-                model=self.model,
-                messages=[{"role": "user", "content": prompt}],
-                temperature=0.0,
-                max_tokens=max_tokens,
-                seed=self.seed,
-            )
+            endpoint = self.endpoints.acquire()
+            failed = False
+            try:
+                return endpoint.client.chat.completions.create(
+                    model=self.model,
+                    messages=[{"role": "user", "content": prompt}],
+                    temperature=0.0,
+                    max_tokens=max_tokens,
+                    seed=self.seed,
+                )
+            except self._errors as exc:
+                failed = self._endpoint_down(exc)
+                raise
+            finally:
+                self.endpoints.release(endpoint, failed)
 
         try:
             response = call_with_retries(
@@ -96,6 +119,12 @@ class OpenAIReader(BatchedReader):
             getattr(usage, "prompt_tokens", None),
             getattr(usage, "completion_tokens", None),
         )
+
+    def _endpoint_down(self, error: BaseException) -> bool:
+        """Whether the error says the server (not this request) is unwell: refused, timed out, 502/503/504."""
+        if isinstance(error, self._status_error):
+            return error.status_code in (502, 503, 504)
+        return isinstance(error, self._transient)
 
     def _retryable(self, error: BaseException) -> bool:
         if isinstance(error, self._status_error):
