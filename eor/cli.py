@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from eor.errors import EorError, InputError
+from eor.executor import Executor
 
 DEMO_QUESTION = "who was the first president of the united states"
 
@@ -72,6 +73,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         weights=args.weights,
         cache=_cache(args),
         retry_failed=args.retry_failed,
+        executor=_executor(args),
     )
     print(summary)
     return 0
@@ -179,6 +181,7 @@ def cmd_erag(args: argparse.Namespace) -> int:
             cost_questions=args.cost_questions,
             batch_size=args.batch_size,
             cache=_cache(args),
+            executor=_executor(args),
         )
     )
     return 0
@@ -200,6 +203,7 @@ def cmd_utility(args: argparse.Namespace) -> int:
             epsilon=args.epsilon,
             batch_size=args.batch_size,
             cache=_cache(args),
+            executor=_executor(args),
         )
     )
     return 0
@@ -276,6 +280,29 @@ def _batch_size_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, help="questions per reader batch (default: the config's batch_size)")
 
 
+def _executor_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("where the work runs (docs/scale.md)")
+    group.add_argument(
+        "--executor", choices=["local", "ray"], default="local", help="this process (default), or a Ray cluster"
+    )
+    group.add_argument("--ray-address", help="the Ray cluster to join (default: RAY_ADDRESS, else start one here)")
+    group.add_argument("--workers", type=int, help="Ray workers (default: the cluster's CPUs / --cpus-per-worker)")
+    group.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs of each Ray worker (default 1)")
+    group.add_argument(
+        "--shard-batches", type=int, default=4, help="batches of questions per shard on Ray (eor run; default 4)"
+    )
+
+
+def _executor(args: argparse.Namespace) -> Executor:
+    return Executor(
+        args.executor,
+        address=args.ray_address,
+        workers=args.workers,
+        cpus_per_worker=args.cpus_per_worker,
+        shard_batches=args.shard_batches,
+    )
+
+
 def _member_option(parser: argparse.ArgumentParser, role: str) -> None:
     parser.add_argument("--member", required=True, help=f"{role}, in the paper's notation (e.g. BM25)")
 
@@ -326,6 +353,7 @@ def _add_run(commands: Commands) -> None:
     _out_option(run, "run folder: records.jsonl and config.json (re-run to resume)")
     _limit_option(run)
     _batch_size_option(run)
+    _executor_options(run)
     _weights_option(run, "for the recorded vote")
     run.add_argument(
         "--retry-failed",
@@ -457,6 +485,7 @@ def _add_erag(commands: Commands) -> None:
         help="questions of the side-by-side cost measurement of eRAG vs end-to-end (default 10; 0: off)",
     )
     _batch_size_option(erag)
+    _executor_options(erag)
     _add_cache_options(erag)
     erag.set_defaults(handler=cmd_erag)
 
@@ -481,6 +510,7 @@ def _add_utility(commands: Commands) -> None:
         "--epsilon", type=float, help="divide by max(P(0-shot), EPSILON) instead of leaving U undefined"
     )
     _batch_size_option(utility)
+    _executor_options(utility)
     _add_cache_options(utility)
     utility.set_defaults(handler=cmd_utility)
 

@@ -41,3 +41,8 @@ class RetrieverError(EorError):
 
 class CacheError(EorError):
     """The generation cache file cannot be opened, read or written (not a cache, corrupt, locked, read-only)."""
+
+
+class ExecutorError(EorError):
+    """The cluster could not run the work: no cluster at the address, or a worker died more often than it
+    is restarted (the records written so far are kept: re-run to resume)."""

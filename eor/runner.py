@@ -8,16 +8,20 @@ generated tokens, and the seconds of each phase.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from eor.config import EnsembleConfig, from_dict, load_config
 from eor.data import load_questions
 from eor.errors import ConfigError, EorError, InputError
-from eor.generation_cache import CacheSetting
+from eor.executor import LOCAL, Executor
+from eor.generation_cache import CacheSetting, open_cache
 from eor.records import RecordWriter, read_records
+from eor.stages.generation import GenerationStats
 
 CONFIG_FILE = "config.json"
 GENERATION_FILE = "generation.json"  # what the reader did in the latest invocation (GenerationStats)
@@ -32,10 +36,12 @@ def run(
     weights: str | None = None,
     cache: CacheSetting = True,
     retry_failed: bool = False,
+    executor: Executor = LOCAL,
 ) -> str:
     """`cache`: the generation cache (see `Ensemble`); the records are the same with or without it, apart
     from the timings. `retry_failed`: afterwards, run again only the members that failed on a question
-    (`degraded` in its record), merge what they answer now and vote again (see `retry_failed_members`)."""
+    (`degraded` in its record), merge what they answer now and vote again (see `retry_failed_members`);
+    this runs here, whatever the executor. `executor`: where the questions are answered (eor.executor)."""
     from tqdm.auto import tqdm
 
     from eor.ensemble import Ensemble
@@ -62,26 +68,43 @@ def run(
         todo = [q for q in questions if q.id not in writer.done_ids]
         skipped = len(questions) - len(todo)
         ensemble = None
-        if todo or retry_failed:
+        if retry_failed or (todo and executor.kind == "local"):
             ensemble = Ensemble.from_config(config, weights=weights, cache=cache)
+        if executor.kind == "local":
+            answered = _answer_here(ensemble, todo, size)
+        else:
+            from eor.ray_executor import answer_shards
+
+            answered = answer_shards(config, weights, cache, todo, size, executor)
+        stats = GenerationStats()
         with tqdm(total=len(questions), initial=skipped, desc="questions", unit="q") as progress:
-            for start in range(0, len(todo), size):
-                batch = todo[start : start + size]
-                results = ensemble.answer_batch(batch)
-                writer.write([result.to_record() for result in results])
-                progress.update(len(batch))
+            for records, used in answered:
+                writer.write(records)
+                stats.add(used)
+                progress.update(len(records))
 
     if retry_failed and ensemble is not None:
+        before = dataclasses.replace(ensemble.generation.stats)
         notes.append(retry_failed_members(ensemble, out, questions))
+        stats.add(ensemble.generation.stats.since(before))
     wanted = {q.id for q in questions}
     records = [r for r in read_records(out) if r["id"] in wanted]
     lines = [*notes, f"{len(records)} questions in {out / 'records.jsonl'} ({skipped} were already done)"]
     lines += exact_match_summary(records)
     lines += failed_summary(records)
-    if ensemble is not None:
-        lines.append(cache_summary(ensemble))
-        (out / GENERATION_FILE).write_text(json.dumps(ensemble.generation.stats.to_dict(), indent=2))
+    if todo or retry_failed:
+        store = ensemble.cache if ensemble is not None else open_cache(cache)
+        lines.append(cache_summary(stats, None if store is None else store.where, executor))
+        (out / GENERATION_FILE).write_text(json.dumps(stats.to_dict(), indent=2))
     return "\n".join(lines)
+
+
+def _answer_here(ensemble: Any, todo: list[Any], size: int) -> Iterator[tuple[list[dict[str, Any]], GenerationStats]]:
+    """Records of `todo` in batches of `size` questions, answered in this process."""
+    for start in range(0, len(todo), size):
+        before = dataclasses.replace(ensemble.generation.stats)
+        results = ensemble.answer_batch(todo[start : start + size])
+        yield [result.to_record() for result in results], ensemble.generation.stats.since(before)
 
 
 def failed_summary(records: list[dict[str, Any]]) -> list[str]:
@@ -156,12 +179,12 @@ def same_run_config(saved: Any, resolved: dict[str, Any]) -> bool:
     return {**normalised, "weights": weights} == resolved
 
 
-def cache_summary(ensemble: Any) -> str:
+def cache_summary(stats: GenerationStats, cache_where: str | None, executor: Executor = LOCAL) -> str:
     """What the generation stage did over the run: prompts read back from the cache and generated, with the
-    reader's prompt and generated tokens, seconds and rates."""
-    stats = ensemble.generation.stats
-    where = "generation cache: off" if ensemble.cache is None else f"generation cache {ensemble.cache.where}"
-    lines = [f"{where}: {stats.cache_hits} prompts read back, {stats.generated} generated"]
+    reader's prompt and generated tokens, seconds and rates (on Ray: summed over the workers)."""
+    where = "generation cache: off" if cache_where is None else f"generation cache {cache_where}"
+    workers = "" if executor.kind == "local" else " (summed over the Ray workers)"
+    lines = [f"{where}: {stats.cache_hits} prompts read back, {stats.generated} generated{workers}"]
     if stats.prompt_tokens or stats.generated_tokens:
         lines.append(
             f"reader: {stats.prompt_tokens} prompt tokens in {stats.prompt_seconds:.1f} s"

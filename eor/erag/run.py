@@ -21,6 +21,7 @@ from typing import Any
 from eor.config import EnsembleConfig, load_config
 from eor.data import Question, load_questions
 from eor.errors import InputError, RetrieverError
+from eor.executor import LOCAL, Executor
 from eor.generation_cache import CacheSetting, GenerationCache, open_cache
 
 DEFAULT_CUTOFFS = (1, 2, 3, 5, 10)
@@ -78,12 +79,13 @@ def prepare(
     limit: int | None,
     progress: Any,
     cache: CacheSetting = True,
+    executor: Executor = LOCAL,
 ) -> Setup:
     """Load config and questions, check the member, open the generation cache, build reader and retriever,
-    retrieve `depth` per question (PK and @CP generate through the cache, as in the ensemble)."""
+    retrieve `depth` per question (PK and @CP generate through the cache, as in the ensemble). The reader
+    is built here, or on Ray's reader workers (`executor`, eor.executor)."""
     from eor.members import source_pool
     from eor.prompts import templates_for
-    from eor.readers import build_reader
     from eor.stages.generation import GenerationStage
 
     config = load_config(config_path)
@@ -94,7 +96,7 @@ def prepare(
     check_member(config, member)
     store = open_run_cache(cache)
     templates = templates_for(config)  # the ensemble's prompts: eRAG labels what members read
-    reader = build_reader(config.reader)
+    reader = executor.reader(config.reader)
     pool = source_pool(
         config, GenerationStage(reader, store), templates=templates, depth=max(config.retrieval_depth, depth)
     )
@@ -158,6 +160,7 @@ def run_erag(
     batch_size: int | None = None,
     cache: CacheSetting = True,
     progress: Any = tqdm_progress,
+    executor: Executor = LOCAL,
 ) -> str:
     """Run eRAG for one member; writes erag.json, erag.md, erag.png; returns a short text summary.
     `cache`: the generation cache (eor.generation_cache): True, the shared default file; a file path; False or
@@ -165,7 +168,7 @@ def run_erag(
     from eor.erag.evaluate import evaluate, make_generator
 
     chosen = _check_erag_options(k, metric, cutoffs, cost_questions, batch_size)
-    setup = prepare(config_path, data, member, k, limit, progress, cache)
+    setup = prepare(config_path, data, member, k, limit, progress, cache, executor)
     out.mkdir(parents=True, exist_ok=True)
     _save_config(out, setup)
     questions = setup.questions
@@ -360,6 +363,7 @@ def run_utility(
     batch_size: int | None = None,
     cache: CacheSetting = True,
     progress: Any = tqdm_progress,
+    executor: Executor = LOCAL,
 ) -> str:
     """Context utility of one member's top-k contexts (ordered, reversed, oracle) and Pearson's r with nDCG@k;
     writes utility.json, utility.md, utility.png; returns a short text summary. `cache` as for `run_erag`: the
@@ -371,7 +375,7 @@ def run_utility(
     ks = _check_utility_options(ks, references, batch_size, epsilon)
     check_member(load_config(config_path), member)  # before the reader loads
     similarity_metric = _similarity(similarity)
-    setup = prepare(config_path, data, member, ks[-1], limit, progress, cache)
+    setup = prepare(config_path, data, member, ks[-1], limit, progress, cache, executor)
     out.mkdir(parents=True, exist_ok=True)
     _save_config(out, setup)
     questions = setup.questions

@@ -75,6 +75,12 @@ class GenerationStats:
     def to_dict(self) -> dict[str, Any]:
         return {name: round(value, 4) if isinstance(value, float) else value for name, value in asdict(self).items()}
 
+    def since(self, earlier: GenerationStats) -> GenerationStats:
+        """What was done after `earlier`, a copy of these stats taken before (`dataclasses.replace(stats)`)."""
+        return GenerationStats(
+            **{item.name: getattr(self, item.name) - getattr(earlier, item.name) for item in fields(self)}
+        )
+
     def share(self, parts: int) -> dict[str, float]:
         """Every count divided by `parts` (e.g. per question of a batch)."""
         return {name: round(value / max(parts, 1), 4) for name, value in asdict(self).items()}

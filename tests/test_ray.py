@@ -1,0 +1,202 @@
+"""`--executor ray` (eor.executor, eor.ray_executor) on a local Ray cluster of 2 CPUs started here: `eor run`
+writes the records of the local executor (apart from timings), a killed worker is restarted and its shard
+run again, a killed driver resumes on re-run, and `eor erag` labels the same documents the same way."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eor.records import read_records
+from tests.conftest import DEMO, ROOT
+
+ray = pytest.importorskip("ray")
+
+QUESTIONS = DEMO / "questions.jsonl"
+CONFIG = {
+    "reader": {"model": "smollm2-135m", "max_tokens": 16},
+    "corpus": {"path": str(DEMO / "corpus.jsonl")},
+    "members": ["ReFree", "BM25@1", "BM25@3"],
+    "voter": {"metrics": ["em", "f1"]},
+    "batch_size": 2,
+}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Ray cluster of 2 CPUs; the commands below join it with --ray-address."""
+    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield context.address_info["gcs_address"]
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("ray") / "config.yaml"
+    path.write_text(json.dumps(CONFIG))
+    return path
+
+
+@pytest.fixture(scope="module")
+def local_run(config, tmp_path_factory) -> Path:
+    """The reference: 12 questions answered by the local executor."""
+    from eor.runner import run
+
+    out = tmp_path_factory.mktemp("local") / "run"
+    run(config, QUESTIONS, out, limit=12, cache=False)
+    return out
+
+
+def _eor(*args: str, env_cache: Path) -> subprocess.Popen:
+    env = {**os.environ, "EOR_CACHE": str(env_cache)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "eor.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _ray_run(config: Path, out: Path, address: str, cache: Path, *extra: str) -> subprocess.Popen:
+    return _eor(
+        "run",
+        "--config",
+        str(config),
+        "--data",
+        str(QUESTIONS),
+        "--out",
+        str(out),
+        "--limit",
+        "12",
+        "--no-cache",
+        "--executor",
+        "ray",
+        "--ray-address",
+        address,
+        "--shard-batches",
+        "1",
+        *extra,
+        env_cache=cache,
+    )
+
+
+def _without_timings(folder: Path) -> list[dict]:
+    records = read_records(folder)
+    for record in records:
+        for output in record["members"].values():
+            output.pop("seconds", None)
+    return records
+
+
+def _wait_for_records(out: Path, process: subprocess.Popen, count: int = 1, seconds: float = 180) -> int:
+    deadline = time.monotonic() + seconds
+    written = out / "records.jsonl"
+    while time.monotonic() < deadline and process.poll() is None:
+        if written.exists() and written.read_text().count("\n") >= count:
+            return written.read_text().count("\n")
+        time.sleep(0.05)
+    raise AssertionError(f"no {count} records within {seconds} s (exit {process.poll()})")
+
+
+def _shard_workers() -> list[int]:
+    """PIDs of the processes of Ray's ShardWorker actors (Ray names an actor's process after its class)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="ignore")
+            except OSError:
+                continue
+            if "ray::ShardWorker" in command:
+                pids.append(int(entry.name))
+    return pids
+
+
+def test_ray_writes_the_records_of_the_local_executor(cluster, config, local_run, tmp_path) -> None:
+    out = tmp_path / "ray"
+    process = _ray_run(config, out, cluster, tmp_path / "cache")
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    assert "12 questions in" in stdout and "(summed over the Ray workers)" in stdout
+    assert _without_timings(out) == _without_timings(local_run)  # same records, same order
+    ray_stats = json.loads((out / "generation.json").read_text())
+    local_stats = json.loads((local_run / "generation.json").read_text())
+    assert ray_stats["generated"] == local_stats["generated"] == 36  # 12 questions × 3 members
+
+
+def test_a_killed_worker_is_restarted_and_the_records_are_the_same(cluster, config, local_run, tmp_path) -> None:
+    out = tmp_path / "ray"
+    process = _ray_run(config, out, cluster, tmp_path / "cache")
+    done = _wait_for_records(out, process)
+    workers = _shard_workers()
+    assert workers, "no ShardWorker process found"
+    os.kill(workers[0], signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    assert done < 12, "the worker was killed after the run"
+    assert _without_timings(out) == _without_timings(local_run)
+
+
+def test_a_killed_run_resumes_to_the_same_records(cluster, config, local_run, tmp_path) -> None:
+    out = tmp_path / "ray"
+    process = _ray_run(config, out, cluster, tmp_path / "cache")
+    _wait_for_records(out, process, count=2)
+    process.kill()
+    process.communicate(timeout=60)
+    kept = len(read_records(out))
+    assert 2 <= kept < 12
+    again = _ray_run(config, out, cluster, tmp_path / "cache")
+    stdout, stderr = again.communicate(timeout=300)
+    assert again.returncode == 0, stderr[-3000:]
+    assert f"({kept} were already done)" in stdout
+    assert _without_timings(out) == _without_timings(local_run)
+
+
+def test_erag_on_ray_labels_like_the_local_executor(cluster, config, tmp_path) -> None:
+    def erag(out: Path, *extra: str) -> dict:
+        process = _eor(
+            "erag",
+            "--config",
+            str(config),
+            "--data",
+            str(QUESTIONS),
+            "--member",
+            "BM25",
+            "--out",
+            str(out),
+            "--k",
+            "3",
+            "--limit",
+            "4",
+            "--cost-questions",
+            "0",
+            "--no-cache",
+            *extra,
+            env_cache=tmp_path / "cache",
+        )
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr[-3000:]
+        return json.loads((out / "erag.json").read_text())
+
+    local = erag(tmp_path / "local")
+    on_ray = erag(tmp_path / "ray", "--executor", "ray", "--ray-address", cluster)
+    assert on_ray["questions"] == local["questions"]  # every document's answer and label, the e2e answers
+    assert on_ray["mean"] == local["mean"] and on_ray["correlation"] == local["correlation"]
+
+
+def test_executor_options_are_checked() -> None:
+    from eor.errors import ConfigError
+    from eor.executor import Executor
+
+    for bad in ({"kind": "slurm"}, {"kind": "ray", "workers": 0}, {"kind": "local", "address": "x:1"}):
+        with pytest.raises(ConfigError):
+            Executor(**bad)
