@@ -79,6 +79,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from eor.cost_model import Pilot, describe, estimate
+
+    result = estimate(
+        Pilot.from_run(args.pilot),
+        args.questions,
+        replicas=args.replicas,
+        prompt_rate=args.prompt_rate,
+        generation_rate=args.generation_rate,
+    )
+    print(json.dumps(result, indent=2) if args.json else describe(result))
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from eor.training import train
     from voters.similarity import parse_metric_spec
@@ -288,6 +302,7 @@ def _executor_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ray-address", help="the Ray cluster to join (default: RAY_ADDRESS, else start one here)")
     group.add_argument("--workers", type=int, help="Ray workers (default: the cluster's CPUs / --cpus-per-worker)")
     group.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs of each Ray worker (default 1)")
+    group.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs of each Ray worker (default 0)")
     group.add_argument(
         "--shard-batches", type=int, default=4, help="batches of questions per shard on Ray (eor run; default 4)"
     )
@@ -299,6 +314,7 @@ def _executor(args: argparse.Namespace) -> Executor:
         address=args.ray_address,
         workers=args.workers,
         cpus_per_worker=args.cpus_per_worker,
+        gpus_per_worker=args.gpus_per_worker,
         shard_batches=args.shard_batches,
     )
 
@@ -529,9 +545,25 @@ def _add_cache(commands: Commands) -> None:
     clear.set_defaults(handler=cmd_cache_clear)
 
 
+def _add_plan(commands: Commands) -> None:
+    plan = commands.add_parser(
+        "plan", help="reader time of a benchmark, from a pilot run's tokens and rates (docs/scale.md)"
+    )
+    plan.add_argument("pilot", help="run folder of `eor run` on a few questions (its generation.json)")
+    plan.add_argument("--questions", type=int, required=True, help="questions of the planned benchmark")
+    plan.add_argument("--replicas", type=int, default=1, help="reader replicas working at once (default 1)")
+    plan.add_argument("--prompt-rate", type=float, help="prompt tokens/s of the target reader (default: the pilot's)")
+    plan.add_argument(
+        "--generation-rate", type=float, help="generated tokens/s of the target reader (default: the pilot's)"
+    )
+    plan.add_argument("--json", action="store_true", help="print the estimate as JSON")
+    plan.set_defaults(handler=cmd_plan)
+
+
 COMMANDS = (
     _add_ask,
     _add_run,
+    _add_plan,
     _add_train,
     _add_bench,
     _add_compare,

@@ -23,12 +23,14 @@ KINDS = ("local", "ray")
 class Executor:
     """`kind`: local or ray. For ray: `address` of the cluster (default: the environment's RAY_ADDRESS, else
     a Ray instance started on this machine), `workers` (default: the cluster's CPUs / `cpus_per_worker`),
+    the CPUs and GPUs Ray reserves for each worker (a reader on a GPU: `gpus_per_worker` 1), and
     `shard_batches` (batches of questions per shard of `eor run`)."""
 
     kind: str = "local"
     address: str | None = None
     workers: int | None = None
     cpus_per_worker: float = 1.0
+    gpus_per_worker: float = 0.0
     shard_batches: int = 4
 
     def __post_init__(self) -> None:
@@ -40,6 +42,8 @@ class Executor:
                 raise ConfigError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
         if not isinstance(self.cpus_per_worker, int | float) or self.cpus_per_worker <= 0:
             raise ConfigError(f"--cpus-per-worker must be a positive number, got {self.cpus_per_worker!r}")
+        if not isinstance(self.gpus_per_worker, int | float) or self.gpus_per_worker < 0:
+            raise ConfigError(f"--gpus-per-worker must be a number ≥ 0, got {self.gpus_per_worker!r}")
         if self.kind == "local" and (self.address or self.workers):
             raise ConfigError("--ray-address and --workers need --executor ray")
 

@@ -56,6 +56,15 @@ def worker_count(ray: Any, executor: Executor, tasks: int) -> int:
     return max(1, min(int(cpus // executor.cpus_per_worker), tasks))
 
 
+def _actor_options(ray: Any, executor: Executor) -> Any:
+    return ray.remote(
+        num_cpus=executor.cpus_per_worker,
+        num_gpus=executor.gpus_per_worker,
+        max_restarts=RESTARTS,
+        max_task_retries=RESTARTS,
+    )
+
+
 def _threads(executor: Executor) -> int:
     return max(1, int(executor.cpus_per_worker))
 
@@ -99,7 +108,7 @@ def answer_shards(
     ray = connect(executor)
     size = batch_size * executor.shard_batches
     shards = [list(questions[start : start + size]) for start in range(0, len(questions), size)]
-    actor = ray.remote(num_cpus=executor.cpus_per_worker, max_restarts=RESTARTS, max_task_retries=RESTARTS)
+    actor = _actor_options(ray, executor)
     workers = [
         actor(ShardWorker).remote(config.to_dict(), weights, cache, _threads(executor))
         for _ in range(worker_count(ray, executor, len(shards)))
@@ -156,7 +165,7 @@ class RayReader(BatchedReader):
         super().__init__()
         ray = connect(executor)
         self._ray = ray
-        actor = ray.remote(num_cpus=executor.cpus_per_worker, max_restarts=RESTARTS, max_task_retries=RESTARTS)
+        actor = _actor_options(ray, executor)
         count = worker_count(ray, executor, 1 << 30)
         self.workers = [actor(ReaderWorker).remote(config, _threads(executor)) for _ in range(count)]
         described = ray.get(self.workers[0].describe.remote())

@@ -3,13 +3,15 @@
 The resolved config is saved beside the records; a re-run with the same folder skips the questions
 already done, and refuses a folder that holds a run of a different config. `generation.json` holds what the
 reader did in the latest invocation: prompts generated and read back, prompt tokens evaluated and reused,
-generated tokens, and the seconds of each phase.
+generated tokens, and the seconds of each phase; with the questions answered and the wall seconds they took
+(a pilot for eor.cost_model).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,11 +79,13 @@ def run(
 
             answered = answer_shards(config, weights, cache, todo, size, executor)
         stats = GenerationStats()
+        started = time.perf_counter()
         with tqdm(total=len(questions), initial=skipped, desc="questions", unit="q") as progress:
             for records, used in answered:
                 writer.write(records)
                 stats.add(used)
                 progress.update(len(records))
+        wall_seconds = time.perf_counter() - started
 
     if retry_failed and ensemble is not None:
         before = dataclasses.replace(ensemble.generation.stats)
@@ -95,7 +99,8 @@ def run(
     if todo or retry_failed:
         store = ensemble.cache if ensemble is not None else open_cache(cache)
         lines.append(cache_summary(stats, None if store is None else store.where, executor))
-        (out / GENERATION_FILE).write_text(json.dumps(stats.to_dict(), indent=2))
+        done = {"questions": len(todo), "wall_seconds": round(wall_seconds, 3)}  # eor.cost_model reads these
+        (out / GENERATION_FILE).write_text(json.dumps({**stats.to_dict(), **done}, indent=2))
     return "\n".join(lines)
 
 

@@ -8,16 +8,24 @@ named in its config for DPR, whose towers share one config type) and is pooled: 
 pooler output, others by mean pooling (`pooling: cls` for the first token).
 
 The index is exact, `faiss.IndexFlatIP` over L2-normalised vectors (`normalize: false` keeps raw inner
-products, as DPR was trained; `index_factory` takes any FAISS factory string, e.g. `HNSW32`, for corpora
-too large for exact search). It is written with `faiss.write_index` into the index folder beside
-`meta.json` (corpus hash, passage encoder and everything else the vectors depend on) and read back with
-`faiss.read_index` on the next start. An index of the earlier numpy format (`embeddings.npy`) of the same
-corpus and encoder is converted without encoding the corpus again.
+products, as DPR was trained). For corpora that outgrow memory or exact search, `index_factory` takes any
+FAISS factory string: `IVF1024,Flat` (inverted lists: search `nprobe` of them), `IVF1024,PQ32` (and product
+quantisation: 32 bytes a passage instead of 4 × dimension), `HNSW32`; such an index is trained on at most
+`train_size` vectors (a seeded sample). docs/scale.md measures recall against speed and memory. The index
+is written with `faiss.write_index` into the index folder beside `meta.json` (corpus hash, passage encoder
+and everything else the vectors depend on) and read back with `faiss.read_index` on the next start.
+
+Encoding the corpus, the long part, shows progress and is resumable: vectors are kept in shards of
+`ENCODE_SHARD` passages in a `.partial` folder beside the index as they are encoded, and an interrupted
+build picks up from the last whole shard. An index of the earlier numpy format (`embeddings.npy`) of the
+same corpus and encoder is converted without encoding the corpus again.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +39,7 @@ from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build
 
 INDEX_FILE = "index.faiss"
+ENCODE_SHARD = 4096  # passages per saved shard of vectors while the corpus is encoded
 INDEX_VERSION = 2
 Pooling = Literal["auto", "mean", "cls", "pooler"]
 
@@ -48,6 +57,8 @@ class DenseRetriever(SourceRetriever):
     max_length: int = 256
     normalize: bool = True
     index_factory: str = "Flat"
+    nprobe: int = 16
+    train_size: int = 100_000
     depth: int = 20
     batch_size: int = 64
     query_prefix: str = ""
@@ -89,25 +100,42 @@ class DenseRetriever(SourceRetriever):
             "index": self.index_factory,
             "version": INDEX_VERSION,
         }
+        if self.index_factory != "Flat":
+            meta["train_size"] = self.train_size
         flags = ("" if self.normalize else "-raw") + ("" if self.index_factory == "Flat" else f"-{self.index_factory}")
         folder = index_folder("dense", corpus.sha256, self.index_encoder + flags)
 
         def build(tmp: Path) -> None:
             vectors = _previous_vectors(folder, meta)
             if vectors is None:
-                # The prefix goes before whatever comes first: the title, or the text of an untitled passage.
-                prefix = self.passage_prefix
-                titles = [f"{prefix}{title}" if title else "" for title in corpus.titles]
-                pairs = zip(corpus.titles, corpus.texts, strict=True)
-                texts = [text if title else f"{prefix}{text}" for title, text in pairs]
-                tower = _tower(self.index_encoder, self.pooling, self.max_length)
-                vectors = tower.encode_passages(
-                    titles, texts, batch_size=self.batch_size, normalize=self.normalize, progress=True
-                )
-            faiss.write_index(_faiss_index(vectors, self.index_factory), str(tmp / INDEX_FILE))
+                vectors = self._encode_corpus(folder.with_name(folder.name + ".partial"), meta)
+            index = _faiss_index(vectors, self.index_factory, self.train_size)
+            faiss.write_index(index, str(tmp / INDEX_FILE))
 
         folder = load_or_build(folder, meta, build)
+        shutil.rmtree(folder.with_name(folder.name + ".partial"), ignore_errors=True)
         self._index = faiss.read_index(str(folder / INDEX_FILE))
+        if "IVF" in self.index_factory:
+            faiss.ParameterSpace().set_index_parameter(self._index, "nprobe", self.nprobe)
+
+    def _encode_corpus(self, partial: Path, meta: dict[str, Any]) -> np.ndarray:
+        """Every passage's vector, encoded in shards kept in `partial` (resumed from there)."""
+        corpus = self._corpus
+        # The prefix goes before whatever comes first: the title, or the text of an untitled passage.
+        prefix = self.passage_prefix
+        titles = [f"{prefix}{title}" if title else "" for title in corpus.titles]
+        texts = [text if title else f"{prefix}{text}" for title, text in zip(corpus.titles, corpus.texts, strict=True)]
+        tower = None
+
+        def encode(start: int, end: int) -> np.ndarray:
+            nonlocal tower
+            tower = tower or _tower(self.index_encoder, self.pooling, self.max_length)
+            return tower.encode_passages(
+                titles[start:end], texts[start:end], batch_size=self.batch_size, normalize=self.normalize
+            )
+
+        encoding = {key: value for key, value in meta.items() if key not in ("index", "train_size")}
+        return encode_in_shards(partial, encoding, len(texts), encode)
 
     @property
     def index(self) -> Any:
@@ -146,7 +174,37 @@ class DenseRetriever(SourceRetriever):
         return results
 
 
-def _faiss_index(vectors: np.ndarray, factory: str) -> Any:
+def encode_in_shards(
+    partial: Path, meta: dict[str, Any], count: int, encode: Callable[[int, int], np.ndarray]
+) -> np.ndarray:
+    """`encode(start, end)` over [0, count) in shards of ENCODE_SHARD rows, each saved in `partial` as soon as
+    it is done (atomically), with a progress bar; shards already there for the same `meta` are not encoded
+    again. Returns all rows, in order."""
+    from tqdm.auto import tqdm
+
+    meta_file = partial / "meta.json"
+    if not (meta_file.is_file() and json.loads(meta_file.read_text()) == {**meta, "rows": count}):
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        meta_file.write_text(json.dumps({**meta, "rows": count}, sort_keys=True))
+    shards = []
+    with tqdm(total=count, desc="encoding passages", unit="passage") as progress:
+        for start in range(0, count, ENCODE_SHARD):
+            end = min(start + ENCODE_SHARD, count)
+            file = partial / f"{start:012d}.npy"
+            if file.is_file():
+                shard = np.load(file)
+            else:
+                shard = np.ascontiguousarray(encode(start, end), dtype=np.float32)
+                written = file.with_name(file.stem + ".tmp.npy")
+                np.save(written, shard)
+                written.replace(file)
+            shards.append(shard)
+            progress.update(end - start)
+    return np.concatenate(shards) if shards else np.zeros((0, 0), dtype=np.float32)
+
+
+def _faiss_index(vectors: np.ndarray, factory: str, train_size: int = 100_000) -> Any:
     import faiss
 
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -159,7 +217,13 @@ def _faiss_index(vectors: np.ndarray, factory: str) -> Any:
         except RuntimeError as exc:
             raise ConfigError(f"dense retrieval: FAISS cannot build index_factory {factory!r}: {exc}") from None
         if not index.is_trained:
-            index.train(vectors)
+            rows = np.random.default_rng(0).permutation(len(vectors))[:train_size]
+            try:
+                index.train(vectors[np.sort(rows)])
+            except RuntimeError as exc:
+                raise ConfigError(
+                    f"dense retrieval: FAISS cannot train {factory!r} on {len(rows)} vectors: {exc}"
+                ) from None
     index.add(vectors)
     return index
 

@@ -144,6 +144,48 @@ def test_an_approximate_faiss_index_by_factory_string(small_corpus, isolated_cac
         DenseRetriever(corpus_path=str(small_corpus), index_factory="Nonsense")
 
 
+def test_ivf_and_ivf_pq_indexes(demo_corpus, isolated_cache) -> None:
+    import faiss
+
+    exact = DenseRetriever(corpus_path=str(demo_corpus), depth=10)
+    every_list = DenseRetriever(corpus_path=str(demo_corpus), depth=10, index_factory="IVF8,Flat", nprobe=8)
+    assert faiss.extract_index_ivf(every_list.index).nprobe == 8 and every_list.index.ntotal == exact.index.ntotal
+    for ivf, flat in zip(every_list.retrieve_batch(QUESTIONS), exact.retrieve_batch(QUESTIONS), strict=True):
+        assert _ids(ivf) == _ids(flat)  # every inverted list searched: exact
+    one_list = DenseRetriever(corpus_path=str(demo_corpus), depth=10, index_factory="IVF8,Flat", nprobe=1)
+    assert faiss.extract_index_ivf(one_list.index).nprobe == 1  # the same index, searched in one list
+    pq = DenseRetriever(corpus_path=str(demo_corpus), depth=10, index_factory="IVF4,PQ8x4", nprobe=4)
+    assert pq.index.code_size == 4  # 8 codes of 4 bits per passage, against 384 floats of 4 bytes
+    hits = sum(_ids(pq.invoke(q))[0] in _ids(exact.invoke(q))[:3] for q in QUESTIONS)
+    assert hits >= len(QUESTIONS) - 1
+    names = sorted(p.name for p in (isolated_cache / "indexes").iterdir())
+    assert len(names) == 3 and not any(name.endswith(".partial") for name in names)
+
+
+def test_encoding_the_corpus_resumes_after_an_interruption(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(dense, "ENCODE_SHARD", 10)
+    rows = np.arange(35 * 3, dtype=np.float32).reshape(35, 3)
+    calls: list[tuple[int, int]] = []
+
+    def encode(start: int, end: int) -> np.ndarray:
+        calls.append((start, end))
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the build is interrupted during the third shard
+        return rows[start:end]
+
+    partial = tmp_path / "index.partial"
+    meta = {"corpus_sha256": "abc", "encoder": "e"}
+    with pytest.raises(KeyboardInterrupt):
+        dense.encode_in_shards(partial, meta, 35, encode)
+    assert sorted(p.name for p in partial.glob("*.npy")) == ["000000000000.npy", "000000000010.npy"]
+    calls.clear()
+    np.testing.assert_array_equal(dense.encode_in_shards(partial, meta, 35, encode), rows)
+    assert calls == [(20, 30), (30, 35)]  # the two shards on disk were not encoded again
+    calls.clear()
+    dense.encode_in_shards(partial, {**meta, "encoder": "other"}, 35, lambda a, b: calls.append(1) or rows[a:b])
+    assert len(calls) == 4  # shards of another encoder are not reused
+
+
 # -- two towers -------------------------------------------------------------------------------------------
 
 
