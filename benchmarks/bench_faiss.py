@@ -87,7 +87,7 @@ def run(scale: int) -> dict[str, Any]:
     queries = wiki.encode_queries([q.question for q in questions])
     _, exact = wiki.index.search(queries, 10)
     ids = load_corpus(CORPUS).ids
-    golds = [set(q.gold_passages or []) for q in questions]
+    golds = [set(q.extra.get("gold_passages") or []) for q in questions]
     table = []
     for factory, nprobe in SETTINGS:
         row = measure(vectors, queries, factory, nprobe, exact)

@@ -200,3 +200,17 @@ def test_executor_options_are_checked() -> None:
     for bad in ({"kind": "slurm"}, {"kind": "ray", "workers": 0}, {"kind": "local", "address": "x:1"}):
         with pytest.raises(ConfigError):
             Executor(**bad)
+
+
+def test_utility_on_ray_scores_like_the_local_executor(cluster, config, tmp_path) -> None:
+    def utility(out: Path, *extra: str) -> dict:
+        args = ["utility", "--config", str(config), "--data", str(QUESTIONS), "--member", "BM25", "--out", str(out)]
+        args += ["--limit", "3", "--ks", "1,2", "--similarity", "f1", "--no-cache", *extra]
+        process = _eor(*args, env_cache=tmp_path / "cache")
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr[-3000:]
+        return json.loads((out / "utility.json").read_text())
+
+    local = utility(tmp_path / "local")
+    on_ray = utility(tmp_path / "ray", "--executor", "ray", "--ray-address", cluster)
+    assert on_ray["questions"] == local["questions"] and on_ray["mean"] == local["mean"]
