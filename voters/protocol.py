@@ -16,7 +16,7 @@ import numpy as np
 
 from eor.errors import ConfigError
 from voters.scoring import choose
-from voters.weights_file import FORMAT, FORMAT_VERSION, eor_version, member_order, write_document
+from voters.weights_file import header, member_order, write_document
 
 Passages = Sequence[Sequence[Sequence[str]]]  # [question][member] -> that member's passage texts
 
@@ -139,12 +139,7 @@ class SimpleVoter:
 
     def save(self, path: str | Path, **meta: Any) -> Path:
         document = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "voter": self.kind,
-            "eor_version": eor_version(),
-            "members": self.members_,
-            "metrics": self.metric_names_,
+            **header(self.kind, self.members_, self.metric_names_),
             "metric_params": self.metric_params,
             "state": self.state(),
             "train_score": self.train_score_,

@@ -22,7 +22,7 @@ from eor.errors import ConfigError, InputError, NotFittedError
 from voters.features import PER_MEMBER, FeatureSet, candidate_features, feature_names
 from voters.scoring import choose
 from voters.similarity import available_metrics, check_answers, similarity_tensor
-from voters.weights_file import FORMAT, FORMAT_VERSION, eor_version, member_order, write_document
+from voters.weights_file import header, member_order, write_document
 
 log = logging.getLogger(__name__)
 
@@ -225,12 +225,7 @@ class AnswerSelector:
         self._check_fitted()
         meta.setdefault("objective", self.correctness)
         document = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "voter": KIND,
-            "eor_version": eor_version(),
-            "members": self.members_,
-            "metrics": self.metric_names_,
+            **header(KIND, self.members_, self.metric_names_),
             "feature_names": self.feature_names_,
             "mean": [float(v) for v in self.mean_],
             "scale": [float(v) for v in self.scale_],

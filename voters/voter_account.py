@@ -14,7 +14,7 @@ from voters.grounding import Passages, grounding_features
 from voters.pooling import POOLINGS
 from voters.scoring import VoteScorer
 from voters.training import Weights
-from voters.weights_file import FORMAT, FORMAT_VERSION, eor_version, member_order, read_document, write_document
+from voters.weights_file import header, member_order, read_document, write_document
 
 
 class AccountMixin:
@@ -91,12 +91,7 @@ class AccountMixin:
         params["members"] = list(self.members) if self.members is not None else None
         params["cache_dir"] = str(self.cache_dir) if self.cache_dir is not None else None
         document = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "voter": self.kind,
-            "eor_version": eor_version(),
-            "members": self.members_,
-            "metrics": self.metric_names_,
+            **header(self.kind, self.members_, self.metric_names_),
             "pooling": self.pooling_,
             "metric_weights": [float(w) for w in self.metric_weights_],
             "retriever_weights": [float(w) for w in self.retriever_weights_],

@@ -28,6 +28,18 @@ def eor_version() -> str:
         return "unknown"
 
 
+def header(kind: str, members: Sequence[str] | None, metrics: Sequence[str]) -> dict[str, Any]:
+    """The fields every weights file starts with: format, version, voter kind, eor version, members, metrics."""
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "voter": kind,
+        "eor_version": eor_version(),
+        "members": None if members is None else list(members),
+        "metrics": list(metrics),
+    }
+
+
 def write_document(path: str | Path, document: dict[str, Any]) -> Path:
     """Write `document` as indented JSON, atomically (a reader never sees half a file)."""
     target = Path(path).expanduser()
