@@ -53,13 +53,7 @@ def run(
     size = batch_size or config.batch_size
     if size < 1:
         raise InputError(f"--batch-size must be at least 1, got {size}")
-    resolved = {**config.to_dict(), "weights": str(Path(weights).resolve()) if weights else None}
-    out.mkdir(parents=True, exist_ok=True)
-    saved = out / CONFIG_FILE
-    if saved.exists() and not same_run_config(json.loads(saved.read_text()), resolved):
-        raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
-    saved.write_text(json.dumps(resolved, indent=2))
-
+    _save_config(out, config, weights)
     notes: list[str] = []
     with RecordWriter(out) as writer:
         if writer.repaired_bytes:
@@ -72,12 +66,7 @@ def run(
         ensemble = None
         if retry_failed or (todo and executor.kind == "local"):
             ensemble = Ensemble.from_config(config, weights=weights, cache=cache)
-        if executor.kind == "local":
-            answered = _answer_here(ensemble, todo, size)
-        else:
-            from eor.ray_executor import answer_shards
-
-            answered = answer_shards(config, weights, cache, todo, size, executor)
+        answered = _answers(ensemble, config, weights, cache, todo, size, executor)
         stats = GenerationStats()
         started = time.perf_counter()
         with tqdm(total=len(questions), initial=skipped, desc="questions", unit="q") as progress:
@@ -102,6 +91,33 @@ def run(
         done = {"questions": len(todo), "wall_seconds": round(wall_seconds, 3)}  # eor.cost_model reads these
         (out / GENERATION_FILE).write_text(json.dumps({**stats.to_dict(), **done}, indent=2))
     return "\n".join(lines)
+
+
+def _save_config(out: Path, config: EnsembleConfig, weights: str | None) -> None:
+    """The run's resolved config in `out`; a folder that holds a run of another config is refused."""
+    resolved = {**config.to_dict(), "weights": str(Path(weights).resolve()) if weights else None}
+    out.mkdir(parents=True, exist_ok=True)
+    saved = out / CONFIG_FILE
+    if saved.exists() and not same_run_config(json.loads(saved.read_text()), resolved):
+        raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
+    saved.write_text(json.dumps(resolved, indent=2))
+
+
+def _answers(
+    ensemble: Any,
+    config: EnsembleConfig,
+    weights: str | None,
+    cache: CacheSetting,
+    todo: list[Any],
+    size: int,
+    executor: Executor,
+) -> Iterator[tuple[list[dict[str, Any]], GenerationStats]]:
+    """The records of `todo` in order, a batch (local) or a shard (Ray) at a time, with what the reader did."""
+    if executor.kind == "local":
+        return _answer_here(ensemble, todo, size)
+    from eor.ray_executor import answer_shards
+
+    return answer_shards(config, weights, cache, todo, size, executor)
 
 
 def _answer_here(ensemble: Any, todo: list[Any], size: int) -> Iterator[tuple[list[dict[str, Any]], GenerationStats]]:
