@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from eor.errors import ConfigError, ExecutorError
@@ -106,6 +107,8 @@ def answer_shards(
     if not questions:
         return
     ray = connect(executor)
+    weights = str(Path(weights).resolve()) if weights else None  # workers may start elsewhere
+    cache = str(Path(cache).resolve()) if isinstance(cache, str | os.PathLike) else cache
     size = batch_size * executor.shard_batches
     shards = [list(questions[start : start + size]) for start in range(0, len(questions), size)]
     actor = _actor_options(ray, executor)
@@ -168,7 +171,10 @@ class RayReader(BatchedReader):
         actor = _actor_options(ray, executor)
         count = worker_count(ray, executor, 1 << 30)
         self.workers = [actor(ReaderWorker).remote(config, _threads(executor)) for _ in range(count)]
-        described = ray.get(self.workers[0].describe.remote())
+        try:
+            described = ray.get(self.workers[0].describe.remote())
+        except ray.exceptions.RayError as exc:  # the reader could not be built there
+            raise ExecutorError(f"a Ray reader worker failed to start: {type(exc).__name__}: {exc}") from None
         self.name = config.model
         self._identity = described["identity"]
         self.counts_tokens = described["counts_tokens"]
