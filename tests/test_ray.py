@@ -66,7 +66,7 @@ def _eor(*args: str, env_cache: Path) -> subprocess.Popen:
     )
 
 
-def _ray_run(config: Path, out: Path, address: str, cache: Path, *extra: str) -> subprocess.Popen:
+def _ray_run(config: Path, out: Path, address: str, cache: Path, *extra: str, cached: bool = False) -> subprocess.Popen:
     return _eor(
         "run",
         "--config",
@@ -77,7 +77,7 @@ def _ray_run(config: Path, out: Path, address: str, cache: Path, *extra: str) ->
         str(out),
         "--limit",
         "12",
-        "--no-cache",
+        *([] if cached else ["--no-cache"]),
         "--executor",
         "ray",
         "--ray-address",
@@ -214,3 +214,24 @@ def test_utility_on_ray_scores_like_the_local_executor(cluster, config, tmp_path
     local = utility(tmp_path / "local")
     on_ray = utility(tmp_path / "ray", "--executor", "ray", "--ray-address", cluster)
     assert on_ray["questions"] == local["questions"] and on_ray["mean"] == local["mean"]
+
+
+def test_the_workers_share_the_generation_cache(cluster, config, local_run, tmp_path) -> None:
+    """With the cache on, the Ray workers write into the one cache file of this machine: a local run after
+    them reads every prompt back and generates none."""
+    cache = tmp_path / "cache"
+    process = _ray_run(config, tmp_path / "ray", cluster, cache, cached=True)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    args = ["run", "--config", str(config), "--data", str(QUESTIONS), "--out", str(tmp_path / "local"), "--limit", "12"]
+    local = _eor(*args, env_cache=cache)
+    stdout, stderr = local.communicate(timeout=300)
+    assert local.returncode == 0, stderr[-3000:]
+    assert "36 prompts read back, 0 generated" in stdout
+    assert _without_timings(tmp_path / "local") == _without_timings(local_run)
+
+
+def test_the_local_executor_does_not_import_ray() -> None:
+    code = "import sys, eor.cli, eor.runner, eor.erag.run; assert 'ray' not in sys.modules, 'ray imported'"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
