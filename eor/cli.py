@@ -113,6 +113,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             seed=args.seed,
             cv=args.cv,
             inner_folds=args.inner_folds,
+            max_loss=args.max_loss,
+            budget=args.budget,
+            cost_unit=args.cost,
         )
     )
     return 0
@@ -388,7 +391,25 @@ def _add_train(commands: Commands) -> None:
         "--voter",
         default="auto",
         help="auto (default: chosen by cross-validation, never below Top R), top, paper, grounding, smooth, "
-        "smooth-grounding, selector, or a voter an installed package adds (entry points eor.voters)",
+        "smooth-grounding, selector, cascade (runs only the members a question needs), or a voter an installed "
+        "package adds (entry points eor.voters)",
+    )
+    cost = train.add_argument_group("cost (the cascade; auto considers the cascade only with one of these)")
+    cost.add_argument(
+        "--max-loss",
+        type=float,
+        metavar="POINTS",
+        help="largest loss of accuracy against the full pool, in points (cascade default 0.5), by cross-validation",
+    )
+    cost.add_argument(
+        "--budget", type=float, metavar="SECONDS", help="the most accurate choice whose mean cost per question fits"
+    )
+    cost.add_argument(
+        "--cost",
+        default="auto",
+        choices=["auto", "seconds", "tokens"],
+        help="a member's cost: recorded seconds, or its token counts at the reader's rates (auto: tokens where "
+        "the records hold them)",
     )
     train.add_argument(
         "--cv", type=int, metavar="K", help="first report K-fold cross-validation of every voter against Top R"

@@ -119,12 +119,15 @@ class SourceConfig:
 
 @dataclass
 class VoterConfig:
-    """The voter used when no weights file is given: uniform weights over these metrics.
+    """The pool's voter. `weights`: the weights file `eor ask`, `eor serve` and `Ensemble.from_config` answer
+    with when none is given (a path relative to the config file); without one, uniform weights over these
+    metrics.
 
     `metric_params` sets each metric's parameters by name, e.g. `{bertscore: {num_layers: 6}, nli: {model:
     PATH, combine: max}}`; `encoder` is the default model of `cosine` and `bertscore`.
     """
 
+    weights: str | None = None
     metrics: list[str] = field(default_factory=lambda: ["em", "f1", "cosine"])
     metric_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     pooling: str = "mean"
@@ -179,7 +182,13 @@ class EnsembleConfig:
         data.pop("base_dir")
         if self.corpus is not None:
             data["corpus"]["path"] = str(self.resolve_path(self.corpus.path))
+        if self.voter.weights:
+            data["voter"]["weights"] = str(self.resolve_path(self.voter.weights))
         return data
+
+    def default_weights(self) -> Path | None:
+        """The weights file `voter.weights` names, resolved against the config's folder; None without one."""
+        return self.resolve_path(self.voter.weights) if self.voter.weights else None
 
 
 def from_dict(cls: type, data: Any, where: str) -> Any:

@@ -35,6 +35,7 @@ import numpy as np
 from eor.errors import ConfigError, InputError
 from eor.plugins import entry_point_objects
 from eor.run_data import RunData
+from voters.folds import folds
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,9 @@ class VoteSettings:
     seed: int = 0
     selector_c: float = 1.0
     cache_dir: str | None = None
+    max_loss: float | None = None  # the cascade's tolerance (a fraction); None: its default
+    budget: float | None = None  # the cascade's most mean cost per question, instead of max_loss
+    cost_unit: str = "auto"  # eor.costs
 
 
 @dataclass
@@ -65,6 +69,8 @@ class VoteArrays:
     correctness: np.ndarray  # (Q, M)
     grounding: np.ndarray  # (Q, M)
     features: Any  # voters.features.FeatureSet (Q, M, F)
+    blocks: Any = None  # voters.features.CandidateBlocks: the features of any member subset
+    costs: Any = None  # eor.costs.MemberCosts, or None when the records hold no seconds
 
     @property
     def questions(self) -> int:
@@ -72,19 +78,26 @@ class VoteArrays:
 
 
 def vote_arrays(data: RunData, settings: VoteSettings) -> VoteArrays:
+    from eor.costs import member_costs
     from voters import correctness_matrix, grounding_features, similarity_tensor
-    from voters.features import candidate_features
+    from voters.features import candidate_blocks
 
     tensor = similarity_tensor(
         data.answers, list(settings.metrics), cache=settings.cache_dir, metric_params=settings.metric_params
     )
-    features = candidate_features(tensor, data.answers, data.passages, data.texts, settings.metrics, data.names)
+    blocks = candidate_blocks(tensor, data.answers, data.passages, data.texts, settings.metrics)
+    try:
+        costs = member_costs(data, settings.cost_unit)
+    except InputError:
+        costs = None
     return VoteArrays(
         data=data,
         tensor=tensor,
         correctness=correctness_matrix(data.answers, data.golds, settings.correctness),
         grounding=grounding_features(data.answers, data.joined),
-        features=features,
+        features=blocks.features(range(len(data.names)), data.names),
+        blocks=blocks,
+        costs=costs,
     )
 
 
@@ -111,6 +124,11 @@ class Candidate:
             [data.answers[i] for i in picked], [data.passages[i] for i in picked], [data.texts[i] for i in picked]
         )
 
+    def answer(self, arrays: VoteArrays, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(chosen member, cost of the members that ran) per row; a voter of the full pool runs every member
+        (costs are NaN when the records hold none)."""
+        return self.predict(arrays, rows), _pool_cost(arrays, rows)
+
 
 class TopCandidate(Candidate):
     name = "top"
@@ -122,6 +140,10 @@ class TopCandidate(Candidate):
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
         return np.full(len(rows), self.member, dtype=int)
+
+    def answer(self, arrays: VoteArrays, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        costs = arrays.costs.matrix[rows, self.member] if arrays.costs is not None else np.full(len(rows), np.nan)
+        return self.predict(arrays, rows), costs
 
 
 class PaperCandidate(Candidate):
@@ -200,6 +222,47 @@ class SelectorCandidate(Candidate):
         return choose(self.estimator.feature_scores(arrays.features.matrix[rows]))
 
 
+class CascadeCandidate(Candidate):
+    """The cascade (voters.cascade): its out-of-fold correctness is that of the answer it stops at."""
+
+    name = "cascade"
+
+    @property
+    def voter_class(self) -> type:
+        from voters.cascade import Cascade
+
+        return Cascade
+
+    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
+        from voters.cascade import DEFAULT_MAX_LOSS, Cascade
+
+        s = self.settings
+        if arrays.costs is None:
+            raise InputError("a cascade learns from members' costs: the records lack their seconds")
+        max_loss = s.max_loss if s.max_loss is not None or s.budget is not None else DEFAULT_MAX_LOSS
+        self.estimator = Cascade(
+            metrics=s.metrics,
+            C=s.selector_c,
+            correctness=s.correctness,
+            metric_params=s.metric_params,
+            max_loss=None if s.budget is not None else max_loss,
+            budget=s.budget,
+            seed=s.seed,
+            members=arrays.data.names,
+        ).fit_blocks(
+            arrays.blocks, arrays.correctness >= 0.5, arrays.data.names, arrays.costs.matrix, arrays.costs.unit, rows
+        )
+        return self
+
+    def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+        return self.estimator.replay_blocks(arrays.blocks, rows)[0]
+
+    def answer(self, arrays: VoteArrays, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(chosen member, cost of the steps up to the one it stopped at) per row."""
+        chosen, stops = self.estimator.replay_blocks(arrays.blocks, rows)
+        return chosen, self.estimator.spent(arrays.costs.matrix[rows], stops)
+
+
 BUILTIN: dict[str, Callable[[VoteSettings], Candidate]] = {
     "top": TopCandidate,
     "paper": PaperCandidate,
@@ -207,6 +270,7 @@ BUILTIN: dict[str, Callable[[VoteSettings], Candidate]] = {
     "smooth": lambda s: PaperCandidate(s, objective="smooth"),
     "smooth-grounding": lambda s: PaperCandidate(s, grounding=True, objective="smooth"),
     "selector": SelectorCandidate,
+    "cascade": CascadeCandidate,
 }
 _REGISTERED: dict[str, type[Candidate]] = {}
 
@@ -246,8 +310,18 @@ def candidate_factories() -> dict[str, Callable[[VoteSettings], Candidate]]:
     return {**BUILTIN, **{name: cls for name, cls in added.items() if name not in BUILTIN}}
 
 
-def candidate_names() -> list[str]:
-    return list(candidate_factories())
+#: candidates that trade accuracy for cost: `auto` considers them only under an explicit max_loss or budget.
+COST_AWARE = ("cascade",)
+
+
+def candidate_names(cost_aware: bool = True) -> list[str]:
+    """Every candidate's name; without the cost-aware ones (COST_AWARE) unless `cost_aware`."""
+    return [name for name in candidate_factories() if cost_aware or name not in COST_AWARE]
+
+
+def auto_names(settings: VoteSettings) -> list[str]:
+    """The candidates `auto` chooses among: the cost-aware ones only under an explicit max_loss or budget."""
+    return candidate_names(cost_aware=settings.max_loss is not None or settings.budget is not None)
 
 
 def build_candidate(name: str, settings: VoteSettings) -> Candidate:
@@ -257,25 +331,17 @@ def build_candidate(name: str, settings: VoteSettings) -> Candidate:
     return factories[name](settings)
 
 
-def folds(n_questions: int, k: int, seed: int) -> list[np.ndarray]:
-    """K disjoint held-out folds covering every question once (a seeded permutation cut in K parts)."""
-    if not isinstance(k, int) or k < 2:
-        raise InputError(f"cross-validation needs at least 2 folds, got {k!r}")
-    if n_questions < k:
-        raise InputError(f"cannot make {k} folds of {n_questions} questions")
-    order = np.random.default_rng(seed).permutation(n_questions)
-    return [np.sort(part) for part in np.array_split(order, k)]
-
-
 @dataclass
 class CvResult:
-    """Out-of-fold correctness per question of every candidate (`scores[name]`, shape (Q,)), and the
-    candidate that `auto` chose in each outer fold when it was cross-validated."""
+    """Out-of-fold correctness per question of every candidate (`scores[name]`, shape (Q,)), the cost of
+    the members it ran (`costs[name]`), and the candidate that `auto` chose in each outer fold when it was
+    cross-validated."""
 
     k: int
     seed: int
     scores: dict[str, np.ndarray]
     chosen: dict[str, list[str]] = field(default_factory=dict)
+    costs: dict[str, np.ndarray] = field(default_factory=dict)  # per question: the members that ran
 
 
 def out_of_fold(
@@ -296,6 +362,7 @@ def out_of_fold(
     rows = np.arange(arrays.questions) if rows is None else np.asarray(rows)
     plain = [name for name in names if name != AUTO]
     scores = {name: np.zeros(len(rows)) for name in names}
+    costs = {name: np.zeros(len(rows)) for name in names}
     chosen: dict[str, list[str]] = {AUTO: []} if AUTO in names else {}
     for held in folds(len(rows), k, seed):
         train_rows = np.delete(rows, held)
@@ -303,30 +370,50 @@ def out_of_fold(
         fitted: dict[str, Candidate] = {}
         for name in plain:
             fitted[name] = build_candidate(name, settings).fit(arrays, train_rows)
-            scores[name][held] = _correct(arrays, test_rows, fitted[name].predict(arrays, test_rows))
+            picks, costs[name][held] = fitted[name].answer(arrays, test_rows)
+            scores[name][held] = _correct(arrays, test_rows, picks)
         if AUTO in names:
-            pick, _ = choose_candidate(arrays, plain or candidate_names(), settings, inner_folds, seed, train_rows)
+            pick, _ = choose_candidate(arrays, plain or auto_names(settings), settings, inner_folds, seed, train_rows)
             chosen[AUTO].append(pick)
             model = fitted.get(pick) or build_candidate(pick, settings).fit(arrays, train_rows)
-            scores[AUTO][held] = _correct(arrays, test_rows, model.predict(arrays, test_rows))
-    return CvResult(k, seed, scores, chosen)
+            picks, costs[AUTO][held] = model.answer(arrays, test_rows)
+            scores[AUTO][held] = _correct(arrays, test_rows, picks)
+    return CvResult(k, seed, scores, chosen, costs)
 
 
 def choose_candidate(
     arrays: VoteArrays, names: Sequence[str], settings: VoteSettings, k: int, seed: int, rows: np.ndarray | None = None
 ) -> tuple[str, dict[str, float]]:
     """The candidate with the best inner-CV mean correctness over `rows` (Top R is always among them and
-    wins ties, so the choice never scores below Top R by this CV); returns (name, mean per candidate)."""
+    wins ties, so the choice never scores below Top R by this CV); returns (name, mean per candidate).
+
+    Under `settings.budget`: the best among the candidates whose mean cost per question is at most the
+    budget. Under `settings.max_loss`: the cheapest candidate within max_loss of the best mean."""
     ordered = ["top", *[name for name in candidate_names() if name in names and name != "top"]]
     ordered += [name for name in names if name not in ordered and name != AUTO]
+    if (settings.budget is not None or settings.max_loss is not None) and arrays.costs is None:
+        raise InputError("choosing by cost (max_loss, budget) needs records with each member's seconds")
     result = out_of_fold(arrays, ordered, settings, k, seed + 1, rows)
     means = {name: float(values.mean()) for name, values in result.scores.items()}
-    best = max(ordered, key=lambda name: (means[name], -ordered.index(name)))
+    cost = {name: float(values.mean()) for name, values in result.costs.items()}
+    eligible = list(ordered)
+    if settings.budget is not None:
+        eligible = [name for name in ordered if cost[name] <= settings.budget] or ["top"]
+    best = max(eligible, key=lambda name: (means[name], -ordered.index(name)))
+    if settings.max_loss is not None and settings.budget is None:
+        near = [name for name in ordered if means[name] >= means[best] - settings.max_loss - 1e-12]
+        best = min(near, key=lambda name: (cost[name], -means[name], ordered.index(name)))
     return best, means
 
 
 def _correct(arrays: VoteArrays, rows: np.ndarray, picks: np.ndarray) -> np.ndarray:
     return arrays.correctness[rows, np.asarray(picks, dtype=int)]
+
+
+def _pool_cost(arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+    if arrays.costs is None:
+        return np.full(len(rows), np.nan)
+    return arrays.costs.matrix[rows].sum(axis=1)
 
 
 def compare_with_top(result: CvResult, resamples: int = 2000) -> dict[str, dict[str, Any]]:
@@ -347,6 +434,9 @@ def compare_with_top(result: CvResult, resamples: int = 2000) -> dict[str, dict[
             "p_value": test["p_value"],
             "test": test["test"],
         }
+        costs = result.costs.get(name)
+        if costs is not None and len(costs) and np.all(np.isfinite(costs)):
+            table[name]["cost"] = float(costs.mean())
         if name in result.chosen:
             table[name]["chosen_per_fold"] = list(result.chosen[name])
     return table

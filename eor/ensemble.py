@@ -69,7 +69,8 @@ class Ensemble:
         self.pool = source_pool(config, self.generation, templates=self.templates)
         self.retrievers = {name: self.pool.build(name) for name in config.members}
         self.retrieval = RetrievalStage(self.retrievers)
-        self.voter = voter if voter is not None else _uniform_voter(config)
+        self.voter = voter if voter is not None else _default_voter(config)
+        _check_pool(self.voter, config, self.reader)
         self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
 
     @classmethod
@@ -148,6 +149,13 @@ class Ensemble:
             return []
         names = self.select(members)
         timeout = _check_timeout(member_timeout)
+        if lazy and self.cascade is not None:
+            if members is not None:
+                raise InputError(
+                    "this pool answers with a cascade, which chooses the members each question needs: ask without "
+                    "`members`, or run every member (--all-members; all_members in the API) to vote over a subset"
+                )
+            return [self._answer_by_cascade(item, timeout, strict) for item in items]
         if lazy and self.voting.lazy:
             return [self._answer_lazily(item, names, timeout, strict) for item in items]
         with metering() as usage:
@@ -204,6 +212,53 @@ class Ensemble:
         skipped = [name for name in names if name not in outputs and name not in failed]
         stages = _stages(clock, usage, 1, members=len(outputs) + len(failed), skipped=skipped)
         return _result(item, outputs, member, decision.scores, failed, skipped, stages)
+
+    @property
+    def cascade(self) -> Any:
+        """The voter when it is a cascade (voters.cascade: members run in its order until it stops), else None."""
+        return self.voter if getattr(self.voter, "kind", None) == "cascade" else None
+
+    def _answer_by_cascade(self, item: Question, timeout: float | None, strict: bool) -> Result:
+        """One question, the cascade's members one step at a time until its stopping rule says the leading
+        answer is likely enough right; the members after that step never retrieve nor prompt."""
+        failed: dict[str, str] = {}
+        outputs: dict[str, MemberOutput] = {}
+        decision = None
+        clock = Clock()
+        with metering() as usage:
+            for step, name in enumerate(self.cascade.order):
+                with clock("retrieval"):
+                    passages, seconds = self._retrieve([name], [item.question], timeout, strict, [failed])
+                with clock("generation"):
+                    outputs.update(self._read([name], [item.question], passages, seconds, strict, [failed])[0])
+                if outputs:
+                    with clock("voting"):
+                        ballots = _ballots(outputs)
+                        decision = self.cascade.decide(
+                            step,
+                            {n: b.answer for n, b in ballots.items()},
+                            {n: b.passages for n, b in ballots.items()},
+                            item.question,
+                        )
+                    if decision.stop:
+                        break
+        if decision is None:
+            raise _no_member_left(item, failed)
+        self._learn_costs([outputs])
+        ran = [name for name in self.cascade.order if name in outputs or name in failed]
+        skipped = [name for name in self.cascade.order if name not in ran]
+        outputs = {name: outputs[name] for name in self.members if name in outputs}
+        stages = _stages(clock, usage, 1, members=len(ran), skipped=skipped)
+        result = _result(item, outputs, decision.member, decision.scores, failed, skipped, stages)
+        result.cascade = {
+            "ran": ran,
+            "skipped": skipped,
+            "stopped_after": self.cascade.order[decision.step],
+            "probability": round(decision.probability, 4),
+            "threshold": None if math.isinf(decision.threshold) else round(decision.threshold, 4),
+            "reason": decision.reason(),
+        }
+        return result
 
     def cost(self, name: str) -> float:
         """A member's expected seconds per question: measured by this ensemble when it has run, else a prior
@@ -501,6 +556,24 @@ def _passage_dict(document: Any) -> dict[str, Any]:
 def _pairs(documents: list[Any]) -> list[tuple[str, str]]:
     """LangChain documents as the (title, text) passages of a prompt."""
     return [(doc.metadata.get("title", ""), doc.page_content) for doc in documents]
+
+
+def _default_voter(config: EnsembleConfig) -> Any:
+    """The voter of the config's `voter.weights` file, else uniform weights over its metrics."""
+    path = config.default_weights()
+    if path is None:
+        return _uniform_voter(config)
+    from voters import load_voter
+
+    return load_voter(path, members=config.members)
+
+
+def _check_pool(voter: Any, config: EnsembleConfig, reader: Any) -> None:
+    """Warn when the voter was trained on records of another reader or corpus (eor.pool)."""
+    if isinstance((getattr(voter, "metadata_", None) or {}).get("pool"), dict):
+        from eor.pool import pool_identity, warn_if_foreign
+
+        warn_if_foreign(voter, pool_identity(config, reader), f"the {getattr(voter, 'kind', 'voter')} weights")
 
 
 def _uniform_voter(config: EnsembleConfig) -> Any:

@@ -26,7 +26,8 @@ class MemberOutput:
 class Result:
     """One answered question: the chosen answer and member, every voting member's output and vote score,
     the members left out of the vote because they failed (`degraded`: name -> reason), the members a lazy
-    vote did not need to run (`skipped`), and what each stage did (`stages`, per question of its batch)."""
+    vote did not need to run (`skipped`), what each stage did (`stages`, per question of its batch), and for a
+    cascade which members it ran and skipped and why it stopped (`cascade`)."""
 
     id: str
     question: str
@@ -39,10 +40,11 @@ class Result:
     degraded: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     stages: dict[str, Any] = field(default_factory=dict)
+    cascade: dict[str, Any] | None = None  # which members a cascade ran and skipped, and why it stopped
 
     def to_dict(self) -> dict[str, Any]:
         """The object `eor ask --json` prints (`degraded` and `degraded_reasons` only when a member failed,
-        `skipped` only when a lazy vote stopped early)."""
+        `skipped` only when a lazy vote or a cascade stopped early, `cascade` only for a cascade)."""
         data = {
             "id": self.id,
             "question": self.question,
@@ -55,6 +57,8 @@ class Result:
             data["stages"] = self.stages
         if self.skipped:
             data["skipped"] = list(self.skipped)
+        if self.cascade is not None:
+            data["cascade"] = dict(self.cascade)
         return {**data, **self._degraded_fields()}
 
     def to_record(self) -> dict[str, Any]:

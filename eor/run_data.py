@@ -7,7 +7,7 @@ skipped, and every record must hold every member (the member order is that of th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from eor.errors import InputError
@@ -20,7 +20,9 @@ class RunData:
 
     `passages[q][m]` is member m's retrieved passages (one string each, for the error breakdown, where a
     match must lie within one passage); `joined[q][m]` the same passages joined by spaces, as the paper's
-    voter with grounding takes them; `texts[q]` the question.
+    voter with grounding takes them; `texts[q]` the question; `seconds[q][m]` member m's recorded seconds
+    (retrieval plus generation; None when the record lacks them) and `tokens[q][m]` its token counts
+    (`prompt`, `reused`, `generated`; None in records written before they were recorded).
     """
 
     names: list[str]
@@ -30,6 +32,8 @@ class RunData:
     passages: list[list[list[str]]]
     joined: list[list[str]]
     texts: list[str]
+    seconds: list[list[float | None]] = field(default_factory=list)
+    tokens: list[list[dict[str, int] | None]] = field(default_factory=list)
 
     @property
     def questions(self) -> int:
@@ -51,6 +55,8 @@ class RunData:
             passages=[self.passages[i] for i in rows],
             joined=[self.joined[i] for i in rows],
             texts=[self.texts[i] for i in rows],
+            seconds=[self.seconds[i] for i in rows] if self.seconds else [],
+            tokens=[self.tokens[i] for i in rows] if self.tokens else [],
         )
 
 
@@ -62,7 +68,7 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
     names = list(members or records[0]["members"])
     if len(set(names)) != len(names):
         raise InputError(f"{path}: member names repeat: {names}")
-    ids, answers, golds, passages, texts = [], [], [], [], []
+    ids, answers, golds, passages, texts, seconds, tokens = [], [], [], [], [], [], []
     for record in records:
         missing = [name for name in names if name not in record["members"]]
         if missing:
@@ -75,7 +81,13 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
         answers.append([out["answer"] for out in outputs])
         golds.append(list(record["answers"]))
         passages.append([[str(p.get("text", "")) for p in out.get("passages") or []] for out in outputs])
+        seconds.append([_number(out.get("seconds")) for out in outputs])
+        tokens.append([out.get("tokens") if isinstance(out.get("tokens"), dict) else None for out in outputs])
     if not answers:
         raise InputError(f"{path}: no record has gold answers to train on")
     joined = [[" ".join(texts_) for texts_ in row] for row in passages]
-    return RunData(names, ids, answers, golds, passages, joined, texts)
+    return RunData(names, ids, answers, golds, passages, joined, texts, seconds, tokens)
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -49,6 +49,7 @@ def run(
     from eor.ensemble import Ensemble
 
     config = load_config(config_path)
+    config.voter.weights = None  # the recorded vote is --weights' (uniform without), never the config's default
     questions = load_questions(data, limit=limit)
     size = batch_size or config.batch_size
     if size < 1:
@@ -66,6 +67,7 @@ def run(
         ensemble = None
         if retry_failed or (todo and executor.kind == "local"):
             ensemble = Ensemble.from_config(config, weights=weights, cache=cache)
+        _save_pool(out, config, ensemble)
         answered = _answers(ensemble, config, weights, cache, todo, size, executor)
         stats = GenerationStats()
         started = time.perf_counter()
@@ -101,6 +103,16 @@ def _save_config(out: Path, config: EnsembleConfig, weights: str | None) -> None
     if saved.exists() and not same_run_config(json.loads(saved.read_text()), resolved):
         raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
     saved.write_text(json.dumps(resolved, indent=2))
+
+
+def _save_pool(out: Path, config: EnsembleConfig, ensemble: Any) -> None:
+    """The pool's identity beside the records (eor.pool): `eor train` records it in the weights file."""
+    from eor.pool import POOL_FILE, pool_identity
+
+    if ensemble is None and (out / POOL_FILE).exists():  # keep the reader identity a built ensemble wrote
+        return
+    identity = pool_identity(config, ensemble.reader if ensemble is not None else None)
+    (out / POOL_FILE).write_text(json.dumps(identity, indent=2) + "\n", encoding="utf-8")
 
 
 def _answers(

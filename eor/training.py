@@ -21,6 +21,7 @@ from eor.crossval import (
     DEFAULT_FOLDS,
     VoteArrays,
     VoteSettings,
+    auto_names,
     build_candidate,
     candidate_names,
     choose_candidate,
@@ -32,6 +33,9 @@ from eor.errors import ConfigError
 from eor.run_data import RunData, load_run
 
 log = logging.getLogger(__name__)
+
+#: the tolerances (EM points) at which a cascade's operating points are shown.
+OPERATING_LOSSES = (0.0, 0.25, 0.5, 1.0, 2.0)
 
 
 def train(
@@ -49,9 +53,16 @@ def train(
     seed: int = 0,
     cv: int | None = None,
     inner_folds: int = DEFAULT_FOLDS,
+    max_loss: float | None = None,
+    budget: float | None = None,
+    cost_unit: str = "auto",
 ) -> str:
+    """Train and save; `max_loss` (EM points, e.g. 0.5) or `budget` (cost per question, seconds) make the
+    choice cost-aware: the cascade's tolerance, and `auto`'s choice among every candidate, the cascade
+    included (the cheapest within max_loss of the best, or the best within the budget)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     name = _voter_name(voter, grounding)
+    _check_cost_options(max_loss, budget)
     settings = VoteSettings(
         metrics=tuple(metrics),
         metric_params=metric_params or None,
@@ -59,6 +70,9 @@ def train(
         correctness=metric,
         restarts=restarts,
         seed=seed,
+        max_loss=None if max_loss is None else max_loss / 100,
+        budget=budget,
+        cost_unit=cost_unit,
     )
     data = load_run(records)
     log.info("similarities and features of %d training questions × %d members", data.questions, len(data.names))
@@ -66,11 +80,13 @@ def train(
     lines: list[str] = []
     meta: dict[str, Any] = {"records": str(records), "dev_records": str(dev) if dev else None}
     if cv:
-        table = cross_validation(arrays, settings, cv, seed, with_auto=name == AUTO, inner_folds=inner_folds)
+        table = cross_validation(
+            arrays, settings, cv, seed, with_auto=name == AUTO, inner_folds=inner_folds, cascade=name == "cascade"
+        )
         meta["cv"] = {"folds": cv, "seed": seed, "voters": table}
         lines += format_cv(table, cv, data.questions, metric)
     if name == AUTO:
-        name, means = choose_candidate(arrays, candidate_names(), settings, inner_folds, seed)
+        name, means = choose_candidate(arrays, auto_names(settings), settings, inner_folds, seed)
         meta["selection"] = {"folds": inner_folds, "seed": seed, "means": means}
         lines.append(_selection_line(name, means, inner_folds, metric))
     fitted = _fit(name, arrays, settings)
@@ -85,6 +101,14 @@ def train(
     return "\n".join(lines)
 
 
+def _check_cost_options(max_loss: float | None, budget: float | None) -> None:
+    if max_loss is not None and budget is not None:
+        raise ConfigError("give --max-loss or --budget, not both")
+    for flag, value in (("--max-loss", max_loss), ("--budget", budget)):
+        if value is not None and not (isinstance(value, int | float) and np.isfinite(value) and value >= 0):
+            raise ConfigError(f"{flag} must be a number ≥ 0, got {value!r}")
+
+
 def _voter_name(voter: str, grounding: bool) -> str:
     names = candidate_names()
     if voter not in (*names, AUTO):
@@ -97,25 +121,34 @@ def _voter_name(voter: str, grounding: bool) -> str:
 
 
 def cross_validation(
-    arrays: VoteArrays, settings: VoteSettings, k: int, seed: int, *, with_auto: bool, inner_folds: int
+    arrays: VoteArrays,
+    settings: VoteSettings,
+    k: int,
+    seed: int,
+    *,
+    with_auto: bool,
+    inner_folds: int,
+    cascade: bool = False,
 ) -> dict[str, dict[str, Any]]:
-    """K-fold figures of every candidate (and of `auto`, nested) against Top R chosen in each fold."""
-    names = [*candidate_names(), AUTO] if with_auto else candidate_names()
-    result = out_of_fold(arrays, names, settings, k, seed, inner_folds=inner_folds)
+    """K-fold figures of every candidate (and of `auto`, nested) against Top R chosen in each fold; the
+    cost-aware candidates when `auto` may choose them or `cascade` is asked for."""
+    names = candidate_names(cost_aware=cascade or settings.max_loss is not None or settings.budget is not None)
+    result = out_of_fold(arrays, [*names, AUTO] if with_auto else names, settings, k, seed, inner_folds=inner_folds)
     return compare_with_top(result)
 
 
 def format_cv(table: dict[str, dict[str, Any]], k: int, questions: int, metric: str) -> list[str]:
     lines = [
         f"{k}-fold cross-validation over {questions} training questions ({metric}, Top R chosen in each fold):",
-        f"  {'voter':<18} {metric:>6}  {'− Top R':>8}  95% interval      p",
+        f"  {'voter':<18} {metric:>6}  {'− Top R':>8}  95% interval      p        cost/question",
     ]
     for name, row in table.items():
         low, high = row["ci"]
         extra = f"  (chose {', '.join(row['chosen_per_fold'])})" if row.get("chosen_per_fold") else ""
+        cost = f"{row['cost']:8.2f} s" if row.get("cost") is not None else f"{'-':>10}"
         lines.append(
             f"  {name:<18} {100 * row['mean']:6.1f}  {100 * row['minus_top']:+8.1f}  "
-            f"[{100 * low:+5.1f}, {100 * high:+5.1f}]  {row['p_value']:.3g}{extra}"
+            f"[{100 * low:+5.1f}, {100 * high:+5.1f}]  {row['p_value']:<8.3g} {cost}{extra}"
         )
     return lines
 
@@ -190,9 +223,28 @@ def _scores(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any], met
         f"{metric} on train ({arrays.questions} questions): {name} {voter.train_score_:.4f}, "
         f"uniform {meta['uniform']['train']:.4f}, best single member {top['member']} {top['train']:.4f}"
     ]
+    if hasattr(voter, "order_"):
+        lines += _cascade_lines(voter, metric)
     if hasattr(voter, "active_members_"):
         kept = [f"{arrays.data.names[i]} ({voter.retriever_weights_[i]:.2f})" for i in voter.active_members_]
         lines.append(f"members kept: {', '.join(kept)}; pooling {voter.pooling_}")
+    return lines
+
+
+def _cascade_lines(cascade: Any, metric: str) -> list[str]:
+    """The cascade's order, threshold and operating points (out of fold on the training records)."""
+    chosen = cascade.chosen_point_
+    unit = "s" if cascade.cost_unit_ == "seconds" else "s (tokens)"
+    lines = [
+        f"cascade order: {' > '.join(cascade.order_)}; stops at P(right) ≥ {chosen.threshold:.3f}",
+        f"out of fold on train: {metric} {100 * chosen.accuracy:.1f} at {chosen.cost:.2f} {unit} per question "
+        f"({100 * chosen.cost / cascade.full_cost_:.0f}% of the full pool's {cascade.full_cost_:.2f}; "
+        f"full pool {100 * cascade.full_accuracy_:.1f}), {chosen.members_run:.2f} members run",
+        "operating points (out of fold on train):  max loss  " + metric + "    cost   members",
+    ]
+    for loss in OPERATING_LOSSES:
+        point = cascade.at_loss(loss / 100)
+        lines.append(f"  {loss:>37.2f}  {100 * point.accuracy:5.1f}  {point.cost:6.2f}  {point.members_run:5.2f}")
     return lines
 
 

@@ -84,38 +84,96 @@ def candidate_features(
     members: every member name the selector knows; member_index[m]: the position in `members` of the m-th
     answering member (default: the answers are from all members, in order).
     """
+    blocks = candidate_blocks(tensor, answers, passages, questions, metrics)
+    return blocks.features(range(blocks.members), members, member_index)
+
+
+@dataclass(frozen=True)
+class CandidateBlocks:
+    """What the features of any subset of a pool's members are made from, computed once for all M members:
+    `tensor` (Q, M, M, K) similarities; `base` (Q, M, B) the base features that do not depend on the other
+    members (agreement and support are filled in per subset); `same` (Q, M, M) equal normalised answers;
+    `votes` (Q, M, M) the same, non-empty; `found` (Q, M, M) member m's answer in member n's passages."""
+
+    metrics: tuple[str, ...]
+    tensor: np.ndarray
+    base: np.ndarray
+    same: np.ndarray
+    votes: np.ndarray
+    found: np.ndarray
+
+    @property
+    def members(self) -> int:
+        return self.tensor.shape[1]
+
+    def features(
+        self, subset: Sequence[int], members: Sequence[str], member_index: Sequence[int] | None = None
+    ) -> FeatureSet:
+        """The features (Q, S, F) of the answers of the members at positions `subset` (the others did not
+        answer): exactly `candidate_features` over those members' answers alone. `members`: the names the
+        selector knows; member_index[s]: the position in `members` of the s-th subset member (default: s)."""
+        chosen = [int(m) for m in subset]
+        size = len(chosen)
+        index = list(range(size)) if member_index is None else [int(i) for i in member_index]
+        if len(index) != size or any(not 0 <= i < len(members) for i in index):
+            raise InputError("answers, passages, questions and member positions must describe the same candidates")
+        names = feature_names(self.metrics, members)
+        n_questions = self.tensor.shape[0]
+        matrix = np.zeros((n_questions, size, len(names)))
+        k = len(self.metrics)
+        grid = np.ix_(range(n_questions), chosen, chosen)
+        if size > 1:
+            off_diagonal = ~np.eye(size, dtype=bool)
+            values = self.tensor[:, chosen][:, :, chosen]
+            matrix[:, :, :k] = (values * off_diagonal[None, :, :, None]).sum(axis=2) / (size - 1)
+        base = k + len(BASE_FEATURES)
+        matrix[:, :, k:base] = self.base[:, chosen]
+        same = (self.same[grid] & ~np.eye(size, dtype=bool)[None]).sum(axis=2)
+        found = self.found[grid]
+        matrix[:, :, k + _AGREEMENT] = same / (size - 1) if size > 1 else 0.0
+        matrix[:, :, k + _GROUNDED] = np.diagonal(found, axis1=1, axis2=2)
+        matrix[:, :, k + _SUPPORT] = found.sum(axis=2) / size
+        width = len(members)
+        columns = np.asarray(index)
+        matrix[:, :, base + width + columns] = self.votes[grid]
+        matrix[:, :, base + 2 * width + columns] = found
+        for s, position in enumerate(index):
+            matrix[:, s, base + position] = 1.0
+        return FeatureSet(names, matrix)
+
+
+_AGREEMENT, _GROUNDED, _SUPPORT = (BASE_FEATURES.index(name) for name in ("agreement", "grounded", "support"))
+
+
+def candidate_blocks(
+    tensor: np.ndarray,
+    answers: Sequence[Sequence[str]],
+    passages: Sequence[Sequence[Sequence[str]]],
+    questions: Sequence[str],
+    metrics: Sequence[str],
+) -> CandidateBlocks:
+    """The blocks of every member's candidates (see CandidateBlocks); the arguments as `candidate_features`."""
     values = np.asarray(tensor, dtype=float)
     n_questions = len(answers)
     n_members = values.shape[1] if values.ndim == 4 else 0
-    index = list(range(n_members)) if member_index is None else list(member_index)
     if values.shape[:3] != (n_questions, n_members, n_members) or values.shape[3] != len(metrics):
         raise InputError(f"similarity tensor of shape {values.shape} does not fit {n_questions} questions")
-    if len(passages) != n_questions or len(questions) != n_questions or len(index) != n_members:
+    if len(passages) != n_questions or len(questions) != n_questions:
         raise InputError("answers, passages, questions and member positions must describe the same candidates")
-    names = feature_names(metrics, members)
-    matrix = np.zeros((n_questions, n_members, len(names)))
-    k = len(metrics)
-    if n_members > 1:
-        off_diagonal = ~np.eye(n_members, dtype=bool)
-        matrix[:, :, :k] = (values * off_diagonal[None, :, :, None]).sum(axis=2) / (n_members - 1)
-    base = k + len(BASE_FEATURES)
-    columns = np.asarray(index)
-    width = len(members)
+    base = np.zeros((n_questions, n_members, len(BASE_FEATURES)))
+    same = np.zeros((n_questions, n_members, n_members), dtype=bool)
+    votes = np.zeros((n_questions, n_members, n_members))
+    found = np.zeros((n_questions, n_members, n_members))
     for q in range(n_questions):
-        rows, votes, found = _base_rows(answers[q], passages[q], questions[q])
-        view = matrix[q]  # (M, F); one advanced index keeps the [m, n] order of votes and found
-        view[:, k:base] = rows
-        view[:, base + width + columns] = votes
-        view[:, base + 2 * width + columns] = found
-    for m, position in enumerate(index):
-        matrix[:, m, base + position] = 1.0
-    return FeatureSet(names, matrix)
+        base[q], same[q], votes[q], found[q] = _base_rows(answers[q], passages[q], questions[q])
+    return CandidateBlocks(tuple(metrics), values, base, same, votes, found)
 
 
 def _base_rows(
     answers: Sequence[str], passages: Sequence[Sequence[str]], question: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(base features (M, B), same answer as member n (M, M), answer found in member n's passages (M, M))."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(base features (M, B) without agreement and support, same normalised answer as member n (M, M), the
+    same and non-empty (M, M), answer found in member n's passages (M, M))."""
     n_members = len(answers)
     if len(passages) != n_members:
         raise InputError(f"{len(passages)} passage lists for {n_members} answers")
@@ -123,23 +181,23 @@ def _base_rows(
     joined = ["\n".join(texts) for texts in passages]
     question_tokens = set(normalize_answer(question).split())
     rows = np.zeros((n_members, len(BASE_FEATURES)))
+    same = np.zeros((n_members, n_members), dtype=bool)
     votes = np.zeros((n_members, n_members))
     found_in = np.zeros((n_members, n_members))
     for m, (answer, norm) in enumerate(zip(answers, normalised, strict=True)):
         tokens = norm.split()
-        same = sum(1 for n, other in enumerate(normalised) if n != m and other == norm)
-        found = [bool(norm) and contains(text, answer) == 1.0 for text in joined]
+        same[m] = [other == norm for other in normalised]
         votes[m] = [bool(norm) and other == norm for other in normalised]
-        found_in[m] = found
+        found_in[m] = [bool(norm) and contains(text, answer) == 1.0 for text in joined]
         rows[m] = (
-            same / (n_members - 1) if n_members > 1 else 0.0,
-            float(found[m]),
+            0.0,  # agreement: per subset
+            0.0,  # grounded: per subset (found_in[m, m])
             float(bool(passages[m]) and bool(norm) and contains(passages[m][0], answer) == 1.0),
-            sum(found) / n_members,
+            0.0,  # support: per subset
             float(not passages[m]),
             math.log1p(len(tokens)),
             float(len(tokens) > LONG_ANSWER_TOKENS),
             float(is_refusal(answer)),
             sum(token in question_tokens for token in tokens) / len(tokens) if tokens else 1.0,
         )
-    return rows, votes, found_in
+    return rows, same, votes, found_in

@@ -37,10 +37,11 @@ def _declares_voter(candidate: object) -> bool:
 def voter_kinds() -> dict[str, Any]:
     """Every voter class by kind: eor's, those registered in Python, then those of installed packages
     (the `voter_class` of each entry point in `eor.voters`); eor's own kinds win."""
+    from voters.cascade import Cascade
     from voters.selector import AnswerSelector
     from voters.voter import Voter
 
-    kinds: dict[str, Any] = {Voter.kind: Voter, AnswerSelector.kind: AnswerSelector}
+    kinds: dict[str, Any] = {Voter.kind: Voter, AnswerSelector.kind: AnswerSelector, Cascade.kind: Cascade}
     plugins = entry_point_objects("eor.voters", _declares_voter, "a candidate with a voter_class")
     for cls in [*_REGISTERED.values(), *(candidate.voter_class for candidate in plugins.values())]:
         kinds.setdefault(cls.kind, cls)

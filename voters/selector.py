@@ -222,9 +222,13 @@ class AnswerSelector:
     # -- persistence --------------------------------------------------------------------------------------
 
     def save(self, path: str | Path, **meta: Any) -> Path:
+        return write_document(path, self.document(**meta))
+
+    def document(self, **meta: Any) -> dict[str, Any]:
+        """The weights-file document (what `save` writes and `from_document` reads)."""
         self._check_fitted()
         meta.setdefault("objective", self.correctness)
-        document = {
+        return {
             **header(KIND, self.members_, self.metric_names_),
             "feature_names": self.feature_names_,
             "mean": [float(v) for v in self.mean_],
@@ -240,7 +244,6 @@ class AnswerSelector:
             },
             "meta": {**self.metadata_, **meta},
         }
-        return write_document(path, document)
 
     @classmethod
     def from_document(

@@ -38,7 +38,8 @@ def serve(
     check_member_names(config)  # fail before the server starts, not in its log
     generation_cache = open_cache(cache)  # likewise an unusable cache file
     voter = None
-    if weights is not None:
+    weights = weights if weights is not None else config.default_weights()
+    if weights is not None:  # loaded before the server starts: a bad file fails here, not in its log
         from voters import load_voter
 
         voter = load_voter(weights, members=config.members)

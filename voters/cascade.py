@@ -1,0 +1,454 @@
+"""`Cascade`: answer with only the members a question needs (beyond the paper), an sklearn-style estimator
+like `Voter` and `AnswerSelector`.
+
+Members run in a learned order, one step per member. After step j (the first j members of the order have
+answered) the step's answer selector (an `AnswerSelector` over those members) picks the leading candidate,
+and the step's calibration turns the leader's log-odds z and its margin δ over the best candidate with
+another answer into P(right) = σ(a_j + b_j·z + c_j·min(δ, 10)). The cascade stops at the first step with
+P(right) ≥ the threshold, at the last step (every member) otherwise; members after the stop never run. How
+the order, the calibrations and the threshold are learned: voters.cascade_fit.
+
+As a voter of recorded answers (`predict`, what `eor bench` and cross-validation call) it replays the
+cascade: each question's answer is the one the cascade stops at. `decision_scores` scores the members that
+answered with the selector of the first step that holds them all (what the ensemble's vote calls after a
+live cascade stopped, or after `--all-members`). The weights file (`"voter": "cascade"`) holds each step's
+selector document, calibration, the threshold, the operating points and the members' costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eor.answers import normalize_answer
+from eor.correctness import CORRECTNESS, correctness_matrix
+from eor.errors import ConfigError, InputError, NotFittedError
+from voters.cascade_fit import (
+    Calibration,
+    OperatingPoint,
+    SelectorSettings,
+    StepScores,
+    choose_point,
+    fit_steps,
+    leading,
+    stop_steps,
+)
+from voters.features import candidate_blocks
+from voters.selector import AnswerSelector
+from voters.similarity import check_answers, similarity_tensor
+from voters.weights_file import header, member_order, write_document
+
+KIND = "cascade"
+DEFAULT_MAX_LOSS = 0.005  # a fraction: 0.5 EM points
+Passages = Sequence[Sequence[Sequence[str]]]
+
+
+@dataclass
+class CascadeStep:
+    """Step j: the members that have answered once it ran (a prefix of the order), its selector and its
+    calibration."""
+
+    members: list[str]
+    selector: AnswerSelector
+    calibration: Calibration
+
+
+@dataclass(frozen=True)
+class StopDecision:
+    """What a step decided: stop or go on, the leading member and answer, P(right) against the threshold."""
+
+    step: int
+    stop: bool
+    member: str
+    answer: str
+    probability: float
+    threshold: float
+    ran: list[str]
+    last: bool
+    scores: dict[str, float]  # the step selector's log-odds of each member that answered
+
+    def reason(self) -> str:
+        ran = ", ".join(self.ran)
+        if self.last:
+            return f"ran every member of the cascade ({ran}): P(right) {self.probability:.2f}"
+        sign = "≥" if self.stop else "<"
+        verb = "stopped after" if self.stop else "went on after"
+        return f"{verb} {ran}: P(right) {self.probability:.2f} {sign} {self.threshold:.2f}"
+
+
+class Cascade:
+    """Learned cascade of answer selectors.
+
+    Hyper-parameters:
+        metrics, C, correctness, metric_params: those of every step's answer selector (voters.selector).
+        max_loss: the largest loss of accuracy (a fraction: 0.005 is 0.5 EM points) against the full pool,
+            out of fold on the training records, at which the cheapest threshold is chosen.
+        budget: instead of max_loss, the most accurate threshold whose mean cost per question is at most this.
+        folds, seed: the cross-validation of the step scores.
+        members: member names in order.
+    """
+
+    kind = KIND
+    needs_passages = True
+    needs_questions = True
+
+    def __init__(
+        self,
+        metrics: Sequence[str] = ("em", "f1", "cosine"),
+        C: float = 1.0,  # noqa: N803 - scikit-learn's name
+        correctness: str = "em",
+        metric_params: Mapping[str, Mapping[str, Any]] | None = None,
+        max_loss: float | None = DEFAULT_MAX_LOSS,
+        budget: float | None = None,
+        folds: int = 5,
+        seed: int = 0,
+        members: Sequence[str] | None = None,
+    ):
+        self.metrics = metrics
+        self.C = C
+        self.correctness = correctness
+        self.metric_params = metric_params
+        self.max_loss = max_loss
+        self.budget = budget
+        self.folds = folds
+        self.seed = seed
+        self.members = members
+
+    _PARAMS = ("metrics", "C", "correctness", "metric_params", "max_loss", "budget", "folds", "seed", "members")
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._PARAMS}
+
+    def set_params(self, **params: Any) -> Cascade:
+        unknown = sorted(set(params) - set(self._PARAMS))
+        if unknown:
+            raise ConfigError(f"Cascade has no parameter(s) {', '.join(unknown)}; valid: {', '.join(self._PARAMS)}")
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        return f"Cascade(max_loss={self.max_loss!r}, budget={self.budget!r})"
+
+    def _check_params(self) -> None:
+        if self.correctness not in CORRECTNESS:
+            raise ConfigError(f"unknown correctness metric {self.correctness!r}; available: {', '.join(CORRECTNESS)}")
+        for name in ("max_loss", "budget"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
+                raise ConfigError(f"{name} must be a number ≥ 0 or None, got {value!r}")
+        if self.max_loss is None and self.budget is None:
+            raise ConfigError("a cascade needs max_loss or budget")
+
+    # -- fitting ------------------------------------------------------------------------------------------
+
+    def fit(
+        self,
+        answers: Sequence[Sequence[str]],
+        golds: Sequence[Sequence[str]],
+        passages: Passages,
+        questions: Sequence[str],
+        costs: np.ndarray,
+        cost_unit: str = "seconds",
+    ) -> Cascade:
+        """Learn the cascade; costs (Q, M): each member's cost per question (e.g. recorded reader seconds)."""
+        self._check_params()
+        n_members = check_answers(answers)
+        if len(golds) != len(answers):
+            raise InputError(f"got answers for {len(answers)} questions but gold answers for {len(golds)}")
+        names = list(self.members) if self.members is not None else [f"member{m}" for m in range(n_members)]
+        if len(names) != n_members:
+            raise InputError(f"{len(names)} member names but answers from {n_members} members")
+        tensor = similarity_tensor(answers, list(self.metrics), metric_params=self.metric_params)
+        blocks = candidate_blocks(tensor, answers, passages, questions, self.metrics)
+        labels = correctness_matrix(answers, golds, self.correctness) >= 0.5
+        return self.fit_blocks(blocks, labels, names, np.asarray(costs, dtype=float), cost_unit)
+
+    def fit_blocks(
+        self,
+        blocks: Any,
+        labels: np.ndarray,
+        names: Sequence[str],
+        costs: np.ndarray,
+        cost_unit: str = "seconds",
+        rows: np.ndarray | None = None,
+    ) -> Cascade:
+        """Fit on precomputed candidate blocks (voters.features.CandidateBlocks), correctness labels (Q, M)
+        and costs (Q, M), over `rows` (default: every question)."""
+        self._check_params()
+        settings = SelectorSettings(tuple(self.metrics), float(self.C), self.correctness, self.metric_params)
+        rows = np.arange(len(labels)) if rows is None else np.asarray(rows)
+        scores = StepScores(blocks, labels, names, rows, settings, self.folds, self.seed)
+        fitted = fit_steps(scores, costs, max_loss=self.max_loss, budget=self.budget)
+        self.members_ = list(names)
+        self.n_members_ = len(self.members_)
+        self.metric_names_ = list(self.metrics)
+        self.order_ = [self.members_[m] for m in fitted.order]
+        self.steps_ = [
+            CascadeStep(self.order_[: j + 1], selector, calibration)
+            for j, (selector, calibration) in enumerate(zip(fitted.selectors, fitted.calibrations, strict=True))
+        ]
+        self.threshold_ = fitted.chosen.threshold
+        self.operating_points_ = list(fitted.points)
+        self.chosen_point_ = fitted.chosen
+        self.full_accuracy_ = fitted.full_accuracy
+        self.full_cost_ = fitted.full_cost
+        self.cost_unit_ = cost_unit
+        self.member_costs_ = {
+            name: float(value) for name, value in zip(names, np.asarray(costs)[rows].mean(axis=0), strict=True)
+        }
+        self.train_score_ = fitted.chosen.accuracy
+        self.metadata_: dict[str, Any] = getattr(self, "metadata_", {})
+        return self
+
+    # -- the live cascade -----------------------------------------------------------------------------------
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "steps_"):
+            raise NotFittedError("this Cascade is not fitted: call fit(...) or load a weights file")
+
+    @property
+    def order(self) -> list[str]:
+        self._check_fitted()
+        return list(self.order_)
+
+    def decide(
+        self, step: int, answers: Mapping[str, str], passages: Mapping[str, Sequence[str]], question: str
+    ) -> StopDecision:
+        """After step `step` ran: stop, or run the next member? `answers`/`passages`: by member name, of the
+        members that answered so far (a member that failed is absent; the step's selector votes over the rest).
+        With `threshold` +inf (never stop early) the cascade runs every member."""
+        self._check_fitted()
+        if not 0 <= step < len(self.steps_):
+            raise InputError(f"the cascade has steps 0 to {len(self.steps_) - 1}, not {step}")
+        current = self.steps_[step]
+        voting = [name for name in current.members if name in answers]
+        if not voting:
+            raise InputError(f"no member of step {step} ({', '.join(current.members)}) has answered")
+        texts = [answers[name] for name in voting]
+        scores = current.selector.decision_scores(
+            [texts],
+            [[list(passages.get(name, ())) for name in voting]],
+            [question],
+            [current.members.index(name) for name in voting],
+        )
+        normal = [normalize_answer(text) for text in texts]
+        same = np.array([[[a == b for b in normal] for a in normal]])
+        pick, top, margin = leading(scores, same)
+        probability = float(current.calibration.probability(top, margin)[0])
+        last = step == len(self.steps_) - 1
+        member = voting[int(pick[0])]
+        stop = last or probability >= self.threshold_
+        logits = {name: float(value) for name, value in zip(voting, scores[0], strict=True)}
+        return StopDecision(
+            step, stop, member, answers[member], probability, self.threshold_, list(voting), last, logits
+        )
+
+    # -- voting on recorded answers --------------------------------------------------------------------------
+
+    def replay(
+        self,
+        answers: Sequence[Sequence[str]],
+        passages: Passages,
+        questions: Sequence[str],
+        threshold: float | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The cascade over recorded answers of every member (in `members_` order): (chosen member position,
+        the step it stopped at) per question, at the fitted threshold or `threshold`."""
+        self._check_fitted()
+        n_members = check_answers(answers)
+        if n_members != self.n_members_:
+            raise InputError(f"the cascade has {self.n_members_} members, the answers come from {n_members}")
+        if not len(answers):
+            return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+        tensor = similarity_tensor(answers, list(self.metric_names_), metric_params=self.metric_params)
+        blocks = candidate_blocks(tensor, answers, passages, questions, self.metric_names_)
+        return self.replay_blocks(blocks, np.arange(len(answers)), threshold)
+
+    def replay_blocks(
+        self, blocks: Any, rows: np.ndarray, threshold: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`replay` on precomputed candidate blocks of every member (voters.features, in `members_` order and
+        the cascade's metrics), for the questions at `rows`."""
+        self._check_fitted()
+        rows = np.asarray(rows, dtype=int)
+        probability, picks = [], []
+        for step in self.steps_:
+            positions = [self.members_.index(name) for name in step.members]
+            features = blocks.features(positions, step.members).matrix[rows]
+            pick, top, margin = leading(
+                step.selector.feature_scores(features), blocks.same[np.ix_(rows, positions, positions)]
+            )
+            probability.append(step.calibration.probability(top, margin))
+            picks.append(np.asarray(positions)[pick])
+        if not len(rows):
+            return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+        stops = stop_steps(np.column_stack(probability), self.threshold_ if threshold is None else threshold)
+        chosen = np.column_stack(picks)[np.arange(len(stops)), stops]
+        return chosen.astype(int), stops.astype(int)
+
+    def spent(self, costs: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """Per question, the cost of the members of the steps up to the one it stopped at; costs (R, M) per
+        question and member, in `members_` order."""
+        positions = [self.members_.index(name) for name in self.order_]
+        cumulative = np.cumsum(np.asarray(costs, dtype=float)[:, positions], axis=1)
+        return cumulative[np.arange(len(stops)), np.asarray(stops, dtype=int)]
+
+    def predict(
+        self, answers: Sequence[Sequence[str]], passages: Passages | None = None, questions: Sequence[str] | None = None
+    ) -> np.ndarray:
+        if passages is None or questions is None:
+            raise InputError("the cascade needs each member's passages and the question texts")
+        return self.replay(answers, passages, questions)[0]
+
+    def covering_step(self, names: Sequence[str]) -> int:
+        """The first step whose members include every one of `names`."""
+        self._check_fitted()
+        wanted = set(names)
+        for j, step in enumerate(self.steps_):
+            if wanted <= set(step.members):
+                return j
+        raise InputError(f"member(s) {', '.join(sorted(wanted - set(self.members_)))} are not in the cascade")
+
+    def decision_scores(
+        self,
+        answers: Sequence[Sequence[str]],
+        passages: Passages | None = None,
+        questions: Sequence[str] | None = None,
+        members: Sequence[int] | None = None,
+    ) -> np.ndarray:
+        """Log-odds (Q, M) of the answering members (positions `members` among `members_`; None: all) by the
+        selector of the first step that holds them all."""
+        self._check_fitted()
+        positions = list(range(self.n_members_)) if members is None else [int(m) for m in members]
+        names = [self.members_[m] for m in positions]
+        step = self.steps_[self.covering_step(names)]
+        index = [step.members.index(name) for name in names]
+        return step.selector.decision_scores(answers, passages, questions, index)
+
+    def explain_row(
+        self, answers: Sequence[str], passages: Sequence[Sequence[str]], question: str, members: Sequence[int]
+    ) -> dict[str, Any]:
+        """The covering step's selector account (each feature's contribution), with the step named."""
+        names = [self.members_[int(m)] for m in members]
+        j = self.covering_step(names)
+        step = self.steps_[j]
+        account = step.selector.explain_row(answers, passages, question, [step.members.index(n) for n in names])
+        return {**account, "voter": KIND, "step": j, "step_members": list(step.members)}
+
+    def describe(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {
+            "voter": KIND,
+            "metrics": list(self.metric_names_),
+            "order": list(self.order_),
+            "threshold": _finite_or_none(self.threshold_),
+            "steps": [{"members": list(s.members), "calibration": s.calibration.to_dict()} for s in self.steps_],
+            "cost_unit": self.cost_unit_,
+            "member_costs": dict(self.member_costs_),
+            "full_accuracy": self.full_accuracy_,
+            "full_cost": self.full_cost_,
+            "chosen": self.chosen_point_.to_dict(),
+            "operating_points": [point.to_dict() for point in self.operating_points_],
+        }
+
+    def at_loss(self, max_loss: float) -> OperatingPoint:
+        """The operating point (out of fold on the training records) that `max_loss` would have chosen."""
+        self._check_fitted()
+        return choose_point(self.operating_points_, self.full_accuracy_, max_loss, None)
+
+    # -- persistence --------------------------------------------------------------------------------------
+
+    def save(self, path: str | Path, **meta: Any) -> Path:
+        self._check_fitted()
+        meta.setdefault("objective", self.correctness)
+        document = {
+            **header(KIND, self.members_, self.metric_names_),
+            **{key: value for key, value in self.describe().items() if key not in ("voter", "metrics", "steps")},
+            "steps": [
+                {"members": s.members, "calibration": s.calibration.to_dict(), "selector": s.selector.document()}
+                for s in self.steps_
+            ],
+            "train_score": self.train_score_,
+            "params": {
+                "metrics": list(self.metrics),
+                "C": float(self.C),
+                "correctness": self.correctness,
+                "metric_params": self.metric_params,
+                "max_loss": self.max_loss,
+                "budget": self.budget,
+                "folds": self.folds,
+                "seed": self.seed,
+            },
+            "meta": {**self.metadata_, **meta},
+        }
+        return write_document(path, document)
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Cascade:
+        """A fitted cascade from a weights-file document (see `voters.load_voter`)."""
+        try:
+            params = dict(document["params"])
+            file_members = [str(name) for name in document["members"]]
+            order = [str(name) for name in document["order"]]
+            threshold = document["threshold"]
+            steps = [
+                CascadeStep(
+                    [str(name) for name in step["members"]],
+                    AnswerSelector.from_document(step["selector"], source),
+                    Calibration(**{key: float(value) for key, value in step["calibration"].items()}),
+                )
+                for step in document["steps"]
+            ]
+            points = [_point(point) for point in document["operating_points"]]
+            chosen = _point(document["chosen"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"weights file {source!r} is incomplete or malformed: {exc!r}") from None
+        cascade = cls(**params)
+        cascade._check_params()
+        _check_steps(steps, order, file_members, source)
+        positions = member_order(file_members, members, len(file_members), source)
+        cascade.members_ = [file_members[i] for i in positions]
+        cascade.members = list(cascade.members_)
+        cascade.n_members_ = len(cascade.members_)
+        cascade.metric_names_ = list(cascade.metrics)
+        cascade.order_ = order
+        cascade.steps_ = steps
+        cascade.threshold_ = float("inf") if threshold is None else float(threshold)
+        cascade.operating_points_ = points
+        cascade.chosen_point_ = chosen
+        cascade.full_accuracy_ = float(document["full_accuracy"])
+        cascade.full_cost_ = float(document["full_cost"])
+        cascade.cost_unit_ = str(document.get("cost_unit", "seconds"))
+        cascade.member_costs_ = {str(k): float(v) for k, v in dict(document.get("member_costs") or {}).items()}
+        cascade.train_score_ = document.get("train_score")
+        cascade.metadata_ = dict(document.get("meta") or {})
+        return cascade
+
+
+def _finite_or_none(value: float) -> float | None:
+    return None if np.isinf(value) else float(value)
+
+
+def _point(entry: Mapping[str, Any]) -> OperatingPoint:
+    threshold = entry["threshold"]
+    return OperatingPoint(
+        float("inf") if threshold is None else float(threshold),
+        float(entry["accuracy"]),
+        float(entry["cost"]),
+        float(entry["cost_p90"]),
+        float(entry["members_run"]),
+    )
+
+
+def _check_steps(steps: list[CascadeStep], order: list[str], members: list[str], source: str) -> None:
+    """The steps must be the prefixes of an order of every member, each selector over its step's members."""
+    if sorted(order) != sorted(members) or len(steps) != len(order):
+        raise ConfigError(f"weights file {source!r}: the cascade's order must hold every member once")
+    for j, step in enumerate(steps):
+        if step.members != order[: j + 1] or list(step.selector.members_) != step.members:
+            raise ConfigError(f"weights file {source!r}: step {j} does not hold the first {j + 1} members of the order")
