@@ -58,6 +58,11 @@ def format_result(result) -> str:
         f"\n{result.timings['total']:.2f} s per question "
         f"(retrieval {result.timings['retrieval']:.2f}, generation {result.timings['generation']:.2f})"
     )
+    if result.cascade is not None:
+        skipped = f"; not run: {', '.join(result.cascade['skipped'])}" if result.cascade["skipped"] else ""
+        lines.append(f"cascade {result.cascade['reason']}{skipped}")
+    elif result.skipped:
+        lines.append(f"not needed (lazy vote): {', '.join(result.skipped)}")
     return "\n".join(lines)
 
 
@@ -116,6 +121,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             max_loss=args.max_loss,
             budget=args.budget,
             cost_unit=args.cost,
+            pool_config=Path(args.config) if args.config else None,
         )
     )
     return 0
@@ -419,6 +425,11 @@ def _add_train(commands: Commands) -> None:
     )
     train.add_argument("--metric", default="em", help="correctness objective: em, f1 or contains (default em)")
     train.add_argument("--dev", help="run folder of held-out questions, scored for the report")
+    train.add_argument(
+        "--config",
+        help="the config the records were run with: the weights file records its pool (members, reader, corpus); "
+        "default: the pool.json `eor run` wrote beside the records",
+    )
     train.add_argument(
         "--metrics",
         default="em,f1,cosine",

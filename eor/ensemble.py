@@ -23,6 +23,7 @@ import math
 import re
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -168,9 +169,9 @@ class Ensemble:
         failed: list[dict[str, str]] = [{} for _ in items]
         clock = Clock()
         with clock("retrieval"):
-            passages, retrieval_seconds = self._retrieve(names, texts, timeout, strict, failed)
+            passages, spent = self._retrieve(names, texts, timeout, strict, failed)
         with clock("generation"):
-            outputs = self._read(names, texts, passages, retrieval_seconds, strict, failed)
+            outputs = self._read(names, texts, passages, spent, strict, failed)
         for i, item in enumerate(items):
             if not outputs[i]:
                 raise _no_member_left(item, failed[i])
@@ -194,9 +195,9 @@ class Ensemble:
         with metering() as usage:
             for position, name in enumerate(queue):
                 with clock("retrieval"):
-                    passages, seconds = self._retrieve([name], [item.question], timeout, strict, [failed])
+                    passages, spent = self._retrieve([name], [item.question], timeout, strict, [failed])
                 with clock("generation"):
-                    outputs.update(self._read([name], [item.question], passages, seconds, strict, [failed])[0])
+                    outputs.update(self._read([name], [item.question], passages, spent, strict, [failed])[0])
                 if name in outputs:
                     with clock("voting"):
                         leader = self.voting.settled(_ballots(outputs), queue[position + 1 :])
@@ -228,9 +229,9 @@ class Ensemble:
         with metering() as usage:
             for step, name in enumerate(self.cascade.order):
                 with clock("retrieval"):
-                    passages, seconds = self._retrieve([name], [item.question], timeout, strict, [failed])
+                    passages, spent = self._retrieve([name], [item.question], timeout, strict, [failed])
                 with clock("generation"):
-                    outputs.update(self._read([name], [item.question], passages, seconds, strict, [failed])[0])
+                    outputs.update(self._read([name], [item.question], passages, spent, strict, [failed])[0])
                 if outputs:
                     with clock("voting"):
                         ballots = _ballots(outputs)
@@ -273,15 +274,16 @@ class Ensemble:
 
     def _retrieve(
         self, names: list[str], texts: list[str], timeout: float | None, strict: bool, failed: list[dict[str, str]]
-    ) -> tuple[dict[str, list[list[Any] | None]], dict[str, float]]:
-        """Per member, its documents per question (None where it failed, recorded in `failed`), and its
-        retrieval seconds per question."""
+    ) -> tuple[dict[str, list[list[Any] | None]], dict[str, RetrievalCost]]:
+        """Per member, its documents per question (None where it failed, recorded in `failed`), and what its
+        retrieval cost per question of the batch (seconds; the reader's work for PK's and @CP's documents)."""
         passages: dict[str, list[list[Any] | None]] = {}
-        seconds: dict[str, float] = {}
+        spent: dict[str, RetrievalCost] = {}
         for name in names:
             tick = time.perf_counter()
-            results = self.retrieval.retrieve(name, texts, timeout, strict)
-            seconds[name] = (time.perf_counter() - tick) / len(texts)
+            with metering() as usage:
+                results = self.retrieval.retrieve(name, texts, timeout, strict)
+            spent[name] = RetrievalCost((time.perf_counter() - tick) / len(texts), usage, len(texts))
             passages[name] = []
             for i, result in enumerate(results):
                 if isinstance(result, Exception):
@@ -289,14 +291,14 @@ class Ensemble:
                     passages[name].append(None)
                 else:
                     passages[name].append(result)
-        return passages, seconds
+        return passages, spent
 
     def _read(
         self,
         names: list[str],
         texts: list[str],
         passages: dict[str, list[list[Any] | None]],
-        retrieval_seconds: dict[str, float],
+        retrieval: dict[str, RetrievalCost],
         strict: bool,
         failed: list[dict[str, str]],
     ) -> list[dict[str, MemberOutput]]:
@@ -322,8 +324,9 @@ class Ensemble:
                 answer=answer,
                 passages=[_passage_dict(doc) for doc in passages[name][i]],
                 prompt=prompt,
-                seconds=round(retrieval_seconds[name] + completion.seconds, 4),
+                seconds=round(retrieval[name].seconds + completion.seconds, 4),
                 document_cut=cuts.get(index),
+                tokens=retrieval[name].tokens(completion),
             )
         return outputs
 
@@ -376,6 +379,28 @@ class Ensemble:
     def _prompt(self, question: str, documents: list[Any], max_words: int | None = None) -> str:
         """The member's answer prompt (eor.prompts: cut to `max_document_words` words, or `max_words`)."""
         return self.templates.answer_prompt(question, _pairs(documents), max_words)
+
+
+@dataclass(frozen=True)
+class RetrievalCost:
+    """A member's retrieval over a batch of `questions`: seconds per question, and the reader's work during
+    it (PK's documents, @CP's summaries)."""
+
+    seconds: float
+    usage: GenerationStats
+    questions: int
+
+    def tokens(self, answer: Completion) -> dict[str, int] | None:
+        """The member's token counts per question, its answer's and its retrieval's share: prompt tokens
+        evaluated, kept from the prompt before (`reused`), generated; None when a cache hit hides them."""
+        if answer.cached or self.usage.cache_hits or answer.prompt_tokens is None or answer.generated_tokens is None:
+            return None
+        share = self.usage.share(self.questions)
+        return {
+            "prompt": answer.prompt_tokens + round(share["prompt_tokens"]),
+            "reused": (answer.reused_tokens or 0) + round(share["reused_tokens"]),
+            "generated": answer.generated_tokens + round(share["generated_tokens"]),
+        }
 
 
 def explain_vote(voter: Any, pool: list[str], result: Result) -> dict[str, Any]:

@@ -14,9 +14,12 @@ class MemberOutput:
     seconds: float
     score: float | None = None
     document_cut: dict[str, int] | None = None  # {"kept_words", "words"}: the prompt was over the context
+    tokens: dict[str, int] | None = None  # {"prompt", "reused", "generated"}: None when read from the cache
 
     def record(self) -> dict[str, Any]:
         record = {"answer": self.answer, "passages": self.passages, "prompt": self.prompt, "seconds": self.seconds}
+        if self.tokens is not None:
+            record["tokens"] = self.tokens
         if self.document_cut is not None:
             record["document_cut"] = self.document_cut
         return record

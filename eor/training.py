@@ -31,6 +31,7 @@ from eor.crossval import (
 )
 from eor.errors import ConfigError
 from eor.run_data import RunData, load_run
+from voters.cascade_fit import REPEATS
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +57,13 @@ def train(
     max_loss: float | None = None,
     budget: float | None = None,
     cost_unit: str = "auto",
+    pool_config: Path | None = None,
 ) -> str:
     """Train and save; `max_loss` (EM points, e.g. 0.5) or `budget` (cost per question, seconds) make the
     choice cost-aware: the cascade's tolerance, and `auto`'s choice among every candidate, the cascade
-    included (the cheapest within max_loss of the best, or the best within the budget)."""
+    included (the cheapest within max_loss of the best, or the best within the budget). The weights file
+    records the identity of the pool the records come from (eor.pool): the `pool.json` that `eor run` wrote
+    beside them, or that of `pool_config`, the config they were run with."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     name = _voter_name(voter, grounding)
     _check_cost_options(max_loss, budget)
@@ -93,6 +97,9 @@ def train(
     meta["chosen_voter"] = name
     meta.update(_baselines(arrays, settings))
     meta.update(_run_meta(Path(records)))
+    identity = _pool(Path(records), pool_config, data.names)
+    if identity is not None:
+        meta["pool"] = identity
     lines.append(f"voter: {name}; weights written to {out}")
     lines += _scores(fitted, arrays, name, meta, metric)
     if dev is not None:
@@ -209,6 +216,22 @@ def _run_meta(records: Path) -> dict[str, Any]:
     return {"reader": config.get("reader", {}).get("model"), "dataset": Path(corpus).name if corpus else None}
 
 
+def _pool(records: Path, pool_config: Path | None, names: list[str]) -> dict[str, Any] | None:
+    """The identity of the records' pool: from `pool_config` (its reader built for its identity, which for
+    llama.cpp hashes the model file without loading it), else the run's pool.json, else None."""
+    from eor.pool import pool_identity, read_pool_file
+
+    if pool_config is None:
+        return read_pool_file(records)
+    from eor.config import load_config
+    from eor.readers import build_reader
+
+    config = load_config(pool_config)
+    if sorted(config.members) != sorted(names):
+        raise ConfigError(f"{pool_config} has members {', '.join(config.members)}; the records have {', '.join(names)}")
+    return pool_identity(config, build_reader(config.reader))
+
+
 def _mean_correct(correctness: np.ndarray, chosen: np.ndarray) -> float:
     return float(correctness[np.arange(len(chosen)), chosen].mean()) if len(chosen) else 0.0
 
@@ -232,19 +255,24 @@ def _scores(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any], met
 
 
 def _cascade_lines(cascade: Any, metric: str) -> list[str]:
-    """The cascade's order, threshold and operating points (out of fold on the training records)."""
+    """The cascade's order, threshold and operating points (held out on the training records)."""
     chosen = cascade.chosen_point_
-    unit = "s" if cascade.cost_unit_ == "seconds" else "s (tokens)"
+    unit = "s" if cascade.cost_unit_ == "seconds" else "s (from tokens)"
+    threshold = "never early" if np.isinf(chosen.threshold) else f"P ≥ {chosen.threshold:.2f}"
     lines = [
-        f"cascade order: {' > '.join(cascade.order_)}; stops at P(right) ≥ {chosen.threshold:.3f}",
-        f"out of fold on train: {metric} {100 * chosen.accuracy:.1f} at {chosen.cost:.2f} {unit} per question "
-        f"({100 * chosen.cost / cascade.full_cost_:.0f}% of the full pool's {cascade.full_cost_:.2f}; "
-        f"full pool {100 * cascade.full_accuracy_:.1f}), {chosen.members_run:.2f} members run",
-        "operating points (out of fold on train):  max loss  " + metric + "    cost   members",
+        f"cascade order: {' > '.join(cascade.order_)}; stops at the first step with {threshold}",
+        f"held out on train ({REPEATS}× {cascade.folds}-fold): {metric} {100 * chosen.accuracy:.1f} "
+        f"(full pool {100 * cascade.full_accuracy_:.1f}, loss {100 * chosen.loss:+.2f}) at {chosen.cost:.2f} {unit} "
+        f"per question, {100 * chosen.cost / cascade.full_cost_:.0f}% of the full pool's {cascade.full_cost_:.2f}; "
+        f"{chosen.members_run:.2f} members run",
+        f"operating points (held out on train): {'max loss':>8}  threshold  {metric:>5}  {'cost':>6}  members",
     ]
     for loss in OPERATING_LOSSES:
         point = cascade.at_loss(loss / 100)
-        lines.append(f"  {loss:>37.2f}  {100 * point.accuracy:5.1f}  {point.cost:6.2f}  {point.members_run:5.2f}")
+        shown = "inf" if np.isinf(point.threshold) else f"{point.threshold:.3f}"
+        lines.append(
+            f"{'':38}{loss:8.2f}  {shown:>9}  {100 * point.accuracy:5.1f}  {point.cost:6.2f}  {point.members_run:7.2f}"
+        )
     return lines
 
 

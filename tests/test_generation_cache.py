@@ -328,7 +328,10 @@ batch_size: 2
 
 def untimed(record: dict) -> dict:
     """A record without its members' seconds (retrieval plus generation time: the only fields that differ)."""
-    members = {name: {k: v for k, v in member.items() if k != "seconds"} for name, member in record["members"].items()}
+    members = {
+        name: {k: v for k, v in member.items() if k not in ("seconds", "tokens")}
+        for name, member in record["members"].items()
+    }
     return {**record, "members": members}
 
 

@@ -78,6 +78,7 @@ def _untimed(line: str) -> dict:
     record = json.loads(line)
     for member in record["members"].values():
         member.pop("seconds", None)
+        member.pop("tokens", None)
     return record
 
 

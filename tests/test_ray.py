@@ -94,6 +94,7 @@ def _without_timings(folder: Path) -> list[dict]:
     for record in records:
         for output in record["members"].values():
             output.pop("seconds", None)
+            output.pop("tokens", None)
     return records
 
 

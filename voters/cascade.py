@@ -35,7 +35,7 @@ from voters.cascade_fit import (
     choose_point,
     fit_steps,
     leading,
-    stop_steps,
+    replay_steps,
 )
 from voters.features import candidate_blocks
 from voters.selector import AnswerSelector
@@ -85,9 +85,10 @@ class Cascade:
 
     Hyper-parameters:
         metrics, C, correctness, metric_params: those of every step's answer selector (voters.selector).
-        max_loss: the largest loss of accuracy (a fraction: 0.005 is 0.5 EM points) against the full pool,
-            out of fold on the training records, at which the cheapest threshold is chosen.
+        max_loss: the largest loss of accuracy (a fraction: 0.005 is 0.5 EM points) against the full pool's
+            selector on held-out training questions; the cheapest threshold that keeps it is chosen.
         budget: instead of max_loss, the most accurate threshold whose mean cost per question is at most this.
+        stop_on: what a step's P predicts: "agreement" (its leading answer is the full pool's) or "right".
         folds, seed: the cross-validation of the step scores.
         members: member names in order.
     """
@@ -104,6 +105,7 @@ class Cascade:
         metric_params: Mapping[str, Mapping[str, Any]] | None = None,
         max_loss: float | None = DEFAULT_MAX_LOSS,
         budget: float | None = None,
+        stop_on: str = "agreement",
         folds: int = 5,
         seed: int = 0,
         members: Sequence[str] | None = None,
@@ -114,11 +116,23 @@ class Cascade:
         self.metric_params = metric_params
         self.max_loss = max_loss
         self.budget = budget
+        self.stop_on = stop_on
         self.folds = folds
         self.seed = seed
         self.members = members
 
-    _PARAMS = ("metrics", "C", "correctness", "metric_params", "max_loss", "budget", "folds", "seed", "members")
+    _PARAMS = (
+        "metrics",
+        "C",
+        "correctness",
+        "metric_params",
+        "max_loss",
+        "budget",
+        "stop_on",
+        "folds",
+        "seed",
+        "members",
+    )
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._PARAMS}
@@ -183,25 +197,26 @@ class Cascade:
         settings = SelectorSettings(tuple(self.metrics), float(self.C), self.correctness, self.metric_params)
         rows = np.arange(len(labels)) if rows is None else np.asarray(rows)
         scores = StepScores(blocks, labels, names, rows, settings, self.folds, self.seed)
-        fitted = fit_steps(scores, costs, max_loss=self.max_loss, budget=self.budget)
+        fitted = fit_steps(scores, costs, max_loss=self.max_loss, budget=self.budget, stop_on=self.stop_on)
+        found = fitted.search
         self.members_ = list(names)
         self.n_members_ = len(self.members_)
         self.metric_names_ = list(self.metrics)
-        self.order_ = [self.members_[m] for m in fitted.order]
+        self.order_ = [self.members_[m] for m in found.order]
         self.steps_ = [
             CascadeStep(self.order_[: j + 1], selector, calibration)
-            for j, (selector, calibration) in enumerate(zip(fitted.selectors, fitted.calibrations, strict=True))
+            for j, (selector, calibration) in enumerate(zip(fitted.selectors, found.calibrations, strict=True))
         ]
         self.threshold_ = fitted.chosen.threshold
-        self.operating_points_ = list(fitted.points)
+        self.operating_points_ = list(fitted.held_out.points)
         self.chosen_point_ = fitted.chosen
-        self.full_accuracy_ = fitted.full_accuracy
-        self.full_cost_ = fitted.full_cost
+        self.full_accuracy_ = fitted.held_out.full_accuracy
+        self.full_cost_ = fitted.held_out.full_cost
         self.cost_unit_ = cost_unit
         self.member_costs_ = {
             name: float(value) for name, value in zip(names, np.asarray(costs)[rows].mean(axis=0), strict=True)
         }
-        self.train_score_ = fitted.chosen.accuracy
+        self.train_score_ = None  # eor.training replays the cascade on the training records
         self.metadata_: dict[str, Any] = getattr(self, "metadata_", {})
         return self
 
@@ -275,21 +290,11 @@ class Cascade:
         """`replay` on precomputed candidate blocks of every member (voters.features, in `members_` order and
         the cascade's metrics), for the questions at `rows`."""
         self._check_fitted()
-        rows = np.asarray(rows, dtype=int)
-        probability, picks = [], []
-        for step in self.steps_:
-            positions = [self.members_.index(name) for name in step.members]
-            features = blocks.features(positions, step.members).matrix[rows]
-            pick, top, margin = leading(
-                step.selector.feature_scores(features), blocks.same[np.ix_(rows, positions, positions)]
-            )
-            probability.append(step.calibration.probability(top, margin))
-            picks.append(np.asarray(positions)[pick])
-        if not len(rows):
-            return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
-        stops = stop_steps(np.column_stack(probability), self.threshold_ if threshold is None else threshold)
-        chosen = np.column_stack(picks)[np.arange(len(stops)), stops]
-        return chosen.astype(int), stops.astype(int)
+        steps = [
+            ([self.members_.index(name) for name in step.members], step.selector, step.calibration)
+            for step in self.steps_
+        ]
+        return replay_steps(blocks, steps, self.threshold_ if threshold is None else threshold, rows)
 
     def spent(self, costs: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Per question, the cost of the members of the steps up to the one it stopped at; costs (R, M) per
@@ -357,9 +362,9 @@ class Cascade:
         }
 
     def at_loss(self, max_loss: float) -> OperatingPoint:
-        """The operating point (out of fold on the training records) that `max_loss` would have chosen."""
+        """The operating point (held out on the training records) that `max_loss` (a fraction) would choose."""
         self._check_fitted()
-        return choose_point(self.operating_points_, self.full_accuracy_, max_loss, None)
+        return choose_point(self.operating_points_, max_loss, None)
 
     # -- persistence --------------------------------------------------------------------------------------
 
@@ -381,6 +386,7 @@ class Cascade:
                 "metric_params": self.metric_params,
                 "max_loss": self.max_loss,
                 "budget": self.budget,
+                "stop_on": self.stop_on,
                 "folds": self.folds,
                 "seed": self.seed,
             },
@@ -439,6 +445,7 @@ def _point(entry: Mapping[str, Any]) -> OperatingPoint:
     return OperatingPoint(
         float("inf") if threshold is None else float(threshold),
         float(entry["accuracy"]),
+        float(entry["loss"]),
         float(entry["cost"]),
         float(entry["cost_p90"]),
         float(entry["members_run"]),

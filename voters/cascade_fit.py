@@ -1,24 +1,24 @@
 """Learning a cascade (voters.cascade) from training records: the member order, each step's answer selector
-and calibration, and the frontier of stopping thresholds. Everything is decided on out-of-fold scores.
+and calibration, and the stopping threshold. Everything is decided on held-out scores.
 
 For a set S of members that have answered, `StepScores.of(S)` cross-validates an answer selector over S
 (K folds by question, seeded): every training question gets a held-out log-odds per candidate, the leading
 candidate (argmax, ties to the first), its log-odds z, its margin δ over the best candidate with another
-normalised answer (MARGIN_CAP when no candidate differs) and whether it is right. Subsets are cached, so an
+normalised answer (MARGIN_CAP when no candidate differs) and whether it is right. Subsets are cached, so the
 order search and the steps of the chosen order share their fits.
 
 1. **Order** (`greedy_order`): start empty; append the member with the most cross-validated accuracy gained
    per unit of cost (its mean cost per question on the records), acc(S ∪ {m}) − acc(S) over cost(m); once no
    member gains, the rest follow cheapest first. Every member is in the order, so the last step is the full
    pool's selector.
-2. **Calibration** (`fit_calibration`): per step, a logistic regression of "the leading candidate is right"
-   on (z, min(δ, MARGIN_CAP)) over the out-of-fold rows: P(right) = σ(a + b·z + c·min(δ, MARGIN_CAP)).
-3. **Frontier** (`frontier`): one threshold t for every step (per-step thresholds overfit the training
-   records in nested cross-validation, docs/cascade.md); a question stops at the first step with P ≥ t, at
-   the last step otherwise. Each candidate t (every out-of-fold P, and +inf: never stop early) gives an
-   accuracy and a mean cost; the Pareto-optimal ones are the operating points.
-4. **Choice** (`choose_point`): the cheapest point within `max_loss` of the full pool's out-of-fold
-   accuracy, or the most accurate point whose mean cost is at most `budget`.
+2. **Calibration** (`fit_calibration`): per step, a logistic regression on (z, min(δ, MARGIN_CAP)) over the
+   out-of-fold rows of the event "the step's leading answer is the full pool's" (`stop_on="agreement"`, the
+   default) or "it is right" (`stop_on="right"`): P = σ(a + b·z + c·min(δ, MARGIN_CAP)).
+3. **Threshold** (`held_out_points`, `choose_point`): one threshold t for every step; a question stops at the
+   first step with P ≥ t, at the last step otherwise. Steps 1-2 are run again on the other folds of
+   `REPEATS` K-fold splits and replayed on each held-out fold, so every t of THRESHOLDS has a held-out
+   accuracy, loss against the full pool's selector and cost. Under `max_loss` the cheapest t from which on
+   every higher t loses at most max_loss is chosen; under `budget` the t of least loss within the budget.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class OutOfFold:
     """Held-out results of a selector over one member subset, per training question."""
 
     pick: np.ndarray  # position in the subset of the leading candidate
+    member: np.ndarray  # the leading candidate's member (a position among every member)
     top: np.ndarray
     margin: np.ndarray
     right: np.ndarray  # bool
@@ -133,6 +134,7 @@ class StepScores:
         self.names = list(names)
         self.rows = np.asarray(rows)
         self.settings = settings
+        self.seed = seed
         self.parts = folds(len(self.rows), k, seed)
         self._cache: dict[tuple[int, ...], OutOfFold] = {}
 
@@ -161,8 +163,8 @@ class StepScores:
             scores[held] = self.fit(subset, train).feature_scores(features[self.rows[held]])
         same = self.blocks.same[np.ix_(self.rows, subset, subset)]
         pick, top, margin = leading(scores, same)
-        right = self.labels[self.rows[:, None], np.asarray(subset)[None, :]][np.arange(len(self.rows)), pick]
-        return OutOfFold(pick, top, margin, right)
+        member = np.asarray(subset)[pick]
+        return OutOfFold(pick, member, top, margin, self.labels[self.rows, member])
 
 
 def greedy_order(scores: StepScores, costs: np.ndarray) -> list[int]:
@@ -183,13 +185,86 @@ def greedy_order(scores: StepScores, costs: np.ndarray) -> list[int]:
     return order
 
 
+#: what a step's calibration predicts: that its leading answer is the full pool's ("agreement", the default:
+#: its held-out loss falls smoothly with the threshold, docs/cascade.md) or that it is right ("right").
+STOP_TARGETS = ("agreement", "right")
+#: the thresholds tried on held-out folds (+inf: never stop before the last step).
+THRESHOLDS = (*np.round(np.arange(0.05, 0.99, 0.01), 2), 0.995, 0.999, float("inf"))
+#: repetitions of the K-fold split (seeds seed, seed + 1, ...) that held-out figures are averaged over: one
+#: split of 600 questions moves a threshold's loss by about ±0.5 points (docs/cascade.md).
+REPEATS = 3
+
+
+def stop_steps(probability: np.ndarray, threshold: float) -> np.ndarray:
+    """Per question, the first step whose P ≥ threshold; the last step when none is."""
+    values = np.asarray(probability, dtype=float)
+    last = values.shape[1] - 1
+    early = values[:, :last] >= threshold
+    return np.where(early.any(axis=1), np.argmax(early, axis=1), last)
+
+
+@dataclass
+class Search:
+    """A cascade's order (positions) and each step's calibration, learned out of fold on training rows."""
+
+    order: list[int]
+    calibrations: list[Calibration]
+
+
+def search(scores: StepScores, costs: np.ndarray, stop_on: str = "agreement") -> Search:
+    """The order and calibrations over the training rows of `scores`; costs (Q, M) per question and member
+    (the rows of `scores.rows` are used)."""
+    if stop_on not in STOP_TARGETS:
+        raise ConfigError(f"stop_on must be one of {', '.join(STOP_TARGETS)}, got {stop_on!r}")
+    per_question = np.asarray(costs, dtype=float)[scores.rows]
+    if per_question.shape[1] != len(scores.names) or not np.all(np.isfinite(per_question)):
+        raise InputError("member costs must be finite numbers, one per question and member")
+    order = greedy_order(scores, per_question.mean(axis=0))
+    full = scores.of(order)
+    calibrations = []
+    for j in range(len(order)):
+        held = scores.of(order[: j + 1])
+        target = held.right if stop_on == "right" else scores.blocks.same[scores.rows, held.member, full.member]
+        calibrations.append(fit_calibration(held.top, held.margin, target))
+    return Search(order, calibrations)
+
+
+Step = tuple[Sequence[int], AnswerSelector, Calibration]  # member positions answered, selector, calibration
+
+
+def step_probabilities(blocks: CandidateBlocks, steps: Sequence[Step], rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(P (R, J), leading member position (R, J)) per question at `rows` and step."""
+    probability, picks = [], []
+    for positions, selector, calibration in steps:
+        positions = list(positions)
+        features = blocks.features(positions, selector.members_).matrix[rows]
+        pick, top, margin = leading(selector.feature_scores(features), blocks.same[np.ix_(rows, positions, positions)])
+        probability.append(calibration.probability(top, margin))
+        picks.append(np.asarray(positions)[pick])
+    return np.column_stack(probability), np.column_stack(picks)
+
+
+def replay_steps(
+    blocks: CandidateBlocks, steps: Sequence[Step], threshold: float, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(chosen member position, step stopped at) per question at `rows`: a question stops at the first step
+    whose P ≥ threshold, at the last step otherwise."""
+    rows = np.asarray(rows, dtype=int)
+    if not len(rows):
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    probability, picks = step_probabilities(blocks, steps, rows)
+    stops = stop_steps(probability, threshold)
+    return picks[np.arange(len(rows)), stops].astype(int), stops.astype(int)
+
+
 @dataclass(frozen=True)
 class OperatingPoint:
-    """A threshold and what it gave on the training records out of fold: accuracy, mean and 90th-percentile
-    cost per question, mean members run."""
+    """A threshold and what it gave on held-out training questions (repeated K-fold): accuracy, loss against
+    the full pool's selector, mean and 90th-percentile cost per question, mean members run."""
 
     threshold: float
     accuracy: float
+    loss: float
     cost: float
     cost_p90: float
     members_run: float
@@ -198,101 +273,128 @@ class OperatingPoint:
         return {
             "threshold": None if np.isinf(self.threshold) else self.threshold,
             "accuracy": self.accuracy,
+            "loss": self.loss,
             "cost": self.cost,
             "cost_p90": self.cost_p90,
             "members_run": self.members_run,
         }
 
 
-def stop_steps(probability: np.ndarray, threshold: float) -> np.ndarray:
-    """Per question, the first step whose P(right) ≥ threshold; the last step when none is."""
-    values = np.asarray(probability, dtype=float)
-    last = values.shape[1] - 1
-    early = values[:, :last] >= threshold
-    return np.where(early.any(axis=1), np.argmax(early, axis=1), last)
-
-
-def frontier(probability: np.ndarray, right: np.ndarray, cumulative: np.ndarray) -> list[OperatingPoint]:
-    """The Pareto-optimal operating points (ascending cost) of one threshold over every step.
-
-    probability, right, cumulative: (R, J) per training question and step: P(right) of the leading
-    candidate, whether it is right, and the cost of running the steps up to this one."""
-    probability = np.asarray(probability, dtype=float)
-    candidates = np.unique(probability[:, :-1])[::-1] if probability.shape[1] > 1 else np.zeros(0)
-    rows = np.arange(len(probability))
-    points = []
-    for threshold in (np.inf, *candidates):
-        stop = stop_steps(probability, threshold)
-        cost = cumulative[rows, stop]
-        points.append(
-            OperatingPoint(
-                float(threshold),
-                float(right[rows, stop].mean()),
-                float(cost.mean()),
-                float(np.percentile(cost, 90)),
-                float(stop.mean() + 1),
-            )
-        )
-    points.sort(key=lambda p: (p.cost, -p.accuracy))
-    pareto: list[OperatingPoint] = []
-    for point in points:
-        if not pareto or point.accuracy > pareto[-1].accuracy:
-            pareto.append(point)
-    return pareto
-
-
-def choose_point(
-    points: Sequence[OperatingPoint], full_accuracy: float, max_loss: float | None, budget: float | None
-) -> OperatingPoint:
-    """The cheapest point within `max_loss` (a fraction) of `full_accuracy`, or the most accurate point whose
-    mean cost is at most `budget`."""
-    if budget is not None:
-        within = [p for p in points if p.cost <= budget]
-        if not within:
-            cheapest = min(p.cost for p in points)
-            raise InputError(f"no cascade fits a budget of {budget:g} per question: the cheapest costs {cheapest:.3g}")
-        return max(within, key=lambda p: (p.accuracy, -p.cost))
-    if max_loss is None or max_loss < 0:
-        raise ConfigError(f"max_loss must be a number ≥ 0, got {max_loss!r}")
-    within = [p for p in points if p.accuracy >= full_accuracy - max_loss - 1e-12]
-    return min(within or points, key=lambda p: (p.cost, -p.accuracy) if within else (-p.accuracy, p.cost))
-
-
 @dataclass
-class CascadeFit:
-    """What the search learned: the order (positions), per step the selector fitted on every training
-    question and the calibration, the frontier, the chosen point and the full pool's out-of-fold accuracy."""
+class HeldOut:
+    """Every threshold's operating point, and the full pool's selector, on held-out training questions."""
 
-    order: list[int]
-    selectors: list[AnswerSelector]
-    calibrations: list[Calibration]
     points: list[OperatingPoint]
-    chosen: OperatingPoint
     full_accuracy: float
     full_cost: float
 
 
+def held_out_points(
+    scores: StepScores, costs: np.ndarray, stop_on: str, repeats: int = REPEATS, thresholds=THRESHOLDS
+) -> HeldOut:
+    """Each threshold's held-out figures: for each of `repeats` K-fold splits of the rows of `scores`, the
+    cascade is searched and fitted on the other folds and replayed on the held-out one."""
+    n_rows = len(scores.rows)
+    right = np.zeros((len(thresholds), repeats, n_rows))
+    spent = np.zeros_like(right)
+    steps_run = np.zeros_like(right)
+    full_right = np.zeros((repeats, n_rows))
+    for repeat in range(repeats):
+        for held in folds(n_rows, len(scores.parts), scores.seed + repeat):
+            outcome = _held_out_fold(scores, costs, stop_on, held, thresholds)
+            full_right[repeat, held] = outcome[0]
+            right[:, repeat, held], spent[:, repeat, held], steps_run[:, repeat, held] = outcome[1:]
+    full = float(full_right.mean())
+    points = [
+        OperatingPoint(
+            float(threshold),
+            float(right[t].mean()),
+            float(full - right[t].mean()),
+            float(spent[t].mean()),
+            float(np.percentile(spent[t], 90)),
+            float(steps_run[t].mean()),
+        )
+        for t, threshold in enumerate(thresholds)
+    ]
+    return HeldOut(points, full, float(spent[-1].mean()))
+
+
+def _held_out_fold(
+    scores: StepScores, costs: np.ndarray, stop_on: str, held: np.ndarray, thresholds: Sequence[float]
+) -> tuple[np.ndarray, ...]:
+    """On the held-out questions of one fold: the full pool's selector right, and per threshold the cascade
+    (searched on the other rows) right, its cost and the members it ran."""
+    test = scores.rows[held]
+    inner = StepScores(
+        scores.blocks,
+        scores.labels,
+        scores.names,
+        np.delete(scores.rows, held),
+        scores.settings,
+        len(scores.parts),
+        scores.seed,
+    )
+    found = search(inner, costs, stop_on)
+    steps = [
+        (found.order[: j + 1], inner.fit(found.order[: j + 1], inner.rows), found.calibrations[j])
+        for j in range(len(found.order))
+    ]
+    probability, picks = step_probabilities(scores.blocks, steps, test)
+    cumulative = np.cumsum(np.asarray(costs, dtype=float)[test][:, found.order], axis=1)
+    index = np.arange(len(test))
+    right, spent, steps_run = [], [], []
+    for threshold in thresholds:
+        stops = stop_steps(probability, threshold)
+        right.append(scores.labels[test, picks[index, stops]])
+        spent.append(cumulative[index, stops])
+        steps_run.append(stops + 1)
+    return scores.labels[test, picks[:, -1]], np.array(right), np.array(spent), np.array(steps_run)
+
+
+def choose_point(points: Sequence[OperatingPoint], max_loss: float | None, budget: float | None) -> OperatingPoint:
+    """Under `budget`: the point of least loss whose mean cost is at most the budget. Under `max_loss` (a
+    fraction): the cheapest threshold from which on every higher threshold also loses at most max_loss (a
+    lucky dip of a low threshold does not count)."""
+    ordered = sorted(points, key=lambda p: p.threshold)
+    if budget is not None:
+        within = [p for p in ordered if p.cost <= budget]
+        if not within:
+            cheapest = min(p.cost for p in ordered)
+            raise InputError(f"no cascade fits a budget of {budget:g} per question: the cheapest costs {cheapest:.3g}")
+        return min(within, key=lambda p: (p.loss, p.cost))
+    if max_loss is None or max_loss < 0:
+        raise ConfigError(f"max_loss must be a number ≥ 0, got {max_loss!r}")
+    chosen = ordered[-1]
+    for point in reversed(ordered):
+        if point.loss > max_loss + 1e-12:
+            break
+        chosen = point
+    return chosen
+
+
+@dataclass
+class CascadeFit:
+    """A fitted cascade: the search over every training row, each step's selector fitted on every training
+    row, the held-out operating points and the chosen one."""
+
+    search: Search
+    selectors: list[AnswerSelector]
+    held_out: HeldOut
+    chosen: OperatingPoint
+
+
 def fit_steps(
-    scores: StepScores, costs: np.ndarray, *, max_loss: float | None = 0.005, budget: float | None = None
+    scores: StepScores,
+    costs: np.ndarray,
+    *,
+    max_loss: float | None = 0.005,
+    budget: float | None = None,
+    stop_on: str = "agreement",
+    repeats: int = REPEATS,
 ) -> CascadeFit:
-    """The cascade of the training rows of `scores`; costs (Q, M) per question and member (the rows of
-    `scores.rows` are used)."""
-    per_question = np.asarray(costs, dtype=float)[scores.rows]
-    if per_question.shape[1] != len(scores.names) or not np.all(np.isfinite(per_question)):
-        raise InputError("member costs must be finite numbers, one per question and member")
-    order = greedy_order(scores, per_question.mean(axis=0))
-    probability, right, cumulative, calibrations = [], [], [], []
-    spent = np.zeros(len(scores.rows))
-    for j in range(len(order)):
-        held = scores.of(order[: j + 1])
-        calibration = fit_calibration(held.top, held.margin, held.right)
-        calibrations.append(calibration)
-        probability.append(calibration.probability(held.top, held.margin))
-        right.append(held.right)
-        spent = spent + per_question[:, order[j]]
-        cumulative.append(spent.copy())
-    points = frontier(np.column_stack(probability), np.column_stack(right), np.column_stack(cumulative))
-    full = scores.of(order).accuracy
-    chosen = choose_point(points, full, max_loss, budget)
-    selectors = [scores.fit(order[: j + 1], scores.rows) for j in range(len(order))]
-    return CascadeFit(order, selectors, calibrations, points, chosen, full, float(spent.mean()))
+    """The cascade of the training rows of `scores`, its threshold chosen on held-out folds (`choose_point`)."""
+    found = search(scores, costs, stop_on)
+    held_out = held_out_points(scores, costs, stop_on, repeats)
+    chosen = choose_point(held_out.points, max_loss, budget)
+    selectors = [scores.fit(found.order[: j + 1], scores.rows) for j in range(len(found.order))]
+    return CascadeFit(found, selectors, held_out, chosen)

@@ -4,7 +4,8 @@
 - `errors_rwr.png`: the four RWR_E heatmaps (figure 4);
 - `upper_bound.png`: oracle accuracy by pool size as boxplots, best single member dashed (figure 5);
 - `weights.png`: the learned retriever weights (figure 6), only when the report has weights;
-- `error_rates.png`: per member (and EoR) stacked bars of the error partition of appendix B.
+- `error_rates.png`: per member (and EoR) stacked bars of the error partition of appendix B;
+- `cost.png`: accuracy against mean cost per question (log x), with the subset frontier and a cascade.
 
 Heatmap rows and columns are the members sorted by the report's metric, best first (as in figure 4).
 Undefined cells (a zero denominator) are grey and marked "–". Sizes and fonts scale with the number of
@@ -277,6 +278,79 @@ def plot_error_rates(report: dict[str, Any], path: Path) -> Path:
     return _save(fig, path)
 
 
+def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
+    """Accuracy against mean cost per question (log x): members, Top R, EoR, the full pool's selector, the
+    frontier of member subsets and a cascade's operating points; None without a `cost` section."""
+    cost = report.get("cost")
+    if not cost:
+        return None
+    plt = _pyplot()
+    metric = report["metric"]
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for name, entry in cost["members"].items():
+        ax.scatter(entry["seconds"], 100 * entry[metric], color="#90a4ae", zorder=3)
+        ax.annotate(
+            name, (entry["seconds"], 100 * entry[metric]), fontsize=8, xytext=(4, 3), textcoords="offset points"
+        )
+    top = report["top_r"]
+    ax.scatter(
+        cost["members"][top["member"]]["seconds"],
+        100 * top[metric],
+        s=90,
+        facecolors="none",
+        edgecolors="#c62828",
+        linewidths=1.5,
+        zorder=4,
+        label=f"Top R ({top['member']})",
+    )
+    frontier = cost["frontier"]
+    ax.plot(
+        [e["seconds"] for e in frontier],
+        [100 * e["accuracy"] for e in frontier],
+        "-",
+        color="#1565c0",
+        marker=".",
+        label="frontier of member subsets (selector, cross-validated)",
+    )
+    full = cost["full_selector"]
+    ax.scatter(
+        full["seconds"],
+        100 * full["accuracy"],
+        marker="*",
+        s=160,
+        color="#1565c0",
+        zorder=4,
+        label="selector, every member (cross-validated)",
+    )
+    cascade = cost.get("cascade")
+    if cascade:
+        points = cascade["points"]
+        ax.plot(
+            [p["seconds"] for p in points],
+            [100 * p["accuracy"] for p in points],
+            "-o",
+            color="#2e7d32",
+            label="cascade at max loss " + ", ".join(f"{p['max_loss']:g}" for p in points),
+        )
+    ax.scatter(
+        cost["eor_seconds"],
+        100 * report["eor"][metric],
+        marker="D",
+        s=70,
+        color="#2e7d32",
+        zorder=5,
+        label=f"EoR ({report['eor'].get('kind', 'voter')})",
+    )
+    ax.set_xscale("log")
+    unit = "seconds" if cost["unit"] == "seconds" else "seconds, from tokens"
+    ax.set_xlabel(f"mean cost per question ({unit}, log scale)")
+    ax.set_ylabel(f"{metric_label(metric)} (%)")
+    ax.set_title(f"Accuracy against cost ({report['questions']} questions)", fontsize=11)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)
+
+
 def _save(fig: Any, path: Path) -> Path:
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     import matplotlib.pyplot as plt
@@ -291,6 +365,7 @@ FIGURES = {
     "upper_bound.png": plot_upper_bound,
     "weights.png": plot_weights,
     "error_rates.png": plot_error_rates,
+    "cost.png": plot_cost,
 }
 
 

@@ -180,6 +180,8 @@ def weights_section(report: dict[str, Any]) -> list[str]:
     weights = report.get("weights")
     if not weights:
         return []
+    if weights.get("voter") == "cascade":
+        return cascade_section(weights)
     if "coefficients" in weights:
         return selector_section(weights)
     active = set(weights["active"])
@@ -223,6 +225,86 @@ def selector_section(weights: dict[str, Any]) -> list[str]:
     ]
 
 
+def cascade_section(weights: dict[str, Any]) -> list[str]:
+    """The learned cascade: its order, each step's calibration, and the threshold."""
+    threshold = weights.get("threshold")
+    rule = "never stops early" if threshold is None else f"stops at the first step with P ≥ {threshold:.3f}"
+    rows = [
+        [
+            str(j + 1),
+            _escape(step["members"][-1]),
+            f"{step['calibration']['intercept']:+.3f}",
+            f"{step['calibration']['top']:+.3f}",
+            f"{step['calibration']['margin']:+.3f}",
+        ]
+        for j, step in enumerate(weights["steps"])
+    ]
+    return [
+        "## Learned cascade",
+        "",
+        f"From `{weights['file']}`: members run in this order and the cascade {rule}, where P = σ(a + b·z + "
+        "c·min(δ, 10)) of the step's leading candidate (z its log-odds under the step's selector, δ its margin "
+        "over the best candidate with another answer).",
+        "",
+        *table(["step", "adds", "a", "b (z)", "c (δ)"], rows),
+    ]
+
+
+def cost_section(report: dict[str, Any]) -> list[str]:
+    """Accuracy against cost: members, EoR, the frontier of member subsets, a cascade's operating points."""
+    cost = report.get("cost")
+    if not cost:
+        return []
+    metric = report["metric"]
+    unit = "s" if cost["unit"] == "seconds" else "s (from tokens)"
+    rows = [[_escape(name), pct(entry[metric]), f"{entry['seconds']:.2f}"] for name, entry in cost["members"].items()]
+    rows.append(["**EoR**", pct(report["eor"][metric]), f"{cost['eor_seconds']:.2f}"])
+    cv = cost["selector_cv"]
+    lines = [
+        "## Accuracy against cost",
+        "",
+        f"Mean cost per question in {unit}: running every member costs {cost['pool_seconds']:.2f}; EoR's voter ran "
+        f"{cost['members_run']:.2f} members for {cost['eor_seconds']:.2f} (90th percentile "
+        f"{cost['eor_seconds_p90']:.2f}).",
+        "",
+        *table(["member", metric_label(metric), "cost"], rows),
+        "",
+        f"Frontier of member subsets ({cv['search']}; an answer selector's {cv['folds']}-fold cross-validated "
+        f"{metric_label(metric)} within these records):",
+        "",
+        *table(
+            ["members", metric_label(metric), "cost"],
+            [
+                [", ".join(map(_escape, e["members"])), pct(e["accuracy"]), f"{e['seconds']:.2f}"]
+                for e in cost["frontier"]
+            ],
+        ),
+    ]
+    cascade = cost.get("cascade")
+    if cascade:
+        lines += [
+            "",
+            f"The cascade ({' > '.join(map(_escape, cascade['order']))}) replayed on these records at the threshold "
+            "each tolerance chose on held-out training questions:",
+            "",
+            *table(
+                ["max loss (points)", "threshold", metric_label(metric), "cost", "p90", "members run"],
+                [
+                    [
+                        f"{p['max_loss']:g}",
+                        "inf" if p["threshold"] is None else f"{p['threshold']:.3f}",
+                        pct(p["accuracy"]),
+                        f"{p['seconds']:.2f}",
+                        f"{p['seconds_p90']:.2f}",
+                        f"{p['members_run']:.2f}",
+                    ]
+                    for p in cascade["points"]
+                ],
+            ),
+        ]
+    return lines
+
+
 def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
     eor = report["eor"]
     voter = (
@@ -247,6 +329,9 @@ def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
         *upper_bound_section(report),
         "",
     ]
+    cost = cost_section(report)
+    if cost:
+        lines += [*cost, ""]
     weights = weights_section(report)
     if weights:
         lines += [*weights, ""]

@@ -16,7 +16,9 @@ gold answers:
 - `errors`: appendix B's breakdown: per member counts and rates of each error type, a partition of the
   questions for stacked bars, RWR_E matrices, and `filtered` (questions dropped by the >5-word filter);
 - `upper_bound`: the oracle of member subsets per pool size (figure 5), summarised per size;
-- `weights`: the learned weights (figure 6) when a weights file is given.
+- `weights`: the learned weights (figure 6) when a weights file is given;
+- `cost`: what members cost per question and what EoR's voter ran, the accuracy-versus-cost frontier of
+  member subsets and a cascade's operating points (eor.bench.cost); null when the records hold no seconds.
 
 Every measure is a fraction in [0, 1]. An undefined ratio (zero denominator) is null, never 0. The
 report's `metric` (em by default) is the correctness indicator of RWR, the oracle, Top R, the error
@@ -36,6 +38,7 @@ from typing import Any
 import numpy as np
 
 import eor.bench.semantic  # noqa: F401  (registers the `semantic` correctness metric)
+from eor.bench.cost import cost_section
 from eor.bench.data import RunData, load_run
 from eor.bench.stats import CONFIDENCE, DEFAULT_RESAMPLES, Bootstrap, paired_test
 from eor.bench.voting import Vote, vote
@@ -72,6 +75,7 @@ STAGES = (
     "inconsistency",
     "error breakdown",
     "upper bound",
+    "cost",
     "bootstrap",
 )
 
@@ -126,10 +130,13 @@ def build_report(
         stage(5)
         upper = _upper_bound(scores[metric], data.names, max_subsets, seed)
         stage(6)
+        cost = cost_section(data, voted, scores[metric], metric, seed)
+        stage(7)
         scored = Scored(
             data, voted, scores, eor_scores, measures, metric, Bootstrap.draw(data.questions, resamples, seed)
         )
         report = _assemble(records_dir, scored, matrix, errors, upper, seed, max_subsets)
+        report["cost"] = cost
         bar.update(1)
     return json_ready(report)
 

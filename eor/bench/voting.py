@@ -36,6 +36,7 @@ class Vote:
     voter: Any  # voters.Voter
     members: list[str]  # the members that voted (the weights file's pool, or every member)
     weights_file: Path | None
+    stops: np.ndarray | None = None  # a cascade's: the step each question stopped at
 
     def describe(self) -> dict[str, Any]:
         """The voter's settings for the report (`weights` holds the learned weights separately)."""
@@ -107,6 +108,12 @@ def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str
     columns = [data.names.index(name) for name in members]
     answers = [[row[c] for c in columns] for row in data.answers]
     passages = [[row[c] for c in columns] for row in data.passages]
-    picks = voter.predict(answers, passages, data.texts) if data.questions else np.zeros(0, dtype=int)
+    stops = None
+    if not data.questions:
+        picks = np.zeros(0, dtype=int)
+    elif getattr(voter, "kind", None) == "cascade":
+        picks, stops = voter.replay(answers, passages, data.texts)
+    else:
+        picks = voter.predict(answers, passages, data.texts)
     chosen = np.asarray([columns[int(p)] for p in picks], dtype=int)
-    return Vote(chosen=chosen, voter=voter, members=members, weights_file=path)
+    return Vote(chosen=chosen, voter=voter, members=members, weights_file=path, stops=stops)

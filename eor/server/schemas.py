@@ -52,8 +52,22 @@ class MemberAnswer(BaseModel):
     answer: str
     score: float | None = Field(description="decision score s_m; null when the member's weight drops it")
     seconds: float
+    tokens: dict[str, int] | None = Field(
+        default=None,
+        description="prompt tokens evaluated, kept from the prompt before (reused) and generated; absent when the "
+        "answer was read back from the generation cache",
+    )
     passages: list[Passage] | None = Field(default=None, description="with return_passages only")
     prompt: str | None = Field(default=None, description="with return_passages only")
+
+
+class CascadeReport(BaseModel):
+    ran: list[str] = Field(description="the members the cascade ran, in its order")
+    skipped: list[str] = Field(description="the members after its stop, never run (no retrieval, no prompt)")
+    stopped_after: str = Field(description="the last member it ran")
+    probability: float = Field(description="P of the stopping rule at the stop")
+    threshold: float | None = Field(description="the threshold P was held against (null: never stops early)")
+    reason: str = Field(description="why it stopped, in words")
 
 
 class AnswerResponse(BaseModel):
@@ -67,10 +81,14 @@ class AnswerResponse(BaseModel):
     degraded_reasons: dict[str, str] = Field(description="why each degraded member was left out")
     skipped: list[str] = Field(
         default_factory=list,
-        description="members not run: the lazy vote stopped once they could no longer change the answer",
+        description="members not run: the lazy vote stopped once they could no longer change the answer, or "
+        "the cascade stopped before them",
     )
     stages: dict[str, Any] | None = Field(
         default=None, description="per stage: seconds, and the reader's prompts, cache hits, tokens and seconds"
+    )
+    cascade: CascadeReport | None = Field(
+        default=None, description="with a cascade weights file: the members it ran and skipped, and why it stopped"
     )
     explanation: dict[str, Any] | None = Field(default=None, description="with explain only")
 

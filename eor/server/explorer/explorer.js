@@ -130,7 +130,8 @@ function show(result) {
   const reasons = result.degraded_reasons || {};
   const parts = [`chosen from ${result.member}`];
   if (result.degraded.length) parts.push(`left out: ${result.degraded.join(", ")}`);
-  if ((result.skipped || []).length) parts.push(`not needed: ${result.skipped.join(", ")}`);
+  if (result.cascade) parts.push(`cascade ${result.cascade.reason}`);
+  else if ((result.skipped || []).length) parts.push(`not needed: ${result.skipped.join(", ")}`);
   $("answer-note").textContent = parts.join("; ");
   const names = pool.length ? pool : Object.keys(result.members).concat(result.degraded, result.skipped || []);
   fillMembers(names, result, explanation, reasons);
@@ -140,7 +141,9 @@ function show(result) {
 
 function status(name, result, account, reasons) {
   if (name in reasons) return ["degraded", `degraded: ${reasons[name]}`];
-  if ((result.skipped || []).includes(name)) return ["skipped", "skipped (lazy vote)"];
+  if ((result.skipped || []).includes(name)) {
+    return ["skipped", result.cascade ? "skipped (cascade stopped)" : "skipped (lazy vote)"];
+  }
   if (!(name in result.members)) return ["skipped", "not asked"];
   if (name === result.member) return ["chosen", "chosen"];
   if (account && account.dropped) return ["dropped", "dropped (weight)"];

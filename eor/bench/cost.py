@@ -1,0 +1,161 @@
+"""The cost side of a benchmark (DESIGN §9): what each member costs per question, what EoR's voter ran, the
+accuracy-versus-cost frontier of member subsets, and a cascade's operating points, from records alone.
+
+- `members`: each member's mean and 90th-percentile cost per question (eor.costs: recorded seconds, or
+  token counts at the reader's rates where the records hold them) and its accuracy;
+- `pool_seconds`: running every member; `eor_seconds` (mean and p90) and `members_run`: what EoR's voter
+  ran (every member of its pool, or for a cascade the members up to where it stopped on each question);
+- `subsets`: every member subset (exhaustive up to MAX_EXHAUSTIVE subsets; else those visited by greedy
+  forward and backward selection) with the K-fold cross-validated accuracy of an answer selector over it
+  (voters.selector, folds by question within these records) and its mean cost; `frontier`: the subsets
+  no other subset beats on both; `full_selector`: the subset of every member;
+- `cascade`: with a cascade weights file, its replay at the thresholds several tolerances choose.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from eor.costs import member_costs
+from eor.errors import InputError
+from eor.run_data import RunData
+
+#: subsets evaluated one by one up to this many (7 members: 127); beyond, greedy forward and backward selection.
+MAX_EXHAUSTIVE = 255
+#: the tolerances (EM points) at which a cascade's operating points are replayed.
+CASCADE_LOSSES = (0.0, 0.25, 0.5, 1.0, 2.0)
+FOLDS = 5
+
+
+def cost_section(data: RunData, voted: Any, indicator: np.ndarray, metric: str, seed: int = 0) -> dict[str, Any] | None:
+    """The report's `cost` object; None when the records hold no members' seconds. indicator: (M, Q)
+    correctness per member and question under the report's metric."""
+    try:
+        costs = member_costs(data)
+    except InputError:
+        return None
+    matrix = costs.matrix
+    members = {
+        name: {
+            "seconds": float(matrix[:, m].mean()),
+            "seconds_p90": float(np.percentile(matrix[:, m], 90)),
+            metric: float(indicator[m].mean()),
+        }
+        for m, name in enumerate(data.names)
+    }
+    spent, members_run = _eor_spent(data, voted, matrix)
+    section: dict[str, Any] = {
+        "unit": costs.unit,
+        "rates": costs.rates,
+        "members": members,
+        "pool_seconds": float(matrix.sum(axis=1).mean()),
+        "eor_seconds": float(spent.mean()),
+        "eor_seconds_p90": float(np.percentile(spent, 90)),
+        "members_run": float(members_run.mean()),
+    }
+    section.update(subset_frontier(data, indicator >= 0.5, matrix, seed))
+    section["cascade"] = _cascade_points(voted, data, matrix, indicator)
+    return section
+
+
+def _eor_spent(data: RunData, voted: Any, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per question, the cost of the members EoR's voter ran, and how many."""
+    columns = [data.names.index(name) for name in voted.members]
+    if getattr(voted.voter, "kind", None) == "cascade":
+        stops = voted.stops
+        return voted.voter.spent(matrix[:, columns], stops), stops + 1.0
+    return matrix[:, columns].sum(axis=1), np.full(data.questions, float(len(columns)))
+
+
+def subset_frontier(data: RunData, labels: np.ndarray, matrix: np.ndarray, seed: int = 0) -> dict[str, Any]:
+    """Every evaluated subset's cross-validated selector accuracy and mean cost, and the frontier."""
+    from voters.cascade_fit import SelectorSettings, StepScores
+    from voters.features import candidate_blocks
+    from voters.similarity import similarity_tensor
+
+    settings = SelectorSettings()
+    tensor = similarity_tensor(data.answers, list(settings.metrics))
+    blocks = candidate_blocks(tensor, data.answers, data.passages, data.texts, settings.metrics)
+    rows = np.arange(data.questions)
+    scores = StepScores(blocks, labels.T, data.names, rows, settings, min(FOLDS, data.questions), seed)
+    n_members = len(data.names)
+    if 2**n_members - 1 <= MAX_EXHAUSTIVE:
+        subsets = [s for size in range(1, n_members + 1) for s in itertools.combinations(range(n_members), size)]
+        search = "exhaustive"
+    else:
+        subsets = _greedy_subsets(scores, n_members)
+        search = "greedy forward and backward selection"
+    entries = [
+        {
+            "members": [data.names[m] for m in subset],
+            "accuracy": scores.of(subset).accuracy,
+            "seconds": float(matrix[:, list(subset)].sum(axis=1).mean()),
+        }
+        for subset in subsets
+    ]
+    frontier = []
+    for entry in sorted(entries, key=lambda e: (e["seconds"], -e["accuracy"])):
+        if not frontier or entry["accuracy"] > frontier[-1]["accuracy"]:
+            frontier.append(entry)
+    full = next(entry for entry in entries if len(entry["members"]) == n_members)
+    return {
+        "selector_cv": {"folds": len(scores.parts), "seed": seed, "search": search},
+        "subsets": entries,
+        "frontier": frontier,
+        "full_selector": full,
+    }
+
+
+def _greedy_subsets(scores: Any, n_members: int) -> list[tuple[int, ...]]:
+    """The subsets visited by greedy forward selection (add the member that helps most) and backward
+    elimination (drop the member whose loss hurts least), each ranked by cross-validated accuracy."""
+    visited: dict[tuple[int, ...], None] = {}
+    chosen: list[int] = []
+    while len(chosen) < n_members:
+        options = [tuple(sorted([*chosen, m])) for m in range(n_members) if m not in chosen]
+        best = max(options, key=lambda subset: scores.of(subset).accuracy)
+        visited.update(dict.fromkeys(options))
+        chosen = list(best)
+    kept = list(range(n_members))
+    visited[tuple(kept)] = None
+    while len(kept) > 1:
+        options = [tuple(m for m in kept if m != drop) for drop in kept]
+        best = max(options, key=lambda subset: scores.of(subset).accuracy)
+        visited.update(dict.fromkeys(options))
+        kept = list(best)
+    return list(visited)
+
+
+def _cascade_points(voted: Any, data: RunData, matrix: np.ndarray, indicator: np.ndarray) -> dict[str, Any] | None:
+    """A cascade's replay on these records at the threshold each tolerance of CASCADE_LOSSES chooses (on
+    the training records, held out), beside the chosen one."""
+    cascade = voted.voter
+    if getattr(cascade, "kind", None) != "cascade":
+        return None
+    columns = [data.names.index(name) for name in voted.members]
+    answers = [[row[c] for c in columns] for row in data.answers]
+    passages = [[row[c] for c in columns] for row in data.passages]
+    points = []
+    for loss in CASCADE_LOSSES:
+        threshold = cascade.at_loss(loss / 100).threshold
+        chosen, stops = cascade.replay(answers, passages, data.texts, threshold)
+        spent = cascade.spent(matrix[:, columns], stops)
+        right = indicator[np.asarray(columns)[chosen], np.arange(data.questions)]
+        points.append(
+            {
+                "max_loss": loss,
+                "threshold": None if np.isinf(threshold) else threshold,
+                "accuracy": float(right.mean()),
+                "seconds": float(spent.mean()),
+                "seconds_p90": float(np.percentile(spent, 90)),
+                "members_run": float((stops + 1).mean()),
+            }
+        )
+    return {
+        "order": list(cascade.order_),
+        "threshold": None if np.isinf(cascade.threshold_) else cascade.threshold_,
+        "points": points,
+    }
