@@ -154,7 +154,7 @@ class Ensemble:
             if members is not None:
                 raise InputError(
                     "this pool answers with a cascade, which chooses the members each question needs: ask without "
-                    "`members`, or run every member (--all-members; all_members in the API) to vote over a subset"
+                    "`members`, or run every member (`eor ask/serve --all-members`) to vote over a subset"
                 )
             return [self._answer_by_cascade(item, timeout, strict) for item in items]
         if lazy and self.voting.lazy:

@@ -70,14 +70,20 @@ class StopDecision:
     ran: list[str]
     last: bool
     scores: dict[str, float]  # the step selector's log-odds of each member that answered
+    event: str = "agreement"  # what P is the probability of (the cascade's stop_on)
 
     def reason(self) -> str:
         ran = ", ".join(self.ran)
+        label = EVENT_LABELS.get(self.event, f"P({self.event})")
         if self.last:
-            return f"ran every member of the cascade ({ran}): P(right) {self.probability:.2f}"
+            return f"ran every member of the cascade ({ran}): {label} {self.probability:.2f}"
         sign = "≥" if self.stop else "<"
         verb = "stopped after" if self.stop else "went on after"
-        return f"{verb} {ran}: P(right) {self.probability:.2f} {sign} {self.threshold:.2f}"
+        return f"{verb} {ran}: {label} {self.probability:.2f} {sign} {self.threshold:.2f}"
+
+
+#: how a stop reason names P, by the cascade's stop_on.
+EVENT_LABELS = {"agreement": "P(full pool agrees)", "right": "P(right)"}
 
 
 class Cascade:
@@ -260,7 +266,7 @@ class Cascade:
         stop = last or probability >= self.threshold_
         logits = {name: float(value) for name, value in zip(voting, scores[0], strict=True)}
         return StopDecision(
-            step, stop, member, answers[member], probability, self.threshold_, list(voting), last, logits
+            step, stop, member, answers[member], probability, self.threshold_, list(voting), last, logits, self.stop_on
         )
 
     # -- voting on recorded answers --------------------------------------------------------------------------

@@ -1,0 +1,126 @@
+"""Replay of a cascade on recorded answers (no reader, seconds): EM, F1, mean and 90th-percentile cost per
+question and members run, for the cascade at several tolerances against the full-pool selector, the paper's
+voter and Top R, all trained on the same training records and scored on the same held-out ones.
+
+A member's cost on a question is its recorded seconds (retrieval plus generation), or its token counts at
+the reader's rates where the records hold them (eor.costs); a full-pool voter runs every member, Top R one.
+The cascade's tolerances replay the thresholds its weights file holds (chosen on held-out training
+questions), so nothing here is chosen on the scored records. The difference of the cascade at the file's
+own threshold against the full-pool selector comes with its paired bootstrap 95% interval and an exact
+McNemar test.
+
+    python benchmarks/bench_cascade.py [--train R] [--dev R] [--cascade W] [--selector W] [--out FILE.json]
+
+Defaults: docs/records/nq-train.jsonl.gz, docs/records/nq-dev.jsonl.gz, docs/weights/nq-offline-cascade.json
+and docs/weights/nq-offline-auto.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+LOSSES = (0.0, 0.25, 0.5, 1.0, 2.0)
+
+
+def figures(chosen: np.ndarray, spent: np.ndarray, run: np.ndarray, em: np.ndarray, f1: np.ndarray) -> dict:
+    rows = np.arange(len(chosen))
+    return {
+        "em": float(em[rows, chosen].mean()),
+        "f1": float(f1[rows, chosen].mean()),
+        "cost": float(spent.mean()),
+        "cost_p90": float(np.percentile(spent, 90)),
+        "members_run": float(run.mean()),
+    }
+
+
+def trained_paper_voter(train_path: Path, names: list[str]):
+    """The paper's voter (section 4.2, em/f1/cosine, mean pooling) fitted on the training records."""
+    from eor.crossval import VoteSettings, build_candidate, vote_arrays
+    from eor.run_data import load_run
+
+    arrays = vote_arrays(load_run(train_path, names), VoteSettings())
+    return build_candidate("paper", VoteSettings()).fit(arrays, np.arange(arrays.questions)).estimator
+
+
+def main(argv: list[str] | None = None) -> int:
+    from eor.bench.stats import Bootstrap, paired_test
+    from eor.correctness import correctness_matrix
+    from eor.costs import member_costs
+    from eor.run_data import load_run
+    from voters import load_voter
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train", default=str(ROOT / "docs/records/nq-train.jsonl.gz"))
+    parser.add_argument("--dev", default=str(ROOT / "docs/records/nq-dev.jsonl.gz"))
+    parser.add_argument("--cascade", default=str(ROOT / "docs/weights/nq-offline-cascade.json"))
+    parser.add_argument("--selector", default=str(ROOT / "docs/weights/nq-offline-auto.json"))
+    parser.add_argument("--cost", default="auto", choices=["auto", "seconds", "tokens"])
+    parser.add_argument("--out", help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+
+    cascade = load_voter(args.cascade)
+    names = list(cascade.members_)
+    data = load_run(args.dev, names)
+    selector = load_voter(args.selector, members=names)
+    costs = member_costs(data, args.cost)
+    em = correctness_matrix(data.answers, data.golds, "em")
+    f1 = correctness_matrix(data.answers, data.golds, "f1")
+    pool = costs.matrix.sum(axis=1)
+    everyone = np.full(data.questions, float(len(names)))
+    systems = {}
+    full = selector.predict(data.answers, data.passages, data.texts)
+    systems["selector, every member"] = figures(full, pool, everyone, em, f1)
+    paper = trained_paper_voter(Path(args.train), names).predict(data.answers, data.passages, data.texts)
+    systems["paper's voter, every member"] = figures(paper, pool, everyone, em, f1)
+    top = names.index(cascade.metadata_["top_r_train"]["member"])
+    picks = np.full(data.questions, top)
+    systems[f"Top R ({names[top]})"] = figures(picks, costs.matrix[:, top], np.ones(data.questions), em, f1)
+    own = None
+    for loss in LOSSES:
+        threshold = cascade.at_loss(loss / 100).threshold
+        chosen, stops = cascade.replay(data.answers, data.passages, data.texts, threshold)
+        label = f"cascade, max loss {loss:g} (P ≥ {threshold:.3f})"
+        systems[label] = figures(chosen, cascade.spent(costs.matrix, stops), stops + 1.0, em, f1)
+        if threshold == cascade.threshold_:
+            own = chosen
+    if own is None:
+        own = cascade.predict(data.answers, data.passages, data.texts)
+    rows = np.arange(data.questions)
+    test = paired_test(em[rows, own], em[rows, full], Bootstrap.draw(data.questions, 2000, 0))
+    agree = float(np.mean([data.answers[q][own[q]] == data.answers[q][full[q]] for q in rows]))
+
+    unit = "s" if costs.unit == "seconds" else "s (from tokens)"
+    print(f"{data.questions} questions of {args.dev}; cost per question in {unit}, every member {pool.mean():.2f}")
+    print(f"{'system':<44} {'EM':>6} {'F1':>6} {'cost':>7} {'p90':>7} {'share':>6} {'members':>8}")
+    for label, row in systems.items():
+        print(
+            f"{label:<44} {100 * row['em']:6.1f} {100 * row['f1']:6.1f} {row['cost']:7.2f} {row['cost_p90']:7.2f} "
+            f"{100 * row['cost'] / pool.mean():5.0f}% {row['members_run']:8.2f}"
+        )
+    low, high = test["ci"]
+    print(
+        f"cascade (its own threshold) − selector: {100 * test['difference']:+.1f} EM, paired 95% interval "
+        f"[{100 * low:+.1f}, {100 * high:+.1f}], exact McNemar p {test['p_value']:.3g}; same answer on "
+        f"{100 * agree:.1f}% of the questions"
+    )
+    if args.out:
+        document = {
+            "questions": data.questions,
+            "records": str(args.dev),
+            "cost_unit": costs.unit,
+            "pool_cost": float(pool.mean()),
+            "systems": systems,
+            "cascade_minus_selector": {key: test[key] for key in ("difference", "ci", "p_value", "test")},
+            "same_answer": agree,
+        }
+        Path(args.out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
