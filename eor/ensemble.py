@@ -92,21 +92,7 @@ class Ensemble:
 
     def select(self, members: Sequence[str] | None) -> list[str]:
         """The members to run, in the ensemble's order: all of them for None, else the named subset."""
-        if members is None:
-            return self.members
-        available = ", ".join(self.members)
-        if isinstance(members, str) or any(not isinstance(name, str) for name in members):
-            raise InputError(f"members must be a list of member names; available: {available}")
-        requested = list(members)
-        if not requested:
-            raise InputError(f"members: name at least one member; available: {available}")
-        unknown = [name for name in dict.fromkeys(requested) if name not in self.retrievers]
-        if unknown:
-            raise InputError(f"unknown member(s) {', '.join(map(repr, unknown))}; available: {available}")
-        repeated = [name for name in dict.fromkeys(requested) if requested.count(name) > 1]
-        if repeated:
-            raise InputError(f"members: {', '.join(map(repr, repeated))} named more than once")
-        return [name for name in self.members if name in requested]
+        return self.members if members is None else _subset(self.members, members)
 
     @property
     def voting(self) -> VoteStage:
@@ -177,7 +163,7 @@ class Ensemble:
                 raise _no_member_left(item, failed[i])
         with clock("voting"):
             decisions = self.voting.vote([_ballots(output) for output in outputs], texts)
-        self._learn_costs(outputs)
+        _learn_costs(self.costs, outputs)
         stages = _stages(clock, usage, len(items), members=len(names))
         return [
             _result(item, outputs[i], decision.member, decision.scores, failed[i], [], stages)
@@ -194,10 +180,7 @@ class Ensemble:
         clock = Clock()
         with metering() as usage:
             for position, name in enumerate(queue):
-                with clock("retrieval"):
-                    passages, spent = self._retrieve([name], [item.question], timeout, strict, [failed])
-                with clock("generation"):
-                    outputs.update(self._read([name], [item.question], passages, spent, strict, [failed])[0])
+                self._run_member(name, item, timeout, strict, failed, outputs, clock)
                 if name in outputs:
                     with clock("voting"):
                         leader = self.voting.settled(_ballots(outputs), queue[position + 1 :])
@@ -207,7 +190,7 @@ class Ensemble:
                 raise _no_member_left(item, failed)
             with clock("voting"):
                 decision = self.voting.vote([_ballots(outputs)], [item.question])[0]
-        self._learn_costs([outputs])
+        _learn_costs(self.costs, [outputs])
         outputs = {name: outputs[name] for name in names if name in outputs}  # the pool's order, as in a full run
         member = leader if leader is not None else decision.member  # the leader has the full vote's answer
         skipped = [name for name in names if name not in outputs and name not in failed]
@@ -221,45 +204,47 @@ class Ensemble:
 
     def _answer_by_cascade(self, item: Question, timeout: float | None, strict: bool) -> Result:
         """One question, the cascade's members one step at a time until its stopping rule says the leading
-        answer is likely enough right; the members after that step never retrieve nor prompt."""
+        answer is likely good enough; the members after that step never retrieve nor prompt."""
         failed: dict[str, str] = {}
         outputs: dict[str, MemberOutput] = {}
         decision = None
         clock = Clock()
         with metering() as usage:
             for step, name in enumerate(self.cascade.order):
-                with clock("retrieval"):
-                    passages, spent = self._retrieve([name], [item.question], timeout, strict, [failed])
-                with clock("generation"):
-                    outputs.update(self._read([name], [item.question], passages, spent, strict, [failed])[0])
+                self._run_member(name, item, timeout, strict, failed, outputs, clock)
                 if outputs:
                     with clock("voting"):
                         ballots = _ballots(outputs)
-                        decision = self.cascade.decide(
-                            step,
-                            {n: b.answer for n, b in ballots.items()},
-                            {n: b.passages for n, b in ballots.items()},
-                            item.question,
-                        )
+                        answers = {n: b.answer for n, b in ballots.items()}
+                        found = {n: b.passages for n, b in ballots.items()}
+                        decision = self.cascade.decide(step, answers, found, item.question)
                     if decision.stop:
                         break
         if decision is None:
             raise _no_member_left(item, failed)
-        self._learn_costs([outputs])
-        ran = [name for name in self.cascade.order if name in outputs or name in failed]
-        skipped = [name for name in self.cascade.order if name not in ran]
+        _learn_costs(self.costs, [outputs])
+        report = _cascade_report(self.cascade.order, decision, outputs, failed)
         outputs = {name: outputs[name] for name in self.members if name in outputs}
-        stages = _stages(clock, usage, 1, members=len(ran), skipped=skipped)
-        result = _result(item, outputs, decision.member, decision.scores, failed, skipped, stages)
-        result.cascade = {
-            "ran": ran,
-            "skipped": skipped,
-            "stopped_after": self.cascade.order[decision.step],
-            "probability": round(decision.probability, 4),
-            "threshold": None if math.isinf(decision.threshold) else round(decision.threshold, 4),
-            "reason": decision.reason(),
-        }
+        stages = _stages(clock, usage, 1, members=len(report["ran"]), skipped=report["skipped"])
+        result = _result(item, outputs, decision.member, decision.scores, failed, report["skipped"], stages)
+        result.cascade = report
         return result
+
+    def _run_member(
+        self,
+        name: str,
+        item: Question,
+        timeout: float | None,
+        strict: bool,
+        failed: dict[str, str],
+        outputs: dict[str, MemberOutput],
+        clock: Clock,
+    ) -> None:
+        """One member on one question: its output into `outputs`, or its failure into `failed`."""
+        with clock("retrieval"):
+            passages, spent = self._retrieve([name], [item.question], timeout, strict, [failed])
+        with clock("generation"):
+            outputs.update(self._read([name], [item.question], passages, spent, strict, [failed])[0])
 
     def cost(self, name: str) -> float:
         """A member's expected seconds per question: measured by this ensemble when it has run, else a prior
@@ -307,7 +292,7 @@ class Ensemble:
         prompts = [self._prompt(texts[i], passages[name][i]) for name, i in pairs]
         completions: list[Completion | Exception]
         completions = self.generation.complete(prompts) if strict else self.generation.complete_each(prompts)
-        cuts = self._fit_to_context(pairs, texts, passages, prompts, completions)
+        cuts = _fit_to_context(self, pairs, texts, passages, prompts, completions)
         outputs: list[dict[str, MemberOutput]] = [{} for _ in texts]
         for index, ((name, i), prompt, completion) in enumerate(zip(pairs, prompts, completions, strict=True)):
             if isinstance(completion, Exception):
@@ -329,52 +314,6 @@ class Ensemble:
                 tokens=retrieval[name].tokens(completion),
             )
         return outputs
-
-    def _fit_to_context(
-        self,
-        pairs: list[tuple[str, int]],
-        texts: list[str],
-        passages: dict[str, list[list[Any] | None]],
-        prompts: list[str],
-        completions: list[Completion | Exception],
-    ) -> dict[int, dict[str, int]]:
-        """Prompts too long for the reader's context are asked again with their document cut to half its
-        words, then half again (at most MAX_CUTS times), in place in `prompts` and `completions`. A warning
-        names each cut; the result maps a prompt's index to the words kept of its document's words."""
-        cuts: dict[int, dict[str, int]] = {}
-        for index, ((name, i), completion) in enumerate(zip(pairs, completions, strict=True)):
-            if not isinstance(completion, ContextOverflowError):
-                continue
-            words = self.templates.document_words(_pairs(passages[name][i]))
-            kept = min(words, self.config.max_document_words)
-            for _ in range(MAX_CUTS):
-                if kept <= 1 or not isinstance(completion, ContextOverflowError):
-                    break
-                kept //= 2
-                prompts[index] = self._prompt(texts[i], passages[name][i], max_words=kept)
-                completion = self.generation.complete_each([prompts[index]])[0]
-            completions[index] = completion
-            if not isinstance(completion, Exception):
-                cuts[index] = {"kept_words": kept, "words": words}
-                log.warning(
-                    "%s: the prompt of question %r was over the reader's context: its document was cut "
-                    "to %d of %d words",
-                    name,
-                    texts[i][:80],
-                    kept,
-                    words,
-                )
-        return cuts
-
-    def _learn_costs(self, outputs: list[dict[str, MemberOutput]]) -> None:
-        for output in outputs:
-            for name, member in output.items():
-                before = self.costs.get(name)
-                self.costs[name] = (
-                    member.seconds
-                    if before is None
-                    else ((1 - COST_SMOOTHING) * before + COST_SMOOTHING * member.seconds)
-                )
 
     def _prompt(self, question: str, documents: list[Any], max_words: int | None = None) -> str:
         """The member's answer prompt (eor.prompts: cut to `max_document_words` words, or `max_words`)."""
@@ -442,6 +381,74 @@ def explain_vote(voter: Any, pool: list[str], result: Result) -> dict[str, Any]:
     }
 
 
+def _subset(pool: list[str], members: Sequence[str]) -> list[str]:
+    """The named members of `pool`, in the pool's order; InputError for anything else."""
+    available = ", ".join(pool)
+    if isinstance(members, str) or any(not isinstance(name, str) for name in members):
+        raise InputError(f"members must be a list of member names; available: {available}")
+    requested = list(members)
+    if not requested:
+        raise InputError(f"members: name at least one member; available: {available}")
+    unknown = [name for name in dict.fromkeys(requested) if name not in pool]
+    if unknown:
+        raise InputError(f"unknown member(s) {', '.join(map(repr, unknown))}; available: {available}")
+    repeated = [name for name in dict.fromkeys(requested) if requested.count(name) > 1]
+    if repeated:
+        raise InputError(f"members: {', '.join(map(repr, repeated))} named more than once")
+    return [name for name in pool if name in requested]
+
+
+def _fit_to_context(
+    ensemble: Ensemble,
+    pairs: list[tuple[str, int]],
+    texts: list[str],
+    passages: dict[str, list[list[Any] | None]],
+    prompts: list[str],
+    completions: list[Completion | Exception],
+) -> dict[int, dict[str, int]]:
+    """Prompts too long for the reader's context are asked again with their document cut to half its
+    words, then half again (at most MAX_CUTS times), in place in `prompts` and `completions`. A warning
+    names each cut; the result maps a prompt's index to the words kept of its document's words."""
+    cuts: dict[int, dict[str, int]] = {}
+    for index, ((name, i), completion) in enumerate(zip(pairs, completions, strict=True)):
+        if not isinstance(completion, ContextOverflowError):
+            continue
+        words = ensemble.templates.document_words(_pairs(passages[name][i]))
+        kept = min(words, ensemble.config.max_document_words)
+        for _ in range(MAX_CUTS):
+            if kept <= 1 or not isinstance(completion, ContextOverflowError):
+                break
+            kept //= 2
+            prompts[index] = ensemble._prompt(texts[i], passages[name][i], max_words=kept)
+            completion = ensemble.generation.complete_each([prompts[index]])[0]
+        completions[index] = completion
+        if not isinstance(completion, Exception):
+            cuts[index] = {"kept_words": kept, "words": words}
+            log.warning(
+                "%s: the prompt of question %r was over the reader's context: its document was cut to %d of %d words",
+                name,
+                texts[i][:80],
+                kept,
+                words,
+            )
+    return cuts
+
+
+def _cascade_report(
+    order: list[str], decision: Any, outputs: dict[str, MemberOutput], failed: dict[str, str]
+) -> dict[str, Any]:
+    """`Result.cascade`: the members the cascade ran (failed ones included) and skipped, and why it stopped."""
+    ran = [name for name in order if name in outputs or name in failed]
+    return {
+        "ran": ran,
+        "skipped": [name for name in order if name not in ran],
+        "stopped_after": order[decision.step],
+        "probability": round(decision.probability, 4),
+        "threshold": None if math.isinf(decision.threshold) else round(decision.threshold, 4),
+        "reason": decision.reason(),
+    }
+
+
 def _result(
     item: Question,
     outputs: dict[str, MemberOutput],
@@ -504,6 +511,16 @@ def _stages(clock: Clock, usage: GenerationStats, questions: int, members: int, 
 
 def _ballots(outputs: dict[str, MemberOutput]) -> dict[str, Ballot]:
     return {name: Ballot(output.answer, _texts(output)) for name, output in outputs.items()}
+
+
+def _learn_costs(costs: dict[str, float], outputs: list[dict[str, MemberOutput]]) -> None:
+    """Fold each member's measured seconds into its running cost (exponential moving average)."""
+    for output in outputs:
+        for name, member in output.items():
+            before = costs.get(name)
+            costs[name] = (
+                member.seconds if before is None else (1 - COST_SMOOTHING) * before + COST_SMOOTHING * member.seconds
+            )
 
 
 def _prior_cost(name: str) -> float:

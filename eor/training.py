@@ -31,6 +31,7 @@ from eor.crossval import (
 )
 from eor.errors import ConfigError
 from eor.run_data import RunData, load_run
+from voters.cascade import EVENT_LABELS
 from voters.cascade_fit import REPEATS
 
 log = logging.getLogger(__name__)
@@ -258,9 +259,14 @@ def _cascade_lines(cascade: Any, metric: str) -> list[str]:
     """The cascade's order, threshold and operating points (held out on the training records)."""
     chosen = cascade.chosen_point_
     unit = "s" if cascade.cost_unit_ == "seconds" else "s (from tokens)"
-    threshold = "never early" if np.isinf(chosen.threshold) else f"P ≥ {chosen.threshold:.2f}"
+    threshold = "never early" if np.isinf(chosen.threshold) else f"P ≥ {chosen.threshold:.3f}"
+    tried = "; ".join(
+        f"{name}: P ≥ {_threshold(point['threshold'])}, {point['cost']:.2f} s"
+        for name, point in cascade.stop_targets_.items()
+    )
     lines = [
         f"cascade order: {' > '.join(cascade.order_)}; stops at the first step with {threshold}",
+        f"stop rule: {EVENT_LABELS.get(cascade.stop_on_, cascade.stop_on_)} (held-out cost by stop target: {tried})",
         f"held out on train ({REPEATS}× {cascade.folds}-fold): {metric} {100 * chosen.accuracy:.1f} "
         f"(full pool {100 * cascade.full_accuracy_:.1f}, loss {100 * chosen.loss:+.2f}) at {chosen.cost:.2f} {unit} "
         f"per question, {100 * chosen.cost / cascade.full_cost_:.0f}% of the full pool's {cascade.full_cost_:.2f}; "
@@ -269,11 +275,13 @@ def _cascade_lines(cascade: Any, metric: str) -> list[str]:
     ]
     for loss in OPERATING_LOSSES:
         point = cascade.at_loss(loss / 100)
-        shown = "inf" if np.isinf(point.threshold) else f"{point.threshold:.3f}"
-        lines.append(
-            f"{'':38}{loss:8.2f}  {shown:>9}  {100 * point.accuracy:5.1f}  {point.cost:6.2f}  {point.members_run:7.2f}"
-        )
+        figures = f"{100 * point.accuracy:5.1f}  {point.cost:6.2f}  {point.members_run:7.2f}"
+        lines.append(f"{'':38}{loss:8.2f}  {_threshold(point.threshold):>9}  {figures}")
     return lines
+
+
+def _threshold(value: float | None) -> str:
+    return "inf" if value is None or np.isinf(value) else f"{value:.3f}"
 
 
 def _dev_scores(voter: Any, dev: RunData, meta: dict[str, Any], metric: str, seed: int = 0) -> list[str]:

@@ -94,7 +94,8 @@ class Cascade:
         max_loss: the largest loss of accuracy (a fraction: 0.005 is 0.5 EM points) against the full pool's
             selector on held-out training questions; the cheapest threshold that keeps it is chosen.
         budget: instead of max_loss, the most accurate threshold whose mean cost per question is at most this.
-        stop_on: what a step's P predicts: "agreement" (its leading answer is the full pool's) or "right".
+        stop_on: what a step's P predicts: "right" (its leading answer is right), "agreement" (it is the full
+            pool's), or "auto" (the one whose held-out operating point is cheaper).
         folds, seed: the cross-validation of the step scores.
         members: member names in order.
     """
@@ -111,7 +112,7 @@ class Cascade:
         metric_params: Mapping[str, Mapping[str, Any]] | None = None,
         max_loss: float | None = DEFAULT_MAX_LOSS,
         budget: float | None = None,
-        stop_on: str = "agreement",
+        stop_on: str = "auto",
         folds: int = 5,
         seed: int = 0,
         members: Sequence[str] | None = None,
@@ -205,6 +206,8 @@ class Cascade:
         scores = StepScores(blocks, labels, names, rows, settings, self.folds, self.seed)
         fitted = fit_steps(scores, costs, max_loss=self.max_loss, budget=self.budget, stop_on=self.stop_on)
         found = fitted.search
+        self.stop_on_ = fitted.stop_on
+        self.stop_targets_ = {name: point.to_dict() for name, point in fitted.targets.items()}
         self.members_ = list(names)
         self.n_members_ = len(self.members_)
         self.metric_names_ = list(self.metrics)
@@ -266,7 +269,7 @@ class Cascade:
         stop = last or probability >= self.threshold_
         logits = {name: float(value) for name, value in zip(voting, scores[0], strict=True)}
         return StopDecision(
-            step, stop, member, answers[member], probability, self.threshold_, list(voting), last, logits, self.stop_on
+            step, stop, member, answers[member], probability, self.threshold_, list(voting), last, logits, self.stop_on_
         )
 
     # -- voting on recorded answers --------------------------------------------------------------------------
@@ -357,6 +360,8 @@ class Cascade:
             "voter": KIND,
             "metrics": list(self.metric_names_),
             "order": list(self.order_),
+            "stop_on": self.stop_on_,
+            "stop_targets": dict(getattr(self, "stop_targets_", {})),
             "threshold": _finite_or_none(self.threshold_),
             "steps": [{"members": list(s.members), "calibration": s.calibration.to_dict()} for s in self.steps_],
             "cost_unit": self.cost_unit_,
@@ -429,6 +434,8 @@ class Cascade:
         cascade.n_members_ = len(cascade.members_)
         cascade.metric_names_ = list(cascade.metrics)
         cascade.order_ = order
+        cascade.stop_on_ = str(document.get("stop_on", "agreement"))
+        cascade.stop_targets_ = dict(document.get("stop_targets") or {})
         cascade.steps_ = steps
         cascade.threshold_ = float("inf") if threshold is None else float(threshold)
         cascade.operating_points_ = points

@@ -12,8 +12,9 @@ order search and the steps of the chosen order share their fits.
    member gains, the rest follow cheapest first. Every member is in the order, so the last step is the full
    pool's selector.
 2. **Calibration** (`fit_calibration`): per step, a logistic regression on (z, min(δ, MARGIN_CAP)) over the
-   out-of-fold rows of the event "the step's leading answer is the full pool's" (`stop_on="agreement"`, the
-   default) or "it is right" (`stop_on="right"`): P = σ(a + b·z + c·min(δ, MARGIN_CAP)).
+   out-of-fold rows of the event "the step's leading answer is right" (`stop_on="right"`) or "it is the full
+   pool's" (`stop_on="agreement"`): P = σ(a + b·z + c·min(δ, MARGIN_CAP)). `stop_on="auto"` (the default)
+   tries both and keeps the one whose held-out operating point (step 3) is cheaper.
 3. **Threshold** (`held_out_points`, `choose_point`): one threshold t for every step; a question stops at the
    first step with P ≥ t, at the last step otherwise. Steps 1-2 are run again on the other folds of
    `REPEATS` K-fold splits and replayed on each held-out fold, so every t of THRESHOLDS has a held-out
@@ -185,9 +186,8 @@ def greedy_order(scores: StepScores, costs: np.ndarray) -> list[int]:
     return order
 
 
-#: what a step's calibration predicts: that its leading answer is the full pool's ("agreement", the default:
-#: its held-out loss falls smoothly with the threshold, docs/cascade.md) or that it is right ("right").
-STOP_TARGETS = ("agreement", "right")
+#: what a step's calibration predicts: that its leading answer is right, or that it is the full pool's.
+STOP_TARGETS = ("right", "agreement")
 #: the thresholds tried on held-out folds (+inf: never stop before the last step).
 THRESHOLDS = (*np.round(np.arange(0.05, 0.99, 0.01), 2), 0.995, 0.999, float("inf"))
 #: repetitions of the K-fold split (seeds seed, seed + 1, ...) that held-out figures are averaged over: one
@@ -211,7 +211,7 @@ class Search:
     calibrations: list[Calibration]
 
 
-def search(scores: StepScores, costs: np.ndarray, stop_on: str = "agreement") -> Search:
+def search(scores: StepScores, costs: np.ndarray, stop_on: str = "right") -> Search:
     """The order and calibrations over the training rows of `scores`; costs (Q, M) per question and member
     (the rows of `scores.rows` are used)."""
     if stop_on not in STOP_TARGETS:
@@ -374,13 +374,16 @@ def choose_point(points: Sequence[OperatingPoint], max_loss: float | None, budge
 
 @dataclass
 class CascadeFit:
-    """A fitted cascade: the search over every training row, each step's selector fitted on every training
-    row, the held-out operating points and the chosen one."""
+    """A fitted cascade: its stop target, the search over every training row, each step's selector fitted on
+    every training row, the held-out operating points and the chosen one; `targets`: the chosen point of
+    every stop target that was tried."""
 
+    stop_on: str
     search: Search
     selectors: list[AnswerSelector]
     held_out: HeldOut
     chosen: OperatingPoint
+    targets: dict[str, OperatingPoint]
 
 
 def fit_steps(
@@ -389,12 +392,21 @@ def fit_steps(
     *,
     max_loss: float | None = 0.005,
     budget: float | None = None,
-    stop_on: str = "agreement",
+    stop_on: str = "auto",
     repeats: int = REPEATS,
 ) -> CascadeFit:
-    """The cascade of the training rows of `scores`, its threshold chosen on held-out folds (`choose_point`)."""
-    found = search(scores, costs, stop_on)
-    held_out = held_out_points(scores, costs, stop_on, repeats)
-    chosen = choose_point(held_out.points, max_loss, budget)
+    """The cascade of the training rows of `scores`, its threshold chosen on held-out folds (`choose_point`).
+    `stop_on="auto"` tries every stop target and keeps the one whose chosen point is cheapest (under a
+    budget: loses least), held out too."""
+    if stop_on != "auto" and stop_on not in STOP_TARGETS:
+        raise ConfigError(f"stop_on must be auto or one of {', '.join(STOP_TARGETS)}, got {stop_on!r}")
+    tried = {}
+    for target in STOP_TARGETS if stop_on == "auto" else (stop_on,):
+        held_out = held_out_points(scores, costs, target, repeats)
+        tried[target] = (held_out, choose_point(held_out.points, max_loss, budget))
+    rank = (lambda p: (p.loss, p.cost)) if budget is not None else (lambda p: (p.cost, p.loss))
+    target = min(tried, key=lambda name: rank(tried[name][1]))  # ties: the first target
+    held_out, chosen = tried[target]
+    found = search(scores, costs, target)
     selectors = [scores.fit(found.order[: j + 1], scores.rows) for j in range(len(found.order))]
-    return CascadeFit(found, selectors, held_out, chosen)
+    return CascadeFit(target, found, selectors, held_out, chosen, {name: point for name, (_, point) in tried.items()})

@@ -347,7 +347,7 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
     ax.set_ylabel(f"{metric_label(metric)} (%)")
     ax.set_title(f"Accuracy against cost ({report['questions']} questions)", fontsize=11)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="center right", fontsize=8)  # the lower right holds the members that seldom answer right
     return _save(fig, path)
 
 
