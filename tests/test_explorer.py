@@ -70,7 +70,7 @@ def test_reports_are_listed_with_their_figures_and_shown_as_pages(tmp_path, repo
         }
         page = client.get("/v1/reports/pools/seven")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-        assert page.text.count("data:image/png;base64,") == 4 and page.text.count("<table>") >= 4
+        assert page.text.count("data:image/png;base64,") == 5 and page.text.count("<table>") >= 4  # cost.png too
         for name in ("nowhere", "..%2Fsmall", "pools%2F..%2Fsmall", "pools/%2E%2E/small", ".hidden/copy", "notes"):
             missing = client.get(f"/v1/reports/{name}")
             assert missing.status_code == 404, name

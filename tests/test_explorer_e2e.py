@@ -240,8 +240,8 @@ def test_the_reports_view_lists_and_shows_a_report(browser, server, shots):
     frame.locator("h1").wait_for()
     assert frame.locator("h1").inner_text() == "Retriever pool benchmark"
     images = frame.locator("img")
-    assert images.count() == 4
-    for i in range(4):
+    assert images.count() == 5  # rwr, errors_rwr, upper_bound, error_rates and cost
+    for i in range(5):
         images.nth(i).scroll_into_view_if_needed()
         assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0")
     page.evaluate("() => window.scrollTo(0, 0)")
@@ -265,9 +265,9 @@ def test_report_html_opens_with_no_network(browser, reports, shots):
     page.goto((folder / "report.html").as_uri())
     figures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown)
     images = page.locator("img")
-    assert images.count() == len(figures) == 4
-    assert [images.nth(i).get_attribute("alt") for i in range(4)] == figures
-    for i in range(4):
+    assert images.count() == len(figures) == 5  # with cost.png
+    assert [images.nth(i).get_attribute("alt") for i in range(5)] == figures
+    for i in range(5):
         assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0"), figures[i]
     assert page.locator("table").count() == len(re.findall(r"^\|(---\|)+$", markdown, flags=re.M))
     assert [url for url in requested if not url.startswith("file:")] == []

@@ -341,9 +341,11 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
         zorder=5,
         label=f"EoR ({report['eor'].get('kind', 'voter')})",
     )
-    ax.set_xscale("log")
+    positive = min(entry["seconds"] for entry in cost["members"].values()) > 0
+    if positive:  # records with no measured time (all zero) keep a linear axis
+        ax.set_xscale("log")
     unit = "seconds" if cost["unit"] == "seconds" else "seconds, from tokens"
-    ax.set_xlabel(f"mean cost per question ({unit}, log scale)")
+    ax.set_xlabel(f"mean cost per question ({unit}{', log scale' if positive else ''})")
     ax.set_ylabel(f"{metric_label(metric)} (%)")
     ax.set_title(f"Accuracy against cost ({report['questions']} questions)", fontsize=11)
     ax.grid(alpha=0.3, which="both")
