@@ -66,6 +66,7 @@ class ReaderConfig:
     backend: str = "auto"
     max_tokens: int = 32
     seed: int = 0
+    confidence: bool = True  # keep each generated token's log-probability (eor.confidence)
     llama_cpp: LlamaCppOptions = field(default_factory=LlamaCppOptions)
     transformers: TransformersOptions = field(default_factory=TransformersOptions)
     openai: OpenAIOptions = field(default_factory=OpenAIOptions)

@@ -290,8 +290,8 @@ class Ensemble:
         """Every member's answer per question from one call to the generation stage."""
         pairs = [(name, i) for name in names for i in range(len(texts)) if passages[name][i] is not None]
         prompts = [self._prompt(texts[i], passages[name][i]) for name, i in pairs]
-        completions: list[Completion | Exception]
-        completions = self.generation.complete(prompts) if strict else self.generation.complete_each(prompts)
+        ask = self.generation.complete if strict else self.generation.complete_each
+        completions: list[Completion | Exception] = list(ask(prompts, confidence=True))
         cuts = _fit_to_context(self, pairs, texts, passages, prompts, completions)
         outputs: list[dict[str, MemberOutput]] = [{} for _ in texts]
         for index, ((name, i), prompt, completion) in enumerate(zip(pairs, prompts, completions, strict=True)):
@@ -312,6 +312,7 @@ class Ensemble:
                 seconds=round(retrieval[name].seconds + completion.seconds, 4),
                 document_cut=cuts.get(index),
                 tokens=retrieval[name].tokens(completion),
+                confidence=completion.confidence.summary() if completion.confidence is not None else None,
             )
         return outputs
 
@@ -331,8 +332,9 @@ class RetrievalCost:
 
     def tokens(self, answer: Completion) -> dict[str, int] | None:
         """The member's token counts per question, its answer's and its retrieval's share: prompt tokens
-        evaluated, kept from the prompt before (`reused`), generated; None when a cache hit hides them."""
-        if answer.cached or self.usage.cache_hits or answer.prompt_tokens is None or answer.generated_tokens is None:
+        evaluated, kept from the prompt before (`reused`), generated (a cache hit: as when it was made); None
+        when the reader did not count them, or a document the member generated was read from the cache."""
+        if self.usage.cache_hits or answer.prompt_tokens is None or answer.generated_tokens is None:
             return None
         share = self.usage.share(self.questions)
         return {
@@ -420,7 +422,7 @@ def _fit_to_context(
                 break
             kept //= 2
             prompts[index] = ensemble._prompt(texts[i], passages[name][i], max_words=kept)
-            completion = ensemble.generation.complete_each([prompts[index]])[0]
+            completion = ensemble.generation.complete_each([prompts[index]], confidence=True)[0]
         completions[index] = completion
         if not isinstance(completion, Exception):
             cuts[index] = {"kept_words": kept, "words": words}

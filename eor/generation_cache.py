@@ -4,8 +4,10 @@
 An entry's key is the sha256 of a canonical JSON object {reader identity, exact prompt, generation parameters
 (max_tokens)}; the reader identity changes whenever the reader's outputs could (backend, model file hash,
 context size, library version; see each reader's `identity`). An entry holds the output text, the seconds
-its generation took and when it was made. Identical prompts are therefore generated once, across members,
-questions, commands and runs.
+its generation took, when it was made, and (schema 2) what the reader reported of it: token counts and the
+reader's confidence (eor.confidence), as JSON in `meta`. Identical prompts are therefore generated once, across
+members, questions, commands and runs. A schema-1 file is upgraded in place when opened (its entries keep no
+meta; a caller that wants confidence regenerates such an entry once, eor.stages.generation).
 
 Safety: the file is in WAL mode, every batch of puts is one transaction (`INSERT OR IGNORE`, so concurrent
 processes that generate the same prompt both succeed and keep the first output), and a process killed in the
@@ -40,14 +42,15 @@ ENV_VARIABLE = "EOR_GENERATION_CACHE"
 OFF_VALUES = frozenset({"off", "0", "false", "no", "none", ""})
 BUSY_TIMEOUT_S = 30.0
 APPLICATION_ID = 0x454F5247  # "EORG": marks the SQLite file as an eor generation cache
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the `meta` column (token counts, confidence)
 _CHUNK = 500  # keys per SELECT ... IN (...), well under SQLite's limit on bound parameters
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, reader TEXT NOT NULL, output TEXT NOT NULL, "
-    "seconds REAL NOT NULL, created REAL NOT NULL) WITHOUT ROWID",
+    "seconds REAL NOT NULL, created REAL NOT NULL, meta TEXT) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS generations_by_reader ON generations (reader)",
 )
+_UPGRADES = {1: ("ALTER TABLE generations ADD COLUMN meta TEXT",)}  # from schema version N to N + 1
 
 
 def default_cache_path() -> Path | None:
@@ -73,13 +76,15 @@ def generation_key(reader: str, prompt: str, params: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Generation:
-    """One cached output: its key, the identity of the reader that produced it, the text, and the seconds the
-    generation took."""
+    """One cached output: its key, the identity of the reader that produced it, the text, the seconds the
+    generation took, and what else the reader reported (`meta`: token counts, confidence; None in entries
+    of schema 1)."""
 
     key: str
     reader: str
     text: str
     seconds: float = 0.0
+    meta: dict[str, Any] | None = None
 
 
 @dataclass
@@ -142,9 +147,9 @@ class GenerationCache:
                 chunk = wanted[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
                 rows = connection.execute(
-                    f"SELECT key, reader, output, seconds FROM generations WHERE key IN ({marks})", chunk
+                    f"SELECT key, reader, output, seconds, meta FROM generations WHERE key IN ({marks})", chunk
                 ).fetchall()
-                found.update((row[0], Generation(row[0], row[1], row[2], row[3])) for row in rows)
+                found.update((row[0], Generation(*row[:4], _meta(row[4]))) for row in rows)
             self.hits += len(found)
             self.misses += len(wanted) - len(found)
         return found
@@ -152,18 +157,22 @@ class GenerationCache:
     def get(self, key: str) -> Generation | None:
         return self.get_many([key]).get(key)
 
-    def put_many(self, items: Iterable[Generation]) -> int:
-        """Store generations in one transaction; a key already present keeps its first output. Returns how
-        many were new."""
-        rows = [(item.key, item.reader, item.text, float(item.seconds), time.time()) for item in items]
+    def put_many(self, items: Iterable[Generation], replace: bool = False) -> int:
+        """Store generations in one transaction; a key already present keeps its first output, unless
+        `replace` (an entry regenerated to add what it lacked). Returns how many were written."""
+        rows = [
+            (item.key, item.reader, item.text, float(item.seconds), time.time(), _meta_json(item.meta))
+            for item in items
+        ]
         if not rows:
             return 0
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with self._using() as connection:
             before = connection.total_changes
             connection.execute("BEGIN IMMEDIATE")
             try:
                 connection.executemany(
-                    "INSERT OR IGNORE INTO generations (key, reader, output, seconds, created) VALUES (?, ?, ?, ?, ?)",
+                    f"{verb} INTO generations (key, reader, output, seconds, created, meta) VALUES (?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 failpoint("cache-write")  # tests: die inside the transaction
@@ -327,6 +336,8 @@ def _check_or_initialise(connection: sqlite3.Connection, path: Path) -> None:
                 f"generation cache {path} was written by a newer eor (schema {version}); upgrade eor or use "
                 "another file (--cache FILE, or EOR_GENERATION_CACHE)"
             )
+        if version < SCHEMA_VERSION:
+            _upgrade(connection)
         return
     connection.execute("BEGIN IMMEDIATE")  # one process initialises; the others wait, then see it done
     try:
@@ -346,6 +357,36 @@ def _check_or_initialise(connection: sqlite3.Connection, path: Path) -> None:
         connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
+
+
+def _upgrade(connection: sqlite3.Connection) -> None:
+    """Bring an older schema up to SCHEMA_VERSION in one transaction (another process may have done it)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        while version < SCHEMA_VERSION:
+            for statement in _UPGRADES[version]:
+                connection.execute(statement)
+            version += 1
+        connection.execute(f"PRAGMA user_version = {version}")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+def _meta(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _meta_json(meta: dict[str, Any] | None) -> str | None:
+    return None if not meta else json.dumps(meta, separators=(",", ":"), sort_keys=True)
 
 
 def _cache_error(path: Path | None, exc: BaseException) -> CacheError:

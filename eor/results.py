@@ -14,12 +14,15 @@ class MemberOutput:
     seconds: float
     score: float | None = None
     document_cut: dict[str, int] | None = None  # {"kept_words", "words"}: the prompt was over the context
-    tokens: dict[str, int] | None = None  # {"prompt", "reused", "generated"}: None when read from the cache
+    tokens: dict[str, int] | None = None  # {"prompt", "reused", "generated"}
+    confidence: dict[str, Any] | None = None  # eor.confidence summary: mean/min token logprob, first margin, tokens
 
     def record(self) -> dict[str, Any]:
         record = {"answer": self.answer, "passages": self.passages, "prompt": self.prompt, "seconds": self.seconds}
         if self.tokens is not None:
             record["tokens"] = self.tokens
+        if self.confidence is not None:
+            record["confidence"] = self.confidence
         if self.document_cut is not None:
             record["document_cut"] = self.document_cut
         return record

@@ -58,7 +58,7 @@ def test_ask_json(tmp_path, isolated_cache, capsys) -> None:
     assert reader["prompt_seconds"] > 0 and reader["generation_seconds"] > 0
     assert result["answer"] == result["members"][result["member"]]["answer"]
     member = result["members"]["BM25@1&Wiki@1"]
-    assert set(member) == {"answer", "passages", "prompt", "seconds", "score", "tokens"}
+    assert set(member) == {"answer", "passages", "prompt", "seconds", "score", "tokens", "confidence"}
     tokens = member["tokens"]  # generated now (an isolated cache): what its prompt and answer took
     assert tokens["prompt"] + tokens["reused"] > 40 and 1 <= tokens["generated"] <= 8
     assert len(member["passages"]) == 2 and set(member["passages"][0]) == {"id", "title", "text", "score"}
@@ -73,7 +73,7 @@ def test_run_writes_records_and_resumes(tmp_path, isolated_cache) -> None:
     assert len(first) == 3
     record = json.loads(first[0])
     assert {"id", "question", "answers", "members", "vote"} <= set(record)
-    assert set(record["members"]["BM25@1"]) - {"tokens"} == {"answer", "passages", "prompt", "seconds"}
+    assert set(record["members"]["BM25@1"]) - {"tokens", "confidence"} == {"answer", "passages", "prompt", "seconds"}
     assert json.loads((out / "config.json").read_text())["members"][0] == "ReFree"
     # Interrupted mid-write: a torn line; the re-run keeps the finished records and completes the rest.
     with (out / "records.jsonl").open("a") as handle:

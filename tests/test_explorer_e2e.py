@@ -9,6 +9,7 @@ EOR_SCREENSHOTS when set.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -185,11 +186,13 @@ def test_ask_see_every_member_the_heatmap_and_the_passages(browser, server, shot
     assert rows.count() == len(pool) == 7
     assert [rows.nth(i).get_attribute("data-member") for i in range(7)] == pool
     for i, name in enumerate(pool):
-        cells = [rows.nth(i).locator("th, td").nth(c).inner_text() for c in range(6)]
+        cells = [rows.nth(i).locator("th, td").nth(c).inner_text() for c in range(7)]
         assert cells[1] == api["members"][name]["answer"]
         assert cells[2] == f"{api['members'][name]['score']:.3f}"
         assert cells[3] == f"{api['explanation']['members'][name]['weight']:.3f}"
-        assert cells[4] == ("chosen" if name == api["member"] else "voted")
+        confidence = api["members"][name]["confidence"]  # the reader's, kept with the answer in the cache
+        assert cells[4] == f"p {math.exp(confidence['mean_logprob']):.2f} · margin {confidence['first_margin']:.2f}"
+        assert cells[5] == ("chosen" if name == api["member"] else "voted")
     assert page.locator("#members tr.chosen").count() == 1
 
     # The heatmap: every ordered pair of voting members, the diagonal marked.

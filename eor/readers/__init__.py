@@ -28,6 +28,7 @@ def _llamacpp(config: ReaderConfig) -> Reader:
         prefix_chunk=options.prefix_chunk,
         parallel=options.parallel,
         parallel_min_tokens=options.parallel_min_tokens,
+        record_confidence=config.confidence,
     )
 
 
@@ -41,6 +42,7 @@ def _transformers(config: ReaderConfig) -> Reader:
         max_tokens=config.max_tokens,
         batch_size=options.batch_size,
         device=options.device,
+        record_confidence=config.confidence,
     )
 
 
@@ -56,6 +58,7 @@ def _openai(config: ReaderConfig) -> Reader:
         concurrency=options.concurrency,
         seed=config.seed,
         retries=options.retries,
+        record_confidence=config.confidence,
     )
 
 

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from eor.confidence import Confidence
 from eor.errors import InputError, ReaderError
 
 
@@ -26,7 +27,9 @@ class Reader(Protocol):
     - `thread_safe` (False): `generate` may run on several threads at once; otherwise eor serialises calls;
     - `batches` (False): the prompts of several questions in one call run faster than one by one, so the
       server answers waiting questions together (llama.cpp runs prompts one by one: False);
-    - `counts_tokens` (False): `count_tokens(text)` gives the prompt tokens by the reader's own tokenizer.
+    - `counts_tokens` (False): `count_tokens(text)` gives the prompt tokens by the reader's own tokenizer;
+    - `confidence` (False): its completions carry the log-probability of each generated token
+      (`Generated.confidence`, eor.confidence), read where the backend computed them to decode.
     """
 
     name: str
@@ -34,7 +37,7 @@ class Reader(Protocol):
     def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]: ...
 
 
-CAPABILITIES: dict[str, bool] = {"thread_safe": False, "batches": False, "counts_tokens": False}
+CAPABILITIES: dict[str, bool] = {"thread_safe": False, "batches": False, "counts_tokens": False, "confidence": False}
 
 
 def capable(reader: Any, capability: str) -> bool:
@@ -47,8 +50,9 @@ def capable(reader: Any, capability: str) -> bool:
 @dataclass(frozen=True)
 class Generated:
     """One completion with what it cost: seconds in all, and where the backend reports them (None otherwise)
-    the prompt tokens it evaluated and the generated tokens, with the seconds of each phase, and the prompt
-    tokens it kept from the prompt before (`reused_tokens`, a backend with prefix reuse)."""
+    the prompt tokens it evaluated and the generated tokens, with the seconds of each phase, the prompt
+    tokens it kept from the prompt before (`reused_tokens`, a backend with prefix reuse), and the reader's
+    confidence in each generated token (a backend with the `confidence` capability)."""
 
     text: str
     seconds: float = 0.0
@@ -57,6 +61,7 @@ class Generated:
     prompt_seconds: float | None = None
     generation_seconds: float | None = None
     reused_tokens: int | None = None
+    confidence: Confidence | None = None
 
 
 class BatchedReader:
@@ -77,6 +82,7 @@ class BatchedReader:
     thread_safe = False
     batches = False
     counts_tokens = False
+    confidence = False
 
     def __init__(self) -> None:
         self.last_seconds: list[float] = []

@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
+from typing import Any
 
+from eor.confidence import Confidence, StepRecorder
 from eor.readers.base import BatchedReader, Generated
 
 
@@ -14,6 +16,7 @@ class TransformersReader(BatchedReader):
 
     batches = True
     counts_tokens = True
+    confidence = True
 
     def __init__(
         self,
@@ -23,8 +26,10 @@ class TransformersReader(BatchedReader):
         max_tokens: int = 32,
         batch_size: int = 8,
         device: str = "cpu",
+        record_confidence: bool = True,
     ) -> None:
         super().__init__()
+        self.record_confidence = self.confidence = record_confidence
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
         self.name = name or str(model)
@@ -77,12 +82,15 @@ class TransformersReader(BatchedReader):
             inputs = self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=self.seq2seq)
             inputs = inputs.to(self.device)
             with torch.inference_mode():
-                output = self._model.generate(
+                decoded = self._model.generate(
                     **inputs,
                     max_new_tokens=max_tokens,
                     do_sample=False,
                     pad_token_id=self._tokenizer.pad_token_id,
+                    return_dict_in_generate=True,
+                    output_logits=self.record_confidence,  # the raw logits each step chose from (no extra pass)
                 )
+            output = decoded.sequences
             if not self.seq2seq:
                 output = output[:, inputs["input_ids"].shape[1] :]
             texts = self._tokenizer.batch_decode(output, skip_special_tokens=True)
@@ -90,11 +98,27 @@ class TransformersReader(BatchedReader):
             prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
             pad = self._tokenizer.pad_token_id
             generated = [int((row != pad).sum()) if pad is not None else int(row.numel()) for row in output]
+            confidences = self._confidences(decoded, output, generated)
             results.extend(
-                Generated(text, seconds, int(used), made)
-                for text, used, made in zip(texts, prompt_tokens, generated, strict=True)
+                Generated(text, seconds, int(used), made, confidence=confidence)
+                for text, used, made, confidence in zip(texts, prompt_tokens, generated, confidences, strict=True)
             )
         return results
+
+    def _confidences(self, decoded: Any, output: Any, generated: list[int]) -> list[Confidence | None]:
+        """Each row's confidence from the logits of its decoding steps (`output_logits`); the steps after a
+        row's end (padding) are not its tokens."""
+        if not self.record_confidence or getattr(decoded, "logits", None) is None:
+            return [None] * len(generated)
+        steps = [logits.float().cpu().numpy() for logits in decoded.logits]  # per step (B, V)
+        tokens = output[:, -len(steps) :].cpu().numpy() if steps else output.cpu().numpy()
+        confidences = []
+        for row, count in enumerate(generated):
+            recorder = StepRecorder()
+            for step in range(min(count, len(steps))):
+                recorder.step(steps[step][row], int(tokens[row, step]))
+            confidences.append(recorder.confidence(count))
+        return confidences
 
 
 def _model_fingerprint(model: Path | str, revision: str | None) -> str:

@@ -68,6 +68,7 @@ def _chunk_aligned_llama() -> type:
             self.previous_prompt: list[int] = []
             self.reused_tokens = 0
             self.prompt_logits: np.ndarray | None = None
+            self.recorder: Any = None  # an eor.confidence.StepRecorder while a generation's confidence is kept
             self._keep_logits = False
             self._dry_run = False
 
@@ -100,7 +101,24 @@ def _chunk_aligned_llama() -> type:
                 self.reused_tokens = keep
                 self.previous_prompt = tokens
                 self._keep_logits = True
-            return super().generate(tokens, reset=reset, **kwargs)
+            inner = super().generate(tokens, reset=reset, **kwargs)
+            return inner if self.recorder is None else self._recorded(inner, self.recorder)
+
+        def _recorded(self, inner: Any, recorder: Any) -> Any:
+            """`inner`'s tokens, each noted with the logits it was sampled from (the last row of the latest
+            decode, which the sampler has just read): no extra evaluation."""
+            sent = None
+            try:
+                while True:
+                    try:
+                        token = inner.send(sent)
+                    except StopIteration:
+                        return
+                    row = llama_cpp.llama_get_logits_ith(self.ctx, -1)
+                    recorder.step(np.ctypeslib.as_array(row, shape=(self.n_vocab(),)), token)
+                    sent = yield token
+            finally:
+                inner.close()
 
         def eval(self, tokens: Any) -> None:
             super().eval(tokens)
@@ -121,6 +139,7 @@ class LlamaCppReader(BatchedReader):
     solo generation after the first token (eor.readers.llamacpp_batch); 1 (the default): one at a time."""
 
     counts_tokens = True
+    confidence = True
 
     def __init__(
         self,
@@ -135,6 +154,7 @@ class LlamaCppReader(BatchedReader):
         prefix_chunk: int = DEFAULT_PREFIX_CHUNK,
         parallel: int = 1,
         parallel_min_tokens: int = 64,
+        record_confidence: bool = True,
     ) -> None:
         super().__init__()
         try:
@@ -157,6 +177,8 @@ class LlamaCppReader(BatchedReader):
             raise ConfigError(f"reader parallel must be between 1 and the chunk size, not {parallel}")
         self.parallel = parallel
         self.parallel_min_tokens = parallel_min_tokens
+        self.record_confidence = record_confidence
+        self.confidence = record_confidence  # the capability: what this reader's completions carry
         self._identity: str | None = None
         self._model = None
         self._decoder = None
@@ -259,8 +281,11 @@ class LlamaCppReader(BatchedReader):
     def _generate_one(self, prompt: str, max_tokens: int) -> Generated:
         import llama_cpp
 
+        from eor.confidence import StepRecorder
+
         llm = self._llm
         llama_cpp.llama_perf_context_reset(llm.ctx)
+        llm.recorder = recorder = StepRecorder() if self.record_confidence else None
         try:
             response = llm.create_chat_completion(
                 messages=[{"role": "user", "content": prompt}], temperature=0.0, max_tokens=max_tokens
@@ -272,13 +297,17 @@ class LlamaCppReader(BatchedReader):
         except BaseException:
             llm.forget()
             raise
+        finally:
+            llm.recorder = None
         perf = llama_cpp.llama_perf_context(llm.ctx)  # what llama.cpp itself evaluated, and its time
         usage = response.get("usage") or {}
+        generated = usage.get("completion_tokens", int(perf.n_eval))
         return Generated(
             response["choices"][0]["message"]["content"] or "",
             prompt_tokens=int(perf.n_p_eval),  # evaluated; the reused chunks are not counted
-            generated_tokens=usage.get("completion_tokens", int(perf.n_eval)),
+            generated_tokens=generated,
             prompt_seconds=perf.t_p_eval_ms / 1000,
             generation_seconds=perf.t_eval_ms / 1000,
             reused_tokens=llm.reused_tokens,
+            confidence=None if recorder is None else recorder.confidence(generated),  # the text's, not the end token
         )

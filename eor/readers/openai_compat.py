@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from eor.confidence import Confidence
 from eor.errors import ContextOverflowError, MissingSecretError, ReaderError
 from eor.readers.base import BatchedReader, Generated
 from eor.readers.endpoints import EndpointPool
@@ -32,6 +33,7 @@ class OpenAIReader(BatchedReader):
 
     thread_safe = True
     batches = True  # concurrent requests: the server batches them
+    confidence = True  # where the server offers logprobs; a completion without them has confidence None
 
     def __init__(
         self,
@@ -44,10 +46,12 @@ class OpenAIReader(BatchedReader):
         timeout: float = 120.0,
         seed: int | None = 0,
         retries: Any = None,
+        record_confidence: bool = True,
     ) -> None:
         super().__init__()
         import openai
 
+        self.confidence = self.ask_logprobs = record_confidence  # off for good once a server refuses them
         if api_key_env:
             api_key = os.environ.get(api_key_env)
             if not api_key:
@@ -89,6 +93,7 @@ class OpenAIReader(BatchedReader):
         def request() -> Any:
             endpoint = self.endpoints.acquire()
             failed = False
+            logprobs = {"logprobs": True, "top_logprobs": 2} if self.ask_logprobs else {}
             try:
                 return endpoint.client.chat.completions.create(
                     model=self.model,
@@ -96,12 +101,16 @@ class OpenAIReader(BatchedReader):
                     temperature=0.0,
                     max_tokens=max_tokens,
                     seed=self.seed,
+                    **logprobs,
                 )
             except self._errors as exc:
-                failed = self._endpoint_down(exc)
-                raise
+                if not (logprobs and self._refuses_logprobs(exc)):
+                    failed = self._endpoint_down(exc)
+                    raise
             finally:
                 self.endpoints.release(endpoint, failed)
+            self.ask_logprobs = False  # a server without logprobs: ask again, plainly, from now on
+            return request()
 
         try:
             response = call_with_retries(
@@ -118,7 +127,13 @@ class OpenAIReader(BatchedReader):
             time.perf_counter() - started,
             getattr(usage, "prompt_tokens", None),
             getattr(usage, "completion_tokens", None),
+            confidence=response_confidence(response.choices[0]),
         )
+
+    def _refuses_logprobs(self, error: BaseException) -> bool:
+        """A 400/422 that names logprobs: this server does not offer them."""
+        status = getattr(error, "status_code", None)
+        return isinstance(error, self._status_error) and status in (400, 422) and "logprob" in str(error).lower()
 
     def _endpoint_down(self, error: BaseException) -> bool:
         """Whether the error says the server (not this request) is unwell: refused, timed out, 502/503/504."""
@@ -134,3 +149,15 @@ class OpenAIReader(BatchedReader):
     def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[Generated]:
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             return list(pool.map(lambda prompt: self._timed_completion(prompt, max_tokens), prompts))
+
+
+def response_confidence(choice: Any) -> Confidence | None:
+    """The confidence of a chat completion choice from its `logprobs.content` (each token's logprob, and the
+    first token's top two); None when the server sent none."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    values = [float(item.logprob) for item in content]
+    alternatives = sorted((float(t.logprob) for t in (content[0].top_logprobs or [])), reverse=True)
+    margin = alternatives[0] - alternatives[1] if len(alternatives) >= 2 else None
+    return Confidence(tuple(values), margin)

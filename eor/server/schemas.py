@@ -57,6 +57,11 @@ class MemberAnswer(BaseModel):
         description="prompt tokens evaluated, kept from the prompt before (reused) and generated; absent when the "
         "answer was read back from the generation cache",
     )
+    confidence: dict[str, float | int | None] | None = Field(
+        default=None,
+        description="the reader's confidence in the answer: mean and minimum token log-probability, the first "
+        "token's margin (top-1 minus top-2 log-probability) and the token count; absent when the reader gives none",
+    )
     passages: list[Passage] | None = Field(default=None, description="with return_passages only")
     prompt: str | None = Field(default=None, description="with return_passages only")
 

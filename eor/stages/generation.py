@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from eor.confidence import Confidence
 from eor.errors import ConfigError, InputError, ReaderError
 from eor.faults import failpoint
 from eor.generation_cache import Generation, GenerationCache, generation_key
@@ -37,8 +38,8 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Completion:
     """One output of the stage. `seconds`: what its generation took (for a cache hit, when it was made, so
-    that a cached run's records equal an uncached one's); `cached`: read back from the cache; token counts
-    where the reader reports them."""
+    that a cached run's records equal an uncached one's); `cached`: read back from the cache; token counts and
+    the reader's confidence where the reader reports them (a cache hit: as they were when it was made)."""
 
     text: str
     seconds: float = 0.0
@@ -48,6 +49,36 @@ class Completion:
     prompt_seconds: float | None = None
     generation_seconds: float | None = None
     reused_tokens: int | None = None
+    confidence: Confidence | None = None
+
+    def meta(self) -> dict[str, Any] | None:
+        """What the cache keeps beside the text: token counts and confidence (None: nothing reported)."""
+        tokens = {
+            name: value
+            for name, value in (
+                ("prompt", self.prompt_tokens),
+                ("generated", self.generated_tokens),
+                ("reused", self.reused_tokens),
+            )
+            if value is not None
+        }
+        meta: dict[str, Any] = {"tokens": tokens} if tokens else {}
+        if self.confidence is not None:
+            meta["confidence"] = self.confidence.to_json()
+        return meta or None
+
+    @classmethod
+    def from_cache(cls, entry: Generation) -> Completion:
+        tokens = (entry.meta or {}).get("tokens") or {}
+        return cls(
+            entry.text,
+            entry.seconds,
+            cached=True,
+            prompt_tokens=tokens.get("prompt"),
+            generated_tokens=tokens.get("generated"),
+            reused_tokens=tokens.get("reused"),
+            confidence=Confidence.from_json((entry.meta or {}).get("confidence")),
+        )
 
 
 @dataclass
@@ -160,17 +191,25 @@ class GenerationStage:
         """The cache key of a prompt: (reader identity, prompt, effective max_tokens)."""
         return generation_key(str(self.identity), prompt, {"max_tokens": max_tokens or self.default_max_tokens})
 
-    def complete(self, prompts: Sequence[str], max_tokens: int | None = None) -> list[Completion]:
-        """A Completion per prompt, in order; raises the reader's error when the batch fails."""
+    def complete(
+        self, prompts: Sequence[str], max_tokens: int | None = None, confidence: bool = False
+    ) -> list[Completion]:
+        """A Completion per prompt, in order; raises the reader's error when the batch fails. `confidence`:
+        the caller wants each completion's confidence: a cache entry made before the cache kept it is
+        generated again (once: the entry is then replaced), when the reader can report it."""
         prompts = list(prompts)
         if any(not isinstance(prompt, str) for prompt in prompts):
             raise InputError("reader prompts must be strings")
         distinct = list(dict.fromkeys(prompts))
         done = self._from_cache(distinct, max_tokens)
+        stale = set()
+        if confidence and capable(self.reader, "confidence"):
+            stale = {prompt for prompt, completion in done.items() if completion.confidence is None}
+            done = {prompt: completion for prompt, completion in done.items() if prompt not in stale}
         missing = sorted(prompt for prompt in distinct if prompt not in done)  # shared prefixes back to back
         step = GenerationStats(requests=len(prompts), cache_hits=len(done))
         if missing:
-            made = self._generate(missing, max_tokens)
+            made = self._generate(missing, max_tokens, replace=stale)
             done.update(made)
             step.generated, step.calls = len(missing), 1
             for completion in made.values():
@@ -184,12 +223,14 @@ class GenerationStage:
         self._local.seconds = [done[prompt].seconds for prompt in prompts]
         return [done[prompt] for prompt in prompts]
 
-    def complete_each(self, prompts: Sequence[str], max_tokens: int | None = None) -> list[Completion | Exception]:
+    def complete_each(
+        self, prompts: Sequence[str], max_tokens: int | None = None, confidence: bool = False
+    ) -> list[Completion | Exception]:
         """Like `complete`, but a failure costs only the prompts that fail: the batch is retried prompt by
         prompt, and each failing prompt gets its exception in place of a Completion."""
         prompts = list(prompts)
         try:
-            return list(self.complete(prompts, max_tokens))
+            return list(self.complete(prompts, max_tokens, confidence))
         except InputError:
             raise
         except Exception as exc:
@@ -204,7 +245,7 @@ class GenerationStage:
         results: dict[str, Completion | Exception] = {}
         for prompt in dict.fromkeys(prompts):
             try:
-                results[prompt] = self.complete([prompt], max_tokens)[0]
+                results[prompt] = self.complete([prompt], max_tokens, confidence)[0]
             except Exception as exc:
                 results[prompt] = exc
         return [results[prompt] for prompt in prompts]
@@ -216,14 +257,11 @@ class GenerationStage:
             return {}
         keys = {prompt: self.key(prompt, max_tokens) for prompt in prompts}
         found = self.cache.get_many(keys.values())
-        return {
-            prompt: Completion(found[key].text, found[key].seconds, cached=True)
-            for prompt, key in keys.items()
-            if key in found
-        }
+        return {prompt: Completion.from_cache(found[key]) for prompt, key in keys.items() if key in found}
 
-    def _generate(self, prompts: list[str], max_tokens: int | None) -> dict[str, Completion]:
-        """The reader's completions of distinct `prompts` (one call), stored in the cache before returning."""
+    def _generate(self, prompts: list[str], max_tokens: int | None, replace: set[str] = frozenset()) -> dict:
+        """The reader's completions of distinct `prompts` (one call), stored in the cache before returning;
+        the entries of `replace` (regenerated for what they lacked) overwrite the old ones."""
         with self._lock:
             outputs = self._call_reader(prompts, max_tokens)
         failpoint("generation")  # tests: die with the outputs made but not stored
@@ -239,14 +277,20 @@ class GenerationStage:
                 out.prompt_seconds,
                 out.generation_seconds,
                 out.reused_tokens,
+                out.confidence,
             )
             for prompt, out in zip(prompts, outputs, strict=True)
         }
         if self.cache is not None:
-            self.cache.put_many(
-                Generation(self.key(prompt, max_tokens), str(self.identity), completion.text, completion.seconds)
-                for prompt, completion in made.items()
-            )
+            for renewed in (False, True):
+                self.cache.put_many(
+                    (
+                        Generation(self.key(p, max_tokens), str(self.identity), c.text, c.seconds, c.meta())
+                        for p, c in made.items()
+                        if (p in replace) == renewed
+                    ),
+                    replace=renewed,
+                )
         return made
 
     def _call_reader(self, prompts: list[str], max_tokens: int | None) -> list[Generated]:

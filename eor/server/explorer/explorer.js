@@ -164,12 +164,20 @@ function fillMembers(names, result, explanation, reasons) {
     row.append(element("td", output ? output.answer : "–"));
     row.append(element("td", number(output ? output.score : null), "num"));
     row.append(element("td", number(account ? account.weight : null), "num"));
+    row.append(element("td", confidenceText(output && output.confidence), "num"));
     const cell = element("td");
     cell.append(element("span", label, `tag ${kind}`));
     row.append(cell);
     row.append(element("td", output ? number(output.seconds, 2) : "–", "num"));
     body.append(row);
   }
+}
+
+function confidenceText(confidence) {
+  if (!confidence || confidence.mean_logprob === null || confidence.mean_logprob === undefined) return "–";
+  const mean = Math.exp(confidence.mean_logprob).toFixed(2);
+  const margin = confidence.first_margin === null ? "" : ` · margin ${confidence.first_margin.toFixed(2)}`;
+  return `p ${mean}${margin}`;
 }
 
 function fillHeatmap(names, explanation) {
