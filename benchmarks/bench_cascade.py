@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from eor.costs import member_costs
     from eor.run_data import load_run
     from voters import load_voter
+    from voters.protocol import confidence_kwargs
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train", default=str(ROOT / "docs/records/nq-train.jsonl.gz"))
@@ -73,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     pool = costs.matrix.sum(axis=1)
     everyone = np.full(data.questions, float(len(names)))
     systems = {}
-    full = selector.predict(data.answers, data.passages, data.texts)
+    known = data.confidence if data.has_confidence else None
+    full = selector.predict(data.answers, data.passages, data.texts, **confidence_kwargs(selector, known))
     systems["selector, every member"] = figures(full, pool, everyone, em, f1)
     paper = trained_paper_voter(Path(args.train), names).predict(data.answers, data.passages, data.texts)
     systems["paper's voter, every member"] = figures(paper, pool, everyone, em, f1)
@@ -83,13 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     own = None
     for loss in LOSSES:
         threshold = cascade.at_loss(loss / 100).threshold
-        chosen, stops = cascade.replay(data.answers, data.passages, data.texts, threshold)
+        chosen, stops = cascade.replay(data.answers, data.passages, data.texts, threshold, known)
         label = f"cascade, max loss {loss:g} (P ≥ {threshold:.3f})"
         systems[label] = figures(chosen, cascade.spent(costs.matrix, stops), stops + 1.0, em, f1)
         if threshold == cascade.threshold_:
             own = chosen
     if own is None:
-        own = cascade.predict(data.answers, data.passages, data.texts)
+        own = cascade.predict(data.answers, data.passages, data.texts, known)
     rows = np.arange(data.questions)
     test = paired_test(em[rows, own], em[rows, full], Bootstrap.draw(data.questions, 2000, 0))
     agree = float(np.mean([data.answers[q][own[q]] == data.answers[q][full[q]] for q in rows]))

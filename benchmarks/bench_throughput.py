@@ -15,6 +15,10 @@ path is checked against the first path's. The BM25 and dense indexes are built f
 
     python benchmarks/bench_throughput.py --config configs/nq-offline16.yaml --data ../shared/data/nq/dev.jsonl \
         --limit 10 [--json out.json]
+
+The cost of recording the reader's confidence (each token's log-probability, on by default):
+
+    python benchmarks/bench_throughput.py --path silent:confidence=false --only reuse silent --limit 20
 """
 
 from __future__ import annotations
@@ -46,12 +50,19 @@ def parse_path(text: str) -> tuple[str, dict[str, Any]]:
     return name, options
 
 
+#: reader settings of the reader's own section (all others are llama.cpp options).
+READER_KEYS = ("confidence", "max_tokens")
+
+
 def config_copy(config: Path, reader: dict[str, Any], folder: Path, name: str) -> Path:
-    """The config with `reader` (llama.cpp options) merged into its reader's llama_cpp section, its corpus
-    path made absolute."""
+    """The config with `reader` merged into its reader's llama_cpp section (READER_KEYS into the reader's
+    own), its corpus path made absolute."""
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
     data["reader"] = data.get("reader") or {}
-    data["reader"]["llama_cpp"] = {**(data["reader"].get("llama_cpp") or {}), **reader}
+    own = {key: value for key, value in reader.items() if key in READER_KEYS}
+    llama = {key: value for key, value in reader.items() if key not in READER_KEYS}
+    data["reader"].update(own)
+    data["reader"]["llama_cpp"] = {**(data["reader"].get("llama_cpp") or {}), **llama}
     corpus = (data.get("corpus") or {}).get("path")
     if corpus:
         data["corpus"]["path"] = str((config.parent / corpus).resolve())

@@ -122,6 +122,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             budget=args.budget,
             cost_unit=args.cost,
             pool_config=Path(args.config) if args.config else None,
+            confidence=not args.no_confidence,
         )
     )
     return 0
@@ -438,6 +439,11 @@ def _add_train(commands: Commands) -> None:
     )
     train.add_argument("--pooling", default="mean", help="mean, max, majority, plurality, or search")
     train.add_argument("--grounding", action="store_true", help="learn a weight for answers found in their passages")
+    train.add_argument(
+        "--no-confidence",
+        action="store_true",
+        help="leave the reader's confidence out of the selector's features (used where the records hold it)",
+    )
     train.add_argument("--restarts", type=int, default=4, help="seeded random Nelder-Mead starts (default 4)")
     train.add_argument("--seed", type=int, default=0)
     train.set_defaults(handler=cmd_train)
@@ -577,6 +583,25 @@ def _add_cache(commands: Commands) -> None:
     clear.set_defaults(handler=cmd_cache_clear)
 
 
+def cmd_records_pack(args: argparse.Namespace) -> int:
+    from eor.records import pack_records
+
+    count = pack_records(Path(args.run), Path(args.out))
+    print(f"{count} records of {args.run} packed into {args.out}, headed by the pool's identity and config")
+    return 0
+
+
+def _add_records(commands: Commands) -> None:
+    records = commands.add_parser("records", help="run records: pack a run into one file to keep or share")
+    actions = records.add_subparsers(dest="action", required=True, metavar="ACTION")
+    pack = actions.add_parser(
+        "pack", help="one gzip file of a run's records, headed by its pool (reader, model digest, corpus) and config"
+    )
+    pack.add_argument("run", help="run folder of `eor run` (records.jsonl, config.json, pool.json)")
+    _out_option(pack, "records file to write (.jsonl.gz); `eor train` and `eor bench` read it")
+    pack.set_defaults(handler=cmd_records_pack)
+
+
 def _add_plan(commands: Commands) -> None:
     plan = commands.add_parser(
         "plan", help="reader time of a benchmark, from a pilot run's tokens and rates (docs/scale.md)"
@@ -604,6 +629,7 @@ COMMANDS = (
     _add_erag,
     _add_utility,
     _add_cache,
+    _add_records,
 )
 
 

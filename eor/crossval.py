@@ -58,6 +58,7 @@ class VoteSettings:
     max_loss: float | None = None  # the cascade's tolerance (a fraction); None: its default
     budget: float | None = None  # the cascade's most mean cost per question, instead of max_loss
     cost_unit: str = "auto"  # eor.costs
+    confidence: bool = True  # the selector's (and the cascade's) confidence features, where records have them
 
 
 @dataclass
@@ -85,7 +86,8 @@ def vote_arrays(data: RunData, settings: VoteSettings) -> VoteArrays:
     tensor = similarity_tensor(
         data.answers, list(settings.metrics), cache=settings.cache_dir, metric_params=settings.metric_params
     )
-    blocks = candidate_blocks(tensor, data.answers, data.passages, data.texts, settings.metrics)
+    confidence = data.confidence if settings.confidence and data.has_confidence else None
+    blocks = candidate_blocks(tensor, data.answers, data.passages, data.texts, settings.metrics, confidence)
     try:
         costs = member_costs(data, settings.cost_unit)
     except InputError:
@@ -118,10 +120,16 @@ class Candidate:
         raise NotImplementedError
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+        from voters.protocol import confidence_kwargs
+
         data = arrays.data
         picked = [int(i) for i in rows]
+        known = confidence_kwargs(self.estimator, [data.confidence[i] for i in picked] if data.confidence else None)
         return self.estimator.predict(
-            [data.answers[i] for i in picked], [data.passages[i] for i in picked], [data.texts[i] for i in picked]
+            [data.answers[i] for i in picked],
+            [data.passages[i] for i in picked],
+            [data.texts[i] for i in picked],
+            **known,
         )
 
     def answer(self, arrays: VoteArrays, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

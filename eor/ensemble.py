@@ -217,7 +217,8 @@ class Ensemble:
                         ballots = _ballots(outputs)
                         answers = {n: b.answer for n, b in ballots.items()}
                         found = {n: b.passages for n, b in ballots.items()}
-                        decision = self.cascade.decide(step, answers, found, item.question)
+                        known = {n: b.confidence for n, b in ballots.items()}
+                        decision = self.cascade.decide(step, answers, found, item.question, known)
                     if decision.stop:
                         break
         if decision is None:
@@ -357,11 +358,14 @@ def explain_vote(voter: Any, pool: list[str], result: Result) -> dict[str, Any]:
         raise InputError(f"this result holds member(s) {', '.join(foreign)} that this ensemble lacks")
     if not hasattr(voter, "explain_row"):
         raise ConfigError("explain() needs an eor voter (Voter, AnswerSelector or voters.load_voter)")
+    from voters.protocol import confidence_kwargs
+
     account = voter.explain_row(
         [result.members[name].answer for name in names],
         [_texts(result.members[name]) for name in names],
         result.question,
         [pool.index(name) for name in names],
+        **confidence_kwargs(voter, [result.members[name].confidence for name in names]),
     )
     members: dict[str, Any] = {}
     for name, row in zip(names, account.pop("members"), strict=True):
@@ -512,7 +516,7 @@ def _stages(clock: Clock, usage: GenerationStats, questions: int, members: int, 
 
 
 def _ballots(outputs: dict[str, MemberOutput]) -> dict[str, Ballot]:
-    return {name: Ballot(output.answer, _texts(output)) for name, output in outputs.items()}
+    return {name: Ballot(output.answer, _texts(output), output.confidence) for name, output in outputs.items()}
 
 
 def _learn_costs(costs: dict[str, float], outputs: list[dict[str, MemberOutput]]) -> None:

@@ -58,7 +58,14 @@ def warn_if_foreign(voter: Any, pool: dict[str, Any], source: str = "the weights
 
 
 def read_pool_file(records: Path) -> dict[str, Any] | None:
-    """The pool identity `eor run` wrote beside a run's records, or None."""
+    """The pool identity of a run: the header of a packed records file, or the `pool.json` `eor run` wrote
+    beside its records; None when neither says."""
+    from eor.records import read_header
+
+    if records.is_file():
+        header = read_header(records)
+        if header is not None and isinstance(header.get("pool"), dict):
+            return header["pool"]
     folder = records if records.is_dir() else records.parent
     path = folder / POOL_FILE
     if not path.is_file():

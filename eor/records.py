@@ -8,7 +8,10 @@ Format (stable; everything downstream reads it):
      ...fields of the question file carried unchanged}
 
 A run folder holds `records.jsonl`, or `records.jsonl.gz` when its records are kept compressed (as the
-repository keeps the runs behind its reported figures); readers take the folder or either file.
+repository keeps the runs behind its reported figures); readers take the folder or either file. A packed
+records file (`eor records pack`) starts with one header line, `{"eor_records": {"version", "pool", "config",
+"questions"}}`: the pool's identity (eor.pool: members, reader identity with the model's digest, corpus) and
+the resolved config the records were made with; readers skip it (`read_header` returns it).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from eor.faults import failpoint
 
 RECORDS_FILE = "records.jsonl"
 COMPRESSED_RECORDS_FILE = RECORDS_FILE + ".gz"
+HEADER_KEY = "eor_records"
+HEADER_VERSION = 1
 
 
 def records_file(path: str | Path) -> Path:
@@ -47,15 +52,7 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
 
 def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
     file = records_file(path)
-    try:
-        if file.name.endswith(".gz"):
-            with gzip.open(file, "rt", encoding="utf-8") as handle:
-                text = handle.read()
-        else:
-            text = file.read_text(encoding="utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise InputError(f"{file}: cannot read records ({exc})") from None
-    lines = text.split("\n")
+    lines = _lines(file)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -65,9 +62,56 @@ def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
             if number == len(lines):  # the last line lacks its newline: a write was interrupted
                 return
             raise InputError(f"{file}:{number}: not valid JSON ({exc.msg})") from None
+        if number == 1 and isinstance(record, dict) and HEADER_KEY in record:
+            continue  # a packed file's header
         if not isinstance(record, dict) or "id" not in record or "members" not in record:
             raise InputError(f"{file}:{number}: not an eor record (needs 'id' and 'members')")
         yield record
+
+
+def read_header(path: str | Path) -> dict[str, Any] | None:
+    """The header of a packed records file (see the module's text), or None."""
+    lines = _lines(records_file(path))
+    try:
+        first = json.loads(lines[0]) if lines and lines[0].strip() else None
+    except json.JSONDecodeError:
+        return None
+    return first[HEADER_KEY] if isinstance(first, dict) and isinstance(first.get(HEADER_KEY), dict) else None
+
+
+def _lines(file: Path) -> list[str]:
+    try:
+        if file.name.endswith(".gz"):
+            with gzip.open(file, "rt", encoding="utf-8") as handle:
+                return handle.read().split("\n")
+        return file.read_text(encoding="utf-8").split("\n")
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise InputError(f"{file}: cannot read records ({exc})") from None
+
+
+def pack_records(run: str | Path, out: str | Path) -> int:
+    """Write a run folder's records as one gzip file (level 9, no timestamp: the same records give the same
+    bytes) headed by the pool's identity and the run's config; returns the number of records."""
+    folder = Path(run)
+    config, pool = folder / "config.json", folder / "pool.json"
+    if not config.is_file() or not pool.is_file():
+        raise InputError(f"{folder} is not a run folder of `eor run` (it needs config.json and pool.json)")
+    records = read_records(folder)
+    header = {
+        "version": HEADER_VERSION,
+        "pool": json.loads(pool.read_text(encoding="utf-8")),
+        "config": json.loads(config.read_text(encoding="utf-8")),
+        "questions": len(records),
+    }
+    lines = [json.dumps({HEADER_KEY: header}, ensure_ascii=False)]
+    lines += [json.dumps(record, ensure_ascii=False) for record in records]
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    with open(partial, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as handle:
+        handle.write(("\n".join(lines) + "\n").encode("utf-8"))
+    os.replace(partial, target)
+    return len(records)
 
 
 class RecordWriter:

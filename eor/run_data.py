@@ -22,7 +22,8 @@ class RunData:
     match must lie within one passage); `joined[q][m]` the same passages joined by spaces, as the paper's
     voter with grounding takes them; `texts[q]` the question; `seconds[q][m]` member m's recorded seconds
     (retrieval plus generation; None when the record lacks them) and `tokens[q][m]` its token counts
-    (`prompt`, `reused`, `generated`; None in records written before they were recorded).
+    (`prompt`, `reused`, `generated`; None in records written before they were recorded); `confidence[q][m]`
+    the reader's confidence in its answer (eor.confidence summary; None likewise).
     """
 
     names: list[str]
@@ -34,6 +35,12 @@ class RunData:
     texts: list[str]
     seconds: list[list[float | None]] = field(default_factory=list)
     tokens: list[list[dict[str, int] | None]] = field(default_factory=list)
+    confidence: list[list[dict[str, float] | None]] = field(default_factory=list)
+
+    @property
+    def has_confidence(self) -> bool:
+        """Whether any answer carries the reader's confidence (eor.confidence)."""
+        return any(entry is not None for row in self.confidence for entry in row)
 
     @property
     def questions(self) -> int:
@@ -57,6 +64,7 @@ class RunData:
             texts=[self.texts[i] for i in rows],
             seconds=[self.seconds[i] for i in rows] if self.seconds else [],
             tokens=[self.tokens[i] for i in rows] if self.tokens else [],
+            confidence=[self.confidence[i] for i in rows] if self.confidence else [],
         )
 
 
@@ -68,7 +76,7 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
     names = list(members or records[0]["members"])
     if len(set(names)) != len(names):
         raise InputError(f"{path}: member names repeat: {names}")
-    ids, answers, golds, passages, texts, seconds, tokens = [], [], [], [], [], [], []
+    ids, answers, golds, passages, texts, seconds, tokens, confidence = [], [], [], [], [], [], [], []
     for record in records:
         missing = [name for name in names if name not in record["members"]]
         if missing:
@@ -82,12 +90,18 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
         golds.append(list(record["answers"]))
         passages.append([[str(p.get("text", "")) for p in out.get("passages") or []] for out in outputs])
         seconds.append([_number(out.get("seconds")) for out in outputs])
-        tokens.append([out.get("tokens") if isinstance(out.get("tokens"), dict) else None for out in outputs])
+        tokens.append([_mapping(out, "tokens") for out in outputs])
+        confidence.append([_mapping(out, "confidence") for out in outputs])
     if not answers:
         raise InputError(f"{path}: no record has gold answers to train on")
     joined = [[" ".join(texts_) for texts_ in row] for row in passages]
-    return RunData(names, ids, answers, golds, passages, joined, texts, seconds, tokens)
+    return RunData(names, ids, answers, golds, passages, joined, texts, seconds, tokens, confidence)
 
 
 def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _mapping(output: dict, key: str) -> dict | None:
+    value = output.get(key)
+    return value if isinstance(value, dict) else None

@@ -178,7 +178,9 @@ def retry_failed_members(ensemble: Any, out: Path, questions: list[Any]) -> str:
         record["members"] = {name: members[name] for name in ensemble.members if name in members}
         reasons = dict(result.degraded)
         ballots = {
-            name: Ballot(output["answer"], [passage["text"] for passage in output["passages"]])
+            name: Ballot(
+                output["answer"], [passage["text"] for passage in output["passages"]], output.get("confidence")
+            )
             for name, output in record["members"].items()
         }
         decision = ensemble.voting.vote([ballots], [record["question"]])[0]

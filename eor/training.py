@@ -33,6 +33,7 @@ from eor.errors import ConfigError
 from eor.run_data import RunData, load_run
 from voters.cascade import EVENT_LABELS
 from voters.cascade_fit import REPEATS
+from voters.protocol import confidence_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +60,14 @@ def train(
     budget: float | None = None,
     cost_unit: str = "auto",
     pool_config: Path | None = None,
+    confidence: bool = True,
 ) -> str:
     """Train and save; `max_loss` (EM points, e.g. 0.5) or `budget` (cost per question, seconds) make the
     choice cost-aware: the cascade's tolerance, and `auto`'s choice among every candidate, the cascade
     included (the cheapest within max_loss of the best, or the best within the budget). The weights file
     records the identity of the pool the records come from (eor.pool): the `pool.json` that `eor run` wrote
-    beside them, or that of `pool_config`, the config they were run with."""
+    beside them, or that of `pool_config`, the config they were run with. `confidence`: the selector's
+    features include the reader's confidence where the records hold it (voters.features)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     name = _voter_name(voter, grounding)
     _check_cost_options(max_loss, budget)
@@ -78,9 +81,16 @@ def train(
         max_loss=None if max_loss is None else max_loss / 100,
         budget=budget,
         cost_unit=cost_unit,
+        confidence=confidence,
     )
     data = load_run(records)
-    log.info("similarities and features of %d training questions × %d members", data.questions, len(data.names))
+    with_confidence = " (with the reader's confidence)" if confidence and data.has_confidence else ""
+    log.info(
+        "similarities and features of %d training questions × %d members%s",
+        data.questions,
+        len(data.names),
+        with_confidence,
+    )
     arrays = vote_arrays(data, settings)
     lines: list[str] = []
     meta: dict[str, Any] = {"records": str(records), "dev_records": str(dev) if dev else None}
@@ -208,10 +218,16 @@ def _baselines(arrays: VoteArrays, settings: VoteSettings) -> dict[str, Any]:
 
 
 def _run_meta(records: Path) -> dict[str, Any]:
+    from eor.records import read_header
+
     config_file = records / "config.json"
-    if not config_file.is_file():
+    header = read_header(records) if records.is_file() else None
+    if header is not None and isinstance(header.get("config"), dict):
+        config = header["config"]
+    elif config_file.is_file():
+        config = json.loads(config_file.read_text())
+    else:
         return {}
-    config = json.loads(config_file.read_text())
     corpus = (config.get("corpus") or {}).get("path")
     # the file name only: no machine paths in weights files
     return {"reader": config.get("reader", {}).get("model"), "dataset": Path(corpus).name if corpus else None}
@@ -238,7 +254,7 @@ def _mean_correct(correctness: np.ndarray, chosen: np.ndarray) -> float:
 
 
 def _predict(voter: Any, data: RunData) -> np.ndarray:
-    return voter.predict(data.answers, data.passages, data.texts)
+    return voter.predict(data.answers, data.passages, data.texts, **confidence_kwargs(voter, data.confidence))
 
 
 def _scores(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any], metric: str) -> list[str]:

@@ -199,3 +199,42 @@ def test_ask_json_carries_each_members_confidence(tmp_path, isolated_cache, caps
         assert set(confidence) == {"mean_logprob", "min_logprob", "first_margin", "tokens"}
         assert confidence["min_logprob"] <= confidence["mean_logprob"] <= 0 and confidence["first_margin"] >= 0
         assert confidence["tokens"] == output["tokens"]["generated"] >= 1
+
+
+def test_the_selector_learns_from_confidence_and_votes_without_it():
+    """Two members always disagree; the right one is the one the reader was surer of. Only the confidence
+    features can tell them apart: with them the selector is always right, without them it cannot be."""
+    from voters.selector import AnswerSelector
+
+    rng = np.random.default_rng(0)
+    answers, golds, passages, confidence = [], [], [], []
+    for q in range(80):
+        right = int(rng.integers(2))
+        pair = [f"wrong {q}", f"right {q}"] if right else [f"right {q}", f"wrong {q}"]
+        answers.append(pair)
+        golds.append([f"right {q}"])
+        passages.append([[], []])
+        sure = {"mean_logprob": -0.05, "min_logprob": -0.1, "first_margin": 4.0, "tokens": 2}
+        unsure = {"mean_logprob": -2.0, "min_logprob": -3.0, "first_margin": 0.2, "tokens": 2}
+        confidence.append([unsure, sure] if right else [sure, unsure])
+    questions = ["?"] * 80
+    members = ["A", "B"]
+    plain = AnswerSelector(metrics=("em",), members=members).fit(answers, golds, passages, questions)
+    sure = AnswerSelector(metrics=("em",), members=members).fit(answers, golds, passages, questions, confidence)
+    assert not plain.uses_confidence_ and sure.uses_confidence_
+    assert sure.feature_names_[-4:] == ["conf:mean", "conf:min", "conf:margin", "conf:others"]
+    truth = np.array([int(row[1].startswith("right")) for row in answers])
+    assert (sure.predict(answers, passages, questions, confidence) == truth).all()
+    assert 0.3 < (plain.predict(answers, passages, questions) == truth).mean() < 0.7
+    # without confidence at vote time its features count for nothing (the training means): a vote, no error
+    blind = sure.decision_scores(answers[:2], passages[:2], questions[:2])
+    assert blind.shape == (2, 2) and np.isfinite(blind).all()
+    # the weights file says it was trained with them, and loads so
+    from voters.selector import AnswerSelector as Loaded
+
+    document = json.loads(json.dumps(sure.document()))
+    loaded = Loaded.from_document(document, "test", members=["B", "A"])
+    assert loaded.uses_confidence_ and loaded.feature_names_[-4:] == sure.feature_names_[-4:]
+    swapped = [[row[1], row[0]] for row in answers]
+    swapped_confidence = [[row[1], row[0]] for row in confidence]
+    assert (loaded.predict(swapped, passages, questions, swapped_confidence) == 1 - truth).all()

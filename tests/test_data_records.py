@@ -70,3 +70,40 @@ def test_corrupt_records_name_the_line(tmp_path) -> None:
         read_records(tmp_path)
     with pytest.raises(InputError, match="records file not found"):
         read_records(tmp_path / "nope")
+
+
+def test_packed_records_carry_their_pool_and_config(tmp_path) -> None:
+    """`eor records pack`: one gzip file headed by the pool's identity and the run's config; readers skip the
+    header, training finds the pool in it, and the same records pack to the same bytes."""
+    import gzip
+
+    from eor.cli import main
+    from eor.pool import read_pool_file
+    from eor.records import read_header
+    from eor.run_data import load_run
+
+    run = tmp_path / "run"
+    run.mkdir()
+    member = {"answer": "Paris", "passages": [], "prompt": "p", "seconds": 0.5, "confidence": {"mean_logprob": -0.1}}
+    rows = [{"id": f"q{i}", "question": "capital?", "answers": ["Paris"], "members": {"A": member}} for i in range(3)]
+    (run / "records.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    pool = {"members": ["A"], "reader": "llama.cpp:model.gguf@sha256:0123", "corpus": {"file": "c.jsonl", "bytes": 9}}
+    (run / "pool.json").write_text(json.dumps(pool))
+    (run / "config.json").write_text(json.dumps({"members": ["A"], "reader": {"model": "m"}}))
+    packed = tmp_path / "kept" / "run.jsonl.gz"
+    assert main(["records", "pack", str(run), "--out", str(packed)]) == 0
+    header = read_header(packed)
+    assert header == {
+        "version": 1,
+        "pool": pool,
+        "config": {"members": ["A"], "reader": {"model": "m"}},
+        "questions": 3,
+    }
+    assert read_records(packed) == rows and read_header(run) is None
+    assert read_pool_file(packed) == pool and read_pool_file(run) == pool
+    data = load_run(packed)
+    assert data.questions == 3 and data.confidence[0] == [{"mean_logprob": -0.1}] and data.has_confidence
+    first = packed.read_bytes()
+    assert main(["records", "pack", str(run), "--out", str(packed)]) == 0
+    assert packed.read_bytes() == first and gzip.decompress(first).startswith(b'{"eor_records"')
+    assert main(["records", "pack", str(tmp_path), "--out", str(packed)]) == 1  # not a run folder

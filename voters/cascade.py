@@ -38,6 +38,7 @@ from voters.cascade_fit import (
     replay_steps,
 )
 from voters.features import candidate_blocks
+from voters.protocol import confidence_kwargs
 from voters.selector import AnswerSelector
 from voters.similarity import check_answers, similarity_tensor
 from voters.weights_file import header, member_order, write_document
@@ -175,8 +176,10 @@ class Cascade:
         questions: Sequence[str],
         costs: np.ndarray,
         cost_unit: str = "seconds",
+        confidence: Sequence[Sequence[Any]] | None = None,
     ) -> Cascade:
-        """Learn the cascade; costs (Q, M): each member's cost per question (e.g. recorded reader seconds)."""
+        """Learn the cascade; costs (Q, M): each member's cost per question (e.g. recorded reader seconds);
+        confidence[q][m]: each answer's confidence summary, features of every step's selector."""
         self._check_params()
         n_members = check_answers(answers)
         if len(golds) != len(answers):
@@ -185,7 +188,7 @@ class Cascade:
         if len(names) != n_members:
             raise InputError(f"{len(names)} member names but answers from {n_members} members")
         tensor = similarity_tensor(answers, list(self.metrics), metric_params=self.metric_params)
-        blocks = candidate_blocks(tensor, answers, passages, questions, self.metrics)
+        blocks = candidate_blocks(tensor, answers, passages, questions, self.metrics, confidence)
         labels = correctness_matrix(answers, golds, self.correctness) >= 0.5
         return self.fit_blocks(blocks, labels, names, np.asarray(costs, dtype=float), cost_unit)
 
@@ -240,12 +243,22 @@ class Cascade:
         self._check_fitted()
         return list(self.order_)
 
+    @property
+    def uses_confidence_(self) -> bool:
+        """Whether its step selectors have the reader's confidence among their features."""
+        return any(getattr(step.selector, "uses_confidence_", False) for step in self.steps_)
+
     def decide(
-        self, step: int, answers: Mapping[str, str], passages: Mapping[str, Sequence[str]], question: str
+        self,
+        step: int,
+        answers: Mapping[str, str],
+        passages: Mapping[str, Sequence[str]],
+        question: str,
+        confidence: Mapping[str, Any] | None = None,
     ) -> StopDecision:
-        """After step `step` ran: stop, or run the next member? `answers`/`passages`: by member name, of the
-        members that answered so far (a member that failed is absent; the step's selector votes over the rest).
-        With `threshold` +inf (never stop early) the cascade runs every member."""
+        """After step `step` ran: stop, or run the next member? `answers`/`passages`/`confidence`: by member
+        name, of the members that answered so far (a member that failed is absent; the step's selector votes
+        over the rest). With `threshold` +inf (never stop early) the cascade runs every member."""
         self._check_fitted()
         if not 0 <= step < len(self.steps_):
             raise InputError(f"the cascade has steps 0 to {len(self.steps_) - 1}, not {step}")
@@ -254,11 +267,13 @@ class Cascade:
         if not voting:
             raise InputError(f"no member of step {step} ({', '.join(current.members)}) has answered")
         texts = [answers[name] for name in voting]
+        known = None if confidence is None else [[confidence.get(name) for name in voting]]
         scores = current.selector.decision_scores(
             [texts],
             [[list(passages.get(name, ())) for name in voting]],
             [question],
             [current.members.index(name) for name in voting],
+            **confidence_kwargs(current.selector, known),
         )
         normal = [normalize_answer(text) for text in texts]
         same = np.array([[[a == b for b in normal] for a in normal]])
@@ -280,9 +295,11 @@ class Cascade:
         passages: Passages,
         questions: Sequence[str],
         threshold: float | None = None,
+        confidence: Sequence[Sequence[Any]] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The cascade over recorded answers of every member (in `members_` order): (chosen member position,
-        the step it stopped at) per question, at the fitted threshold or `threshold`."""
+        the step it stopped at) per question, at the fitted threshold or `threshold`; `confidence[q][m]`: the
+        answers' confidence summaries (for steps whose selector uses them)."""
         self._check_fitted()
         n_members = check_answers(answers)
         if n_members != self.n_members_:
@@ -290,7 +307,8 @@ class Cascade:
         if not len(answers):
             return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
         tensor = similarity_tensor(answers, list(self.metric_names_), metric_params=self.metric_params)
-        blocks = candidate_blocks(tensor, answers, passages, questions, self.metric_names_)
+        known = confidence if self.uses_confidence_ else None
+        blocks = candidate_blocks(tensor, answers, passages, questions, self.metric_names_, known)
         return self.replay_blocks(blocks, np.arange(len(answers)), threshold)
 
     def replay_blocks(
@@ -313,11 +331,15 @@ class Cascade:
         return cumulative[np.arange(len(stops)), np.asarray(stops, dtype=int)]
 
     def predict(
-        self, answers: Sequence[Sequence[str]], passages: Passages | None = None, questions: Sequence[str] | None = None
+        self,
+        answers: Sequence[Sequence[str]],
+        passages: Passages | None = None,
+        questions: Sequence[str] | None = None,
+        confidence: Sequence[Sequence[Any]] | None = None,
     ) -> np.ndarray:
         if passages is None or questions is None:
             raise InputError("the cascade needs each member's passages and the question texts")
-        return self.replay(answers, passages, questions)[0]
+        return self.replay(answers, passages, questions, confidence=confidence)[0]
 
     def covering_step(self, names: Sequence[str]) -> int:
         """The first step whose members include every one of `names`."""
@@ -334,6 +356,7 @@ class Cascade:
         passages: Passages | None = None,
         questions: Sequence[str] | None = None,
         members: Sequence[int] | None = None,
+        confidence: Sequence[Sequence[Any]] | None = None,
     ) -> np.ndarray:
         """Log-odds (Q, M) of the answering members (positions `members` among `members_`; None: all) by the
         selector of the first step that holds them all."""
@@ -342,16 +365,25 @@ class Cascade:
         names = [self.members_[m] for m in positions]
         step = self.steps_[self.covering_step(names)]
         index = [step.members.index(name) for name in names]
-        return step.selector.decision_scores(answers, passages, questions, index)
+        return step.selector.decision_scores(
+            answers, passages, questions, index, **confidence_kwargs(step.selector, confidence)
+        )
 
     def explain_row(
-        self, answers: Sequence[str], passages: Sequence[Sequence[str]], question: str, members: Sequence[int]
+        self,
+        answers: Sequence[str],
+        passages: Sequence[Sequence[str]],
+        question: str,
+        members: Sequence[int],
+        confidence: Sequence[Any] | None = None,
     ) -> dict[str, Any]:
         """The covering step's selector account (each feature's contribution), with the step named."""
         names = [self.members_[int(m)] for m in members]
         j = self.covering_step(names)
         step = self.steps_[j]
-        account = step.selector.explain_row(answers, passages, question, [step.members.index(n) for n in names])
+        index = [step.members.index(n) for n in names]
+        known = confidence_kwargs(step.selector, confidence)
+        account = step.selector.explain_row(answers, passages, question, index, **known)
         return {**account, "voter": KIND, "step": j, "step_members": list(step.members)}
 
     def describe(self) -> dict[str, Any]:

@@ -16,15 +16,24 @@ For question q and member m (candidate answer y_m), with the member's passages P
     vote:<name>    1 when member <name> gives the same normalised answer (a learned weighted vote)
     found:<name>   1 when the answer occurs in member <name>'s passages (whose retrieval backs it)
 
-With a single member, the pooled features are 0. Every feature is a float; `FeatureSet.matrix` has shape
-(Q, M, F) and `names` lists the F feature names in order.
+and, when the records hold the reader's confidence (eor.confidence), last:
+
+    conf:mean      the mean log-probability of y_m's tokens as the reader generated them
+    conf:min       their minimum
+    conf:margin    the first token's margin: top-1 minus top-2 log-probability
+    conf:others    Σ_{n≠m, norm(y_n) = norm(y_m)} exp(conf:mean of y_n) / (M−1): agreement weighted by the
+                   others' confidence
+
+With a single member, the pooled features are 0. Every feature is a float; a member whose confidence is
+unknown has NaN in its conf features (the selector fills them with their training mean). `FeatureSet.matrix`
+has shape (Q, M, F) and `names` lists the F feature names in order.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,11 +67,32 @@ class FeatureSet:
 
 
 PER_MEMBER = ("member", "vote", "found")
+CONFIDENCE_FEATURES = ("conf:mean", "conf:min", "conf:margin", "conf:others")
+#: what records hold per member (eor.confidence summaries), in the order of the conf features' first three.
+CONFIDENCE_FIELDS = ("mean_logprob", "min_logprob", "first_margin")
 
 
-def feature_names(metrics: Sequence[str], members: Sequence[str]) -> list[str]:
+def feature_names(metrics: Sequence[str], members: Sequence[str], confidence: bool = False) -> list[str]:
     per_member = [f"{kind}:{name}" for kind in PER_MEMBER for name in members]
-    return [f"sim:{metric}" for metric in metrics] + list(BASE_FEATURES) + per_member
+    names = [f"sim:{metric}" for metric in metrics] + list(BASE_FEATURES) + per_member
+    return names + list(CONFIDENCE_FEATURES) if confidence else names
+
+
+def confidence_array(
+    confidence: Sequence[Sequence[Mapping | None]] | None, shape: tuple[int, int]
+) -> np.ndarray | None:
+    """(Q, M, 3) mean and minimum log-probability and first margin per answer from records' confidence
+    summaries (NaN where a member has none); None when no answer has any."""
+    if confidence is None:
+        return None
+    values = np.full((*shape, len(CONFIDENCE_FIELDS)), np.nan)
+    if len(confidence) != shape[0]:
+        raise InputError(f"confidence for {len(confidence)} questions, answers for {shape[0]}")
+    for q, row in enumerate(confidence):
+        for m, entry in enumerate(row or ()):
+            if isinstance(entry, Mapping):
+                values[q, m] = [np.nan if entry.get(f) is None else float(entry[f]) for f in CONFIDENCE_FIELDS]
+    return None if np.all(np.isnan(values)) else values
 
 
 def is_refusal(answer: str) -> bool:
@@ -77,14 +107,16 @@ def candidate_features(
     metrics: Sequence[str],
     members: Sequence[str],
     member_index: Sequence[int] | None = None,
+    confidence: Sequence[Sequence[Mapping | None]] | None = None,
 ) -> FeatureSet:
     """Features of every candidate, shape (Q, M, F).
 
     tensor: similarities (Q, M, M, K) of `answers` under `metrics`; passages[q][m]: member m's passage texts;
     members: every member name the selector knows; member_index[m]: the position in `members` of the m-th
-    answering member (default: the answers are from all members, in order).
+    answering member (default: the answers are from all members, in order); confidence[q][m]: the answer's
+    confidence summary (eor.confidence), or None where unknown (no conf features when none is known).
     """
-    blocks = candidate_blocks(tensor, answers, passages, questions, metrics)
+    blocks = candidate_blocks(tensor, answers, passages, questions, metrics, confidence)
     return blocks.features(range(blocks.members), members, member_index)
 
 
@@ -93,7 +125,8 @@ class CandidateBlocks:
     """What the features of any subset of a pool's members are made from, computed once for all M members:
     `tensor` (Q, M, M, K) similarities; `base` (Q, M, B) the base features that do not depend on the other
     members (agreement and support are filled in per subset); `same` (Q, M, M) equal normalised answers;
-    `votes` (Q, M, M) the same, non-empty; `found` (Q, M, M) member m's answer in member n's passages."""
+    `votes` (Q, M, M) the same, non-empty; `found` (Q, M, M) member m's answer in member n's passages;
+    `confidence` (Q, M, 3) mean and minimum token log-probability and first margin (NaN: unknown), or None."""
 
     metrics: tuple[str, ...]
     tensor: np.ndarray
@@ -101,6 +134,7 @@ class CandidateBlocks:
     same: np.ndarray
     votes: np.ndarray
     found: np.ndarray
+    confidence: np.ndarray | None = None
 
     @property
     def members(self) -> int:
@@ -117,7 +151,7 @@ class CandidateBlocks:
         index = list(range(size)) if member_index is None else [int(i) for i in member_index]
         if len(index) != size or any(not 0 <= i < len(members) for i in index):
             raise InputError("answers, passages, questions and member positions must describe the same candidates")
-        names = feature_names(self.metrics, members)
+        names = feature_names(self.metrics, members, self.confidence is not None)
         n_questions = self.tensor.shape[0]
         matrix = np.zeros((n_questions, size, len(names)))
         k = len(self.metrics)
@@ -139,7 +173,18 @@ class CandidateBlocks:
         matrix[:, :, base + 2 * width + columns] = found
         for s, position in enumerate(index):
             matrix[:, s, base + position] = 1.0
+        if self.confidence is not None:
+            matrix[:, :, -len(CONFIDENCE_FEATURES) :] = self._confidence_features(chosen, grid)
         return FeatureSet(names, matrix)
+
+    def _confidence_features(self, chosen: list[int], grid: tuple) -> np.ndarray:
+        """(Q, S, 4): the candidate's mean, min and margin, and the others' confidence on its answer."""
+        own = self.confidence[:, chosen]  # (Q, S, 3)
+        size = len(chosen)
+        likely = np.nan_to_num(np.exp(own[:, :, 0]), nan=0.0)  # an unknown confidence backs no one
+        same = self.same[grid] & ~np.eye(size, dtype=bool)[None]
+        others = (same * likely[:, None, :]).sum(axis=2) / (size - 1) if size > 1 else np.zeros(own.shape[:2])
+        return np.concatenate([own, others[:, :, None]], axis=2)
 
 
 _AGREEMENT, _GROUNDED, _SUPPORT = (BASE_FEATURES.index(name) for name in ("agreement", "grounded", "support"))
@@ -151,6 +196,7 @@ def candidate_blocks(
     passages: Sequence[Sequence[Sequence[str]]],
     questions: Sequence[str],
     metrics: Sequence[str],
+    confidence: Sequence[Sequence[Mapping | None]] | None = None,
 ) -> CandidateBlocks:
     """The blocks of every member's candidates (see CandidateBlocks); the arguments as `candidate_features`."""
     values = np.asarray(tensor, dtype=float)
@@ -166,7 +212,8 @@ def candidate_blocks(
     found = np.zeros((n_questions, n_members, n_members))
     for q in range(n_questions):
         base[q], same[q], votes[q], found[q] = _base_rows(answers[q], passages[q], questions[q])
-    return CandidateBlocks(tuple(metrics), values, base, same, votes, found)
+    known = confidence_array(confidence, (n_questions, n_members))
+    return CandidateBlocks(tuple(metrics), values, base, same, votes, found, known)
 
 
 def _base_rows(

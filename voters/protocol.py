@@ -20,7 +20,7 @@ from voters.weights_file import header, member_order, write_document
 
 Passages = Sequence[Sequence[Sequence[str]]]  # [question][member] -> that member's passage texts
 
-__all__ = ["FittedVoter", "SimpleVoter", "check_voter_class"]
+__all__ = ["FittedVoter", "SimpleVoter", "check_voter_class", "confidence_kwargs"]
 
 
 @runtime_checkable
@@ -69,6 +69,12 @@ class FittedVoter(Protocol):
         cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None
     ) -> FittedVoter:
         """The fitted voter of a weights-file document, its members in the order of `members` if given."""
+
+
+def confidence_kwargs(voter: Any, confidence: Any) -> dict[str, Any]:
+    """`{"confidence": confidence}` for a voter fitted with the reader's confidence among its features
+    (`uses_confidence_`: the selector, a cascade of selectors), else `{}`: what its scoring methods take."""
+    return {"confidence": confidence} if getattr(voter, "uses_confidence_", False) else {}
 
 
 def check_voter_class(cls: Any) -> None:

@@ -19,7 +19,14 @@ import numpy as np
 
 from eor.correctness import CORRECTNESS, correctness_matrix
 from eor.errors import ConfigError, InputError, NotFittedError
-from voters.features import PER_MEMBER, FeatureSet, candidate_features, feature_names
+from voters.features import (
+    BASE_FEATURES,
+    CONFIDENCE_FEATURES,
+    PER_MEMBER,
+    FeatureSet,
+    candidate_features,
+    feature_names,
+)
 from voters.scoring import choose
 from voters.similarity import available_metrics, check_answers, similarity_tensor
 from voters.weights_file import header, member_order, write_document
@@ -28,6 +35,7 @@ log = logging.getLogger(__name__)
 
 KIND = "selector"
 Passages = Sequence[Sequence[Sequence[str]]]
+Confidence = Sequence[Sequence[Any]]  # [question][member] -> a confidence summary (eor.confidence) or None
 
 
 class AnswerSelector:
@@ -104,12 +112,22 @@ class AnswerSelector:
         passages: Passages,
         questions: Sequence[str],
         member_index: Sequence[int] | None = None,
+        confidence: Confidence | None = None,
     ) -> FeatureSet:
-        """The candidates' features; `member_index` places a subset of members among all of them."""
+        """The candidates' features; `member_index` places a subset of members among all of them;
+        `confidence[q][m]`: each answer's confidence summary (eor.confidence), used by a selector fitted
+        with it (a fitted selector without confidence features ignores it; one with them and no confidence
+        given gets NaN, filled with the training means: those features then count for nothing)."""
         check_answers(answers)
         tensor = similarity_tensor(answers, list(self.metrics), cache=self.cache_dir, metric_params=self.metric_params)
-        members = self.members_ if hasattr(self, "members_") else self._names(tensor.shape[1])
-        return candidate_features(tensor, answers, passages, questions, self.metrics, members, member_index)
+        fitted = hasattr(self, "members_")
+        members = self.members_ if fitted else self._names(tensor.shape[1])
+        wanted = confidence if not fitted or self.uses_confidence_ else None
+        features = candidate_features(tensor, answers, passages, questions, self.metrics, members, member_index, wanted)
+        if fitted and self.uses_confidence_ and len(features.names) < len(self.feature_names_):
+            unknown = np.full((*features.matrix.shape[:2], len(CONFIDENCE_FEATURES)), np.nan)
+            features = FeatureSet(self.feature_names_, np.concatenate([features.matrix, unknown], axis=2))
+        return features
 
     # -- fitting ------------------------------------------------------------------------------------------
 
@@ -119,6 +137,7 @@ class AnswerSelector:
         golds: Sequence[Sequence[str]],
         passages: Passages,
         questions: Sequence[str],
+        confidence: Confidence | None = None,
     ) -> AnswerSelector:
         self._check_params()
         if len(answers) != len(golds):
@@ -126,7 +145,7 @@ class AnswerSelector:
         n_members = check_answers(answers)
         self.__dict__.pop("members_", None)
         names = self._names(n_members)
-        features = self.features(answers, passages, questions)
+        features = self.features(answers, passages, questions, confidence=confidence)
         labels = correctness_matrix(answers, golds, self.correctness) >= 0.5
         return self.fit_features(features, labels, names)
 
@@ -139,10 +158,13 @@ class AnswerSelector:
         y = np.asarray(labels, dtype=bool).reshape(-1)
         if len(y) != len(x) or not len(y):
             raise InputError("cannot fit an answer selector on zero candidates or mismatched labels")
-        mean = x.mean(axis=0)
+        known = ~np.isnan(x)  # unknown confidence: filled with the mean of the known values
+        mean = np.where(known.any(axis=0), np.nansum(x, axis=0) / np.maximum(known.sum(axis=0), 1), 0.0)
+        x = np.where(known, x, mean)
         scale = x.std(axis=0)
         scale[scale == 0] = 1.0
         self.feature_names_ = list(features.names)
+        self.uses_confidence_ = CONFIDENCE_FEATURES[0] in self.feature_names_
         self.mean_, self.scale_ = mean, scale
         if y.all() or not y.any():  # one class only: every candidate equally likely
             self.coef_ = np.zeros(x.shape[1])
@@ -167,8 +189,10 @@ class AnswerSelector:
             raise NotFittedError("this AnswerSelector is not fitted: call fit(...) or load a weights file")
 
     def feature_scores(self, matrix: np.ndarray) -> np.ndarray:
-        """Log-odds of correctness from a feature array (..., F) computed by `features`."""
-        return ((matrix - self.mean_) / self.scale_) @ self.coef_ + self.intercept_
+        """Log-odds of correctness from a feature array (..., F) computed by `features` (NaN: unknown, the
+        training mean)."""
+        values = np.where(np.isnan(matrix), self.mean_, matrix)
+        return ((values - self.mean_) / self.scale_) @ self.coef_ + self.intercept_
 
     def decision_scores(
         self,
@@ -176,28 +200,40 @@ class AnswerSelector:
         passages: Passages | None = None,
         questions: Sequence[str] | None = None,
         members: Sequence[int] | None = None,
+        confidence: Confidence | None = None,
     ) -> np.ndarray:
         """Log-odds of correctness per question and candidate, shape (Q, M); `members`: the positions of the
-        answering members among the selector's members (a subset, e.g. after failures)."""
+        answering members among the selector's members (a subset, e.g. after failures); `confidence`: their
+        answers' confidence summaries (see `features`)."""
         self._check_fitted()
         if passages is None or questions is None:
             raise InputError("the answer selector needs each member's passages and the question texts")
-        return self.feature_scores(self.features(answers, passages, questions, members).matrix)
+        return self.feature_scores(self.features(answers, passages, questions, members, confidence).matrix)
 
     def predict(
-        self, answers: Sequence[Sequence[str]], passages: Passages | None = None, questions: Sequence[str] | None = None
+        self,
+        answers: Sequence[Sequence[str]],
+        passages: Passages | None = None,
+        questions: Sequence[str] | None = None,
+        confidence: Confidence | None = None,
     ) -> np.ndarray:
-        return choose(self.decision_scores(answers, passages, questions))
+        return choose(self.decision_scores(answers, passages, questions, confidence=confidence))
 
     def explain_row(
-        self, answers: Sequence[str], passages: Sequence[Sequence[str]], question: str, members: Sequence[int]
+        self,
+        answers: Sequence[str],
+        passages: Sequence[Sequence[str]],
+        question: str,
+        members: Sequence[int],
+        confidence: Sequence[Any] | None = None,
     ) -> dict[str, Any]:
         """Per answering member (positions `members`): its log-odds and, for every feature, the value and the
         contribution coef · (value − mean) / scale; the contributions and the intercept add up to the score."""
-        features = self.features([list(answers)], [list(passages)], [question], members)
+        known = None if confidence is None else [list(confidence)]
+        features = self.features([list(answers)], [list(passages)], [question], members, known)
         rows = []
         for m in range(len(answers)):
-            values = features.matrix[0, m]
+            values = np.where(np.isnan(features.matrix[0, m]), self.mean_, features.matrix[0, m])
             contribution = (values - self.mean_) / self.scale_ * self.coef_
             rows.append(
                 {
@@ -268,10 +304,11 @@ class AnswerSelector:
         )
         selector._check_params()
         order = member_order(file_members, members, len(file_members), source)
-        expected = feature_names(selector.metrics, file_members)
+        expected = feature_names(selector.metrics, file_members, CONFIDENCE_FEATURES[0] in names)
         if names != expected:
             raise ConfigError(f"weights file {source!r} lists features this eor does not compute")
         selector.feature_names_ = names
+        selector.uses_confidence_ = CONFIDENCE_FEATURES[0] in names
         selector.mean_, selector.scale_, selector.coef_ = arrays
         selector.intercept_ = intercept
         selector.members_ = file_members
@@ -286,8 +323,10 @@ class AnswerSelector:
 
     def _reorder(self, order: list[int], members: list[str]) -> None:
         width = len(self.members_)
-        base = len(self.feature_names_) - len(PER_MEMBER) * width
+        base = len(self.metric_names_ if hasattr(self, "metric_names_") else self.metrics) + len(BASE_FEATURES)
+        after = base + len(PER_MEMBER) * width  # the confidence features, when there are
         columns = list(range(base)) + [base + b * width + i for b in range(len(PER_MEMBER)) for i in order]
+        columns += list(range(after, len(self.feature_names_)))
         self.feature_names_ = [self.feature_names_[c] for c in columns]
         self.mean_, self.scale_, self.coef_ = (a[columns] for a in (self.mean_, self.scale_, self.coef_))
         self.members_ = members

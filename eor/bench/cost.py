@@ -78,7 +78,8 @@ def subset_frontier(data: RunData, labels: np.ndarray, matrix: np.ndarray, seed:
 
     settings = SelectorSettings()
     tensor = similarity_tensor(data.answers, list(settings.metrics))
-    blocks = candidate_blocks(tensor, data.answers, data.passages, data.texts, settings.metrics)
+    confidence = data.confidence if data.has_confidence else None
+    blocks = candidate_blocks(tensor, data.answers, data.passages, data.texts, settings.metrics, confidence)
     rows = np.arange(data.questions)
     scores = StepScores(blocks, labels.T, data.names, rows, settings, min(FOLDS, data.questions), seed)
     n_members = len(data.names)
@@ -138,10 +139,11 @@ def _cascade_points(voted: Any, data: RunData, matrix: np.ndarray, indicator: np
     columns = [data.names.index(name) for name in voted.members]
     answers = [[row[c] for c in columns] for row in data.answers]
     passages = [[row[c] for c in columns] for row in data.passages]
+    known = [[row[c] for c in columns] for row in data.confidence] if data.has_confidence else None
     points = []
     for loss in CASCADE_LOSSES:
         threshold = cascade.at_loss(loss / 100).threshold
-        chosen, stops = cascade.replay(answers, passages, data.texts, threshold)
+        chosen, stops = cascade.replay(answers, passages, data.texts, threshold, known)
         spent = cascade.spent(matrix[:, columns], stops)
         right = indicator[np.asarray(columns)[chosen], np.arange(data.questions)]
         points.append(

@@ -81,6 +81,7 @@ def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str
     file naming members the records lack is an error.
     """
     from voters import Voter, load_voter
+    from voters.protocol import confidence_kwargs
 
     if weights is not None:
         if metrics is not None:
@@ -108,12 +109,13 @@ def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str
     columns = [data.names.index(name) for name in members]
     answers = [[row[c] for c in columns] for row in data.answers]
     passages = [[row[c] for c in columns] for row in data.passages]
+    known = confidence_kwargs(voter, [[row[c] for c in columns] for row in data.confidence] or None)
     stops = None
     if not data.questions:
         picks = np.zeros(0, dtype=int)
     elif getattr(voter, "kind", None) == "cascade":
-        picks, stops = voter.replay(answers, passages, data.texts)
+        picks, stops = voter.replay(answers, passages, data.texts, **known)
     else:
-        picks = voter.predict(answers, passages, data.texts)
+        picks = voter.predict(answers, passages, data.texts, **known)
     chosen = np.asarray([columns[int(p)] for p in picks], dtype=int)
     return Vote(chosen=chosen, voter=voter, members=members, weights_file=path, stops=stops)

@@ -19,10 +19,12 @@ from eor.errors import ConfigError
 
 @dataclass(frozen=True)
 class Ballot:
-    """One member's entry in a question's vote: its answer and the texts of its passages."""
+    """One member's entry in a question's vote: its answer, the texts of its passages, and the reader's
+    confidence in the answer (an eor.confidence summary; None when unknown)."""
 
     answer: str
     passages: list[str]
+    confidence: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class VoteStage:
 
     def vote(self, ballots: Sequence[Mapping[str, Ballot]], questions: Sequence[str]) -> list[Decision]:
         from voters import choose
+        from voters.protocol import confidence_kwargs
 
         groups: dict[tuple[str, ...], list[int]] = {}
         for i, entry in enumerate(ballots):
@@ -55,7 +58,8 @@ class VoteStage:
             passages = [[ballots[i][name].passages for name in voting] for i in index]
             texts = [questions[i] for i in index]
             subset = None if list(voting) == self.members else [self.members.index(name) for name in voting]
-            scores = np.asarray(self.voter.decision_scores(answers, passages, texts, subset), dtype=float)
+            known = confidence_kwargs(self.voter, [[ballots[i][name].confidence for name in voting] for i in index])
+            scores = np.asarray(self.voter.decision_scores(answers, passages, texts, subset, **known), dtype=float)
             for row, i, best in zip(scores, index, choose(scores), strict=True):
                 decisions[i] = Decision(
                     voting[int(best)],
