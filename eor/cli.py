@@ -16,6 +16,40 @@ from eor.executor import Executor
 DEMO_QUESTION = "who was the first president of the united states"
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number ≥ 1 (`--batch-size 0` is refused before any work)."""
+    return _bounded_int(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    return _bounded_int(text, 0)
+
+
+def fold_count(text: str) -> int:
+    """Folds of a cross-validation: at least 2."""
+    return _bounded_int(text, 2)
+
+
+def _bounded_int(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ {least}, got {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):  # NaN fails the comparison
+        raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got {text}")
+    return value
+
+
 def _config_path(value: str | None) -> Path:
     from eor.config import default_config_path
 
@@ -25,15 +59,34 @@ def _config_path(value: str | None) -> Path:
 def cmd_ask(args: argparse.Namespace) -> int:
     from eor.data import check_question
     from eor.ensemble import Ensemble
+    from eor.json_ready import json_ready
 
     question = check_question(args.question)
+    members = _member_list(args.members)
     ensemble = Ensemble.from_config(_config_path(args.config), weights=args.weights, cache=_cache(args))
-    result = ensemble.answer(question, lazy=not args.all_members)
+    result = ensemble.answer(question, members=members, lazy=not args.all_members)
+    explanation = json_ready(ensemble.explain(result)) if args.explain else None
     if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        body = result.to_dict()
+        if explanation is not None:
+            body["explanation"] = explanation
+        print(json.dumps(body, ensure_ascii=False, indent=2))
     else:
         print(format_result(result))
+        if explanation is not None:
+            print("\nwhy (the vote's account of each member):")
+            print(json.dumps(explanation["members"], ensure_ascii=False, indent=2))
     return 0
+
+
+def _member_list(text: str | None) -> list[str] | None:
+    """`--members A,B` as a list (names may hold no comma: the notation has none)."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise InputError("--members: name at least one member, e.g. --members BM25@3,Wiki@1")
+    return names
 
 
 def format_result(result) -> str:
@@ -297,11 +350,13 @@ def _out_option(parser: argparse.ArgumentParser, holds: str) -> None:
 
 
 def _limit_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--limit", type=int, help="only the first N questions")
+    parser.add_argument("--limit", type=positive_int, help="only the first N questions")
 
 
 def _batch_size_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--batch-size", type=int, help="questions per reader batch (default: the config's batch_size)")
+    parser.add_argument(
+        "--batch-size", type=positive_int, help="questions per reader batch (default: the config's batch_size)"
+    )
 
 
 def _executor_options(parser: argparse.ArgumentParser) -> None:
@@ -310,11 +365,16 @@ def _executor_options(parser: argparse.ArgumentParser) -> None:
         "--executor", choices=["local", "ray"], default="local", help="this process (default), or a Ray cluster"
     )
     group.add_argument("--ray-address", help="the Ray cluster to join (default: RAY_ADDRESS, else start one here)")
-    group.add_argument("--workers", type=int, help="Ray workers (default: the cluster's CPUs / --cpus-per-worker)")
+    group.add_argument(
+        "--workers", type=positive_int, help="Ray workers (default: the cluster's CPUs / --cpus-per-worker)"
+    )
     group.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs of each Ray worker (default 1)")
     group.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs of each Ray worker (default 0)")
     group.add_argument(
-        "--shard-batches", type=int, default=4, help="batches of questions per shard on Ray (eor run; default 4)"
+        "--shard-batches",
+        type=positive_int,
+        default=4,
+        help="batches of questions per shard on Ray (eor run; default 4)",
     )
 
 
@@ -367,6 +427,12 @@ def _add_ask(commands: Commands) -> None:
     _config_option(ask)
     _weights_option(ask, "for the vote")
     ask.add_argument("--json", action="store_true", help="print the full result object as JSON (with `stages`)")
+    ask.add_argument(
+        "--members", metavar="A,B,...", help="run and vote over only these members (comma-separated; default: all)"
+    )
+    ask.add_argument(
+        "--explain", action="store_true", help="also print why the vote chose its answer (as the API's explain)"
+    )
     _all_members_option(ask)
     _add_cache_options(ask)
     ask.set_defaults(handler=cmd_ask)
@@ -404,12 +470,15 @@ def _add_train(commands: Commands) -> None:
     cost = train.add_argument_group("cost (the cascade; auto considers the cascade only with one of these)")
     cost.add_argument(
         "--max-loss",
-        type=float,
+        type=non_negative_float,
         metavar="POINTS",
         help="largest loss of accuracy against the full pool, in points (cascade default 0.5), by cross-validation",
     )
     cost.add_argument(
-        "--budget", type=float, metavar="SECONDS", help="the most accurate choice whose mean cost per question fits"
+        "--budget",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="the most accurate choice whose mean cost per question fits",
     )
     cost.add_argument(
         "--cost",
@@ -419,10 +488,13 @@ def _add_train(commands: Commands) -> None:
         "the records hold them)",
     )
     train.add_argument(
-        "--cv", type=int, metavar="K", help="first report K-fold cross-validation of every voter against Top R"
+        "--cv", type=fold_count, metavar="K", help="first report K-fold cross-validation of every voter against Top R"
     )
     train.add_argument(
-        "--inner-folds", type=int, default=5, help="folds of the cross-validation that `auto` chooses by (default 5)"
+        "--inner-folds",
+        type=positive_int,
+        default=5,
+        help="folds of the cross-validation that `auto` chooses by (default 5)",
     )
     train.add_argument("--metric", default="em", help="correctness objective: em, f1 or contains (default em)")
     train.add_argument("--dev", help="run folder of held-out questions, scored for the report")
@@ -444,7 +516,9 @@ def _add_train(commands: Commands) -> None:
         action="store_true",
         help="leave the reader's confidence out of the selector's features (used where the records hold it)",
     )
-    train.add_argument("--restarts", type=int, default=4, help="seeded random Nelder-Mead starts (default 4)")
+    train.add_argument(
+        "--restarts", type=non_negative_int, default=4, help="seeded random Nelder-Mead starts (default 4)"
+    )
     train.add_argument("--seed", type=int, default=0)
     train.set_defaults(handler=cmd_train)
 
@@ -457,8 +531,10 @@ def _add_bench(commands: Commands) -> None:
     bench.add_argument("--metric", default="em", help="correctness: em, f1, contains or semantic (default em)")
     bench.add_argument("--metrics", help="similarity metrics of the uniform voter, comma-separated")
     bench.add_argument("--seed", type=int, default=0, help="seed of bootstrap and subset sampling")
-    bench.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    bench.add_argument("--max-subsets", type=int, default=1000, help="member subsets per pool size (upper bound)")
+    bench.add_argument("--resamples", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")
+    bench.add_argument(
+        "--max-subsets", type=positive_int, default=1000, help="member subsets per pool size (upper bound)"
+    )
     bench.set_defaults(handler=cmd_bench)
 
 
@@ -528,7 +604,7 @@ def _add_erag(commands: Commands) -> None:
     _data_option(erag, "'answers' [, 'gold_passages']")
     _member_option(erag, "the retriever to evaluate")
     _out_option(erag, "folder: erag.json, erag.md, erag.png (re-run to resume)")
-    erag.add_argument("--k", type=int, default=10, help="documents per question (default 10)")
+    erag.add_argument("--k", type=positive_int, default=10, help="documents per question (default 10)")
     erag.add_argument("--metric", default="em", help="downstream metric: em, f1 or contains (default em)")
     _limit_option(erag)
     erag.add_argument("--cutoffs", help="cutoffs of the correlation-vs-k figure (default 1,2,3,5,10 up to k)")
@@ -607,8 +683,8 @@ def _add_plan(commands: Commands) -> None:
         "plan", help="reader time of a benchmark, from a pilot run's tokens and rates (docs/scale.md)"
     )
     plan.add_argument("pilot", help="run folder of `eor run` on a few questions (its generation.json)")
-    plan.add_argument("--questions", type=int, required=True, help="questions of the planned benchmark")
-    plan.add_argument("--replicas", type=int, default=1, help="reader replicas working at once (default 1)")
+    plan.add_argument("--questions", type=positive_int, required=True, help="questions of the planned benchmark")
+    plan.add_argument("--replicas", type=positive_int, default=1, help="reader replicas working at once (default 1)")
     plan.add_argument("--prompt-rate", type=float, help="prompt tokens/s of the target reader (default: the pilot's)")
     plan.add_argument(
         "--generation-rate", type=float, help="generated tokens/s of the target reader (default: the pilot's)"

@@ -254,8 +254,12 @@ def load_config(path: str | Path) -> EnsembleConfig:
         raise ConfigError(f"config file not found: {file}")
     try:
         data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{file}: invalid YAML: {exc}") from None
+    except yaml.YAMLError as exc:  # one line, with where it went wrong
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(file)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        raise ConfigError(f"{where}: invalid YAML: {problem}" + (f" ({context})" if context else "")) from None
     if data is None:
         data = {}
     if isinstance(data, dict) and "base_dir" in data:

@@ -38,7 +38,7 @@ from eor.stages.generation import Completion, GenerationStage, GenerationStats, 
 from eor.stages.retrieval import MemberTimeoutError, RetrievalStage
 from eor.stages.voting import Ballot, VoteStage
 
-__all__ = ["Ensemble", "MemberOutput", "MemberTimeoutError", "Result", "check_member_names"]
+__all__ = ["Ensemble", "MemberOutput", "MemberTimeoutError", "Result", "check_member_names", "check_voter_config"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ class Ensemble:
         self.config = config
         self.templates = templates_for(config)
         check_member_names(config)  # before loading any model: a typo fails at once
+        check_voter_config(config)
         self.cache = open_cache(cache)  # before loading any model: an unusable cache file fails at once
         self.reader = reader if reader is not None else build_reader(config.reader)
         # Every generation (answers, PK documents, @CP summaries) goes through this one stage.
@@ -589,6 +590,22 @@ def check_member_names(config: EnsembleConfig) -> None:
             raise RetrieverError(
                 f"member {member!r}: unknown source(s) {', '.join(unknown)}; available: {', '.join(sorted(known))}"
             )
+
+
+def check_voter_config(config: EnsembleConfig) -> None:
+    """The config's `voter:` names only registered metrics and poolings (ConfigError listing the valid ones);
+    cheap, loads no model."""
+    from voters.pooling import POOLINGS
+    from voters.similarity import available_metrics
+
+    voter = config.voter
+    known = available_metrics()
+    unknown = [name for name in voter.metrics if name not in known]
+    if unknown:
+        raise ConfigError(f"voter.metrics: unknown metric(s) {', '.join(unknown)}; available: {', '.join(known)}")
+    if voter.pooling not in POOLINGS:
+        raise ConfigError(f"voter.pooling: unknown pooling {voter.pooling!r}; available: {', '.join(POOLINGS)}")
+    voter.resolved_metric_params()  # metric_params may name only metrics in voter.metrics
 
 
 def _passage_dict(document: Any) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def run(
     config = load_config(config_path)
     config.voter.weights = None  # the recorded vote is --weights' (uniform without), never the config's default
     questions = load_questions(data, limit=limit)
-    size = batch_size or config.batch_size
+    size = config.batch_size if batch_size is None else batch_size
     if size < 1:
         raise InputError(f"--batch-size must be at least 1, got {size}")
     _save_config(out, config, weights)

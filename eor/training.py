@@ -71,6 +71,7 @@ def train(
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     name = _voter_name(voter, grounding)
     _check_cost_options(max_loss, budget)
+    _check_names(metric, metrics, metric_params, pooling)  # before any record is read or similarity computed
     settings = VoteSettings(
         metrics=tuple(metrics),
         metric_params=metric_params or None,
@@ -117,6 +118,26 @@ def train(
         lines += _dev_scores(fitted, load_run(dev, data.names), meta, metric, seed)
     fitted.save(out, **meta)
     return "\n".join(lines)
+
+
+def _check_names(
+    metric: str, metrics: tuple[str, ...], metric_params: dict[str, dict[str, Any]] | None, pooling: str
+) -> None:
+    """ConfigError naming the valid choices for an unknown correctness metric, similarity metric or pooling."""
+    from eor.correctness import CORRECTNESS
+    from voters.pooling import POOLINGS
+    from voters.similarity import available_metrics
+
+    if metric not in CORRECTNESS:
+        raise ConfigError(f"--metric: unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
+    known = available_metrics()
+    unknown = [name for name in (*metrics, *(metric_params or {})) if name not in known]
+    if unknown:
+        raise ConfigError(
+            f"--metrics: unknown similarity metric(s) {', '.join(unknown)}; available: {', '.join(known)}"
+        )
+    if pooling not in (*POOLINGS, "search"):
+        raise ConfigError(f"--pooling: unknown pooling {pooling!r}; available: {', '.join([*POOLINGS, 'search'])}")
 
 
 def _check_cost_options(max_loss: float | None, budget: float | None) -> None:

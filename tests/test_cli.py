@@ -159,3 +159,19 @@ def test_errors_are_one_line(tmp_path, case: str, message: str) -> None:
     lines = [line for line in result.stderr.splitlines() if line.startswith("eor: error:")]
     assert len(lines) == 1 and message in lines[0], result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_ask_a_subset_of_members_and_why(tmp_path, isolated_cache, capsys) -> None:
+    config = str(small_config(tmp_path))
+    question = "who painted the mona lisa"
+    args = ["ask", question, "--config", config, "--members", "BM25@1, Wiki@1", "--explain", "--json"]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert list(result["members"]) == ["BM25@1", "Wiki@1"]  # the pool's order
+    explanation = result["explanation"]
+    assert set(explanation["members"]) == {"BM25@1", "Wiki@1"} and explanation["answer"] == result["answer"]
+    assert explanation["members"][result["member"]]["chosen"] is True
+    assert main(["ask", question, "--config", config, "--members", "BM25@1", "--explain"]) == 0
+    assert "why (the vote's account of each member):" in capsys.readouterr().out
+    assert main(["ask", question, "--config", config, "--members", "Nope,BM25@1"]) == 1
+    assert "unknown member(s) 'Nope'; available: ReFree, BM25@1" in capsys.readouterr().err

@@ -238,3 +238,27 @@ def test_the_selector_learns_from_confidence_and_votes_without_it():
     swapped = [[row[1], row[0]] for row in answers]
     swapped_confidence = [[row[1], row[0]] for row in confidence]
     assert (loaded.predict(swapped, passages, questions, swapped_confidence) == 1 - truth).all()
+
+
+def test_transformers_confidence_equals_a_forward_pass():
+    """transformers' `output_logits` of each decoding step against one independent forward pass over the
+    prompt and the generated tokens (log-softmax at each generated position)."""
+    import torch
+
+    from eor.config import ReaderConfig
+    from eor.readers import build_reader
+
+    reader = build_reader(ReaderConfig(model="smollm2-135m", backend="transformers", max_tokens=6))
+    out = reader.generate_timed([PROMPT])[0]
+    confidence = out.confidence
+    assert confidence is not None and len(confidence.logprobs) == out.generated_tokens >= 1
+    tokenizer, model = reader._tokenizer, reader._model
+    prompt = tokenizer(reader._format(PROMPT), return_tensors="pt", add_special_tokens=False)["input_ids"]
+    generated = tokenizer(out.text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+    sequence = torch.cat([prompt, generated], dim=1)
+    with torch.inference_mode():
+        logits = model(sequence).logits[0].double()
+    start = prompt.shape[1]
+    positions = range(start - 1, start - 1 + len(confidence.logprobs))
+    expected = [float(torch.log_softmax(logits[p], dim=-1)[sequence[0, p + 1]]) for p in positions]
+    assert np.allclose(confidence.logprobs, expected, atol=2e-3)

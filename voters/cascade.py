@@ -4,9 +4,10 @@ like `Voter` and `AnswerSelector`.
 Members run in a learned order, one step per member. After step j (the first j members of the order have
 answered) the step's answer selector (an `AnswerSelector` over those members) picks the leading candidate,
 and the step's calibration turns the leader's log-odds z and its margin δ over the best candidate with
-another answer into P(right) = σ(a_j + b_j·z + c_j·min(δ, 10)). The cascade stops at the first step with
-P(right) ≥ the threshold, at the last step (every member) otherwise; members after the stop never run. How
-the order, the calibrations and the threshold are learned: voters.cascade_fit.
+another answer into P = σ(a_j + b_j·z + c_j·min(δ, 10)), the probability that the leader is right (or, by
+`stop_on`, that it is the full pool's answer). The cascade stops at the first step with P ≥ the threshold,
+at the last step (every member) otherwise; members after the stop never run. How the order, the
+calibrations, the stop target and the threshold are learned: voters.cascade_fit.
 
 As a voter of recorded answers (`predict`, what `eor bench` and cross-validation call) it replays the
 cascade: each question's answer is the one the cascade stops at. `decision_scores` scores the members that

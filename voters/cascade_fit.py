@@ -41,7 +41,8 @@ MARGIN_CAP = 10.0
 
 @dataclass(frozen=True)
 class Calibration:
-    """P(right) = σ(intercept + top · z + margin · min(δ, MARGIN_CAP)) of a step's leading candidate."""
+    """P = σ(intercept + top · z + margin · min(δ, MARGIN_CAP)) of a step's leading candidate: that it is right,
+    or that it is the full pool's answer (the cascade's stop target)."""
 
     intercept: float
     top: float
@@ -56,7 +57,7 @@ class Calibration:
 
 
 def fit_calibration(top: np.ndarray, margin: np.ndarray, right: np.ndarray) -> Calibration:
-    """The logistic calibration of a step from its out-of-fold (z, δ, right) rows."""
+    """The logistic calibration of a step from its out-of-fold (z, δ, event) rows."""
     from sklearn.linear_model import LogisticRegression
 
     labels = np.asarray(right, dtype=bool)

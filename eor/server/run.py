@@ -30,12 +30,13 @@ def serve(
     `cache`: the generation cache (see `Ensemble`), opened before the server starts."""
     import uvicorn
 
-    from eor.ensemble import Ensemble, check_member_names
+    from eor.ensemble import Ensemble, check_member_names, check_voter_config
     from eor.server.app import create_app
 
     settings = settings or ServerSettings()
     config = load_config(config_path)
     check_member_names(config)  # fail before the server starts, not in its log
+    check_voter_config(config)
     generation_cache = open_cache(cache)  # likewise an unusable cache file
     voter = None
     weights = weights if weights is not None else config.default_weights()
