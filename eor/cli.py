@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from eor.errors import EorError, InputError
 from eor.executor import Executor
@@ -226,6 +227,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes,
         max_queue=args.max_queue,
         reports=Path(args.reports) if args.reports else None,
+        allow_unauthenticated=args.allow_unauthenticated,
     )
     serve(
         _config_path(args.config), weights=args.weights, settings=settings, log_level=args.log_level, cache=_cache(args)
@@ -286,12 +288,19 @@ def cmd_utility(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cache(args: argparse.Namespace) -> Path | bool:
+def _cache(args: argparse.Namespace) -> Any:
     """The generation cache a command's options name: --no-cache -> False, --cache FILE -> FILE, else True
-    (the default file, or none when EOR_GENERATION_CACHE=off)."""
+    (the default file, or none when EOR_GENERATION_CACHE=off); with --cache-max, that cache opened with its
+    size bound."""
     if args.no_cache:
         return False
-    return Path(args.cache) if args.cache else True
+    setting: Path | bool = Path(args.cache) if args.cache else True
+    if getattr(args, "cache_max", None) is None:
+        return setting
+    from eor.generation_cache import GenerationCache, default_cache_path
+
+    path = setting if isinstance(setting, Path) else default_cache_path()
+    return False if path is None else GenerationCache(path, max_bytes=args.cache_max)
 
 
 def cmd_cache_stats(args: argparse.Namespace) -> int:
@@ -414,6 +423,12 @@ def _add_cache_options(parser: argparse.ArgumentParser) -> None:
         "$EOR_CACHE/generations.sqlite (~/.cache/eor/generations.sqlite)",
     )
     group.add_argument("--no-cache", action="store_true", help="neither read nor write the generation cache file")
+    parser.add_argument(
+        "--cache-max",
+        metavar="SIZE",
+        help="bound of the generation cache, e.g. 500MB or 4GB: least recently used entries go first "
+        "(default: $EOR_CACHE_MAX_BYTES, else 4GB)",
+    )
 
 
 # -- the commands ----------------------------------------------------------------------------------------------
@@ -558,6 +573,11 @@ def _add_serve(commands: Commands) -> None:
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument(
         "--api-key-env", metavar="VAR", help="require 'Authorization: Bearer <key>' with the key held by env VAR"
+    )
+    serve.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve an address other than 127.0.0.1/localhost without an API key (refused otherwise)",
     )
     limits = serve.add_argument_group("limits")
     limits.add_argument(

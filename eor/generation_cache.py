@@ -9,6 +9,12 @@ reader's confidence (eor.confidence), as JSON in `meta`. Identical prompts are t
 members, questions, commands and runs. A schema-1 file is upgraded in place when opened (its entries keep no
 meta; a caller that wants confidence regenerates such an entry once, eor.stages.generation).
 
+Size bound: the entries' bytes (keys, texts, meta; kept exactly by triggers in a one-row table `usage`)
+stay under `max_bytes` (default DEFAULT_MAX_BYTES, or `EOR_CACHE_MAX_BYTES`, e.g. `500MB`): after a write
+that passes it, the least recently used entries (by their last read or write, `used`) are deleted until
+they hold a tenth less, so a long `eor serve` cannot fill a disk. Freed pages are reused by later writes
+(`eor cache clear` also shrinks the file).
+
 Safety: the file is in WAL mode, every batch of puts is one transaction (`INSERT OR IGNORE`, so concurrent
 processes that generate the same prompt both succeed and keep the first output), and a process killed in the
 middle of a write leaves whole entries only (SQLite rolls the torn transaction back on the next open).
@@ -39,18 +45,43 @@ log = logging.getLogger(__name__)
 
 CACHE_FILE = "generations.sqlite"
 ENV_VARIABLE = "EOR_GENERATION_CACHE"
+SIZE_VARIABLE = "EOR_CACHE_MAX_BYTES"
+DEFAULT_MAX_BYTES = 4 * 1024**3  # 4 GB
+EVICT_TO = 0.9  # after passing the bound, keep this share of it
 OFF_VALUES = frozenset({"off", "0", "false", "no", "none", ""})
 BUSY_TIMEOUT_S = 30.0
 APPLICATION_ID = 0x454F5247  # "EORG": marks the SQLite file as an eor generation cache
-SCHEMA_VERSION = 2  # 2: the `meta` column (token counts, confidence)
+SCHEMA_VERSION = 2  # 2: `meta` (token counts, confidence) and `used` (last read or write, for the size bound)
 _CHUNK = 500  # keys per SELECT ... IN (...), well under SQLite's limit on bound parameters
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, reader TEXT NOT NULL, output TEXT NOT NULL, "
-    "seconds REAL NOT NULL, created REAL NOT NULL, meta TEXT) WITHOUT ROWID",
+    "seconds REAL NOT NULL, created REAL NOT NULL, meta TEXT, used REAL) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS generations_by_reader ON generations (reader)",
+    "CREATE INDEX IF NOT EXISTS generations_by_use ON generations (used)",
 )
-_UPGRADES = {1: ("ALTER TABLE generations ADD COLUMN meta TEXT",)}  # from schema version N to N + 1
+_ENTRY_BYTES = "(LENGTH({row}.key) + LENGTH({row}.reader) + LENGTH({row}.output) + COALESCE(LENGTH({row}.meta), 0))"
+# The entries' bytes, kept by triggers: one row, exact, shared by every process (the bound's measure).
+_USAGE = (
+    "CREATE TABLE IF NOT EXISTS usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL)",
+    "INSERT OR IGNORE INTO usage VALUES (0, (SELECT COALESCE(SUM("
+    + _ENTRY_BYTES.format(row="generations")
+    + "), 0) FROM generations))",
+    "CREATE TRIGGER IF NOT EXISTS usage_insert AFTER INSERT ON generations BEGIN "
+    "UPDATE usage SET bytes = bytes + " + _ENTRY_BYTES.format(row="NEW") + " WHERE id = 0; END",
+    "CREATE TRIGGER IF NOT EXISTS usage_delete AFTER DELETE ON generations BEGIN "
+    "UPDATE usage SET bytes = bytes - " + _ENTRY_BYTES.format(row="OLD") + " WHERE id = 0; END",
+)
+_SCHEMA += _USAGE
+_UPGRADES = {  # from schema version N to N + 1
+    1: (
+        "ALTER TABLE generations ADD COLUMN meta TEXT",
+        "ALTER TABLE generations ADD COLUMN used REAL",
+        "UPDATE generations SET used = created",
+        "CREATE INDEX IF NOT EXISTS generations_by_use ON generations (used)",
+        *_USAGE,
+    ),
+}
 
 
 def default_cache_path() -> Path | None:
@@ -61,6 +92,29 @@ def default_cache_path() -> Path | None:
     if value.strip().lower() in OFF_VALUES:
         return None
     return Path(value).expanduser()
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes from `4GB`, `500MB`, `800kB` or a plain number (powers of 1024)."""
+    if isinstance(text, int):
+        value = text
+    else:
+        clean = str(text).strip().upper().removesuffix("B").removesuffix("I")
+        factor = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}.get(clean[-1:], 1)
+        number = clean[:-1] if factor > 1 else clean
+        try:
+            value = int(float(number) * factor)
+        except ValueError:
+            raise CacheError(f"a cache size is a number of bytes or e.g. 500MB or 4GB, not {text!r}") from None
+    if value <= 0:
+        raise CacheError(f"a cache size must be positive, not {text!r}")
+    return value
+
+
+def default_max_bytes() -> int:
+    """`EOR_CACHE_MAX_BYTES` when set, else DEFAULT_MAX_BYTES."""
+    value = os.environ.get(SIZE_VARIABLE)
+    return parse_size(value) if value else DEFAULT_MAX_BYTES
 
 
 def generation_key(reader: str, prompt: str, params: Mapping[str, Any]) -> str:
@@ -90,12 +144,16 @@ class Generation:
 @dataclass
 class CacheStats:
     """What `eor cache stats` shows: the file, its entries (in all and per reader identity), its size on disk
-    (WAL included), and this process's look-ups (`hits`, `misses`)."""
+    (WAL included) and the part of it entries use against the bound, and this process's look-ups (`hits`,
+    `misses`) and evictions."""
 
     path: str
     entries: int
     bytes: int
     readers: dict[str, int] = field(default_factory=dict)
+    bytes_in_use: int = 0
+    max_bytes: int = DEFAULT_MAX_BYTES
+    evicted: int = 0
     hits: int = 0
     misses: int = 0
     oldest: float | None = None
@@ -112,8 +170,10 @@ class GenerationCache:
     connection). A file that is not an eor generation cache raises CacheError when opened.
     """
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, max_bytes: int | str | None = None) -> None:
         self.path = None if path is None else Path(path).expanduser()
+        self.max_bytes = default_max_bytes() if max_bytes is None else parse_size(max_bytes)
+        self.evicted = 0  # entries this process deleted to stay under max_bytes
         self.hits = 0
         self.misses = 0
         self._lock = threading.RLock()
@@ -150,6 +210,15 @@ class GenerationCache:
                     f"SELECT key, reader, output, seconds, meta FROM generations WHERE key IN ({marks})", chunk
                 ).fetchall()
                 found.update((row[0], Generation(*row[:4], _meta(row[4]))) for row in rows)
+            if found:  # a read counts as a use: the least recently used entries go first
+                now = time.time()
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    connection.executemany("UPDATE generations SET used = ? WHERE key = ?", [(now, k) for k in found])
+                except BaseException:
+                    connection.execute("ROLLBACK")
+                    raise
+                connection.execute("COMMIT")
             self.hits += len(found)
             self.misses += len(wanted) - len(found)
         return found
@@ -160,27 +229,62 @@ class GenerationCache:
     def put_many(self, items: Iterable[Generation], replace: bool = False) -> int:
         """Store generations in one transaction; a key already present keeps its first output, unless
         `replace` (an entry regenerated to add what it lacked). Returns how many were written."""
+        now = time.time()
         rows = [
-            (item.key, item.reader, item.text, float(item.seconds), time.time(), _meta_json(item.meta))
-            for item in items
+            (item.key, item.reader, item.text, float(item.seconds), now, _meta_json(item.meta), now) for item in items
         ]
         if not rows:
             return 0
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        columns = "key, reader, output, seconds, created, meta, used"
         with self._using() as connection:
             before = connection.total_changes
             connection.execute("BEGIN IMMEDIATE")
             try:
-                connection.executemany(
-                    f"{verb} INTO generations (key, reader, output, seconds, created, meta) VALUES (?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
+                connection.executemany(f"{verb} INTO generations ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
                 failpoint("cache-write")  # tests: die inside the transaction
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
-            return connection.total_changes - before
+            written = connection.total_changes - before
+            self._bound(connection)
+            return written
+
+    def bytes_in_use(self) -> int:
+        """The entries' bytes (keys, texts, meta): what the bound holds (the file is somewhat larger)."""
+        with self._using() as connection:
+            return _bytes_in_use(connection)
+
+    def _bound(self, connection: sqlite3.Connection) -> None:
+        """Delete the least recently used entries while the pages in use pass max_bytes, down to EVICT_TO of
+        it: as many entries, in order of last use, as hold the excess."""
+        if _bytes_in_use(connection) <= self.max_bytes:
+            return
+        target = EVICT_TO * self.max_bytes
+        while (excess := _bytes_in_use(connection) - target) > 0:
+            rows = connection.execute(
+                f"SELECT key, {_ENTRY_BYTES.format(row='generations')} FROM generations ORDER BY used, created"
+            )
+            doomed, freed = [], 0
+            for key, size in rows:
+                doomed.append(key)
+                freed += size
+                if freed >= excess:
+                    break
+            rows.close()
+            if not doomed:
+                return
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.executemany("DELETE FROM generations WHERE key = ?", [(key,) for key in doomed])
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+            self.evicted += len(doomed)
+            log.info("generation cache %s: %d least recently used entries deleted (bound %d bytes)", self.where,
+                     len(doomed), self.max_bytes)  # fmt: skip
 
     def __bool__(self) -> bool:
         return True  # an open cache is truthy even when empty (`__len__` would say otherwise)
@@ -202,6 +306,9 @@ class GenerationCache:
             entries=sum(readers.values()),
             bytes=self._bytes_on_disk(),
             readers=readers,
+            bytes_in_use=self.bytes_in_use(),
+            max_bytes=self.max_bytes,
+            evicted=self.evicted,
             hits=self.hits,
             misses=self.misses,
             oldest=oldest,
@@ -258,6 +365,7 @@ class GenerationCache:
         self._connection, self._pid = None, os.getpid()
         if self.path is None:
             connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            connection.execute("PRAGMA recursive_triggers = ON")
             for statement in _SCHEMA:
                 connection.execute(statement)
         else:
@@ -318,6 +426,7 @@ def _open_file(path: Path) -> sqlite3.Connection:
         _check_or_initialise(connection, path)
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable across process crashes
+        connection.execute("PRAGMA recursive_triggers = ON")  # REPLACE's delete keeps `usage` exact
     except sqlite3.Error as exc:
         connection.close()
         raise _cache_error(path, exc) from None
@@ -357,6 +466,11 @@ def _check_or_initialise(connection: sqlite3.Connection, path: Path) -> None:
         connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
+
+
+def _bytes_in_use(connection: sqlite3.Connection) -> int:
+    row = connection.execute("SELECT bytes FROM usage WHERE id = 0").fetchone()
+    return int(row[0]) if row else 0
 
 
 def _upgrade(connection: sqlite3.Connection) -> None:
@@ -427,7 +541,8 @@ def format_stats(stats: CacheStats, *, limit: int = 20) -> str:
     lines = [
         f"generation cache: {stats.path}",
         f"entries: {stats.entries}",
-        f"size on disk: {_size(stats.bytes)}",
+        f"size on disk: {_size(stats.bytes)}; in use {_size(stats.bytes_in_use)} of a bound of {_size(stats.max_bytes)}"
+        f" ({100 * stats.bytes_in_use / stats.max_bytes:.0f}%; least recently used entries go first)",
     ]
     if stats.oldest is not None and stats.newest is not None:
         lines.append(f"written: {_when(stats.oldest)} .. {_when(stats.newest)}")

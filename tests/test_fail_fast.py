@@ -84,3 +84,12 @@ def test_config_mistakes_fail_before_any_model_loads(tmp_path, capsys, text, mes
     assert time.perf_counter() - started < 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_serving_the_network_without_a_key_is_refused(tmp_path, capsys) -> None:
+    started = time.perf_counter()
+    assert main(["serve", "--config", config(tmp_path, GOOD), "--host", "0.0.0.0"]) == 1
+    assert time.perf_counter() - started < 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "refusing to serve 0.0.0.0 without an API key" in err[0]
+    assert "--allow-unauthenticated" in err[0]

@@ -422,3 +422,32 @@ def test_no_cache_and_cache_are_exclusive(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["ask", "hi", "--cache", "x.sqlite", "--no-cache"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_the_cache_keeps_under_its_bound_least_recently_used_first(tmp_path, monkeypatch) -> None:
+    """Past its bound, the entries read or written longest ago go first: an old entry read since stays,
+    the old ones nobody touched are gone."""
+    from eor import generation_cache
+    from eor.generation_cache import Generation, GenerationCache, format_stats
+
+    monkeypatch.setattr(generation_cache, "EVICT_TO", 1.0)  # evict down to the bound itself: one entry at a time
+    path = tmp_path / "bounded.sqlite"
+    cache = GenerationCache(path, max_bytes="160KB")
+    text = "x" * 2000
+    cache.put_many(Generation(f"old{i}", "r", f"{text}{i}", 0.1) for i in range(30))  # about 70 KB
+    time.sleep(0.01)
+    assert cache.get("old0") is not None  # read: now used more recently than old1..old29
+
+    def old_keys() -> set[str]:  # looked up without a read that would count as a use
+        with sqlite3.connect(path) as peek:
+            return {key for (key,) in peek.execute("SELECT key FROM generations WHERE key LIKE 'old%'")}
+
+    added = 0
+    while old_keys() != {"old0"}:
+        time.sleep(0.001)
+        cache.put_many([Generation(f"new{added}", "r", f"{text}{added}", 0.1)])
+        added += 1
+        assert added < 500 and "old0" in old_keys(), "old0 went before the untouched old entries"
+    assert cache.evicted >= 29 and cache.bytes_in_use() <= 160 * 1024
+    assert cache.get("old0").text == f"{text}0" and cache.get(f"new{added - 1}") is not None
+    assert "of a bound of 160.0 KB" in format_stats(cache.stats())

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.config import load_config
-from eor.errors import EorError
+from eor.errors import ConfigError, EorError
 from eor.generation_cache import CacheSetting, open_cache
 from eor.server.settings import ServerSettings
 
@@ -34,6 +34,11 @@ def serve(
     from eor.server.app import create_app
 
     settings = settings or ServerSettings()
+    if settings.api_key is None and not _is_loopback(settings.host) and not settings.allow_unauthenticated:
+        raise ConfigError(
+            f"refusing to serve {settings.host} without an API key: anyone who can reach it could use the reader; "
+            "give one with --api-key-env VAR, or pass --allow-unauthenticated"
+        )
     config = load_config(config_path)
     check_member_names(config)  # fail before the server starts, not in its log
     check_voter_config(config)
@@ -45,7 +50,8 @@ def serve(
 
         voter = load_voter(weights, members=config.members)
     if settings.api_key is None and not _is_loopback(settings.host):
-        log.warning("serving on %s without an API key: anyone who can reach it can use it", settings.host)
+        log.warning("serving on %s without an API key (--allow-unauthenticated): anyone who can reach it can use it",
+                    settings.host)  # fmt: skip
 
     failure: list[BaseException] = []
     server: Any = None

@@ -32,6 +32,7 @@ class ServerSettings:
     lazy: run members cheapest first and stop once the rest cannot change the answer (eor.ensemble); False
         runs every member.
     reports: a folder whose benchmark reports (every folder under it with a report.md) the page lists.
+    allow_unauthenticated: serve an address other than the loopback without an API key (refused otherwise).
     """
 
     host: str = LOOPBACK
@@ -45,6 +46,7 @@ class ServerSettings:
     max_batch: int | None = None
     max_queue: int = 64
     lazy: bool = True
+    allow_unauthenticated: bool = False
     reports: Path | None = None
 
     def __post_init__(self) -> None:
