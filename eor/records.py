@@ -89,6 +89,18 @@ def _lines(file: Path) -> list[str]:
         raise InputError(f"{file}: cannot read records ({exc})") from None
 
 
+def _without_machine_paths(config: dict[str, Any]) -> dict[str, Any]:
+    """The run's resolved config with file names in place of this machine's absolute paths."""
+    clean = json.loads(json.dumps(config))
+    corpus = clean.get("corpus")
+    if isinstance(corpus, dict) and corpus.get("path"):
+        corpus["path"] = Path(corpus["path"]).name
+    for holder, key in ((clean, "weights"), (clean.get("voter") or {}, "weights")):
+        if holder.get(key):
+            holder[key] = Path(holder[key]).name
+    return clean
+
+
 def pack_records(run: str | Path, out: str | Path) -> int:
     """Write a run folder's records as one gzip file (level 9, no timestamp: the same records give the same
     bytes) headed by the pool's identity and the run's config; returns the number of records."""
@@ -100,7 +112,7 @@ def pack_records(run: str | Path, out: str | Path) -> int:
     header = {
         "version": HEADER_VERSION,
         "pool": json.loads(pool.read_text(encoding="utf-8")),
-        "config": json.loads(config.read_text(encoding="utf-8")),
+        "config": _without_machine_paths(json.loads(config.read_text(encoding="utf-8"))),
         "questions": len(records),
     }
     lines = [json.dumps({HEADER_KEY: header}, ensure_ascii=False)]
