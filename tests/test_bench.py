@@ -275,7 +275,8 @@ def test_uniform_report_has_no_weights_figure(report, tmp_path):
         written
     )
     markdown = (tmp_path / "report.md").read_text()
-    assert "| A | 62.5 [" in markdown and "| **EoR** (uniform) | 75.0 [" in markdown
+    assert "| A | 62.5 [" in markdown and "| **EoR** (paper, uniform weights) | 75.0 [" in markdown
+    assert "- reader: not recorded" in markdown  # records written by hand: no pool.json, no header
 
 
 def test_weights_for_a_sub_pool_vote_among_those_members(records, tmp_path):

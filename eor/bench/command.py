@@ -67,4 +67,4 @@ def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str])
 
 
 def _ratio(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
+    return "–" if value is None else f"{value:.3g}"

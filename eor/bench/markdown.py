@@ -16,7 +16,8 @@ def pct(value: float | None, digits: int = 1) -> str:
 
 
 def ratio(value: float | None) -> str:
-    return DASH if value is None else f"{value:.2f}"
+    """A ratio such as MRLR with three significant digits ("0.0362"); "–" when undefined."""
+    return DASH if value is None else f"{value:.3g}"
 
 
 def with_ci(figures: dict[str, Any], measure: str) -> str:
@@ -48,11 +49,15 @@ def accuracy_section(report: dict[str, Any]) -> list[str]:
 
     rows = [row(_escape(name), report["members"][name]) for name in report["names"]]
     top = report["top_r"]
-    rows.append(row(f"**Top R** (best here: {_escape(top['member'])})", top))
     train = report.get("top_r_train")
-    if train and train.get("in_records", True):
-        rows.append(row(f"**Top R (train)** ({_escape(train['member'])})", train))
-    rows.append(row(f"**EoR** ({report['eor']['voter']})", report["eor"]))
+    same = bool(train) and train.get("member") == top["member"]
+    if same:
+        rows.append(row(f"**Top R** ({_escape(top['member'])}: best here and on the training records)", top))
+    else:
+        rows.append(row(f"**Top R** (best here: {_escape(top['member'])})", top))
+        if train and train.get("in_records", True):
+            rows.append(row(f"**Top R (train)** ({_escape(train['member'])})", train))
+    rows.append(row(f"**EoR** ({_voter_label(report['eor'])})", report["eor"]))
     oracle = {**report["oracle"], "mrwr": None, "mrlr": None}
     rows.append(row("**Oracle** (any member right)", oracle))
     lines = [
@@ -69,6 +74,29 @@ def accuracy_section(report: dict[str, Any]) -> list[str]:
     ]
     if train and not train.get("in_records", True):
         lines += ["", f"Top R (train) {train['member']} is not among these records' members."]
+    return lines
+
+
+def _voter_label(eor: dict[str, Any]) -> str:
+    """What chose EoR's answer: the voter kind and where its weights come from."""
+    kind = eor.get("kind") or "voter"
+    return f"{kind}, uniform weights" if eor.get("voter") == "uniform" else f"{kind}, trained"
+
+
+def provenance_section(report: dict[str, Any]) -> list[str]:
+    """Where the figures come from: records, questions, pool, reader and model digest, config, voter."""
+    origin = report.get("provenance") or {}
+    unknown = "not recorded"
+    members = origin.get("members") or report["names"]
+    lines = [
+        f"- records: `{report['records']}`, {report['questions']} questions with gold answers",
+        f"- pool: {len(members)} members ({', '.join(map(_escape, members))}); config "
+        f"{origin.get('config') or unknown}",
+        f"- reader: {origin.get('reader') or unknown}",
+        f"- corpus: {origin.get('corpus') or unknown}",
+        f"- EoR's voter: {_voter_label(report['eor'])}"
+        + (f" (`{report['eor']['weights_file']}`)" if report["eor"].get("weights_file") else ""),
+    ]
     return lines
 
 
@@ -315,8 +343,9 @@ def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
     lines = [
         "# Retriever pool benchmark",
         "",
-        f"Records `{report['records']}`: {report['questions']} questions with gold answers, "
-        f"{len(report['names'])} members. Correctness: {metric_label(report['metric'])}. EoR: {voter}.",
+        *provenance_section(report),
+        "",
+        f"Correctness: {metric_label(report['metric'])}. EoR: {voter}.",
         "",
         *accuracy_section(report),
         "",

@@ -3,6 +3,8 @@
 The report (EoR paper, table 1, figures 1 and 4-6, appendix B) holds, for the questions of a run that have
 gold answers:
 
+- `provenance`: the pool's members, reader identity (model digest), corpus and config name, as the records
+  say (null where records from before eor kept it do not);
 - `members`: per member the mean of each measure (`em`, `f1`, `contains`, and the report's `metric` when it
   is another one), its bootstrap 95% interval (`ci`), and `mrwr`/`mrlr` on the report's metric;
 - `eor`: the same for the ensemble (a weights file's voter, or a uniform one), with MRWR/MRLR against the
@@ -176,6 +178,7 @@ def _assemble(
         "format": REPORT_FORMAT,
         "version": REPORT_VERSION,
         "records": str(records_dir),
+        "provenance": provenance(records_dir),
         "questions": data.questions,
         "metric": metric,
         "measures": scored.measures,
@@ -190,6 +193,30 @@ def _assemble(
     }
     report["upper_bound"]["eor"] = report["eor"][metric]
     return report
+
+
+def provenance(records: str | Path) -> dict[str, Any]:
+    """What the records say of where they come from (a packed file's header, or a run folder's pool.json and
+    config.json): the pool's members, the reader's identity (backend, model file and digest, settings), the
+    corpus and the config's name; None for what they do not say (records from before eor kept it)."""
+    from eor.pool import read_pool_file
+    from eor.records import read_header
+
+    path = Path(records)
+    pool = read_pool_file(path) or {}
+    header = read_header(path) if path.is_file() else None
+    config: dict[str, Any] = {}
+    if header is not None and isinstance(header.get("config"), dict):
+        config = header["config"]
+    elif path.is_dir() and (path / "config.json").is_file():
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    corpus = pool.get("corpus") if isinstance(pool.get("corpus"), dict) else None
+    return {
+        "members": pool.get("members"),
+        "reader": pool.get("reader"),
+        "corpus": f"{corpus['file']} ({corpus['bytes']:,} bytes)" if corpus and corpus.get("bytes") else None,
+        "config": config.get("name"),
+    }
 
 
 @dataclass(frozen=True)
