@@ -189,7 +189,6 @@ def test_utility_writes_the_documented_files_and_keys(utility_run) -> None:
     ("command", "extra", "message"),
     [
         ("erag", ["--member", "Nope"], "unknown source(s) Nope"),
-        ("erag", ["--member", "BM25", "--k", "0"], "--k must be at least 1"),
         ("erag", ["--member", "BM25", "--k", "3", "--cutoffs", "1,5"], "--cutoffs must not exceed --k 3"),
         ("erag", ["--member", "BM25", "--metric", "bleu"], "unknown --metric 'bleu'"),
         ("erag", ["--member", "BM25@@"], "invalid retriever name"),
@@ -205,6 +204,16 @@ def test_bad_input_is_one_line_and_exit_1(workspace, capsys, command, extra, mes
     err = capsys.readouterr().err
     assert err.startswith("eor: error: ") and message in err and len(err.strip().splitlines()) == 1
     assert not out.exists()  # nothing written, no model loaded
+
+
+def test_a_count_below_one_is_refused_by_the_parser(workspace, capsys) -> None:
+    folder, config = workspace
+    out = folder / "bad-k"
+    with pytest.raises(SystemExit) as exit_:
+        main(["erag", "--config", str(config), "--data", str(QUESTIONS), "--member", "BM25", "--k", "0", "--out", str(out)])
+    assert exit_.value.code == 2
+    assert "argument --k: expected a whole number ≥ 1, got 0" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_utility_scores_are_finite_or_undefined(utility_run) -> None:
