@@ -24,6 +24,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def shown(path: str) -> str:
+    """`path` relative to the repository when it lies inside it (written files name no machine's paths)."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 LOSSES = (0.0, 0.25, 0.5, 1.0, 2.0)
 
 
@@ -113,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         document = {
             "questions": data.questions,
-            "records": str(args.dev),
+            "records": shown(args.dev),
             "cost_unit": costs.unit,
             "pool_cost": float(pool.mean()),
             "systems": systems,

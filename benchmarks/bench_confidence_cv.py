@@ -18,6 +18,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def shown(path: str) -> str:
+    """`path` relative to the repository when it lies inside it (written files name no machine's paths)."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     from eor.bench.stats import Bootstrap, paired_test
     from eor.crossval import VoteSettings, out_of_fold, vote_arrays
@@ -61,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.out:
         document = {
-            "records": str(args.records),
+            "records": shown(args.records),
             "folds": args.folds,
             "seed": args.seed,
             "em": {label: float(values.mean()) for label, values in rows.items()},
