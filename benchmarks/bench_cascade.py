@@ -30,6 +30,8 @@ def shown(path: str) -> str:
     """`path` relative to the repository when it lies inside it (written files name no machine's paths)."""
     resolved = Path(path).resolve()
     return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+
+
 LOSSES = (0.0, 0.25, 0.5, 1.0, 2.0)
 
 

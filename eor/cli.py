@@ -235,6 +235,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from eor.starter import init_folder
+
+    print(init_folder(Path(args.folder), force=args.force))
+    return 0
+
+
+def cmd_import_questions(args: argparse.Namespace) -> int:
+    from eor.importers import read_questions, write_jsonl
+
+    records = read_questions(Path(args.file), limit=args.limit)
+    write_jsonl(records, Path(args.out))
+    print(f"{len(records)} questions of {args.file} written to {args.out}")
+    return 0
+
+
+def cmd_import_corpus(args: argparse.Namespace) -> int:
+    from eor.importers import read_passages, write_jsonl
+
+    passages = read_passages(Path(args.file), limit=args.limit)
+    write_jsonl(passages, Path(args.out))
+    print(f"{len(passages)} passages of {args.file} written to {args.out}")
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from eor.models import PACKAGED_MODELS
 
@@ -345,9 +370,8 @@ def _cache_file(args: argparse.Namespace) -> Path:
 # -- options shared by several commands: each defined once, with one meaning ---------------------------------
 
 
-def _config_option(parser: argparse.ArgumentParser, *, required: bool = False, holds: str = "") -> None:
-    default = "" if required else "; default: configs/default.yaml"
-    parser.add_argument("--config", required=required, help=f"ensemble config (YAML){holds}{default}")
+def _config_option(parser: argparse.ArgumentParser, *, holds: str = "") -> None:
+    parser.add_argument("--config", help=f"ensemble config (YAML){holds}; default: configs/default.yaml")
 
 
 def _data_option(parser: argparse.ArgumentParser, fields: str) -> None:
@@ -455,7 +479,7 @@ def _add_ask(commands: Commands) -> None:
 
 def _add_run(commands: Commands) -> None:
     run = commands.add_parser("run", help="run every member on every question of a file; writes records")
-    _config_option(run, required=True)
+    _config_option(run)
     _data_option(run, "'question' [, 'id', 'answers']")
     _out_option(run, "run folder: records.jsonl and config.json (re-run to resume)")
     _limit_option(run)
@@ -611,6 +635,30 @@ def _add_serve(commands: Commands) -> None:
     serve.set_defaults(handler=cmd_serve)
 
 
+def _add_init(commands: Commands) -> None:
+    init = commands.add_parser("init", help="a folder to start from: an editable config, a corpus, questions")
+    init.add_argument("folder", help="the folder to write (created if missing)")
+    init.add_argument("--force", action="store_true", help="write config.yaml again if it exists")
+    init.set_defaults(handler=cmd_init)
+
+
+def _add_imports(commands: Commands) -> None:
+    questions = commands.add_parser(
+        "import-questions", help="public QA files (NQ-open JSON Lines, DPR's question<TAB>answers) into eor's format"
+    )
+    questions.add_argument("file", help="JSON Lines with question and answer(s), or question<TAB>[answers] (.gz too)")
+    _out_option(questions, "the questions file to write (JSON Lines: id, question, answers)")
+    _limit_option(questions)
+    questions.set_defaults(handler=cmd_import_questions)
+    corpus = commands.add_parser(
+        "import-corpus", help="a tab-separated passage file (DPR's psgs_w100.tsv) into a corpus"
+    )
+    corpus.add_argument("file", help="tab-separated with a header naming id, text and title (.gz too)")
+    _out_option(corpus, "the corpus file to write (JSON Lines: id, title, text)")
+    _limit_option(corpus)
+    corpus.set_defaults(handler=cmd_import_corpus)
+
+
 def _add_models(commands: Commands) -> None:
     models = commands.add_parser("models", help="list the models that work offline and how to install them")
     models.set_defaults(handler=cmd_models)
@@ -620,7 +668,7 @@ def _add_erag(commands: Commands) -> None:
     erag = commands.add_parser(
         "erag", help="eRAG: label each retrieved document by the reader's answer with it alone; correlate with e2e"
     )
-    _config_option(erag, required=True, holds=": reader, corpus, sources")
+    _config_option(erag, holds=": reader, corpus, sources")
     _data_option(erag, "'answers' [, 'gold_passages']")
     _member_option(erag, "the retriever to evaluate")
     _out_option(erag, "folder: erag.json, erag.md, erag.png (re-run to resume)")
@@ -644,7 +692,7 @@ def _add_utility(commands: Commands) -> None:
     utility = commands.add_parser(
         "utility", help="context utility U of the top-k documents vs 0-shot, and its Pearson r with nDCG@k"
     )
-    _config_option(utility, required=True, holds=": reader, corpus, sources")
+    _config_option(utility, holds=": reader, corpus, sources")
     _data_option(utility, "'answers' [, 'gold_passages']")
     _member_option(utility, "the retriever whose contexts are scored")
     _out_option(utility, "folder: utility.json, utility.md, utility.png")
@@ -726,6 +774,8 @@ COMMANDS = (
     _add_utility,
     _add_cache,
     _add_records,
+    _add_init,
+    _add_imports,
 )
 
 

@@ -15,6 +15,9 @@ from typing import Any
 
 from eor.errors import ConfigError
 
+#: a path that starts with it names a file shipped inside the eor package (`eor:demo/corpus.jsonl`).
+PACKAGE_SCHEME = "eor:"
+
 
 @dataclass
 class LlamaCppOptions:
@@ -175,6 +178,10 @@ class EnsembleConfig:
     base_dir: str = "."  # the config file's folder; relative paths resolve against it
 
     def resolve_path(self, path: str) -> Path:
+        """`path` as a file: `eor:demo/corpus.jsonl` is a file shipped inside the eor package (found wherever
+        it is installed), a relative path is relative to the config file's folder."""
+        if path.startswith(PACKAGE_SCHEME):
+            return package_file(path[len(PACKAGE_SCHEME) :])
         candidate = Path(path).expanduser()
         return candidate if candidate.is_absolute() else (Path(self.base_dir) / candidate).resolve()
 
@@ -273,6 +280,13 @@ def load_config(path: str | Path) -> EnsembleConfig:
     return config
 
 
+def package_file(relative: str) -> Path:
+    """A file shipped inside the eor package (package data), wherever eor is installed."""
+    from importlib.resources import files
+
+    return Path(str(files("eor").joinpath(relative)))
+
+
 def default_config_path() -> Path:
-    """configs/default.yaml of the project checkout this package runs from."""
-    return Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
+    """configs/default.yaml, shipped inside the package as eor/configs/ (a link to the checkout's configs/)."""
+    return package_file("configs/default.yaml")

@@ -352,6 +352,10 @@ class CvResult:
     costs: dict[str, np.ndarray] = field(default_factory=dict)  # per question: the members that ran
 
 
+#: called with a label ("selector, fold 2/5") after each candidate's fold of a cross-validation.
+Progress = Callable[[str], None]
+
+
 def out_of_fold(
     arrays: VoteArrays,
     names: Sequence[str],
@@ -360,19 +364,21 @@ def out_of_fold(
     seed: int,
     rows: np.ndarray | None = None,
     inner_folds: int = DEFAULT_FOLDS,
+    progress: Progress | None = None,
 ) -> CvResult:
     """K-fold out-of-fold correctness of each named candidate over `rows` (default: every question).
 
     `auto` among `names` runs a nested cross-validation: in each outer training fold, `choose_candidate`
     picks among the other candidates by an inner `inner_folds`-fold CV, and the choice is refitted on the
-    whole outer training fold.
+    whole outer training fold. `progress(label)` is called after each candidate's fold (k × len(names) calls).
     """
     rows = np.arange(arrays.questions) if rows is None else np.asarray(rows)
     plain = [name for name in names if name != AUTO]
     scores = {name: np.zeros(len(rows)) for name in names}
     costs = {name: np.zeros(len(rows)) for name in names}
     chosen: dict[str, list[str]] = {AUTO: []} if AUTO in names else {}
-    for held in folds(len(rows), k, seed):
+    step = progress or (lambda label: None)
+    for fold, held in enumerate(folds(len(rows), k, seed), start=1):
         train_rows = np.delete(rows, held)
         test_rows = rows[held]
         fitted: dict[str, Candidate] = {}
@@ -380,17 +386,25 @@ def out_of_fold(
             fitted[name] = build_candidate(name, settings).fit(arrays, train_rows)
             picks, costs[name][held] = fitted[name].answer(arrays, test_rows)
             scores[name][held] = _correct(arrays, test_rows, picks)
+            step(f"{name}, fold {fold}/{k}")
         if AUTO in names:
             pick, _ = choose_candidate(arrays, plain or auto_names(settings), settings, inner_folds, seed, train_rows)
             chosen[AUTO].append(pick)
             model = fitted.get(pick) or build_candidate(pick, settings).fit(arrays, train_rows)
             picks, costs[AUTO][held] = model.answer(arrays, test_rows)
             scores[AUTO][held] = _correct(arrays, test_rows, picks)
+            step(f"{AUTO} (nested), fold {fold}/{k}")
     return CvResult(k, seed, scores, chosen, costs)
 
 
 def choose_candidate(
-    arrays: VoteArrays, names: Sequence[str], settings: VoteSettings, k: int, seed: int, rows: np.ndarray | None = None
+    arrays: VoteArrays,
+    names: Sequence[str],
+    settings: VoteSettings,
+    k: int,
+    seed: int,
+    rows: np.ndarray | None = None,
+    progress: Progress | None = None,
 ) -> tuple[str, dict[str, float]]:
     """The candidate with the best inner-CV mean correctness over `rows` (Top R is always among them and
     wins ties, so the choice never scores below Top R by this CV); returns (name, mean per candidate).
@@ -401,7 +415,7 @@ def choose_candidate(
     ordered += [name for name in names if name not in ordered and name != AUTO]
     if (settings.budget is not None or settings.max_loss is not None) and arrays.costs is None:
         raise InputError("choosing by cost (max_loss, budget) needs records with each member's seconds")
-    result = out_of_fold(arrays, ordered, settings, k, seed + 1, rows)
+    result = out_of_fold(arrays, ordered, settings, k, seed + 1, rows, progress=progress)
     means = {name: float(values.mean()) for name, values in result.scores.items()}
     cost = {name: float(values.mean()) for name, values in result.costs.items()}
     eligible = list(ordered)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import numpy as np
 from eor.crossval import (
     AUTO,
     DEFAULT_FOLDS,
+    Progress,
     VoteArrays,
     VoteSettings,
     auto_names,
@@ -102,7 +105,9 @@ def train(
         meta["cv"] = {"folds": cv, "seed": seed, "voters": table}
         lines += format_cv(table, cv, data.questions, metric)
     if name == AUTO:
-        name, means = choose_candidate(arrays, auto_names(settings), settings, inner_folds, seed)
+        candidates = auto_names(settings)
+        with fold_progress("choosing the voter", inner_folds * len(candidates)) as step:
+            name, means = choose_candidate(arrays, candidates, settings, inner_folds, seed, progress=step)
         meta["selection"] = {"folds": inner_folds, "seed": seed, "means": means}
         lines.append(_selection_line(name, means, inner_folds, metric))
     fitted = _fit(name, arrays, settings)
@@ -172,8 +177,24 @@ def cross_validation(
     """K-fold figures of every candidate (and of `auto`, nested) against Top R chosen in each fold; the
     cost-aware candidates when `auto` may choose them or `cascade` is asked for."""
     names = candidate_names(cost_aware=cascade or settings.max_loss is not None or settings.budget is not None)
-    result = out_of_fold(arrays, [*names, AUTO] if with_auto else names, settings, k, seed, inner_folds=inner_folds)
+    names = [*names, AUTO] if with_auto else names
+    with fold_progress(f"{k}-fold cross-validation", k * len(names)) as step:
+        result = out_of_fold(arrays, names, settings, k, seed, inner_folds=inner_folds, progress=step)
     return compare_with_top(result)
+
+
+@contextmanager
+def fold_progress(label: str, total: int) -> Iterator[Progress]:
+    """A progress bar (on stderr) of a cross-validation's candidate folds; yields the step callback."""
+    from tqdm.auto import tqdm
+
+    with tqdm(total=total, desc=label, unit="fold", leave=False) as bar:
+
+        def step(done: str) -> None:
+            bar.set_postfix_str(done, refresh=False)
+            bar.update()
+
+        yield step
 
 
 def format_cv(table: dict[str, dict[str, Any]], k: int, questions: int, metric: str) -> list[str]:
@@ -270,6 +291,11 @@ def _pool(records: Path, pool_config: Path | None, names: list[str]) -> dict[str
     return pool_identity(config, build_reader(config.reader))
 
 
+def _pct(share: float) -> str:
+    """A share as printed everywhere in `eor train`'s output: percent, one decimal."""
+    return f"{100 * share:.1f}"
+
+
 def _mean_correct(correctness: np.ndarray, chosen: np.ndarray) -> float:
     return float(correctness[np.arange(len(chosen)), chosen].mean()) if len(chosen) else 0.0
 
@@ -281,8 +307,8 @@ def _predict(voter: Any, data: RunData) -> np.ndarray:
 def _scores(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any], metric: str) -> list[str]:
     top = meta["top_r_train"]
     lines = [
-        f"{metric} on train ({arrays.questions} questions): {name} {voter.train_score_:.4f}, "
-        f"uniform {meta['uniform']['train']:.4f}, best single member {top['member']} {top['train']:.4f}"
+        f"{metric} on train ({arrays.questions} questions, %): {name} {_pct(voter.train_score_)}, "
+        f"uniform {_pct(meta['uniform']['train'])}, best single member {top['member']} {_pct(top['train'])}"
     ]
     if hasattr(voter, "order_"):
         lines += _cascade_lines(voter, metric)
@@ -359,11 +385,11 @@ def _dev_scores(voter: Any, dev: RunData, meta: dict[str, Any], metric: str, see
         "vs": tests,
     }
     lines = [
-        f"{metric} on dev ({dev.questions} questions): voter {voter.dev_score_:.4f}, "
-        f"uniform {meta['uniform']['dev']:.4f}, {meta['top_r_train']['member']} {meta['top_r_train']['dev']:.4f}, "
-        f"best on dev {meta['top_r_dev']['member']} {meta['top_r_dev']['dev']:.4f}",
-        f"f1 on dev: voter {meta['dev']['f1']:.4f}, {meta['top_r_train']['member']} {f1[:, index].mean():.4f}, "
-        f"{dev.names[best]} {f1[:, best].mean():.4f}; oracle {metric} {oracle:.4f}",
+        f"{metric} on dev ({dev.questions} questions, %): voter {_pct(voter.dev_score_)}, "
+        f"uniform {_pct(meta['uniform']['dev'])}, {meta['top_r_train']['member']} {_pct(meta['top_r_train']['dev'])}, "
+        f"best on dev {meta['top_r_dev']['member']} {_pct(meta['top_r_dev']['dev'])}",
+        f"f1 on dev (%): voter {_pct(meta['dev']['f1'])}, {meta['top_r_train']['member']} {_pct(f1[:, index].mean())}, "
+        f"{dev.names[best]} {_pct(f1[:, best].mean())}; oracle {metric} {_pct(oracle)}",
     ]
     for key, label in (("top_r_train", "Top R (train)"), ("top_r_dev", "Top R (dev)")):
         test = tests[key]

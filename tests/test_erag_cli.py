@@ -210,7 +210,21 @@ def test_a_count_below_one_is_refused_by_the_parser(workspace, capsys) -> None:
     folder, config = workspace
     out = folder / "bad-k"
     with pytest.raises(SystemExit) as exit_:
-        main(["erag", "--config", str(config), "--data", str(QUESTIONS), "--member", "BM25", "--k", "0", "--out", str(out)])
+        main(
+            [
+                "erag",
+                "--config",
+                str(config),
+                "--data",
+                str(QUESTIONS),
+                "--member",
+                "BM25",
+                "--k",
+                "0",
+                "--out",
+                f"{out}",
+            ]
+        )
     assert exit_.value.code == 2
     assert "argument --k: expected a whole number ≥ 1, got 0" in capsys.readouterr().err
     assert not out.exists()

@@ -72,7 +72,7 @@ def test_progress_callback_logging_and_dev_score(caplog):
     answers, golds = synthetic(50, [0.3, 1.0, 0.5], seed=5)
     dev_answers, dev_golds = synthetic(40, [0.3, 1.0, 0.5], seed=6)
     events = []
-    with caplog.at_level(logging.INFO, logger="voters"):
+    with caplog.at_level(logging.DEBUG, logger="voters"):  # each start's fit line is at debug level
         voter = Voter(metrics=("em",), restarts=1).fit(
             answers, golds, dev=(dev_answers, dev_golds), callback=events.append
         )

@@ -326,7 +326,7 @@ def test_config_metric_params_reach_the_uniform_voter(tmp_path):
     )
     shutil.copy(root / "eor" / "demo" / "corpus.jsonl", tmp_path / "corpus.jsonl")
     path = tmp_path / "c.yaml"
-    path.write_text(text.replace("../eor/demo/corpus.jsonl", "corpus.jsonl"))
+    path.write_text(text.replace("eor:demo/corpus.jsonl", "corpus.jsonl"))
     voter = _uniform_voter(load_config(path))
     assert voter.metric_params == {"bertscore": {"model": "minilm-l6", "num_layers": 3}}
     path.write_text(text.replace("{bertscore: {num_layers: 3}}", "{nli: {model: x}}"))

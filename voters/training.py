@@ -292,7 +292,7 @@ def _nelder_mead(objective: Any, x0: np.ndarray, max_weight: float, max_evals: i
 
 def _log_start(event: dict[str, Any], best_start: str) -> None:
     dev = "" if event["dev_score"] is None else f", dev {event['dev_score']:.4f}"
-    log.info(
+    log.debug(
         "voter fit %s/%s: train %.4f%s (best %.4f from %s)",
         event["pooling"],
         event["start"],

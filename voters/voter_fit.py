@@ -174,7 +174,7 @@ class FittingMixin:
         self.best_start_ = result.start
         self.n_evaluations_ = result.evaluations
         self.fit_history_ = result.history
-        log.info(
+        log.debug(
             "voter fitted: train %s %.4f%s, pooling %s, %d active of %d members",
             self.correctness,
             result.train_score,
