@@ -15,13 +15,18 @@ LLAMA_ARGS ?= -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 # Debian's Chromium for the explorer's end-to-end tests (driven by Playwright, which downloads no browser).
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test install browser lint bench-voter clean-cache
+.PHONY: demo test slow install browser lint bench-voter clean-cache
 
 demo: $(VENV)/.installed
 	$(BIN)/eor ask "who was the first president of the united states"
 
 test: $(VENV)/.installed browser
 	EOR_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
+
+# What a newcomer does first, checked end to end (slow, outside the default suite): the README's tour as
+# written from the repository root, and a non-editable install answering from another directory.
+slow: $(VENV)/.installed
+	$(BIN)/python -m pytest -m slow tests/test_tour.py tests/test_install.py
 
 browser:
 	@test -x $(CHROMIUM) || { \

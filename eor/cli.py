@@ -184,6 +184,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from eor.bench import bench
+    from eor.bench.bem import bem_correctness
+
+    if args.bem_model:
+        bem_correctness.configure(args.bem_model)
 
     metrics = tuple(args.metrics.split(",")) if args.metrics else None
     print(
@@ -567,7 +571,12 @@ def _add_bench(commands: Commands) -> None:
     bench.add_argument("records", help="run folder (or records.jsonl)")
     _out_option(bench, "report folder: report.json, report.md, report.html and PNG figures")
     _weights_option(bench, "for EoR (default: uniform)")
-    bench.add_argument("--metric", default="em", help="correctness: em, f1, contains or semantic (default em)")
+    bench.add_argument("--metric", default="em", help="correctness: em, f1, contains, semantic or bem (default em)")
+    bench.add_argument(
+        "--bem-model",
+        metavar="ID_OR_PATH",
+        help="the answer-equivalence classifier of --metric bem (a Hugging Face id in the local cache, or a folder)",
+    )
     bench.add_argument("--metrics", help="similarity metrics of the uniform voter, comma-separated")
     bench.add_argument("--seed", type=int, default=0, help="seed of bootstrap and subset sampling")
     bench.add_argument("--resamples", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")

@@ -3,12 +3,14 @@ eRAG's downstream labels, utility and `eor run`'s summary (a name -> function re
 
 Each metric scores a prediction against the best of the gold answers (eor.answers.best_over_golds): `em`
 (normalised exact match, the paper's default), `f1` (token F1), `contains` (a gold answer occurs in the
-prediction as a whole-token span); `eor.bench.semantic` registers `semantic`.
+prediction as a whole-token span); `eor.bench.semantic` registers `semantic` and `eor.bench.bem` registers
+`bem` (a BERT answer-equivalence classifier that reads the question too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,17 +42,51 @@ def score_answer(metric: str, prediction: str, golds: Sequence[str]) -> float:
 
 
 def correctness_matrix(
-    answers: Sequence[Sequence[str]], golds: Sequence[Sequence[str]], metric: str = "em"
+    answers: Sequence[Sequence[str]],
+    golds: Sequence[Sequence[str]],
+    metric: str = "em",
+    questions: Sequence[str] | None = None,
 ) -> np.ndarray:
-    """g(y_m, a) per question and member, shape (Q, M); each distinct answer of a question is scored once."""
+    """g(y_m, a) per question and member, shape (Q, M); each distinct answer of a question is scored once.
+
+    A metric that judges an answer with its question (`needs_question`, e.g. `bem`: eor.bench.bem) scores
+    every distinct (question, answer, gold) triple in one call of its `score`, and needs `questions`."""
     function = get_correctness(metric)
     if len(answers) != len(golds):
         raise InputError(f"got answers for {len(answers)} questions but gold answers for {len(golds)}")
-    rows = []
-    for q, (row, gold) in enumerate(zip(answers, golds, strict=True)):
+    for q, gold in enumerate(golds):
         if isinstance(gold, str):
             raise InputError(f"question {q}: gold answers must be a list of strings, got a string")
-        scored = {answer: best_over_golds(function, answer, gold) for answer in dict.fromkeys(row)}
-        rows.append([scored[answer] for answer in row])
+    if getattr(function, "needs_question", False):
+        rows = _with_questions(function, answers, golds, questions, metric)
+    else:
+        rows = []
+        for row, gold in zip(answers, golds, strict=True):
+            scored = {answer: best_over_golds(function, answer, gold) for answer in dict.fromkeys(row)}
+            rows.append([scored[answer] for answer in row])
     width = len(answers[0]) if len(answers) else 0
     return np.array(rows, dtype=float).reshape(len(answers), width)
+
+
+def _with_questions(
+    function: Any,
+    answers: Sequence[Sequence[str]],
+    golds: Sequence[Sequence[str]],
+    questions: Sequence[str] | None,
+    metric: str,
+) -> list[list[float]]:
+    if questions is None or len(questions) != len(answers):
+        raise InputError(f"the {metric} correctness judges each answer with its question: give the questions")
+    triples = list(
+        dict.fromkeys(
+            (question, answer, gold)
+            for question, row, gold_list in zip(questions, answers, golds, strict=True)
+            for answer in row
+            for gold in gold_list
+        )
+    )
+    score = dict(zip(triples, function.score(triples), strict=True))
+    return [
+        [max((score[(question, answer, gold)] for gold in gold_list), default=0.0) for answer in row]
+        for question, row, gold_list in zip(questions, answers, golds, strict=True)
+    ]

@@ -35,7 +35,7 @@ PARTITION_STYLE = {
     "hallucination": ("hallucination (gold retrieved)", "#ba68c8"),
     "retriever_error": ("retriever error (wrong)", "#e57373"),
 }
-METRIC_LABELS = {"em": "EM", "f1": "F1", "contains": "containment", "semantic": "semantic equivalence"}
+METRIC_LABELS = {"em": "EM", "f1": "F1", "contains": "containment", "semantic": "semantic equivalence", "bem": "BEM"}
 
 
 def metric_label(metric: str) -> str:

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+import eor.bench.bem  # noqa: F401  (registers the `bem` correctness metric)
 import eor.bench.semantic  # noqa: F401  (registers the `semantic` correctness metric)
 from eor.bench.cost import cost_section
 from eor.bench.data import RunData, load_run
@@ -120,7 +121,7 @@ def build_report(
         stage(1)
         _prime(metric, data)
         # scores[measure]: (members, questions)
-        scores = {name: correctness_matrix(data.answers, data.golds, name).T for name in measures}
+        scores = {name: correctness_matrix(data.answers, data.golds, name, data.texts).T for name in measures}
         stage(2)
         voted = vote(data, weights, metrics)
         questions = np.arange(data.questions)
