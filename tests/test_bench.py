@@ -381,3 +381,28 @@ def test_semantic_metric_with_the_encoder():
     assert semantic_equivalence("USA", "United States") == 1.0
     assert semantic_equivalence("red", "blue") == 0.0
     assert math.isclose(semantic_equivalence.cosine("beatles", "beatles"), 1.0, abs_tol=1e-6)
+
+
+def test_a_report_opens_with_the_provenance_of_packed_records(tmp_path):
+    import gzip
+
+    shipped = Path(__file__).resolve().parent.parent / "docs" / "records" / "nq-dev.jsonl.gz"
+    with gzip.open(shipped, "rt", encoding="utf-8") as handle:
+        header, *records = [next(handle) for _ in range(11)]
+    assert '"eor_records"' in header
+    packed = tmp_path / "dev.jsonl.gz"
+    with gzip.open(packed, "wt", encoding="utf-8") as handle:
+        handle.write(header + "".join(records))
+    report = build_report(packed, metrics=("em", "f1"))
+    write_report(report, tmp_path / "report")
+    origin = json.loads(header)["eor_records"]["pool"]
+    assert report["provenance"] == {
+        "members": origin["members"],
+        "reader": origin["reader"],
+        "corpus": f"{origin['corpus']['file']} ({origin['corpus']['bytes']:,} bytes)",
+        "config": "nq-offline",
+    }
+    assert "sha256:" in origin["reader"] and report["questions"] == 10
+    opening = (tmp_path / "report" / "report.md").read_text().split("## ")[0]
+    assert f"- reader: {origin['reader']}" in opening and "- corpus: wiki-nq.jsonl (" in opening
+    assert "- EoR's voter: paper, uniform weights" in opening
