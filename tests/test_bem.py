@@ -13,6 +13,7 @@ from eor.bench.bem import BemCorrectness
 from eor.cli import main
 from eor.correctness import correctness_matrix
 from eor.errors import InputError
+from tests.tiny_bert import build_tiny_bert
 
 torch = pytest.importorskip("torch")
 WORDS = "who wrote hamlet shakespeare william the capital of france paris lyon is".split()
@@ -20,31 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def build_bem(folder: Path, token_types: int) -> Path:
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
-    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
-
-    vocab = {word: i for i, word in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *WORDS])}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.Lowercase()
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]"
-    )
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-        type_vocab_size=token_types,
-        num_labels=2,
-        initializer_range=0.5,
-    )
-    torch.manual_seed(1)
-    BertForSequenceClassification(config).eval().save_pretrained(folder)
-    fast.save_pretrained(folder)
-    return folder
+    return build_tiny_bert(folder, WORDS, {0: "different", 1: "equivalent"}, token_types=token_types, seed=1)
 
 
 @pytest.fixture(scope="module")

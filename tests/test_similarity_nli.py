@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from eor.errors import ConfigError
+from tests.tiny_bert import build_tiny_bert
 from voters.similarity import similarity_tensor
 from voters.similarity.nli import NliSimilarity, entailment_index
 
@@ -31,38 +32,7 @@ PAIRS = [
 
 
 def build_model(folder: Path, id2label: dict[int, str]) -> Path:
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
-
-    vocab = {word: i for i, word in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *WORDS])}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.Lowercase()
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
-    )
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]"
-    )
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-        num_labels=len(id2label),
-        id2label=id2label,
-        label2id={label: index for index, label in id2label.items()},
-        initializer_range=0.5,  # large random weights: different inputs give clearly different outputs
-    )
-    torch.manual_seed(0)
-    model = BertForSequenceClassification(config).eval()
-    fast.save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return build_tiny_bert(folder, WORDS, id2label)
 
 
 @pytest.fixture(scope="module")
