@@ -15,7 +15,7 @@ LLAMA_ARGS ?= -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 # Debian's Chromium for the explorer's end-to-end tests (driven by Playwright, which downloads no browser).
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test slow install browser lint bench-voter clean-cache
+.PHONY: demo test slow wheel-install install browser lint bench-voter clean-cache
 
 demo: $(VENV)/.installed
 	$(BIN)/eor ask "who was the first president of the united states"
@@ -24,9 +24,19 @@ test: $(VENV)/.installed browser
 	EOR_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
 
 # What a newcomer does first, checked end to end (slow, outside the default suite): the README's tour as
-# written from the repository root, and a non-editable install answering from another directory.
+# written from the repository root, and a fresh non-editable install answering from another directory.
 slow: $(VENV)/.installed
 	$(BIN)/python -m pytest -m slow tests/test_tour.py tests/test_install.py
+
+# A non-editable install of eor with its offline models into a new virtual environment TARGET, with the same
+# torch and llama.cpp build as `make install` (tests/test_install.py runs it, then eor from another folder).
+wheel-install:
+	@test -n "$(TARGET)" || { echo "usage: make wheel-install TARGET=/path/to/new-venv"; exit 2; }
+	$(PYTHON) -m venv $(TARGET)
+	$(TARGET)/bin/pip install --quiet --upgrade pip
+	$(TARGET)/bin/pip install --quiet $(TORCH)
+	CMAKE_ARGS="$(LLAMA_ARGS)" $(TARGET)/bin/pip install --quiet --no-cache-dir '$(LLAMA_CPP)'
+	$(TARGET)/bin/pip install --quiet '.[offline]'
 
 browser:
 	@test -x $(CHROMIUM) || { \

@@ -148,7 +148,7 @@ def test_sklearn_protocol():
     [
         ({"metrics": ("em", "bleu")}, "unknown similarity metric.*bleu.*available"),
         ({"pooling": "median"}, "unknown pooling.*mean, max, majority, plurality, search"),
-        ({"correctness": "bem"}, "unknown correctness.*em, f1, contains"),
+        ({"correctness": "bleu"}, "unknown correctness.*em, f1, contains"),
         ({"max_weight": 0.1}, "member_threshold < max_weight"),
         ({"metrics": ("em", "em")}, "repeat"),
         ({"metric_params": {"cosine": {}}, "metrics": ("em",)}, "metric_params.*cosine"),
