@@ -78,6 +78,26 @@ class VoteArrays:
         return self.tensor.shape[0]
 
 
+def without_confidence(arrays: VoteArrays) -> VoteArrays:
+    """The same arrays with the reader's confidence left out of the selector's features."""
+    from dataclasses import replace
+
+    blocks = replace(arrays.blocks, confidence=None)
+    return replace(arrays, blocks=blocks, features=blocks.features(range(len(arrays.data.names)), arrays.data.names))
+
+
+def confidence_choice(arrays: VoteArrays, settings: VoteSettings, k: int, seed: int) -> dict[str, Any]:
+    """Whether the selector's features keep the reader's confidence, by k-fold cross-validation of the
+    selector with and without it on the same folds: kept only when strictly better (simpler on a tie).
+    `{"used": bool, "with": mean, "without": mean, "folds": k}`."""
+    plain = without_confidence(arrays)
+    means = {
+        label: float(out_of_fold(candidate_arrays, ["selector"], settings, k, seed).scores["selector"].mean())
+        for label, candidate_arrays in (("with", arrays), ("without", plain))
+    }
+    return {"used": means["with"] > means["without"], **means, "folds": k}
+
+
 def vote_arrays(data: RunData, settings: VoteSettings) -> VoteArrays:
     from eor.costs import member_costs
     from voters import correctness_matrix, grounding_features, similarity_tensor

@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,10 @@ from eor.crossval import (
     candidate_names,
     choose_candidate,
     compare_with_top,
+    confidence_choice,
     out_of_fold,
     vote_arrays,
+    without_confidence,
 )
 from eor.errors import ConfigError
 from eor.run_data import RunData, load_run
@@ -42,6 +45,11 @@ log = logging.getLogger(__name__)
 
 #: the tolerances (EM points) at which a cascade's operating points are shown.
 OPERATING_LOSSES = (0.0, 0.25, 0.5, 1.0, 2.0)
+
+
+#: the voters whose features may hold the reader's confidence (`auto` may choose one of them): for these,
+#: `eor train` keeps the confidence features only when cross-validation says they help.
+CONFIDENCE_VOTERS = (AUTO, "selector", "cascade")
 
 
 def train(
@@ -70,7 +78,9 @@ def train(
     included (the cheapest within max_loss of the best, or the best within the budget). The weights file
     records the identity of the pool the records come from (eor.pool): the `pool.json` that `eor run` wrote
     beside them, or that of `pool_config`, the config they were run with. `confidence`: the selector's
-    features include the reader's confidence where the records hold it (voters.features)."""
+    features may include the reader's confidence where the records hold it (voters.features); for the
+    selector, the cascade and `auto` they are kept only when a cross-validation of the selector with and
+    without them (`inner_folds`, on the same folds) says they help (`meta.confidence_features`)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     name = _voter_name(voter, grounding)
     _check_cost_options(max_loss, budget)
@@ -98,6 +108,12 @@ def train(
     arrays = vote_arrays(data, settings)
     lines: list[str] = []
     meta: dict[str, Any] = {"records": str(records), "dev_records": str(dev) if dev else None}
+    if arrays.blocks.confidence is not None and name in CONFIDENCE_VOTERS:
+        choice = confidence_choice(arrays, settings, inner_folds, seed)
+        meta["confidence_features"] = choice
+        lines.append(_confidence_line(choice, metric))
+        if not choice["used"]:
+            arrays, settings = without_confidence(arrays), replace(settings, confidence=False)
     if cv:
         table = cross_validation(
             arrays, settings, cv, seed, with_auto=name == AUTO, inner_folds=inner_folds, cascade=name == "cascade"
@@ -294,6 +310,14 @@ def _pool(records: Path, pool_config: Path | None, names: list[str]) -> dict[str
 def _pct(share: float) -> str:
     """A share as printed everywhere in `eor train`'s output: percent, one decimal."""
     return f"{100 * share:.1f}"
+
+
+def _confidence_line(choice: dict[str, Any], metric: str) -> str:
+    verdict = "kept" if choice["used"] else "left out"
+    return (
+        f"reader confidence as selector features: {verdict} by {choice['folds']}-fold cross-validation "
+        f"({metric}: selector {_pct(choice['with'])} with, {_pct(choice['without'])} without)"
+    )
 
 
 def _mean_correct(correctness: np.ndarray, chosen: np.ndarray) -> float:

@@ -262,3 +262,37 @@ def test_transformers_confidence_equals_a_forward_pass():
     positions = range(start - 1, start - 1 + len(confidence.logprobs))
     expected = [float(torch.log_softmax(logits[p], dim=-1)[sequence[0, p + 1]]) for p in positions]
     assert np.allclose(confidence.logprobs, expected, atol=2e-3)
+
+
+@pytest.mark.parametrize("informative", [True, False])
+def test_eor_train_keeps_the_confidence_features_only_when_cross_validation_says_they_help(
+    tmp_path, capsys, informative
+):
+    """The two-member task above as run records: where the surer member is the right one, `eor train` keeps
+    the confidence features (by its 5-fold cross-validation); where every answer is equally sure they cannot
+    help (a tie), and it leaves them out."""
+    rng = np.random.default_rng(1)
+    sure = {"mean_logprob": -0.05, "min_logprob": -0.1, "first_margin": 4.0, "tokens": 2}
+    unsure = {"mean_logprob": -2.0, "min_logprob": -3.0, "first_margin": 0.2, "tokens": 2}
+    lines = []
+    for q in range(60):
+        right = int(rng.integers(2))
+        names = ["A", "B"] if right else ["B", "A"]  # names[1] answers right
+        certainty = {names[0]: unsure, names[1]: sure} if informative else {"A": sure, "B": sure}
+        members = {
+            name: {"answer": f"{'right' if name == names[1] else 'wrong'} {q}", "passages": [], "confidence": c}
+            for name, c in sorted(certainty.items())
+        }
+        lines.append(json.dumps({"id": f"q{q}", "question": "?", "answers": [f"right {q}"], "members": members}))
+    records = tmp_path / "records.jsonl"
+    records.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "w.json"
+    from eor.cli import main
+
+    assert main(["train", str(records), "--voter", "selector", "--metrics", "em,f1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    verdict = "kept" if informative else "left out"
+    assert f"reader confidence as selector features: {verdict} by 5-fold cross-validation" in printed
+    document = json.loads(out.read_text())
+    assert document["meta"]["confidence_features"]["used"] is informative
+    assert ("conf:mean" in document["feature_names"]) is informative
