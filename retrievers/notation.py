@@ -1,4 +1,4 @@
-"""Parser and printer for the EoR retriever notation (paper section 2.1, appendix C.1; DESIGN.md section 4).
+"""Parser and printer for the EoR retriever notation (paper section 2.1, appendix C.1).
 
 A retriever name such as ``SE@RR@5&Wiki@5@CP`` describes a tree of knowledge-processing steps over base
 sources.  This module only turns names into trees of frozen dataclasses and back; it builds no retrievers and
