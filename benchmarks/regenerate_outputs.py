@@ -1,0 +1,103 @@
+"""Regenerate every output the shipped records and results reproduce, into one folder, so that two commits can
+be compared byte for byte (`diff -r A B`): the weights files `eor train` writes from `docs/records/` (the
+commands of docs/voter.md, docs/cascade.md and docs/results.md, same seeds), the `eor bench` reports of those
+weights and of uniform weights on the dev records, and `erag.md` rendered from each shipped `erag.json`.
+
+Paths inside the outputs are the ones given on the command line, so run it from the repository root with
+the same OUT both times and move the first result aside before the second:
+
+    python benchmarks/regenerate_outputs.py runs/outputs          # about 5 minutes of CPU, no reader
+    mv runs/outputs runs/outputs-before; git checkout OTHER; python benchmarks/regenerate_outputs.py runs/outputs
+    diff -r runs/outputs-before runs/outputs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+R = "docs/records"
+NQ = ["--config", "configs/nq-offline.yaml"]
+NQ_DEV = ["--dev", f"{R}/nq-dev.jsonl.gz"]
+NQ16_DEV = ["--dev", f"{R}/nq16-dev.jsonl.gz"]
+
+#: weights file -> the `eor train` arguments (after the records) that made it, and the dev records it is benched on
+TRAINED = {
+    "nq-offline.json": ([f"{R}/nq-train.jsonl.gz", "--voter", "paper", *NQ, *NQ_DEV], f"{R}/nq-dev.jsonl.gz"),
+    "nq-offline-grounding.json": (
+        [f"{R}/nq-train.jsonl.gz", "--voter", "grounding", *NQ, *NQ_DEV],
+        f"{R}/nq-dev.jsonl.gz",
+    ),
+    "nq-offline-auto.json": ([f"{R}/nq-train.jsonl.gz", "--cv", "5", "--no-confidence", *NQ], f"{R}/nq-dev.jsonl.gz"),
+    "nq-offline-cascade.json": (
+        [f"{R}/nq-train.jsonl.gz", "--voter", "cascade", "--max-loss", "0.5", "--no-confidence", *NQ],
+        f"{R}/nq-dev.jsonl.gz",
+    ),
+    "nq-offline16.json": ([f"{R}/nq16-train.jsonl.gz", "--voter", "paper", *NQ16_DEV], f"{R}/nq16-dev.jsonl.gz"),
+    "nq-offline16-grounding.json": (
+        [f"{R}/nq16-train.jsonl.gz", "--voter", "grounding", *NQ16_DEV],
+        f"{R}/nq16-dev.jsonl.gz",
+    ),
+}
+
+
+def eor(*args: str, out_file: Path) -> None:
+    """Run `eor ARGS` from the repository root; its standard output is kept in `out_file`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "eor.cli", *args], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    out_file.write_text(done.stdout, encoding="utf-8")
+    if done.returncode:
+        raise SystemExit(f"eor {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from eor.erag.report import erag_markdown
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="the folder to write (relative to the repository root; replaced)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    shutil.rmtree(ROOT / out, ignore_errors=True)
+    (ROOT / out / "weights").mkdir(parents=True)
+    (ROOT / out / "printed").mkdir()
+    for name, (train_args, dev) in TRAINED.items():
+        weights = out / "weights" / name
+        eor("train", *train_args, "--out", str(weights), out_file=ROOT / out / "printed" / f"train-{name}.txt")
+        report = out / "reports" / Path(name).stem
+        eor(
+            "bench",
+            dev,
+            "--weights",
+            str(weights),
+            "--out",
+            str(report),
+            out_file=ROOT / out / "printed" / f"bench-{name}.txt",
+        )
+        print(f"{name}: trained and benched", flush=True)
+    for dev in (f"{R}/nq-dev.jsonl.gz", f"{R}/nq16-dev.jsonl.gz"):
+        stem = Path(dev).name.split(".")[0]
+        eor(
+            "bench",
+            dev,
+            "--out",
+            str(out / "reports" / f"{stem}-uniform"),
+            out_file=ROOT / out / "printed" / f"bench-{stem}-uniform.txt",
+        )
+    for shipped in sorted((ROOT / "docs" / "reports").glob("*/erag.json")):
+        target = ROOT / out / "erag" / shipped.parent.name
+        target.mkdir(parents=True)
+        (target / "erag.md").write_text(
+            erag_markdown(json.loads(shipped.read_text(encoding="utf-8"))), encoding="utf-8"
+        )
+    print(f"written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
