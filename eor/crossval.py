@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -80,8 +80,6 @@ class VoteArrays:
 
 def without_confidence(arrays: VoteArrays) -> VoteArrays:
     """The same arrays with the reader's confidence left out of the selector's features."""
-    from dataclasses import replace
-
     blocks = replace(arrays.blocks, confidence=None)
     return replace(arrays, blocks=blocks, features=blocks.features(range(len(arrays.data.names)), arrays.data.names))
 
