@@ -38,7 +38,7 @@ def warm_indexes(config_path: Path) -> list[str]:
     used = sorted({name for member in config.members for name in notation.sources(notation.parse(member))})
     warmed = [name for name in used if name in specs and specs[name][0] in INDEXED_TYPES]
     for name in warmed:
-        pool.source(name).retrieve_batch(["warm up"])
+        pool.source(name).batch(["warm up"])
     return warmed
 
 

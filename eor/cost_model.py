@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from eor.errors import InputError
+from eor.records import read_records
+from eor.runner import GENERATION_FILE
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,6 @@ class Pilot:
     @classmethod
     def from_run(cls, folder: str | Path) -> Pilot:
         """The pilot of a run folder written by `eor run` (its records and generation.json)."""
-        from eor.records import read_records
-        from eor.runner import GENERATION_FILE
 
         file = Path(folder) / GENERATION_FILE
         if not file.is_file():

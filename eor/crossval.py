@@ -32,10 +32,18 @@ from typing import Any
 
 import numpy as np
 
+from eor.bench.stats import Bootstrap, paired_test
+from eor.costs import member_costs
 from eor.errors import ConfigError, InputError
 from eor.plugins import entry_point_objects
 from eor.run_data import RunData
+from voters import Voter, choose, correctness_matrix, grounding_features, similarity_tensor
+from voters.cascade import DEFAULT_MAX_LOSS, Cascade
+from voters.features import FeatureSet, candidate_blocks
 from voters.folds import folds
+from voters.loading import register_voter_kind
+from voters.protocol import confidence_kwargs
+from voters.selector import AnswerSelector
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +105,6 @@ def confidence_choice(arrays: VoteArrays, settings: VoteSettings, k: int, seed: 
 
 
 def vote_arrays(data: RunData, settings: VoteSettings) -> VoteArrays:
-    from eor.costs import member_costs
-    from voters import correctness_matrix, grounding_features, similarity_tensor
-    from voters.features import candidate_blocks
-
     tensor = similarity_tensor(
         data.answers, list(settings.metrics), cache=settings.cache_dir, metric_params=settings.metric_params
     )
@@ -138,8 +142,6 @@ class Candidate:
         raise NotImplementedError
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        from voters.protocol import confidence_kwargs
-
         data = arrays.data
         picked = [int(i) for i in rows]
         known = confidence_kwargs(self.estimator, [data.confidence[i] for i in picked] if data.confidence else None)
@@ -177,8 +179,6 @@ class PaperCandidate(Candidate):
 
     @property
     def voter_class(self) -> type:
-        from voters import Voter
-
         return Voter
 
     def __init__(self, settings: VoteSettings, *, grounding: bool = False, objective: str = "step"):
@@ -190,8 +190,6 @@ class PaperCandidate(Candidate):
         )
 
     def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
-        from voters import Voter
-
         s = self.settings
         self.estimator = Voter(
             metrics=s.metrics,
@@ -219,14 +217,9 @@ class SelectorCandidate(Candidate):
 
     @property
     def voter_class(self) -> type:
-        from voters.selector import AnswerSelector
-
         return AnswerSelector
 
     def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
-        from voters.features import FeatureSet
-        from voters.selector import AnswerSelector
-
         s = self.settings
         self.estimator = AnswerSelector(
             metrics=s.metrics,
@@ -243,8 +236,6 @@ class SelectorCandidate(Candidate):
         return self
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        from voters import choose
-
         return choose(self.estimator.feature_scores(arrays.features.matrix[rows]))
 
 
@@ -255,13 +246,9 @@ class CascadeCandidate(Candidate):
 
     @property
     def voter_class(self) -> type:
-        from voters.cascade import Cascade
-
         return Cascade
 
     def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
-        from voters.cascade import DEFAULT_MAX_LOSS, Cascade
-
         s = self.settings
         if arrays.costs is None:
             raise InputError("a cascade learns from members' costs: the records lack their seconds")
@@ -304,7 +291,6 @@ _REGISTERED: dict[str, type[Candidate]] = {}
 def register_candidate(candidate: type[Candidate]) -> type[Candidate]:
     """Make `candidate` (a Candidate subclass with a `name` and a `voter_class`) available to `eor train
     --voter NAME`, to cross-validation and to `auto`, and its weights files to `voters.load_voter`."""
-    from voters.loading import register_voter_kind
 
     _check_candidate(candidate)
     register_voter_kind(candidate.voter_class)
@@ -458,7 +444,6 @@ def _pool_cost(arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
 
 def compare_with_top(result: CvResult, resamples: int = 2000) -> dict[str, dict[str, Any]]:
     """Per candidate: mean, and the paired test of it against Top R (interval of the mean difference)."""
-    from eor.bench.stats import Bootstrap, paired_test
 
     if "top" not in result.scores:
         raise InputError("cross-validation results lack Top R ('top')")

@@ -18,6 +18,7 @@ unless asked otherwise.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import re
@@ -32,11 +33,18 @@ from eor.data import Question, make_question
 from eor.errors import ConfigError, ContextOverflowError, EorError, InputError, ReaderError, RetrieverError
 from eor.generation_cache import CacheSetting, open_cache
 from eor.members import source_pool
+from eor.pool import pool_identity, warn_if_foreign
 from eor.prompts import clean_answer, templates_for
+from eor.readers import build_reader
 from eor.results import MemberOutput, Result
 from eor.stages.generation import Completion, GenerationStage, GenerationStats, metering
 from eor.stages.retrieval import MemberTimeoutError, RetrievalStage
 from eor.stages.voting import Ballot, VoteStage
+from retrievers import notation
+from voters import Voter, load_voter
+from voters.pooling import POOLINGS
+from voters.protocol import confidence_kwargs
+from voters.similarity import available_metrics
 
 __all__ = ["Ensemble", "MemberOutput", "MemberTimeoutError", "Result", "check_member_names", "check_voter_config"]
 
@@ -53,12 +61,18 @@ class Ensemble:
     """Members built from the paper's notation over named sources, one reader, one voter."""
 
     def __init__(
-        self, config: EnsembleConfig, *, reader: Any = None, voter: Any = None, cache: CacheSetting = True
+        self,
+        config: EnsembleConfig,
+        *,
+        reader: Any = None,
+        voter: Any = None,
+        cache: CacheSetting = True,
+        retrieval_config: dict[str, Any] | None = None,
     ) -> None:
         """cache: where generations are cached (eor.generation_cache): True, the default file (or none when
         EOR_GENERATION_CACHE=off); a file path; a GenerationCache; False or None: no cache. A reader without
-        an `identity` is never cached."""
-        from eor.readers import build_reader
+        an `identity` is never cached. retrieval_config: a LangChain `RunnableConfig` (e.g. `{"callbacks":
+        [handler]}`) that every member's retrieval runs under (eor.stages.retrieval)."""
 
         self.config = config
         self.templates = templates_for(config)
@@ -70,7 +84,7 @@ class Ensemble:
         self.generation = GenerationStage(self.reader, self.cache)
         self.pool = source_pool(config, self.generation, templates=self.templates)
         self.retrievers = {name: self.pool.build(name) for name in config.members}
-        self.retrieval = RetrievalStage(self.retrievers)
+        self.retrieval = RetrievalStage(self.retrievers, retrieval_config)
         self.voter = voter if voter is not None else _default_voter(config)
         _check_pool(self.voter, config, self.reader)
         self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
@@ -81,8 +95,6 @@ class Ensemble:
     ) -> Ensemble:
         config = path if isinstance(path, EnsembleConfig) else load_config(path)
         if weights is not None:
-            from voters import load_voter
-
             kwargs.setdefault("voter", load_voter(weights, members=config.members))
         return cls(config, **kwargs)
 
@@ -112,6 +124,16 @@ class Ensemble:
         return self.answer_batch([question], members=members, member_timeout=member_timeout, strict=strict, lazy=lazy)[
             0
         ]
+
+    def answer_records(
+        self, questions: Sequence[Question], batch_size: int
+    ) -> Iterator[tuple[list[dict[str, Any]], GenerationStats]]:
+        """`eor run`'s batching loop (in this process or on a Ray worker): the records of `questions`,
+        `batch_size` at a time, each batch with what the generation stage did for it."""
+        for start in range(0, len(questions), batch_size):
+            before = dataclasses.replace(self.generation.stats)
+            results = self.answer_batch(questions[start : start + batch_size])
+            yield [result.to_record() for result in results], self.generation.stats.since(before)
 
     def answer_batch(
         self,
@@ -359,7 +381,6 @@ def explain_vote(voter: Any, pool: list[str], result: Result) -> dict[str, Any]:
         raise InputError(f"this result holds member(s) {', '.join(foreign)} that this ensemble lacks")
     if not hasattr(voter, "explain_row"):
         raise ConfigError("explain() needs an eor voter (Voter, AnswerSelector or voters.load_voter)")
-    from voters.protocol import confidence_kwargs
 
     account = voter.explain_row(
         [result.members[name].answer for name in names],
@@ -533,7 +554,6 @@ def _learn_costs(costs: dict[str, float], outputs: list[dict[str, MemberOutput]]
 def _prior_cost(name: str) -> float:
     """A member's cost before it was measured, for ordering only: about a second per passage it reads, ten
     per generated background document or summary (PK, @CP), one for the question itself."""
-    from retrievers import notation
 
     try:
         tree = notation.parse(name)
@@ -580,7 +600,6 @@ def _texts(output: MemberOutput) -> list[str]:
 
 def check_member_names(config: EnsembleConfig) -> None:
     """Every member names only known sources (RetrieverError otherwise); cheap, loads no model."""
-    from retrievers import notation
     from retrievers.registry import source_names
 
     known = source_names(config.sources)
@@ -595,8 +614,6 @@ def check_member_names(config: EnsembleConfig) -> None:
 def check_voter_config(config: EnsembleConfig) -> None:
     """The config's `voter:` names only registered metrics and poolings (ConfigError listing the valid ones);
     cheap, loads no model."""
-    from voters.pooling import POOLINGS
-    from voters.similarity import available_metrics
 
     voter = config.voter
     known = available_metrics()
@@ -628,7 +645,6 @@ def _default_voter(config: EnsembleConfig) -> Any:
     path = config.default_weights()
     if path is None:
         return _uniform_voter(config)
-    from voters import load_voter
 
     return load_voter(path, members=config.members)
 
@@ -636,14 +652,10 @@ def _default_voter(config: EnsembleConfig) -> Any:
 def _check_pool(voter: Any, config: EnsembleConfig, reader: Any) -> None:
     """Warn when the voter was trained on records of another reader or corpus (eor.pool)."""
     if isinstance((getattr(voter, "metadata_", None) or {}).get("pool"), dict):
-        from eor.pool import pool_identity, warn_if_foreign
-
         warn_if_foreign(voter, pool_identity(config, reader), f"the {getattr(voter, 'kind', 'voter')} weights")
 
 
 def _uniform_voter(config: EnsembleConfig) -> Any:
-    from voters import Voter
-
     v = config.voter
     params = v.resolved_metric_params()
     return Voter.uniform(

@@ -1,66 +1,88 @@
-"""Where `eor run`, `eor erag` and `eor utility` do their work: in this process (`local`, the default), or on
-a Ray cluster (`ray`, eor.ray_executor; Ray is the optional extra `eor[ray]` and is imported only then).
+"""Where `eor run`, `eor erag` and `eor utility` do their work: the `Executor` strategy.
 
-On Ray, `eor run` cuts the questions still to do into shards of `shard_batches` batches; Ray actors (one per
-`cpus_per_worker` CPUs of the cluster, or `workers`) each load the reader and the retrievers' indexes once
-and answer whole shards; the driver writes the records in question order as shards come back, so the run
-folder is the one a local run writes and resumes the same way. `eor erag` and `eor utility` retrieve here
-and send their prompts to reader actors. A worker that dies is restarted and its shard run again.
+An executor does two things: it answers the questions of `eor run` (a `RunJob`), yielding their records in
+question order with what the reader did for them, and it gives `eor erag` and `eor utility` a reader.
+`LocalExecutor` (the default) does both in this process; `RayExecutor` (eor.ray_executor; Ray is the
+optional extra `eor[ray]` and is imported only then) answers shards of questions on ensemble actors and
+generates prompts on reader actors. Both answer questions with the one batching loop,
+`Ensemble.answer_records`. `build_executor` is the one place that maps `--executor` to a strategy.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from eor.config import EnsembleConfig, ReaderConfig
 from eor.errors import ConfigError
+from eor.readers import build_reader
+from eor.stages.generation import GenerationStats
 
 KINDS = ("local", "ray")
 
+Answers = Iterator[tuple[list[dict[str, Any]], GenerationStats]]
+"""Records in question order, a batch or shard at a time, each with what the generation stage did for it."""
+
 
 @dataclass(frozen=True)
-class Executor:
-    """`kind`: local or ray. For ray: `address` of the cluster (default: the environment's RAY_ADDRESS, else
-    a Ray instance started on this machine), `workers` (default: the cluster's CPUs / `cpus_per_worker`),
-    the CPUs and GPUs Ray reserves for each worker (a reader on a GPU: `gpus_per_worker` 1), and
-    `shard_batches` (batches of questions per shard of `eor run`)."""
+class RunJob:
+    """The questions `eor run` still has to answer, and what answering them needs: the ensemble built in
+    this process (None when the executor answers elsewhere), or what builds it elsewhere (the config, the
+    weights file and the generation cache setting)."""
 
-    kind: str = "local"
-    address: str | None = None
-    workers: int | None = None
-    cpus_per_worker: float = 1.0
-    gpus_per_worker: float = 0.0
-    shard_batches: int = 4
+    config: EnsembleConfig
+    weights: str | None
+    cache: Any
+    questions: Sequence[Any]
+    batch_size: int
+    ensemble: Any = None
 
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ConfigError(f"--executor must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        for name in ("workers", "shard_batches"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ConfigError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
-        if not isinstance(self.cpus_per_worker, int | float) or self.cpus_per_worker <= 0:
-            raise ConfigError(f"--cpus-per-worker must be a positive number, got {self.cpus_per_worker!r}")
-        if not isinstance(self.gpus_per_worker, int | float) or self.gpus_per_worker < 0:
-            raise ConfigError(f"--gpus-per-worker must be a number ≥ 0, got {self.gpus_per_worker!r}")
-        if self.kind == "local" and (self.address or self.workers):
+
+class Executor(Protocol):
+    """What `eor run`, `eor erag` and `eor utility` need from wherever the work runs."""
+
+    answers_here: bool
+    """Whether `answer` uses the ensemble built in this process (`RunJob.ensemble`)."""
+
+    summed_over: str | None
+    """Where the generation stats of a run were summed from, for its summary (None: this process)."""
+
+    def answer(self, job: RunJob) -> Answers:
+        """The records of `job.questions` in their order."""
+        ...
+
+    def reader(self, config: ReaderConfig) -> Any:
+        """The reader of `config`, for `eor erag` and `eor utility`."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalExecutor:
+    """Everything in this process: the run's ensemble answers its questions batch by batch."""
+
+    answers_here: bool = True
+    summed_over: str | None = None
+
+    def answer(self, job: RunJob) -> Answers:
+        return job.ensemble.answer_records(job.questions, job.batch_size)
+
+    def reader(self, config: ReaderConfig) -> Any:
+        return build_reader(config)
+
+
+LOCAL = LocalExecutor()
+
+
+def build_executor(kind: str = "local", **options: Any) -> Executor:
+    """The executor `--executor KIND` names. `options` are those of `RayExecutor` (address, workers,
+    cpus_per_worker, gpus_per_worker, shard_batches); the local executor takes none of the cluster's."""
+    if kind == "local":
+        if options.get("address") or options.get("workers"):
             raise ConfigError("--ray-address and --workers need --executor ray")
+        return LOCAL
+    if kind == "ray":
+        from eor.ray_executor import RayExecutor  # imports Ray, the optional extra
 
-    @property
-    def cluster(self) -> str | None:
-        """The Ray address to join (None: start one here)."""
-        return self.address or os.environ.get("RAY_ADDRESS") or None
-
-    def reader(self, config: Any) -> Any:
-        """The reader of a `ReaderConfig`: built here, or spread over reader actors on Ray."""
-        if self.kind == "local":
-            from eor.readers import build_reader
-
-            return build_reader(config)
-        from eor.ray_executor import RayReader
-
-        return RayReader(config, self)
-
-
-LOCAL = Executor()
+        return RayExecutor(**options)
+    raise ConfigError(f"--executor must be one of {', '.join(KINDS)}, got {kind!r}")

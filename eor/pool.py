@@ -17,6 +17,8 @@ from typing import Any
 
 from eor.config import EnsembleConfig
 from eor.errors import ConfigError
+from eor.readers.base import reader_identity
+from eor.records import read_header
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +27,6 @@ POOL_FILE = "pool.json"  # beside the records of `eor run`
 
 def pool_identity(config: EnsembleConfig, reader: Any = None) -> dict[str, Any]:
     """The identity of the config's pool; `reader`: the built reader (its identity), else the model name."""
-    from eor.readers.base import reader_identity
 
     corpus = None
     if config.corpus is not None and config.corpus.path:
@@ -60,7 +61,6 @@ def warn_if_foreign(voter: Any, pool: dict[str, Any], source: str = "the weights
 def read_pool_file(records: Path) -> dict[str, Any] | None:
     """The pool identity of a run: the header of a packed records file, or the `pool.json` `eor run` wrote
     beside its records; None when neither says."""
-    from eor.records import read_header
 
     if records.is_file():
         header = read_header(records)

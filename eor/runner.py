@@ -13,17 +13,20 @@ import dataclasses
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from eor.config import EnsembleConfig, from_dict, load_config
+from eor.correctness import score_answer
 from eor.data import load_questions
+from eor.ensemble import Ensemble
 from eor.errors import ConfigError, EorError, InputError
-from eor.executor import LOCAL, Executor
+from eor.executor import LOCAL, Executor, RunJob
 from eor.generation_cache import CacheSetting, open_cache
-from eor.records import RecordWriter, read_records
+from eor.pool import POOL_FILE, pool_identity
+from eor.records import RecordWriter, read_records, replace_records
 from eor.stages.generation import GenerationStats
+from eor.stages.voting import Ballot
 
 CONFIG_FILE = "config.json"
 GENERATION_FILE = "generation.json"  # what the reader did in the latest invocation (GenerationStats)
@@ -46,8 +49,6 @@ def run(
     this runs here, whatever the executor. `executor`: where the questions are answered (eor.executor)."""
     from tqdm.auto import tqdm
 
-    from eor.ensemble import Ensemble
-
     config = load_config(config_path)
     config.voter.weights = None  # the recorded vote is --weights' (uniform without), never the config's default
     questions = load_questions(data, limit=limit)
@@ -65,10 +66,10 @@ def run(
         todo = [q for q in questions if q.id not in writer.done_ids]
         skipped = len(questions) - len(todo)
         ensemble = None
-        if retry_failed or (todo and executor.kind == "local"):
+        if retry_failed or (todo and executor.answers_here):
             ensemble = Ensemble.from_config(config, weights=weights, cache=cache)
         _save_pool(out, config, ensemble)
-        answered = _answers(ensemble, config, weights, cache, todo, size, executor)
+        answered = executor.answer(RunJob(config, weights, cache, todo, size, ensemble)) if todo else iter(())
         stats = GenerationStats()
         started = time.perf_counter()
         with tqdm(total=len(questions), initial=skipped, desc="questions", unit="q") as progress:
@@ -107,37 +108,11 @@ def _save_config(out: Path, config: EnsembleConfig, weights: str | None) -> None
 
 def _save_pool(out: Path, config: EnsembleConfig, ensemble: Any) -> None:
     """The pool's identity beside the records (eor.pool): `eor train` records it in the weights file."""
-    from eor.pool import POOL_FILE, pool_identity
 
     if ensemble is None and (out / POOL_FILE).exists():  # keep the reader identity a built ensemble wrote
         return
     identity = pool_identity(config, ensemble.reader if ensemble is not None else None)
     (out / POOL_FILE).write_text(json.dumps(identity, indent=2) + "\n", encoding="utf-8")
-
-
-def _answers(
-    ensemble: Any,
-    config: EnsembleConfig,
-    weights: str | None,
-    cache: CacheSetting,
-    todo: list[Any],
-    size: int,
-    executor: Executor,
-) -> Iterator[tuple[list[dict[str, Any]], GenerationStats]]:
-    """The records of `todo` in order, a batch (local) or a shard (Ray) at a time, with what the reader did."""
-    if executor.kind == "local":
-        return _answer_here(ensemble, todo, size)
-    from eor.ray_executor import answer_shards
-
-    return answer_shards(config, weights, cache, todo, size, executor)
-
-
-def _answer_here(ensemble: Any, todo: list[Any], size: int) -> Iterator[tuple[list[dict[str, Any]], GenerationStats]]:
-    """Records of `todo` in batches of `size` questions, answered in this process."""
-    for start in range(0, len(todo), size):
-        before = dataclasses.replace(ensemble.generation.stats)
-        results = ensemble.answer_batch(todo[start : start + size])
-        yield [result.to_record() for result in results], ensemble.generation.stats.since(before)
 
 
 def failed_summary(records: list[dict[str, Any]]) -> list[str]:
@@ -158,8 +133,6 @@ def retry_failed_members(ensemble: Any, out: Path, questions: list[Any]) -> str:
     """Run again, on each question whose record names failed members, only those members; merge the ones
     that answer now into the record (in the pool's order), vote again over all of its members, and rewrite
     the records atomically. Members that fail again stay in `degraded` with their new reason."""
-    from eor.records import replace_records
-    from eor.stages.voting import Ballot
 
     by_id = {question.id: question for question in questions}
     records = read_records(out)
@@ -218,7 +191,7 @@ def cache_summary(stats: GenerationStats, cache_where: str | None, executor: Exe
     """What the generation stage did over the run: prompts read back from the cache and generated, with the
     reader's prompt and generated tokens, seconds and rates (on Ray: summed over the workers)."""
     where = "generation cache: off" if cache_where is None else f"generation cache {cache_where}"
-    workers = "" if executor.kind == "local" else " (summed over the Ray workers)"
+    workers = "" if executor.summed_over is None else f" (summed over {executor.summed_over})"
     lines = [f"{where}: {stats.cache_hits} prompts read back, {stats.generated} generated{workers}"]
     if stats.prompt_tokens or stats.generated_tokens:
         lines.append(
@@ -237,7 +210,6 @@ def _rate(tokens: int, seconds: float) -> str:
 
 def exact_match_summary(records: list[dict[str, Any]]) -> list[str]:
     """Each member's exact match, and the vote's, over the records that have gold answers."""
-    from eor.correctness import score_answer
 
     graded = [r for r in records if r.get("answers")]
     if not graded:

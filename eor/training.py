@@ -19,6 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from eor.bench.stats import Bootstrap, paired_test
+from eor.config import load_config
+from eor.correctness import CORRECTNESS
 from eor.crossval import (
     AUTO,
     DEFAULT_FOLDS,
@@ -36,10 +39,17 @@ from eor.crossval import (
     without_confidence,
 )
 from eor.errors import ConfigError
+from eor.pool import pool_identity, read_pool_file
+from eor.readers import build_reader
+from eor.records import read_header
 from eor.run_data import RunData, load_run
+from voters import Voter, correctness_matrix
 from voters.cascade import EVENT_LABELS
 from voters.cascade_fit import REPEATS
+from voters.pooling import POOLINGS
 from voters.protocol import confidence_kwargs
+from voters.scoring import mean_correctness
+from voters.similarity import available_metrics
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +155,6 @@ def _check_names(
     metric: str, metrics: tuple[str, ...], metric_params: dict[str, dict[str, Any]] | None, pooling: str
 ) -> None:
     """ConfigError naming the valid choices for an unknown correctness metric, similarity metric or pooling."""
-    from eor.correctness import CORRECTNESS
-    from voters.pooling import POOLINGS
-    from voters.similarity import available_metrics
 
     if metric not in CORRECTNESS:
         raise ConfigError(f"--metric: unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
@@ -236,13 +243,12 @@ def _selection_line(name: str, means: dict[str, float], k: int, metric: str) -> 
 
 def _fit(name: str, arrays: VoteArrays, settings: VoteSettings) -> Any:
     """The named candidate fitted on every training question, as a voter that can be saved."""
-    from voters import Voter
 
     rows = np.arange(arrays.questions)
     candidate = build_candidate(name, settings).fit(arrays, rows)
     if candidate.estimator is not None:
         if getattr(candidate.estimator, "train_score_", None) is None:
-            candidate.estimator.train_score_ = _mean_correct(arrays.correctness, candidate.predict(arrays, rows))
+            candidate.estimator.train_score_ = mean_correctness(arrays.correctness, candidate.predict(arrays, rows))
         return candidate.estimator
     voter = Voter.single_member(
         len(arrays.data.names),
@@ -258,8 +264,6 @@ def _fit(name: str, arrays: VoteArrays, settings: VoteSettings) -> Any:
 
 
 def _baselines(arrays: VoteArrays, settings: VoteSettings) -> dict[str, Any]:
-    from voters import Voter
-
     accuracy = arrays.correctness.mean(axis=0)
     top = int(np.argmax(accuracy))
     uniform = Voter.uniform(
@@ -271,13 +275,11 @@ def _baselines(arrays: VoteArrays, settings: VoteSettings) -> dict[str, Any]:
     )
     return {
         "top_r_train": {"member": arrays.data.names[top], "train": float(accuracy[top])},
-        "uniform": {"train": _mean_correct(arrays.correctness, uniform.predict_tensor(arrays.tensor))},
+        "uniform": {"train": mean_correctness(arrays.correctness, uniform.predict_tensor(arrays.tensor))},
     }
 
 
 def _run_meta(records: Path) -> dict[str, Any]:
-    from eor.records import read_header
-
     config_file = records / "config.json"
     header = read_header(records) if records.is_file() else None
     if header is not None and isinstance(header.get("config"), dict):
@@ -294,12 +296,9 @@ def _run_meta(records: Path) -> dict[str, Any]:
 def _pool(records: Path, pool_config: Path | None, names: list[str]) -> dict[str, Any] | None:
     """The identity of the records' pool: from `pool_config` (its reader built for its identity, which for
     llama.cpp hashes the model file without loading it), else the run's pool.json, else None."""
-    from eor.pool import pool_identity, read_pool_file
 
     if pool_config is None:
         return read_pool_file(records)
-    from eor.config import load_config
-    from eor.readers import build_reader
 
     config = load_config(pool_config)
     if sorted(config.members) != sorted(names):
@@ -318,10 +317,6 @@ def _confidence_line(choice: dict[str, Any], metric: str) -> str:
         f"reader confidence as selector features: {verdict} by {choice['folds']}-fold cross-validation "
         f"({metric}: selector {_pct(choice['with'])} with, {_pct(choice['without'])} without)"
     )
-
-
-def _mean_correct(correctness: np.ndarray, chosen: np.ndarray) -> float:
-    return float(correctness[np.arange(len(chosen)), chosen].mean()) if len(chosen) else 0.0
 
 
 def _predict(voter: Any, data: RunData) -> np.ndarray:
@@ -376,19 +371,17 @@ def _dev_scores(voter: Any, dev: RunData, meta: dict[str, Any], metric: str, see
     paired tests of the voter against both Top Rs (bootstrap 95% interval of the difference, exact McNemar
     when correctness is 0/1), token F1 of the same choices, and the share of the Top R (train)–oracle gap the
     voter closes."""
-    from eor.bench.stats import Bootstrap, paired_test
-    from voters import Voter, correctness_matrix
 
     correctness = correctness_matrix(dev.answers, dev.golds, metric)
     picks = np.asarray(_predict(voter, dev), dtype=int)
     rows = np.arange(dev.questions)
-    voter.dev_score_ = _mean_correct(correctness, picks)
+    voter.dev_score_ = mean_correctness(correctness, picks)
     index = dev.names.index(meta["top_r_train"]["member"])
     meta["top_r_train"]["dev"] = float(correctness[:, index].mean())
     uniform = Voter.uniform(
         len(dev.names), metrics=voter.metric_names_, metric_params=voter.metric_params, members=dev.names
     )
-    meta["uniform"]["dev"] = _mean_correct(correctness, uniform.predict(dev.answers))
+    meta["uniform"]["dev"] = mean_correctness(correctness, uniform.predict(dev.answers))
     best = int(np.argmax(correctness.mean(axis=0)))
     meta["top_r_dev"] = {"member": dev.names[best], "dev": float(correctness[:, best].mean())}
     f1 = correctness_matrix(dev.answers, dev.golds, "f1")

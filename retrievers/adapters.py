@@ -1,11 +1,12 @@
-"""Any LangChain retriever as an eor source."""
+"""Any LangChain retriever as an eor source; its runs nest under the source's own in LangChain's callbacks."""
 
 from __future__ import annotations
 
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from retrievers.base import SourceRetriever
+from retrievers.base import SourceRetriever, child_configs
 
 
 class LangChainSource(SourceRetriever):
@@ -13,8 +14,10 @@ class LangChainSource(SourceRetriever):
 
     retriever: BaseRetriever
 
-    def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
-        results = self.retriever.batch(queries)
+    def _retrieve_uncached(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
+        results = self.retriever.batch(queries, child_configs(run_managers))
         return [[self._normalise(doc, rank) for rank, doc in enumerate(docs)] for docs in results]
 
     def _normalise(self, document: Document, rank: int) -> Document:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import PrivateAttr
 
@@ -64,7 +65,9 @@ class BM25Retriever(SourceRetriever):
         with (folder / "bm25.pkl").open("rb") as handle:
             self._bm25 = pickle.load(handle)  # our own cache file, written above
 
-    def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
+    def _retrieve_uncached(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
         results = []
         for query in queries:
             scores = np.asarray(self._bm25.get_scores(tokenize(query)))

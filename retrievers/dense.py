@@ -30,10 +30,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import PrivateAttr, model_validator
 
 from eor.errors import ConfigError
+from eor.models import PACKAGED_MODELS, load_sentence_encoder, resolve_model
 from retrievers.base import SourceRetriever, passage
 from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build
@@ -149,7 +151,9 @@ class DenseRetriever(SourceRetriever):
             [self.query_prefix + query for query in queries], batch_size=self.batch_size, normalize=self.normalize
         )
 
-    def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
+    def _retrieve_uncached(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
         vectors = self.encode_queries(queries)
         depth = min(self.depth, self._index.ntotal)
         scores, rows = self._index.search(vectors, depth)
@@ -248,8 +252,6 @@ class _SentenceTransformerTower:
     """A sentence-transformers model (its own pooling); passages are encoded as "title. text"."""
 
     def __init__(self, name: str) -> None:
-        from eor.models import load_sentence_encoder
-
         self.model = load_sentence_encoder(name)
 
     def encode_queries(self, texts: list[str], *, batch_size: int, normalize: bool) -> np.ndarray:
@@ -343,7 +345,6 @@ _TOWERS: dict[tuple[str, str, int], Any] = {}
 def _tower_backend(name: str) -> str:
     """ "sentence-transformers" for packaged encoders, folders with `modules.json` and hub ids other than
     DPR's; "transformers" for other local folders and DPR hub ids."""
-    from eor.models import PACKAGED_MODELS, resolve_model
 
     if name in PACKAGED_MODELS:
         return "sentence-transformers"
@@ -355,7 +356,6 @@ def _tower_backend(name: str) -> str:
 
 def _tower(name: str, pooling: str, max_length: int) -> Any:
     """The encoder `name` (loaded once per process)."""
-    from eor.models import resolve_model
 
     key = (name, pooling, max_length)
     if key not in _TOWERS:

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from eor.errors import ConfigError, RetrieverError
-from retrievers.base import EorRetriever, SourceRetriever
+from retrievers.base import EorRetriever, SourceRetriever, child_configs
 from retrievers.source_type import BuildContext
 
 DEFAULT_PARTS: tuple[dict[str, Any], ...] = ({"source": "SE"}, {"source": "PK"}, {"source": "Wiki", "depth": 20})
@@ -63,10 +64,12 @@ class HybridRetriever(SourceRetriever):
             raise RetrieverError(f"hybrid source {self.source_name!r} needs at least one part")
         self._inputs = [part.retriever.for_rerank() for part in self.parts]
 
-    def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
+    def _retrieve_uncached(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
         from retrievers.operators import chunk_document
 
-        per_part = [retriever.retrieve_batch(queries) for retriever in self._inputs]
+        per_part = [retriever.batch(queries, child_configs(run_managers)) for retriever in self._inputs]
         results = []
         for i in range(len(queries)):
             chunks: dict[str, Document] = {}

@@ -11,9 +11,10 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 
+from eor.models import load_sentence_encoder, resolve_model
 from eor.prompts import COMPRESSION, PromptTemplates
 from retrievers import notation
-from retrievers.base import EorRetriever, passage
+from retrievers.base import EorRetriever, child_configs, passage
 
 
 class TopK(EorRetriever):
@@ -28,13 +29,16 @@ class TopK(EorRetriever):
     def to_node(self) -> notation.Node:
         return notation.TopK(self.child.to_node(), self.k)
 
-    def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
-        return [documents[: self.k] for documents in self.child.retrieve_batch(queries)]
+    def _batch_relevant_documents(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
+        return [documents[: self.k] for documents in self.child.batch(queries, child_configs(run_managers))]
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        return self.child.retrieve_batch([query])[0][: self.k if k is None else k]
+        documents = self.child.invoke(query, child_configs([run_manager])[0])
+        return documents[: self.k if k is None else k]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
@@ -50,8 +54,10 @@ class Concat(EorRetriever):
     def to_node(self) -> notation.Node:
         return notation.Concat(tuple(child.to_node() for child in self.children))
 
-    def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
-        per_child = [child.retrieve_batch(queries) for child in self.children]
+    def _batch_relevant_documents(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
+        per_child = [child.batch(queries, child_configs(run_managers)) for child in self.children]
         return [[doc for documents in parts for doc in documents] for parts in zip(*per_child, strict=True)]
 
 
@@ -67,9 +73,11 @@ class Rerank(EorRetriever):
     def to_node(self) -> notation.Node:
         return notation.Rerank(self.child.to_node())
 
-    def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
+    def _batch_relevant_documents(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
         results = []
-        for query, documents in zip(queries, self.child.retrieve_batch(queries), strict=True):
+        for query, documents in zip(queries, self.child.batch(queries, child_configs(run_managers)), strict=True):
             chunks = [chunk for doc in documents for chunk in chunk_document(doc, self.chunk_words)]
             if not chunks:
                 results.append([])
@@ -83,11 +91,8 @@ class Rerank(EorRetriever):
         if self.cross_encoder:
             from sentence_transformers import CrossEncoder
 
-            from eor.models import resolve_model
-
             model = CrossEncoder(str(resolve_model(self.cross_encoder)))
             return np.asarray(model.predict([(query, text) for text in texts]), dtype=float)
-        from eor.models import load_sentence_encoder
 
         model = load_sentence_encoder(self.encoder)
         vectors = model.encode([query, *texts], normalize_embeddings=True, convert_to_numpy=True)
@@ -106,8 +111,10 @@ class Compress(EorRetriever):
     def to_node(self) -> notation.Node:
         return notation.Compress(self.child.to_node())
 
-    def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
-        children = self.child.retrieve_batch(queries)
+    def _batch_relevant_documents(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
+        children = self.child.batch(queries, child_configs(run_managers))
         todo = [(i, query, docs) for i, (query, docs) in enumerate(zip(queries, children, strict=True)) if docs]
         documents = [
             self.prompts.document([(d.metadata.get("title", ""), d.page_content) for d in docs]) for _, _, docs in todo
@@ -123,7 +130,8 @@ class Compress(EorRetriever):
 
 class Applied(EorRetriever):
     """`child@WORD`: the base of an operator added with `retrievers.operator_type.register_operator`;
-    a subclass implements `retrieve_batch` (usually over `self.child.retrieve_batch(queries)`)."""
+    a subclass implements `_batch_relevant_documents(queries, *, run_managers)` (usually over
+    `self.child.batch(queries, child_configs(run_managers))`), or LangChain's `_get_relevant_documents`."""
 
     child: EorRetriever
     operator: str

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 
 from eor.prompts import PARAMETRIC
@@ -18,7 +19,9 @@ class ParametricRetriever(SourceRetriever):
     template: str = PARAMETRIC
     max_tokens: int = 256
 
-    def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
+    def _retrieve_uncached(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
         prompts = [self.template.format(query=query) for query in queries]
         outputs = self.reader.generate(prompts, max_tokens=self.max_tokens)
         return [

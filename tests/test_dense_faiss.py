@@ -70,7 +70,7 @@ def test_flat_ip_index_equals_exact_numpy_search(built, reference, demo_corpus) 
     corpus = load_corpus(demo_corpus)
     assert isinstance(wiki.index, faiss.IndexFlatIP) and wiki.index.ntotal == len(corpus)
     np.testing.assert_allclose(wiki.index.reconstruct_n(0, len(corpus)), passages, atol=1e-5)
-    for documents, expected in zip(wiki.retrieve_batch(QUESTIONS), _numpy_search(queries, passages, 10), strict=True):
+    for documents, expected in zip(wiki.batch(QUESTIONS), _numpy_search(queries, passages, 10), strict=True):
         _assert_same(documents, expected, corpus.ids)
     assert _ids(wiki.invoke(QUESTIONS[0]))[0] == "demo-001"
 
@@ -125,9 +125,7 @@ def test_a_numpy_index_of_the_first_format_is_converted_without_encoding(
     converted = DenseRetriever(corpus_path=str(demo_corpus), depth=5)
     assert sorted(p.name for p in folder.iterdir()) == ["index.faiss", "meta.json"]
     assert json.loads((folder / "meta.json").read_text())["version"] == 2
-    for documents, expected in zip(
-        converted.retrieve_batch(QUESTIONS), _numpy_search(queries, passages, 5), strict=True
-    ):
+    for documents, expected in zip(converted.batch(QUESTIONS), _numpy_search(queries, passages, 5), strict=True):
         _assert_same(documents, expected, corpus.ids)
 
 
@@ -150,7 +148,7 @@ def test_ivf_and_ivf_pq_indexes(demo_corpus, isolated_cache) -> None:
     exact = DenseRetriever(corpus_path=str(demo_corpus), depth=10)
     every_list = DenseRetriever(corpus_path=str(demo_corpus), depth=10, index_factory="IVF8,Flat", nprobe=8)
     assert faiss.extract_index_ivf(every_list.index).nprobe == 8 and every_list.index.ntotal == exact.index.ntotal
-    for ivf, flat in zip(every_list.retrieve_batch(QUESTIONS), exact.retrieve_batch(QUESTIONS), strict=True):
+    for ivf, flat in zip(every_list.batch(QUESTIONS), exact.batch(QUESTIONS), strict=True):
         assert _ids(ivf) == _ids(flat)  # every inverted list searched: exact
     one_list = DenseRetriever(corpus_path=str(demo_corpus), depth=10, index_factory="IVF8,Flat", nprobe=1)
     assert faiss.extract_index_ivf(one_list.index).nprobe == 1  # the same index, searched in one list
@@ -265,7 +263,7 @@ def test_two_towers_encode_questions_and_passages_separately(dpr_towers, isolate
     np.testing.assert_allclose(wiki.index.reconstruct_n(0, len(corpus)), passages, atol=1e-5)
     queries = _direct(question_tower, "DPRQuestionEncoder", QUESTIONS, None)
     np.testing.assert_allclose(wiki.encode_queries(QUESTIONS), queries, atol=1e-5)
-    for documents, expected in zip(wiki.retrieve_batch(QUESTIONS), _numpy_search(queries, passages, 8), strict=True):
+    for documents, expected in zip(wiki.batch(QUESTIONS), _numpy_search(queries, passages, 8), strict=True):
         _assert_same(documents, expected, corpus.ids)
 
     (folder,) = (isolated_cache / "indexes").iterdir()

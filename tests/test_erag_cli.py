@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from eor.cli import main
 from eor.erag.metrics import MetricSpec
+from eor.stages.generation import GenerationStats
 from tests.conftest import DEMO
 
 QUESTIONS = DEMO / "questions.jsonl"
@@ -125,6 +127,8 @@ def test_erag_cost_comparison(erag_run) -> None:
     assert set(cost["evaluation"]) == {"one_pass", "erag", "e2e"}
     assert cost["evaluation"]["one_pass"]["unique"] == 9 + 3  # 9 one-document prompts, 3 with all documents
     assert cost["evaluation"]["erag"]["requests"] == 9 and cost["evaluation"]["e2e"]["requests"] == 3
+    for phase in cost["evaluation"].values():  # the generation stage's one stats type
+        assert list(phase) == [item.name for item in fields(GenerationStats)]
     measured = cost["measured"]
     assert measured["questions"] == 1 and measured["documents"] == 3
     table = measured["configurations"]
@@ -151,6 +155,7 @@ def test_erag_rerun_resumes_from_the_generation_cache(erag_run, tmp_path, capsys
     assert data["cost"]["evaluation"]["one_pass"]["generated"] == 0
     assert data["cost"]["evaluation"]["erag"]["generated"] == 0
     assert data["cost"]["evaluation"]["e2e"]["generated"] == 0
+    assert all(phase["cache_hits"] == phase["unique"] for phase in data["cost"]["evaluation"].values())
     assert "measured" not in data["cost"]
     assert "eRAG of BM25 over 3 questions" in capsys.readouterr().out
 

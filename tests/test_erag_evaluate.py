@@ -1,6 +1,7 @@
 """The eRAG evaluation API: labels, metrics, end-to-end scores, baselines, keying by question id, batching and
-caching of (question, document) generations; a deterministic generator for the bookkeeping, and one small
-run with the real SmolLM2 reader."""
+caching of (question, document) generations through the generation stage (one cache path, one stats type,
+one identity rule); a deterministic generator for the bookkeeping, and one small run with the real SmolLM2
+reader."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from scipy import stats
 
 from eor.erag import GenerationCache, Request, as_passage, evaluate, generate, make_generator
 from eor.errors import CacheError, InputError, ReaderError
+from eor.generation_cache import generation_key
 from eor.prompts import PromptTemplates
+from eor.stages.generation import GenerationStage, GenerationStats
 
 # Three questions; q1 and q3 have the same text (and share two documents) but different gold answers.
 CAPITAL = "what is the capital of france"
@@ -61,6 +64,12 @@ class FakeReader:
     def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
         self.calls.append(list(prompts))
         return [f"Answer: {answer_from([prompt])}." for prompt in prompts]  # cleaned to the bare answer
+
+
+class IdentifiedReader(FakeReader):
+    """FakeReader with an identity: the generation stage caches it."""
+
+    identity = "fake-reader:v1"
 
 
 def run(generator=None, **kwargs):
@@ -190,6 +199,68 @@ def test_cache_namespaces_keep_generators_apart():
     assert (outputs, named, cost.generated) == (["a"], ["b"], 1)
 
 
+def test_one_path_a_reader_without_identity_is_not_cached():
+    cache = GenerationCache()
+    reader = FakeReader()  # no `identity`: the generation stage's rule, for eRAG as for the ensemble
+    _, first = run(reader, cache=cache)
+    _, again = run(reader, cache=cache)
+    assert isinstance(first.cost["erag"], GenerationStats) and len(cache) == 0
+    assert (again.cost["erag"].generated, again.cost["erag"].cache_hits) == (5, 0)  # generated again
+    assert (again.cost["e2e"].generated, again.cost["e2e"].cache_hits) == (3, 0)
+    assert len(reader.calls) == 4 and again.questions == first.questions
+
+
+def test_one_path_a_reader_with_identity_is_cached_under_the_stages_key():
+    cache = GenerationCache()
+    reader = IdentifiedReader()
+    _, first = run(reader, cache=cache)
+    assert (first.cost["erag"].generated, first.cost["e2e"].generated) == (5, 3) and len(cache) == 8
+    _, again = run(reader, cache=cache)
+    for phase, unique in (("erag", 5), ("e2e", 3)):
+        assert (again.cost[phase].unique, again.cost[phase].cache_hits, again.cost[phase].generated) == (
+            unique,
+            unique,
+            0,
+        )
+        assert again.cost[phase].calls == 0
+    assert len(reader.calls) == 2 and again.questions == first.questions
+    # The key is the one eRAG always used (reader identity, prompt, the reader's default max_tokens), so cache
+    # files written before eRAG went through the stage are still read; the output is stored uncleaned.
+    prompt = PromptTemplates().answer_prompt(HAMLET, [("", "ANSWER: Shakespeare")])
+    stored = cache.get(generation_key("fake-reader:v1", prompt, {"max_tokens": 8}))
+    assert stored is not None and stored.text == "Answer: Shakespeare."
+    assert GenerationStage(reader, cache).key(prompt) == stored.key
+    _, four = run(reader, cache=cache, max_tokens=4)  # another max_tokens is another key
+    assert four.cost["erag"].generated == 5
+    assert cache.get(generation_key("fake-reader:v1", prompt, {"max_tokens": 4})) is not None
+
+
+def test_erag_reads_back_what_the_ensembles_generation_stage_cached():
+    cache = GenerationCache()
+    reader = IdentifiedReader()
+    prompt = PromptTemplates().answer_prompt(HAMLET, [("", "ANSWER: Shakespeare")])
+    # what Ensemble.answer_batch does with a member's prompt: its stage, max_tokens left to the reader
+    GenerationStage(reader, cache).complete([prompt], confidence=True)
+    assert reader.calls == [[prompt]]
+    result = evaluate({"q2": ["ANSWER: Shakespeare"]}, GOLDS, reader, questions=QUESTIONS, cache=cache)
+    cost = result.cost["erag"]
+    assert (cost.requests, cost.cache_hits, cost.generated, cost.calls) == (1, 1, 0, 0)
+    assert result.cost["e2e"].cache_hits == 1  # one document: the end-to-end prompt is the same
+    assert len(reader.calls) == 1 and result.questions[0]["answers"] == ["Shakespeare"]  # cleaned when read
+
+
+def test_a_generation_stage_is_used_as_it_is():
+    cache = GenerationCache()
+    stage = GenerationStage(IdentifiedReader(), cache)
+    _, result = run(stage, cache=cache)  # e.g. the stage `eor erag` built for PK and @CP
+    assert stage.stats.generated == 5 + 3 and len(cache) == 8
+    assert result.settings["generator"].startswith("reader:fake-reader|max_tokens=8|")  # named as the reader
+    _, again = run(stage)  # its own cache
+    assert again.cost["erag"].cache_hits == 5 and stage.stats.generated == 8
+    with pytest.raises(InputError, match="its own cache"):
+        run(stage, cache=GenerationCache())
+
+
 def test_json_output_and_reference_shape():
     _, result = run(downstream_metric="f1")
     document = json.loads(json.dumps(result.to_dict()))  # no NaN anywhere
@@ -265,11 +336,12 @@ def smollm2_one_thread():
 
 
 class CountingReader:
-    """Wraps a real reader, counting generate calls and prompts."""
+    """Wraps a real reader (and its identity, so that it is cached), counting generate calls and prompts."""
 
     def __init__(self, reader) -> None:
         self.reader = reader
         self.name = reader.name
+        self.identity = reader.identity
         self.default_max_tokens = 8
         self.prompts: list[list[str]] = []
 

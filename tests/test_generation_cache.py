@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from eor.cli import main
-from eor.errors import CacheError, ReaderError
+from eor.errors import CacheError, InputError, ReaderError
 from eor.generation_cache import Generation, GenerationCache, default_cache_path, generation_key, open_cache
 from eor.stages.generation import GenerationStage
 from tests.conftest import DEMO, ROOT
@@ -80,7 +80,8 @@ def test_only_distinct_misses_reach_the_reader_in_one_call(cache) -> None:
     assert [c.text for c in completions] == ["dc/8", "fe/8", "ba/8", "fe/8"]
     assert reader.calls == [["ab", "cd"], ["ef"]]
     assert [c.cached for c in completions] == [True, False, True, False]
-    assert stage.stats.requests == 7 and stage.stats.cache_hits == 2 and stage.stats.generated == 3  # distinct
+    assert stage.stats.requests == 7 and stage.stats.unique == 5  # repeats included; distinct per call
+    assert stage.stats.cache_hits == 2 and stage.stats.generated == 3  # distinct
     assert stage.stats.calls == 2
     # max_tokens is part of the key: None means the reader's default (8), so 8 is a hit and 4 a miss
     assert stage.generate(["ab"], max_tokens=8) == ["ba/8"] and len(reader.calls) == 2
@@ -89,6 +90,48 @@ def test_only_distinct_misses_reach_the_reader_in_one_call(cache) -> None:
     other = Scripted(identity="scripted:v2")
     assert GenerationStage(other, cache).generate(["ab"]) == ["ba/8"] and other.calls == [["ab"]]
     assert cache.stats().readers == {"scripted:v1": 4, "scripted:v2": 1}
+
+
+class Bar:
+    """A progress bar that records what it is told."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.updates, self.closed = total, [], False
+
+    def update(self, count: int) -> None:
+        self.updates.append(count)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_caller_cuts_the_prompts_to_generate_into_reader_calls(cache) -> None:
+    """eRAG's way in: its `batch_size` questions per reader call, with a progress bar over what is generated."""
+    reader = Scripted()
+    stage = GenerationStage(reader, cache)
+    stage.generate(["b2"])
+    bars: list[Bar] = []
+    cuts: list[list[str]] = []
+
+    def calls(missing: list[str]) -> list[list[str]]:
+        cuts.append(missing)
+        return [[prompt for prompt in missing if prompt[0] == letter] for letter in "ab"]
+
+    def progress(total: int) -> Bar:
+        bars.append(Bar(total))
+        return bars[-1]
+
+    completions = stage.complete(["b3", "a1", "b2", "a2", "b3", "b1"], calls=calls, progress=progress)
+    assert [c.text for c in completions] == ["3b/8", "1a/8", "2b/8", "2a/8", "3b/8", "1b/8"]
+    assert cuts == [["b3", "a1", "a2", "b1"]]  # distinct, uncached, in the caller's order
+    assert reader.calls[1:] == [["a1", "a2"], ["b1", "b3"]]  # one call per part, each sorted
+    assert (bars[0].total, bars[0].updates, bars[0].closed) == (4, [2, 2], True)
+    assert (stage.stats.requests, stage.stats.unique, stage.stats.cache_hits) == (7, 6, 1)
+    assert (stage.stats.generated, stage.stats.calls) == (5, 3)
+    stage.complete(["a1"], calls=calls, progress=progress)  # nothing to generate: no call, no bar
+    assert len(cuts) == 2 and len(bars) == 1 and len(reader.calls) == 3
+    with pytest.raises(InputError, match="exactly once"):
+        stage.complete(["c1", "c2"], calls=lambda missing: [missing[:1]])
 
 
 def test_a_failing_reader_stores_nothing_and_readers_without_identity_are_not_cached(cache) -> None:
@@ -375,7 +418,8 @@ def test_eor_run_records_are_the_same_from_the_cache(tmp_path, isolated_cache, c
 def test_no_cache_neither_reads_nor_writes(tmp_path, isolated_cache, capsys, monkeypatch) -> None:
     """The flag's wiring with a scripted reader (the real reader's records are compared above)."""
     readers: list[Scripted] = []
-    monkeypatch.setattr("eor.readers.build_reader", lambda config: readers.append(Scripted()) or readers[-1])
+    scripted = lambda config: readers.append(Scripted()) or readers[-1]  # noqa: E731
+    monkeypatch.setattr("eor.ensemble.build_reader", scripted)
     config = small_config(tmp_path)
     args = ["run", "--config", str(config), "--data", str(DEMO / "questions.jsonl"), "--limit", "2"]
     assert main([*args, "--out", str(tmp_path / "cached")]) == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 
 from eor.errors import ConfigError, RetrieverError
@@ -21,7 +22,9 @@ class Listed(SourceRetriever):
 
     documents: list[Document]
 
-    def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
+    def _retrieve_uncached(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
         return [list(self.documents) for _ in queries]
 
 

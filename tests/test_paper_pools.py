@@ -238,7 +238,7 @@ def recorded(monkeypatch) -> list[Recording]:
         built.append(Recording(build(config)))
         return built[-1]
 
-    monkeypatch.setattr("eor.readers.build_reader", recording_build)
+    monkeypatch.setattr("eor.ensemble.build_reader", recording_build)
     return built
 
 

@@ -196,11 +196,11 @@ def test_erag_on_ray_labels_like_the_local_executor(cluster, config, tmp_path) -
 
 def test_executor_options_are_checked() -> None:
     from eor.errors import ConfigError
-    from eor.executor import Executor
+    from eor.executor import build_executor
 
     for bad in ({"kind": "slurm"}, {"kind": "ray", "workers": 0}, {"kind": "local", "address": "x:1"}):
         with pytest.raises(ConfigError):
-            Executor(**bad)
+            build_executor(**bad)
 
 
 def test_utility_on_ray_scores_like_the_local_executor(cluster, config, tmp_path) -> None:

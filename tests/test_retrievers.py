@@ -1,17 +1,26 @@
-"""Sources (BM25, Wiki, PK, ReFree), the @k and & operators, index persistence and LangChain behaviour."""
+"""Sources (BM25, Wiki, PK, ReFree), the @k and & operators, index persistence and LangChain behaviour: the
+Runnable contract (callbacks and `RunnableConfig` per query, nested runs, `return_exceptions`) on members
+built from the notation."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
+from uuid import UUID
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
+from eor import Ensemble
+from eor.config import CorpusConfig, EnsembleConfig, VoterConfig
 from eor.errors import ConfigError, InputError, RetrieverError
+from eor.stages.retrieval import RetrievalStage
 from retrievers import index_store
 from retrievers.base import NoRetrieval
+from retrievers.bm25 import BM25Retriever
 from retrievers.registry import BuildContext, SourcePool
 from tests.conftest import write_jsonl
 
@@ -32,7 +41,7 @@ def _gold(demo_questions) -> list[dict]:
 @pytest.mark.parametrize("source", ["BM25", "Wiki"])
 def test_sources_find_the_gold_passage(pool, demo_questions, source: str) -> None:
     questions = _gold(demo_questions)
-    results = pool.source(source).retrieve_batch([q["question"] for q in questions])
+    results = pool.source(source).batch([q["question"] for q in questions])
     hits = sum(bool(set(q["gold_passages"]) & set(_ids(docs[:5]))) for q, docs in zip(questions, results, strict=True))
     assert hits / len(questions) >= 0.8, f"{source} found the gold passage in the top 5 for {hits}/{len(questions)}"
     first = results[0]
@@ -145,7 +154,7 @@ def test_parametric_knowledge_uses_the_reader(smollm2) -> None:
     from retrievers.parametric import ParametricRetriever
 
     pk = ParametricRetriever(reader=smollm2, max_tokens=24)
-    docs = pk.retrieve_batch(["who discovered penicillin", "what is the boiling point of water"])
+    docs = pk.batch(["who discovered penicillin", "what is the boiling point of water"])
     assert [len(d) for d in docs] == [1, 1]
     assert all(d[0].page_content and d[0].metadata["source"] == "PK" for d in docs)
     expected = smollm2.generate(
@@ -167,7 +176,6 @@ def test_langchain_interface(pool) -> None:
 
 def test_any_langchain_retriever_as_a_source(pool) -> None:
     """A foreign BaseRetriever joins a pool unchanged, from Python."""
-    from langchain_core.callbacks import CallbackManagerForRetrieverRun
 
     class Echo(BaseRetriever):
         def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun):
@@ -178,3 +186,126 @@ def test_any_langchain_retriever_as_a_source(pool) -> None:
     assert [d.page_content for d in docs[:2]] == ["mars 0", "mars 1"]
     assert docs[0].metadata == {"title": "", "score": None, "id": "Echo:0", "source": "Echo"}
     assert docs[2].metadata["source"] == "BM25"
+
+
+class Runs(BaseCallbackHandler):
+    """Records LangChain's retriever runs: name, query, parent, tags, metadata, and how each ended."""
+
+    def __init__(self) -> None:
+        self.runs: dict[UUID, dict[str, Any]] = {}
+
+    def on_retriever_start(self, serialized, query, *, run_id, parent_run_id=None, tags=None, metadata=None, **kw):
+        self.runs[run_id] = {"name": kw.get("name"), "query": query, "parent": parent_run_id, "tags": tags}
+        self.runs[run_id]["metadata"] = metadata
+
+    def on_retriever_end(self, documents, *, run_id, parent_run_id=None, **kw):
+        self.runs[run_id]["documents"] = documents
+
+    def on_retriever_error(self, error, *, run_id, parent_run_id=None, **kw):
+        self.runs[run_id]["error"] = error
+
+    def children(self, run_id: UUID | None) -> list[dict[str, Any]]:
+        return [{**run, "id": key} for key, run in self.runs.items() if run["parent"] == run_id]
+
+
+class Picky(BaseRetriever):
+    """A foreign LangChain retriever that cannot parse questions about volcanoes."""
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        if "volcano" in query:
+            raise ValueError("cannot parse the query")
+        return [Document(page_content=f"notes on {query}")]
+
+
+QUERIES = ["who painted the mona lisa", "what is the capital of france", "who was the first president"]
+
+
+def test_callbacks_see_every_query_of_a_batch_as_nested_runs(pool) -> None:
+    member = pool.build("BM25@2&BM25@1")
+    runs = Runs()
+    configs = [{"callbacks": [runs], "tags": ["eval"], "metadata": {"question": n}} for n in range(len(QUERIES))]
+    results = member.batch(QUERIES, configs)
+    assert results == [member.invoke(query) for query in QUERIES]  # the same documents as one by one
+
+    tops = runs.children(None)
+    assert [run["query"] for run in tops] == QUERIES  # one member run per query, in order
+    for n, top in enumerate(tops):
+        assert top["name"] == "Concat" and top["documents"] == results[n]
+        top_ks = runs.children(top["id"])  # `BM25@2` and `BM25@1`, under this query's run
+        assert [(run["name"], run["query"], len(run["documents"])) for run in top_ks] == [
+            ("TopK", QUERIES[n], 2),
+            ("TopK", QUERIES[n], 1),
+        ]
+        for top_k in top_ks:
+            (source,) = runs.children(top_k["id"])
+            assert source["name"] == "BM25Retriever" and source["query"] == QUERIES[n]
+            assert source["documents"][: len(top_k["documents"])] == top_k["documents"]
+            # the config's tags and metadata reach the whole tree, each query with its own
+            assert "eval" in source["tags"] and source["metadata"]["question"] == n
+    assert len(runs.runs) == len(QUERIES) * 5
+
+
+def test_one_call_serves_the_batch_and_members_share_the_source(pool, monkeypatch) -> None:
+    calls: list[list[str]] = []
+    original = BM25Retriever._retrieve_uncached
+
+    def counted(self, queries, *, run_managers):
+        calls.append(list(queries))
+        return original(self, queries, run_managers=run_managers)
+
+    monkeypatch.setattr(BM25Retriever, "_retrieve_uncached", counted)
+    runs = Runs()
+    pool.build("BM25@2&BM25@1").batch([*QUERIES, QUERIES[0]], {"callbacks": [runs], "run_name": "BM25@2&BM25@1"})
+    assert calls == [QUERIES]  # one call for the batch, each question once, the second child from the memo
+    assert [run["name"] for run in runs.children(None)] == ["BM25@2&BM25@1"] * 4
+
+
+def test_a_failing_query_surfaces_per_input(pool) -> None:
+    pool.add("Picky", Picky())
+    member = pool.build("BM25@1&Picky@1")
+    queries = [QUERIES[0], "which volcano erupted in 79 AD", QUERIES[1]]
+    runs = Runs()
+    results = member.batch(queries, {"callbacks": [runs]}, return_exceptions=True)
+    assert isinstance(results[1], ValueError) and str(results[1]) == "cannot parse the query"
+    assert results[0] == member.invoke(queries[0]) and results[2] == member.invoke(queries[2])
+    ends = {run["query"]: run for run in runs.children(None)}
+    assert "error" in ends[queries[1]] and "documents" in ends[queries[0]] and "documents" in ends[queries[2]]
+    with pytest.raises(ValueError, match="cannot parse the query"):
+        member.batch(queries)
+
+
+def test_the_retrieval_stage_runs_members_under_the_callers_config(pool) -> None:
+    runs = Runs()
+    stage = RetrievalStage({"BM25@2&BM25@1": pool.build("BM25@2&BM25@1")}, config={"callbacks": [runs]})
+    results = stage.retrieve("BM25@2&BM25@1", QUERIES[:2])
+    tops = runs.children(None)
+    assert [(run["name"], run["query"]) for run in tops] == [("BM25@2&BM25@1", query) for query in QUERIES[:2]]
+    assert [run["documents"] for run in tops] == results
+    assert all(len(runs.children(run["id"])) == 2 for run in tops)
+
+
+class FirstTitleReader:
+    """A reader without a model: the title of the first passage in the prompt."""
+
+    name = "first-title"
+
+    def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
+        marker = "Assuming the following paragraphs are true:\n\n"
+        return [p.split(marker, 1)[1].split("\n", 1)[0] if marker in p else "unknown" for p in prompts]
+
+
+def test_an_ensembles_callbacks_reach_every_member(demo_corpus, isolated_cache) -> None:
+    runs = Runs()
+    config = EnsembleConfig(
+        members=["BM25@1", "BM25@2&BM25@1"],
+        corpus=CorpusConfig(path=str(demo_corpus)),
+        voter=VoterConfig(metrics=["em", "f1"]),
+    )
+    ensemble = Ensemble(config, reader=FirstTitleReader(), cache=False, retrieval_config={"callbacks": [runs]})
+    result = ensemble.answer_batch(QUERIES[:2], lazy=False)[0]
+    assert result.members["BM25@1"].answer == "Mona Lisa"
+    tops = runs.children(None)
+    assert sorted((run["name"], run["query"]) for run in tops) == sorted(
+        (member, query) for member in config.members for query in QUERIES[:2]
+    )
+    assert all(runs.children(run["id"]) for run in tops)  # each member's tree nests under its run

@@ -85,7 +85,7 @@ def live(smollm2, tmp_path_factory):
 
     def loader() -> Ensemble:
         ensemble = Ensemble(config, reader=smollm2)
-        ensemble.retrievers["BM25@1"].retrieve_batch(["warm up"])  # the index is built outside any timeout
+        ensemble.retrievers["BM25@1"].batch(["warm up"])  # the index is built outside any timeout
         return ensemble
 
     try:

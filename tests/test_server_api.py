@@ -87,7 +87,7 @@ def ensemble(smollm2, tmp_path_factory):
     os.environ["EOR_CACHE"] = str(folder / "cache")
     try:
         built = Ensemble.from_config(server_test_config(folder, MEMBERS), reader=smollm2)
-        built.retrievers["BM25@3"].retrieve_batch(["warm up"])  # the BM25 index is built outside any timeout
+        built.retrievers["BM25@3"].batch(["warm up"])  # the BM25 index is built outside any timeout
         yield built
     finally:
         if previous is None:

@@ -33,6 +33,12 @@ class FirstAnswerReader:
         return answers
 
 
+class IdentifiedReader(FirstAnswerReader):
+    """FirstAnswerReader with an identity: the generation stage caches it."""
+
+    identity = "first-answer:v1"
+
+
 def doc(doc_id: str, answer: str) -> dict[str, str]:
     return {"id": doc_id, "title": "", "text": f"ANSWER: {answer}"}
 
@@ -47,8 +53,8 @@ REFERENCES = {"q1": ["Paris"], "q2": ["Lyon"], "q3": "Rome", "q4": ["Shakespeare
 RELEVANT = {"q1": ["paris"], "q2": ["lyon"], "q3": ["rome", "unretrieved"], "q4": []}
 
 
-def run(**kwargs):
-    reader = FirstAnswerReader()
+def run(reader_class=FirstAnswerReader, **kwargs):
+    reader = reader_class()
     options = {"similarity": "f1", "ks": (1, 2), "relevant": RELEVANT} | kwargs
     return reader, evaluate_utility(RETRIEVAL, REFERENCES, reader, **options)
 
@@ -111,7 +117,7 @@ def test_all_prompts_in_one_reader_call_with_repeats_generated_once():
 
 def test_oracle_contexts_and_json(tmp_path):
     oracle = {"q1": [doc("paris", "Paris")], "q2": [doc("lyon", "Lyon")], "q3": [], "q4": [doc("bard", "Shakespeare")]}
-    _, result = run(oracle=oracle, cache=tmp_path / "cache.jsonl")
+    _, result = run(IdentifiedReader, oracle=oracle, cache=tmp_path / "cache.jsonl")
     by_id = {entry["id"]: entry for entry in result.questions}
     assert by_id["q2"]["contexts"]["oracle"][2]["utility"] == pytest.approx(1.5)
     assert by_id["q2"]["contexts"]["oracle"][2]["ndcg"] == 1.0
@@ -120,9 +126,14 @@ def test_oracle_contexts_and_json(tmp_path):
     assert set(document["mean"]) == {"ordered", "reversed", "oracle"}
     assert document["questions"][3]["contexts"]["ordered"]["1"]["utility"] is None
     assert document["correlation"]["ordered"]["1"]["n"] == 3
+    assert document["cost"]["unique"] == result.cost.unique and document["cost"]["generated"] == result.cost.generated
     # the same run again reads every generation from the on-disk cache
-    reader, again = run(oracle=oracle, cache=tmp_path / "cache.jsonl")
-    assert reader.calls == [] and again.cost.cache_hits == again.cost.unique
+    reader, again = run(IdentifiedReader, oracle=oracle, cache=tmp_path / "cache.jsonl")
+    assert reader.calls == [] and again.cost.cache_hits == again.cost.unique and again.cost.generated == 0
+    # a reader without an identity is not cached (the generation stage's rule): it is asked again
+    reader, anonymous = run(oracle=oracle, cache=tmp_path / "cache.jsonl")
+    assert len(reader.calls) == 1 and anonymous.cost.generated == anonymous.cost.unique
+    assert anonymous.questions == again.questions
 
 
 def test_without_relevance_there_is_no_correlation_and_epsilon_defines_all():

@@ -29,6 +29,7 @@ from voters.features import BASE_FEATURES, candidate_features, is_refusal
 from voters.similarity import parse_metric_spec
 from voters.smooth import SmoothObjective, SmoothSettings, expected_correctness
 from voters.training import VoteData
+from voters.weights_file import read_document
 
 NAMES = ["Agree1", "Agree2", "Reader"]
 
@@ -120,7 +121,7 @@ def test_selector_learns_grounding_and_round_trips(tmp_path):
     )
     assert loaded.metadata_["dataset"] == "constructed"
     with pytest.raises(ConfigError, match="load it with voters.load_voter"):
-        Voter.load(path)
+        Voter.from_document(read_document(path), str(path))
     with pytest.raises(InputError, match="passages and the question texts"):
         selector.decision_scores(test_answers)
 
@@ -139,7 +140,7 @@ def test_selector_with_one_class_only_and_bad_files(tmp_path):
     path.write_text(json.dumps(document))
     with pytest.raises(ConfigError, match="unknown voter 'oracle'"):
         load_voter(path)
-    with pytest.raises(ConfigError, match="C must be a positive number"):
+    with pytest.raises(ConfigError, match="'C' parameter of AnswerSelector must be a float in the range"):
         AnswerSelector(C=0).fit(answers, [["a"], ["c"]], [[[], []], [[], []]], ["q1", "q2"])
 
 
@@ -177,7 +178,7 @@ def test_smooth_fit_polishes_on_the_true_objective():
     assert np.all((smooth.retriever_weights_ >= 0) & (smooth.retriever_weights_ <= 0.6))
     assert smooth.train_score_ == pytest.approx(smooth.score(answers, golds, joined))
     assert smooth.train_score_ >= 0.7 and step.train_score_ >= 0.7
-    with pytest.raises(ConfigError, match="unknown objective"):
+    with pytest.raises(ConfigError, match="'objective' parameter of Voter must be a str among"):
         Voter(objective="hinge").fit(answers, golds)
 
 
@@ -366,20 +367,16 @@ def test_added_voters_are_checked_and_reordered(tmp_path):
 
         kind = "fixed"
 
-        def __init__(self, members, points=None, **settings):
-            super().__init__(members, **settings)
-            self.points = dict(points or {})
-
         def decision_scores(self, answers, passages=None, questions=None, members=None):
             positions = range(self.n_members_) if members is None else members
-            return np.asarray([[self.points[self.members_[m]] for m in positions] for _ in answers], dtype=float)
+            return np.asarray([[self.points_[self.members_[m]] for m in positions] for _ in answers], dtype=float)
 
         def state(self):
-            return {"points": self.points}
+            return {"points": self.points_}
 
-        @classmethod
-        def from_state(cls, state, members, **settings):
-            return cls(members, state["points"], **settings)
+        def set_state(self, state):
+            self.points_ = dict(state["points"])
+            return self
 
     class FixedCandidate(crossval.Candidate):
         name = "fixed"
@@ -389,7 +386,11 @@ def test_added_voters_are_checked_and_reordered(tmp_path):
     try:
         crossval.register_candidate(FixedCandidate)
         assert crossval.candidate_names()[-1] == "fixed" and "fixed" in loading.voter_kinds()
-        path = Fixed(["A", "B", "C"], {"A": 1.0, "B": 3.0, "C": 2.0}).save(tmp_path / "fixed.json", note="x")
+        path = (
+            Fixed(["A", "B", "C"])
+            .set_state({"points": {"A": 1.0, "B": 3.0, "C": 2.0}})
+            .save(tmp_path / "fixed.json", note="x")
+        )
         loaded = load_voter(path, members=["C", "B", "A"])
         assert loaded.members_ == ["C", "B", "A"] and loaded.metadata_ == {"note": "x"}
         assert loaded.predict([["c", "b", "a"]]).tolist() == [1]  # B, in the pool's order

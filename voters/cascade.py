@@ -20,16 +20,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral, Real
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from eor.answers import normalize_answer
 from eor.correctness import CORRECTNESS, correctness_matrix
 from eor.errors import ConfigError, InputError, NotFittedError
+from voters import cascade_file
+from voters.cascade_file import CascadeStep
 from voters.cascade_fit import (
-    Calibration,
+    STOP_TARGETS,
     OperatingPoint,
     SelectorSettings,
     StepScores,
@@ -38,25 +42,16 @@ from voters.cascade_fit import (
     leading,
     replay_steps,
 )
+from voters.estimator import VoterEstimator
 from voters.features import candidate_blocks
 from voters.protocol import confidence_kwargs
-from voters.selector import AnswerSelector
+from voters.selector import SELECTOR_CONSTRAINTS
 from voters.similarity import check_answers, similarity_tensor
-from voters.weights_file import header, member_order, write_document
+from voters.weights_file import write_document
 
 KIND = "cascade"
 DEFAULT_MAX_LOSS = 0.005  # a fraction: 0.5 EM points
 Passages = Sequence[Sequence[Sequence[str]]]
-
-
-@dataclass
-class CascadeStep:
-    """Step j: the members that have answered once it ran (a prefix of the order), its selector and its
-    calibration."""
-
-    members: list[str]
-    selector: AnswerSelector
-    calibration: Calibration
 
 
 @dataclass(frozen=True)
@@ -88,8 +83,19 @@ class StopDecision:
 EVENT_LABELS = {"agreement": "P(full pool agrees)", "right": "P(right)"}
 
 
-class Cascade:
-    """Learned cascade of answer selectors.
+#: scikit-learn's validation of the hyper-parameters: those of the step selectors, and the cascade's own
+CASCADE_CONSTRAINTS: dict[str, list[Any]] = {
+    **{name: rules for name, rules in SELECTOR_CONSTRAINTS.items() if name != "cache_dir"},
+    "max_loss": [Interval(Real, 0, None, closed="left"), None],
+    "budget": [Interval(Real, 0, None, closed="left"), None],
+    "stop_on": [StrOptions({"auto", *STOP_TARGETS})],
+    "folds": [Interval(Integral, 2, None, closed="left")],
+    "seed": [Integral],
+}
+
+
+class Cascade(VoterEstimator):
+    """Learned cascade of answer selectors, a scikit-learn estimator (voters.estimator).
 
     Hyper-parameters:
         metrics, C, correctness, metric_params: those of every step's answer selector (voters.selector).
@@ -105,6 +111,7 @@ class Cascade:
     kind = KIND
     needs_passages = True
     needs_questions = True
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = CASCADE_CONSTRAINTS
 
     def __init__(
         self,
@@ -130,40 +137,11 @@ class Cascade:
         self.seed = seed
         self.members = members
 
-    _PARAMS = (
-        "metrics",
-        "C",
-        "correctness",
-        "metric_params",
-        "max_loss",
-        "budget",
-        "stop_on",
-        "folds",
-        "seed",
-        "members",
-    )
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._PARAMS}
-
-    def set_params(self, **params: Any) -> Cascade:
-        unknown = sorted(set(params) - set(self._PARAMS))
-        if unknown:
-            raise ConfigError(f"Cascade has no parameter(s) {', '.join(unknown)}; valid: {', '.join(self._PARAMS)}")
-        for name, value in params.items():
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        return f"Cascade(max_loss={self.max_loss!r}, budget={self.budget!r})"
-
     def _check_params(self) -> None:
+        """`_parameter_constraints`, then the correctness metric's registry and max_loss or budget."""
+        super()._check_params()
         if self.correctness not in CORRECTNESS:
             raise ConfigError(f"unknown correctness metric {self.correctness!r}; available: {', '.join(CORRECTNESS)}")
-        for name in ("max_loss", "budget"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
-                raise ConfigError(f"{name} must be a number ≥ 0 or None, got {value!r}")
         if self.max_loss is None and self.budget is None:
             raise ConfigError("a cascade needs max_loss or budget")
 
@@ -388,120 +366,22 @@ class Cascade:
         return {**account, "voter": KIND, "step": j, "step_members": list(step.members)}
 
     def describe(self) -> dict[str, Any]:
+        """The fitted cascade for reports (voters.cascade_file.describe)."""
         self._check_fitted()
-        return {
-            "voter": KIND,
-            "metrics": list(self.metric_names_),
-            "order": list(self.order_),
-            "stop_on": self.stop_on_,
-            "stop_targets": dict(getattr(self, "stop_targets_", {})),
-            "threshold": _finite_or_none(self.threshold_),
-            "steps": [{"members": list(s.members), "calibration": s.calibration.to_dict()} for s in self.steps_],
-            "cost_unit": self.cost_unit_,
-            "member_costs": dict(self.member_costs_),
-            "full_accuracy": self.full_accuracy_,
-            "full_cost": self.full_cost_,
-            "chosen": self.chosen_point_.to_dict(),
-            "operating_points": [point.to_dict() for point in self.operating_points_],
-        }
+        return cascade_file.describe(self)
 
     def at_loss(self, max_loss: float) -> OperatingPoint:
         """The operating point (held out on the training records) that `max_loss` (a fraction) would choose."""
         self._check_fitted()
         return choose_point(self.operating_points_, max_loss, None)
 
-    # -- persistence --------------------------------------------------------------------------------------
+    # -- persistence (voters.cascade_file) ------------------------------------------------------------------
 
     def save(self, path: str | Path, **meta: Any) -> Path:
         self._check_fitted()
-        meta.setdefault("objective", self.correctness)
-        document = {
-            **header(KIND, self.members_, self.metric_names_),
-            **{key: value for key, value in self.describe().items() if key not in ("voter", "metrics", "steps")},
-            "steps": [
-                {"members": s.members, "calibration": s.calibration.to_dict(), "selector": s.selector.document()}
-                for s in self.steps_
-            ],
-            "train_score": self.train_score_,
-            "params": {
-                "metrics": list(self.metrics),
-                "C": float(self.C),
-                "correctness": self.correctness,
-                "metric_params": self.metric_params,
-                "max_loss": self.max_loss,
-                "budget": self.budget,
-                "stop_on": self.stop_on,
-                "folds": self.folds,
-                "seed": self.seed,
-            },
-            "meta": {**self.metadata_, **meta},
-        }
-        return write_document(path, document)
+        return write_document(path, cascade_file.document(self, **meta))
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Cascade:
         """A fitted cascade from a weights-file document (see `voters.load_voter`)."""
-        try:
-            params = dict(document["params"])
-            file_members = [str(name) for name in document["members"]]
-            order = [str(name) for name in document["order"]]
-            threshold = document["threshold"]
-            steps = [
-                CascadeStep(
-                    [str(name) for name in step["members"]],
-                    AnswerSelector.from_document(step["selector"], source),
-                    Calibration(**{key: float(value) for key, value in step["calibration"].items()}),
-                )
-                for step in document["steps"]
-            ]
-            points = [_point(point) for point in document["operating_points"]]
-            chosen = _point(document["chosen"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"weights file {source!r} is incomplete or malformed: {exc!r}") from None
-        cascade = cls(**params)
-        cascade._check_params()
-        _check_steps(steps, order, file_members, source)
-        positions = member_order(file_members, members, len(file_members), source)
-        cascade.members_ = [file_members[i] for i in positions]
-        cascade.members = list(cascade.members_)
-        cascade.n_members_ = len(cascade.members_)
-        cascade.metric_names_ = list(cascade.metrics)
-        cascade.order_ = order
-        cascade.stop_on_ = str(document.get("stop_on", "agreement"))
-        cascade.stop_targets_ = dict(document.get("stop_targets") or {})
-        cascade.steps_ = steps
-        cascade.threshold_ = float("inf") if threshold is None else float(threshold)
-        cascade.operating_points_ = points
-        cascade.chosen_point_ = chosen
-        cascade.full_accuracy_ = float(document["full_accuracy"])
-        cascade.full_cost_ = float(document["full_cost"])
-        cascade.cost_unit_ = str(document.get("cost_unit", "seconds"))
-        cascade.member_costs_ = {str(k): float(v) for k, v in dict(document.get("member_costs") or {}).items()}
-        cascade.train_score_ = document.get("train_score")
-        cascade.metadata_ = dict(document.get("meta") or {})
-        return cascade
-
-
-def _finite_or_none(value: float) -> float | None:
-    return None if np.isinf(value) else float(value)
-
-
-def _point(entry: Mapping[str, Any]) -> OperatingPoint:
-    threshold = entry["threshold"]
-    return OperatingPoint(
-        float("inf") if threshold is None else float(threshold),
-        float(entry["accuracy"]),
-        float(entry["loss"]),
-        float(entry["cost"]),
-        float(entry["cost_p90"]),
-        float(entry["members_run"]),
-    )
-
-
-def _check_steps(steps: list[CascadeStep], order: list[str], members: list[str], source: str) -> None:
-    """The steps must be the prefixes of an order of every member, each selector over its step's members."""
-    if sorted(order) != sorted(members) or len(steps) != len(order):
-        raise ConfigError(f"weights file {source!r}: the cascade's order must hold every member once")
-    for j, step in enumerate(steps):
-        if step.members != order[: j + 1] or list(step.selector.members_) != step.members:
-            raise ConfigError(f"weights file {source!r}: step {j} does not hold the first {j + 1} members of the order")
+        return cascade_file.from_document(cls, document, source, members)

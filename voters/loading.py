@@ -13,7 +13,10 @@ from typing import Any
 
 from eor.errors import ConfigError
 from eor.plugins import entry_point_objects
+from voters.cascade import Cascade
 from voters.protocol import check_voter_class
+from voters.selector import AnswerSelector
+from voters.voter import Voter
 from voters.weights_file import read_document
 
 _REGISTERED: dict[str, type] = {}
@@ -37,9 +40,6 @@ def _declares_voter(candidate: object) -> bool:
 def voter_kinds() -> dict[str, Any]:
     """Every voter class by kind: eor's, those registered in Python, then those of installed packages
     (the `voter_class` of each entry point in `eor.voters`); eor's own kinds win."""
-    from voters.cascade import Cascade
-    from voters.selector import AnswerSelector
-    from voters.voter import Voter
 
     kinds: dict[str, Any] = {Voter.kind: Voter, AnswerSelector.kind: AnswerSelector, Cascade.kind: Cascade}
     plugins = entry_point_objects("eor.voters", _declares_voter, "a candidate with a voter_class")

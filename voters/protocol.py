@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 import numpy as np
 
 from eor.errors import ConfigError
+from voters.estimator import VoterEstimator
 from voters.scoring import choose
 from voters.weights_file import header, member_order, write_document
 
@@ -88,27 +89,38 @@ def check_voter_class(cls: Any) -> None:
         raise ConfigError(f"voter {kind!r} ({cls.__name__}) lacks {', '.join(missing)} (see voters.protocol)")
 
 
-class SimpleVoter:
-    """A base for a new voter: write `kind`, `decision_scores`, and, if it learns anything, `state()` (its
-    parameters as JSON, per-member values keyed by member name so that any pool order loads) and
-    `from_state`. This base predicts by the highest score, explains by the scores, and saves and loads the
-    weights file (same members required, any order)."""
+class SimpleVoter(VoterEstimator):
+    """A base for a new voter, a scikit-learn estimator (voters.estimator): write `kind`, `decision_scores`,
+    and, if it learns anything, `state()` (its learned values as JSON, per-member values keyed by member name
+    so that any pool order loads) and `set_state(state)` (which sets them as fitted attributes, names
+    ending in `_`). This base predicts by the highest score, explains by the scores, and saves and loads the
+    weights file (same members required, any order). Its hyper-parameters: the pool's `members` in order,
+    and the similarity `metrics` (with `metric_params`) it computes, if any."""
 
     kind: ClassVar[str] = ""
     needs_passages: ClassVar[bool] = False
 
     def __init__(
         self,
-        members: Sequence[str],
+        members: Sequence[str] = (),
         metrics: Sequence[str] = (),
         metric_params: dict[str, dict[str, Any]] | None = None,
     ) -> None:
-        self.members_ = [str(name) for name in members]
-        self.n_members_ = len(self.members_)
-        self.metric_names_ = list(metrics)
+        self.members = members
+        self.metrics = metrics
         self.metric_params = metric_params
-        self.train_score_: float | None = None
-        self.metadata_: dict[str, Any] = {}
+
+    @property
+    def members_(self) -> list[str]:
+        return [str(name) for name in self.members]
+
+    @property
+    def n_members_(self) -> int:
+        return len(self.members)
+
+    @property
+    def metric_names_(self) -> list[str]:
+        return list(self.metrics)
 
     def decision_scores(
         self,
@@ -120,14 +132,18 @@ class SimpleVoter:
         raise NotImplementedError
 
     def state(self) -> dict[str, Any]:
-        """The learned parameters, JSON-ready (default: none)."""
+        """The learned values, JSON-ready (default: none)."""
         return {}
 
+    def set_state(self, state: Mapping[str, Any]) -> Self:
+        """Set the learned values of `state()`'s output as fitted attributes (default: none); returns self."""
+        return self
+
     @classmethod
-    def from_state(cls, state: Mapping[str, Any], members: Sequence[str], **settings: Any) -> SimpleVoter:
+    def from_state(cls, state: Mapping[str, Any], members: Sequence[str], **settings: Any) -> Self:
         """The voter for `members` (the pool's order) from `state()`'s output; `settings`: metrics and
         metric_params."""
-        return cls(members, **settings)
+        return cls(members, **settings).set_state(state)
 
     def predict(
         self, answers: Sequence[Sequence[str]], passages: Passages | None = None, questions: Sequence[str] | None = None
@@ -148,15 +164,13 @@ class SimpleVoter:
             **header(self.kind, self.members_, self.metric_names_),
             "metric_params": self.metric_params,
             "state": self.state(),
-            "train_score": self.train_score_,
-            "meta": {**self.metadata_, **meta},
+            "train_score": getattr(self, "train_score_", None),
+            "meta": {**getattr(self, "metadata_", {}), **meta},
         }
         return write_document(path, document)
 
     @classmethod
-    def from_document(
-        cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None
-    ) -> SimpleVoter:
+    def from_document(cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Self:
         file_members = [str(name) for name in document["members"]]
         order = member_order(file_members, members, len(file_members), source)
         pool = [file_members[i] for i in order]

@@ -36,6 +36,12 @@ def choose(scores: np.ndarray) -> np.ndarray:
     return np.argmax(values >= best - tolerance, axis=-1)
 
 
+def mean_correctness(correctness: np.ndarray, chosen: np.ndarray) -> float:
+    """Mean correctness of the chosen answers: `correctness` (Q, M), `chosen` one member per question
+    (0 for no question)."""
+    return float(np.asarray(correctness)[np.arange(len(chosen)), chosen].mean()) if len(chosen) else 0.0
+
+
 def as_tensor(tensor: np.ndarray) -> np.ndarray:
     values = np.asarray(tensor, dtype=float)
     if values.ndim != 4 or values.shape[1] != values.shape[2]:

@@ -11,14 +11,18 @@ file family (JSON, `"voter": "selector"`) without pickles.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
+from numbers import Real
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from eor.correctness import CORRECTNESS, correctness_matrix
 from eor.errors import ConfigError, InputError, NotFittedError
+from voters.estimator import VoterEstimator
 from voters.features import (
     BASE_FEATURES,
     CONFIDENCE_FEATURES,
@@ -27,7 +31,7 @@ from voters.features import (
     candidate_features,
     feature_names,
 )
-from voters.scoring import choose
+from voters.scoring import choose, mean_correctness
 from voters.similarity import available_metrics, check_answers, similarity_tensor
 from voters.weights_file import header, member_order, write_document
 
@@ -38,8 +42,19 @@ Passages = Sequence[Sequence[Sequence[str]]]
 Confidence = Sequence[Sequence[Any]]  # [question][member] -> a confidence summary (eor.confidence) or None
 
 
-class AnswerSelector:
-    """Logistic-regression answer selector.
+#: scikit-learn's validation of the hyper-parameters (an answer selector's, and every cascade step's)
+SELECTOR_CONSTRAINTS: dict[str, list[Any]] = {
+    "metrics": ["array-like"],
+    "C": [Interval(Real, 0, None, closed="neither")],
+    "correctness": [str],
+    "metric_params": [Mapping, None],
+    "cache_dir": [str, os.PathLike, None],
+    "members": ["array-like", None],
+}
+
+
+class AnswerSelector(VoterEstimator):
+    """Logistic-regression answer selector, a scikit-learn estimator (voters.estimator).
 
     Hyper-parameters:
         metrics: similarity metrics whose pooled values are features (`em`, `f1`, `cosine`, ...).
@@ -69,31 +84,14 @@ class AnswerSelector:
     kind = KIND
     needs_passages = True
     needs_questions = True
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {
-            name: getattr(self, name)
-            for name in ("metrics", "C", "correctness", "metric_params", "cache_dir", "members")
-        }
-
-    def set_params(self, **params: Any) -> AnswerSelector:
-        valid = self.get_params()
-        unknown = sorted(set(params) - set(valid))
-        if unknown:
-            raise ConfigError(f"AnswerSelector has no parameter(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
-        for name, value in params.items():
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        return f"AnswerSelector(metrics={list(self.metrics)!r}, C={self.C!r})"
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = SELECTOR_CONSTRAINTS
 
     def _check_params(self) -> None:
+        """`_parameter_constraints`, then the metrics and the correctness metric against their registries."""
+        super()._check_params()
         known = available_metrics()
         if isinstance(self.metrics, str) or not self.metrics or any(name not in known for name in self.metrics):
             raise ConfigError(f"metrics must name registered metrics; available: {', '.join(known)}")
-        if not isinstance(self.C, int | float) or not np.isfinite(self.C) or self.C <= 0:
-            raise ConfigError(f"C must be a positive number, got {self.C!r}")
         if self.correctness not in CORRECTNESS:
             raise ConfigError(f"unknown correctness metric {self.correctness!r}; available: {', '.join(CORRECTNESS)}")
 
@@ -179,7 +177,7 @@ class AnswerSelector:
         self.metric_names_ = list(self.metrics)
         self.metadata_: dict[str, Any] = getattr(self, "metadata_", {})
         chosen = choose(self.feature_scores(features.matrix))
-        self.train_score_ = float(np.asarray(labels, dtype=float)[np.arange(len(chosen)), chosen].mean())
+        self.train_score_ = mean_correctness(np.asarray(labels, dtype=float), chosen)
         return self
 
     # -- prediction ---------------------------------------------------------------------------------------

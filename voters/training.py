@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from eor.errors import ConfigError, InputError
-from voters.scoring import VoteScorer, as_tensor, choose
+from voters.scoring import VoteScorer, as_tensor, choose, mean_correctness
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,7 @@ def mean_chosen(
         member_threshold=member_threshold,
         grounding_weight=weights.grounding,
     )
-    chosen = choose(scores)
-    return float(correctness[np.arange(len(chosen)), chosen].mean())
+    return mean_correctness(correctness, choose(scores))
 
 
 class StepObjective:

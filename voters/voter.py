@@ -11,38 +11,45 @@ Members with ω^r_m ≤ t (`member_threshold`) are dropped: they are never chose
 enter the others' pools (so an ensemble need not run them). Ties go to the lowest member index. Every
 `*_tensor` method takes a precomputed similarity tensor (Q, M, M, K) in the order of `metrics`.
 
-The class is in three files: here its hyper-parameters, data and prediction; `voter_fit` its constructors
-and fitting; `voter_account` what it tells of itself: its description, the account of one vote, and its
-weights file.
+The voter is a scikit-learn estimator (voters.estimator). Its weight search lives in `voter_fit`, and what
+it tells of itself (its description, the account of one vote, its weights file) in `voter_account`, both
+as functions of the voter.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from eor.correctness import CORRECTNESS, correctness_matrix
-from eor.errors import ConfigError, InputError, NotFittedError
-from voters.grounding import Passages, grounding_features
-from voters.pooling import POOLINGS
-from voters.scoring import VoteScorer, choose, decision_scores
-from voters.similarity import available_metrics, check_answers, similarity_tensor
+from eor.correctness import correctness_matrix
+from eor.errors import InputError, NotFittedError
+from voters import voter_account
+from voters.estimator import VoterEstimator
+from voters.grounding import Passages
+from voters.scoring import choose, decision_scores, mean_correctness
+from voters.similarity import check_answers, similarity_tensor
 from voters.smooth import DEFAULT_PENALTY, DEFAULT_TEMPERATURE
-from voters.training import VoteData
-from voters.voter_account import AccountMixin
-from voters.voter_fit import SEARCH, Answers, FittingMixin, Golds
+from voters.training import Callback, VoteData, Weights
+from voters.voter_fit import (
+    Answers,
+    FitSettings,
+    Golds,
+    search,
+    single_member_weights,
+    uniform_weights,
+    vote_data,
+)
+from voters.voter_params import CONSTRAINTS, check_voter_params
+from voters.weights_file import write_document
 
 log = logging.getLogger(__name__)
 
-OBJECTIVES = ("step", "smooth")
 
-
-class Voter(FittingMixin, AccountMixin):
+class Voter(VoterEstimator):
     """Weighted similarity voting over member answers, with weights learned by Nelder-Mead.
 
     Hyper-parameters:
@@ -59,13 +66,15 @@ class Voter(FittingMixin, AccountMixin):
         metric_params: keyword arguments per metric, e.g. {"cosine": {"model": "minilm-l6"}}.
         cache_dir: folder of the disk cache of pair scores (None: no disk cache).
         members: member names in order (recorded in weights files and checked on load).
-        objective: "step" fits the paper's objective (mean correctness of the chosen answers) directly with
-            the restarts of `voters.training`; "smooth" fits the softmax surrogate of `voters.smooth` first
-            (temperature τ, penalty λ toward uniform weights) and polishes it on the step objective.
+        objective: "step" fits the paper's objective (mean correctness of the chosen answers) directly;
+            "smooth" fits the softmax surrogate of `voters.smooth` first, then polishes on the step objective.
         temperature, penalty: τ and λ of the smooth objective.
     """
 
     kind = "paper"
+    needs_questions = False
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = CONSTRAINTS
 
     def __init__(
         self,
@@ -103,101 +112,112 @@ class Voter(FittingMixin, AccountMixin):
         self.temperature = temperature
         self.penalty = penalty
 
-    # -- sklearn protocol ------------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        """`_parameter_constraints`, then what depends on the registries or on several parameters."""
+        super()._check_params()
+        check_voter_params(self)
+
+    # -- constructors and fitting ----------------------------------------------------------------------
 
     @classmethod
-    def _param_names(cls) -> list[str]:
-        return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
+    def uniform(
+        cls,
+        n_members: int,
+        metrics: Sequence[str] = ("em", "f1", "cosine"),
+        pooling: str = "mean",
+        *,
+        grounding_weight: float | None = None,
+        **params: Any,
+    ) -> Self:
+        """A voter with explicit uniform weights (voters.voter_fit.uniform_weights), ready to predict without
+        fitting; with `grounding=True`, ω^g is `grounding_weight` (default 1/K, as every metric)."""
+        voter = cls(metrics=tuple(metrics), pooling=pooling, **params)
+        voter._check_params()
+        voter._set_weights(uniform_weights(n_members, voter.get_params(), grounding_weight))
+        voter.train_score_ = None
+        voter.dev_score_ = None
+        return voter
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The hyper-parameters, as given to `__init__`."""
-        return {name: getattr(self, name) for name in self._param_names()}
+    @classmethod
+    def single_member(
+        cls, n_members: int, member: int, metrics: Sequence[str] = ("em", "f1", "cosine"), **params: Any
+    ) -> Self:
+        """Top R as a voter: member `member` alone is active (ω^r = max_weight, every other ω^r = 0), so it
+        is always chosen; the metric weights are uniform (they never matter with one active member)."""
+        voter = cls.uniform(n_members, metrics=metrics, **params)
+        voter.retriever_weights_ = single_member_weights(n_members, member, voter.max_weight)
+        return voter
 
-    def set_params(self, **params: Any) -> Voter:
-        """Set hyper-parameters (unknown names raise ConfigError); learned weights are kept until refit."""
-        valid = self._param_names()
-        unknown = sorted(set(params) - set(valid))
-        if unknown:
-            raise ConfigError(f"Voter has no parameter(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
-        for name, value in params.items():
-            setattr(self, name, value)
+    def _set_weights(self, weights: Weights) -> None:
+        self.metric_weights_ = np.asarray(weights.metric, dtype=float)
+        self.retriever_weights_ = np.asarray(weights.retriever, dtype=float)
+        self.grounding_weight_ = weights.grounding
+        self.pooling_ = weights.pooling
+        self.n_members_ = len(self.retriever_weights_)
+        self.members_ = list(self.members) if self.members is not None else None
+        self.metric_names_ = list(self.metrics)
+        if not hasattr(self, "metadata_"):
+            self.metadata_: dict[str, Any] = {}
+
+    def fit(
+        self,
+        answers: Answers,
+        golds: Golds,
+        passages: Sequence[Sequence[Passages]] | None = None,
+        *,
+        dev: tuple[Any, ...] | None = None,
+        callback: Callback | None = None,
+    ) -> Self:
+        """Learn the weights on training questions.
+
+        `dev=(answers, golds[, passages])` is scored for the report (never used to choose the weights);
+        `callback` receives one dict per start (pooling, start, train/dev scores, best so far).
+        """
+        self._check_params()
+        if len(answers) != len(golds):
+            raise InputError(f"got answers for {len(answers)} questions but gold answers for {len(golds)}")
+        train = self._data(answers, golds, passages, self.grounding)
+        dev_data = None
+        if dev is not None:
+            if not isinstance(dev, tuple | list) or len(dev) not in (2, 3):
+                raise InputError("dev must be (answers, golds) or (answers, golds, passages)")
+            dev_answers, dev_golds, *rest = dev
+            dev_data = self._data(dev_answers, dev_golds, rest[0] if rest else None, self.grounding)
+        return self.fit_tensor(train.tensor, train.correctness, train.grounding, dev=dev_data, callback=callback)
+
+    def fit_tensor(
+        self,
+        tensor: np.ndarray,
+        correctness: np.ndarray,
+        grounding: np.ndarray | None = None,
+        *,
+        dev: tuple[Any, ...] | VoteData | None = None,
+        callback: Callback | None = None,
+    ) -> Self:
+        """Learn the weights from a similarity tensor (Q,M,M,K) and a correctness matrix (Q,M); `dev` is a
+        VoteData or a tuple (tensor, correctness[, grounding])."""
+        self._check_params()
+        train = VoteData(tensor, correctness, grounding)
+        if train.tensor.shape[3] != len(self.metrics):
+            raise InputError(f"tensor has {train.tensor.shape[3]} metrics, the voter uses {len(self.metrics)}")
+        if self.members is not None and len(self.members) != train.tensor.shape[1]:
+            raise InputError(f"{len(self.members)} member names but answers from {train.tensor.shape[1]} members")
+        dev_data = dev if dev is None or isinstance(dev, VoteData) else VoteData(*dev)
+        result = search(FitSettings.of(self.get_params()), train, dev_data, callback)
+        self._set_weights(result.weights)
+        self.train_score_ = result.train_score
+        self.dev_score_ = result.dev_score
+        self.best_start_ = result.start
+        self.n_evaluations_ = result.evaluations
+        self.fit_history_ = result.history
         return self
-
-    def __repr__(self) -> str:
-        defaults = {
-            name: p.default for name, p in inspect.signature(type(self).__init__).parameters.items() if name != "self"
-        }
-        changed = [f"{name}={value!r}" for name, value in self.get_params().items() if value != defaults[name]]
-        return f"{type(self).__name__}({', '.join(changed)})"
-
-    def _check_params(self) -> None:
-        metrics = self.metrics
-        if isinstance(metrics, str) or not metrics or any(not isinstance(name, str) for name in metrics):
-            raise ConfigError(
-                f"metrics must be a non-empty list of metric names; available: {', '.join(available_metrics())}"
-            )
-        unknown = [name for name in metrics if name not in available_metrics()]
-        if unknown:
-            raise ConfigError(
-                f"unknown similarity metric(s) {', '.join(unknown)}; available: {', '.join(available_metrics())}"
-            )
-        if len(set(metrics)) != len(metrics):
-            raise ConfigError(f"metrics must not repeat a name: {list(metrics)}")
-        if self.pooling != SEARCH and self.pooling not in POOLINGS:
-            raise ConfigError(f"unknown pooling {self.pooling!r}; available: {', '.join(POOLINGS)}, {SEARCH}")
-        if self.correctness not in CORRECTNESS:
-            raise ConfigError(f"unknown correctness metric {self.correctness!r}; available: {', '.join(CORRECTNESS)}")
-        for name in ("threshold", "member_threshold", "max_weight"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not np.isfinite(value):
-                raise ConfigError(f"{name} must be a finite number, got {value!r}")
-        if self.member_threshold < 0 or self.max_weight <= self.member_threshold:
-            raise ConfigError(
-                f"need 0 ≤ member_threshold < max_weight, got member_threshold={self.member_threshold}, "
-                f"max_weight={self.max_weight}"
-            )
-        if not isinstance(self.restarts, int) or self.restarts < 0:
-            raise ConfigError(f"restarts must be an integer ≥ 0, got {self.restarts!r}")
-        if self.max_evals is not None and (not isinstance(self.max_evals, int) or self.max_evals < 1):
-            raise ConfigError(f"max_evals must be a positive integer or None, got {self.max_evals!r}")
-        stray = sorted(set(self.metric_params or {}) - set(metrics))
-        if stray:
-            raise ConfigError(f"metric_params for metric(s) not in metrics: {', '.join(stray)}")
-        if self.objective not in OBJECTIVES:
-            raise ConfigError(f"unknown objective {self.objective!r}; available: {', '.join(OBJECTIVES)}")
-        for name in ("temperature", "penalty"):
-            value = getattr(self, name)
-            if (
-                not isinstance(value, int | float)
-                or not np.isfinite(value)
-                or value < 0
-                or (name == "temperature" and value == 0)
-            ):
-                raise ConfigError(
-                    f"{name} must be a {'positive' if name == 'temperature' else 'non-negative'} number, got {value!r}"
-                )
-        if self.members is not None:
-            names = list(self.members)
-            if any(not isinstance(name, str) for name in names) or len(set(names)) != len(names):
-                raise ConfigError("members must be distinct member names (strings)")
 
     # -- data preparation ------------------------------------------------------------------------------
 
     def similarity_tensor(self, answers: Answers) -> np.ndarray:
         """sim_k(y_m, y_n) for these answers and this voter's metrics, shape (Q, M, M, K)."""
         self._check_params()
-        key = (
-            tuple(tuple(row) for row in answers),
-            tuple(self.metrics),
-            repr(self.metric_params),
-            str(self.cache_dir),
-        )
-        memo = getattr(self, "_memo", None)
-        if memo is not None and memo[0] == key:  # decision_scores then predict on the same batch
-            return memo[1]
-        tensor = similarity_tensor(answers, list(self.metrics), cache=self.cache_dir, metric_params=self.metric_params)
-        self._memo = (key, tensor)
-        return tensor
+        return similarity_tensor(answers, list(self.metrics), cache=self.cache_dir, metric_params=self.metric_params)
 
     def _data(
         self,
@@ -207,16 +227,7 @@ class Voter(FittingMixin, AccountMixin):
         need_grounding: bool,
     ) -> VoteData:
         check_answers(answers)
-        tensor = self.similarity_tensor(answers)
-        correct = (
-            correctness_matrix(answers, golds, self.correctness) if golds is not None else np.zeros(tensor.shape[:2])
-        )
-        grounding = None
-        if need_grounding:
-            if passages is None:
-                raise InputError("this voter uses grounding: pass each member's passages (passages=...)")
-            grounding = grounding_features(answers, passages)
-        return VoteData(tensor, correct, grounding)
+        return vote_data(self.similarity_tensor(answers), answers, golds, self.correctness, passages, need_grounding)
 
     # -- prediction ------------------------------------------------------------------------------------
 
@@ -236,17 +247,23 @@ class Voter(FittingMixin, AccountMixin):
     def decision_scores_tensor(self, tensor: np.ndarray, grounding: np.ndarray | None = None) -> np.ndarray:
         """Decision scores s_m (Q, M) from a similarity tensor; −inf for dropped members."""
         self._check_fitted()
-        scorer = VoteScorer(tensor, grounding)
-        if scorer.n_members != self.n_members_:
-            raise InputError(f"this voter was built for {self.n_members_} members, got answers from {scorer.n_members}")
-        if scorer.n_metrics != len(self.metric_weights_):
-            raise InputError(f"tensor has {scorer.n_metrics} metrics, the voter uses {len(self.metric_weights_)}")
-        return scorer.scores(
+        shape = np.shape(tensor)
+        if len(shape) != 4 or shape[1] != self.n_members_:
+            raise InputError(f"this voter was built for {self.n_members_} members, got a tensor of shape {shape}")
+        if shape[3] != len(self.metric_weights_):
+            raise InputError(f"tensor has {shape[3]} metrics, the voter uses {len(self.metric_weights_)}")
+        return self._scores(tensor, grounding)
+
+    def _scores(self, tensor: np.ndarray, grounding: np.ndarray | None, index: list[int] | None = None) -> np.ndarray:
+        """Eqs. 6-7 with the fitted weights, of the members at positions `index` (None: all)."""
+        return decision_scores(
+            tensor,
             self.metric_weights_,
-            self.retriever_weights_,
+            self.retriever_weights_ if index is None else self.retriever_weights_[index],
             pooling=self.pooling_,
             threshold=float(self.threshold),
             member_threshold=float(self.member_threshold),
+            grounding=grounding,
             grounding_weight=self.grounding_weight_,
         )
 
@@ -260,15 +277,13 @@ class Voter(FittingMixin, AccountMixin):
         correct = np.asarray(correctness, dtype=float)
         if correct.shape != (len(chosen), self.n_members_):
             raise InputError(f"correctness must have shape ({len(chosen)}, {self.n_members_}), got {correct.shape}")
-        return float(correct[np.arange(len(chosen)), chosen].mean()) if len(chosen) else 0.0
+        return mean_correctness(correct, chosen)
 
     @property
     def needs_passages(self) -> bool:
         """Whether decision scores need each member's passages (the grounding feature)."""
         self._check_fitted()
         return self.grounding_weight_ is not None
-
-    needs_questions = False
 
     def decision_scores(
         self,
@@ -284,23 +299,10 @@ class Voter(FittingMixin, AccountMixin):
         (the interface of every voter).
         """
         self._check_fitted()
-        if members is None:
-            check_answers(answers, self.n_members_)
-            data = self._data(answers, None, passages, self.needs_passages)
-            return self.decision_scores_tensor(data.tensor, data.grounding)
-        index = self._positions(members)
-        check_answers(answers, len(index))
+        index = None if members is None else self._positions(members)
+        check_answers(answers, self.n_members_ if index is None else len(index))
         data = self._data(answers, None, passages, self.needs_passages)
-        return decision_scores(
-            data.tensor,
-            self.metric_weights_,
-            self.retriever_weights_[index],
-            pooling=self.pooling_,
-            threshold=float(self.threshold),
-            member_threshold=float(self.member_threshold),
-            grounding=data.grounding,
-            grounding_weight=self.grounding_weight_,
-        )
+        return self._scores(data.tensor, data.grounding, index)
 
     def _positions(self, members: Sequence[int]) -> list[int]:
         index = [int(m) for m in members]
@@ -321,4 +323,29 @@ class Voter(FittingMixin, AccountMixin):
         """Mean correctness (the `correctness` metric) of the chosen answers: higher is better."""
         chosen = self.predict(answers, passages)
         correct = correctness_matrix(answers, golds, self.correctness)
-        return float(correct[np.arange(len(chosen)), chosen].mean()) if len(chosen) else 0.0
+        return mean_correctness(correct, chosen)
+
+    # -- what it tells of itself (voters.voter_account) ------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """The fitted voter for reports: its kind, metrics, pooling and every learned weight."""
+        self._check_fitted()
+        return voter_account.describe(self)
+
+    def explain_row(
+        self, answers: Sequence[str], passages: Sequence[Passages], question: str, members: Sequence[int]
+    ) -> dict[str, Any]:
+        """Why the vote went as it did for one question (voters.voter_account.explain_row); `question` is
+        unused (the interface of every voter)."""
+        self._check_fitted()
+        return voter_account.explain_row(self, answers, passages, self._positions(members))
+
+    def save(self, path: str | Path, **meta: Any) -> Path:
+        """Write the weights file (JSON). `meta`: reader, dataset, objective, ... (JSON values)."""
+        self._check_fitted()
+        return write_document(path, voter_account.document(self, **meta))
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Self:
+        """A fitted voter from a weights-file document (see `voters.load_voter`)."""
+        return voter_account.from_document(cls, document, source, members)

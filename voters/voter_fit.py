@@ -1,16 +1,19 @@
-"""The ways a `Voter` gets its weights: uniform, Top R alone, or fitted by Nelder-Mead (the step objective of
-voters.training, or the smooth surrogate of voters.smooth). A mixin of `voters.voter.Voter`."""
+"""How a `Voter` gets its weights: explicit uniform ones, or a search by Nelder-Mead (the paper's step
+objective of voters.weight_search, or the smooth surrogate of voters.smooth), as functions of the voter's
+hyper-parameters (`FitSettings`)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Self
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
+from eor.correctness import correctness_matrix
 from eor.errors import ConfigError, InputError
-from voters.grounding import Passages
+from voters.grounding import Passages, grounding_features
 from voters.pooling import POOLINGS
 from voters.smooth import SmoothSettings, smooth_search
 from voters.training import (
@@ -22,185 +25,138 @@ from voters.training import (
     uniform_member_weight,
     uniform_metric_weight,
 )
+from voters.voter_params import SEARCH
+
+Answers = Sequence[Sequence[str]]
+Golds = Sequence[Sequence[str]]
 
 log = logging.getLogger("voters.voter")
 
-SEARCH = "search"
-Answers = Sequence[Sequence[str]]
-Golds = Sequence[Sequence[str]]
-DevSplit = tuple[Any, ...] | VoteData
+
+def uniform_weights(n_members: int, params: dict[str, Any], grounding_weight: float | None) -> Weights:
+    """Explicit uniform weights for a voter of `params` (its `get_params()`): every member ω^r =
+    min(0.5, max_weight) (all active), every metric ω^s = 1/K (S_sim is the plain average of the metrics);
+    with grounding, ω^g = `grounding_weight` (None: 1/K as well)."""
+    pooling, members, n_metrics = params["pooling"], params["members"], len(params["metrics"])
+    if pooling == SEARCH:
+        raise ConfigError(f"a uniform voter needs a concrete pooling: {', '.join(POOLINGS)}")
+    if not isinstance(n_members, int) or n_members < 1:
+        raise ConfigError(f"n_members must be a positive integer, got {n_members!r}")
+    if members is not None and len(members) != n_members:
+        raise ConfigError(f"{len(members)} member names given for {n_members} members")
+    grounding = None
+    if params["grounding"]:
+        grounding = float(grounding_weight) if grounding_weight is not None else 1.0 / n_metrics
+    return Weights(
+        np.full(n_metrics, uniform_metric_weight(n_metrics, params["max_weight"])),
+        np.full(n_members, uniform_member_weight(params["max_weight"])),
+        grounding,
+        pooling,
+    )
 
 
-class FittingMixin:
-    """Constructors and fitting of `Voter` (its hyper-parameters and `_check_params` live there)."""
+def single_member_weights(n_members: int, member: int, max_weight: float) -> np.ndarray:
+    """Top R's member weights: ω^r = max_weight for `member`, 0 for every other member."""
+    if not isinstance(member, int) or not 0 <= member < n_members:
+        raise ConfigError(f"member must be an index in 0..{n_members - 1}, got {member!r}")
+    weights = np.zeros(n_members)
+    weights[member] = max_weight
+    return weights
 
-    # -- constructors ----------------------------------------------------------------------------------
 
-    @classmethod
-    def uniform(
-        cls,
-        n_members: int,
-        metrics: Sequence[str] = ("em", "f1", "cosine"),
-        pooling: str = "mean",
-        *,
-        grounding_weight: float | None = None,
-        **params: Any,
-    ) -> Self:
-        """A voter with explicit uniform weights, ready to predict without fitting.
+@dataclass(frozen=True)
+class FitSettings:
+    """A `Voter`'s hyper-parameters that its weight search reads."""
 
-        Every member gets ω^r = min(0.5, max_weight) (all active) and every metric ω^s = 1/K, so S_sim is
-        the plain average of the metrics and stays in [0, 1] (the majority/plurality threshold keeps its
-        meaning). With `grounding=True`, ω^g is `grounding_weight` (default 1/K as well).
-        """
-        voter = cls(metrics=tuple(metrics), pooling=pooling, **params)
-        voter._check_params()
-        if pooling == SEARCH:
-            raise ConfigError(f"a uniform voter needs a concrete pooling: {', '.join(POOLINGS)}")
-        if not isinstance(n_members, int) or n_members < 1:
-            raise ConfigError(f"n_members must be a positive integer, got {n_members!r}")
-        if voter.members is not None and len(voter.members) != n_members:
-            raise ConfigError(f"{len(voter.members)} member names given for {n_members} members")
-        n_metrics = len(voter.metrics)
-        weight = uniform_metric_weight(n_metrics, voter.max_weight)
-        grounding = None
-        if voter.grounding:
-            grounding = float(grounding_weight) if grounding_weight is not None else 1.0 / n_metrics
-        voter._set_weights(
-            Weights(
-                np.full(n_metrics, weight),
-                np.full(n_members, uniform_member_weight(voter.max_weight)),
-                grounding,
-                pooling,
-            )
-        )
-        voter.train_score_ = None
-        voter.dev_score_ = None
-        return voter
+    pooling: str
+    threshold: float
+    member_threshold: float
+    max_weight: float
+    restarts: int
+    seed: int
+    grounding: bool
+    max_evals: int | None
+    objective: str
+    temperature: float
+    penalty: float
 
     @classmethod
-    def single_member(
-        cls, n_members: int, member: int, metrics: Sequence[str] = ("em", "f1", "cosine"), **params: Any
-    ) -> Self:
-        """Top R as a voter: member `member` alone is active (ω^r = max_weight, every other ω^r = 0), so it
-        is always chosen; the metric weights are uniform (they never matter with one active member)."""
-        voter = cls.uniform(n_members, metrics=metrics, **params)
-        if not isinstance(member, int) or not 0 <= member < n_members:
-            raise ConfigError(f"member must be an index in 0..{n_members - 1}, got {member!r}")
-        weights = np.zeros(n_members)
-        weights[member] = voter.max_weight
-        voter.retriever_weights_ = weights
-        return voter
+    def of(cls, params: dict[str, Any]) -> FitSettings:
+        """The settings among a voter's `get_params()`."""
+        return cls(**{item.name: params[item.name] for item in fields(cls)})
 
-    def _set_weights(self, weights: Weights) -> None:
-        self.metric_weights_ = np.asarray(weights.metric, dtype=float)
-        self.retriever_weights_ = np.asarray(weights.retriever, dtype=float)
-        self.grounding_weight_ = weights.grounding
-        self.pooling_ = weights.pooling
-        self.n_members_ = len(self.retriever_weights_)
-        self.members_ = list(self.members) if self.members is not None else None
-        self.metric_names_ = list(self.metrics)
-        if not hasattr(self, "metadata_"):
-            self.metadata_: dict[str, Any] = {}
 
-    # -- fitting ---------------------------------------------------------------------------------------
+def vote_data(
+    tensor: np.ndarray,
+    answers: Answers,
+    golds: Golds | None,
+    correctness: str,
+    passages: Sequence[Sequence[Passages]] | None,
+    need_grounding: bool,
+) -> VoteData:
+    """What the objective reads: the similarity tensor, each answer's correctness (zeros without golds)
+    and, when needed, whether each answer occurs in its member's passages."""
+    correct = correctness_matrix(answers, golds, correctness) if golds is not None else np.zeros(tensor.shape[:2])
+    grounding = None
+    if need_grounding:
+        if passages is None:
+            raise InputError("this voter uses grounding: pass each member's passages (passages=...)")
+        grounding = grounding_features(answers, passages)
+    return VoteData(tensor, correct, grounding)
 
-    def fit(
-        self,
-        answers: Answers,
-        golds: Golds,
-        passages: Sequence[Sequence[Passages]] | None = None,
-        *,
-        dev: tuple[Any, ...] | None = None,
-        callback: Callback | None = None,
-    ) -> Self:
-        """Learn the weights on training questions.
 
-        `dev=(answers, golds[, passages])` is scored for the report (never used to choose the weights);
-        `callback` receives one dict per start (pooling, start, train/dev scores, best so far).
-        """
-        self._check_params()
-        if len(answers) != len(golds):
-            raise InputError(f"got answers for {len(answers)} questions but gold answers for {len(golds)}")
-        train = self._data(answers, golds, passages, self.grounding)
-        dev_data = None
-        if dev is not None:
-            if not isinstance(dev, tuple | list) or len(dev) not in (2, 3):
-                raise InputError("dev must be (answers, golds) or (answers, golds, passages)")
-            dev_answers, dev_golds, *rest = dev
-            dev_data = self._data(dev_answers, dev_golds, rest[0] if rest else None, self.grounding)
-        return self.fit_tensor(train.tensor, train.correctness, train.grounding, dev=dev_data, callback=callback)
-
-    def fit_tensor(
-        self,
-        tensor: np.ndarray,
-        correctness: np.ndarray,
-        grounding: np.ndarray | None = None,
-        *,
-        dev: DevSplit | None = None,
-        callback: Callback | None = None,
-    ) -> Self:
-        """Learn the weights from a similarity tensor (Q,M,M,K) and a correctness matrix (Q,M).
-
-        `dev` is a VoteData or a tuple (tensor, correctness[, grounding]).
-        """
-        self._check_params()
-        train = VoteData(tensor, correctness, grounding)
-        if train.tensor.shape[3] != len(self.metrics):
-            raise InputError(f"tensor has {train.tensor.shape[3]} metrics, the voter uses {len(self.metrics)}")
-        if self.members is not None and len(self.members) != train.tensor.shape[1]:
-            raise InputError(f"{len(self.members)} member names but answers from {train.tensor.shape[1]} members")
-        dev_data = dev if dev is None or isinstance(dev, VoteData) else VoteData(*dev)
-        poolings = list(POOLINGS) if self.pooling == SEARCH else [self.pooling]
-        n_weights = train.tensor.shape[3] + train.tensor.shape[1] + int(bool(self.grounding))
-        if self.objective == "smooth":
-            result = self._smooth_fit(train, poolings, dev_data, 40 * n_weights)
-        else:
-            result = search_weights(
-                train,
-                poolings=poolings,
-                threshold=float(self.threshold),
-                member_threshold=float(self.member_threshold),
-                max_weight=float(self.max_weight),
-                restarts=self.restarts,
-                seed=self.seed,
-                max_evals=self.max_evals if self.max_evals is not None else 40 * n_weights,
-                use_grounding=bool(self.grounding),
-                dev=dev_data,
-                callback=callback,
-            )
-        self._set_weights(result.weights)
-        self.train_score_ = result.train_score
-        self.dev_score_ = result.dev_score
-        self.best_start_ = result.start
-        self.n_evaluations_ = result.evaluations
-        self.fit_history_ = result.history
-        log.debug(
-            "voter fitted: train %s %.4f%s, pooling %s, %d active of %d members",
-            self.correctness,
-            result.train_score,
-            "" if result.dev_score is None else f", dev {result.dev_score:.4f}",
-            self.pooling_,
-            len(self.active_members_),
-            self.n_members_,
+def search(
+    settings: FitSettings, train: VoteData, dev: VoteData | None = None, callback: Callback | None = None
+) -> SearchResult:
+    """The weights that maximise the training objective: Nelder-Mead on the paper's step objective
+    (voters.weight_search), or on the smooth surrogate polished on the step objective (voters.smooth); with
+    pooling "search", the best over every pooling."""
+    poolings = list(POOLINGS) if settings.pooling == SEARCH else [settings.pooling]
+    n_weights = train.tensor.shape[3] + train.tensor.shape[1] + int(bool(settings.grounding))
+    max_evals = settings.max_evals if settings.max_evals is not None else 40 * n_weights
+    if settings.objective == "smooth":
+        result = _smooth_search(settings, train, poolings, dev, max_evals)
+    else:
+        result = search_weights(
+            train,
+            poolings=poolings,
+            threshold=float(settings.threshold),
+            member_threshold=float(settings.member_threshold),
+            max_weight=float(settings.max_weight),
+            restarts=settings.restarts,
+            seed=settings.seed,
+            max_evals=max_evals,
+            use_grounding=bool(settings.grounding),
+            dev=dev,
+            callback=callback,
         )
-        return self
+    log.debug(
+        "voter fitted: train %.4f%s, pooling %s, %d active of %d members",
+        result.train_score,
+        "" if result.dev_score is None else f", dev {result.dev_score:.4f}",
+        result.weights.pooling,
+        int(np.sum(result.weights.retriever > settings.member_threshold)),
+        len(result.weights.retriever),
+    )
+    return result
 
-    def _smooth_fit(
-        self, train: VoteData, poolings: list[str], dev: VoteData | None, default_evals: int
-    ) -> SearchResult:
-        best = None
-        for pooling in poolings:
-            result = smooth_search(
-                train,
-                pooling=pooling,
-                threshold=float(self.threshold),
-                member_threshold=float(self.member_threshold),
-                max_weight=float(self.max_weight),
-                max_evals=self.max_evals if self.max_evals is not None else default_evals,
-                use_grounding=bool(self.grounding),
-                settings=SmoothSettings(float(self.temperature), float(self.penalty)),
-                dev=dev,
-            )
-            if best is None or result.train_score > best.train_score:
-                best = result
-        return best
+
+def _smooth_search(
+    settings: FitSettings, train: VoteData, poolings: list[str], dev: VoteData | None, max_evals: int
+) -> SearchResult:
+    best = None
+    for pooling in poolings:
+        result = smooth_search(
+            train,
+            pooling=pooling,
+            threshold=float(settings.threshold),
+            member_threshold=float(settings.member_threshold),
+            max_weight=float(settings.max_weight),
+            max_evals=max_evals,
+            use_grounding=bool(settings.grounding),
+            settings=SmoothSettings(float(settings.temperature), float(settings.penalty)),
+            dev=dev,
+        )
+        if best is None or result.train_score > best.train_score:
+            best = result
+    return best

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eor.bench.report import build_report, write_report
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
 
 
@@ -26,7 +27,6 @@ def bench(
     `metrics` chooses the similarity metrics of the uniform voter used when no `weights` file is given
     (default em, f1, cosine); see eor.bench.report.build_report for the rest.
     """
-    from eor.bench.report import build_report, write_report
 
     report = build_report(
         records_dir, weights, metric, seed, max_subsets, metrics=metrics, resamples=resamples, progress=progress

@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from eor.bench.html import render_html
+from eor.bench.markdown import table
 from eor.bench.report import REPORT_FORMAT
 from eor.errors import InputError
 
@@ -83,8 +85,6 @@ def _literal(text: str) -> str:
 
 
 def _markdown_table(rows: Table) -> list[str]:
-    from eor.bench.markdown import table
-
     header, *body = [[_literal(cell) for cell in row] for row in rows]
     return ["", *table(header, body), ""]
 
@@ -99,7 +99,6 @@ def compare_reports(a: str | Path | dict[str, Any], b: str | Path | dict[str, An
 
 def compare_reports_html(a: str | Path | dict[str, Any], b: str | Path | dict[str, Any]) -> str:
     """The same comparison as one self-contained HTML page (`eor compare --html`)."""
-    from eor.bench.html import render_html
 
     lines = ["# Benchmark comparison", ""]
     for block in comparison(a, b):

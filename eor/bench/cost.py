@@ -22,6 +22,9 @@ import numpy as np
 from eor.costs import member_costs
 from eor.errors import InputError
 from eor.run_data import RunData
+from voters.cascade_fit import SelectorSettings, StepScores
+from voters.features import candidate_blocks
+from voters.similarity import similarity_tensor
 
 #: subsets evaluated one by one up to this many (7 members: 127); beyond, greedy forward and backward selection.
 MAX_EXHAUSTIVE = 255
@@ -72,9 +75,6 @@ def _eor_spent(data: RunData, voted: Any, matrix: np.ndarray) -> tuple[np.ndarra
 
 def subset_frontier(data: RunData, labels: np.ndarray, matrix: np.ndarray, seed: int = 0) -> dict[str, Any]:
     """Every evaluated subset's cross-validated selector accuracy and mean cost, and the frontier."""
-    from voters.cascade_fit import SelectorSettings, StepScores
-    from voters.features import candidate_blocks
-    from voters.similarity import similarity_tensor
 
     settings = SelectorSettings()
     tensor = similarity_tensor(data.answers, list(settings.metrics))

@@ -43,8 +43,12 @@ import eor.bench.bem  # noqa: F401  (registers the `bem` correctness metric)
 import eor.bench.semantic  # noqa: F401  (registers the `semantic` correctness metric)
 from eor.bench.cost import cost_section
 from eor.bench.data import RunData, load_run
+from eor.bench.figures import write_figures
+from eor.bench.html import report_html
+from eor.bench.markdown import render_markdown
 from eor.bench.stats import CONFIDENCE, DEFAULT_RESAMPLES, Bootstrap, paired_test
 from eor.bench.voting import Vote, vote
+from eor.correctness import CORRECTNESS, correctness_matrix
 from eor.errors import InputError
 from eor.evaluation.error_breakdown import (
     ERROR_TYPES,
@@ -57,6 +61,8 @@ from eor.evaluation.error_breakdown import (
 from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against, rwr_matrix
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, upper_bound_by_pool_size
 from eor.json_ready import json_ready
+from eor.pool import read_pool_file
+from eor.records import read_header
 
 REPORT_FORMAT = "eor-bench-report"
 REPORT_VERSION = 1
@@ -104,8 +110,6 @@ def build_report(
     """
     from tqdm.auto import tqdm
 
-    from eor.correctness import CORRECTNESS, correctness_matrix
-
     if metric not in CORRECTNESS:
         raise InputError(f"unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
     measures = list(MEASURES) + ([metric] if metric not in MEASURES else [])
@@ -146,7 +150,6 @@ def build_report(
 
 def _prime(metric: str, data: RunData) -> None:
     """Batch-encode every answer and gold once when the metric embeds texts (much faster than one by one)."""
-    from eor.correctness import CORRECTNESS
 
     prime = getattr(CORRECTNESS[metric], "prime", None)
     if prime is not None:
@@ -200,8 +203,6 @@ def provenance(records: str | Path) -> dict[str, Any]:
     """What the records say of where they come from (a packed file's header, or a run folder's pool.json and
     config.json): the pool's members, the reader's identity (backend, model file and digest, settings), the
     corpus and the config's name; None for what they do not say (records from before eor kept it)."""
-    from eor.pool import read_pool_file
-    from eor.records import read_header
 
     path = Path(records)
     pool = read_pool_file(path) or {}
@@ -397,9 +398,6 @@ def _upper_bound(indicator: np.ndarray, names: list[str], max_subsets: int, seed
 def write_report(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
     """Write `report.json`, the PNG figures, `report.md` and `report.html` (the Markdown with the figures
     embedded, one self-contained file) into `out_dir`; the paths written."""
-    from eor.bench.figures import write_figures
-    from eor.bench.html import report_html
-    from eor.bench.markdown import render_markdown
 
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)

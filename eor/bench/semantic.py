@@ -23,6 +23,7 @@ import numpy as np
 
 from eor.answers import normalize_answer
 from eor.correctness import register_correctness
+from eor.models import load_sentence_encoder
 
 NAME = "semantic"
 DEFAULT_THRESHOLD = 0.85
@@ -46,7 +47,6 @@ class SemanticEquivalence:
         ]
         if not new:
             return
-        from eor.models import load_sentence_encoder
 
         encoder = load_sentence_encoder(self.model, device=self.device)
         vectors = encoder.encode(

@@ -11,6 +11,8 @@ import numpy as np
 
 from eor.bench.data import RunData
 from eor.errors import ConfigError, InputError
+from voters import Voter, load_voter
+from voters.protocol import confidence_kwargs
 
 DEFAULT_METRICS: tuple[str, ...] = ("em", "f1", "cosine")
 REPORTED_META = (
@@ -80,8 +82,6 @@ def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str
     A weights file trained on a sub-pool of the records' members votes among those members only; a weights
     file naming members the records lack is an error.
     """
-    from voters import Voter, load_voter
-    from voters.protocol import confidence_kwargs
 
     if weights is not None:
         if metrics is not None:

@@ -14,7 +14,8 @@ Each configuration runs `python -m eor.erag.cost SPEC OUT` with the reader confi
   the answer tokens and a margin for the chat template, rounded up to 256. This is the memory a method
   *needs*, which is what table 2 compares. Without a tokenizer the config's window is kept.
 
-Measured in the child (generation cache off, model loading excluded from the time):
+Measured in the child (the reader behind a generation stage without a cache, like every generation in eor;
+model loading excluded from the time):
 - `seconds`: wall time of all reader calls;
 - `cpu_seconds`: CPU time (user + system, all threads) the child spent in them: less sensitive than wall
   time to other jobs on a shared machine, though spin-waiting llama.cpp threads still inflate it there;
@@ -49,6 +50,9 @@ from typing import Any
 
 from eor.config import ReaderConfig, from_dict
 from eor.errors import EorError, InputError
+from eor.readers import build_reader, resolve_backend
+from eor.readers.base import capable
+from eor.stages.generation import GenerationStage
 
 CONFIGURATIONS = ("e2e", "erag-query", "erag-document")
 DESCRIPTIONS = {
@@ -63,16 +67,12 @@ MB = 1024 * 1024
 
 def count_tokens(reader: Any, text: str) -> int | None:
     """Prompt tokens by the reader's own tokenizer, None when the reader does not count tokens."""
-    from eor.readers.base import capable
-
     return reader.count_tokens(text) if capable(reader, "counts_tokens") else None
 
 
 def _sized(config: ReaderConfig, batch_size: int, window: int) -> dict[str, Any]:
     """The reader config of one configuration: its batch size (transformers batches prompts; llama.cpp runs
     them one by one) and the context window it needs (llama.cpp's)."""
-    from eor.readers import resolve_backend
-
     sized = asdict(config)
     backend = resolve_backend(config)
     if backend == "transformers":
@@ -233,10 +233,9 @@ def child_main(spec_path: Path, out_path: Path) -> int:
     """Load the reader, warm it up, then time and measure the spec's reader calls; write JSON to out_path."""
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
     try:
-        from eor.readers import build_reader
-
         before_reader = _rss_mb()
-        reader = build_reader(from_dict(ReaderConfig, spec["reader"], "the cost spec's reader"))
+        # No cache: every configuration pays for all its prompts, which is what is compared.
+        reader = GenerationStage(build_reader(from_dict(ReaderConfig, spec["reader"], "the cost spec's reader")))
         reader.generate(["Say OK."], max_tokens=1)  # pages the weights in and allocates buffers, untimed
         after_reader = _rss_mb()
         reset = _reset_peak_rss()

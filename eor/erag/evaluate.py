@@ -4,22 +4,33 @@ retrieval metrics, and correlate them across questions with the end-to-end score
 
 `evaluate` takes what the reference `erag.eval` takes (retrieval results, expected outputs, a text
 generator, a downstream metric, retrieval metrics) but keys everything by question id, so two questions
-with the same text never collide. Generation works on requests (question text, passages): all requests
-of a run are de-duplicated, looked up in a `GenerationCache` (eor's one generation cache: in memory, or the
-SQLite file that every eor command shares), and the rest go to the generator in as few calls as it allows.
-Identical (question, document) pairs, e.g. a document that two retrievers both return, are generated once.
-A Reader's generations are keyed exactly as the ensemble keys them (reader identity, prompt, max_tokens) and
-stored uncleaned, so eRAG reads back what `eor run` generated and the other way round.
+with the same text never collide. Generation works on requests (question text, passages): each request
+becomes a prompt, and every prompt goes through the generation stage (eor.stages.generation), the one way
+into the reader that the ensemble's answers, PK and @CP use too. So there is one cache path, one stats type
+and one identity rule: the stage de-duplicates the prompts, reads back what the `GenerationCache` (eor's one
+generation cache: in memory, or the SQLite file that every eor command shares) holds, sends the rest to the
+reader in the calls the generator cuts them into, and stores them; each phase reports what the stage did as
+a `GenerationStats`. Identical (question, document) pairs, e.g. a document that two retrievers both return,
+are generated once. Outputs are keyed by (reader identity, prompt, max_tokens) and stored uncleaned, so
+eRAG reads back what `eor run` generated and the other way round.
+
+The identity rule is the stage's: a reader without an identity (`eor.readers.base.reader_identity` is None)
+is not cached. Within one phase its repeated prompts are still generated once, but a second phase or a
+second `evaluate` generates again. A `GenerationStage` may be passed as the reader; it is used as it is,
+with its own cache.
 
 The generator is either
 - an eor `Reader` (`generate(prompts, max_tokens)`): prompts are built with `PromptTemplates` (the
   reading prompt with the passages as `{document}`; the retrieval-free prompt when there is no passage),
-  outputs cleaned with `clean_answer`, every pending request in one call (or those of `batch_size`
-  questions per call); or
+  outputs cleaned with `clean_answer` when read, every pending prompt in one call (or those of
+  `batch_size` questions per call); or
 - a callable like the reference's `text_generator`: `dict[question text, list[passage text]] ->
   dict[question text, output]`. Its keys are question texts, as in the reference, because the generator
   needs the question; each call holds a question text at most once (the reference's rounds), and eor
-  maps the outputs back to ids, so duplicate texts are safe.
+  maps the outputs back to ids, so duplicate texts are safe. It goes through the stage as a reader
+  (`CallableReader`): its prompt is the JSON of what it receives for a request, and its identity is
+  explicit, its `namespace` (default its module and qualified name), so it is cached. Two different
+  callables with the same name need different namespaces.
 
 Besides eRAG labels, the baselines of the paper's table 1 get the same metrics and correlations:
 `containment` (1 when a normalised gold answer occurs in the passage, title included) and `provenance`
@@ -31,9 +42,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,9 +52,10 @@ from eor.correctness import CORRECTNESS, score_answer
 from eor.erag.correlation import correlate
 from eor.erag.metrics import MetricSpec, check_labels, default_metrics, mean_scores, parse_metrics, score
 from eor.errors import InputError, ReaderError
-from eor.generation_cache import Generation, GenerationCache, generation_key
+from eor.generation_cache import GenerationCache
 from eor.json_ready import json_ready
 from eor.prompts import PromptTemplates, clean_answer
+from eor.stages.generation import GenerationStage, GenerationStats, metering
 
 DownstreamMetric = Callable[[str, Sequence[str]], float]
 TextGenerator = Callable[[dict[str, list[str]]], Mapping[str, str]]
@@ -97,7 +108,7 @@ def as_passage(document: Any) -> Passage:
     return Passage(str(doc_id), str(title), text)
 
 
-# --- generation with a cache -------------------------------------------------------------------------
+# --- generation through the generation stage ---------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -108,21 +119,44 @@ class Request:
     passages: tuple[tuple[str, str], ...]
 
 
-@dataclass
-class Cost:
-    """Generation bookkeeping of one phase (eRAG labels or end-to-end)."""
-
-    requests: int = 0  # requests asked for, repeats included
-    unique: int = 0  # distinct requests among them
-    cache_hits: int = 0  # distinct requests answered from the cache
-    generated: int = 0  # requests (prompts) sent to the generator
-    calls: int = 0  # generator / reader calls
-    seconds: float = 0.0  # wall time, cache look-ups included
+Cost = GenerationStats
+"""The generation bookkeeping of one phase (eRAG labels, end-to-end, utility contexts): the generation stage's
+`GenerationStats`, under the name `eor.erag` exports."""
 
 
-class ReaderGenerator:
-    """Requests -> prompts (PromptTemplates) -> an eor Reader -> cleaned answers, the requests of `batch_size`
-    questions per call."""
+class _Generator:
+    """What `generate` needs of a generator: `reader` (what the generation stage calls), `prompt(request)`,
+    `max_tokens`, `calls(prompts, questions)` (the reader calls that the prompts to generate are cut into) and
+    `finish(output)` (a stored output as the answer that is scored)."""
+
+    reader: Any
+    templates: PromptTemplates
+    namespace: str
+    max_tokens: int | None = None
+
+    def stage(self, cache: GenerationCache | None = None) -> GenerationStage:
+        """The generation stage of the reader over `cache` (a fresh in-memory one when None). A reader that is
+        a GenerationStage already (e.g. the one `eor erag` built for PK and @CP) is used as it is, with its
+        own cache."""
+        if isinstance(self.reader, GenerationStage):
+            if cache is not None and self.reader.cache is not None and cache is not self.reader.cache:
+                raise InputError("the generation stage given has its own cache: pass cache=None, or that cache")
+            return self.reader
+        return GenerationStage(self.reader, cache if cache is not None else GenerationCache())
+
+    def prompt(self, request: Request) -> str:
+        raise NotImplementedError
+
+    def calls(self, prompts: list[str], questions: Mapping[str, str]) -> list[list[str]]:
+        raise NotImplementedError
+
+    def finish(self, output: str) -> str:
+        return output
+
+
+class ReaderGenerator(_Generator):
+    """Requests -> prompts (PromptTemplates) -> an eor Reader, through the generation stage -> cleaned answers,
+    the prompts of `batch_size` questions per reader call."""
 
     def __init__(
         self,
@@ -135,64 +169,102 @@ class ReaderGenerator:
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise InputError("batch_size must be at least 1")
-        from eor.readers.base import reader_identity
-
         self.reader = reader
         self.templates = templates or PromptTemplates()
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.clean = clean
-        self.tokens = max_tokens if max_tokens is not None else getattr(reader, "default_max_tokens", None)
+        tokens = max_tokens if max_tokens is not None else getattr(reader, "default_max_tokens", None)
         template_hash = hashlib.sha1(repr(self.templates).encode()).hexdigest()[:12]
+        # Names the generator in results (`settings.generator`) only: the cache keys outputs by the reader's
+        # identity, as the generation stage does for every component.
         self.namespace = namespace or (
-            f"reader:{getattr(reader, 'name', type(reader).__name__)}|max_tokens={self.tokens}"
+            f"reader:{getattr(reader, 'name', type(reader).__name__)}|max_tokens={tokens}"
             f"|templates={template_hash}|clean={clean}"
         )
-        # The cache keys outputs by the reader's identity (as the generation stage does); a reader without one by the
-        # namespace, which names it and the settings of its prompts.
-        self.identity = namespace or reader_identity(reader) or self.namespace
 
     def prompt(self, request: Request) -> str:
         return self.templates.answer_prompt(request.question, list(request.passages))
 
-    def key(self, request: Request) -> str:
-        return generation_key(self.identity, self.prompt(request), {"max_tokens": self.tokens})
+    def calls(self, prompts: list[str], questions: Mapping[str, str]) -> list[list[str]]:
+        """The prompts of `batch_size` questions per reader call (of every question in one call when None), as
+        `eor run` batches questions."""
+        return _by_questions(prompts, questions, self.batch_size)
 
     def finish(self, output: str) -> str:
         """A stored (raw) output as the answer that is scored."""
         return clean_answer(output) if self.clean else output
 
-    def batches(self, requests: Sequence[Request]) -> Iterator[tuple[list[Request], list[str], list[float]]]:
-        """(requests, raw outputs, seconds per output): the requests of `batch_size` questions per reader call
-        (of every question in one call when None), as `eor run` batches questions."""
-        for batch in _by_questions(requests, self.batch_size):
-            started = time.perf_counter()
-            outputs = self.reader.generate([self.prompt(request) for request in batch], max_tokens=self.max_tokens)
-            elapsed = time.perf_counter() - started
-            if len(outputs) != len(batch):
-                raise ReaderError(f"reader returned {len(outputs)} outputs for {len(batch)} prompts")
-            seconds = list(getattr(self.reader, "last_seconds", None) or [])
-            if len(seconds) != len(batch):
-                seconds = [elapsed / len(batch)] * len(batch)
-            yield batch, list(outputs), seconds
 
-
-def _by_questions(requests: Sequence[Request], size: int | None) -> Iterator[list[Request]]:
-    """Consecutive requests in groups that hold `size` distinct questions each (all in one group for None)."""
-    group: list[Request] = []
-    questions: set[str] = set()
-    for request in requests:
-        if size is not None and request.question not in questions and len(questions) == size:
-            yield group
-            group, questions = [], set()
-        group.append(request)
-        questions.add(request.question)
+def _by_questions(prompts: Sequence[str], questions: Mapping[str, str], size: int | None) -> list[list[str]]:
+    """Consecutive prompts in groups that hold `size` distinct questions each (all in one group for None)."""
+    groups: list[list[str]] = []
+    group: list[str] = []
+    seen: set[str] = set()
+    for prompt in prompts:
+        question = questions[prompt]
+        if size is not None and question not in seen and len(seen) == size:
+            groups.append(group)
+            group, seen = [], set()
+        group.append(prompt)
+        seen.add(question)
     if group:
-        yield group
+        groups.append(group)
+    return groups
 
 
-class CallableGenerator:
-    """A reference-style `text_generator`: called in rounds, each with a question text at most once."""
+def _rounds(prompts: Sequence[str], questions: Mapping[str, str]) -> list[list[str]]:
+    """The reference's rounds: round i holds the i-th prompt of every question, so a question text occurs at
+    most once per round."""
+    by_question: dict[str, list[str]] = defaultdict(list)
+    for prompt in prompts:
+        by_question[questions[prompt]].append(prompt)
+    count = max((len(pending) for pending in by_question.values()), default=0)
+    return [[pending[index] for pending in by_question.values() if index < len(pending)] for index in range(count)]
+
+
+class CallableReader:
+    """A reference-style `text_generator` behind the reader protocol, so that it goes through the generation
+    stage like any reader. A prompt is the JSON of what the callable receives for one request, `[question text,
+    [formatted passages]]`; each call of the callable holds a question text at most once (prompts of one
+    question in one batch are cut into rounds). Its identity is the namespace it is given: explicit, since
+    eor cannot see what a callable's outputs depend on."""
+
+    default_max_tokens = None
+
+    def __init__(self, function: TextGenerator, identity: str) -> None:
+        self.function = function
+        self.name = identity
+        self.identity = identity
+
+    def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]:
+        """Outputs aligned with `prompts`; `max_tokens` is ignored (a text_generator has no such setting)."""
+        inputs = {prompt: _decode(prompt) for prompt in dict.fromkeys(prompts)}
+        outputs: dict[str, str] = {}
+        for part in _rounds(list(inputs), {prompt: question for prompt, (question, _) in inputs.items()}):
+            batch = {inputs[prompt][0]: inputs[prompt][1] for prompt in part}
+            answered = self.function(batch)
+            missing = [question for question in batch if question not in answered]
+            if missing:
+                raise ReaderError(f"text_generator returned no output for {len(missing)} input(s), e.g. {missing[0]!r}")
+            texts = [answered[inputs[prompt][0]] for prompt in part]
+            if not all(isinstance(text, str) for text in texts):
+                raise ReaderError("text_generator outputs must be strings")
+            outputs.update(zip(part, texts, strict=True))
+        return [outputs[prompt] for prompt in prompts]
+
+
+def _decode(prompt: str) -> tuple[str, list[str]]:
+    try:
+        question, passages = json.loads(prompt)
+    except (ValueError, TypeError):
+        raise InputError(f"a text_generator's prompt is the JSON [question, passages], not {prompt!r:.100}") from None
+    return str(question), [str(passage) for passage in passages]
+
+
+class CallableGenerator(_Generator):
+    """A reference-style `text_generator` (see CallableReader), called in rounds, each with a question text at
+    most once; cached under its namespace (default: its module and qualified name)."""
 
     def __init__(
         self, function: TextGenerator, templates: PromptTemplates | None = None, namespace: str | None = None
@@ -201,37 +273,16 @@ class CallableGenerator:
         self.templates = templates or PromptTemplates()
         name = getattr(function, "__qualname__", type(function).__qualname__)
         self.namespace = namespace or f"callable:{getattr(function, '__module__', '')}.{name}"
-        self.identity = self.namespace
+        self.reader = CallableReader(function, self.namespace)
 
-    def key(self, request: Request) -> str:
-        """Keyed by what the callable receives: the question and its formatted passages."""
-        inputs = json.dumps([request.question, self._inputs(request)], ensure_ascii=False)
-        return generation_key(self.identity, inputs, {})
+    def prompt(self, request: Request) -> str:
+        """What the callable receives for the request, as JSON: the question and its formatted passages."""
+        passages = [self.templates.document([passage]) for passage in request.passages]
+        return json.dumps([request.question, passages], ensure_ascii=False)
 
-    def finish(self, output: str) -> str:
-        return output
-
-    def _inputs(self, request: Request) -> list[str]:
-        return [self.templates.document([passage]) for passage in request.passages]
-
-    def batches(self, requests: Sequence[Request]) -> Iterator[tuple[list[Request], list[str], list[float]]]:
-        by_question: dict[str, list[Request]] = defaultdict(list)
-        for request in requests:
-            by_question[request.question].append(request)
-        rounds = max((len(pending) for pending in by_question.values()), default=0)
-        for index in range(rounds):
-            batch = [pending[index] for pending in by_question.values() if index < len(pending)]
-            inputs = {request.question: self._inputs(request) for request in batch}
-            started = time.perf_counter()
-            outputs = self.function(inputs)
-            elapsed = time.perf_counter() - started
-            missing = [request.question for request in batch if request.question not in outputs]
-            if missing:
-                raise ReaderError(f"text_generator returned no output for {len(missing)} input(s), e.g. {missing[0]!r}")
-            texts = [outputs[request.question] for request in batch]
-            if not all(isinstance(text, str) for text in texts):
-                raise ReaderError("text_generator outputs must be strings")
-            yield batch, texts, [elapsed / len(batch)] * len(batch)
+    def calls(self, prompts: list[str], questions: Mapping[str, str]) -> list[list[str]]:
+        """One round per call (so `calls` counts the callable's calls, as the reference makes them)."""
+        return _rounds(prompts, questions)
 
 
 Generator = ReaderGenerator | CallableGenerator
@@ -245,7 +296,8 @@ def make_generator(
     batch_size: int | None = None,
     namespace: str | None = None,
 ) -> Generator:
-    """An eor Reader (anything with `generate`) or a reference-style callable, wrapped for `generate`."""
+    """An eor Reader (anything with `generate`, a GenerationStage included) or a reference-style callable,
+    wrapped for `generate`."""
     if isinstance(text_generator, ReaderGenerator | CallableGenerator):
         return text_generator
     if callable(getattr(text_generator, "generate", None)):
@@ -264,35 +316,31 @@ def generate(
     *,
     progress: Progress | None = None,
     label: str = "generation",
-) -> tuple[list[str], Cost]:
-    """One output per request (aligned), generating each distinct uncached request once; `progress` (see
-    `Progress`) shows the uncached requests under `label`."""
-    started = time.perf_counter()
-    cache = cache if cache is not None else GenerationCache()
-    unique = list(dict.fromkeys(requests))
-    cost = Cost(requests=len(requests), unique=len(unique))
-    keys = {request: generator.key(request) for request in unique}
-    found = cache.get_many(keys.values())
-    outputs = {request: found[key].text for request, key in keys.items() if key in found}
-    pending = [request for request in unique if request not in outputs]
-    cost.cache_hits = len(unique) - len(pending)
-    bar = progress(label, len(pending)) if progress is not None and pending else None
-    try:
-        for batch, texts, seconds in generator.batches(pending):
-            cost.calls += 1
-            cost.generated += len(batch)
-            cache.put_many(  # after every call, so an interrupted run keeps what it generated
-                Generation(keys[request], generator.identity, text, spent)
-                for request, text, spent in zip(batch, texts, seconds, strict=True)
-            )
-            outputs.update(zip(batch, texts, strict=True))
-            if bar is not None:
-                bar.update(len(batch))
-    finally:
-        if bar is not None:
-            bar.close()
-    cost.seconds = time.perf_counter() - started
-    return [generator.finish(outputs[request]) for request in requests], cost
+) -> tuple[list[str], GenerationStats]:
+    """One output per request (aligned), through the generation stage (`generator.stage(cache)`): each distinct
+    prompt is read back from the cache or generated once, in the reader calls the generator cuts them into;
+    `progress` (see `Progress`) shows the prompts to generate under `label`. Returns the outputs and what the
+    stage did."""
+    return _through(generator.stage(cache), requests, generator, progress, label)
+
+
+def _through(
+    stage: GenerationStage,
+    requests: Sequence[Request],
+    generator: Generator,
+    progress: Progress | None,
+    label: str,
+) -> tuple[list[str], GenerationStats]:
+    prompts = {request: generator.prompt(request) for request in dict.fromkeys(requests)}
+    questions = {prompt: request.question for request, prompt in prompts.items()}
+    with metering() as stats:  # this phase's work only, though the stage may serve others too
+        completions = stage.complete(
+            [prompts[request] for request in requests],
+            generator.max_tokens,
+            calls=lambda missing: generator.calls(missing, questions),
+            progress=None if progress is None else functools.partial(progress, label),
+        )
+    return [generator.finish(completion.text) for completion in completions], stats
 
 
 # --- evaluation --------------------------------------------------------------------------------------
@@ -330,7 +378,7 @@ class EragResult:
     mean: dict[str, float]
     correlation: dict[str, dict[str, float]]
     baselines: dict[str, Labelling]
-    cost: dict[str, Cost]
+    cost: dict[str, GenerationStats]
     settings: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -341,7 +389,7 @@ class EragResult:
                 "mean": self.mean,
                 "correlation": self.correlation,
                 "baselines": {name: labelling.to_dict() for name, labelling in self.baselines.items()},
-                "cost": {name: asdict(cost) for name, cost in self.cost.items()},
+                "cost": {name: cost.to_dict() for name, cost in self.cost.items()},
                 "settings": self.settings,
             }
         )
@@ -445,9 +493,11 @@ def evaluate(
     end_to_end: also run the reader with all documents of each question, giving `e2e` and correlations.
     cache: a GenerationCache (eor.generation_cache), or the path of its SQLite file; default a fresh
         in-memory cache. Both phases share it, so an end-to-end request that equals an eRAG one (a
-        one-document list) is a cache hit.
+        one-document list) is a cache hit. A reader without an identity is not cached (see the module
+        docstring); a GenerationStage given as `text_generator` brings its own cache.
     templates, max_tokens, batch_size: prompt building and batching for a Reader; `namespace` names the
-        generator in the cache (default from the reader's name, max_tokens and templates).
+        generator in `settings` (default from the reader's name, max_tokens and templates), and is the
+        cache identity of a callable (default its module and qualified name).
     progress: `(label, total) -> bar` (see `Progress`), shown for the eRAG and the end-to-end generations.
     """
     ids, texts, passages, golds = _check_inputs(retrieval_results, expected_outputs, questions, k, provenance)
@@ -456,8 +506,8 @@ def evaluate(
     generator = make_generator(
         text_generator, templates=templates, max_tokens=max_tokens, batch_size=batch_size, namespace=namespace
     )
-    store = cache if isinstance(cache, GenerationCache) else GenerationCache(cache)
-    inputs = _Inputs(ids, texts, passages, golds, metric, generator, store, progress)
+    store = cache if cache is None or isinstance(cache, GenerationCache) else GenerationCache(cache)
+    inputs = _Inputs(ids, texts, passages, golds, metric, generator, generator.stage(store), progress)
     answers, labels, costs = _erag_labels(inputs)
     e2e, e2e_answers = _end_to_end(inputs, costs) if end_to_end else (None, {})
     erag = _labelling(ids, passages, labels, specs, e2e)
@@ -480,7 +530,7 @@ def evaluate(
 @dataclass(frozen=True)
 class _Inputs:
     """What both phases of `evaluate` read: the questions, their documents and gold answers, the metric,
-    the generator, the cache and the progress bars."""
+    the generator, the generation stage both go through (one cache) and the progress bars."""
 
     ids: list[str]
     texts: dict[str, str]
@@ -488,17 +538,19 @@ class _Inputs:
     golds: dict[str, list[str]]
     metric: DownstreamMetric
     generator: Generator
-    store: GenerationCache
+    stage: GenerationStage
     progress: Progress | None
 
 
-def _erag_labels(inputs: _Inputs) -> tuple[dict[str, list[str]], dict[str, list[float]], dict[str, Cost]]:
+def _erag_labels(
+    inputs: _Inputs,
+) -> tuple[dict[str, list[str]], dict[str, list[float]], dict[str, GenerationStats]]:
     """Each document's answer alone and its label (the downstream metric of that answer), with the cost."""
     pairs = [(qid, rank) for qid in inputs.ids for rank in range(len(inputs.passages[qid]))]
     requests = [
         Request(inputs.texts[qid], ((inputs.passages[qid][r].title, inputs.passages[qid][r].text),)) for qid, r in pairs
     ]
-    outputs, cost = generate(requests, inputs.generator, inputs.store, progress=inputs.progress, label="eRAG labels")
+    outputs, cost = _through(inputs.stage, requests, inputs.generator, inputs.progress, "eRAG labels")
     answers: dict[str, list[str]] = defaultdict(list)
     for (qid, _), output in zip(pairs, outputs, strict=True):
         answers[qid].append(output)
@@ -508,10 +560,10 @@ def _erag_labels(inputs: _Inputs) -> tuple[dict[str, list[str]], dict[str, list[
     return answers, labels, {"erag": cost}
 
 
-def _end_to_end(inputs: _Inputs, costs: dict[str, Cost]) -> tuple[dict[str, float], dict[str, str]]:
+def _end_to_end(inputs: _Inputs, costs: dict[str, GenerationStats]) -> tuple[dict[str, float], dict[str, str]]:
     """The reader with every document of a question at once: its score and answer per question."""
     full = [Request(inputs.texts[qid], tuple((p.title, p.text) for p in inputs.passages[qid])) for qid in inputs.ids]
-    outputs, costs["e2e"] = generate(full, inputs.generator, inputs.store, progress=inputs.progress, label="end-to-end")
+    outputs, costs["e2e"] = _through(inputs.stage, full, inputs.generator, inputs.progress, "end-to-end")
     answers = dict(zip(inputs.ids, outputs, strict=True))
     scores = {qid: check_labels([inputs.metric(answers[qid], inputs.golds[qid])])[0] for qid in inputs.ids}
     return scores, answers

@@ -5,8 +5,10 @@ sources, same prompt templates), retrieve the top k for every question, and hand
 (`eor.erag.evaluate`, `eor.erag.utility`). Every generation goes through eor's one generation cache (the
 SQLite file that `eor run`, `ask` and `serve` share; `--cache FILE` names another), so an interrupted run
 resumes where it stopped, a re-run with other cutoffs only generates what is new, and prompts that `eor run`
-already generated with the same reader are read back. With `--no-cache` the cache lives in memory for the
-run only. Outputs: JSON (the full result), Markdown (tables) and a PNG figure.
+already generated with the same reader are read back. Every generation, PK's and @CP's during retrieval and
+the labels' and end-to-end answers after it, goes through one generation stage (eor.stages.generation) over
+the config's reader, built here once. With `--no-cache` the cache lives in memory for the run only.
+Outputs: JSON (the full result), Markdown (tables) and a PNG figure.
 """
 
 from __future__ import annotations
@@ -14,22 +16,39 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from eor.config import EnsembleConfig, load_config
+from eor.correctness import CORRECTNESS
 from eor.data import Question, load_questions
+from eor.erag.correlation import correlate
+from eor.erag.cost import measure_costs
+from eor.erag.evaluate import Request, as_passage, evaluate, generate, get_downstream_metric, make_generator
+from eor.erag.metrics import MetricSpec, parse_metric, score
+from eor.erag.plots import plot_erag, plot_utility
+from eor.erag.report import erag_markdown, utility_markdown
+from eor.erag.utility import evaluate_utility
 from eor.errors import InputError, RetrieverError
 from eor.executor import LOCAL, Executor
 from eor.generation_cache import CacheSetting, GenerationCache, open_cache
+from eor.json_ready import json_ready
+from eor.members import source_pool
+from eor.prompts import templates_for
+from eor.records import write_text_atomically
+from eor.stages.generation import GenerationStage
+from retrievers import notation
+from retrievers.registry import DEFAULT_SOURCES
+from voters.similarity import build_metric
 
 DEFAULT_CUTOFFS = (1, 2, 3, 5, 10)
 
 
 @dataclass
 class Setup:
-    """What both commands need: the config, the questions, the reader, the templates, the ranked lists."""
+    """What both commands need: the config, the questions, the reader, the templates, the ranked lists, the
+    cache and the generation stage over the reader and that cache (what every generation goes through)."""
 
     config: EnsembleConfig
     questions: list[Question]
@@ -37,6 +56,7 @@ class Setup:
     templates: Any
     documents: dict[str, list[Any]]  # question id -> ranked LangChain Documents, at most `depth`
     cache: Any  # the GenerationCache of the run (the shared file, or in memory with --no-cache)
+    stage: Any  # the GenerationStage of `reader` over `cache`: PK and @CP used it, eRAG and utility use it
 
 
 def parse_ints(text: str, option: str) -> list[int]:
@@ -53,8 +73,6 @@ def parse_ints(text: str, option: str) -> list[int]:
 
 def check_member(config: EnsembleConfig, member: str) -> None:
     """Fail before any model loads when the member names a source the config does not have."""
-    from retrievers import notation
-    from retrievers.registry import DEFAULT_SOURCES
 
     known = set(DEFAULT_SOURCES) | set(config.sources)
     unknown = sorted(notation.sources(notation.parse(member)) - known)
@@ -84,9 +102,6 @@ def prepare(
     """Load config and questions, check the member, open the generation cache, build reader and retriever,
     retrieve `depth` per question (PK and @CP generate through the cache, as in the ensemble). The reader
     is built here, or on Ray's reader workers (`executor`, eor.executor)."""
-    from eor.members import source_pool
-    from eor.prompts import templates_for
-    from eor.stages.generation import GenerationStage
 
     config = load_config(config_path)
     questions = load_questions(data, limit=limit)
@@ -97,21 +112,20 @@ def prepare(
     store = open_run_cache(cache)
     templates = templates_for(config)  # the ensemble's prompts: eRAG labels what members read
     reader = executor.reader(config.reader)
-    pool = source_pool(
-        config, GenerationStage(reader, store), templates=templates, depth=max(config.retrieval_depth, depth)
-    )
+    stage = GenerationStage(reader, store)
+    pool = source_pool(config, stage, templates=templates, depth=max(config.retrieval_depth, depth))
     retriever = pool.build(member)
     documents: dict[str, list[Any]] = {}
     bar = progress("retrieval", len(questions))
     try:
         for start in range(0, len(questions), config.batch_size):
             batch = questions[start : start + config.batch_size]
-            for question, docs in zip(batch, retriever.retrieve_batch([q.question for q in batch]), strict=True):
+            for question, docs in zip(batch, retriever.batch([q.question for q in batch]), strict=True):
                 documents[question.id] = list(docs)[:depth]
             bar.update(len(batch))
     finally:
         bar.close()
-    return Setup(config, questions, reader, templates, documents, store)
+    return Setup(config, questions, reader, templates, documents, store, stage)
 
 
 def tqdm_progress(label: str, total: int) -> Any:
@@ -133,8 +147,6 @@ def gold_passages(questions: Sequence[Question]) -> dict[str, list[str]] | None:
 
 def _write_json(path: Path, data: Any) -> None:
     """Written whole or not at all (a kill leaves no half file)."""
-    from eor.json_ready import json_ready
-    from eor.records import write_text_atomically
 
     write_text_atomically(path, json.dumps(json_ready(data), ensure_ascii=False, indent=2) + "\n")
 
@@ -165,16 +177,13 @@ def run_erag(
     """Run eRAG for one member; writes erag.json, erag.md, erag.png; returns a short text summary.
     `cache`: the generation cache (eor.generation_cache): True, the shared default file; a file path; False or
     None, in memory for this run only. `batch_size`: questions per reader call (default: the config's)."""
-    from eor.erag.evaluate import evaluate, make_generator
 
     chosen = _check_erag_options(k, metric, cutoffs, cost_questions, batch_size)
     setup = prepare(config_path, data, member, k, limit, progress, cache, executor)
     out.mkdir(parents=True, exist_ok=True)
     _save_config(out, setup)
     questions = setup.questions
-    generator = make_generator(
-        setup.reader, templates=setup.templates, batch_size=batch_size or setup.config.batch_size
-    )
+    generator = make_generator(setup.stage, templates=setup.templates, batch_size=batch_size or setup.config.batch_size)
     prefill = _generate_in_prefix_order(setup, generator, setup.cache, k, chosen, progress)
     result = evaluate(
         {q.id: setup.documents[q.id] for q in questions},
@@ -190,7 +199,7 @@ def run_erag(
     data_out = result.to_dict()
     data_out["by_cutoff"] = _by_cutoff(result, setup, generator, setup.cache, chosen, metric, progress)
     data_out["cost"] = {
-        "evaluation": {"one_pass": asdict(prefill)} | {name: asdict(value) for name, value in result.cost.items()},
+        "evaluation": {"one_pass": prefill.to_dict()} | {name: value.to_dict() for name, value in result.cost.items()},
         **({"measured": _measure_cost(setup, generator, k, cost_questions, progress)} if cost_questions else {}),
     }
     answers = {q.id: q.answers for q in questions}
@@ -214,7 +223,6 @@ def _check_erag_options(
     k: int, metric: str, cutoffs: Sequence[int] | None, cost_questions: int, batch_size: int | None
 ) -> list[int]:
     """One-line InputErrors for bad options, before any model loads; the cutoffs of the figure."""
-    from eor.correctness import CORRECTNESS
 
     if k < 1:
         raise InputError(f"--k must be at least 1, got {k}")
@@ -231,8 +239,6 @@ def _check_erag_options(
 
 def _write_erag(out: Path, data_out: dict[str, Any]) -> str:
     """erag.json, then erag.md and erag.png from the JSON view (NaN as None); the summary."""
-    from eor.erag.plots import plot_erag
-    from eor.erag.report import erag_markdown
 
     _write_json(out / "erag.json", data_out)
     data_out = json.loads((out / "erag.json").read_text(encoding="utf-8"))
@@ -242,8 +248,6 @@ def _write_erag(out: Path, data_out: dict[str, Any]) -> str:
 
 
 def _requests(setup: Setup, question: Question, count: int) -> Any:
-    from eor.erag.evaluate import Request, as_passage
-
     passages = [as_passage(doc) for doc in setup.documents[question.id][:count]]
     return Request(question.question, tuple((p.title, p.text) for p in passages))
 
@@ -251,11 +255,11 @@ def _requests(setup: Setup, question: Question, count: int) -> Any:
 def _generate_in_prefix_order(
     setup: Setup, generator: Any, cache: Any, k: int, cutoffs: Sequence[int], progress: Any
 ) -> Any:
-    """Generate every prompt of the run once, ahead of `evaluate` (which then reads them from the cache), in
-    an order that a reader with a prefix cache (e.g. an OpenAI-compatible server) can reuse: per question, the
+    """Generate every prompt of the run once, ahead of `evaluate` (which then reads them from the cache), so
+    that a reader with a prefix cache (e.g. an OpenAI-compatible server) can reuse prompts: per question, the
     first document alone, then the end-to-end prompts with the top 2, 3, ... documents (each extends the
-    previous one's prefix), then the other documents alone. Returns the generation's Cost."""
-    from eor.erag.evaluate import Request, as_passage, generate
+    previous one's prefix), then the other documents alone; the generation stage sorts each reader call, which
+    keeps prompts that share a prefix back to back. Returns what the stage did (GenerationStats)."""
 
     requests = []
     for question in setup.questions:
@@ -274,9 +278,6 @@ def _by_cutoff(
     """Figure 1 of the eRAG paper: per cutoff c, each labelling's metrics@c (the first c labels of the same
     lists) against the end-to-end score with the top c documents (one more reader call per question and c;
     c = 1 is the first document's eRAG generation, a cache hit)."""
-    from eor.erag.correlation import correlate
-    from eor.erag.evaluate import generate, get_downstream_metric
-    from eor.erag.metrics import MetricSpec, parse_metric, score
 
     questions = setup.questions
     k = result.settings["k"]
@@ -306,9 +307,6 @@ def _by_cutoff(
 
 
 def _measure_cost(setup: Setup, generator: Any, k: int, count: int, progress: Any) -> dict[str, Any]:
-    from eor.erag.cost import measure_costs
-    from eor.erag.evaluate import Request, as_passage
-
     e2e_prompts, erag_prompts = [], []
     for q in setup.questions[:count]:
         passages = [as_passage(doc) for doc in setup.documents[q.id][:k]]
@@ -369,8 +367,6 @@ def run_utility(
     writes utility.json, utility.md, utility.png; returns a short text summary. `cache` as for `run_erag`: the
     ordered contexts are the end-to-end prompts of `eor erag` at the same cutoffs, so with the shared cache
     they are free after an `eor erag` run."""
-    from eor.erag.evaluate import make_generator
-    from eor.erag.utility import evaluate_utility
 
     ks = _check_utility_options(ks, references, batch_size, epsilon)
     check_member(load_config(config_path), member)  # before the reader loads
@@ -384,7 +380,7 @@ def run_utility(
     result = evaluate_utility(
         {q.id: setup.documents[q.id] for q in questions},
         refs,
-        make_generator(setup.reader, templates=setup.templates, batch_size=batch_size or setup.config.batch_size),
+        make_generator(setup.stage, templates=setup.templates, batch_size=batch_size or setup.config.batch_size),
         questions={q.id: q.question for q in questions},
         similarity=similarity_metric,
         ks=ks,
@@ -451,8 +447,6 @@ def _references(
 
 def _write_utility(out: Path, data_out: dict[str, Any]) -> str:
     """utility.json, then utility.md and utility.png from the JSON view; the summary."""
-    from eor.erag.plots import plot_utility
-    from eor.erag.report import utility_markdown
 
     _write_json(out / "utility.json", data_out)
     data_out = json.loads((out / "utility.json").read_text(encoding="utf-8"))
@@ -467,7 +461,6 @@ def _cache_setting(store: GenerationCache) -> str:
 
 def _similarity(name: str) -> Any:
     """A voters similarity metric by name (its errors list the available ones), built before the reader."""
-    from voters.similarity import build_metric
 
     return build_metric(name)
 

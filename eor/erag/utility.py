@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eor.erag.correlation import correlate
 from eor.erag.evaluate import (
-    Cost,
     GenerationCache,
     Passage,
     Progress,
@@ -49,6 +48,7 @@ from eor.erag.metrics import MetricSpec
 from eor.errors import InputError
 from eor.json_ready import json_ready
 from eor.prompts import PromptTemplates
+from eor.stages.generation import GenerationStats
 
 DEFAULT_KS = (1, 2, 5, 10)
 ORDERS = ("ordered", "reversed")
@@ -104,7 +104,7 @@ class UtilityResult:
     questions: list[dict[str, Any]]
     mean: dict[str, dict[int, dict[str, float]]]
     correlation: dict[str, dict[int, dict[str, float]]]
-    cost: Cost
+    cost: GenerationStats
     settings: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,7 +119,7 @@ class UtilityResult:
                 "questions": questions,
                 "mean": by_k(self.mean),
                 "correlation": by_k(self.correlation),
-                "cost": asdict(self.cost),
+                "cost": self.cost.to_dict(),
                 "settings": self.settings,
             }
         )
@@ -161,9 +161,10 @@ def evaluate_utility(
     references: question id -> the texts R_q that answers are compared with (a bare string is one).
     relevant: question id -> relevant (gold passage) ids; needed for nDCG@k and the correlation.
     oracle: question id -> oracle documents (e.g. the gold passages), giving the `oracle` setting.
-    The generator, cache and prompt arguments are those of `evaluate`; all prompts of the run, 0-shot
-    included, are de-duplicated and generated in as few calls as the generator allows; `progress` is
-    `evaluate`'s.
+    The generator, cache and prompt arguments are those of `evaluate` (and so is the rule: every prompt goes
+    through the generation stage, and a reader without an identity is not cached); all prompts of the run,
+    0-shot included, are de-duplicated and generated in as few calls as the generator allows; `cost` is what
+    the stage did (`GenerationStats`); `progress` is `evaluate`'s.
     """
     ks, orders, ids = _check_utility_inputs(retrieval_results, references, questions, relevant, ks, orders)
     texts = {qid: str(qid if questions is None else questions[qid]) for qid in ids}
@@ -174,7 +175,7 @@ def evaluate_utility(
     generator = make_generator(
         text_generator, templates=templates, max_tokens=max_tokens, batch_size=batch_size, namespace=namespace
     )
-    store = cache if isinstance(cache, GenerationCache) else GenerationCache(cache)
+    store = cache if cache is None or isinstance(cache, GenerationCache) else GenerationCache(cache)
     slots, requests = _context_requests(ids, texts, contexts)
     outputs, cost = generate(requests, generator, store, progress=progress, label="utility contexts")
     answer = dict(zip(slots, outputs, strict=True))

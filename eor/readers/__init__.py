@@ -7,12 +7,14 @@ from collections.abc import Callable
 from eor.config import ReaderConfig
 from eor.errors import ConfigError
 from eor.models import is_gguf, resolve_model
+from eor.plugins import entry_point_objects
 from eor.readers.base import BatchedReader, Reader
+from eor.readers.hf import TransformersReader
+from eor.readers.llamacpp import LlamaCppReader
+from eor.readers.openai_compat import OpenAIReader
 
 
 def _llamacpp(config: ReaderConfig) -> Reader:
-    from eor.readers.llamacpp import LlamaCppReader
-
     location = resolve_model(config.model)
     if not is_gguf(location):
         raise ConfigError(f"the llama.cpp backend needs a .gguf file; {config.model!r} resolved to {location}")
@@ -33,8 +35,6 @@ def _llamacpp(config: ReaderConfig) -> Reader:
 
 
 def _transformers(config: ReaderConfig) -> Reader:
-    from eor.readers.hf import TransformersReader
-
     options = config.transformers
     return TransformersReader(
         resolve_model(config.model),
@@ -47,8 +47,6 @@ def _transformers(config: ReaderConfig) -> Reader:
 
 
 def _openai(config: ReaderConfig) -> Reader:
-    from eor.readers.openai_compat import OpenAIReader
-
     options = config.openai
     return OpenAIReader(
         config.model,
@@ -72,7 +70,6 @@ READERS: dict[str, Callable[[ReaderConfig], Reader]] = {
 def reader_backends() -> dict[str, Callable[[ReaderConfig], Reader]]:
     """Every reader backend: eor's, and those of installed packages (entry point group `eor.readers`, each a
     factory `(ReaderConfig) -> Reader`; eor.plugins)."""
-    from eor.plugins import entry_point_objects
 
     plugins = entry_point_objects("eor.readers", callable, "a reader factory")
     return {**plugins, **READERS}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.confidence import Confidence, StepRecorder
+from eor.models import file_sha256
 from eor.readers.base import BatchedReader, Generated
 
 
@@ -123,8 +124,6 @@ class TransformersReader(BatchedReader):
 
 def _model_fingerprint(model: Path | str, revision: str | None) -> str:
     if isinstance(model, Path) and model.is_file():
-        from eor.models import file_sha256
-
         return f"{model.name}@sha256:{file_sha256(model)[:16]}"
     if isinstance(model, Path) and model.is_dir():
         files = sorted(p for p in model.rglob("*") if p.is_file())

@@ -23,8 +23,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from eor.confidence import StepRecorder
 from eor.errors import ConfigError, ContextOverflowError, ReaderError
+from eor.models import file_sha256
 from eor.readers.base import BatchedReader, Generated
+from eor.readers.llamacpp_batch import MultiSequenceDecoder
 
 DEFAULT_PREFIX_CHUNK = 64
 FRESH_BATCH = 512  # llama.cpp's default n_batch, the chunking of the former always-fresh path
@@ -221,8 +224,6 @@ class LlamaCppReader(BatchedReader):
         if self._identity is None:
             import llama_cpp
 
-            from eor.models import file_sha256
-
             digest = file_sha256(self.model_path)[:16]
             chunk = f"|chunk={self.prefix_chunk}" if self.prefix_chunk else ""
             parallel = f"|parallel={self.parallel}>{self.parallel_min_tokens}" if self.parallel > 1 else ""
@@ -251,8 +252,6 @@ class LlamaCppReader(BatchedReader):
         text of a solo `create_chat_completion`."""
         llm = self._llm
         if self._decoder is None:
-            from eor.readers.llamacpp_batch import MultiSequenceDecoder
-
             self._decoder = MultiSequenceDecoder(
                 llm,
                 sequences=self.parallel,
@@ -280,8 +279,6 @@ class LlamaCppReader(BatchedReader):
 
     def _generate_one(self, prompt: str, max_tokens: int) -> Generated:
         import llama_cpp
-
-        from eor.confidence import StepRecorder
 
         llm = self._llm
         llama_cpp.llama_perf_context_reset(llm.ctx)

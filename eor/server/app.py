@@ -24,6 +24,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 import eor
 from eor.config import EnsembleConfig
 from eor.data import Question, make_question
+from eor.ensemble import Ensemble
 from eor.errors import InputError
 from eor.json_ready import json_ready
 from eor.server.errors import ApiError, BodyLimit, install_error_handlers
@@ -92,8 +93,6 @@ def create_app(
 
 def _default_loader(config: EnsembleConfig) -> Callable[[], Any]:
     def load() -> Any:
-        from eor.ensemble import Ensemble
-
         return Ensemble(config)
 
     return load

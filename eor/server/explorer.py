@@ -19,7 +19,9 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from eor.bench.html import report_html
 from eor.server.errors import ApiError
+from eor.server.reports import find_report, find_reports
 from eor.server.schemas import ErrorBody, ReportList
 from eor.server.settings import ServerSettings
 
@@ -63,8 +65,6 @@ def add_explorer(app: FastAPI, settings: ServerSettings, dependencies: list[Any]
         summary="The benchmark reports under the server's --reports folder",
     )
     async def list_reports() -> JSONResponse:
-        from eor.server.reports import find_reports
-
         root = _root(settings)
         return JSONResponse({"reports": [entry.summary() for entry in find_reports(root)]})
 
@@ -77,9 +77,6 @@ def add_explorer(app: FastAPI, settings: ServerSettings, dependencies: list[Any]
         summary="One benchmark report as a self-contained HTML page (figures embedded)",
     )
     async def show_report(name: str) -> HTMLResponse:
-        from eor.bench.html import report_html
-        from eor.server.reports import find_report
-
         entry = find_report(_root(settings), name)
         if entry is None:
             raise ApiError(404, "report_not_found", f"no report named {name!r}; GET /v1/reports lists them")

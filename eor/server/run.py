@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from eor.config import load_config
+from eor.ensemble import Ensemble, check_member_names, check_voter_config
 from eor.errors import ConfigError, EorError
 from eor.generation_cache import CacheSetting, open_cache
+from eor.server.app import create_app
 from eor.server.settings import ServerSettings
+from voters import load_voter
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +33,6 @@ def serve(
     `cache`: the generation cache (see `Ensemble`), opened before the server starts."""
     import uvicorn
 
-    from eor.ensemble import Ensemble, check_member_names, check_voter_config
-    from eor.server.app import create_app
-
     settings = settings or ServerSettings()
     if settings.api_key is None and not _is_loopback(settings.host) and not settings.allow_unauthenticated:
         raise ConfigError(
@@ -46,8 +46,6 @@ def serve(
     voter = None
     weights = weights if weights is not None else config.default_weights()
     if weights is not None:  # loaded before the server starts: a bad file fails here, not in its log
-        from voters import load_voter
-
         voter = load_voter(weights, members=config.members)
     if settings.api_key is None and not _is_loopback(settings.host):
         log.warning("serving on %s without an API key (--allow-unauthenticated): anyone who can reach it can use it",

@@ -19,6 +19,7 @@ from typing import Any
 
 from eor.data import Question
 from eor.errors import EorError
+from eor.readers.base import capable
 from eor.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,6 @@ def default_batch(ensemble: Any) -> int:
     """1 for a reader that runs prompts one by one (llama.cpp: batching only delays the first answers, and a
     question that times out while still queued is dropped instead of computed); the config's batch_size
     for one that `batches` (eor.readers.base.Reader)."""
-    from eor.readers.base import capable
 
     if not capable(getattr(ensemble, "reader", None), "batches"):
         return 1

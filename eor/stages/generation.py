@@ -3,8 +3,9 @@ any future retriever that needs the reader) submit their prompts here.
 
 For each request the stage de-duplicates the prompts, reads back those the generation cache
 (eor.generation_cache) already holds, orders the rest so that prompts sharing a prefix run back to back
-(sorted: `Wiki@1` and `Wiki@3` of one question are neighbours), sends them to the reader in one call and
-stores the outputs. It meters what it did (prompts, cache hits, prompt and generated tokens, reader seconds)
+(sorted: `Wiki@1` and `Wiki@3` of one question are neighbours), sends them to the reader in one call (or in the
+calls a caller cuts them into, e.g. eRAG's `batch_size` questions per call, each sorted) and stores the
+outputs. It meters what it did (prompts, cache hits, prompt and generated tokens, reader seconds)
 for the process and for whoever is listening (`metering()`), and it has one failure policy
 (`complete_each`): a batch that fails is retried prompt by prompt, so one bad prompt costs only its own
 output.
@@ -22,7 +23,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -83,12 +84,15 @@ class Completion:
 
 @dataclass
 class GenerationStats:
-    """What the stage did: prompts asked for (`requests`, repeats included), read back from the cache
-    (`cache_hits`), sent to the reader (`generated`) in `calls` calls, and the reader's work on them: prompt
-    tokens evaluated and generated tokens with the seconds of each phase (where the reader reports them),
-    prompt tokens kept from the prompt before instead of evaluated (`reused_tokens`), and its seconds in all."""
+    """What the stage did: prompts asked for (`requests`, repeats included), the distinct ones among them
+    (`unique`), of those read back from the cache (`cache_hits`) and sent to the reader (`generated`) in
+    `calls` calls, and the reader's work on them: prompt tokens evaluated and generated tokens with the seconds
+    of each phase (where the reader reports them), prompt tokens kept from the prompt before instead of
+    evaluated (`reused_tokens`), and its seconds in all. The one stats type of generation: the ensemble's
+    records, `eor run`'s generation.json, and eRAG's and utility's `cost` report it."""
 
     requests: int = 0
+    unique: int = 0
     cache_hits: int = 0
     generated: int = 0
     calls: int = 0
@@ -192,11 +196,21 @@ class GenerationStage:
         return generation_key(str(self.identity), prompt, {"max_tokens": max_tokens or self.default_max_tokens})
 
     def complete(
-        self, prompts: Sequence[str], max_tokens: int | None = None, confidence: bool = False
+        self,
+        prompts: Sequence[str],
+        max_tokens: int | None = None,
+        confidence: bool = False,
+        *,
+        calls: Callable[[list[str]], Iterable[Sequence[str]]] | None = None,
+        progress: Callable[[int], Any] | None = None,
     ) -> list[Completion]:
-        """A Completion per prompt, in order; raises the reader's error when the batch fails. `confidence`:
+        """A Completion per prompt, in order; raises the reader's error when a call fails. `confidence`:
         the caller wants each completion's confidence: a cache entry made before the cache kept it is
-        generated again (once: the entry is then replaced), when the reader can report it."""
+        generated again (once: the entry is then replaced), when the reader can report it. `calls`: how the
+        distinct prompts to generate (in the order of `prompts`) are cut into reader calls, each part once
+        (default: all in one call); each call is sorted, so that shared prefixes run back to back.
+        `progress`: `(prompts to generate) -> bar` with `update(n)` and `close()`, opened when there is
+        something to generate and updated after each call."""
         prompts = list(prompts)
         if any(not isinstance(prompt, str) for prompt in prompts):
             raise InputError("reader prompts must be strings")
@@ -206,19 +220,28 @@ class GenerationStage:
         if confidence and capable(self.reader, "confidence"):
             stale = {prompt for prompt, completion in done.items() if completion.confidence is None}
             done = {prompt: completion for prompt, completion in done.items() if prompt not in stale}
-        missing = sorted(prompt for prompt in distinct if prompt not in done)  # shared prefixes back to back
-        step = GenerationStats(requests=len(prompts), cache_hits=len(done))
-        if missing:
-            made = self._generate(missing, max_tokens, replace=stale)
-            done.update(made)
-            step.generated, step.calls = len(missing), 1
-            for completion in made.values():
-                step.prompt_tokens += completion.prompt_tokens or 0
-                step.prompt_seconds += completion.prompt_seconds or 0.0
-                step.generated_tokens += completion.generated_tokens or 0
-                step.generation_seconds += completion.generation_seconds or 0.0
-                step.reused_tokens += completion.reused_tokens or 0
-                step.seconds += completion.seconds
+        missing = [prompt for prompt in distinct if prompt not in done]
+        parts = _cut(missing, calls)
+        step = GenerationStats(requests=len(prompts), unique=len(distinct), cache_hits=len(done))
+        bar = progress(len(missing)) if progress is not None and missing else None
+        try:
+            for part in parts:
+                made = self._generate(part, max_tokens, replace=stale)
+                done.update(made)
+                step.generated += len(part)
+                step.calls += 1
+                for completion in made.values():
+                    step.prompt_tokens += completion.prompt_tokens or 0
+                    step.prompt_seconds += completion.prompt_seconds or 0.0
+                    step.generated_tokens += completion.generated_tokens or 0
+                    step.generation_seconds += completion.generation_seconds or 0.0
+                    step.reused_tokens += completion.reused_tokens or 0
+                    step.seconds += completion.seconds
+                if bar is not None:
+                    bar.update(len(part))
+        finally:
+            if bar is not None:
+                bar.close()
         self._account(step)
         self._local.seconds = [done[prompt].seconds for prompt in prompts]
         return [done[prompt] for prompt in prompts]
@@ -311,6 +334,17 @@ class GenerationStage:
         with self._stats_lock:
             self.stats.add(step)
         _record(step)
+
+
+def _cut(missing: list[str], calls: Callable[[list[str]], Iterable[Sequence[str]]] | None) -> list[list[str]]:
+    """The reader calls of `missing` (distinct prompts): one, or the parts `calls` cuts them into; each sorted
+    (shared prefixes back to back), empty parts dropped."""
+    if calls is None:
+        return [sorted(missing)] if missing else []
+    parts = [sorted(part) for part in calls(list(missing)) if part]
+    if sorted(prompt for part in parts for prompt in part) != sorted(missing):
+        raise InputError("`calls` must cut the prompts to generate into parts that hold each of them exactly once")
+    return parts
 
 
 _LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()

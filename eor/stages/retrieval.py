@@ -7,6 +7,10 @@ costs only its own passages. A timed-out retrieval cannot be stopped (Python can
 running in the background, and until it ends the member is skipped at once rather than piling up stuck
 threads. Retrievals run in a copy of the caller's context, so the generations they make (PK, @CP) are
 metered for the caller (eor.stages.generation.metering).
+
+Members retrieve through LangChain's Runnable interface (`retriever.batch(questions, config)`), so the
+stage's `RunnableConfig` (callbacks, tags, metadata) reaches every retriever of every member's tree; each
+member's run is named after the member unless the config names it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import contextvars
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from langchain_core.runnables import RunnableConfig
 
 from eor.errors import RetrieverError
 from eor.faults import failpoint
@@ -26,10 +32,11 @@ class MemberTimeoutError(RetrieverError):
 
 class RetrievalStage:
     """`retrieve(name, questions, timeout=None, strict=False)` → per question the member's documents, or the
-    exception that kept it from them."""
+    exception that kept it from them. `config`: the LangChain `RunnableConfig` every retrieval runs under."""
 
-    def __init__(self, retrievers: Mapping[str, Any]) -> None:
+    def __init__(self, retrievers: Mapping[str, Any], config: RunnableConfig | None = None) -> None:
         self.retrievers = dict(retrievers)
+        self.config = config
         self._abandoned: dict[str, threading.Thread] = {}  # members whose timed-out retrieval still runs
 
     def retrieve(
@@ -38,9 +45,10 @@ class RetrievalStage:
         """`timeout`: seconds per question (the batch gets `timeout × len(questions)`); `strict`: raise the
         first failure instead of returning it."""
         retriever = self.retrievers[name]
+        config: RunnableConfig = {"run_name": name, **(self.config or {})}
 
         def batch(queries: list[str]) -> list[list[Any]]:
-            documents = retriever.retrieve_batch(queries)
+            documents = retriever.batch(queries, config)
             failpoint("retrieval")  # tests: die with a member's passages in hand
             if len(documents) != len(queries):
                 raise RetrieverError(f"returned {len(documents)} results for {len(queries)} questions")

@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 
 from eor.errors import ConfigError
+from voters import choose
+from voters.lazy import lazy_decision, needed_members, supports_lazy_voting
+from voters.protocol import confidence_kwargs
 
 
 @dataclass(frozen=True)
@@ -44,9 +47,6 @@ class VoteStage:
         self.members = list(members)
 
     def vote(self, ballots: Sequence[Mapping[str, Ballot]], questions: Sequence[str]) -> list[Decision]:
-        from voters import choose
-        from voters.protocol import confidence_kwargs
-
         groups: dict[tuple[str, ...], list[int]] = {}
         for i, entry in enumerate(ballots):
             if not entry:
@@ -72,20 +72,17 @@ class VoteStage:
     @property
     def lazy(self) -> bool:
         """Whether pending members can be bounded (voters.lazy.supports_lazy_voting)."""
-        from voters.lazy import supports_lazy_voting
 
         return supports_lazy_voting(self.voter)
 
     def needed(self) -> list[str]:
         """The members whose answers can matter (those not dropped by their weight), in the pool's order."""
-        from voters.lazy import needed_members
 
         return [self.members[m] for m in needed_members(self.voter)]
 
     def settled(self, ballots: Mapping[str, Ballot], pending: Sequence[str]) -> str | None:
         """The member leading with the full vote's answer when no `pending` member can change that answer,
         whatever it answers; else None."""
-        from voters.lazy import lazy_decision
 
         position = {name: m for m, name in enumerate(self.members)}
         state = lazy_decision(

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eor.models import cache_dir
+
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
@@ -30,8 +32,6 @@ class WebCache:
 
     def __init__(self, root: str | Path | None = None, *, refresh: bool = False, enabled: bool = True) -> None:
         if root is None:
-            from eor.models import cache_dir
-
             root = cache_dir() / "web"
         self.root = Path(root).expanduser()
         self.refresh = refresh

@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import ConfigDict, Field, PrivateAttr
 
@@ -155,7 +156,9 @@ class WebSearchRetriever(SourceRetriever):
 
     # -- retrieval --------------------------------------------------------------------------------------
 
-    def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
+    def _retrieve_uncached(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
         searched = map_concurrently(self.search, queries, self.workers)
         for query in queries:
             if isinstance(searched[query], Exception):

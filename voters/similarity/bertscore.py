@@ -14,14 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from eor.models import resolve_model
 from voters.similarity.registry import SimilarityMetric, register_metric
 
 _SCORERS: dict[tuple[str, int, str], Any] = {}
 
 
 def _location(model: str) -> str:
-    from eor.models import resolve_model
-
     return str(resolve_model(model))
 
 

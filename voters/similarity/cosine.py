@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from eor.errors import ConfigError
+from eor.models import load_sentence_encoder
 from voters.similarity.registry import SimilarityMetric, register_metric
 
 NEGATIVE_MODES = ("clip", "shift")
@@ -39,7 +40,6 @@ class CosineSimilarity(SimilarityMetric):
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         if not pairs:
             return np.zeros(0)
-        from eor.models import load_sentence_encoder
 
         texts = list(dict.fromkeys(text for pair in pairs for text in pair))
         position = {text: i for i, text in enumerate(texts)}

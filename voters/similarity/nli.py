@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from eor.errors import ConfigError
+from eor.models import resolve_model
 from voters.similarity.registry import SimilarityMetric, register_metric
 
 COMBINATIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -54,8 +55,6 @@ def _load(model: str, device: str) -> tuple[Any, Any]:
     key = (model, device)
     if key not in _MODELS:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-        from eor.models import resolve_model
 
         location = str(resolve_model(model))
         tokenizer = AutoTokenizer.from_pretrained(location)

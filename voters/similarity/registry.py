@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from eor.errors import ConfigError
+from eor.plugins import entry_point_objects
 
 
 class SimilarityMetric(ABC):
@@ -62,7 +63,6 @@ def register_metric(name: str) -> Callable[[MetricFactory], MetricFactory]:
 def metric_factories() -> dict[str, MetricFactory]:
     """Every similarity metric: eor's, those registered in Python, and those of installed packages (entry
     point group `eor.metrics`, eor.plugins)."""
-    from eor.plugins import entry_point_objects
 
     for name, factory in entry_point_objects("eor.metrics", callable, "a metric factory").items():
         METRICS.setdefault(name, factory)

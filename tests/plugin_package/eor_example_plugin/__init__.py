@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 
 from eor.crossval import Candidate
@@ -24,7 +25,9 @@ class NotesRetriever(SourceRetriever):
     notes: list[dict[str, str]]
     depth: int = 3
 
-    def _retrieve_uncached(self, queries: list[str]) -> list[list[Document]]:
+    def _retrieve_uncached(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
         results = []
         for query in queries:
             words = set(query.lower().split())
@@ -57,10 +60,11 @@ NOTES = SourceType(
 
 
 class Reversed(Applied):
-    """`X@REV`: the child's passages, last first."""
+    """`X@REV`: the child's passages, last first. It works query by query, through LangChain's own contract;
+    the child's run nests under this one's."""
 
-    def retrieve_batch(self, queries: list[str]) -> list[list[Document]]:
-        return [documents[::-1] for documents in self.child.retrieve_batch(queries)]
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return self.child.invoke(query, {"callbacks": run_manager.get_child()})[::-1]
 
 
 def _build_reversed(child: EorRetriever, context: BuildContext) -> Reversed:

@@ -1,0 +1,250 @@
+"""The layering rules of docs/architecture.md, checked on the source (nothing is imported):
+
+- no import circle among the modules of `eor`, `retrievers` and `voters`, counting imports inside functions
+  (an import of `a.b.c` also runs the packages `a` and `a.b`, so those count too);
+- a project module is imported inside a function only where that module, through what it imports at its
+  top, loads a heavy optional dependency (`HEAVY`): the lazy import is what keeps `eor --help` instant;
+- `retrievers` and `voters` import from `eor` only its leaf modules (`LEAVES`), which import no other part
+  of the project;
+- no class over 300 lines.
+
+Imports under `if TYPE_CHECKING:` never run and are not counted.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("eor", "retrievers", "voters")
+
+#: third-party packages whose import costs a noticeable fraction of a second (or pulls in a framework):
+#: `eor --help` loads none of them (tests/test_cli.py)
+HEAVY = frozenset(
+    {
+        "faiss",
+        "fastapi",
+        "langchain_core",
+        "llama_cpp",
+        "matplotlib",
+        "numpy",
+        "openai",
+        "ray",
+        "scipy",
+        "sentence_transformers",
+        "sklearn",
+        "torch",
+        "transformers",
+        "uvicorn",
+    }
+)
+
+#: the modules of `eor` that `retrievers` and `voters` may import: they import nothing else of the project
+LEAVES = frozenset(
+    {
+        "eor.answers",
+        "eor.confidence",
+        "eor.correctness",
+        "eor.errors",
+        "eor.faults",
+        "eor.jsonio",
+        "eor.models",
+        "eor.plugins",
+        "eor.prompts",
+        "eor.registry",
+        "eor.retry",
+        "eor.textnum",
+    }
+)
+
+MAX_CLASS_LINES = 300
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _owner(name: str) -> str | None:
+    """The project module that `name` (a module, or a name inside one) belongs to."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:n]) for n in range(1, len(parts)) if ".".join(parts[:n]) in MODULES]
+
+
+class _Imports:
+    """Per module: the project modules it names in imports at its top and inside functions, and the
+    third-party packages it imports at its top."""
+
+    def __init__(self) -> None:
+        self.top: dict[str, set[str]] = defaultdict(set)
+        self.inner: dict[str, set[str]] = defaultdict(set)
+        self.third_party: dict[str, set[str]] = defaultdict(set)
+        for module, path in MODULES.items():
+            self._scan(module, path)
+
+    def _targets(self, module: str, path: Path, node: ast.Import | ast.ImportFrom) -> tuple[set[str], set[str]]:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+            origin = node.module or ""
+            if node.level:
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            names = [f"{origin}.{alias.name}" for alias in node.names]
+        project, third = set(), set()
+        for name in names:
+            owner = _owner(name)
+            if owner is not None:
+                if owner != module:
+                    project.add(owner)
+            elif name.split(".")[0] not in PACKAGES:
+                third.add(name.split(".")[0])
+        return project, third
+
+    def _scan(self, module: str, path: Path) -> None:
+        def walk(node: ast.AST, inside: bool) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    for branch in child.orelse:
+                        walk(branch, inside)
+                    continue
+                if isinstance(child, ast.Import | ast.ImportFrom):
+                    project, third = self._targets(module, path, child)
+                    (self.inner if inside else self.top)[module].update(project)
+                    if not inside:
+                        self.third_party[module].update(third)
+                    continue
+                walk(child, inside or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))
+
+        walk(ast.parse(path.read_text(encoding="utf-8")), False)
+
+    def runs(self, target: str, importer: str) -> set[str]:
+        """What importing `target` from `importer` runs: `target`, and the top-level imports of the packages
+        above it that are not already running (those above the importer)."""
+        running = {importer, *_parents(importer)}
+        ran = {target}
+        for package in _parents(target):
+            if package not in running:
+                ran |= self.top[package] - {importer}
+        return ran
+
+    def edges(self, module: str, *, inner: bool) -> set[str]:
+        direct = self.top[module] | (self.inner[module] if inner else set())
+        return {ran for target in direct for ran in self.runs(target, module)} - {module}
+
+
+IMPORTS = _Imports()
+
+
+@functools.cache
+def _loads_heavy(module: str) -> frozenset[str]:
+    """The heavy dependencies that importing `module` loads through top-level imports."""
+    seen, stack, heavy = set(), [module], set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        heavy |= IMPORTS.third_party[current] & HEAVY
+        stack.extend(IMPORTS.edges(current, inner=False) | set(_parents(current)))
+    return frozenset(heavy)
+
+
+def _circles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), over top and inner imports."""
+    edges = {module: IMPORTS.edges(module, inner=True) for module in MODULES}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(MODULES):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_circles_counting_imports_inside_functions() -> None:
+    assert _circles() == []
+
+
+def test_imports_inside_functions_only_for_heavy_dependencies() -> None:
+    needless = sorted(
+        f"{module} imports {target} inside a function"
+        for module, targets in IMPORTS.inner.items()
+        for target in targets
+        if not _loads_heavy(target)
+    )
+    assert needless == []
+
+
+def test_retrievers_and_voters_import_only_the_leaves_of_eor() -> None:
+    reaching = sorted(
+        f"{module} imports {target}"
+        for module in MODULES
+        if module.split(".")[0] in ("retrievers", "voters")
+        for target in IMPORTS.top[module] | IMPORTS.inner[module]
+        if target.split(".")[0] == "eor" and target != "eor" and target not in LEAVES
+    )
+    assert reaching == []
+
+
+def test_the_leaves_import_no_other_part_of_the_project() -> None:
+    reaching = sorted(
+        f"{module} imports {target}"
+        for module in LEAVES
+        for target in IMPORTS.top[module] | IMPORTS.inner[module]
+        if target not in LEAVES and target != "eor"
+    )
+    assert reaching == []
+
+
+def test_no_class_over_300_lines() -> None:
+    long = [
+        f"{path.relative_to(ROOT)}: {node.name} has {node.end_lineno - node.lineno + 1} lines"
+        for path in MODULES.values()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+    ]
+    assert long == []
