@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eor.atomic import write_text_atomically
 from eor.config import default_config_path
 from eor.data import check_question
 from eor.errors import EorError, InputError
@@ -18,7 +20,7 @@ from eor.generation_cache import ENV_VARIABLE, GenerationCache, default_cache_pa
 from eor.importers import read_passages, read_questions, write_jsonl
 from eor.json_ready import json_ready
 from eor.models import PACKAGED_MODELS
-from eor.records import pack_records, write_text_atomically
+from eor.records import pack_records
 from eor.server.settings import ServerSettings, api_key_from_env
 from eor.starter import init_folder
 
@@ -160,10 +162,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from eor.training import train
+    from eor.train_command import train
     from voters.similarity import parse_metric_spec
 
     metrics, metric_params = parse_metric_spec(args.metrics)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # train's progress lines, on stderr
     print(
         train(
             Path(args.records),
@@ -191,7 +194,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from eor.bench import bench
-    from eor.bench.bem import bem_correctness
+    from eor.correctness.bem import bem_correctness
 
     if args.bem_model:
         bem_correctness.configure(args.bem_model)
@@ -239,6 +242,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         reports=Path(args.reports) if args.reports else None,
         allow_unauthenticated=args.allow_unauthenticated,
     )
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     serve(
         _config_path(args.config), weights=args.weights, settings=settings, log_level=args.log_level, cache=_cache(args)
     )

@@ -28,21 +28,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
+from sklearn.base import clone
 
 from eor.bench.stats import Bootstrap, paired_test
 from eor.costs import member_costs
 from eor.errors import ConfigError, InputError
-from eor.plugins import entry_point_objects
+from eor.registry import Registry
 from eor.run_data import RunData
 from voters import Voter, choose, correctness_matrix, grounding_features, similarity_tensor
 from voters.cascade import DEFAULT_MAX_LOSS, Cascade
 from voters.features import FeatureSet, candidate_blocks
-from voters.folds import folds
+from voters.folds import fold_split
 from voters.loading import register_voter_kind
-from voters.protocol import confidence_kwargs
+from voters.protocol import check_voter_class, confidence_kwargs
 from voters.selector import AnswerSelector
 
 log = logging.getLogger(__name__)
@@ -139,6 +141,17 @@ class Candidate:
         self.estimator: Any = None
 
     def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
+        """Fit an unfitted copy (`sklearn.base.clone`) of `template(arrays)` on the training questions `rows`;
+        a candidate may instead override `fit` and set `estimator` itself."""
+        self.estimator = self.fit_voter(clone(self.template(arrays)), arrays, rows)
+        return self
+
+    def template(self, arrays: VoteArrays) -> Any:
+        """The unfitted voter (an estimator of `voter_class`) that `fit` fits a clone of."""
+        raise NotImplementedError
+
+    def fit_voter(self, voter: Any, arrays: VoteArrays, rows: np.ndarray) -> Any:
+        """`voter` fitted on the training questions `rows`."""
         raise NotImplementedError
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
@@ -160,7 +173,7 @@ class Candidate:
 
 class TopCandidate(Candidate):
     name = "top"
-    voter_class = None  # saved as the paper's Voter with one member (eor.training)
+    voter_class = None  # saved as the paper's Voter with one member (eor.train_command)
 
     def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
         self.member = int(np.argmax(arrays.correctness[rows].mean(axis=0)))  # ties: the first member
@@ -177,9 +190,7 @@ class TopCandidate(Candidate):
 class PaperCandidate(Candidate):
     """The paper's `Voter` (optionally with grounding and/or the smooth objective)."""
 
-    @property
-    def voter_class(self) -> type:
-        return Voter
+    voter_class = Voter
 
     def __init__(self, settings: VoteSettings, *, grounding: bool = False, objective: str = "step"):
         super().__init__(settings)
@@ -189,9 +200,9 @@ class PaperCandidate(Candidate):
             (objective, grounding), "smooth-grounding" if grounding else "smooth"
         )
 
-    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
+    def template(self, arrays: VoteArrays) -> Voter:
         s = self.settings
-        self.estimator = Voter(
+        return Voter(
             metrics=s.metrics,
             pooling=s.pooling,
             correctness=s.correctness,
@@ -202,8 +213,10 @@ class PaperCandidate(Candidate):
             cache_dir=s.cache_dir,
             members=arrays.data.names,
             objective=self.objective,
-        ).fit_tensor(arrays.tensor[rows], arrays.correctness[rows], self._grounding(arrays, rows))
-        return self
+        )
+
+    def fit_voter(self, voter: Voter, arrays: VoteArrays, rows: np.ndarray) -> Voter:
+        return voter.fit_tensor(arrays.tensor[rows], arrays.correctness[rows], self._grounding(arrays, rows))
 
     def _grounding(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray | None:
         return arrays.grounding[rows] if self.grounding else None
@@ -214,26 +227,22 @@ class PaperCandidate(Candidate):
 
 class SelectorCandidate(Candidate):
     name = "selector"
+    voter_class = AnswerSelector
 
-    @property
-    def voter_class(self) -> type:
-        return AnswerSelector
-
-    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
+    def template(self, arrays: VoteArrays) -> AnswerSelector:
         s = self.settings
-        self.estimator = AnswerSelector(
+        return AnswerSelector(
             metrics=s.metrics,
             C=s.selector_c,
             correctness=s.correctness,
             metric_params=s.metric_params,
             cache_dir=s.cache_dir,
             members=arrays.data.names,
-        ).fit_features(
-            FeatureSet(arrays.features.names, arrays.features.matrix[rows]),
-            arrays.correctness[rows] >= 0.5,
-            arrays.data.names,
         )
-        return self
+
+    def fit_voter(self, voter: AnswerSelector, arrays: VoteArrays, rows: np.ndarray) -> AnswerSelector:
+        features = FeatureSet(arrays.features.names, arrays.features.matrix[rows])
+        return voter.fit_features(features, arrays.correctness[rows] >= 0.5, arrays.data.names)
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
         return choose(self.estimator.feature_scores(arrays.features.matrix[rows]))
@@ -243,17 +252,12 @@ class CascadeCandidate(Candidate):
     """The cascade (voters.cascade): its out-of-fold correctness is that of the answer it stops at."""
 
     name = "cascade"
+    voter_class = Cascade
 
-    @property
-    def voter_class(self) -> type:
-        return Cascade
-
-    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
+    def template(self, arrays: VoteArrays) -> Cascade:
         s = self.settings
-        if arrays.costs is None:
-            raise InputError("a cascade learns from members' costs: the records lack their seconds")
         max_loss = s.max_loss if s.max_loss is not None or s.budget is not None else DEFAULT_MAX_LOSS
-        self.estimator = Cascade(
+        return Cascade(
             metrics=s.metrics,
             C=s.selector_c,
             correctness=s.correctness,
@@ -262,10 +266,15 @@ class CascadeCandidate(Candidate):
             budget=s.budget,
             seed=s.seed,
             members=arrays.data.names,
-        ).fit_blocks(
-            arrays.blocks, arrays.correctness >= 0.5, arrays.data.names, arrays.costs.matrix, arrays.costs.unit, rows
         )
-        return self
+
+    def fit_voter(self, voter: Cascade, arrays: VoteArrays, rows: np.ndarray) -> Cascade:
+        if arrays.costs is None:
+            raise InputError("a cascade learns from members' costs: the records lack their seconds")
+        costs = arrays.costs
+        return voter.fit_blocks(
+            arrays.blocks, arrays.correctness >= 0.5, arrays.data.names, costs.matrix, costs.unit, rows
+        )
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
         return self.estimator.replay_blocks(arrays.blocks, rows)[0]
@@ -276,50 +285,62 @@ class CascadeCandidate(Candidate):
         return chosen, self.estimator.spent(arrays.costs.matrix[rows], stops)
 
 
-BUILTIN: dict[str, Callable[[VoteSettings], Candidate]] = {
-    "top": TopCandidate,
-    "paper": PaperCandidate,
-    "grounding": lambda s: PaperCandidate(s, grounding=True),
-    "smooth": lambda s: PaperCandidate(s, objective="smooth"),
-    "smooth-grounding": lambda s: PaperCandidate(s, grounding=True, objective="smooth"),
-    "selector": SelectorCandidate,
-    "cascade": CascadeCandidate,
-}
-_REGISTERED: dict[str, type[Candidate]] = {}
-
-
-def register_candidate(candidate: type[Candidate]) -> type[Candidate]:
-    """Make `candidate` (a Candidate subclass with a `name` and a `voter_class`) available to `eor train
-    --voter NAME`, to cross-validation and to `auto`, and its weights files to `voters.load_voter`."""
-
-    _check_candidate(candidate)
-    register_voter_kind(candidate.voter_class)
-    _REGISTERED[candidate.name] = candidate
-    return candidate
-
-
 def _check_candidate(candidate: Any) -> None:
     if not (isinstance(candidate, type) and issubclass(candidate, Candidate)):
         raise ConfigError(f"a voter candidate is a subclass of eor.crossval.Candidate, got {candidate!r}")
     name = candidate.name
-    if not isinstance(name, str) or not name or name in (*BUILTIN, AUTO, Candidate.name):
+    if not isinstance(name, str) or not name or name in (AUTO, Candidate.name):
         raise ConfigError(f"candidate {candidate.__name__} needs a name of its own, not {name!r}")
 
 
 def _is_candidate(value: Any) -> bool:
     try:
         _check_candidate(value)
+        check_voter_class(value.voter_class)
     except ConfigError:
         return False
     return True
 
 
+def _under_its_name(name: str, candidate: Any) -> tuple[str, Any] | None:
+    if candidate.name != name:
+        log.warning("skipping eor.voters plugin %r: it holds the candidate %r", name, candidate.name)
+        return None
+    return name, candidate
+
+
+#: every candidate by name: eor's (in the order of the module docstring), those registered in Python, then
+#: those of installed packages (entry point group `eor.voters`, the name being the candidate's)
+CANDIDATES: Registry[Callable[[VoteSettings], Candidate]] = Registry(
+    "voter",
+    group="eor.voters",
+    accept=_is_candidate,
+    expected="a subclass of eor.crossval.Candidate with a voter_class",
+    adapt=_under_its_name,
+)
+for _name, _factory in (
+    ("top", TopCandidate),
+    ("paper", PaperCandidate),
+    ("grounding", partial(PaperCandidate, grounding=True)),
+    ("smooth", partial(PaperCandidate, objective="smooth")),
+    ("smooth-grounding", partial(PaperCandidate, grounding=True, objective="smooth")),
+    ("selector", SelectorCandidate),
+    ("cascade", CascadeCandidate),
+):
+    CANDIDATES.register(_name, _factory)
+
+
+def register_candidate(candidate: type[Candidate], *, replace: bool = False) -> type[Candidate]:
+    """Make `candidate` (a Candidate subclass with a `name` and a `voter_class`) available to `eor train
+    --voter NAME`, to cross-validation and to `auto`, and its weights files to `voters.load_voter`."""
+    _check_candidate(candidate)
+    register_voter_kind(candidate.voter_class, replace=replace)
+    return CANDIDATES.register(candidate.name, candidate, replace=replace)
+
+
 def candidate_factories() -> dict[str, Callable[[VoteSettings], Candidate]]:
-    """Every candidate by name: eor's (in the order of the module docstring), those registered in Python,
-    then those of installed packages (entry point group `eor.voters`, the name being the candidate's)."""
-    plugins = entry_point_objects("eor.voters", _is_candidate, "a subclass of eor.crossval.Candidate")
-    added = {**_REGISTERED, **{name: cls for name, cls in plugins.items() if cls.name == name}}
-    return {**BUILTIN, **{name: cls for name, cls in added.items() if name not in BUILTIN}}
+    """Every candidate by name (`CANDIDATES`)."""
+    return dict(CANDIDATES.items())
 
 
 #: candidates that trade accuracy for cost: `auto` considers them only under an explicit max_loss or budget.
@@ -382,12 +403,13 @@ def out_of_fold(
     costs = {name: np.zeros(len(rows)) for name in names}
     chosen: dict[str, list[str]] = {AUTO: []} if AUTO in names else {}
     step = progress or (lambda label: None)
-    for fold, held in enumerate(folds(len(rows), k, seed), start=1):
-        train_rows = np.delete(rows, held)
+    candidates = {name: build_candidate(name, settings) for name in plain}
+    for fold, (train, held) in enumerate(fold_split(len(rows), k, seed).split(), start=1):
+        train_rows = rows[train]
         test_rows = rows[held]
         fitted: dict[str, Candidate] = {}
         for name in plain:
-            fitted[name] = build_candidate(name, settings).fit(arrays, train_rows)
+            fitted[name] = candidates[name].fit(arrays, train_rows)
             picks, costs[name][held] = fitted[name].answer(arrays, test_rows)
             scores[name][held] = _correct(arrays, test_rows, picks)
             step(f"{name}, fold {fold}/{k}")

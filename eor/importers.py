@@ -22,8 +22,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from eor.atomic import write_text_atomically
 from eor.errors import InputError
-from eor.records import write_text_atomically
 
 
 def read_questions(path: Path, limit: int | None = None) -> list[dict]:

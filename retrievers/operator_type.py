@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eor.errors import ConfigError
-from eor.plugins import entry_point_objects
+from eor.registry import Registry
 
 __all__ = ["OperatorType", "operator_types", "register_operator", "unregister_operator"]
 
@@ -46,31 +46,30 @@ class OperatorType:
             raise ConfigError(f"operator {self.word!r}: build must be callable, got {type(self.build).__name__}")
 
 
-_REGISTERED: dict[str, OperatorType] = {}
+def _under_its_word(word: str, operator: OperatorType) -> tuple[str, OperatorType] | None:
+    if operator.word != word:
+        log.warning("skipping eor.operators plugin %r: it holds the operator %r of another word", word, operator.word)
+        return None
+    return word, operator
 
 
-def register_operator(operator: OperatorType) -> OperatorType:
-    """Make `@<operator.word>` available in member names (replacing an operator of that word)."""
+OPERATORS: Registry[OperatorType] = Registry(
+    "operator", group="eor.operators", accept=OperatorType, adapt=_under_its_word
+)
+
+
+def register_operator(operator: OperatorType, *, replace: bool = False) -> OperatorType:
+    """Make `@<operator.word>` available in member names (a taken word needs `replace=True`)."""
     if not isinstance(operator, OperatorType):
         raise ConfigError(f"an operator must be a retrievers.operator_type.OperatorType, got {type(operator).__name__}")
-    _REGISTERED[operator.word] = operator
-    return operator
+    return OPERATORS.register(operator.word, operator, replace=replace)
 
 
 def unregister_operator(word: str) -> None:
     """Forget a registered operator (for tests and notebooks); unknown words are ignored."""
-    _REGISTERED.pop(word, None)
+    OPERATORS.unregister(word)
 
 
 def operator_types() -> dict[str, OperatorType]:
     """Every added operator by word: those registered in Python, then those of installed packages."""
-    for word, operator in entry_point_objects("eor.operators", OperatorType).items():
-        if operator.word != word:
-            log.warning(
-                "skipping eor.operators plugin %r: it holds the operator %r of another word",
-                word,
-                operator.word,
-            )
-            continue
-        _REGISTERED.setdefault(word, operator)
-    return dict(_REGISTERED)
+    return dict(OPERATORS.items())

@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.retrievers import BaseRetriever
 
 from eor.errors import ConfigError, RetrieverError
-from eor.plugins import entry_point_objects
+from eor.registry import Registry
 from retrievers import notation
 from retrievers.base import EorRetriever
 from retrievers.builtin_sources import SOURCE_TYPES as BUILTIN_SOURCE_TYPES
@@ -23,22 +23,22 @@ from retrievers.source_type import BuildContext, SourceType
 
 __all__ = ["BuildContext", "SourcePool", "SourceType", "register_source_type", "source_names", "source_types"]
 
-_REGISTERED: dict[str, SourceType] = {kind.name: kind for kind in BUILTIN_SOURCE_TYPES}
+SOURCE_TYPES: Registry[SourceType] = Registry("source type", group="eor.sources", accept=SourceType)
+for _kind in BUILTIN_SOURCE_TYPES:
+    SOURCE_TYPES.register(_kind.name, _kind)
 
 
-def register_source_type(kind: SourceType) -> SourceType:
-    """Make `kind` available as `type: <kind.name>` in configs (replacing a type of that name)."""
+def register_source_type(kind: SourceType, *, replace: bool = False) -> SourceType:
+    """Make `kind` available as `type: <kind.name>` in configs (a taken name needs `replace=True`)."""
     if not isinstance(kind, SourceType):
         raise ConfigError(f"a source type must be a retrievers.source_type.SourceType, got {type(kind).__name__}")
-    _REGISTERED[kind.name] = kind
-    return kind
+    return SOURCE_TYPES.register(kind.name, kind, replace=replace)
 
 
 def source_types() -> dict[str, SourceType]:
-    """Every source type: eor's, then those of installed packages (entry points `eor.sources`)."""
-    for name, kind in entry_point_objects("eor.sources", SourceType).items():
-        _REGISTERED.setdefault(name, kind)
-    return dict(_REGISTERED)
+    """Every source type: eor's, those registered in Python, then those of installed packages (entry
+    points `eor.sources`)."""
+    return dict(SOURCE_TYPES.items())
 
 
 # The base sources every config has unless it redefines them.

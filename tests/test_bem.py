@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from eor.bench.bem import BemCorrectness
 from eor.cli import main
 from eor.correctness import correctness_matrix
+from eor.correctness.bem import BemCorrectness
 from eor.errors import InputError
 from tests.tiny_bert import build_tiny_bert
 
@@ -80,7 +80,7 @@ def test_correctness_matrix_scores_each_triple_once_with_its_question(bem3) -> N
 
     from eor.correctness import CORRECTNESS
 
-    CORRECTNESS["bem-counting"] = Counting(str(bem3))
+    CORRECTNESS.register("bem-counting", Counting(str(bem3)))
     try:
         answers = [["william shakespeare", "william shakespeare", "lyon"], ["paris", "lyon", "is"]]
         golds = [["shakespeare", "hamlet"], ["paris"]]
@@ -89,7 +89,7 @@ def test_correctness_matrix_scores_each_triple_once_with_its_question(bem3) -> N
             correctness_matrix(answers, golds, "bem-counting")
         matrix = correctness_matrix(answers, golds, "bem-counting", questions)
     finally:
-        del CORRECTNESS["bem-counting"]
+        CORRECTNESS.unregister("bem-counting")
     (judged,) = calls
     assert len(judged) == len(set(judged)) == 6  # 2 distinct answers × 2 golds + 2 non-equal answers × 1 gold
     assert matrix.shape == (2, 3) and matrix[1, 0] == 1.0  # "paris" = "paris": no model call needed
@@ -102,7 +102,7 @@ def test_correctness_matrix_scores_each_triple_once_with_its_question(bem3) -> N
 def test_eor_bench_reports_bem_and_says_when_the_model_is_missing(bem3, tmp_path, capsys) -> None:
     import gzip
 
-    from eor.bench.bem import bem_correctness
+    from eor.correctness.bem import bem_correctness
 
     bem_correctness.configure(None)  # as in a fresh process
 

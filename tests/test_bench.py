@@ -365,7 +365,6 @@ def test_mcnemar_and_paired_bootstrap_by_hand():
 
 
 def test_semantic_metric_without_the_encoder():
-    import eor.bench.semantic  # noqa: F401  (registers itself)
     from eor.correctness import CORRECTNESS
 
     semantic = CORRECTNESS["semantic"]
@@ -376,7 +375,7 @@ def test_semantic_metric_without_the_encoder():
 
 @pytest.mark.slow
 def test_semantic_metric_with_the_encoder():
-    from eor.bench.semantic import semantic_equivalence
+    from eor.correctness.semantic import semantic_equivalence
 
     assert semantic_equivalence("USA", "United States") == 1.0
     assert semantic_equivalence("red", "blue") == 0.0

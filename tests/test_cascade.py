@@ -296,7 +296,7 @@ def test_token_costs_at_fitted_rates():
 
 
 def test_training_a_cascade_on_the_shipped_records(tmp_path):
-    from eor.training import train
+    from eor.train_command import train
     from voters import load_voter
 
     records = ROOT / "docs" / "records" / "nq-train.jsonl.gz"

@@ -3,6 +3,7 @@ root; and its entry point block is the example package's (tests/plugin_package).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 
@@ -21,25 +22,17 @@ def _blocks(language: str) -> list[str]:
 def registries():
     """The examples register a source type, an operator, a metric, a pooling and a voter: the other tests
     must not see them."""
-    from eor import crossval
-    from retrievers import operator_type, registry
-    from voters import loading
+    from eor.crossval import CANDIDATES
+    from retrievers.operator_type import OPERATORS
+    from retrievers.registry import SOURCE_TYPES
+    from voters.loading import VOTER_KINDS
     from voters.pooling import POOLINGS
     from voters.similarity.registry import METRICS
 
-    tables = (
-        registry._REGISTERED,
-        operator_type._REGISTERED,
-        POOLINGS,
-        METRICS,
-        crossval._REGISTERED,
-        loading._REGISTERED,
-    )
-    saved = [(table, dict(table)) for table in tables]
-    yield
-    for table, before in saved:
-        table.clear()
-        table.update(before)
+    with contextlib.ExitStack() as stack:
+        for registry in (SOURCE_TYPES, OPERATORS, POOLINGS, METRICS, CANDIDATES, VOTER_KINDS):
+            stack.enter_context(registry.scoped())
+        yield
 
 
 def test_every_python_example_runs(isolated_cache, monkeypatch, registries):

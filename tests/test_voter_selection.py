@@ -17,7 +17,6 @@ from eor.crossval import (
     VoteSettings,
     choose_candidate,
     compare_with_top,
-    folds,
     out_of_fold,
     vote_arrays,
 )
@@ -25,10 +24,11 @@ from eor.errors import ConfigError, InputError
 from eor.records import read_records
 from eor.run_data import load_run
 from voters import AnswerSelector, Voter, load_voter, similarity_tensor
+from voters.folds import fold_split, folds
 from voters.features import BASE_FEATURES, candidate_features, is_refusal
 from voters.similarity import parse_metric_spec
 from voters.smooth import SmoothObjective, SmoothSettings, expected_correctness
-from voters.training import VoteData
+from voters.nelder_mead import VoteData
 from voters.weights_file import read_document
 
 NAMES = ["Agree1", "Agree2", "Reader"]
@@ -210,6 +210,10 @@ def test_folds_partition_the_questions():
         folds(10, 1, seed=0)
     with pytest.raises(InputError, match="cannot make 5 folds of 3 questions"):
         folds(3, 5, seed=0)
+    # scikit-learn's splitter over the same folds: the held-out positions of each fold, the rest to train on
+    splits = list(fold_split(10, 3, seed=0).split())
+    assert [held.tolist() for _, held in splits] == [p.tolist() for p in parts]
+    assert [train.tolist() for train, _ in splits] == [sorted(set(range(10)) - set(p.tolist())) for p in parts]
 
 
 def test_cross_validation_against_top_r_by_hand(tmp_path):
@@ -382,8 +386,7 @@ def test_added_voters_are_checked_and_reordered(tmp_path):
         name = "fixed"
         voter_class = Fixed
 
-    saved = dict(crossval._REGISTERED), dict(loading._REGISTERED)
-    try:
+    with crossval.CANDIDATES.scoped(), loading.VOTER_KINDS.scoped():
         crossval.register_candidate(FixedCandidate)
         assert crossval.candidate_names()[-1] == "fixed" and "fixed" in loading.voter_kinds()
         path = (
@@ -400,10 +403,5 @@ def test_added_voters_are_checked_and_reordered(tmp_path):
         }
         with pytest.raises(ConfigError, match="missing"):
             load_voter(path, members=["A", "B"])
-    finally:
-        crossval._REGISTERED.clear()
-        crossval._REGISTERED.update(saved[0])
-        loading._REGISTERED.clear()
-        loading._REGISTERED.update(saved[1])
     with pytest.raises(ConfigError, match="unknown voter 'fixed'"):
         load_voter(path)

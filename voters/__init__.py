@@ -20,11 +20,11 @@ from __future__ import annotations
 from eor.correctness import CORRECTNESS, correctness_matrix  # answer correctness lives in eor.correctness
 from voters.grounding import grounding_features
 from voters.loading import load_voter
+from voters.nelder_mead import VoteData
 from voters.pooling import POOLINGS, pool, register_pooling
 from voters.scoring import VoteScorer, choose, decision_scores
 from voters.selector import AnswerSelector
 from voters.similarity import METRICS, PairScoreCache, SimilarityMetric, register_metric, similarity_tensor
-from voters.training import VoteData
 from voters.voter import Voter
 
 __all__ = [

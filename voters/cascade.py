@@ -207,7 +207,7 @@ class Cascade(VoterEstimator):
         self.member_costs_ = {
             name: float(value) for name, value in zip(names, np.asarray(costs)[rows].mean(axis=0), strict=True)
         }
-        self.train_score_ = None  # eor.training replays the cascade on the training records
+        self.train_score_ = None  # eor.train_command replays the cascade on the training records
         self.metadata_: dict[str, Any] = getattr(self, "metadata_", {})
         return self
 

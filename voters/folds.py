@@ -1,9 +1,11 @@
 """K disjoint folds of questions, seeded: what every cross-validation in eor splits by (voter candidates in
-eor.crossval, the cascade's out-of-fold step scores in voters.cascade_fit)."""
+eor.crossval, as a scikit-learn `PredefinedSplit`; the cascade's out-of-fold step scores in
+voters.cascade_fit)."""
 
 from __future__ import annotations
 
 import numpy as np
+from sklearn.model_selection import PredefinedSplit
 
 from eor.errors import InputError
 
@@ -16,3 +18,12 @@ def folds(n_questions: int, k: int, seed: int) -> list[np.ndarray]:
         raise InputError(f"cannot make {k} folds of {n_questions} questions")
     order = np.random.default_rng(seed).permutation(n_questions)
     return [np.sort(part) for part in np.array_split(order, k)]
+
+
+def fold_split(n_questions: int, k: int, seed: int) -> PredefinedSplit:
+    """`folds` as scikit-learn's splitter: `split()` yields (training positions, held-out positions) per
+    fold, in the order of `folds`, both ascending."""
+    test_fold = np.empty(n_questions, dtype=int)
+    for index, held in enumerate(folds(n_questions, k, seed)):
+        test_fold[held] = index
+    return PredefinedSplit(test_fold)

@@ -5,7 +5,8 @@ full vote would give.
 With every similarity in [0, 1] and every weight ≥ 0, a pending member's combined similarity (eq. 6) to anyone
 lies in [0, S⁺] with S⁺ = Σ_k ω^s_k. For a member m that has answered, its pool over the N = (active members − 1)
 others is bounded by setting the pending similarities to 0 (below) and to S⁺ (above): exact for `mean`, `max`
-and `majority` pooling, which are monotone in each similarity (`plurality` is not: no early stop). A pending
+and `majority` pooling, which are monotone in each similarity (their registrations give the bound;
+`plurality` is not monotone: no early stop). A pending
 member p scores at most ω^r_p · (P⁺ + ω^g), with P⁺ = S⁺ (mean, max) or 1 (majority), and its grounding at
 most 1. The vote can stop once the leader's lower bound exceeds, by a margin, the upper bound of every pending
 member and of every answered member whose answer differs from the leader's; members with the leader's answer
@@ -22,9 +23,8 @@ import numpy as np
 
 from eor.errors import ConfigError
 from voters.grounding import grounding_features
-from voters.pooling import POOLINGS
+from voters.pooling import POOLINGS, pooling_bound
 
-MONOTONE_POOLINGS = ("mean", "max", "majority")
 #: the leader must lead by more than this (relative; above the vote's tie tolerance of 1e-9), so float noise
 #: cannot decide an early stop.
 MARGIN = 1e-8
@@ -40,15 +40,16 @@ class LazyState:
 
 
 def supports_lazy_voting(voter: object) -> bool:
-    """Whether `lazy_decision` can bound this voter (the paper's voter with a monotone pooling)."""
-    return getattr(voter, "kind", None) == "paper" and getattr(voter, "pooling_", None) in MONOTONE_POOLINGS
+    """Whether `lazy_decision` can bound this voter: it says it admits a bound (`admits_bound`, the paper's
+    voter whose pooling has an upper bound, voters.pooling)."""
+    return bool(getattr(voter, "admits_bound", False))
 
 
 def needed_members(voter: object) -> list[int]:
-    """Positions of the members whose answers can matter (ω^r above the threshold); all for other voters."""
-    if getattr(voter, "kind", None) != "paper":
-        return list(range(int(voter.n_members_)))
-    return list(voter.active_members_)
+    """Positions of the members whose answers can matter: a voter's `active_members_` where it drops some
+    (the paper's voter: ω^r above the threshold), else all of them."""
+    active = getattr(voter, "active_members_", None)
+    return list(range(int(voter.n_members_))) if active is None else list(active)
 
 
 def lazy_decision(
@@ -79,7 +80,7 @@ def lazy_decision(
     if not waiting:
         return LazyState(True, done[leader], answers[done[leader]])
     metric_sum = float(np.sum(voter.metric_weights_))
-    pool_max = 1.0 if voter.pooling_ == "majority" else metric_sum
+    pool_max = pooling_bound(voter.pooling_)(metric_sum)
     grounding = voter.grounding_weight_ or 0.0
     weights = voter.retriever_weights_
     rivals = [float(weights[p]) * (pool_max + grounding) for p in waiting]

@@ -12,21 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from eor.errors import ConfigError
-from eor.plugins import entry_point_objects
+from eor.registry import Registry
 from voters.cascade import Cascade
 from voters.protocol import check_voter_class
 from voters.selector import AnswerSelector
 from voters.voter import Voter
 from voters.weights_file import read_document
-
-_REGISTERED: dict[str, type] = {}
-
-
-def register_voter_kind(cls: type) -> type:
-    """Make weights files whose `voter` field is `cls.kind` load as `cls` (a voters.protocol.FittedVoter)."""
-    check_voter_class(cls)
-    _REGISTERED[cls.kind] = cls
-    return cls
 
 
 def _declares_voter(candidate: object) -> bool:
@@ -37,15 +28,32 @@ def _declares_voter(candidate: object) -> bool:
     return True
 
 
-def voter_kinds() -> dict[str, Any]:
-    """Every voter class by kind: eor's, those registered in Python, then those of installed packages
-    (the `voter_class` of each entry point in `eor.voters`); eor's own kinds win."""
+def _its_voter_class(name: str, candidate: Any) -> tuple[str, type]:
+    return candidate.voter_class.kind, candidate.voter_class
 
-    kinds: dict[str, Any] = {Voter.kind: Voter, AnswerSelector.kind: AnswerSelector, Cascade.kind: Cascade}
-    plugins = entry_point_objects("eor.voters", _declares_voter, "a candidate with a voter_class")
-    for cls in [*_REGISTERED.values(), *(candidate.voter_class for candidate in plugins.values())]:
-        kinds.setdefault(cls.kind, cls)
-    return kinds
+
+#: voter classes by `kind`: eor's, those registered in Python, then the `voter_class` of each candidate that
+#: installed packages declare (entry point group `eor.voters`, eor.crossval)
+VOTER_KINDS: Registry[type] = Registry(
+    "voter kind",
+    group="eor.voters",
+    accept=_declares_voter,
+    expected="a candidate with a voter_class",
+    adapt=_its_voter_class,
+)
+for _cls in (Voter, AnswerSelector, Cascade):
+    VOTER_KINDS.register(_cls.kind, _cls)
+
+
+def register_voter_kind(cls: type, *, replace: bool = False) -> type:
+    """Make weights files whose `voter` field is `cls.kind` load as `cls` (a voters.protocol.FittedVoter)."""
+    check_voter_class(cls)
+    return VOTER_KINDS.register(cls.kind, cls, replace=replace)
+
+
+def voter_kinds() -> dict[str, Any]:
+    """Every voter class by kind: eor's, those registered in Python, then those of installed packages."""
+    return dict(VOTER_KINDS.items())
 
 
 def load_voter(path: str | Path, members: Sequence[str] | None = None) -> Any:

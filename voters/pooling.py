@@ -19,30 +19,41 @@ from collections.abc import Callable
 
 import numpy as np
 
-from eor.errors import ConfigError, InputError
+from eor.errors import InputError
+from eor.registry import Registry
 
 PoolFunction = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
-POOLINGS: dict[str, PoolFunction] = {}
+POOLINGS: Registry[PoolFunction] = Registry("pooling")
+
+#: (S⁺, the largest combined similarity) -> the largest value the pooling can give: what exact lazy voting
+#: (voters.lazy) needs of a pooling that is monotone in every similarity.
+UpperBound = Callable[[float], float]
 
 
-def register_pooling(name: str) -> Callable[[PoolFunction], PoolFunction]:
-    """Register `function(similarities (Q,M,M), active (Q,M) bool, threshold) -> (Q,M)` under `name`."""
+def register_pooling(
+    name: str, *, upper_bound: UpperBound | None = None, replace: bool = False
+) -> Callable[[PoolFunction], PoolFunction]:
+    """Register `function(similarities (Q,M,M), active (Q,M) bool, threshold) -> (Q,M)` under `name`;
+    `upper_bound` only for a pooling monotone in every similarity (it then admits lazy voting)."""
 
     def register(function: PoolFunction) -> PoolFunction:
-        POOLINGS[name] = function
-        return function
+        function.upper_bound = upper_bound  # type: ignore[attr-defined]
+        return POOLINGS.register(name, function, replace=replace)
 
     return register
 
 
 def available_poolings() -> list[str]:
-    return list(POOLINGS)
+    return POOLINGS.names()
 
 
 def get_pooling(name: str) -> PoolFunction:
-    if name not in POOLINGS:
-        raise ConfigError(f"unknown pooling {name!r}; available: {', '.join(POOLINGS)}")
     return POOLINGS[name]
+
+
+def pooling_bound(name: str) -> UpperBound | None:
+    """The upper bound of pooling `name` (None: not monotone, or unknown: no lazy voting)."""
+    return getattr(POOLINGS.get(name), "upper_bound", None)
 
 
 def others_mask(active: np.ndarray) -> np.ndarray:
@@ -56,7 +67,7 @@ def above_counts(similarities: np.ndarray, active: np.ndarray, threshold: float)
     return np.count_nonzero(others_mask(active) & (similarities > threshold), axis=-1)
 
 
-@register_pooling("mean")
+@register_pooling("mean", upper_bound=lambda peak: peak)
 def mean_pool(similarities: np.ndarray, active: np.ndarray, threshold: float) -> np.ndarray:
     others = others_mask(active)
     count = others.sum(axis=-1)
@@ -64,14 +75,14 @@ def mean_pool(similarities: np.ndarray, active: np.ndarray, threshold: float) ->
     return np.where(active & (count > 0), total / np.maximum(count, 1), 0.0)
 
 
-@register_pooling("max")
+@register_pooling("max", upper_bound=lambda peak: peak)
 def max_pool(similarities: np.ndarray, active: np.ndarray, threshold: float) -> np.ndarray:
     others = others_mask(active)
     best = np.where(others, similarities, -np.inf).max(axis=-1, initial=-np.inf)
     return np.where(active & others.any(axis=-1), best, 0.0)
 
 
-@register_pooling("majority")
+@register_pooling("majority", upper_bound=lambda peak: 1.0)
 def majority_pool(similarities: np.ndarray, active: np.ndarray, threshold: float) -> np.ndarray:
     counts = above_counts(similarities, active, threshold)
     others = active.sum(axis=-1, keepdims=True) - 1

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eor.errors import InputError
-from voters.scoring import VoteScorer
-from voters.training import (
+from voters.nelder_mead import (
     SearchResult,
     StepObjective,
     VoteData,
@@ -33,6 +32,7 @@ from voters.training import (
     uniform_member_weight,
     uniform_metric_weight,
 )
+from voters.scoring import VoteScorer
 
 DEFAULT_TEMPERATURE = 0.05
 DEFAULT_PENALTY = 0.01

@@ -30,16 +30,16 @@ from eor.errors import InputError, NotFittedError
 from voters import voter_account
 from voters.estimator import VoterEstimator
 from voters.grounding import Passages
+from voters.nelder_mead import Callback, VoteData, Weights
+from voters.pooling import pooling_bound
 from voters.scoring import choose, decision_scores, mean_correctness
 from voters.similarity import check_answers, similarity_tensor
 from voters.smooth import DEFAULT_PENALTY, DEFAULT_TEMPERATURE
-from voters.training import Callback, VoteData, Weights
 from voters.voter_fit import (
     Answers,
     FitSettings,
     Golds,
     search,
-    single_member_weights,
     uniform_weights,
     vote_data,
 )
@@ -127,25 +127,17 @@ class Voter(VoterEstimator):
         pooling: str = "mean",
         *,
         grounding_weight: float | None = None,
+        only: int | None = None,
         **params: Any,
     ) -> Self:
         """A voter with explicit uniform weights (voters.voter_fit.uniform_weights), ready to predict without
-        fitting; with `grounding=True`, ω^g is `grounding_weight` (default 1/K, as every metric)."""
+        fitting; with `grounding=True`, ω^g is `grounding_weight` (default 1/K, as every metric). `only`: Top
+        R as a voter, member `only` alone active (ω^r = max_weight, every other 0), so always chosen."""
         voter = cls(metrics=tuple(metrics), pooling=pooling, **params)
         voter._check_params()
-        voter._set_weights(uniform_weights(n_members, voter.get_params(), grounding_weight))
+        voter._set_weights(uniform_weights(n_members, voter.get_params(), grounding_weight, only))
         voter.train_score_ = None
         voter.dev_score_ = None
-        return voter
-
-    @classmethod
-    def single_member(
-        cls, n_members: int, member: int, metrics: Sequence[str] = ("em", "f1", "cosine"), **params: Any
-    ) -> Self:
-        """Top R as a voter: member `member` alone is active (ω^r = max_weight, every other ω^r = 0), so it
-        is always chosen; the metric weights are uniform (they never matter with one active member)."""
-        voter = cls.uniform(n_members, metrics=metrics, **params)
-        voter.retriever_weights_ = single_member_weights(n_members, member, voter.max_weight)
         return voter
 
     def _set_weights(self, weights: Weights) -> None:
@@ -278,6 +270,11 @@ class Voter(VoterEstimator):
         if correct.shape != (len(chosen), self.n_members_):
             raise InputError(f"correctness must have shape ({len(chosen)}, {self.n_members_}), got {correct.shape}")
         return mean_correctness(correct, chosen)
+
+    @property
+    def admits_bound(self) -> bool:
+        """Whether exact lazy voting (voters.lazy) can bound its vote: its pooling has an upper bound."""
+        return pooling_bound(getattr(self, "pooling_", self.pooling)) is not None
 
     @property
     def needs_passages(self) -> bool:

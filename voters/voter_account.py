@@ -11,10 +11,10 @@ import numpy as np
 
 from eor.errors import ConfigError
 from voters.grounding import Passages, grounding_features
+from voters.nelder_mead import Weights
 from voters.pooling import POOLINGS
 from voters.scoring import VoteScorer
 from voters.similarity import similarity_tensor
-from voters.training import Weights
 from voters.weights_file import header, member_order
 
 if TYPE_CHECKING:

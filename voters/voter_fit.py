@@ -1,5 +1,5 @@
 """How a `Voter` gets its weights: explicit uniform ones, or a search by Nelder-Mead (the paper's step
-objective of voters.weight_search, or the smooth surrogate of voters.smooth), as functions of the voter's
+objective of voters.nelder_mead, or the smooth surrogate of voters.smooth), as functions of the voter's
 hyper-parameters (`FitSettings`)."""
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ import numpy as np
 from eor.correctness import correctness_matrix
 from eor.errors import ConfigError, InputError
 from voters.grounding import Passages, grounding_features
-from voters.pooling import POOLINGS
-from voters.smooth import SmoothSettings, smooth_search
-from voters.training import (
+from voters.nelder_mead import (
     Callback,
     SearchResult,
     VoteData,
@@ -25,6 +23,8 @@ from voters.training import (
     uniform_member_weight,
     uniform_metric_weight,
 )
+from voters.pooling import POOLINGS
+from voters.smooth import SmoothSettings, smooth_search
 from voters.voter_params import SEARCH
 
 Answers = Sequence[Sequence[str]]
@@ -33,10 +33,13 @@ Golds = Sequence[Sequence[str]]
 log = logging.getLogger("voters.voter")
 
 
-def uniform_weights(n_members: int, params: dict[str, Any], grounding_weight: float | None) -> Weights:
+def uniform_weights(
+    n_members: int, params: dict[str, Any], grounding_weight: float | None, only: int | None = None
+) -> Weights:
     """Explicit uniform weights for a voter of `params` (its `get_params()`): every member ω^r =
     min(0.5, max_weight) (all active), every metric ω^s = 1/K (S_sim is the plain average of the metrics);
-    with grounding, ω^g = `grounding_weight` (None: 1/K as well)."""
+    with grounding, ω^g = `grounding_weight` (None: 1/K as well). `only`: Top R's weights instead, ω^r =
+    max_weight for member `only` and 0 for every other member (the metric weights then never matter)."""
     pooling, members, n_metrics = params["pooling"], params["members"], len(params["metrics"])
     if pooling == SEARCH:
         raise ConfigError(f"a uniform voter needs a concrete pooling: {', '.join(POOLINGS)}")
@@ -47,21 +50,15 @@ def uniform_weights(n_members: int, params: dict[str, Any], grounding_weight: fl
     grounding = None
     if params["grounding"]:
         grounding = float(grounding_weight) if grounding_weight is not None else 1.0 / n_metrics
+    retriever = np.full(n_members, uniform_member_weight(params["max_weight"]))
+    if only is not None:
+        if not isinstance(only, int) or not 0 <= only < n_members:
+            raise ConfigError(f"member must be an index in 0..{n_members - 1}, got {only!r}")
+        retriever = np.zeros(n_members)
+        retriever[only] = params["max_weight"]
     return Weights(
-        np.full(n_metrics, uniform_metric_weight(n_metrics, params["max_weight"])),
-        np.full(n_members, uniform_member_weight(params["max_weight"])),
-        grounding,
-        pooling,
+        np.full(n_metrics, uniform_metric_weight(n_metrics, params["max_weight"])), retriever, grounding, pooling
     )
-
-
-def single_member_weights(n_members: int, member: int, max_weight: float) -> np.ndarray:
-    """Top R's member weights: ω^r = max_weight for `member`, 0 for every other member."""
-    if not isinstance(member, int) or not 0 <= member < n_members:
-        raise ConfigError(f"member must be an index in 0..{n_members - 1}, got {member!r}")
-    weights = np.zeros(n_members)
-    weights[member] = max_weight
-    return weights
 
 
 @dataclass(frozen=True)
@@ -109,7 +106,7 @@ def search(
     settings: FitSettings, train: VoteData, dev: VoteData | None = None, callback: Callback | None = None
 ) -> SearchResult:
     """The weights that maximise the training objective: Nelder-Mead on the paper's step objective
-    (voters.weight_search), or on the smooth surrogate polished on the step objective (voters.smooth); with
+    (voters.nelder_mead), or on the smooth surrogate polished on the step objective (voters.smooth); with
     pooling "search", the best over every pooling."""
     poolings = list(POOLINGS) if settings.pooling == SEARCH else [settings.pooling]
     n_weights = train.tensor.shape[3] + train.tensor.shape[1] + int(bool(settings.grounding))

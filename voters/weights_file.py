@@ -9,12 +9,12 @@ members; the same members in another order are accepted (the weights are permute
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from eor.atomic import write_text_atomically
 from eor.errors import ConfigError, InputError
 
 FORMAT = "eor-voter-weights"
@@ -43,14 +43,11 @@ def header(kind: str, members: Sequence[str] | None, metrics: Sequence[str]) -> 
 def write_document(path: str | Path, document: dict[str, Any]) -> Path:
     """Write `document` as indented JSON, atomically (a reader never sees half a file)."""
     target = Path(path).expanduser()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        partial.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     except TypeError as exc:
-        partial.unlink(missing_ok=True)
         raise InputError(f"weights file metadata must be JSON-serialisable: {exc}") from None
-    partial.replace(target)
+    write_text_atomically(target, text)
     return target
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from eor.bench.report import build_report, write_report
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
+from eor.formatting import pct, ratio
 
 
 def bench(
@@ -35,10 +36,6 @@ def bench(
     return summarize(report, out_dir, [path.name for path in written])
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
 def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str]) -> str:
     """A few lines: EoR against Top R (metric, interval, test, MRLR), the oracle gap and the files written."""
     metric = report["metric"]
@@ -47,7 +44,7 @@ def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str])
     lines = [
         f"{report['questions']} questions, {len(report['names'])} members; {metric} "
         f"(95% bootstrap intervals, {report['bootstrap']['resamples']} resamples)",
-        f"EoR ({eor['voter']}): {_pct(eor[metric])} [{_pct(ci[0])}, {_pct(ci[1])}], MRLR {_ratio(eor['mrlr'])}",
+        f"EoR ({eor['voter']}): {pct(eor[metric])} [{pct(ci[0])}, {pct(ci[1])}], MRLR {ratio(eor['mrlr'])}",
     ]
     for key, label in (("top_r", "Top R"), ("top_r_train", "Top R (train)")):
         entry = report.get(key)
@@ -56,15 +53,11 @@ def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str])
             continue
         low, high = entry["ci"][metric]
         lines.append(
-            f"{label} {entry['member']}: {_pct(entry[metric])} [{_pct(low)}, {_pct(high)}], MRLR "
-            f"{_ratio(entry['mrlr'])}; EoR − {label} = {_pct(test['difference'])} points, "
+            f"{label} {entry['member']}: {pct(entry[metric])} [{pct(low)}, {pct(high)}], MRLR "
+            f"{ratio(entry['mrlr'])}; EoR − {label} = {pct(test['difference'])} points, "
             f"{test['test'].replace('_', ' ')} p = {test['p_value']:.3g}"
         )
     oracle = report["oracle"]
-    lines.append(f"oracle {_pct(oracle[metric])}: gap to EoR {_pct(oracle['gap']['eor'])} points")
+    lines.append(f"oracle {pct(oracle[metric])}: gap to EoR {pct(oracle['gap']['eor'])} points")
     lines.append(f"written to {out_dir}: {', '.join(files)}")
     return "\n".join(lines)
-
-
-def _ratio(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}"

@@ -17,6 +17,7 @@ from eor.bench.html import render_html
 from eor.bench.markdown import table
 from eor.bench.report import REPORT_FORMAT
 from eor.errors import InputError
+from eor.formatting import pct, ratio
 
 CHANGED = "*"
 
@@ -37,18 +38,10 @@ def load_report(path: str | Path) -> dict[str, Any]:
     return report
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
 def _delta(a: float | None, b: float | None, scale: float = 100.0, digits: int = 1) -> str:
     if a is None or b is None:
         return "n/a"
     return f"{scale * (b - a):+.{digits}f}"
-
-
-def _ratio(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
 
 
 def _cells(a: dict[str, Any], b: dict[str, Any], measures: list[str]) -> tuple[list[str], bool]:
@@ -57,11 +50,11 @@ def _cells(a: dict[str, Any], b: dict[str, Any], measures: list[str]) -> tuple[l
     for measure in measures:
         x, y = a.get(measure), b.get(measure)
         changed |= x != y
-        cells.append(f"{_pct(x)} → {_pct(y)} ({_delta(x, y)})")
+        cells.append(f"{pct(x)} → {pct(y)} ({_delta(x, y)})")
     x, y = a.get("mrlr"), b.get("mrlr")
     if "mrlr" in a or "mrlr" in b:
         changed |= x != y
-        cells.append(f"{_ratio(x)} → {_ratio(y)} ({_delta(x, y, 1.0, 3)})")
+        cells.append(f"{ratio(x)} → {ratio(y)} ({_delta(x, y, 1.0, 3)})")
     else:
         cells.append("")
     return cells, changed
@@ -183,6 +176,6 @@ def _weights(first: dict[str, Any], second: dict[str, Any]) -> list[Block]:
     rows = Table([["", "member", "ω^r A → B"]])
     for name in names:
         wa, wb = x["retriever_weights"].get(name), y["retriever_weights"].get(name)
-        cell = f"{_ratio(wa)} → {_ratio(wb)}"
+        cell = f"{ratio(wa)} → {ratio(wb)}"
         rows.append([CHANGED if wa != wb else "", name, cell])
     return ["", f"retriever weights ({x['file']} → {y['file']})", rows]

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from eor.plotting import pyplot
+
 DPI = 120
 ERROR_TITLES = {
     "retriever_error": "Retriever error $E_r$",
@@ -40,15 +42,6 @@ METRIC_LABELS = {"em": "EM", "f1": "F1", "contains": "containment", "semantic": 
 
 def metric_label(metric: str) -> str:
     return METRIC_LABELS.get(metric, metric)
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _order(report: dict[str, Any]) -> list[int]:
@@ -108,7 +101,7 @@ def _heatmap_size(n: int) -> float:
 
 def plot_rwr(report: dict[str, Any], path: Path) -> Path:
     """Figure 1: RWR(i, j), the share of column member j's failures that row member i answers correctly."""
-    plt = _pyplot()
+    plt = pyplot()
     order = _order(report)
     names = [report["rwr"]["names"][i] for i in order]
     matrix = _as_array(report["rwr"]["matrix"])[np.ix_(order, order)]
@@ -129,7 +122,7 @@ def plot_rwr(report: dict[str, Any], path: Path) -> Path:
 
 def plot_error_rwr(report: dict[str, Any], path: Path) -> Path:
     """Figure 4: the RWR_E heatmap of each error type (the share of r_j's errors that r_i avoids)."""
-    plt = _pyplot()
+    plt = pyplot()
     errors = report["errors"]
     order = _order(report)
     names = [errors["names"][i] for i in order]
@@ -150,7 +143,7 @@ def plot_error_rwr(report: dict[str, Any], path: Path) -> Path:
 
 def plot_upper_bound(report: dict[str, Any], path: Path) -> Path:
     """Figure 5: oracle accuracy of member subsets per pool size, best single member dashed, EoR dotted."""
-    plt = _pyplot()
+    plt = pyplot()
     bound = report["upper_bound"]
     sizes = [entry["size"] for entry in bound["by_size"]]
     data = [[100 * a for a in entry["accuracies"]] for entry in bound["by_size"]]
@@ -193,7 +186,7 @@ def plot_weights(report: dict[str, Any], path: Path) -> Path | None:
     weights = report.get("weights")
     if not weights or "retriever_weights" not in weights:  # a learned selector has no member weights
         return None
-    plt = _pyplot()
+    plt = pyplot()
     names = list(weights["retriever_weights"])
     values = np.array([weights["retriever_weights"][name] for name in names], dtype=float)
     n = len(names)
@@ -240,7 +233,7 @@ def _weights_title(weights: dict[str, Any]) -> str:
 
 def plot_error_rates(report: dict[str, Any], path: Path) -> Path:
     """Per member (and EoR) horizontal stacked bars: each question in exactly one error category."""
-    plt = _pyplot()
+    plt = pyplot()
     errors = report["errors"]
     order = _order(report)
     names = [errors["names"][i] for i in order] + ["EoR"]
@@ -284,7 +277,7 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
     cost = report.get("cost")
     if not cost:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     metric = report["metric"]
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for name, entry in cost["members"].items():
@@ -355,9 +348,7 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
 
 def _save(fig: Any, path: Path) -> Path:
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    pyplot().close(fig)
     return path
 
 

@@ -6,18 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from eor.bench.figures import metric_label
-
-DASH = "–"
-
-
-def pct(value: float | None, digits: int = 1) -> str:
-    """A fraction as a percentage ("48.0"); "–" when undefined."""
-    return DASH if value is None else f"{100 * value:.{digits}f}"
-
-
-def ratio(value: float | None) -> str:
-    """A ratio such as MRLR with three significant digits ("0.0362"); "–" when undefined."""
-    return DASH if value is None else f"{value:.3g}"
+from eor.formatting import DASH, pct, ratio
 
 
 def with_ci(figures: dict[str, Any], measure: str) -> str:

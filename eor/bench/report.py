@@ -39,8 +39,6 @@ from typing import Any
 
 import numpy as np
 
-import eor.bench.bem  # noqa: F401  (registers the `bem` correctness metric)
-import eor.bench.semantic  # noqa: F401  (registers the `semantic` correctness metric)
 from eor.bench.cost import cost_section
 from eor.bench.data import RunData, load_run
 from eor.bench.figures import write_figures

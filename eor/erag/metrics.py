@@ -37,11 +37,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from eor.errors import InputError
+from eor.registry import Registry
 
 MetricFunction = Callable[[Sequence[float], int | None, Sequence[float]], float]
 """(labels in rank order, cutoff or None for the whole list, judged labels) -> value."""
 
-RETRIEVAL_METRICS: dict[str, MetricFunction] = {}
+RETRIEVAL_METRICS: Registry[MetricFunction] = Registry("retrieval metric")
 RETRIEVAL_ALIASES: dict[str, str] = {}
 DEFAULT_BASES = ("P", "R", "MAP", "MRR", "NDCG", "Hit")
 
@@ -54,14 +55,9 @@ def register_retrieval_metric(name: str, *aliases: str) -> Callable[[MetricFunct
             if key in RETRIEVAL_ALIASES:
                 raise InputError(f"retrieval metric name {key!r} is already registered")
             RETRIEVAL_ALIASES[key] = name
-        RETRIEVAL_METRICS[name] = function
-        return function
+        return RETRIEVAL_METRICS.register(name, function)
 
     return register
-
-
-def available_metrics() -> list[str]:
-    return list(RETRIEVAL_METRICS)
 
 
 def _top(labels: Sequence[float], k: int | None) -> Sequence[float]:

@@ -9,19 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from eor.erag.report import LABELLINGS
+from eor.plotting import pyplot
 
 COLOURS = {"erag": "#1f77b4", "containment": "#ff7f0e", "provenance": "#2ca02c"}
 SETTING_COLOURS = {"ordered": "#1f77b4", "reversed": "#d62728", "oracle": "#2ca02c"}
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _value(value: Any) -> float:
@@ -54,7 +46,7 @@ def _finish(ax: Any, xs: list[int], labels: list[str], xlabel: str) -> None:
 def plot_erag(data: dict[str, Any], path: Path) -> Path:
     """Kendall's τ with the end-to-end score against the cutoff: a first panel with each labelling's best
     metric at the full k (as the paper's figure 1), then one panel per labelling with all its metrics."""
-    plt = _pyplot()
+    plt = pyplot()
     table = data["by_cutoff"]
     cutoffs = [str(c) for c in table["cutoffs"]]
     xs = list(range(len(cutoffs)))
@@ -101,7 +93,7 @@ def plot_erag(data: dict[str, Any], path: Path) -> Path:
 
 def plot_utility(data: dict[str, Any], path: Path) -> Path:
     """Two panels against k: mean utility U per setting, and Pearson's r between nDCG@k and U."""
-    plt = _pyplot()
+    plt = pyplot()
     ks = [str(k) for k in data["settings"]["ks"]]
     xs = list(range(len(ks)))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))

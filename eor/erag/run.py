@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eor.atomic import write_text_atomically
 from eor.config import EnsembleConfig, load_config
 from eor.correctness import CORRECTNESS
 from eor.data import Question, load_questions
@@ -36,7 +37,6 @@ from eor.generation_cache import CacheSetting, GenerationCache, open_cache
 from eor.json_ready import json_ready
 from eor.members import source_pool
 from eor.prompts import templates_for
-from eor.records import write_text_atomically
 from eor.stages.generation import GenerationStage
 from retrievers import notation
 from retrievers.registry import DEFAULT_SOURCES

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from eor.config import ReaderConfig
 from eor.errors import ConfigError
 from eor.models import is_gguf, resolve_model
-from eor.plugins import entry_point_objects
 from eor.readers.base import BatchedReader, Reader
 from eor.readers.hf import TransformersReader
 from eor.readers.llamacpp import LlamaCppReader
 from eor.readers.openai_compat import OpenAIReader
+from eor.registry import Registry
 
 
 def _llamacpp(config: ReaderConfig) -> Reader:
@@ -60,19 +60,19 @@ def _openai(config: ReaderConfig) -> Reader:
     )
 
 
-READERS: dict[str, Callable[[ReaderConfig], Reader]] = {
-    "llama.cpp": _llamacpp,
-    "transformers": _transformers,
-    "openai": _openai,
-}
+ReaderFactory = Callable[[ReaderConfig], Reader]
+READERS: Registry[ReaderFactory] = Registry(
+    "reader backend", group="eor.readers", accept=callable, expected="a reader factory"
+)
+READERS.register("llama.cpp", _llamacpp)
+READERS.register("transformers", _transformers)
+READERS.register("openai", _openai)
 
 
-def reader_backends() -> dict[str, Callable[[ReaderConfig], Reader]]:
+def reader_backends() -> dict[str, ReaderFactory]:
     """Every reader backend: eor's, and those of installed packages (entry point group `eor.readers`, each a
     factory `(ReaderConfig) -> Reader`; eor.plugins)."""
-
-    plugins = entry_point_objects("eor.readers", callable, "a reader factory")
-    return {**plugins, **READERS}
+    return dict(READERS.items())
 
 
 def resolve_backend(config: ReaderConfig) -> str:
@@ -88,11 +88,10 @@ def resolve_backend(config: ReaderConfig) -> str:
 def build_reader(config: ReaderConfig) -> Reader:
     """The reader a config names (`resolve_backend`)."""
     backend = resolve_backend(config)
-    backends = reader_backends()
-    if backend not in backends:
-        raise ConfigError(f"unknown reader backend {backend!r}; valid: auto, {', '.join(backends)}")
+    if backend not in READERS:
+        raise ConfigError(f"unknown reader backend {backend!r}; valid: auto, {', '.join(READERS)}")
     config.check_sections(backend)  # an option for another backend is an error, not ignored
-    return backends[backend](config)
+    return READERS[backend](config)
 
 
 __all__ = ["READERS", "BatchedReader", "Reader", "build_reader", "reader_backends", "resolve_backend"]

@@ -65,7 +65,6 @@ def serve(
         return ensemble
 
     app = create_app(config, settings, loader=load, on_load_error=stop_on_load_error)
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     server = uvicorn.Server(
         uvicorn.Config(app, host=settings.host, port=settings.port, log_level=log_level, timeout_graceful_shutdown=5)
     )

@@ -13,13 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from eor.atomic import write_text_atomically
 from eor.models import cache_dir
 
 logger = logging.getLogger(__name__)
@@ -84,16 +83,7 @@ class WebCache:
         path = self.path(kind, key)
         stored_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         record = {"version": FORMAT_VERSION, "key": key, "stored_at": stored_at, **content}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Write then rename, so a reader (or a crash) never sees half a file.
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                json.dump(record, file, ensure_ascii=False, indent=1)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_text_atomically(path, json.dumps(record, ensure_ascii=False, indent=1))
         with self._lock:
             self._written.add(path)
 

@@ -1,4 +1,5 @@
-"""The similarity-metric registry: a name -> factory dict filled by the `register_metric` decorator and by
+"""The similarity-metric registry (eor.registry): name -> factory, filled by the `register_metric` decorator
+(eor's metrics register themselves in the modules of this package, which its `__init__` imports) and by
 installed packages (entry points `eor.metrics`).
 
 A metric scores a batch of answer pairs with values in [0, 1] (`score_pairs`). Its `cache_key` names the
@@ -16,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from eor.errors import ConfigError
-from eor.plugins import entry_point_objects
+from eor.registry import Registry
 
 
 class SimilarityMetric(ABC):
@@ -45,40 +46,25 @@ class SimilarityMetric(ABC):
 
 
 MetricFactory = Callable[..., SimilarityMetric]
-METRICS: dict[str, MetricFactory] = {}
+METRICS: Registry[MetricFactory] = Registry(
+    "similarity metric", group="eor.metrics", accept=callable, expected="a metric factory"
+)
 
 
-def register_metric(name: str) -> Callable[[MetricFactory], MetricFactory]:
-    """Register a metric factory (usually the class) under `name`."""
-
-    def register(factory: MetricFactory) -> MetricFactory:
-        if name in METRICS:
-            raise ConfigError(f"similarity metric {name!r} is already registered")
-        METRICS[name] = factory
-        return factory
-
-    return register
-
-
-def metric_factories() -> dict[str, MetricFactory]:
-    """Every similarity metric: eor's, those registered in Python, and those of installed packages (entry
-    point group `eor.metrics`, eor.plugins)."""
-
-    for name, factory in entry_point_objects("eor.metrics", callable, "a metric factory").items():
-        METRICS.setdefault(name, factory)
-    return METRICS
+def register_metric(name: str, *, replace: bool = False) -> Callable[[MetricFactory], MetricFactory]:
+    """Register a metric factory (usually the class) under `name` (a decorator)."""
+    return METRICS.add(name, replace=replace)
 
 
 def available_metrics() -> list[str]:
-    return sorted(metric_factories())
+    return sorted(METRICS)
 
 
 def build_metric(name: str, **params: Any) -> SimilarityMetric:
     """The metric registered as `name`, built with `params`; unknown names or parameters raise ConfigError."""
-    factories = metric_factories()
-    if name not in factories:
+    if name not in METRICS:
         raise ConfigError(f"unknown similarity metric {name!r}; available: {', '.join(available_metrics())}")
-    factory = factories[name]
+    factory = METRICS[name]
     signature = inspect.signature(factory)
     try:
         signature.bind(**params)

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from eor.answers import normalize_answer
-from eor.correctness import register_correctness
 from eor.errors import ConfigError
 
 NAME = "bem"
@@ -100,4 +99,4 @@ def _encode(tokenizer: Any, question: str, candidate: str, reference: str, types
     return ids[:512], segments[:512]
 
 
-bem_correctness = register_correctness(NAME)(BemCorrectness())
+bem_correctness = BemCorrectness()

@@ -39,6 +39,7 @@ from eor.crossval import (
     without_confidence,
 )
 from eor.errors import ConfigError
+from eor.formatting import pct
 from eor.pool import pool_identity, read_pool_file
 from eor.readers import build_reader
 from eor.records import read_header
@@ -91,7 +92,6 @@ def train(
     features may include the reader's confidence where the records hold it (voters.features); for the
     selector, the cascade and `auto` they are kept only when a cross-validation of the selector with and
     without them (`inner_folds`, on the same folds) says they help (`meta.confidence_features`)."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
     name = _voter_name(voter, grounding)
     _check_cost_options(max_loss, budget)
     _check_names(metric, metrics, metric_params, pooling)  # before any record is read or similarity computed
@@ -250,9 +250,9 @@ def _fit(name: str, arrays: VoteArrays, settings: VoteSettings) -> Any:
         if getattr(candidate.estimator, "train_score_", None) is None:
             candidate.estimator.train_score_ = mean_correctness(arrays.correctness, candidate.predict(arrays, rows))
         return candidate.estimator
-    voter = Voter.single_member(
+    voter = Voter.uniform(
         len(arrays.data.names),
-        candidate.member,
+        only=candidate.member,
         metrics=settings.metrics,
         pooling=settings.pooling,
         correctness=settings.correctness,
@@ -306,16 +306,11 @@ def _pool(records: Path, pool_config: Path | None, names: list[str]) -> dict[str
     return pool_identity(config, build_reader(config.reader))
 
 
-def _pct(share: float) -> str:
-    """A share as printed everywhere in `eor train`'s output: percent, one decimal."""
-    return f"{100 * share:.1f}"
-
-
 def _confidence_line(choice: dict[str, Any], metric: str) -> str:
     verdict = "kept" if choice["used"] else "left out"
     return (
         f"reader confidence as selector features: {verdict} by {choice['folds']}-fold cross-validation "
-        f"({metric}: selector {_pct(choice['with'])} with, {_pct(choice['without'])} without)"
+        f"({metric}: selector {pct(choice['with'])} with, {pct(choice['without'])} without)"
     )
 
 
@@ -326,8 +321,8 @@ def _predict(voter: Any, data: RunData) -> np.ndarray:
 def _scores(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any], metric: str) -> list[str]:
     top = meta["top_r_train"]
     lines = [
-        f"{metric} on train ({arrays.questions} questions, %): {name} {_pct(voter.train_score_)}, "
-        f"uniform {_pct(meta['uniform']['train'])}, best single member {top['member']} {_pct(top['train'])}"
+        f"{metric} on train ({arrays.questions} questions, %): {name} {pct(voter.train_score_)}, "
+        f"uniform {pct(meta['uniform']['train'])}, best single member {top['member']} {pct(top['train'])}"
     ]
     if hasattr(voter, "order_"):
         lines += _cascade_lines(voter, metric)
@@ -402,11 +397,11 @@ def _dev_scores(voter: Any, dev: RunData, meta: dict[str, Any], metric: str, see
         "vs": tests,
     }
     lines = [
-        f"{metric} on dev ({dev.questions} questions, %): voter {_pct(voter.dev_score_)}, "
-        f"uniform {_pct(meta['uniform']['dev'])}, {meta['top_r_train']['member']} {_pct(meta['top_r_train']['dev'])}, "
-        f"best on dev {meta['top_r_dev']['member']} {_pct(meta['top_r_dev']['dev'])}",
-        f"f1 on dev (%): voter {_pct(meta['dev']['f1'])}, {meta['top_r_train']['member']} {_pct(f1[:, index].mean())}, "
-        f"{dev.names[best]} {_pct(f1[:, best].mean())}; oracle {metric} {_pct(oracle)}",
+        f"{metric} on dev ({dev.questions} questions, %): voter {pct(voter.dev_score_)}, "
+        f"uniform {pct(meta['uniform']['dev'])}, {meta['top_r_train']['member']} {pct(meta['top_r_train']['dev'])}, "
+        f"best on dev {meta['top_r_dev']['member']} {pct(meta['top_r_dev']['dev'])}",
+        f"f1 on dev (%): voter {pct(meta['dev']['f1'])}, {meta['top_r_train']['member']} {pct(f1[:, index].mean())}, "
+        f"{dev.names[best]} {pct(f1[:, best].mean())}; oracle {metric} {pct(oracle)}",
     ]
     for key, label in (("top_r_train", "Top R (train)"), ("top_r_dev", "Top R (dev)")):
         test = tests[key]

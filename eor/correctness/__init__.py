@@ -3,8 +3,9 @@ eRAG's downstream labels, utility and `eor run`'s summary (a name -> function re
 
 Each metric scores a prediction against the best of the gold answers (eor.answers.best_over_golds): `em`
 (normalised exact match, the paper's default), `f1` (token F1), `contains` (a gold answer occurs in the
-prediction as a whole-token span); `eor.bench.semantic` registers `semantic` and `eor.bench.bem` registers
-`bem` (a BERT answer-equivalence classifier that reads the question too).
+prediction as a whole-token span), `semantic` (sentence-embedding equivalence, eor.correctness.semantic) and
+`bem` (a BERT answer-equivalence classifier that reads the question too, eor.correctness.bem). Other code
+adds metrics with `register_correctness`.
 """
 
 from __future__ import annotations
@@ -15,24 +16,30 @@ from typing import Any
 import numpy as np
 
 from eor.answers import best_over_golds, contains, exact_match, token_f1
-from eor.errors import ConfigError, InputError
+from eor.correctness.bem import bem_correctness
+from eor.correctness.semantic import semantic_equivalence
+from eor.errors import InputError
+from eor.registry import Registry
 
 CorrectnessFunction = Callable[[str, str], float]
 """(prediction, one gold answer) -> score in [0, 1]."""
-CORRECTNESS: dict[str, CorrectnessFunction] = {"em": exact_match, "f1": token_f1, "contains": contains}
+CORRECTNESS: Registry[CorrectnessFunction] = Registry("correctness metric")
+for _name, _function in (
+    ("em", exact_match),
+    ("f1", token_f1),
+    ("contains", contains),
+    ("bem", bem_correctness),
+    ("semantic", semantic_equivalence),
+):
+    CORRECTNESS.register(_name, _function)
 
 
-def register_correctness(name: str) -> Callable[[CorrectnessFunction], CorrectnessFunction]:
-    def register(function: CorrectnessFunction) -> CorrectnessFunction:
-        CORRECTNESS[name] = function
-        return function
-
-    return register
+def register_correctness(name: str, *, replace: bool = False) -> Callable[[CorrectnessFunction], CorrectnessFunction]:
+    """Register `function(prediction, gold) -> [0, 1]` as correctness metric `name` (a decorator)."""
+    return CORRECTNESS.add(name, replace=replace)
 
 
 def get_correctness(name: str) -> CorrectnessFunction:
-    if name not in CORRECTNESS:
-        raise ConfigError(f"unknown correctness metric {name!r}; available: {', '.join(CORRECTNESS)}")
     return CORRECTNESS[name]
 
 
@@ -49,7 +56,7 @@ def correctness_matrix(
 ) -> np.ndarray:
     """g(y_m, a) per question and member, shape (Q, M); each distinct answer of a question is scored once.
 
-    A metric that judges an answer with its question (`needs_question`, e.g. `bem`: eor.bench.bem) scores
+    A metric that judges an answer with its question (`needs_question`, e.g. `bem`: eor.correctness.bem) scores
     every distinct (question, answer, gold) triple in one call of its `score`, and needs `questions`."""
     function = get_correctness(metric)
     if len(answers) != len(golds):

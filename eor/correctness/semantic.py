@@ -1,8 +1,8 @@
 """Semantic-equivalence correctness (`semantic`): a prediction matches a gold answer when their sentence
 embeddings are close.
 
-Importing this module registers `semantic` in `eor.correctness.CORRECTNESS`, so `eor bench --metric
-semantic` (and training with that objective) can use it. The score of a (prediction, gold) pair is 0 or 1:
+eor.correctness registers it as `semantic`, so `eor bench --metric semantic` (and training with that
+objective) can use it. The score of a (prediction, gold) pair is 0 or 1:
 
 - 1 when the normalised strings are equal (exact match);
 - 0 when the two differ in the numbers they contain ("1901" vs "1902" embed almost identically);
@@ -22,7 +22,6 @@ from collections.abc import Iterable
 import numpy as np
 
 from eor.answers import normalize_answer
-from eor.correctness import register_correctness
 from eor.models import load_sentence_encoder
 
 NAME = "semantic"
@@ -71,4 +70,4 @@ class SemanticEquivalence:
         return float(self.cosine(pred, ref) >= self.threshold)
 
 
-semantic_equivalence = register_correctness(NAME)(SemanticEquivalence())
+semantic_equivalence = SemanticEquivalence()
