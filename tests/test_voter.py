@@ -10,8 +10,8 @@ import pytest
 
 from eor.errors import ConfigError, InputError, NotFittedError
 from voters import Voter, choose, decision_scores, load_voter
-from voters.scoring import VoteScorer
 from voters.nelder_mead import Weights
+from voters.scoring import VoteScorer
 
 # One question, three members, two metrics (K = 2).
 SIM_A = [[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]

@@ -24,11 +24,11 @@ from eor.errors import ConfigError, InputError
 from eor.records import read_records
 from eor.run_data import load_run
 from voters import AnswerSelector, Voter, load_voter, similarity_tensor
-from voters.folds import fold_split, folds
 from voters.features import BASE_FEATURES, candidate_features, is_refusal
+from voters.folds import fold_split, folds
+from voters.nelder_mead import VoteData
 from voters.similarity import parse_metric_spec
 from voters.smooth import SmoothObjective, SmoothSettings, expected_correctness
-from voters.nelder_mead import VoteData
 from voters.weights_file import read_document
 
 NAMES = ["Agree1", "Agree2", "Reader"]
