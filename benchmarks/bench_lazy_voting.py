@@ -22,12 +22,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def member_seconds(records: list[dict], names: list[str]) -> np.ndarray:
+def member_seconds(records: list, names: list[str]) -> np.ndarray:
     """Mean recorded seconds per member (retrieval, its own generations and the answer)."""
-    return np.array([np.mean([r["members"][name]["seconds"] for r in records]) for name in names])
+    return np.array([np.mean([r.members[name].seconds for r in records]) for name in names])
 
 
-def replay(data, records: list[dict], voter) -> dict:
+def replay(data, records: list, voter) -> dict:
     from voters.lazy import simulate
 
     names = list(voter.members_)
@@ -37,12 +37,12 @@ def replay(data, records: list[dict], voter) -> dict:
     full = voter.predict(answers, passages, data.texts)
     costs = member_seconds(records, names)
     order = [int(m) for m in np.argsort(costs, kind="stable")]
-    by_id = {str(r["id"]): r for r in records}
+    by_id = {r.id: r for r in records}
     same, total_seconds, saved_seconds, members_run = 0, 0.0, 0.0, 0
     for q in range(data.questions):
         answer, ran = simulate(voter, answers[q], passages[q], order)
         same += answer == answers[q][int(full[q])]
-        seconds = [by_id[data.ids[q]]["members"][name]["seconds"] for name in names]
+        seconds = [by_id[data.ids[q]].members[name].seconds for name in names]
         total_seconds += sum(seconds)
         saved_seconds += sum(s for m, s in enumerate(seconds) if m not in ran)
         members_run += len(ran)
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'records':<22} {'voter':<34} {'questions':>9} {'identical':>9} {'members run':>11} {'seconds saved':>13}")
     failures = 0
     for path in record_files:
-        records = [r for r in read_records(path) if r.get("answers")]
+        records = [r for r in read_records(path) if r.answers]
         data = load_run(path)
         voters = [("uniform (em, f1, cosine)", Voter.uniform(len(data.names), members=data.names))]
         for file in weight_files:

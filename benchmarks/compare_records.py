@@ -18,32 +18,33 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def differences(old: list[dict], new: list[dict]) -> tuple[dict, list[dict]]:
-    """(per member: compared and identical answers, the differences), over the questions both hold."""
-    newer = {record["id"]: record for record in new}
+def differences(old: list, new: list) -> tuple[dict, list[dict]]:
+    """(per member: compared and identical answers, the differences), over the questions both hold; `old` and
+    `new` are records (eor.results.Record)."""
+    newer = {record.id: record for record in new}
     counts: dict[str, list[int]] = {}
     found = []
     for record in old:
-        other = newer.get(record["id"])
+        other = newer.get(record.id)
         if other is None:
             continue
-        for name, output in record["members"].items():
-            if name not in other["members"]:
+        for name, output in record.members.items():
+            if name not in other.members:
                 continue
-            fresh = other["members"][name]
+            fresh = other.members[name]
             tally = counts.setdefault(name, [0, 0])
             tally[0] += 1
-            if output["answer"] == fresh["answer"]:
+            if output.answer == fresh.answer:
                 tally[1] += 1
                 continue
             found.append(
                 {
-                    "id": record["id"],
+                    "id": record.id,
                     "member": name,
-                    "old": output["answer"],
-                    "new": fresh["answer"],
-                    "same_prompt": output.get("prompt") == fresh.get("prompt"),
-                    "prompt": fresh.get("prompt"),
+                    "old": output.answer,
+                    "new": fresh.answer,
+                    "same_prompt": output.prompt == fresh.prompt,
+                    "prompt": fresh.prompt,
                 }
             )
     return {name: {"compared": c, "identical": i} for name, (c, i) in counts.items()}, found

@@ -39,7 +39,7 @@ from eor.readers import build_reader
 from eor.results import MemberOutput, Result
 from eor.stages.generation import Completion, GenerationStage, GenerationStats, metering
 from eor.stages.retrieval import MemberTimeoutError, RetrievalStage
-from eor.stages.voting import Ballot, VoteStage
+from eor.stages.voting import VoteStage, ballots
 from retrievers import notation
 from voters import Voter, load_voter
 from voters.pooling import POOLINGS
@@ -185,7 +185,7 @@ class Ensemble:
             if not outputs[i]:
                 raise _no_member_left(item, failed[i])
         with clock("voting"):
-            decisions = self.voting.vote([_ballots(output) for output in outputs], texts)
+            decisions = self.voting.vote([ballots(output) for output in outputs], texts)
         _learn_costs(self.costs, outputs)
         stages = _stages(clock, usage, len(items), members=len(names))
         return [
@@ -206,13 +206,13 @@ class Ensemble:
                 self._run_member(name, item, timeout, strict, failed, outputs, clock)
                 if name in outputs:
                     with clock("voting"):
-                        leader = self.voting.settled(_ballots(outputs), queue[position + 1 :])
+                        leader = self.voting.settled(ballots(outputs), queue[position + 1 :])
                     if leader is not None:
                         break
             if not outputs:
                 raise _no_member_left(item, failed)
             with clock("voting"):
-                decision = self.voting.vote([_ballots(outputs)], [item.question])[0]
+                decision = self.voting.vote([ballots(outputs)], [item.question])[0]
         _learn_costs(self.costs, [outputs])
         outputs = {name: outputs[name] for name in names if name in outputs}  # the pool's order, as in a full run
         member = leader if leader is not None else decision.member  # the leader has the full vote's answer
@@ -237,10 +237,10 @@ class Ensemble:
                 self._run_member(name, item, timeout, strict, failed, outputs, clock)
                 if outputs:
                     with clock("voting"):
-                        ballots = _ballots(outputs)
-                        answers = {n: b.answer for n, b in ballots.items()}
-                        found = {n: b.passages for n, b in ballots.items()}
-                        known = {n: b.confidence for n, b in ballots.items()}
+                        cast = ballots(outputs)
+                        answers = {n: b.answer for n, b in cast.items()}
+                        found = {n: b.passages for n, b in cast.items()}
+                        known = {n: b.confidence for n, b in cast.items()}
                         decision = self.cascade.decide(step, answers, found, item.question, known)
                     if decision.stop:
                         break
@@ -535,10 +535,6 @@ def _stages(clock: Clock, usage: GenerationStats, questions: int, members: int, 
             "members_skipped": len(skipped),
         },
     }
-
-
-def _ballots(outputs: dict[str, MemberOutput]) -> dict[str, Ballot]:
-    return {name: Ballot(output.answer, _texts(output), output.confidence) for name, output in outputs.items()}
 
 
 def _learn_costs(costs: dict[str, float], outputs: list[dict[str, MemberOutput]]) -> None:

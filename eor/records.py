@@ -1,4 +1,5 @@
-"""Run records: one JSON object per question per line (`records.jsonl`), appended as questions finish.
+"""Run records: one JSON object per question per line (`records.jsonl`), appended as questions finish; in
+Python each line is an `eor.results.Record` (with a `MemberOutput` per member).
 
 Format (stable; everything downstream reads it):
     {"id", "question", "answers": [gold strings],
@@ -26,6 +27,7 @@ from typing import Any
 from eor.atomic import atomic_file, write_text_atomically
 from eor.errors import InputError
 from eor.faults import failpoint
+from eor.results import Record
 
 RECORDS_FILE = "records.jsonl"
 COMPRESSED_RECORDS_FILE = RECORDS_FILE + ".gz"
@@ -45,13 +47,13 @@ def records_file(path: str | Path) -> Path:
     return file
 
 
-def read_records(path: str | Path) -> list[dict[str, Any]]:
+def read_records(path: str | Path) -> list[Record]:
     """All complete records of a run folder or records file; a torn last line (an interrupted write)
     is ignored, any other malformed line is an error that names it."""
     return list(iter_records(path))
 
 
-def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
+def iter_records(path: str | Path) -> Iterator[Record]:
     file = records_file(path)
     lines = _lines(file)
     for number, line in enumerate(lines, start=1):
@@ -65,9 +67,7 @@ def iter_records(path: str | Path) -> Iterator[dict[str, Any]]:
             raise InputError(f"{file}:{number}: not valid JSON ({exc.msg})") from None
         if number == 1 and isinstance(record, dict) and HEADER_KEY in record:
             continue  # a packed file's header
-        if not isinstance(record, dict) or "id" not in record or "members" not in record:
-            raise InputError(f"{file}:{number}: not an eor record (needs 'id' and 'members')")
-        yield record
+        yield Record.from_dict(record, f"{file}:{number}")
 
 
 def read_header(path: str | Path) -> dict[str, Any] | None:
@@ -117,7 +117,7 @@ def pack_records(run: str | Path, out: str | Path) -> int:
         "questions": len(records),
     }
     lines = [json.dumps({HEADER_KEY: header}, ensure_ascii=False)]
-    lines += [json.dumps(record, ensure_ascii=False) for record in records]
+    lines += [json.dumps(record.to_dict(), ensure_ascii=False) for record in records]
     with atomic_file(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as handle:
         handle.write(("\n".join(lines) + "\n").encode("utf-8"))
     return len(records)
@@ -132,7 +132,7 @@ class RecordWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.repaired_bytes = 0  # the torn last line cut off, if there was one
         self._repair()
-        self.done_ids = {record["id"] for record in iter_records(self.path)} if self.path.exists() else set()
+        self.done_ids = {record.id for record in iter_records(self.path)} if self.path.exists() else set()
         self._handle = self.path.open("a", encoding="utf-8")
 
     def _repair(self) -> None:
@@ -144,13 +144,13 @@ class RecordWriter:
             self.path.write_bytes(data[:kept])
             self.repaired_bytes = len(data) - kept
 
-    def write(self, records: list[dict[str, Any]]) -> None:
+    def write(self, records: list[Record]) -> None:
         for record in records:
-            line = json.dumps(record, ensure_ascii=False) + "\n"
+            line = json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
             self._handle.write(line[: len(line) // 2])
             failpoint("record-write", before=self._handle.flush)  # tests: die with half a line on disk
             self._handle.write(line[len(line) // 2 :])
-            self.done_ids.add(record["id"])
+            self.done_ids.add(record.id)
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
@@ -164,7 +164,7 @@ class RecordWriter:
         self.close()
 
 
-def replace_records(folder: str | Path, records: list[dict[str, Any]]) -> None:
-    """Rewrite a run's `records.jsonl` with `records`, atomically (see `write_text_atomically`)."""
-    lines = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+def replace_records(folder: str | Path, records: list[Record]) -> None:
+    """Rewrite a run's `records.jsonl` with `records`, atomically (eor.atomic)."""
+    lines = "".join(json.dumps(record.to_dict(), ensure_ascii=False) + "\n" for record in records)
     write_text_atomically(Path(folder) / RECORDS_FILE, lines)

@@ -1,31 +1,135 @@
-"""What the ensemble returns: `Result` per question, with a `MemberOutput` per member that voted."""
+"""What the ensemble returns and a run records: `Result` per answered question, with a `MemberOutput` per
+member that voted, and `Record`, the typed line of `records.jsonl` that a `Result` becomes, the writer
+writes, the readers parse (eor.records), `--retry-failed` updates and training, the bench and the
+explorer read."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from eor.errors import InputError
+
 
 @dataclass
 class MemberOutput:
+    """One member's output for one question: its answer, passages and prompt, the seconds it cost, and
+    where known its token counts and the reader's confidence; `score` is its vote score (not recorded)."""
+
     answer: str
-    passages: list[dict[str, Any]]
-    prompt: str
-    seconds: float
+    passages: list[dict[str, Any]] = field(default_factory=list)
+    prompt: str | None = None
+    seconds: float | None = None
     score: float | None = None
     document_cut: dict[str, int] | None = None  # {"kept_words", "words"}: the prompt was over the context
     tokens: dict[str, int] | None = None  # {"prompt", "reused", "generated"}
     confidence: dict[str, Any] | None = None  # eor.confidence summary: mean/min token logprob, first margin, tokens
+    extra: dict[str, Any] = field(default_factory=dict)  # fields of a record this eor does not know, kept
 
     def record(self) -> dict[str, Any]:
-        record = {"answer": self.answer, "passages": self.passages, "prompt": self.prompt, "seconds": self.seconds}
-        if self.tokens is not None:
-            record["tokens"] = self.tokens
-        if self.confidence is not None:
-            record["confidence"] = self.confidence
-        if self.document_cut is not None:
-            record["document_cut"] = self.document_cut
-        return record
+        """The member's entry in a record (eor.records' format)."""
+        record: dict[str, Any] = {"answer": self.answer, "passages": self.passages}
+        for key in ("prompt", "seconds", "tokens", "confidence", "document_cut"):
+            value = getattr(self, key)
+            if value is not None:
+                record[key] = value
+        return {**record, **self.extra}
+
+    @classmethod
+    def from_record(cls, data: Any, where: str) -> MemberOutput:
+        """The member output of a record's entry; `where` names it in errors."""
+        if not isinstance(data, dict) or not isinstance(data.get("answer"), str):
+            raise InputError(f"{where}: a member's output needs an 'answer' string")
+        passages = data.get("passages") or []
+        if not isinstance(passages, list) or not all(isinstance(p, dict) for p in passages):
+            raise InputError(f"{where}: 'passages' must be a list of objects")
+        seconds = data.get("seconds")
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
+            seconds = None  # not a number: as if unrecorded
+        known = {key: data.get(key) for key in ("tokens", "confidence", "document_cut")}
+        prompt = data.get("prompt")
+        return cls(
+            answer=data["answer"],
+            passages=passages,
+            prompt=prompt if isinstance(prompt, str) else None,
+            seconds=seconds,
+            **{key: value if isinstance(value, dict) else None for key, value in known.items()},
+            extra={key: value for key, value in data.items() if key not in MEMBER_KEYS},
+        )
+
+
+MEMBER_KEYS = frozenset({"answer", "passages", "prompt", "seconds", "tokens", "confidence", "document_cut"})
+
+
+@dataclass
+class Vote:
+    """The ensemble's choice for a question: the member, its answer, and every voting member's score."""
+
+    member: str
+    answer: str
+    scores: dict[str, float | None]
+
+
+@dataclass
+class Record:
+    """One question of a run (a line of `records.jsonl`, eor.records): its id, text and gold answers, every
+    member's output, the vote when the run voted, the members that failed (`degraded`: name -> reason), and
+    the fields of the question file carried unchanged (`extra`)."""
+
+    id: str
+    question: str
+    answers: list[str]
+    members: dict[str, MemberOutput]
+    vote: Vote | None = None
+    degraded: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of the record's line."""
+        data: dict[str, Any] = {
+            **self.extra,
+            "id": self.id,
+            "question": self.question,
+            "answers": self.answers,
+            "members": {name: output.record() for name, output in self.members.items()},
+        }
+        if self.vote is not None:
+            data["vote"] = {"member": self.vote.member, "answer": self.vote.answer, "scores": self.vote.scores}
+        if self.degraded:
+            data["degraded"], data["degraded_reasons"] = list(self.degraded), dict(self.degraded)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> Record:
+        """The record of a line's JSON object (any eor's: fields it does not know are kept in `extra`);
+        `where` (file and line) names it in errors."""
+        if not isinstance(data, dict) or "id" not in data or not isinstance(data.get("members"), dict):
+            raise InputError(f"{where}: not an eor record (needs 'id' and 'members')")
+        members = {
+            str(name): MemberOutput.from_record(output, f"{where}, member {name!r}")
+            for name, output in data["members"].items()
+        }
+        vote = data.get("vote")
+        if isinstance(vote, dict) and isinstance(vote.get("member"), str) and isinstance(vote.get("answer"), str):
+            scores = vote.get("scores")
+            vote = Vote(vote["member"], vote["answer"], dict(scores) if isinstance(scores, dict) else {})
+        else:
+            vote = None
+        reasons = data.get("degraded_reasons")
+        degraded = {str(name): str(reason) for name, reason in reasons.items()} if isinstance(reasons, dict) else {}
+        answers = data.get("answers")
+        return cls(
+            id=str(data["id"]),
+            question=str(data.get("question", "")),
+            answers=[str(answer) for answer in answers] if isinstance(answers, list) else [],
+            members=members,
+            vote=vote,
+            degraded=degraded,
+            extra={key: value for key, value in data.items() if key not in RECORD_KEYS},
+        )
+
+
+RECORD_KEYS = frozenset({"id", "question", "answers", "members", "vote", "degraded", "degraded_reasons"})
 
 
 @dataclass
@@ -67,21 +171,17 @@ class Result:
             data["cascade"] = dict(self.cascade)
         return {**data, **self._degraded_fields()}
 
-    def to_record(self) -> dict[str, Any]:
-        """The line of `records.jsonl` (see eor.records)."""
-        return {
-            **self.extra,
-            "id": self.id,
-            "question": self.question,
-            "answers": self.answers,
-            "members": {name: output.record() for name, output in self.members.items()},
-            "vote": {
-                "member": self.member,
-                "answer": self.answer,
-                "scores": {name: output.score for name, output in self.members.items()},
-            },
-            **self._degraded_fields(),
-        }
+    def to_record(self) -> Record:
+        """The question's record (eor.records), what `eor run` writes."""
+        return Record(
+            id=self.id,
+            question=self.question,
+            answers=self.answers,
+            members=self.members,
+            vote=Vote(self.member, self.answer, {name: output.score for name, output in self.members.items()}),
+            degraded=self.degraded,
+            extra=self.extra,
+        )
 
     def _degraded_fields(self) -> dict[str, Any]:
         if not self.degraded:

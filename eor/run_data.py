@@ -73,35 +73,26 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
     records = read_records(path)
     if not records:
         raise InputError(f"{path}: no records")
-    names = list(members or records[0]["members"])
+    names = list(members or records[0].members)
     if len(set(names)) != len(names):
         raise InputError(f"{path}: member names repeat: {names}")
     ids, answers, golds, passages, texts, seconds, tokens, confidence = [], [], [], [], [], [], [], []
     for record in records:
-        missing = [name for name in names if name not in record["members"]]
+        missing = [name for name in names if name not in record.members]
         if missing:
-            raise InputError(f"{path}: record {record['id']!r} lacks member(s) {', '.join(missing)}")
-        if not record.get("answers"):
+            raise InputError(f"{path}: record {record.id!r} lacks member(s) {', '.join(missing)}")
+        if not record.answers:
             continue
-        outputs = [record["members"][name] for name in names]
-        ids.append(str(record["id"]))
-        texts.append(str(record.get("question", "")))
-        answers.append([out["answer"] for out in outputs])
-        golds.append(list(record["answers"]))
-        passages.append([[str(p.get("text", "")) for p in out.get("passages") or []] for out in outputs])
-        seconds.append([_number(out.get("seconds")) for out in outputs])
-        tokens.append([_mapping(out, "tokens") for out in outputs])
-        confidence.append([_mapping(out, "confidence") for out in outputs])
+        outputs = [record.members[name] for name in names]
+        ids.append(record.id)
+        texts.append(record.question)
+        answers.append([out.answer for out in outputs])
+        golds.append(list(record.answers))
+        passages.append([[str(p.get("text", "")) for p in out.passages] for out in outputs])
+        seconds.append([None if out.seconds is None else float(out.seconds) for out in outputs])
+        tokens.append([out.tokens for out in outputs])
+        confidence.append([out.confidence for out in outputs])
     if not answers:
         raise InputError(f"{path}: no record has gold answers to train on")
     joined = [[" ".join(texts_) for texts_ in row] for row in passages]
     return RunData(names, ids, answers, golds, passages, joined, texts, seconds, tokens, confidence)
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _mapping(output: dict, key: str) -> dict | None:
-    value = output.get(key)
-    return value if isinstance(value, dict) else None

@@ -25,8 +25,9 @@ from eor.executor import LOCAL, Executor, RunJob
 from eor.generation_cache import CacheSetting, open_cache
 from eor.pool import POOL_FILE, pool_identity
 from eor.records import RecordWriter, read_records, replace_records
+from eor.results import Record, Vote
 from eor.stages.generation import GenerationStats
-from eor.stages.voting import Ballot
+from eor.stages.voting import ballots
 
 CONFIG_FILE = "config.json"
 GENERATION_FILE = "generation.json"  # what the reader did in the latest invocation (GenerationStats)
@@ -84,7 +85,7 @@ def run(
         notes.append(retry_failed_members(ensemble, out, questions))
         stats.add(ensemble.generation.stats.since(before))
     wanted = {q.id for q in questions}
-    records = [r for r in read_records(out) if r["id"] in wanted]
+    records = [record for record in read_records(out) if record.id in wanted]
     lines = [*notes, f"{len(records)} questions in {out / 'records.jsonl'} ({skipped} were already done)"]
     lines += exact_match_summary(records)
     lines += failed_summary(records)
@@ -115,11 +116,11 @@ def _save_pool(out: Path, config: EnsembleConfig, ensemble: Any) -> None:
     (out / POOL_FILE).write_text(json.dumps(identity, indent=2) + "\n", encoding="utf-8")
 
 
-def failed_summary(records: list[dict[str, Any]]) -> list[str]:
+def failed_summary(records: list[Record]) -> list[str]:
     """Per member that failed somewhere: on how many questions, and the first reason; then how to retry."""
     failures: dict[str, list[str]] = defaultdict(list)
     for record in records:
-        for name, reason in (record.get("degraded_reasons") or {}).items():
+        for name, reason in record.degraded.items():
             failures[name].append(reason)
     if not failures:
         return []
@@ -138,34 +139,20 @@ def retry_failed_members(ensemble: Any, out: Path, questions: list[Any]) -> str:
     records = read_records(out)
     retried = recovered = 0
     for record in records:
-        failed = [name for name in record.get("degraded") or [] if name in ensemble.members]
-        if not failed or record["id"] not in by_id:
+        failed = [name for name in record.degraded if name in ensemble.members]
+        if not failed or record.id not in by_id:
             continue
         retried += 1
         try:
-            result = ensemble.answer_batch([by_id[record["id"]]], members=failed, lazy=False)[0]
+            result = ensemble.answer_batch([by_id[record.id]], members=failed, lazy=False)[0]
         except EorError:  # every one of them failed again: the record stays as it was
             continue
-        members = {**record["members"], **{name: output.record() for name, output in result.members.items()}}
         recovered += len(result.members)
-        record["members"] = {name: members[name] for name in ensemble.members if name in members}
-        reasons = dict(result.degraded)
-        ballots = {
-            name: Ballot(
-                output["answer"], [passage["text"] for passage in output["passages"]], output.get("confidence")
-            )
-            for name, output in record["members"].items()
-        }
-        decision = ensemble.voting.vote([ballots], [record["question"]])[0]
-        record["vote"] = {
-            "member": decision.member,
-            "answer": record["members"][decision.member]["answer"],
-            "scores": decision.scores,
-        }
-        record.pop("degraded", None)
-        record.pop("degraded_reasons", None)
-        if reasons:
-            record["degraded"], record["degraded_reasons"] = list(reasons), reasons
+        members = {**record.members, **result.members}
+        record.members = {name: members[name] for name in ensemble.members if name in members}
+        decision = ensemble.voting.vote([ballots(record.members)], [record.question])[0]
+        record.vote = Vote(decision.member, record.members[decision.member].answer, decision.scores)
+        record.degraded = dict(result.degraded)
     if retried:
         replace_records(out, records)
     return f"retried the failed members of {retried} questions: {recovered} member answers recovered"
@@ -208,17 +195,16 @@ def _rate(tokens: int, seconds: float) -> str:
     return f"{tokens / seconds:.0f} tokens/s" if seconds > 0 else "rate unknown"
 
 
-def exact_match_summary(records: list[dict[str, Any]]) -> list[str]:
+def exact_match_summary(records: list[Record]) -> list[str]:
     """Each member's exact match, and the vote's, over the records that have gold answers."""
-
-    graded = [r for r in records if r.get("answers")]
+    graded = [record for record in records if record.answers]
     if not graded:
         return []
     correct: dict[str, float] = defaultdict(float)
     for record in graded:
-        for name, output in record["members"].items():
-            correct[name] += score_answer("em", output["answer"], record["answers"])
-        if "vote" in record:
-            correct["EoR (vote)"] += score_answer("em", record["vote"]["answer"], record["answers"])
+        for name, output in record.members.items():
+            correct[name] += score_answer("em", output.answer, record.answers)
+        if record.vote is not None:
+            correct["EoR (vote)"] += score_answer("em", record.vote.answer, record.answers)
     lines = [f"exact match over {len(graded)} questions with answers:"]
     return lines + [f"  {name:<24} {100 * value / len(graded):5.1f}" for name, value in correct.items()]

@@ -173,7 +173,7 @@ def test_members_after_the_stop_never_retrieve_nor_prompt(tmp_path, isolated_cac
         "reason": "stopped after BM25@1: P(full pool agrees) 0.88 ≥ 0.80",
     }
     assert result.stages["voting"]["members_run"] == 1 and result.stages["voting"]["members_skipped"] == 2
-    assert result.to_dict()["cascade"]["ran"] == ["BM25@1"] and "cascade" not in result.to_record()
+    assert result.to_dict()["cascade"]["ran"] == ["BM25@1"] and "cascade" not in result.to_record().to_dict()
     # not grounded, but BM25@2 agrees: two members; ReFree never runs
     other = Ensemble(load_config(cascade_config(tmp_path)), reader=Scripted("Michelangelo"), voter=hand_cascade())
     spy = other.retrieval = Spy(other.retrieval)

@@ -7,6 +7,7 @@ import pytest
 from eor.data import check_question, load_questions, question_id
 from eor.errors import InputError
 from eor.records import RecordWriter, read_records
+from eor.results import Record
 from tests.conftest import write_jsonl
 
 
@@ -54,13 +55,13 @@ def test_check_question() -> None:
 
 def test_writer_appends_and_repairs_a_torn_line(tmp_path) -> None:
     with RecordWriter(tmp_path) as writer:
-        writer.write([{"id": "a", "members": {}}, {"id": "b", "members": {}}])
+        writer.write([Record("a", "", [], {}), Record("b", "", [], {})])
     file = tmp_path / "records.jsonl"
     file.write_text(file.read_text() + '{"id": "c", "mem')  # an interrupted write
-    assert [r["id"] for r in read_records(tmp_path)] == ["a", "b"]
+    assert [r.id for r in read_records(tmp_path)] == ["a", "b"]
     with RecordWriter(tmp_path) as writer:
         assert writer.done_ids == {"a", "b"}
-        writer.write([{"id": "c", "members": {}}])
+        writer.write([Record("c", "", [], {})])
     assert [json.loads(line)["id"] for line in file.read_text().splitlines()] == ["a", "b", "c"]
 
 
@@ -99,7 +100,7 @@ def test_packed_records_carry_their_pool_and_config(tmp_path) -> None:
         "config": {"members": ["A"], "reader": {"model": "m"}},
         "questions": 3,
     }
-    assert read_records(packed) == rows and read_header(run) is None
+    assert [r.to_dict() for r in read_records(packed)] == rows and read_header(run) is None
     assert read_pool_file(packed) == pool and read_pool_file(run) == pool
     data = load_run(packed)
     assert data.questions == 3 and data.confidence[0] == [{"mean_logprob": -0.1}] and data.has_confidence
@@ -107,3 +108,26 @@ def test_packed_records_carry_their_pool_and_config(tmp_path) -> None:
     assert main(["records", "pack", str(run), "--out", str(packed)]) == 0
     assert packed.read_bytes() == first and gzip.decompress(first).startswith(b'{"eor_records"')
     assert main(["records", "pack", str(tmp_path), "--out", str(packed)]) == 1  # not a run folder
+
+
+def test_typed_records_round_trip_every_shipped_record_unchanged():
+    """The JSON format on disk does not change: every line of the shipped records (and a minimal old-style
+    record without prompts, seconds or a vote) reads into a `Record` and writes back as the same object."""
+    import gzip
+    import json
+
+    from tests.conftest import ROOT
+
+    lines = []
+    for path in sorted((ROOT / "docs" / "records").glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            lines += [data for data in map(json.loads, handle) if "eor_records" not in data]  # not the header
+    # fields of the question file come first, as eor writes them
+    minimal = {"x": 1, "id": 7, "question": "q", "answers": [], "members": {"A": {"answer": "x", "passages": []}}}
+    assert len(lines) > 1000
+    for data in lines:  # byte for byte, keys in their order
+        assert json.dumps(Record.from_dict(data, "test").to_dict()) == json.dumps(data)
+    assert Record.from_dict(minimal, "test").to_dict() == {**minimal, "id": "7"}
+    degraded = {**minimal, "id": "d", "degraded": ["B"], "degraded_reasons": {"B": "timed out"}}
+    assert Record.from_dict(degraded, "test").degraded == {"B": "timed out"}
+    assert list(Record.from_dict(degraded, "test").to_dict()) == list(degraded)

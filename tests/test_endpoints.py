@@ -176,8 +176,10 @@ def test_a_run_completes_on_one_server_when_the_other_stops(tmp_path, isolated_c
         assert done, "the run did not finish"
         assert 2 <= at_stop < 10, f"the server was stopped after {at_stop} of 10 questions: not mid-run"
         records = read_records(both)
-        assert len(records) == 10 and not any(r.get("degraded") for r in records)  # nothing lost
-        assert [_strip_timings(r) for r in records] == [_strip_timings(r) for r in read_records(alone)]
+        assert len(records) == 10 and not any(r.degraded for r in records)  # nothing lost
+        assert [_strip_timings(r.to_dict()) for r in records] == [
+            _strip_timings(r.to_dict()) for r in read_records(alone)
+        ]
     finally:
         first.stop()
         second.stop()

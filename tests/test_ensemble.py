@@ -51,7 +51,7 @@ def test_batches_keep_questions_apart(default_ensemble) -> None:
     single = default_ensemble.answer(questions[1].question)
     assert batch[1].answer == single.answer
     assert {n: o.answer for n, o in batch[1].members.items()} == {n: o.answer for n, o in single.members.items()}
-    record = batch[0].to_record()
+    record = batch[0].to_record().to_dict()
     assert record["answers"] == ["Paris"] and record["vote"]["member"] == batch[0].member
 
 

@@ -25,6 +25,7 @@ from eor.config import EnsembleConfig, load_config
 from eor.data import load_questions
 from eor.errors import EorError
 from eor.records import read_records
+from eor.results import Record
 from tests.conftest import ROOT
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -101,7 +102,7 @@ def test_records_reader_fuzzed_lines(tmp_path, lines, compressed):
         records = read_records(path)
     except EorError:
         return
-    assert all(isinstance(r, dict) and "id" in r and "members" in r for r in records)
+    assert all(isinstance(r, Record) and isinstance(r.members, dict) for r in records)
 
 
 @FUZZ

@@ -126,7 +126,7 @@ def test_the_ensemble_stops_once_the_rest_cannot_change_the_answer(tmp_path, iso
     assert reader_work["generated"] == 3 and reader_work["generated_tokens"] == 6
     assert reader_work["prompt_seconds"] == pytest.approx(0.024) and reader_work["cache_hits"] == 0
     assert full.stages["generation"]["reader"]["generated"] == 4  # no cache here: every member's prompt again
-    assert lazy.to_dict()["skipped"] == ["BM25@3"] and "skipped" not in lazy.to_record()
+    assert lazy.to_dict()["skipped"] == ["BM25@3"] and "skipped" not in lazy.to_record().to_dict()
     # measured costs replace the prior: the member order follows what this ensemble measured
     assert set(ensemble.costs) == {"ReFree", "BM25@1", "BM25@2", "BM25@3"}
 

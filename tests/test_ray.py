@@ -90,7 +90,7 @@ def _ray_run(config: Path, out: Path, address: str, cache: Path, *extra: str, ca
 
 
 def _without_timings(folder: Path) -> list[dict]:
-    records = read_records(folder)
+    records = [record.to_dict() for record in read_records(folder)]
     for record in records:
         for output in record["members"].values():
             output.pop("seconds", None)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from eor.erag.correlation import correlate, kendall_tau, pearson_r, spearman_rho
 from eor.erag.evaluate import (
-    Cost,
     EragResult,
     GenerationCache,
     Labelling,
@@ -36,10 +35,11 @@ from eor.erag.metrics import (
     score_questions,
 )
 from eor.erag.utility import UtilityResult, evaluate_utility, utility
+from eor.stages.generation import GenerationStats
 
 __all__ = [
     "RETRIEVAL_METRICS",
-    "Cost",
+    "GenerationStats",
     "EragResult",
     "GenerationCache",
     "Labelling",

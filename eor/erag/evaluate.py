@@ -119,11 +119,6 @@ class Request:
     passages: tuple[tuple[str, str], ...]
 
 
-Cost = GenerationStats
-"""The generation bookkeeping of one phase (eRAG labels, end-to-end, utility contexts): the generation stage's
-`GenerationStats`, under the name `eor.erag` exports."""
-
-
 class _Generator:
     """What `generate` needs of a generator: `reader` (what the generation stage calls), `prompt(request)`,
     `max_tokens`, `calls(prompts, questions)` (the reader calls that the prompts to generate are cut into) and

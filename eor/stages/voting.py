@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from eor.errors import ConfigError
+from eor.results import MemberOutput
 from voters import choose
 from voters.lazy import lazy_decision, needed_members, supports_lazy_voting
 from voters.protocol import confidence_kwargs
@@ -28,6 +29,14 @@ class Ballot:
     answer: str
     passages: list[str]
     confidence: dict[str, Any] | None = None
+
+
+def ballots(outputs: Mapping[str, MemberOutput]) -> dict[str, Ballot]:
+    """The ballots of a question's member outputs (what answered; a run's record or a fresh `Result`)."""
+    return {
+        name: Ballot(output.answer, [passage["text"] for passage in output.passages], output.confidence)
+        for name, output in outputs.items()
+    }
 
 
 @dataclass(frozen=True)
