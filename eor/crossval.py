@@ -334,6 +334,10 @@ def register_candidate(candidate: type[Candidate], *, replace: bool = False) -> 
     """Make `candidate` (a Candidate subclass with a `name` and a `voter_class`) available to `eor train
     --voter NAME`, to cross-validation and to `auto`, and its weights files to `voters.load_voter`."""
     _check_candidate(candidate)
+    check_voter_class(candidate.voter_class)
+    taken = CANDIDATES.get(candidate.name)
+    if taken is not None and taken is not candidate and not replace:  # before either registry changes
+        raise ConfigError(f"voter {candidate.name!r} is already registered (pass replace=True to replace it)")
     register_voter_kind(candidate.voter_class, replace=replace)
     return CANDIDATES.register(candidate.name, candidate, replace=replace)
 

@@ -36,11 +36,12 @@ from eor.members import source_pool
 from eor.pool import pool_identity, warn_if_foreign
 from eor.prompts import clean_answer, templates_for
 from eor.readers import build_reader
-from eor.results import MemberOutput, Result
+from eor.results import MemberOutput, Record, Result
 from eor.stages.generation import Completion, GenerationStage, GenerationStats, metering
 from eor.stages.retrieval import MemberTimeoutError, RetrievalStage
 from eor.stages.voting import VoteStage, ballots
 from retrievers import notation
+from retrievers.registry import source_names
 from voters import Voter, load_voter
 from voters.pooling import POOLINGS
 from voters.protocol import confidence_kwargs
@@ -127,7 +128,7 @@ class Ensemble:
 
     def answer_records(
         self, questions: Sequence[Question], batch_size: int
-    ) -> Iterator[tuple[list[dict[str, Any]], GenerationStats]]:
+    ) -> Iterator[tuple[list[Record], GenerationStats]]:
         """`eor run`'s batching loop (in this process or on a Ray worker): the records of `questions`,
         `batch_size` at a time, each batch with what the generation stage did for it."""
         for start in range(0, len(questions), batch_size):
@@ -596,7 +597,6 @@ def _texts(output: MemberOutput) -> list[str]:
 
 def check_member_names(config: EnsembleConfig) -> None:
     """Every member names only known sources (RetrieverError otherwise); cheap, loads no model."""
-    from retrievers.registry import source_names
 
     known = source_names(config.sources)
     for member in config.members:

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from eor.config import EnsembleConfig, ReaderConfig
 from eor.errors import ConfigError
 from eor.readers import build_reader
+from eor.results import Record
 from eor.stages.generation import GenerationStats
 
 KINDS = ("local", "ray")
 
-Answers = Iterator[tuple[list[dict[str, Any]], GenerationStats]]
+Answers = Iterator[tuple[list[Record], GenerationStats]]
 """Records in question order, a batch or shard at a time, each with what the generation stage did for it."""
 
 
@@ -61,8 +62,8 @@ class Executor(Protocol):
 class LocalExecutor:
     """Everything in this process: the run's ensemble answers its questions batch by batch."""
 
-    answers_here: bool = True
-    summed_over: str | None = None
+    answers_here: ClassVar[bool] = True
+    summed_over: ClassVar[str | None] = None
 
     def answer(self, job: RunJob) -> Answers:
         return job.ensemble.answer_records(job.questions, job.batch_size)

@@ -21,13 +21,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from eor.config import EnsembleConfig, ReaderConfig, from_dict
 from eor.ensemble import Ensemble
 from eor.errors import ConfigError, ExecutorError
 from eor.readers import build_reader
 from eor.readers.base import BatchedReader, Generated, as_generated, capable
+from eor.results import Record
 from eor.stages.generation import GenerationStats
 
 try:
@@ -57,8 +58,8 @@ class RayExecutor:
     gpus_per_worker: float = 0.0
     shard_batches: int = 4
 
-    answers_here = False  # shards are answered by ensemble actors
-    summed_over = "the Ray workers"
+    answers_here: ClassVar[bool] = False  # shards are answered by ensemble actors
+    summed_over: ClassVar[str | None] = "the Ray workers"
 
     def __post_init__(self) -> None:
         for name in ("workers", "shard_batches"):
@@ -130,9 +131,9 @@ class ShardWorker:
             ensemble_config.reader.llama_cpp.threads = threads
         self.ensemble = Ensemble.from_config(ensemble_config, weights=weights, cache=cache)
 
-    def answer(self, questions: list[Any], batch_size: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def answer(self, questions: list[Any], batch_size: int) -> tuple[list[Record], dict[str, Any]]:
         """The records of `questions`, answered `batch_size` at a time, and what the generation stage did."""
-        records: list[dict[str, Any]] = []
+        records: list[Record] = []
         stats = GenerationStats()
         for batch, used in self.ensemble.answer_records(questions, batch_size):
             records += batch

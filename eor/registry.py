@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -50,6 +51,7 @@ class Registry(Generic[T]):
         self.adapt = adapt
         self._entries: dict[str, T] = {}
         self._plugins_read = group is None
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}: {', '.join(self._entries)})"
@@ -61,9 +63,10 @@ class Registry(Generic[T]):
         (registering the same object again changes nothing)."""
         if not isinstance(name, str) or not name:
             raise ConfigError(f"a {self.kind} needs a non-empty string name, got {name!r}")
-        if name in self._entries and self._entries[name] is not value and not replace:
-            raise ConfigError(f"{self.kind} {name!r} is already registered (pass replace=True to replace it)")
-        self._entries[name] = value
+        with self._lock:
+            if name in self._entries and self._entries[name] is not value and not replace:
+                raise ConfigError(f"{self.kind} {name!r} is already registered (pass replace=True to replace it)")
+            self._entries = {**self._entries, name: value}
         return value
 
     def add(self, name: str, *, replace: bool = False) -> Callable[[T], T]:
@@ -76,41 +79,52 @@ class Registry(Generic[T]):
 
     def unregister(self, name: str) -> None:
         """Remove `name` (tests that register an entry take it away again); an unknown name is ignored."""
-        self._entries.pop(name, None)
+        with self._lock:
+            self._entries = {key: value for key, value in self._entries.items() if key != name}
 
     @contextlib.contextmanager
     def scoped(self) -> Iterator[Registry[T]]:
         """Entries registered or removed inside the block are as before after it (tests, notebooks)."""
-        saved = dict(self._entries)
+        saved, read = self._entries, self._plugins_read
         try:
             yield self
         finally:
-            self._entries.clear()
-            self._entries.update(saved)
+            with self._lock:
+                self._entries, self._plugins_read = saved, read
 
     # -- looking up --------------------------------------------------------------------------------------
 
     def _entries_with_plugins(self) -> dict[str, T]:
         if not self._plugins_read:
-            self._plugins_read = True
-            accept = self.accept if self.accept is not None else (lambda value: True)
-            for point, loaded in entry_point_objects(self.group, accept, self.expected).items():
-                adapted = self.adapt(point, loaded) if self.adapt is not None else (point, loaded)
-                if adapted is None:
-                    continue
-                name, value = adapted
-                if name in self._entries:
-                    log.warning(
-                        "skipping %s plugin %r: the %s %r is already registered (%r)",
-                        self.group,
-                        point,
-                        self.kind,
-                        name,
-                        self._entries[name],
-                    )
-                    continue
-                self._entries[name] = value
+            with self._lock:  # reentrant: loading a plugin may register entries of its own
+                if not self._plugins_read:
+                    self._add_plugins()
+                    self._plugins_read = True
         return self._entries
+
+    def _add_plugins(self) -> None:
+        accept = self.accept if self.accept is not None else (lambda value: True)
+        found: dict[str, T] = {}
+        for point, loaded in entry_point_objects(self.group, accept, self.expected).items():
+            adapted = self.adapt(point, loaded) if self.adapt is not None else (point, loaded)
+            if adapted is None:
+                continue
+            name, value = adapted
+            held = self._entries.get(name, found.get(name))
+            if held is value:  # the plugin also registered itself from Python
+                continue
+            if held is not None:
+                log.warning(
+                    "skipping %s plugin %r: the %s %r is already registered (%r)",
+                    self.group,
+                    point,
+                    self.kind,
+                    name,
+                    held,
+                )
+                continue
+            found[name] = value
+        self._entries = {**self._entries, **found}  # one swap: a reader never sees a dict being filled
 
     def __getitem__(self, name: str) -> T:
         entries = self._entries_with_plugins()

@@ -43,22 +43,36 @@ class MemberOutput:
         passages = data.get("passages") or []
         if not isinstance(passages, list) or not all(isinstance(p, dict) for p in passages):
             raise InputError(f"{where}: 'passages' must be a list of objects")
-        seconds = data.get("seconds")
-        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
-            seconds = None  # not a number: as if unrecorded
-        known = {key: data.get(key) for key in ("tokens", "confidence", "document_cut")}
-        prompt = data.get("prompt")
+        # A known field of an unexpected type is kept as it was (in `extra`), not read.
+        fitting = {
+            key: value
+            for key, value in data.items()
+            if key in MEMBER_KEYS and (key not in MEMBER_TYPES or value is None or _fits(value, MEMBER_TYPES[key]))
+        }
         return cls(
             answer=data["answer"],
             passages=passages,
-            prompt=prompt if isinstance(prompt, str) else None,
-            seconds=seconds,
-            **{key: value if isinstance(value, dict) else None for key, value in known.items()},
-            extra={key: value for key, value in data.items() if key not in MEMBER_KEYS},
+            prompt=fitting.get("prompt"),
+            seconds=fitting.get("seconds"),
+            tokens=fitting.get("tokens"),
+            confidence=fitting.get("confidence"),
+            document_cut=fitting.get("document_cut"),
+            extra={key: value for key, value in data.items() if key not in fitting},
         )
 
 
 MEMBER_KEYS = frozenset({"answer", "passages", "prompt", "seconds", "tokens", "confidence", "document_cut"})
+MEMBER_TYPES: dict[str, type | tuple[type, ...]] = {
+    "prompt": str,
+    "seconds": (int, float),
+    "tokens": dict,
+    "confidence": dict,
+    "document_cut": dict,
+}
+
+
+def _fits(value: Any, kind: type | tuple[type, ...]) -> bool:
+    return isinstance(value, kind) and not isinstance(value, bool)
 
 
 @dataclass
@@ -86,13 +100,9 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the record's line."""
-        data: dict[str, Any] = {
-            **self.extra,
-            "id": self.id,
-            "question": self.question,
-            "answers": self.answers,
-            "members": {name: output.record() for name, output in self.members.items()},
-        }
+        data: dict[str, Any] = {**self.extra, "id": self.id, "question": self.question}
+        data.setdefault("answers", self.answers)  # unless kept as it was read (not a list)
+        data["members"] = {name: output.record() for name, output in self.members.items()}
         if self.vote is not None:
             data["vote"] = {"member": self.vote.member, "answer": self.vote.answer, "scores": self.vote.scores}
         if self.degraded:
@@ -109,27 +119,38 @@ class Record:
             str(name): MemberOutput.from_record(output, f"{where}, member {name!r}")
             for name, output in data["members"].items()
         }
+        kept = {key: value for key, value in data.items() if key not in RECORD_KEYS}  # carried as they were
         vote = data.get("vote")
         if isinstance(vote, dict) and isinstance(vote.get("member"), str) and isinstance(vote.get("answer"), str):
             scores = vote.get("scores")
             vote = Vote(vote["member"], vote["answer"], dict(scores) if isinstance(scores, dict) else {})
-        else:
-            vote = None
-        reasons = data.get("degraded_reasons")
-        degraded = {str(name): str(reason) for name, reason in reasons.items()} if isinstance(reasons, dict) else {}
-        answers = data.get("answers")
+        elif "vote" in data:
+            kept["vote"], vote = vote, None
+        answers = data.get("answers", [])
+        if not isinstance(answers, list):
+            kept["answers"], answers = answers, []
         return cls(
             id=str(data["id"]),
             question=str(data.get("question", "")),
-            answers=[str(answer) for answer in answers] if isinstance(answers, list) else [],
+            answers=[str(answer) for answer in answers],
             members=members,
             vote=vote,
-            degraded=degraded,
-            extra={key: value for key, value in data.items() if key not in RECORD_KEYS},
+            degraded=_degraded(data),
+            extra=kept,
         )
 
 
 RECORD_KEYS = frozenset({"id", "question", "answers", "members", "vote", "degraded", "degraded_reasons"})
+
+
+def _degraded(data: dict[str, Any]) -> dict[str, str]:
+    """The failed members of a record and why: `degraded_reasons`, or the names of `degraded` alone (a
+    record written without the reasons) with an unknown reason."""
+    reasons = data.get("degraded_reasons")
+    if isinstance(reasons, dict):
+        return {str(name): str(reason) for name, reason in reasons.items()}
+    names = data.get("degraded")
+    return {str(name): "unknown" for name in names} if isinstance(names, list) else {}
 
 
 @dataclass
@@ -180,7 +201,7 @@ class Result:
             members=self.members,
             vote=Vote(self.member, self.answer, {name: output.score for name, output in self.members.items()}),
             degraded=self.degraded,
-            extra=self.extra,
+            extra={key: value for key, value in self.extra.items() if key not in RECORD_KEYS},
         )
 
     def _degraded_fields(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ closes each run with its documents or its error. Operators pass the run managers
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -150,6 +151,9 @@ def child_configs(run_managers: Sequence[CallbackManagerForRetrieverRun]) -> lis
     return [RunnableConfig(callbacks=run_manager.get_child()) for run_manager in run_managers]
 
 
+_MEMO_LOCK = threading.Lock()  # guards every source's memo (dict operations only; a lock per source would not copy)
+
+
 class SourceRetriever(EorRetriever):
     """A base source (BM25, Wiki, PK, ...): remembers its results per query, so members that share the
     source (`BM25@1`, `BM25@3`, `BM25@2&Wiki@2`) run it once per question.
@@ -167,18 +171,23 @@ class SourceRetriever(EorRetriever):
     def _batch_relevant_documents(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
     ) -> list[list[Document]]:
-        # A query asked twice in the batch is retrieved once, in the run of its first asking.
+        # A query asked twice in the batch is retrieved once, in the run of its first asking. The memo is
+        # shared by the threads of LangChain's default `batch`: it is read and written under a lock.
+        with _MEMO_LOCK:
+            results = {query: self._memo[query] for query in queries if query in self._memo}
         missing: dict[str, CallbackManagerForRetrieverRun] = {}
         for query, run_manager in zip(queries, run_managers, strict=True):
-            if query not in self._memo:
+            if query not in results:
                 missing.setdefault(query, run_manager)
         if missing:
             found = self._retrieve_uncached(list(missing), run_managers=list(missing.values()))
-            for query, documents in zip(missing, found, strict=True):
-                if len(self._memo) >= self.memo_size:
-                    self._memo.pop(next(iter(self._memo)))
-                self._memo[query] = documents
-        return [list(self._memo[query]) for query in queries]
+            results.update(zip(missing, found, strict=True))
+            with _MEMO_LOCK:
+                for query in missing:
+                    if len(self._memo) >= self.memo_size:
+                        self._memo.pop(next(iter(self._memo)))
+                    self._memo[query] = results[query]
+        return [list(results[query]) for query in queries]
 
     def _retrieve_uncached(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]

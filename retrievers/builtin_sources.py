@@ -12,8 +12,12 @@ from typing import Any
 from langchain_core.retrievers import BaseRetriever
 
 from eor.errors import ConfigError
-from retrievers.base import EorRetriever
+from retrievers.adapters import LangChainSource
+from retrievers.base import EorRetriever, NoRetrieval
+from retrievers.hybrid import build_hybrid
+from retrievers.parametric import ParametricRetriever
 from retrievers.source_type import BuildContext, SourceType
+from retrievers.web.retriever import WebSearchRetriever
 
 
 def _with_corpus(cls: type, params: dict[str, Any], defaults: dict[str, Any], source: str) -> EorRetriever:
@@ -35,21 +39,15 @@ def _dense(source: str, params: dict[str, Any], context: BuildContext) -> EorRet
 
 
 def _parametric(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    from retrievers.parametric import ParametricRetriever
-
     defaults = {"template": context.prompts.parametric, "max_tokens": context.parametric_max_tokens}
     return ParametricRetriever(**{**defaults, **params, "source_name": source, "reader": context.reader})
 
 
 def _none(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    from retrievers.base import NoRetrieval
-
     return NoRetrieval(source_name=source)
 
 
 def _langchain(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    from retrievers.adapters import LangChainSource
-
     target = params.pop("class", None)
     if not target or ":" not in str(target):
         raise ConfigError(f"source {source!r}: 'class' must be an import path like 'package.module:ClassName'")
@@ -65,14 +63,10 @@ def _langchain(source: str, params: dict[str, Any], context: BuildContext) -> Eo
 
 
 def _hybrid(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    from retrievers.hybrid import build_hybrid
-
     return build_hybrid(source, params, context)
 
 
 def _web(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    from retrievers.web.retriever import WebSearchRetriever
-
     return WebSearchRetriever(**params, source_name=source)
 
 

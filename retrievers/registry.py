@@ -16,6 +16,7 @@ from langchain_core.retrievers import BaseRetriever
 from eor.errors import ConfigError, RetrieverError
 from eor.registry import Registry
 from retrievers import notation
+from retrievers.adapters import LangChainSource
 from retrievers.base import EorRetriever
 from retrievers.builtin_sources import SOURCE_TYPES as BUILTIN_SOURCE_TYPES
 from retrievers.operator_type import operator_types
@@ -80,8 +81,6 @@ class SourcePool:
     def add(self, name: str, retriever: BaseRetriever) -> None:
         """Use an existing retriever object (eor's or any LangChain retriever) as the source `name`."""
         if not isinstance(retriever, EorRetriever):
-            from retrievers.adapters import LangChainSource
-
             retriever = LangChainSource(source_name=name, retriever=retriever)
         self._built[name] = retriever
         self.specs.setdefault(name, ("object", {}))

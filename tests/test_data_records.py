@@ -131,3 +131,22 @@ def test_typed_records_round_trip_every_shipped_record_unchanged():
     degraded = {**minimal, "id": "d", "degraded": ["B"], "degraded_reasons": {"B": "timed out"}}
     assert Record.from_dict(degraded, "test").degraded == {"B": "timed out"}
     assert list(Record.from_dict(degraded, "test").to_dict()) == list(degraded)
+
+
+def test_a_record_keeps_what_it_cannot_read():
+    """Fields of an unexpected shape are carried as they were, not dropped; failed members named without
+    reasons (an older writer) are still failed members."""
+    data = {
+        "id": "q",
+        "question": "?",
+        "answers": "not a list",
+        "members": {"A": {"answer": "x", "passages": [], "seconds": "slow", "tokens": [1]}},
+        "vote": "A",
+        "degraded": ["B"],
+    }
+    record = Record.from_dict(data, "test")
+    assert record.answers == [] and record.vote is None and record.degraded == {"B": "unknown"}
+    assert record.members["A"].seconds is None and record.members["A"].extra == {"seconds": "slow", "tokens": [1]}
+    written = record.to_dict()
+    assert written["answers"] == "not a list" and written["vote"] == "A" and written["degraded"] == ["B"]
+    assert written["members"]["A"] == {"answer": "x", "passages": [], "seconds": "slow", "tokens": [1]}

@@ -15,9 +15,9 @@ import pytest
 
 from eor.errors import ConfigError, RetrieverError
 from eor.retry import RetryPolicy, retry_after_seconds, send_with_retries
+from retrievers.web.backends import make_backend
 from retrievers.web.fetch import PageFetcher
 from retrievers.web.guard import UrlGuard
-from retrievers.web.search import make_backend
 
 FAST = {"attempts": 3, "base_delay": 0.01, "max_delay": 0.05}
 ONE_HIT = json.dumps({"organic": [{"link": "https://a.example/", "title": "A"}]}).encode()

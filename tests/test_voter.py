@@ -21,7 +21,7 @@ TENSOR = np.stack([SIM_A, SIM_B], axis=-1)[np.newaxis]
 
 def with_weights(metric, retriever, pooling="mean", grounding=None, **params) -> Voter:
     voter = Voter(metrics=("em", "f1"), pooling=pooling, **params)
-    voter._set_weights(Weights(np.array(metric, float), np.array(retriever, float), grounding, pooling))
+    voter.set_weights(Weights(np.array(metric, float), np.array(retriever, float), grounding, pooling))
     return voter
 
 

@@ -24,11 +24,12 @@ from eor.errors import ConfigError, MissingSecretError, RetrieverError
 from retrievers import operators
 from retrievers.builtin_sources import WEB
 from retrievers.registry import BuildContext, SourcePool, source_types
+from retrievers.web.backends import make_backend
 from retrievers.web.extract import html_to_text, main_text, page_title
 from retrievers.web.fetch import PageFetcher, PageFetchError
 from retrievers.web.guard import UrlGuard, UrlRefusedError
 from retrievers.web.retriever import WebSearchRetriever
-from retrievers.web.search import SearchHit, make_backend
+from retrievers.web.search import SearchHit
 from tests.webserver import ECHO_QUERY, LoopbackServer, page_server, searxng_server, serper_server
 
 KEY = "test-serper-key-7f3a9c2e51d04b8a"

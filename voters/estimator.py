@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Self
 
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils._param_validation import InvalidParameterError  # private, but what BaseEstimator validates with
 
 from eor.errors import ConfigError
 

@@ -135,12 +135,13 @@ class Voter(VoterEstimator):
         R as a voter, member `only` alone active (ω^r = max_weight, every other 0), so always chosen."""
         voter = cls(metrics=tuple(metrics), pooling=pooling, **params)
         voter._check_params()
-        voter._set_weights(uniform_weights(n_members, voter.get_params(), grounding_weight, only))
+        voter.set_weights(uniform_weights(n_members, voter.get_params(), grounding_weight, only))
         voter.train_score_ = None
         voter.dev_score_ = None
         return voter
 
-    def _set_weights(self, weights: Weights) -> None:
+    def set_weights(self, weights: Weights) -> None:
+        """Take `weights` as learned (what `fit`, `uniform` and a weights file do): the voter is fitted."""
         self.metric_weights_ = np.asarray(weights.metric, dtype=float)
         self.retriever_weights_ = np.asarray(weights.retriever, dtype=float)
         self.grounding_weight_ = weights.grounding
@@ -196,7 +197,7 @@ class Voter(VoterEstimator):
             raise InputError(f"{len(self.members)} member names but answers from {train.tensor.shape[1]} members")
         dev_data = dev if dev is None or isinstance(dev, VoteData) else VoteData(*dev)
         result = search(FitSettings.of(self.get_params()), train, dev_data, callback)
-        self._set_weights(result.weights)
+        self.set_weights(result.weights)
         self.train_score_ = result.train_score
         self.dev_score_ = result.dev_score
         self.best_start_ = result.start
@@ -227,7 +228,7 @@ class Voter(VoterEstimator):
         if not hasattr(self, "retriever_weights_"):
             raise NotFittedError(
                 "this Voter is not fitted: call fit(answers, golds) first, or build one with "
-                "Voter.uniform(n_members) or Voter.load(weights_path)"
+                "Voter.uniform(n_members) or voters.load_voter(weights_path)"
             )
 
     @property
@@ -244,9 +245,11 @@ class Voter(VoterEstimator):
             raise InputError(f"this voter was built for {self.n_members_} members, got a tensor of shape {shape}")
         if shape[3] != len(self.metric_weights_):
             raise InputError(f"tensor has {shape[3]} metrics, the voter uses {len(self.metric_weights_)}")
-        return self._scores(tensor, grounding)
+        return self.scores_for(tensor, grounding)
 
-    def _scores(self, tensor: np.ndarray, grounding: np.ndarray | None, index: list[int] | None = None) -> np.ndarray:
+    def scores_for(
+        self, tensor: np.ndarray, grounding: np.ndarray | None, index: list[int] | None = None
+    ) -> np.ndarray:
         """Eqs. 6-7 with the fitted weights, of the members at positions `index` (None: all)."""
         return decision_scores(
             tensor,
@@ -299,7 +302,7 @@ class Voter(VoterEstimator):
         index = None if members is None else self._positions(members)
         check_answers(answers, self.n_members_ if index is None else len(index))
         data = self._data(answers, None, passages, self.needs_passages)
-        return self._scores(data.tensor, data.grounding, index)
+        return self.scores_for(data.tensor, data.grounding, index)
 
     def _positions(self, members: Sequence[int]) -> list[int]:
         index = [int(m) for m in members]

@@ -49,7 +49,7 @@ def explain_row(voter: Voter, answers: Sequence[str], passages: Sequence[Passage
     active = weights > voter.member_threshold
     combined = scorer.combined(voter.metric_weights_)[0]
     pooled = scorer.pooled(voter.metric_weights_, active, voter.pooling_, float(voter.threshold))[0]
-    scores = voter._scores(tensor, grounding, index)[0]
+    scores = voter.scores_for(tensor, grounding, index)[0]
     rows = []
     for m in range(len(answers)):
         row = {
@@ -127,7 +127,7 @@ def from_document(
     if len(metric_weights) != len(voter.metrics) or pooling not in POOLINGS:
         raise ConfigError(f"weights file {source!r} is inconsistent: metric weights or pooling do not match")
     grounding = document.get("grounding_weight")
-    voter._set_weights(
+    voter.set_weights(
         Weights(
             np.array(metric_weights),
             np.array(retriever_weights)[order],

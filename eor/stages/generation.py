@@ -239,10 +239,10 @@ class GenerationStage:
                     step.seconds += completion.seconds
                 if bar is not None:
                     bar.update(len(part))
-        finally:
+        finally:  # what was generated is accounted for even when a later call fails
             if bar is not None:
                 bar.close()
-        self._account(step)
+            self._account(step)
         self._local.seconds = [done[prompt].seconds for prompt in prompts]
         return [done[prompt] for prompt in prompts]
 

@@ -14,12 +14,13 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from eor.errors import RetrieverError
 from retrievers.base import SourceRetriever
+from retrievers.web.backends import make_backend
 from retrievers.web.cache import WebCache
 from retrievers.web.extract import main_text, page_title
 from retrievers.web.fetch import DEFAULT_USER_AGENT, TEXT_TYPES, PageFetcher, PageFetchError, map_concurrently
 from retrievers.web.guard import UrlGuard, UrlRefusedError
 from retrievers.web.layout import first_words, page_chunks, page_head
-from retrievers.web.search import SearchBackend, SearchHit, make_backend
+from retrievers.web.search import SearchBackend, SearchHit
 
 logger = logging.getLogger(__name__)
 

@@ -6,13 +6,12 @@ name, endpoint, result count, options) and never its API key; the search cache i
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from eor.errors import ConfigError, MissingSecretError, RetrieverError
+from eor.errors import MissingSecretError, RetrieverError
 
 
 @dataclass(frozen=True)
@@ -42,40 +41,6 @@ class SearchBackend(Protocol):
 
 
 BackendFactory = Callable[..., SearchBackend]
-SEARCH_BACKENDS: dict[str, BackendFactory] = {}
-_BUILTIN_MODULES = ("retrievers.web.serper", "retrievers.web.searxng")
-
-
-def search_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
-    """Register a backend class or factory under `name` (the `backend:` of a web source)."""
-
-    def register(factory: BackendFactory) -> BackendFactory:
-        SEARCH_BACKENDS[name] = factory
-        return factory
-
-    return register
-
-
-def available_backends() -> list[str]:
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
-    return sorted(SEARCH_BACKENDS)
-
-
-def make_backend(name: str, **params: Any) -> SearchBackend:
-    """Build the backend registered as `name`; unknown names and parameters fail with the valid ones."""
-    names = available_backends()
-    if name not in SEARCH_BACKENDS:
-        raise ConfigError(f"unknown search backend {name!r}; available: {', '.join(names)}")
-    factory = SEARCH_BACKENDS[name]
-    valid = getattr(factory, "PARAMETERS", None)
-    if valid is not None:
-        unknown = sorted(set(params) - set(valid))
-        if unknown:
-            raise ConfigError(
-                f"search backend {name!r}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
-            )
-    return factory(**params)
 
 
 def secret_from_env(variable: str, backend: str) -> str:

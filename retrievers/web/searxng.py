@@ -7,12 +7,11 @@ from typing import Any
 
 from eor.errors import ConfigError
 from eor.retry import RetryPolicy, send_with_retries
-from retrievers.web.search import SearchHit, hits_from, json_response, request_failed, search_backend
+from retrievers.web.search import SearchHit, hits_from, json_response, request_failed
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8888"
 
 
-@search_backend("searxng")
 class SearxngBackend:
     """Results of a SearXNG instance; `options` adds query parameters such as `language`, `categories`."""
 

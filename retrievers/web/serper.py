@@ -12,14 +12,12 @@ from retrievers.web.search import (
     hits_from,
     json_response,
     request_failed,
-    search_backend,
     secret_from_env,
 )
 
 DEFAULT_BASE_URL = "https://google.serper.dev"
 
 
-@search_backend("serper")
 class SerperBackend:
     """Google results through Serper; `options` adds request fields such as `gl` (country), `hl` (language)."""
 

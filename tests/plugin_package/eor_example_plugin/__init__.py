@@ -99,9 +99,11 @@ class ShortestCandidate(Candidate):
     name = "shortest"
     voter_class = ShortestVoter
 
-    def fit(self, arrays: Any, rows: np.ndarray) -> ShortestCandidate:
-        self.estimator = ShortestVoter(arrays.data.names, metrics=self.settings.metrics)
-        return self
+    def template(self, arrays: Any) -> ShortestVoter:
+        return ShortestVoter(arrays.data.names, metrics=self.settings.metrics)
+
+    def fit_voter(self, voter: ShortestVoter, arrays: Any, rows: np.ndarray) -> ShortestVoter:
+        return voter  # it learns nothing
 
 
 class FirstTitleReader:
