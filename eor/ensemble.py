@@ -385,7 +385,7 @@ def explain_vote(voter: Any, pool: list[str], result: Result) -> dict[str, Any]:
 
     account = voter.explain_row(
         [result.members[name].answer for name in names],
-        [_texts(result.members[name]) for name in names],
+        [result.members[name].passage_texts for name in names],
         result.question,
         [pool.index(name) for name in names],
         **confidence_kwargs(voter, [result.members[name].confidence for name in names]),
@@ -589,10 +589,6 @@ def _no_member_left(item: Question, reasons: dict[str, str]) -> EorError:
     generation = all(reason.startswith("generation") for reason in reasons.values())
     cls = ReaderError if reasons and generation else RetrieverError
     return cls(f"every member failed on question {item.id}: {detail}")
-
-
-def _texts(output: MemberOutput) -> list[str]:
-    return [p["text"] for p in output.passages]
 
 
 def check_member_names(config: EnsembleConfig) -> None:

@@ -26,6 +26,11 @@ class MemberOutput:
     confidence: dict[str, Any] | None = None  # eor.confidence summary: mean/min token logprob, first margin, tokens
     extra: dict[str, Any] = field(default_factory=dict)  # fields of a record this eor does not know, kept
 
+    @property
+    def passage_texts(self) -> list[str]:
+        """The text of each of its passages, in order (what the vote reads)."""
+        return [passage["text"] for passage in self.passages]
+
     def record(self) -> dict[str, Any]:
         """The member's entry in a record (eor.records' format)."""
         record: dict[str, Any] = {"answer": self.answer, "passages": self.passages}

@@ -33,10 +33,7 @@ class Ballot:
 
 def ballots(outputs: Mapping[str, MemberOutput]) -> dict[str, Ballot]:
     """The ballots of a question's member outputs (what answered; a run's record or a fresh `Result`)."""
-    return {
-        name: Ballot(output.answer, [passage["text"] for passage in output.passages], output.confidence)
-        for name, output in outputs.items()
-    }
+    return {name: Ballot(output.answer, output.passage_texts, output.confidence) for name, output in outputs.items()}
 
 
 @dataclass(frozen=True)
