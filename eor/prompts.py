@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,10 @@ COMPRESSION = (
     "document: {document}\n\nsummary:"
 )
 PASSAGE = "{title}\n{text}"
+# A prompt variant's worked examples go first when its own templates do not place them: every prompt of the
+# variant then starts with the same text, which the reader keeps from one prompt to the next (prefix reuse).
+DEMONSTRATIONS_FIRST = "Answer each question with one or few words, as in these examples.\n\n{demonstrations}\n\n"
+MAX_DEMONSTRATIONS = 4
 
 
 @dataclass(frozen=True)
@@ -67,16 +72,61 @@ class PromptTemplates:
         """The words of the passages' document, as `answer_prompt` counts them (before any cut)."""
         return len(self.document(passages).split(" "))
 
+    def with_variant(self, name: str, variant: Any) -> PromptTemplates:
+        """These templates with the answer prompts of a prompt variant (`prompts.variants.NAME` of a config:
+        `reading`, `retrieval_free`, `demonstrations` and `demonstration`; see eor.config). `{demonstrations}`
+        is filled here, once: the worked examples are part of the template, so of the member's identity."""
+        examples = list(variant.demonstrations)
+        if len(examples) > MAX_DEMONSTRATIONS:
+            raise ConfigError(
+                f"prompts.variants.{name}: {len(examples)} demonstrations; at most {MAX_DEMONSTRATIONS} are allowed"
+            )
+        try:
+            shown = [variant.demonstration.format(question=e.question, answer=e.answer) for e in examples]
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(
+                f"prompts.variants.{name}.demonstration: {exc!r}; its placeholders are {{question}} and {{answer}}"
+            ) from None
+        block = "\n\n".join(shown).replace("{", "{{").replace("}", "}}")
 
-def templates_for(config: Any) -> PromptTemplates:
-    """The templates of an ensemble config (`prompts:` and `max_document_words`), the same for every user."""
+        def fill(template: str | None, own: str, key: str) -> str:
+            if template is None:
+                template = (DEMONSTRATIONS_FIRST if examples else "") + own
+            elif examples and "{demonstrations}" not in template:
+                raise ConfigError(f"prompts.variants.{name}.{key} has no {{demonstrations}} for its demonstrations")
+            filled = template.replace("{demonstrations}", block)
+            try:
+                filled.format(query="", document="")
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ConfigError(
+                    f"prompts.variants.{name}.{key}: {exc!r}; its placeholders are {{query}}, {{document}} and "
+                    "{demonstrations}"
+                ) from None
+            return filled
+
+        return dataclasses.replace(
+            self,
+            reading=fill(variant.reading, self.reading, "reading"),
+            retrieval_free=fill(variant.retrieval_free, self.retrieval_free, "retrieval_free"),
+        )
+
+
+def templates_for(config: Any, variant: str | None = None) -> PromptTemplates:
+    """The templates of an ensemble config (`prompts:` and `max_document_words`), the same for every user;
+    with `variant`, those of the members named `...:variant` (`prompts.variants`)."""
     p = config.prompts
     overrides = {
         key: value
         for key in ("retrieval_free", "reading", "parametric", "compression", "passage")
         if (value := getattr(p, key)) is not None
     }
-    return PromptTemplates.for_style(p.style, max_document_words=config.max_document_words, **overrides)
+    templates = PromptTemplates.for_style(p.style, max_document_words=config.max_document_words, **overrides)
+    if variant is None:
+        return templates
+    if variant not in p.variants:
+        known = ", ".join(sorted(p.variants)) or "none (add them under prompts.variants)"
+        raise ConfigError(f"unknown prompt variant {variant!r}; this config's variants: {known}")
+    return templates.with_variant(variant, p.variants[variant])
 
 
 _LEADING_LABEL = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:\-]\s*", re.IGNORECASE)

@@ -47,6 +47,14 @@ def records_file(path: str | Path) -> Path:
     return file
 
 
+def records_file_or_none(folder: str | Path) -> Path | None:
+    """The records file of a run folder, or None when it has none yet."""
+    try:
+        return records_file(folder)
+    except InputError:
+        return None
+
+
 def read_records(path: str | Path) -> list[Record]:
     """All complete records of a run folder or records file; a torn last line (an interrupted write)
     is ignored, any other malformed line is an error that names it."""
@@ -121,6 +129,25 @@ def pack_records(run: str | Path, out: str | Path) -> int:
     with atomic_file(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as handle:
         handle.write(("\n".join(lines) + "\n").encode("utf-8"))
     return len(records)
+
+
+def unpack_records(packed: str | Path, out: str | Path) -> int:
+    """A packed records file (`pack_records`) back into a run folder: `records.jsonl` (its lines as they are),
+    and the header's config and pool as `config.json` and `pool.json`, so that `eor run` can resume or grow
+    the records and checks what they were made with. Refuses a folder that already holds records."""
+    file = records_file(packed)
+    header = read_header(file)
+    if header is None or not isinstance(header.get("config"), dict) or not isinstance(header.get("pool"), dict):
+        raise InputError(f"{file} has no header with the config and pool of its records (see `eor records pack`)")
+    folder = Path(out)
+    if records_file_or_none(folder) is not None:
+        raise InputError(f"{folder} already holds records; unpack into a new folder")
+    lines = [line for line in _lines(file)[1:] if line.strip()]
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(folder / "config.json", json.dumps({**header["config"], "weights": None}, indent=2))
+    write_text_atomically(folder / "pool.json", json.dumps(header["pool"], indent=2) + "\n")
+    write_text_atomically(folder / RECORDS_FILE, "".join(line + "\n" for line in lines))
+    return len(lines)
 
 
 class RecordWriter:

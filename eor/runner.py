@@ -1,10 +1,17 @@
 """`eor run`: every member on every question of a file, in batches, appended to `records.jsonl`.
 
 The resolved config is saved beside the records; a re-run with the same folder skips the questions
-already done, and refuses a folder that holds a run of a different config. `generation.json` holds what the
-reader did in the latest invocation: prompts generated and read back, prompt tokens evaluated and reused,
-generated tokens, and the seconds of each phase; with the questions answered and the wall seconds they took
-(a pilot for eor.cost_model).
+already done. `generation.json` holds what the reader did in the latest invocation: prompts generated and
+read back, prompt tokens evaluated and reused, generated tokens, and the seconds of each phase; with the
+questions answered and the wall seconds they took (a pilot for eor.cost_model).
+
+Records grow: a config that names every member of the folder's run and more runs only the members a
+record lacks, on the questions already there, and adds their outputs; every recorded member's output stays
+as it was, byte for byte, and the vote is taken again over all of them. A config that changes anything
+behind a recorded member (eor.pool.member_identity: the corpus, the reader, the prompts, a source's
+parameters, an encoder) is refused, naming the member and the difference, and so is one that drops a
+recorded member. Grown records are rewritten atomically after every batch, so an interruption loses at
+most the batch in flight, and the next run picks up where it stopped.
 """
 
 from __future__ import annotations
@@ -16,15 +23,17 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from eor.atomic import write_text_atomically
 from eor.config import EnsembleConfig, from_dict, load_config
 from eor.correctness import score_answer
-from eor.data import load_questions
+from eor.data import Question, load_questions
 from eor.ensemble import Ensemble
 from eor.errors import ConfigError, EorError, InputError
 from eor.executor import LOCAL, Executor, RunJob
 from eor.generation_cache import CacheSetting, open_cache
-from eor.pool import POOL_FILE, pool_identity
-from eor.records import RecordWriter, read_records, replace_records
+from eor.pool import POOL_FILE, identity_differences, member_identity, pool_identity, read_pool_file
+from eor.readers import build_reader
+from eor.records import RecordWriter, iter_records, read_records, records_file_or_none, replace_records
 from eor.results import Record, Vote
 from eor.stages.generation import GenerationStats
 from eor.stages.voting import ballots
@@ -56,8 +65,20 @@ def run(
     size = config.batch_size if batch_size is None else batch_size
     if size < 1:
         raise InputError(f"--batch-size must be at least 1, got {size}")
-    _save_config(out, config, weights)
+    recorded = _recorded_run(out, config, weights)  # the config and pool the records were made with, if other
+    if recorded is None:
+        _save_config(out, config, weights)
     notes: list[str] = []
+    stats = GenerationStats()
+    ensemble = None
+    if recorded is not None:
+        reader = build_reader(config.reader)  # loads its model on first use: the check below fails fast
+        check_growth(recorded, config, pool_identity(config, reader))
+        ensemble = Ensemble.from_config(config, weights=weights, cache=cache, reader=reader)
+        _save_config(out, config, weights, replace=True)
+        before = dataclasses.replace(ensemble.generation.stats)
+        notes.append(grow_records(ensemble, out, size))
+        stats.add(ensemble.generation.stats.since(before))
     with RecordWriter(out) as writer:
         if writer.repaired_bytes:
             notes.append(
@@ -66,12 +87,10 @@ def run(
             )
         todo = [q for q in questions if q.id not in writer.done_ids]
         skipped = len(questions) - len(todo)
-        ensemble = None
-        if retry_failed or (todo and executor.answers_here):
+        if ensemble is None and (retry_failed or (todo and executor.answers_here)):
             ensemble = Ensemble.from_config(config, weights=weights, cache=cache)
         _save_pool(out, config, ensemble)
         answered = executor.answer(RunJob(config, weights, cache, todo, size, ensemble)) if todo else iter(())
-        stats = GenerationStats()
         started = time.perf_counter()
         with tqdm(total=len(questions), initial=skipped, desc="questions", unit="q") as progress:
             for records, used in answered:
@@ -89,7 +108,7 @@ def run(
     lines = [*notes, f"{len(records)} questions in {out / 'records.jsonl'} ({skipped} were already done)"]
     lines += exact_match_summary(records)
     lines += failed_summary(records)
-    if todo or retry_failed:
+    if todo or retry_failed or recorded is not None:
         store = ensemble.cache if ensemble is not None else open_cache(cache)
         lines.append(cache_summary(stats, None if store is None else store.where, executor))
         done = {"questions": len(todo), "wall_seconds": round(wall_seconds, 3)}  # eor.cost_model reads these
@@ -97,14 +116,132 @@ def run(
     return "\n".join(lines)
 
 
-def _save_config(out: Path, config: EnsembleConfig, weights: str | None) -> None:
-    """The run's resolved config in `out`; a folder that holds a run of another config is refused."""
-    resolved = {**config.to_dict(), "weights": str(Path(weights).resolve()) if weights else None}
+def _resolved(config: EnsembleConfig, weights: str | None) -> dict[str, Any]:
+    return {**config.to_dict(), "weights": str(Path(weights).resolve()) if weights else None}
+
+
+def _save_config(out: Path, config: EnsembleConfig, weights: str | None, *, replace: bool = False) -> None:
+    """The run's resolved config in `out`; a folder that holds a run of another config is refused (unless
+    `replace`: records that grew by the config's new members)."""
+    resolved = _resolved(config, weights)
     out.mkdir(parents=True, exist_ok=True)
     saved = out / CONFIG_FILE
-    if saved.exists() and not same_run_config(json.loads(saved.read_text()), resolved):
+    if not replace and saved.exists() and not same_run_config(json.loads(saved.read_text()), resolved):
         raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
-    saved.write_text(json.dumps(resolved, indent=2))
+    write_text_atomically(saved, json.dumps(resolved, indent=2))
+
+
+@dataclasses.dataclass
+class RecordedRun:
+    """What a run folder's records were made with: its config (as saved) and its pool's identity."""
+
+    config: EnsembleConfig
+    pool: dict[str, Any]
+
+
+def _recorded_run(out: Path, config: EnsembleConfig, weights: str | None) -> RecordedRun | None:
+    """The folder's recorded run when this config differs from it (records that may grow), else None (a new
+    folder, or a resumed run of the same config). Records without the config and pool they were made with
+    cannot grow: nothing would show that their members are this config's."""
+    saved = out / CONFIG_FILE
+    if not saved.exists():
+        present = records_file_or_none(out)
+        members = set(config.members)
+        if present is not None and any(set(r.members) | set(r.degraded) != members for r in iter_records(present)):
+            raise InputError(
+                f"{out} holds records of other members and no {CONFIG_FILE}: unpack packed records with "
+                f"`eor records unpack FILE --out {out}`, which keeps the config and pool they were made with"
+            )
+        return None
+    try:
+        data = json.loads(saved.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{saved} is not valid JSON: {exc}") from None
+    if same_run_config(data, _resolved(config, weights)):
+        return None
+    data = dict(data) if isinstance(data, dict) else {}
+    data.pop("weights", None)
+    try:
+        recorded = from_dict(EnsembleConfig, data, str(saved))
+    except ConfigError as exc:
+        raise InputError(f"{out} holds a run of a config this eor cannot read ({exc}); choose another --out") from None
+    pool = read_pool_file(out)
+    if pool is None:
+        raise InputError(f"{out} has no {POOL_FILE}: the identity of its records' pool is unknown, so they cannot grow")
+    return RecordedRun(recorded, pool)
+
+
+def check_growth(recorded: RecordedRun, config: EnsembleConfig, pool: dict[str, Any]) -> None:
+    """InputError unless `config` keeps every recorded member as it was made (eor.pool.member_identity)."""
+    dropped = [name for name in recorded.config.members if name not in config.members]
+    if dropped:
+        raise InputError(
+            f"the records hold member(s) {', '.join(dropped)} that this config lacks: records grow by members, "
+            "so name every recorded member in the config (and choose a pool from the records with --members)"
+        )
+    for name in recorded.config.members:
+        found = identity_differences(
+            member_identity(recorded.config, name, recorded.pool), member_identity(config, name, pool)
+        )
+        if found:
+            raise InputError(
+                f"member {name} of the records was made differently from this config's: {'; '.join(found)}. "
+                "Records grow only by new members over the same corpus, reader, prompts and sources: run this "
+                "config into another --out"
+            )
+
+
+def grow_records(ensemble: Any, out: Path, batch_size: int) -> str:
+    """Answer, on every recorded question, only the ensemble's members its record lacks (neither answered nor
+    failed), `batch_size` questions at a time; merge them into the record in the ensemble's order, vote again
+    over all of its members and rewrite the records atomically after each batch."""
+    from tqdm.auto import tqdm
+
+    records = read_records(out)
+    lacking: dict[tuple[str, ...], list[Record]] = defaultdict(list)
+    for record in records:
+        missing = tuple(name for name in ensemble.members if name not in record.members and name not in record.degraded)
+        if missing:
+            lacking[missing].append(record)
+    count = sum(len(group) for group in lacking.values())
+    if not count:
+        return f"the records hold every member of the config ({len(records)} questions)"
+    added = 0
+    with tqdm(total=count, desc="growing records", unit="q") as progress:
+        for missing, group in lacking.items():
+            for start in range(0, len(group), batch_size):
+                batch = group[start : start + batch_size]
+                for record, result in zip(batch, _answer_missing(ensemble, batch, list(missing)), strict=True):
+                    added += len(result.members) if result is not None else 0
+                    _merge(ensemble, record, result, missing)
+                replace_records(out, records)
+                progress.update(len(batch))
+    new = sorted({name for missing in lacking for name in missing}, key=ensemble.members.index)
+    return f"grew {count} records by {len(new)} member(s) ({', '.join(new)}): {added} member answers added"
+
+
+def _answer_missing(ensemble: Any, batch: list[Record], missing: list[str]) -> list[Any]:
+    """The results of the missing members on a batch of records' questions; question by question when every
+    missing member failed on one of them (None for that question)."""
+    questions = [Question(record.id, record.question, record.answers) for record in batch]
+    try:
+        return ensemble.answer_batch(questions, members=missing, lazy=False)
+    except EorError:
+        if len(batch) == 1:
+            return [None]
+    return [_answer_missing(ensemble, [record], missing)[0] for record in batch]
+
+
+def _merge(ensemble: Any, record: Record, result: Any, missing: tuple[str, ...]) -> None:
+    """The new members' outputs (or failures) into `record`, in the ensemble's order, and the vote again."""
+    if result is None:
+        record.degraded.update({name: "every new member failed on this question" for name in missing})
+        return
+    members = {**record.members, **result.members}
+    record.members = {name: members[name] for name in ensemble.members if name in members}
+    record.degraded.update(result.degraded)
+    decision = ensemble.voting.vote([ballots(record.members)], [record.question])[0]
+    record.vote = Vote(decision.member, record.members[decision.member].answer, decision.scores)
 
 
 def _save_pool(out: Path, config: EnsembleConfig, ensemble: Any) -> None:

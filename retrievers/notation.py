@@ -4,16 +4,26 @@ A retriever name such as ``SE@RR@5&Wiki@5@CP`` describes a tree of knowledge-pro
 sources.  This module only turns names into trees of frozen dataclasses and back; it builds no retrievers and
 does not check source names against a registry (the builder does both).
 
-Grammar (``@RR`` > ``@k`` > ``&`` > ``@CP``: rerank first, then top-k, then concatenation, then compression)::
+Grammar (``@RR`` > ``@k`` > ``&`` > ``@CP``: rerank first, then top-k, then concatenation, then compression;
+eor adds ``#r`` beside ``@k``, ``+`` between ``@k`` and ``&``, and a member's ``:VARIANT`` after everything)::
 
-    name    := expr                                  surrounding whitespace is stripped
+    name    := expr [ ":" VARIANT ]                  surrounding whitespace is stripped
     expr    := concat [ "@CP" ]                      @CP compresses the whole concatenation before it
-    concat  := operand { "&" operand }
-    operand := primary { "@" OP } [ "@" K ]          word operators first, then top-k; each at most once
+    concat  := fusion { "&" fusion }
+    fusion  := operand { "+" operand }               reciprocal rank fusion of the operands' ranked lists
+    operand := primary { "@" OP } [ "@" K | "#" R ]  word operators first, then top-k or one rank; each once
     primary := SOURCE | "(" expr ")"                 parentheses group, to build trees the flat form cannot
     OP      := "RR" | WORD                           @RR, or an operator added by `register_operator`
     SOURCE  := [A-Za-z] [A-Za-z0-9_.-]*              ASCII only; case-sensitive
     K       := [1-9] [0-9]*                          a positive integer without leading zeros
+    R       := K, at least 2                         ``Wiki#2``: Wiki's 2nd passage alone (``#1`` is ``@1``)
+    VARIANT := [A-Za-z] [A-Za-z0-9_-]*               the answer prompt's variant (eor.prompts), not retrieval
+
+``#r`` (`Pick`) gives the reader one passage other than the first, so it sees each strong passage on its own.
+``+`` (`Fuse`) merges ranked lists by reciprocal rank fusion (Cormack, Clarke and Büttcher 2009): ``(Wiki+
+BM25)@1`` is the passage the two rankings agree on best. ``:VARIANT`` (`Prompted`, only at the root) names
+how the evidence reaches the reader: ``Wiki@1:fewshot`` retrieves as ``Wiki@1`` and answers under the
+config's prompt variant ``fewshot``.
 
 Operators added through `retrievers.operator_type` (a package's `@DEDUP`, say) bind like ``@RR``: they
 apply, in the order written, to the operand right before them, so ``BM25@DEDUP@5`` is
@@ -55,11 +65,16 @@ __all__ = [
     "Apply",
     "Compress",
     "Concat",
+    "Fuse",
     "Node",
     "NotationError",
+    "Pick",
+    "Prompted",
     "Rerank",
     "Source",
     "TopK",
+    "retrieval_tree",
+    "variant_of",
     "canonical_name",
     "children",
     "concat",
@@ -79,6 +94,7 @@ _LETTERS = frozenset(string.ascii_letters)
 _DIGITS = frozenset(string.digits)
 _NAME_CHARS = _LETTERS | _DIGITS | frozenset("_.-")
 _OPERATOR_CHARS = _LETTERS | _DIGITS
+_VARIANT_CHARS = _LETTERS | _DIGITS | frozenset("_-")
 
 
 def _is_operator_word(word: object) -> bool:
@@ -92,6 +108,10 @@ def _is_operator_word(word: object) -> bool:
 
 def _is_source_name(name: object) -> bool:
     return isinstance(name, str) and name != "" and name[0] in _LETTERS and all(ch in _NAME_CHARS for ch in name)
+
+
+def _is_variant(name: object) -> bool:
+    return isinstance(name, str) and name != "" and name[0] in _LETTERS and all(ch in _VARIANT_CHARS for ch in name)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -111,6 +131,22 @@ class _NodeBase:
 def _check_child(owner: str, child: object) -> None:
     if not isinstance(child, _NodeBase):
         raise RetrieverError(f"{owner} needs a retriever tree node as child, got {type(child).__name__}")
+    if isinstance(child, Prompted):
+        raise RetrieverError(f"{owner} cannot hold a prompt variant: ':{child.variant}' ends a member's name")
+
+
+def _check_children(owner: str, node: Concat | Fuse) -> None:
+    """A flat tuple of at least two children, none of `owner`'s own kind (see `concat` and `fuse`)."""
+    if not isinstance(node.children, tuple):
+        if isinstance(node.children, str | bytes) or not isinstance(node.children, Iterable):
+            raise RetrieverError(f"{owner} needs a tuple of children, got {type(node.children).__name__}")
+        object.__setattr__(node, "children", tuple(node.children))
+    if len(node.children) < 2:
+        raise RetrieverError(f"{owner} needs at least 2 children, got {len(node.children)}")
+    for child in node.children:
+        _check_child(owner, child)
+        if isinstance(child, type(node)):
+            raise RetrieverError(f"{owner} children must not be {owner} nodes: flatten them (see {owner.lower()}())")
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,16 +213,34 @@ class Concat(_NodeBase):
     children: tuple[Node, ...]
 
     def __post_init__(self) -> None:
-        if not isinstance(self.children, tuple):
-            if isinstance(self.children, str | bytes) or not isinstance(self.children, Iterable):
-                raise RetrieverError(f"Concat needs a tuple of children, got {type(self.children).__name__}")
-            object.__setattr__(self, "children", tuple(self.children))
-        if len(self.children) < 2:
-            raise RetrieverError(f"Concat needs at least 2 children, got {len(self.children)}")
-        for child in self.children:
-            _check_child("Concat", child)
-            if isinstance(child, Concat):
-                raise RetrieverError("Concat children must not be Concat nodes: flatten them (see concat())")
+        _check_children("Concat", self)
+
+
+@dataclass(frozen=True, slots=True)
+class Fuse(_NodeBase):
+    """``+``: one ranked list from two or more, by reciprocal rank fusion (retrievers.operators.Fuse).
+
+    Kept flat like `Concat` (use `fuse` to build one from any nodes)."""
+
+    children: tuple[Node, ...]
+
+    def __post_init__(self) -> None:
+        _check_children("Fuse", self)
+
+
+@dataclass(frozen=True, slots=True)
+class Pick(_NodeBase):
+    """``#r``: the child's r-th passage alone (r ≥ 2; the first alone is ``@1``)."""
+
+    child: Node
+    rank: int
+
+    def __post_init__(self) -> None:
+        _check_child("Pick", self.child)
+        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 2:
+            raise RetrieverError(f"Pick needs a rank of at least 2 (the first passage alone is @1), got {self.rank!r}")
+        if self.rank >= 10**MAX_K_DIGITS:
+            raise RetrieverError(f"Pick rank={self.rank} has more than {MAX_K_DIGITS} digits")
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +253,24 @@ class Compress(_NodeBase):
         _check_child("Compress", self.child)
 
 
-Node: TypeAlias = Source | Rerank | Apply | TopK | Concat | Compress
+@dataclass(frozen=True, slots=True)
+class Prompted(_NodeBase):
+    """``:VARIANT``: a member whose evidence (the child's passages) reaches the reader under the answer-prompt
+    variant `variant` (eor.prompts). Only ever the root of a tree: retrieval is the child's alone."""
+
+    child: Node
+    variant: str
+
+    def __post_init__(self) -> None:
+        _check_child("Prompted", self.child)
+        if not _is_variant(self.variant):
+            raise RetrieverError(
+                f"invalid prompt variant {self.variant!r}: it must start with an ASCII letter followed by letters, "
+                "digits, '_' or '-'"
+            )
+
+
+Node: TypeAlias = Source | Rerank | Apply | TopK | Pick | Fuse | Concat | Compress | Prompted
 """Any node of a retriever tree."""
 
 
@@ -216,13 +287,33 @@ def concat(*nodes: Node) -> Node:
     return flat[0] if len(flat) == 1 else Concat(tuple(flat))
 
 
+def fuse(*nodes: Node) -> Node:
+    """Fuse nodes' rankings, flattening nested `Fuse` nodes; a single node is returned unchanged."""
+    flat: list[Node] = []
+    for node in nodes:
+        flat.extend(node.children if isinstance(node, Fuse) else (node,))
+    if not flat:
+        raise RetrieverError("fuse() needs at least one node")
+    return flat[0] if len(flat) == 1 else Fuse(tuple(flat))
+
+
 def children(node: Node) -> tuple[Node, ...]:
     """The direct children of ``node`` (empty for a `Source`)."""
     if isinstance(node, Source):
         return ()
-    if isinstance(node, Concat):
+    if isinstance(node, Concat | Fuse):
         return node.children
     return (node.child,)
+
+
+def retrieval_tree(node: Node) -> Node:
+    """The tree that retrieves a member's passages: `node` without its prompt variant."""
+    return node.child if isinstance(node, Prompted) else node
+
+
+def variant_of(node: Node) -> str | None:
+    """The member's answer-prompt variant (``Wiki@1:fewshot`` -> ``fewshot``), or None for the default prompt."""
+    return node.variant if isinstance(node, Prompted) else None
 
 
 def walk(node: Node) -> Iterator[Node]:
@@ -255,15 +346,26 @@ def to_name(node: Node) -> str:
             inner = to_name(node.child) if words is not None and word not in words else f"({to_name(node.child)})"
             return f"{inner}@{word}"
         case TopK(child=child, k=k):
-            # @k may follow a primary or word operators.
-            inner = to_name(child) if isinstance(child, Source | Rerank | Apply) else f"({to_name(child)})"
-            return f"{inner}@{k}"
+            # @k (and #r) may follow a primary or word operators.
+            return f"{_selected(child)}@{k}"
+        case Pick(child=child, rank=rank):
+            return f"{_selected(child)}#{rank}"
+        case Fuse(children=parts):
+            # Operands print as they are; a concatenation or compression must be grouped (+ binds tighter).
+            return "+".join(f"({to_name(p)})" if isinstance(p, Concat | Compress) else to_name(p) for p in parts)
         case Concat(children=parts):
-            # Operands are Source/Rerank/TopK as they are; a Compress must be grouped (@CP ends a concat).
+            # Operands and fusions print as they are; a Compress must be grouped (@CP ends a concat).
             return "&".join(f"({to_name(p)})" if isinstance(p, Compress) else to_name(p) for p in parts)
         case Compress(child=child):
             return (f"({to_name(child)})" if isinstance(child, Compress) else to_name(child)) + "@CP"
+        case Prompted(child=child, variant=variant):
+            return f"{to_name(child)}:{variant}"
     raise RetrieverError(f"to_name needs a retriever tree node, got {type(node).__name__}")
+
+
+def _selected(child: Node) -> str:
+    """`child` as the operand of ``@k`` or ``#r``: grouped unless it is a primary with word operators."""
+    return to_name(child) if isinstance(child, Source | Rerank | Apply) else f"({to_name(child)})"
 
 
 def _word(node: Rerank | Apply) -> str:
@@ -408,17 +510,40 @@ class _Parser:
         if self.start == self.end:
             self.fail(0, "the name is empty")
         node = self.expr()
+        if self.peek() == ":":
+            node = self.variant(node)
         if self.pos < self.end:
             if self.peek() == ")":
                 self.fail(self.pos, "unmatched ')'")
             self.unexpected(self.follow_set(top=True))
         return node
 
+    def variant(self, node: Node) -> Node:
+        """``:VARIANT`` after the whole member (the parser is at the ':')."""
+        colon = self.pos
+        self.pos += 1
+        begin = self.pos
+        while self.pos < self.end and self.text[self.pos] in _VARIANT_CHARS:
+            self.pos += 1
+        word = self.text[begin : self.pos]
+        if not _is_variant(word):
+            self.pos = begin
+            if word:
+                self.fail(begin, f"prompt variants start with a letter, got {word[0]!r}")
+            self.unexpected("a prompt variant's name after ':'")
+        if self.pos < self.end:
+            self.fail(
+                self.pos,
+                f"nothing may follow the prompt variant ':{word}' (it ends the member's name)",
+                f"put ':{word}' at the end: '{self.text[self.start : colon]}{self.text[self.pos : self.end]}:{word}'",
+            )
+        return Prompted(node, word)
+
     def follow_set(self, *, top: bool) -> str:
-        closing = "the end of the name" if top else "')'"
+        closing = "':' (a prompt variant) or the end of the name" if top else "')'"
         if self.after_cp:
             return closing
-        return f"'@', '&' or {closing}"
+        return f"'@', '#', '+', '&'{',' if top else ''} or {closing}"
 
     def expr(self) -> Node:
         expr_start = self.pos
@@ -455,11 +580,18 @@ class _Parser:
         return node
 
     def concat(self) -> Node:
-        parts = [self.operand()]
+        parts = [self.fusion()]
         while self.peek() == "&":
             self.pos += 1
-            parts.append(self.operand())
+            parts.append(self.fusion())
         return concat(*parts)
+
+    def fusion(self) -> Node:
+        parts = [self.operand()]
+        while self.peek() == "+":
+            self.pos += 1
+            parts.append(self.operand())
+        return fuse(*parts)
 
     def operand(self) -> Node:
         operand_start = self.pos
@@ -495,7 +627,40 @@ class _Parser:
                 applied.add(op)
                 node = Rerank(node) if op == "RR" else Apply(node, op)
             self.pos = self.op_end
+        if self.peek() == "#":
+            node = self.pick(node, operand_start, topk_text)
         return node
+
+    def pick(self, node: Node, operand_start: int, topk_text: str) -> Node:
+        """``#r`` at the end of an operand (the parser is at the '#')."""
+        hash_at = self.pos
+        if topk_text:
+            self.fail(
+                hash_at,
+                f"'#' after '{topk_text}': an operand keeps its top k or one rank, not both",
+                f"use parentheses to pick from the top k: '{self.regrouped(operand_start, hash_at)}'",
+            )
+        i = hash_at + 1
+        while i < self.end and self.text[i] in _DIGITS:
+            i += 1
+        digits = self.text[hash_at + 1 : i]
+        if not digits:
+            self.pos = hash_at + 1
+            self.unexpected("a rank (2, 3, ...) after '#'")
+        if digits[0] == "0":
+            self.fail(hash_at + 1, f"a rank must be a positive integer without leading zeros, got '#{digits}'")
+        if len(digits) > MAX_K_DIGITS:
+            self.fail(hash_at + 1, f"rank in '#{digits[:8]}...' has more than {MAX_K_DIGITS} digits")
+        if digits == "1":
+            self.fail(hash_at, "'#1' is the first passage alone, which is '@1'", "write '@1'")
+        self.pos = i
+        if self.peek() in ("@", "#") and not self.text.startswith("@CP", self.pos):
+            self.fail(
+                self.pos,
+                f"nothing but '@CP', '+', '&' or ':' may follow '#{digits}' in its operand",
+                f"use parentheses to go on from the picked passage: '{self.regrouped(operand_start, self.pos)}'",
+            )
+        return Pick(node, int(digits))
 
     def primary(self) -> Node:
         ch = self.peek()
@@ -527,7 +692,8 @@ class _Parser:
 
 
 def parse(name: str) -> Node:
-    """Parse a retriever name into a tree; raise `NotationError` pointing at the problem if malformed."""
+    """Parse a member's name into its tree (`Prompted` at the root when it names a prompt variant); raise
+    `NotationError` pointing at the problem if malformed."""
     if not isinstance(name, str):
         raise NotationError(repr(name), 0, f"a retriever name must be a string, got {type(name).__name__}")
     return _Parser(name).parse()

@@ -1,10 +1,12 @@
 """The operators of the paper's notation over retriever trees: `@k` top-k, `&` concatenation,
-`@RR` reranking by a bi-encoder (or a cross-encoder) and `@CP` compression by the reader; `Applied`, the
-base of operators that other code adds (retrievers.operator_type)."""
+`@RR` reranking by a bi-encoder (or a cross-encoder) and `@CP` compression by the reader; eor's `#r` (one
+passage of a ranked list alone) and `+` (reciprocal rank fusion); `Applied`, the base of operators that other
+code adds (retrievers.operator_type)."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -44,6 +46,62 @@ class TopK(EorRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
         return await run_in_executor(None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(), k=k)
+
+
+class Pick(EorRetriever):
+    """`child#r`: the child's r-th passage alone (none when it retrieved fewer than r)."""
+
+    child: EorRetriever
+    rank: int
+
+    def to_node(self) -> notation.Node:
+        return notation.Pick(self.child.to_node(), self.rank)
+
+    def _batch_relevant_documents(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
+        return [
+            documents[self.rank - 1 : self.rank] for documents in self.child.batch(queries, child_configs(run_managers))
+        ]
+
+
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack, Clarke and Büttcher 2009)
+
+
+class Fuse(EorRetriever):
+    """`a+b+...`: reciprocal rank fusion (Cormack, Clarke and Büttcher 2009) of the children's ranked lists.
+
+    A passage's score is the sum over the lists that hold it of 1 / (k + rank), ranks from 1; a passage is
+    known by its `id`, and keeps its text and title from the first list that holds it. Ties keep the order
+    of first appearance (list by list, rank by rank), so the fusion is deterministic."""
+
+    children: list[EorRetriever]
+    k: int = RRF_K
+
+    def to_node(self) -> notation.Node:
+        return notation.Fuse(tuple(child.to_node() for child in self.children))
+
+    def _batch_relevant_documents(
+        self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
+    ) -> list[list[Document]]:
+        per_child = [child.batch(queries, child_configs(run_managers)) for child in self.children]
+        return [reciprocal_rank_fusion(lists, self.k) for lists in zip(*per_child, strict=True)]
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Document]], k: int = RRF_K) -> list[Document]:
+    """One ranking of the passages of `rankings`, by the sum of 1 / (k + rank) over the rankings that hold each
+    (`Fuse`); the fused score is the passage's `score`."""
+    scores: dict[str, float] = {}
+    first: dict[str, Document] = {}
+    for ranking in rankings:
+        for rank, document in enumerate(ranking, start=1):
+            key = str(document.metadata.get("id", document.page_content))
+            if key not in first:
+                first[key] = document
+                scores[key] = 0.0
+            scores[key] += 1.0 / (k + rank)
+    order = sorted(first, key=lambda key: -scores[key])  # stable: ties keep their first appearance
+    return [_with_score(first[key], scores[key]) for key in order]
 
 
 class Concat(EorRetriever):

@@ -126,6 +126,12 @@ class SourcePool:
                 return self.source(name)
             case notation.TopK(child=child, k=k):
                 return operators.TopK(child=self._build(child), k=k)
+            case notation.Pick(child=child, rank=rank):
+                return operators.Pick(child=self._build(child), rank=rank)
+            case notation.Fuse(children=children):
+                return operators.Fuse(children=[self._build(child) for child in children], k=self.context.rrf_k)
+            case notation.Prompted(child=child):  # the variant is the answer prompt's, not retrieval's
+                return self._build(child)
             case notation.Concat(children=children):
                 return operators.Concat(children=[self._build(child) for child in children])
             case notation.Rerank(child=child):

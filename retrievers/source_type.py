@@ -32,6 +32,7 @@ class BuildContext:
     encoder: str = "minilm-l6"
     parametric_max_tokens: int = 256
     compression_max_tokens: int = 300
+    rrf_k: int = 60
     lookup: Callable[[str], EorRetriever] | None = None
 
 

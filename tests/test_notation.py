@@ -15,17 +15,23 @@ from retrievers.notation import (
     Apply,
     Compress,
     Concat,
+    Fuse,
     Node,
     NotationError,
+    Pick,
+    Prompted,
     Rerank,
     Source,
     TopK,
     canonical_name,
     children,
     concat,
+    fuse,
     parse,
+    retrieval_tree,
     sources,
     to_name,
+    variant_of,
     walk,
 )
 from retrievers.operator_type import OperatorType, register_operator, unregister_operator
@@ -116,6 +122,63 @@ def test_non_canonical_spellings(name: str, canonical: str) -> None:
     assert parse(name) == parse(canonical)
 
 
+EORS_OWN: dict[str, Node] = {
+    "Wiki#2": Pick(WIKI, 2),
+    "BM25@RR#3": Pick(Rerank(BM25), 3),
+    "(Wiki@5)#2": Pick(TopK(WIKI, 5), 2),
+    "(Wiki+BM25)@1": TopK(Fuse((WIKI, BM25)), 1),
+    "(Wiki+BM25+SE)#2": Pick(Fuse((WIKI, BM25, SE)), 2),
+    "Wiki+BM25@3&PK": Concat((Fuse((WIKI, TopK(BM25, 3))), PK)),
+    "(Wiki&BM25)+PK": Fuse((Concat((WIKI, BM25)), PK)),
+    "Wiki+BM25@CP": Compress(Fuse((WIKI, BM25))),
+    "Wiki#2@CP": Compress(Pick(WIKI, 2)),
+    "Wiki@1:fewshot": Prompted(TopK(WIKI, 1), "fewshot"),
+    "(Wiki+BM25)@1:q-first_2": Prompted(TopK(Fuse((WIKI, BM25)), 1), "q-first_2"),
+    "Wiki@3@CP:fs": Prompted(Compress(TopK(WIKI, 3)), "fs"),
+    "ReFree:fs": Prompted(Source("ReFree"), "fs"),
+}
+
+
+@pytest.mark.parametrize("name", list(EORS_OWN))
+def test_eors_own_operators_parse_and_round_trip(name: str) -> None:
+    """`#r` (one passage alone), `+` (reciprocal rank fusion) and `:VARIANT` (the answer prompt's variant)."""
+    assert parse(name) == EORS_OWN[name]
+    assert to_name(EORS_OWN[name]) == name
+
+
+def test_fusion_binds_between_topk_and_concat() -> None:
+    assert parse("Wiki@1+BM25@1&PK@1") == Concat((Fuse((TopK(WIKI, 1), TopK(BM25, 1))), TopK(PK, 1)))
+    assert parse("((Wiki+BM25)+SE)@2") == TopK(Fuse((WIKI, BM25, SE)), 2)  # flattened like &
+    assert canonical_name("((Wiki+BM25))@1") == "(Wiki+BM25)@1"
+
+
+def test_a_variant_is_the_members_not_retrievals() -> None:
+    tree = parse("(Wiki+BM25)@1:fewshot")
+    assert variant_of(tree) == "fewshot" and variant_of(parse("Wiki@1")) is None
+    assert retrieval_tree(tree) == parse("(Wiki+BM25)@1")
+    assert sources(tree) == {"Wiki", "BM25"}
+    with pytest.raises(RetrieverError, match="cannot hold a prompt variant"):
+        TopK(Prompted(WIKI, "fs"), 1)
+    with pytest.raises(RetrieverError, match="cannot hold a prompt variant"):
+        Concat((Prompted(WIKI, "fs"), BM25))
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Pick(WIKI, 1), "at least 2"),
+        (lambda: Pick(WIKI, True), "at least 2"),
+        (lambda: Fuse((WIKI,)), "at least 2"),
+        (lambda: Fuse((Fuse((WIKI, BM25)), SE)), "flatten"),
+        (lambda: Prompted(WIKI, "1x"), "invalid prompt variant"),
+        (lambda: Prompted(WIKI, "a:b"), "invalid prompt variant"),
+    ],
+)
+def test_new_nodes_validate(make, message: str) -> None:
+    with pytest.raises(RetrieverError, match=message):
+        make()
+
+
 def test_concat_is_flattened() -> None:
     assert parse("(A&B)&C&(D&E)") == Concat((Source("A"), Source("B"), Source("C"), Source("D"), Source("E")))
 
@@ -167,7 +230,17 @@ MALFORMED: list[tuple[str, int, str]] = [
     ("SE@5 & Wiki", 4, "whitespace"),
     ("  SE @5", 4, "whitespace"),
     ("SE\t@5", 2, "whitespace"),
-    ("SE#", 2, "unexpected '#'"),
+    ("SE#", 3, "expected a rank (2, 3, ...) after '#'"),
+    ("SE#1", 2, "'#1' is the first passage alone"),
+    ("SE@3#2", 4, "an operand keeps its top k or one rank"),
+    ("SE#2@RR", 4, "nothing but '@CP'"),
+    ("SE#02", 3, "without leading zeros"),
+    ("SE+", 3, "expected a source name"),
+    ("SE:", 3, "a prompt variant's name"),
+    ("SE:1a", 3, "prompt variants start with a letter"),
+    ("SE:a@1", 4, "nothing may follow the prompt variant"),
+    ("(SE:a)", 3, "unexpected ':'"),
+    ("SE@CP+PK", 5, "unexpected '+'"),
     ("Wikipédia", 5, "unexpected 'é'"),
     ("(PK@CP Wiki)", 6, "whitespace"),
     ("(PK@CP&Wiki)", 6, "'&' cannot follow '@CP'"),
@@ -328,7 +401,7 @@ def test_sources() -> None:
 
 # --- Fuzzing --------------------------------------------------------------------------------------------
 
-NOTATION_ALPHABET = "SEWikPBM25@RC&()0123456789 "
+NOTATION_ALPHABET = "SEWikPBM25@RC&()0123456789 #+:f"
 
 
 def _check_text(text: str) -> None:
@@ -356,7 +429,27 @@ def test_fuzz_notation_alphabet(text: str) -> None:
     _check_text(text)
 
 
-_TOKENS = ["SE", "Wiki", "PK", "BM25", "@RR", "@CP", "@5", "@10", "@0", "@", "&", "(", ")", " "]
+_TOKENS = [
+    "SE",
+    "Wiki",
+    "PK",
+    "BM25",
+    "@RR",
+    "@CP",
+    "@5",
+    "@10",
+    "@0",
+    "@",
+    "&",
+    "(",
+    ")",
+    " ",
+    "#2",
+    "#",
+    "+",
+    ":fs",
+    ":",
+]
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -373,12 +466,16 @@ def _extend(inner: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
     return st.one_of(
         st.builds(Rerank, inner),
         st.builds(TopK, inner, st.integers(min_value=1, max_value=10**6)),
+        st.builds(Pick, inner, st.integers(min_value=2, max_value=10**6)),
         st.builds(Compress, inner),
         st.lists(inner, min_size=2, max_size=4).map(lambda parts: concat(*parts)),
+        st.lists(inner, min_size=2, max_size=4).map(lambda parts: fuse(*parts)),
     )
 
 
-trees: st.SearchStrategy[Node] = st.recursive(st.builds(Source, _source_names), _extend, max_leaves=12)
+_variants = st.from_regex(r"[A-Za-z][A-Za-z0-9_\-]{0,6}", fullmatch=True)
+retrieval_trees: st.SearchStrategy[Node] = st.recursive(st.builds(Source, _source_names), _extend, max_leaves=12)
+trees: st.SearchStrategy[Node] = st.one_of(retrieval_trees, st.builds(Prompted, retrieval_trees, _variants))
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
