@@ -765,6 +765,57 @@ def _add_records(commands: Commands) -> None:
     unpack.set_defaults(handler=cmd_records_unpack)
 
 
+def cmd_design(args: argparse.Namespace) -> int:
+    from eor.design_command import design
+
+    rates = None
+    if args.rates:
+        prompt, _, generated = args.rates.partition(",")
+        try:
+            rates = {"prompt": float(prompt), "generated": float(generated)}
+        except ValueError:
+            raise InputError(
+                f"--rates takes PROMPT,GENERATED tokens per second, e.g. 281,60; got {args.rates!r}"
+            ) from None
+        if min(rates.values()) <= 0:
+            raise InputError(f"--rates must be positive, got {args.rates!r}")
+    print(
+        design(
+            Path(args.records),
+            Path(args.config),
+            Path(args.out),
+            folds=args.folds,
+            repeats=args.repeats,
+            seed=args.seed,
+            rates=rates,
+            max_loss=args.max_loss,
+        )
+    )
+    return 0
+
+
+def _add_design(commands: Commands) -> None:
+    design = commands.add_parser(
+        "design",
+        help="choose a pool from training records of candidate members by cross-validation (docs/pool-design.md)",
+    )
+    design.add_argument("records", help="run folder (or records.jsonl[.gz]) of training questions with every candidate")
+    design.add_argument("--config", required=True, help="the candidates' config (the records were run with it)")
+    _out_option(design, "folder to write: design.json, pool.yaml, selector.json, cascade.json")
+    design.add_argument("--folds", type=fold_count, default=5, help="folds of each cross-validation (default 5)")
+    design.add_argument("--repeats", type=positive_int, default=5, help="repeated K-fold splits (default 5)")
+    design.add_argument("--seed", type=int, default=0, help="seed of the first split (default 0)")
+    design.add_argument(
+        "--rates",
+        metavar="PROMPT,GENERATED",
+        help="the reader's tokens per second (default: fitted to the records' seconds)",
+    )
+    design.add_argument(
+        "--max-loss", type=non_negative_float, metavar="POINTS", help="the cascade's tolerance (default 0.5)"
+    )
+    design.set_defaults(handler=cmd_design)
+
+
 def _add_plan(commands: Commands) -> None:
     plan = commands.add_parser(
         "plan", help="reader time of a benchmark, from a pilot run's tokens and rates (docs/scale.md)"
@@ -785,6 +836,7 @@ COMMANDS = (
     _add_run,
     _add_plan,
     _add_train,
+    _add_design,
     _add_bench,
     _add_compare,
     _add_serve,

@@ -10,15 +10,24 @@ Two measures (DESIGN §9):
   the records' own seconds by non-negative least squares (the reader's mean rates over the run).
 
 `member_costs(data, "auto")` uses tokens where every member of every question has them, else seconds.
+
+Prompt tokens kept from the prompt before depend on which prompt ran before, so a recorded count holds the
+order `eor run` happened to use. `PromptReplay` charges members as another order would run them: the
+reader (llama.cpp) keeps whole `chunk`-token chunks of the prefix a prompt shares with the prompt before it
+(eor.readers.llamacpp.reusable_prefix), recomputed from the recorded answer prompts in the reader's own
+tokens. A member whose retrieval generated first (PK's document, @CP's summary: its recorded prompt tokens
+exceed its answer prompt's) keeps nothing, since its own generation ran just before its answer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from eor.errors import InputError
+from eor.readers.llamacpp import reusable_prefix
 from eor.run_data import RunData
 
 UNITS = ("auto", "seconds", "tokens")
@@ -77,3 +86,65 @@ def member_costs(data: RunData, unit: str = "auto", rates: dict[str, float] | No
     used = rates or fit_rates(tokens, seconds)
     matrix = tokens[..., 0] / used["prompt"] + tokens[..., 1] / used["generated"]
     return MemberCosts(matrix, "tokens", seconds, dict(used))
+
+
+@dataclass(frozen=True)
+class PromptReplay:
+    """What each member's answer costs when it runs right after another member's, per question: the prompt
+    tokens it evaluates (its recorded prompt tokens, less the chunks it keeps from the prompt before), and its
+    generated tokens, at `rates` (tokens per second). `tokens[q][m]` is member m's answer prompt on question
+    q in the reader's tokens; `total` (Q, M) its recorded prompt tokens (evaluated and reused, the
+    retrieval's generations included); `generated` (Q, M)."""
+
+    tokens: list[list[tuple[int, ...]]]
+    total: np.ndarray
+    generated: np.ndarray
+    chunk: int
+    rates: dict[str, float]
+
+    def kept(self, previous: int | None, member: int) -> np.ndarray:
+        """Per question, the prompt tokens `member` keeps when it runs right after `previous` (None: first)."""
+        if previous is None:
+            return np.zeros(len(self.tokens), dtype=float)
+        return np.array(
+            [
+                0
+                if self.total[q, member] > len(row[member])  # its retrieval generated just before its answer
+                else reusable_prefix(list(row[previous]), list(row[member]), self.chunk)
+                for q, row in enumerate(self.tokens)
+            ],
+            dtype=float,
+        )
+
+    def after(self, previous: int | None, member: int) -> np.ndarray:
+        """Per question, the seconds of `member` run right after `previous` (None: first)."""
+        prompt = self.total[:, member] - self.kept(previous, member)
+        return prompt / self.rates["prompt"] + self.generated[:, member] / self.rates["generated"]
+
+    def in_order(self, order: Sequence[int], members: int) -> np.ndarray:
+        """(Q, members): each member of `order` charged as run right after the one before it in `order`; the
+        members not in `order` as run first (they never follow another)."""
+        costs = np.column_stack([self.after(None, m) for m in range(members)])
+        for position, member in enumerate(order):
+            costs[:, member] = self.after(order[position - 1] if position else None, member)
+        return costs
+
+
+def prompt_replay(
+    data: RunData, tokenize: Callable[[str], Sequence[int]], rates: dict[str, float], chunk: int
+) -> PromptReplay:
+    """The replay of `data`'s recorded prompts with `tokenize` (the reader's chat tokens of a prompt, e.g.
+    `LlamaCppReader.chat_tokens`), at `rates` and the reader's chunk size `chunk`."""
+    counts = token_counts(data)
+    if counts is None or not data.prompts or any(p is None for row in data.prompts for p in row):
+        raise InputError("replaying prefix reuse needs records with every member's prompt and token counts")
+    seen: dict[str, tuple[int, ...]] = {}
+
+    def tokens_of(prompt: str) -> tuple[int, ...]:
+        if prompt not in seen:
+            seen[prompt] = tuple(tokenize(prompt))
+        return seen[prompt]
+
+    tokens = [[tokens_of(prompt) for prompt in row] for row in data.prompts]
+    reused = np.array([[entry.get("reused", 0) for entry in row] for row in data.tokens], dtype=float)
+    return PromptReplay(tokens, counts[..., 0] + reused, counts[..., 1].astype(float), chunk, dict(rates))

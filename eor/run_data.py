@@ -36,6 +36,7 @@ class RunData:
     seconds: list[list[float | None]] = field(default_factory=list)
     tokens: list[list[dict[str, int] | None]] = field(default_factory=list)
     confidence: list[list[dict[str, float] | None]] = field(default_factory=list)
+    prompts: list[list[str | None]] = field(default_factory=list)  # each member's answer prompt, as recorded
 
     @property
     def has_confidence(self) -> bool:
@@ -65,6 +66,7 @@ class RunData:
             seconds=[self.seconds[i] for i in rows] if self.seconds else [],
             tokens=[self.tokens[i] for i in rows] if self.tokens else [],
             confidence=[self.confidence[i] for i in rows] if self.confidence else [],
+            prompts=[self.prompts[i] for i in rows] if self.prompts else [],
         )
 
 
@@ -76,7 +78,7 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
     names = list(members or records[0].members)
     if len(set(names)) != len(names):
         raise InputError(f"{path}: member names repeat: {names}")
-    ids, answers, golds, passages, texts, seconds, tokens, confidence = [], [], [], [], [], [], [], []
+    ids, answers, golds, passages, texts, seconds, tokens, confidence, prompts = [], [], [], [], [], [], [], [], []
     for record in records:
         missing = [name for name in names if name not in record.members]
         if missing:
@@ -92,7 +94,8 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
         seconds.append([None if out.seconds is None else float(out.seconds) for out in outputs])
         tokens.append([out.tokens for out in outputs])
         confidence.append([out.confidence for out in outputs])
+        prompts.append([out.prompt for out in outputs])
     if not answers:
         raise InputError(f"{path}: no record has gold answers to train on")
     joined = [[" ".join(texts_) for texts_ in row] for row in passages]
-    return RunData(names, ids, answers, golds, passages, joined, texts, seconds, tokens, confidence)
+    return RunData(names, ids, answers, golds, passages, joined, texts, seconds, tokens, confidence, prompts)

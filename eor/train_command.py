@@ -83,6 +83,8 @@ def train(
     cost_unit: str = "auto",
     pool_config: Path | None = None,
     confidence: bool = True,
+    members: list[str] | None = None,
+    costs: Any = None,
 ) -> str:
     """Train and save; `max_loss` (EM points, e.g. 0.5) or `budget` (cost per question, seconds) make the
     choice cost-aware: the cascade's tolerance, and `auto`'s choice among every candidate, the cascade
@@ -91,7 +93,9 @@ def train(
     beside them, or that of `pool_config`, the config they were run with. `confidence`: the selector's
     features may include the reader's confidence where the records hold it (voters.features); for the
     selector, the cascade and `auto` they are kept only when a cross-validation of the selector with and
-    without them (`inner_folds`, on the same folds) says they help (`meta.confidence_features`)."""
+    without them (`inner_folds`, on the same folds) says they help (`meta.confidence_features`). `members`:
+    train on these members of the records only (default: all); `costs`: the members' costs per question
+    (an eor.costs.MemberCosts over `members`) in place of those the records give (`cost_unit`)."""
     name = _voter_name(voter, grounding)
     _check_cost_options(max_loss, budget)
     _check_names(metric, metrics, metric_params, pooling)  # before any record is read or similarity computed
@@ -107,7 +111,7 @@ def train(
         cost_unit=cost_unit,
         confidence=confidence,
     )
-    data = load_run(records)
+    data = load_run(records, members)
     with_confidence = " (with the reader's confidence)" if confidence and data.has_confidence else ""
     log.info(
         "similarities and features of %d training questions × %d members%s",
@@ -116,6 +120,8 @@ def train(
         with_confidence,
     )
     arrays = vote_arrays(data, settings)
+    if costs is not None:
+        arrays = replace(arrays, costs=costs)
     lines: list[str] = []
     meta: dict[str, Any] = {"records": str(records), "dev_records": str(dev) if dev else None}
     if arrays.blocks.confidence is not None and name in CONFIDENCE_VOTERS:

@@ -233,6 +233,11 @@ class LlamaCppReader(BatchedReader):
             )
         return self._identity
 
+    def chat_tokens(self, prompt: str) -> list[int]:
+        """The tokens the reader evaluates for `prompt` (the one-message chat it answers), without evaluating
+        them: what replays of prefix reuse compare (eor.costs)."""
+        return self._llm.chat_tokens(prompt)
+
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
 
