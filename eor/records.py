@@ -13,6 +13,8 @@ repository keeps the runs behind its reported figures); readers take the folder 
 records file (`eor records pack`) starts with one header line, `{"eor_records": {"version", "pool", "config",
 "questions"}}`: the pool's identity (eor.pool: members, reader identity with the model's digest, corpus) and
 the resolved config the records were made with; readers skip it (`read_header` returns it).
+`unpack_records` turns a packed file back into a run folder (records, config.json, pool.json) that `eor run`
+resumes or grows by new members (eor.runner).
 """
 
 from __future__ import annotations

