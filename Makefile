@@ -28,9 +28,10 @@ test: $(VENV)/.installed browser
 	EOR_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
 
 # What a newcomer does first, checked end to end (slow, outside the default suite): the README's tour as
-# written from the repository root, and a fresh non-editable install answering from another directory.
+# written from the repository root, and a fresh non-editable install answering from another directory; and
+# `eor design` end to end on the shipped records.
 slow: $(VENV)/.installed
-	$(BIN)/python -m pytest -m slow tests/test_tour.py tests/test_install.py
+	$(BIN)/python -m pytest -m slow tests/test_tour.py tests/test_install.py tests/test_design.py
 
 # A non-editable install of eor with its offline models into a new virtual environment TARGET, with the same
 # torch and llama.cpp build as `make install` (tests/test_install.py runs it, then eor from another folder).

@@ -540,8 +540,8 @@ def _add_train(commands: Commands) -> None:
     train.add_argument("--dev", help="run folder of held-out questions, scored for the report")
     train.add_argument(
         "--config",
-        help="the config the records were run with: the weights file records its pool (members, reader, corpus); "
-        "default: the pool.json `eor run` wrote beside the records",
+        help="the pool's config: the weights file records its pool (members, reader, corpus), and records that "
+        "hold more members train on its members alone; default: the pool.json `eor run` wrote beside the records",
     )
     train.add_argument(
         "--metrics",

@@ -161,7 +161,7 @@ class Demonstration:
 
 @dataclass
 class PromptVariantConfig:
-    """`prompts.variants.NAME`, the answer prompt of members named `...:NAME` (eor.prompts.PromptVariant):
+    """`prompts.variants.NAME`, the answer prompt of members named `...:NAME` (PromptTemplates.with_variant):
     `reading` and `retrieval_free` templates (`{query}`, `{document}`, and `{demonstrations}` for the worked
     examples, each written with `demonstration`); a template left out is the pool's own, with the examples
     put before it when there are any."""

@@ -72,11 +72,7 @@ def run(
     stats = GenerationStats()
     ensemble = None
     if recorded is not None:
-        reader = build_reader(config.reader)  # loads its model on first use: the check below fails fast
-        check_growth(recorded, config, pool_identity(config, reader))
-        ensemble = Ensemble.from_config(config, weights=weights, cache=cache, reader=reader)
-        _save_config(out, config, weights, replace=True)
-        _save_pool(out, config, ensemble)  # before growing: records packed mid-way name the grown pool
+        ensemble = _growing_ensemble(out, config, weights, cache, recorded)
         before = dataclasses.replace(ensemble.generation.stats)
         notes.append(grow_records(ensemble, out, size))
         stats.add(ensemble.generation.stats.since(before))
@@ -170,6 +166,19 @@ def _recorded_run(out: Path, config: EnsembleConfig, weights: str | None) -> Rec
     if pool is None:
         raise InputError(f"{out} has no {POOL_FILE}: the identity of its records' pool is unknown, so they cannot grow")
     return RecordedRun(recorded, pool)
+
+
+def _growing_ensemble(
+    out: Path, config: EnsembleConfig, weights: str | None, cache: CacheSetting, recorded: RecordedRun
+) -> Ensemble:
+    """The ensemble that grows the folder's records, once `check_growth` passed; the folder's config and pool
+    become this config's before any record grows (records packed mid-way name the grown pool)."""
+    reader = build_reader(config.reader)  # loads its model on first use: the check fails before any index builds
+    check_growth(recorded, config, pool_identity(config, reader))
+    ensemble = Ensemble.from_config(config, weights=weights, cache=cache, reader=reader)
+    _save_config(out, config, weights, replace=True)
+    _save_pool(out, config, ensemble)
+    return ensemble
 
 
 def check_growth(recorded: RecordedRun, config: EnsembleConfig, pool: dict[str, Any]) -> None:

@@ -94,8 +94,9 @@ def train(
     features may include the reader's confidence where the records hold it (voters.features); for the
     selector, the cascade and `auto` they are kept only when a cross-validation of the selector with and
     without them (`inner_folds`, on the same folds) says they help (`meta.confidence_features`). `members`:
-    train on these members of the records only (default: all); `costs`: the members' costs per question
-    (an eor.costs.MemberCosts over `members`) in place of those the records give (`cost_unit`)."""
+    train on these members of the records only (default: `pool_config`'s members, else all); `costs`: the
+    members' costs per question (an eor.costs.MemberCosts over `members`) in place of those the records give
+    (`cost_unit`)."""
     name = _voter_name(voter, grounding)
     _check_cost_options(max_loss, budget)
     _check_names(metric, metrics, metric_params, pooling)  # before any record is read or similarity computed
@@ -111,6 +112,8 @@ def train(
         cost_unit=cost_unit,
         confidence=confidence,
     )
+    if members is None and pool_config is not None:
+        members = load_config(pool_config).members  # records that grew beyond this pool: its members alone
     data = load_run(records, members)
     with_confidence = " (with the reader's confidence)" if confidence and data.has_confidence else ""
     log.info(
