@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eor.atomic import write_text_atomically
-from eor.config import default_config_path
+from eor.config import default_config_path, load_config
 from eor.data import check_question
 from eor.errors import EorError, InputError
 from eor.generation_cache import ENV_VARIABLE, GenerationCache, default_cache_path, format_stats
@@ -210,6 +210,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             seed=args.seed,
             resamples=args.resamples,
             max_subsets=args.max_subsets,
+            members=load_config(args.config).members if args.config else None,
         )
     )
     return 0
@@ -575,6 +576,9 @@ def _add_bench(commands: Commands) -> None:
         help="the answer-equivalence classifier of --metric bem (a Hugging Face id in the local cache, or a folder)",
     )
     bench.add_argument("--metrics", help="similarity metrics of the uniform voter, comma-separated")
+    bench.add_argument(
+        "--config", help="benchmark this config's members of the records only (records that grew beyond its pool)"
+    )
     bench.add_argument("--seed", type=int, default=0, help="seed of bootstrap and subset sampling")
     bench.add_argument("--resamples", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")
     bench.add_argument(

@@ -95,6 +95,15 @@ def test_records_grow_by_the_new_members_alone(recorded, tmp_path, capsys) -> No
     assert read_pool_file(out)["members"] == OLD + NEW
     assert main(["records", "pack", str(out), "--out", str(tmp_path / "grown.jsonl.gz")]) == 0
     assert read_header(tmp_path / "grown.jsonl.gz")["pool"]["members"] == OLD + NEW
+    # `--config` of the former pool trains and benchmarks its members alone.
+    old_config = _config(tmp_path, OLD, name="old")
+    weights = tmp_path / "old.json"
+    assert main(["train", str(out), "--config", str(old_config), "--voter", "top", "--out", str(weights)]) == 0
+    assert json.loads(weights.read_text())["members"] == OLD
+    assert (
+        main(["bench", str(out), "--config", str(old_config), "--out", str(tmp_path / "bench"), "--metrics", "em"]) == 0
+    )
+    assert json.loads((tmp_path / "bench" / "report.json").read_text())["names"] == OLD
     # Growing again finds nothing to add; the same config resumes as it always did.
     capsys.readouterr()
     assert _run(_config(tmp_path, OLD + NEW), out, "--no-cache") == 0

@@ -97,6 +97,7 @@ def build_report(
     metrics: Sequence[str] | None = None,
     resamples: int = DEFAULT_RESAMPLES,
     progress: bool = False,
+    members: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Benchmark the members of a run and EoR on its records; a JSON-ready dict (see the module docstring).
 
@@ -105,6 +106,7 @@ def build_report(
     correctness indicator of RWR, oracle, Top R, errors and significance (em, f1, contains, semantic, ...).
     `seed` seeds the bootstrap (`resamples` resamples of the questions) and the subset sampling of the
     upper bound (`max_subsets` subsets per pool size at most). `progress` shows a tqdm bar of the stages.
+    `members`: these members of the records only (records that grew beyond a pool), default all.
     """
     from tqdm.auto import tqdm
 
@@ -119,7 +121,7 @@ def build_report(
             bar.set_postfix_str(STAGES[index])
 
         stage(0)
-        data = load_run(records_dir)
+        data = load_run(records_dir, list(members) if members else None)
         stage(1)
         _prime(metric, data)
         # scores[measure]: (members, questions)
