@@ -22,7 +22,7 @@ exceed its answer prompt's) keeps nothing, since its own generation ran just bef
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -101,9 +101,15 @@ class PromptReplay:
     generated: np.ndarray
     chunk: int
     rates: dict[str, float]
+    _kept: dict[tuple[int | None, int], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def kept(self, previous: int | None, member: int) -> np.ndarray:
         """Per question, the prompt tokens `member` keeps when it runs right after `previous` (None: first)."""
+        if (previous, member) not in self._kept:
+            self._kept[previous, member] = self._count_kept(previous, member)
+        return self._kept[previous, member]
+
+    def _count_kept(self, previous: int | None, member: int) -> np.ndarray:
         if previous is None:
             return np.zeros(len(self.tokens), dtype=float)
         return np.array(

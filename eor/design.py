@@ -58,14 +58,30 @@ class Step:
 
 @dataclass
 class Design:
-    """The path (every step, refused ones included), the chosen members in their order, and the settings."""
+    """The path (every step, refused ones included), the chosen members in their order, every pool the passes
+    evaluated (members, cross-validated accuracy, cost per question), and the settings."""
 
     steps: list[Step]
     chosen: list[str]
+    evaluated: list[dict[str, Any]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
 
+    def frontier(self) -> list[dict[str, Any]]:
+        """The evaluated pools that no cheaper one matches in accuracy, cheapest first."""
+        found: list[dict[str, Any]] = []
+        for entry in sorted(self.evaluated, key=lambda e: (e["cost"], -e["accuracy"])):
+            if not found or entry["accuracy"] > found[-1]["accuracy"]:
+                found.append(entry)
+        return found
+
     def to_dict(self) -> dict[str, Any]:
-        return {"chosen": self.chosen, "settings": self.settings, "steps": [asdict(step) for step in self.steps]}
+        return {
+            "chosen": self.chosen,
+            "settings": self.settings,
+            "steps": [asdict(step) for step in self.steps],
+            "evaluated": self.evaluated,
+            "frontier": self.frontier(),
+        }
 
 
 class SplitScores:
@@ -118,6 +134,17 @@ def design_pool(
         raise InputError(f"{len(names)} member names for {scores.labels.shape[1]} members")
     order: list[int] = []
     steps = [Step("start", None, [], 0.0, 0.0, 0.0)]
+    evaluated: dict[tuple[int, ...], dict[str, Any]] = {}
+
+    def note(subset: list[int]) -> float:
+        """The subset's cross-validated accuracy, kept with its cost for the frontier."""
+        accuracy = float(scores.right(subset).mean())
+        evaluated.setdefault(
+            tuple(subset),
+            {"members": [names[m] for m in subset], "accuracy": accuracy, "cost": pool_cost(replay, subset)},
+        )
+        return accuracy
+
     limit = len(names) if max_members is None else max_members
     while len(order) < limit:
         current = scores.right(order)
@@ -125,7 +152,7 @@ def design_pool(
         for m in range(len(names)):
             if m in order:
                 continue
-            gain = float(scores.right([*order, m]).mean() - current.mean())
+            gain = note([*order, m]) - float(current.mean())
             seconds = float(replay.after(order[-1] if order else None, m).mean())
             if gain > 0:
                 options.append((gain / max(seconds, 1e-9), -m, m))
@@ -142,13 +169,15 @@ def design_pool(
         steps.append(step)
     while len(order) > 1:
         current = scores.right(order)
+        for m in order:
+            note([x for x in order if x != m])
         losses = [(paired(current, scores.right([x for x in order if x != m])), m) for m in order]
         (loss, se), worst = min(losses, key=lambda item: (item[0][0], order.index(item[1])))
         if loss > 0 and loss >= se - TIE:
             break
         order = [x for x in order if x != worst]
         steps.append(_step("drop", names, worst, order, scores, replay, -loss, se))
-    return Design(steps, [names[m] for m in order])
+    return Design(steps, [names[m] for m in order], list(evaluated.values()))
 
 
 def _step(

@@ -123,6 +123,10 @@ def test_the_forward_pass_adds_by_gain_per_second_while_the_gain_is_one_standard
     assert design.steps[2].gain == pytest.approx(0.25) and design.steps[2].se == pytest.approx(np.sqrt(3 / 112))
     assert design.steps[3].accuracy == pytest.approx(7 / 8) and design.chosen == ["A", "B", "C"]
     assert design.steps[3].cost == pytest.approx(4.0) and design.steps[3].oracle == pytest.approx(7 / 8)
+    # Every pool the passes looked at, and the frontier: cheapest first, each more accurate than the one before.
+    assert len(design.evaluated) == 7  # the 3 + 2 + 1 forward options, and (1, 2) of the backward pass
+    assert [entry["members"] for entry in design.frontier()] == [["A"], ["A", "C"], ["A", "B"], ["A", "B", "C"]]
+    assert [entry["cost"] for entry in design.frontier()] == [1.0, 2.0, 3.0, 4.0]
 
 
 def test_a_gain_on_one_question_equals_its_standard_error_and_is_kept() -> None:
@@ -188,7 +192,8 @@ def test_eor_design_on_the_shipped_seven_member_records(tmp_path, capsys) -> Non
     assert table["ReFree"]["gold_passage"] == 0.0 and table["Wiki@3"]["gold_passage"] > table["Wiki@1"]["gold_passage"]
     assert document["chosen"][0] == "Wiki@1" and "chosen: Wiki@1" in printed
     assert all(step["gain"] >= step["se"] for step in document["steps"] if step["action"] == "add")
-    for name in ("pool.yaml", "selector.json", "cascade.json"):
+    assert document["frontier"] and document["evaluated"]
+    for name in ("pool.yaml", "selector.json", "cascade.json", "design.png"):
         assert (out / name).is_file()
     cascade = json.loads((out / "cascade.json").read_text())
     assert sorted(cascade["members"]) == sorted(document["chosen"])
