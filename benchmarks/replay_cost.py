@@ -38,11 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     _, stops = cascade.replay(data.answers, data.passages, data.texts, confidence=data.confidence)
     order = [data.names.index(name) for name in cascade.order_]
     recorded = member_costs(data, "tokens", rates).matrix
-    replayed = replay.in_order(order, len(data.names))
     print(f"{data.questions} questions, {prompt:g} prompt / {generated:g} generated tokens per second")
-    spent = (cascade.spent(recorded, stops).mean(), cascade.spent(replayed, stops).mean())
+    spent = (cascade.spent(recorded, stops).mean(), replay.spent(order, stops).mean())
     print(f"cascade ({', '.join(cascade.order_)}): {spent[0]:.2f} s recorded order, {spent[1]:.2f} s replayed")
-    whole = (recorded.sum(axis=1).mean(), replayed.sum(axis=1).mean())
+    whole = (recorded.sum(axis=1).mean(), replay.spent(order).mean())
     print(f"whole pool in the cascade's order: {whole[0]:.2f} s recorded order, {whole[1]:.2f} s replayed")
     return 0
 

@@ -127,6 +127,29 @@ class PromptReplay:
         prompt = self.total[:, member] - self.kept(previous, member)
         return prompt / self.rates["prompt"] + self.generated[:, member] / self.rates["generated"]
 
+    def spent(self, order: Sequence[int], stops: Sequence[int] | None = None) -> np.ndarray:
+        """Per question, the seconds of running `order` up to `stops[q]` (every member when None), questions in
+        record order: each member after the one before it, and a question's first member after the last
+        prompt of the question before (prompts of two questions share a chunk only when their templates start
+        alike for long enough, e.g. a variant's worked examples)."""
+        n_questions = len(self.tokens)
+        ends = np.full(n_questions, len(order) - 1) if stops is None else np.asarray(stops, dtype=int)
+        seconds = np.zeros(n_questions)
+        before: tuple[int, ...] | None = None
+        for q in range(n_questions):
+            for j in range(int(ends[q]) + 1):
+                member = order[j]
+                if j:
+                    kept = float(self.kept(order[j - 1], member)[q])
+                elif before is None or self.total[q, member] > len(self.tokens[q][member]):
+                    kept = 0.0
+                else:
+                    kept = float(reusable_prefix(list(before), list(self.tokens[q][member]), self.chunk))
+                prompt = self.total[q, member] - kept
+                seconds[q] += prompt / self.rates["prompt"] + self.generated[q, member] / self.rates["generated"]
+            before = self.tokens[q][order[int(ends[q])]]
+        return seconds
+
     def in_order(self, order: Sequence[int], members: int) -> np.ndarray:
         """(Q, members): each member of `order` charged as run right after the one before it in `order`; the
         members not in `order` as run first (they never follow another)."""

@@ -8,10 +8,10 @@ records alone, then fit its selector and its cascade.
    after the member before it in the pool's order (eor.costs.PromptReplay: the prefix its prompt shares with
    that prompt is kept in whole chunks; recomputed from the recorded prompts).
 3. **Forward.** From no member, each step adds the candidate with the most cross-validated accuracy gained
-   per second it costs after the last member added, among those that gain at all. A step is kept only when
-   its paired gain (per question, the mean over splits of held-out correctness with the member minus
-   without) is at least one standard error of that mean over the questions; the first step that is not
-   ends the forward pass.
+   per second it costs after the last member added, among those whose paired gain (per question, the mean
+   over splits of held-out correctness with the member minus without) is at least one standard error of
+   that mean over the questions; candidates before it that fall short are recorded as refused. When no
+   candidate reaches one standard error, the forward pass ends.
 4. **Backward.** The member whose removal loses least is removed while that loss is below one standard
    error (or nothing at all); the pool keeps the order of the forward pass.
 5. **Voters.** The chosen pool's selector and cascade are fitted once on every training question (`eor
@@ -120,10 +120,8 @@ def paired(with_member: np.ndarray, without: np.ndarray) -> tuple[float, float]:
 
 
 def pool_cost(replay: PromptReplay, order: Sequence[int]) -> float:
-    """Mean reader seconds per question of running every member of `order`, in that order."""
-    if not order:
-        return 0.0
-    return float(sum(replay.after(order[i - 1] if i else None, m).mean() for i, m in enumerate(order)))
+    """Mean reader seconds per question of running every member of `order`, in that order (eor.costs)."""
+    return float(replay.spent(order).mean()) if order else 0.0
 
 
 def design_pool(
@@ -156,17 +154,18 @@ def design_pool(
             seconds = float(replay.after(order[-1] if order else None, m).mean())
             if gain > 0:
                 options.append((gain / max(seconds, 1e-9), -m, m))
-        if not options:
+        refused: list[Step] = []
+        for _, _, member in sorted(options, reverse=True):  # most gain per second first
+            gain, se = paired(scores.right([*order, member]), current)
+            step = _step("add", names, member, [*order, member], scores, replay, gain, se)
+            if gain >= se - TIE:
+                break
+            refused.append(Step("refused", *_fields(step)))
+        else:  # no candidate's gain reaches one standard error: the forward pass ends at the best one's refusal
+            steps.extend(refused[:1])
             break
-        best = max(options)[2]
-        gain, se = paired(scores.right([*order, best]), current)
-        candidate = [*order, best]
-        step = _step("add", names, best, candidate, scores, replay, gain, se)
-        if gain < se - TIE:
-            steps.append(Step("refused", *_fields(step)))
-            break
-        order = candidate
-        steps.append(step)
+        steps.extend([*refused, step])
+        order = [*order, member]
     while len(order) > 1:
         current = scores.right(order)
         for m in order:

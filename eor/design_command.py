@@ -12,6 +12,7 @@ alone (training records), every pool the passes evaluated and their frontier, an
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,11 @@ from eor.crossval import VoteSettings, vote_arrays
 from eor.design import DEFAULT_FOLDS, DEFAULT_REPEATS, Design, SplitScores, design_pool
 from eor.errors import ConfigError, InputError
 from eor.formatting import pct
+from eor.members import demonstration_ids
 from eor.readers import build_reader
 from eor.records import read_records
 from eor.run_data import RunData, load_run
 from eor.train_command import train
-from retrievers import notation
 from voters.cascade_fit import SelectorSettings
 
 DESIGN_FILE = "design.json"
@@ -51,7 +52,7 @@ def design(
 ) -> str:
     """Design the pool (eor.design) and write DIR's files; returns what `eor design` prints."""
     config = load_config(config_path)
-    data = load_run(records, config.members)  # the candidates, in the config's order
+    data = load_run(records, config.members).without(demonstration_ids(config))  # the candidates, in order
     reader = build_reader(config.reader)
     if not hasattr(reader, "chat_tokens"):
         raise ConfigError("eor design replays prefix reuse in the reader's own tokens: it needs a llama.cpp reader")
@@ -71,6 +72,8 @@ def design(
         " drop while the loss < 1 SE",
     }
     table = candidate_table(records, data, replay)
+    if not result.chosen:
+        raise InputError("no candidate raises the cross-validated accuracy by one standard error: nothing to design")
     out.mkdir(parents=True, exist_ok=True)
     document = {"candidates": table, **result.to_dict()}
     write_text_atomically(out / DESIGN_FILE, json.dumps(document, indent=2) + "\n")
@@ -171,10 +174,9 @@ def format_path(result: Design) -> list[str]:
 
 
 def _write_config(candidates: Path, target: Path, members: list[str]) -> None:
-    """The candidates' config with the chosen members and the cascade as its voter; relative paths are
-    rewritten against the new file's folder."""
-    import os
-
+    """The candidates' config with the chosen members and the cascade as its voter (its prompt variants all
+    kept: their worked examples stay out of whatever the pool trains on); the corpus path is rewritten
+    against the new file's folder."""
     import yaml
 
     raw = yaml.safe_load(candidates.read_text(encoding="utf-8"))
@@ -185,10 +187,6 @@ def _write_config(candidates: Path, target: Path, members: list[str]) -> None:
     raw["name"] = f"{raw.get('name', 'eor')}-designed"
     raw["members"] = list(members)
     raw.setdefault("voter", {})["weights"] = "cascade.json"
-    variants = (raw.get("prompts") or {}).get("variants") or {}
-    used = {notation.variant_of(notation.parse(name)) for name in members}
-    if variants:
-        raw["prompts"]["variants"] = {key: value for key, value in variants.items() if key in used}
     header = f"# Designed by `eor design` from {candidates.name}: the members cross-validation chose.\n"
     write_text_atomically(target, header + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=120))
 

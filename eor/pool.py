@@ -77,10 +77,13 @@ def differences(trained: dict[str, Any], pool: dict[str, Any]) -> list[str]:
 def member_identity(config: EnsembleConfig, name: str, pool: dict[str, Any]) -> dict[str, Any]:
     """Everything behind member `name`'s answers in a pool made from `config` (see the module's text);
     `pool`: that pool's identity (its reader and corpus)."""
-    from retrievers.registry import DEFAULT_SOURCES
+    from retrievers.registry import DEFAULT_HYBRID, DEFAULT_SOURCES
 
     tree = notation.parse(name)
     specs = {**DEFAULT_SOURCES, **{key: (spec.type, spec.params) for key, spec in config.sources.items()}}
+    hybrid, hybrid_spec, hybrid_needs = DEFAULT_HYBRID
+    if hybrid not in specs and all(source in specs for source in hybrid_needs):
+        specs[hybrid] = hybrid_spec  # as retrievers.registry.SourcePool adds it
     used = notation.sources(tree)
     if any(specs.get(source, ("",))[0] == "hybrid" for source in used):  # HB is built from the pool's sources
         used |= set(specs)
@@ -104,7 +107,7 @@ def member_identity(config: EnsembleConfig, name: str, pool: dict[str, Any]) -> 
         identity["rrf_k"] = config.rrf_k
     if any(isinstance(node, notation.Rerank) for node in nodes):
         identity["rerank_encoder"] = config.voter.encoder
-    if "PK" in used:
+    if any(specs.get(source, ("",))[0] == "parametric" for source in used):
         identity["parametric"] = [config.prompts.parametric, config.prompts.parametric_max_tokens]
     if any(isinstance(node, notation.Compress) for node in nodes):
         identity["compression"] = [config.prompts.compression, config.prompts.compression_max_tokens]

@@ -24,6 +24,7 @@ COMPRESSION = (
 PASSAGE = "{title}\n{text}"
 # A prompt variant's worked examples go first when its own templates do not place them: every prompt of the
 # variant then starts with the same text, which the reader keeps from one prompt to the next (prefix reuse).
+# It asks for the few-words style's answers; a variant of another style places them in its own templates.
 DEMONSTRATIONS_FIRST = "Answer each question with one or few words, as in these examples.\n\n{demonstrations}\n\n"
 MAX_DEMONSTRATIONS = 4
 

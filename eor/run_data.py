@@ -53,6 +53,11 @@ class RunData:
         passages = [[row[m] for row in self.passages] for m in range(len(self.names))]
         return answers, passages
 
+    def without(self, ids: set[str]) -> RunData:
+        """The same run without the questions of `ids` (e.g. a prompt variant's worked examples)."""
+        rows = [i for i, question in enumerate(self.ids) if question not in ids]
+        return self if len(rows) == len(self.ids) else self.subset(rows)
+
     def subset(self, rows: list[int]) -> RunData:
         """The same run restricted to the questions at `rows` (in that order)."""
         return RunData(
@@ -75,7 +80,7 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
     records = read_records(path)
     if not records:
         raise InputError(f"{path}: no records")
-    names = list(members or records[0].members)
+    names = list(records[0].members if members is None else members)
     if len(set(names)) != len(names):
         raise InputError(f"{path}: member names repeat: {names}")
     ids, answers, golds, passages, texts, seconds, tokens, confidence, prompts = [], [], [], [], [], [], [], [], []

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -37,6 +38,8 @@ from eor.records import RecordWriter, iter_records, read_records, records_file_o
 from eor.results import Record, Vote
 from eor.stages.generation import GenerationStats
 from eor.stages.voting import ballots
+
+log = logging.getLogger(__name__)
 
 CONFIG_FILE = "config.json"
 GENERATION_FILE = "generation.json"  # what the reader did in the latest invocation (GenerationStats)
@@ -137,13 +140,18 @@ class RecordedRun:
 
 
 def _recorded_run(out: Path, config: EnsembleConfig, weights: str | None) -> RecordedRun | None:
-    """The folder's recorded run when this config differs from it (records that may grow), else None (a new
-    folder, or a resumed run of the same config). Records without the config and pool they were made with
-    cannot grow: nothing would show that their members are this config's."""
+    """The folder's recorded run when its records may grow by this config's members, else None (a new folder,
+    or a resumed run of the same config whose records hold every member).
+
+    Records grow when this config names more members than the recorded run, or the same config's growth was
+    interrupted (some record still lacks a member). A config of the same members that differs only in where
+    its corpus lies (records unpacked from a packed file name the corpus file alone) resumes them once their
+    identity is checked. Any other change is refused, as is growing records without the config and pool
+    they were made with (nothing would show that their members are this config's)."""
     saved = out / CONFIG_FILE
+    present = records_file_or_none(out)
+    members = set(config.members)
     if not saved.exists():
-        present = records_file_or_none(out)
-        members = set(config.members)
         if present is not None and any(set(r.members) | set(r.degraded) != members for r in iter_records(present)):
             raise InputError(
                 f"{out} holds records of other members and no {CONFIG_FILE}: unpack packed records with "
@@ -154,7 +162,9 @@ def _recorded_run(out: Path, config: EnsembleConfig, weights: str | None) -> Rec
         data = json.loads(saved.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{saved} is not valid JSON: {exc}") from None
-    if same_run_config(data, _resolved(config, weights)):
+    resolved = _resolved(config, weights)
+    lacking = present is not None and any(members - set(r.members) - set(r.degraded) for r in iter_records(present))
+    if same_run_config(data, resolved) and not lacking:
         return None
     data = dict(data) if isinstance(data, dict) else {}
     data.pop("weights", None)
@@ -162,10 +172,25 @@ def _recorded_run(out: Path, config: EnsembleConfig, weights: str | None) -> Rec
         recorded = from_dict(EnsembleConfig, data, str(saved))
     except ConfigError as exc:
         raise InputError(f"{out} holds a run of a config this eor cannot read ({exc}); choose another --out") from None
+    grows = members > set(recorded.members)
+    if not (grows or lacking or _same_but_corpus_path(recorded, config)):
+        raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
     pool = read_pool_file(out)
     if pool is None:
         raise InputError(f"{out} has no {POOL_FILE}: the identity of its records' pool is unknown, so they cannot grow")
     return RecordedRun(recorded, pool)
+
+
+def _same_but_corpus_path(recorded: EnsembleConfig, config: EnsembleConfig) -> bool:
+    """Whether two configs are the same but for the folder of their corpus file (its identity is checked)."""
+
+    def normalised(one: EnsembleConfig) -> dict[str, Any]:
+        data = one.to_dict()
+        if data.get("corpus") and data["corpus"].get("path"):
+            data["corpus"]["path"] = Path(data["corpus"]["path"]).name
+        return data
+
+    return normalised(recorded) == normalised(config)
 
 
 def _growing_ensemble(
@@ -189,10 +214,15 @@ def check_growth(recorded: RecordedRun, config: EnsembleConfig, pool: dict[str, 
             f"the records hold member(s) {', '.join(dropped)} that this config lacks: records grow by members, "
             "so name every recorded member in the config (and choose a pool from the records with --members)"
         )
-    for name in recorded.config.members:
-        found = identity_differences(
-            member_identity(recorded.config, name, recorded.pool), member_identity(config, name, pool)
+    made = dict(recorded.pool)
+    if made.get("reader") == recorded.config.reader.model != pool.get("reader"):
+        # pool.json written without a built reader (a Ray run, or one with nothing to answer) names the model alone
+        log.warning(
+            "the records name their reader by its model alone (%s); taken as %s", made["reader"], pool["reader"]
         )
+        made["reader"] = pool.get("reader")
+    for name in recorded.config.members:
+        found = identity_differences(member_identity(recorded.config, name, made), member_identity(config, name, pool))
         if found:
             raise InputError(
                 f"member {name} of the records was made differently from this config's: {'; '.join(found)}. "

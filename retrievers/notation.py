@@ -135,8 +135,8 @@ def _check_child(owner: str, child: object) -> None:
         raise RetrieverError(f"{owner} cannot hold a prompt variant: ':{child.variant}' ends a member's name")
 
 
-def _check_children(owner: str, node: Concat | Fuse) -> None:
-    """A flat tuple of at least two children, none of `owner`'s own kind (see `concat` and `fuse`)."""
+def _check_children(owner: str, node: Concat | Fuse, *, flat: bool) -> None:
+    """A tuple of at least two children; with `flat`, none of `owner`'s own kind (see `concat`)."""
     if not isinstance(node.children, tuple):
         if isinstance(node.children, str | bytes) or not isinstance(node.children, Iterable):
             raise RetrieverError(f"{owner} needs a tuple of children, got {type(node.children).__name__}")
@@ -145,7 +145,7 @@ def _check_children(owner: str, node: Concat | Fuse) -> None:
         raise RetrieverError(f"{owner} needs at least 2 children, got {len(node.children)}")
     for child in node.children:
         _check_child(owner, child)
-        if isinstance(child, type(node)):
+        if flat and isinstance(child, type(node)):
             raise RetrieverError(f"{owner} children must not be {owner} nodes: flatten them (see {owner.lower()}())")
 
 
@@ -213,19 +213,20 @@ class Concat(_NodeBase):
     children: tuple[Node, ...]
 
     def __post_init__(self) -> None:
-        _check_children("Concat", self)
+        _check_children("Concat", self, flat=True)
 
 
 @dataclass(frozen=True, slots=True)
 class Fuse(_NodeBase):
     """``+``: one ranked list from two or more, by reciprocal rank fusion (retrievers.operators.Fuse).
 
-    Kept flat like `Concat` (use `fuse` to build one from any nodes)."""
+    Not flattened, unlike `Concat`: fusion is not associative (``(A+B)+C`` fuses A+B's ranking with C's, each
+    counted once; ``A+B+C`` counts A, B and C once each), so a parenthesised fusion stays a child."""
 
     children: tuple[Node, ...]
 
     def __post_init__(self) -> None:
-        _check_children("Fuse", self)
+        _check_children("Fuse", self, flat=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,16 +288,6 @@ def concat(*nodes: Node) -> Node:
     return flat[0] if len(flat) == 1 else Concat(tuple(flat))
 
 
-def fuse(*nodes: Node) -> Node:
-    """Fuse nodes' rankings, flattening nested `Fuse` nodes; a single node is returned unchanged."""
-    flat: list[Node] = []
-    for node in nodes:
-        flat.extend(node.children if isinstance(node, Fuse) else (node,))
-    if not flat:
-        raise RetrieverError("fuse() needs at least one node")
-    return flat[0] if len(flat) == 1 else Fuse(tuple(flat))
-
-
 def children(node: Node) -> tuple[Node, ...]:
     """The direct children of ``node`` (empty for a `Source`)."""
     if isinstance(node, Source):
@@ -351,8 +342,8 @@ def to_name(node: Node) -> str:
         case Pick(child=child, rank=rank):
             return f"{_selected(child)}#{rank}"
         case Fuse(children=parts):
-            # Operands print as they are; a concatenation or compression must be grouped (+ binds tighter).
-            return "+".join(f"({to_name(p)})" if isinstance(p, Concat | Compress) else to_name(p) for p in parts)
+            # Operands print as they are; a concatenation, compression or fusion must be grouped.
+            return "+".join(f"({to_name(p)})" if isinstance(p, Concat | Compress | Fuse) else to_name(p) for p in parts)
         case Concat(children=parts):
             # Operands and fusions print as they are; a Compress must be grouped (@CP ends a concat).
             return "&".join(f"({to_name(p)})" if isinstance(p, Compress) else to_name(p) for p in parts)
@@ -591,7 +582,7 @@ class _Parser:
         while self.peek() == "+":
             self.pos += 1
             parts.append(self.operand())
-        return fuse(*parts)
+        return parts[0] if len(parts) == 1 else Fuse(tuple(parts))
 
     def operand(self) -> Node:
         operand_start = self.pos
@@ -654,7 +645,7 @@ class _Parser:
         if digits == "1":
             self.fail(hash_at, "'#1' is the first passage alone, which is '@1'", "write '@1'")
         self.pos = i
-        if self.peek() in ("@", "#") and not self.text.startswith("@CP", self.pos):
+        if self.peek() == "#" or (self.peek() == "@" and self.read_operator()[0] != "CP"):
             self.fail(
                 self.pos,
                 f"nothing but '@CP', '+', '&' or ':' may follow '#{digits}' in its operand",

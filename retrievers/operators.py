@@ -72,7 +72,8 @@ class Fuse(EorRetriever):
     """`a+b+...`: reciprocal rank fusion (Cormack, Clarke and Büttcher 2009) of the children's ranked lists.
 
     A passage's score is the sum over the lists that hold it of 1 / (k + rank), ranks from 1; a passage is
-    known by its `id`, and keeps its text and title from the first list that holds it. Ties keep the order
+    known by its `id` (so the lists fused should share an id space: sources over one corpus), by its text
+    when it has none, and keeps its text and title from the first list that holds it. Ties keep the order
     of first appearance (list by list, rank by rank), so the fusion is deterministic."""
 
     children: list[EorRetriever]
@@ -95,7 +96,8 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Document]], k: int = RRF_
     first: dict[str, Document] = {}
     for ranking in rankings:
         for rank, document in enumerate(ranking, start=1):
-            key = str(document.metadata.get("id", document.page_content))
+            known = document.metadata.get("id")
+            key = f"id:{known}" if known is not None else f"text:{document.page_content}"
             if key not in first:
                 first[key] = document
                 scores[key] = 0.0

@@ -126,6 +126,13 @@ class SourcePool:
                 return self.source(name)
             case notation.TopK(child=child, k=k):
                 return operators.TopK(child=self._build(child), k=k)
+            case notation.Pick(child=notation.Source(name=name), rank=rank):
+                if rank > self.context.depth:
+                    raise ConfigError(
+                        f"{notation.to_name(node)} asks for passage {rank} of {name}, which retrieves "
+                        f"{self.context.depth} (the config's retrieval_depth)"
+                    )
+                return operators.Pick(child=self.source(name).for_top_k(rank), rank=rank)
             case notation.Pick(child=child, rank=rank):
                 return operators.Pick(child=self._build(child), rank=rank)
             case notation.Fuse(children=children):

@@ -65,6 +65,18 @@ def test_fusion_ties_keep_their_first_appearance() -> None:
     assert _ids(fused)[:2] == ["y", "z"]
 
 
+def test_passages_without_ids_fuse_by_their_text() -> None:
+    plain = [Document(page_content="same"), Document(page_content="other")]
+    fused = reciprocal_rank_fusion([plain, [Document(page_content="same")]], k=60)
+    assert [d.page_content for d in fused] == ["same", "other"]
+    assert fused[0].metadata["score"] == 1 / 61 + 1 / 61
+
+
+def test_a_rank_beyond_the_retrieval_depth_is_refused(fixed_pool) -> None:
+    with pytest.raises(ConfigError, match="A#11 asks for passage 11 of A, which retrieves 10"):
+        fixed_pool.build("A#11")
+
+
 def test_pick_fuse_and_variant_build_from_the_pool(fixed_pool) -> None:
     assert _ids(fixed_pool.build("A#2").invoke("q")) == ["b"]
     assert _ids(fixed_pool.build("A#4").invoke("q")) == ["d"]

@@ -26,7 +26,6 @@ from retrievers.notation import (
     canonical_name,
     children,
     concat,
-    fuse,
     parse,
     retrieval_tree,
     sources,
@@ -148,7 +147,10 @@ def test_eors_own_operators_parse_and_round_trip(name: str) -> None:
 
 def test_fusion_binds_between_topk_and_concat() -> None:
     assert parse("Wiki@1+BM25@1&PK@1") == Concat((Fuse((TopK(WIKI, 1), TopK(BM25, 1))), TopK(PK, 1)))
-    assert parse("((Wiki+BM25)+SE)@2") == TopK(Fuse((WIKI, BM25, SE)), 2)  # flattened like &
+    # Not flattened: fusing A+B's ranking with C's is not fusing A, B and C.
+    assert parse("((Wiki+BM25)+SE)@2") == TopK(Fuse((Fuse((WIKI, BM25)), SE)), 2)
+    assert canonical_name("((Wiki+BM25)+SE)@2") == "((Wiki+BM25)+SE)@2"
+    assert parse("(Wiki+BM25+SE)@2") == TopK(Fuse((WIKI, BM25, SE)), 2)
     assert canonical_name("((Wiki+BM25))@1") == "(Wiki+BM25)@1"
 
 
@@ -169,7 +171,6 @@ def test_a_variant_is_the_members_not_retrievals() -> None:
         (lambda: Pick(WIKI, 1), "at least 2"),
         (lambda: Pick(WIKI, True), "at least 2"),
         (lambda: Fuse((WIKI,)), "at least 2"),
-        (lambda: Fuse((Fuse((WIKI, BM25)), SE)), "flatten"),
         (lambda: Prompted(WIKI, "1x"), "invalid prompt variant"),
         (lambda: Prompted(WIKI, "a:b"), "invalid prompt variant"),
     ],
@@ -241,6 +242,7 @@ MALFORMED: list[tuple[str, int, str]] = [
     ("SE:a@1", 4, "nothing may follow the prompt variant"),
     ("(SE:a)", 3, "unexpected ':'"),
     ("SE@CP+PK", 5, "unexpected '+'"),
+    ("SE#2@CPX", 5, "unknown operator '@CPX'"),
     ("Wikipédia", 5, "unexpected 'é'"),
     ("(PK@CP Wiki)", 6, "whitespace"),
     ("(PK@CP&Wiki)", 6, "'&' cannot follow '@CP'"),
@@ -469,7 +471,7 @@ def _extend(inner: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
         st.builds(Pick, inner, st.integers(min_value=2, max_value=10**6)),
         st.builds(Compress, inner),
         st.lists(inner, min_size=2, max_size=4).map(lambda parts: concat(*parts)),
-        st.lists(inner, min_size=2, max_size=4).map(lambda parts: fuse(*parts)),
+        st.lists(inner, min_size=2, max_size=4).map(lambda parts: Fuse(tuple(parts))),
     )
 
 
@@ -530,6 +532,7 @@ def test_added_operators_parse_and_print(added_operators: None, name: str) -> No
         ("BM25@DD@DD", 7, "repeated '@DD'"),
         ("BM25@dd", 5, "unknown operator '@dd': expected RR, DD, Mx2, CP or a number after '@'"),
         ("BM25@CP@DD", 7, "'@DD' cannot follow '@CP'"),
+        ("BM25#2@DD", 6, "nothing but '@CP', '+', '&' or ':' may follow '#2'"),
     ],
 )
 def test_added_operators_follow_the_grammar(added_operators: None, name: str, position: int, fragment: str) -> None:

@@ -108,6 +108,17 @@ def test_records_grow_by_the_new_members_alone(recorded, tmp_path, capsys) -> No
     capsys.readouterr()
     assert _run(_config(tmp_path, OLD + NEW), out, "--no-cache") == 0
     assert "grew" not in capsys.readouterr().out and _member_lines(out) == after
+    # A growth interrupted after some records (here: the last one lost its new members) resumes where it stopped.
+    lines = (out / RECORDS_FILE).read_text().splitlines()
+    last = json.loads(lines[-1])
+    last["members"] = {name: last["members"][name] for name in OLD}
+    (out / RECORDS_FILE).write_text("\n".join([*lines[:-1], json.dumps(last, ensure_ascii=False)]) + "\n")
+    assert _run(_config(tmp_path, OLD + NEW), out, "--no-cache") == 0
+    assert "grew 1 records by 3 member(s)" in capsys.readouterr().out
+    resumed = _member_lines(out)
+    assert resumed[:-1] == after[:-1] and list(resumed[-1]) == OLD + NEW  # the rest untouched, byte for byte
+    again = read_records(out)[-1].members
+    assert [again[name].answer for name in NEW] == [records[-1].members[name].answer for name in NEW]
 
 
 def _refused(recorded: Path, tmp_path: Path, config: Path, capsys) -> str:
@@ -139,6 +150,20 @@ def test_another_corpus_is_refused(recorded, tmp_path, capsys) -> None:
 def test_other_prompts_are_refused(recorded, tmp_path, capsys) -> None:
     err = _refused(recorded, tmp_path, _config(tmp_path, OLD + NEW, style="15-words"), capsys)
     assert "answer prompt: recorded" in err
+
+
+def test_another_config_of_the_same_members_is_refused(recorded, tmp_path, capsys) -> None:
+    err = _refused(recorded, tmp_path, _config(tmp_path, OLD, name="renamed"), capsys)
+    assert "holds a run of a different config" in err
+
+
+def test_unpacked_records_resume_with_their_config(recorded, tmp_path, capsys) -> None:
+    """The packed header names the corpus file alone; the same config over the same file resumes them."""
+    out = tmp_path / "resumed"
+    assert main(["records", "unpack", str(recorded / "packed.jsonl.gz"), "--out", str(out)]) == 0
+    before = (out / RECORDS_FILE).read_bytes()
+    assert _run(_config(tmp_path, OLD), out, "--no-cache") == 0
+    assert "(3 were already done)" in capsys.readouterr().out and (out / RECORDS_FILE).read_bytes() == before
 
 
 def test_a_dropped_member_is_refused(recorded, tmp_path, capsys) -> None:
