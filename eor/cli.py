@@ -211,6 +211,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             resamples=args.resamples,
             max_subsets=args.max_subsets,
             members=load_config(args.config).members if args.config else None,
+            design=args.design,
         )
     )
     return 0
@@ -578,6 +579,9 @@ def _add_bench(commands: Commands) -> None:
     bench.add_argument("--metrics", help="similarity metrics of the uniform voter, comma-separated")
     bench.add_argument(
         "--config", help="benchmark this config's members of the records only (records that grew beyond its pool)"
+    )
+    bench.add_argument(
+        "--design", help="eor design's design.json (or its folder): its candidates, path and frontier in the report"
     )
     bench.add_argument("--seed", type=int, default=0, help="seed of bootstrap and subset sampling")
     bench.add_argument("--resamples", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")

@@ -20,6 +20,7 @@ import numpy as np
 
 from eor.answers import normalize_answer
 from eor.atomic import write_text_atomically
+from eor.bench.figures import plot_design
 from eor.config import load_config
 from eor.correctness import score_answer
 from eor.costs import MemberCosts, PromptReplay, fit_rates, prompt_replay, recorded_seconds, token_counts
@@ -77,7 +78,7 @@ def design(
     out.mkdir(parents=True, exist_ok=True)
     document = {"candidates": table, **result.to_dict()}
     write_text_atomically(out / DESIGN_FILE, json.dumps(document, indent=2) + "\n")
-    plot_design(document, out / DESIGN_FIGURE)
+    plot_design({"design": document}, out / DESIGN_FIGURE)
     _write_config(config_path, out / POOL_CONFIG, result.chosen)
     order = [data.names.index(name) for name in result.chosen]
     costs = replay.in_order(order, len(data.names))[:, order]
@@ -189,61 +190,3 @@ def _write_config(candidates: Path, target: Path, members: list[str]) -> None:
     raw.setdefault("voter", {})["weights"] = "cascade.json"
     header = f"# Designed by `eor design` from {candidates.name}: the members cross-validation chose.\n"
     write_text_atomically(target, header + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=120))
-
-
-def plot_design(document: dict[str, Any], path: Path) -> Path:
-    """Exact match against seconds per question (log x): candidates alone, evaluated pools, frontier, path."""
-    from eor.plotting import pyplot
-
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 6))
-    for row in document["candidates"]:
-        ax.scatter(row["seconds"], 100 * row["em"], color="#90a4ae", zorder=3)
-        ax.annotate(
-            row["member"], (row["seconds"], 100 * row["em"]), fontsize=7, xytext=(3, 2), textcoords="offset points"
-        )
-    pools = document["evaluated"]
-    ax.scatter(
-        [p["cost"] for p in pools],
-        [100 * p["accuracy"] for p in pools],
-        s=8,
-        color="#bbdefb",
-        zorder=2,
-        label="pools the passes evaluated (selector, cross-validated)",
-    )
-    frontier = document["frontier"]
-    ax.plot(
-        [p["cost"] for p in frontier],
-        [100 * p["accuracy"] for p in frontier],
-        "-",
-        color="#1565c0",
-        label="their frontier",
-    )
-    path_steps = [step for step in document["steps"] if step["action"] in ("add", "drop")]
-    ax.plot(
-        [s["cost"] for s in path_steps],
-        [100 * s["accuracy"] for s in path_steps],
-        "-o",
-        color="#e65100",
-        zorder=4,
-        label="the design path",
-    )
-    for step in path_steps:
-        sign = "+" if step["action"] == "add" else "−"
-        ax.annotate(
-            f"{sign}{step['member']}",
-            (step["cost"], 100 * step["accuracy"]),
-            fontsize=7,
-            color="#e65100",
-            xytext=(4, -9),
-            textcoords="offset points",
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel("reader seconds per question (tokens at the fitted rates, prefix reuse replayed; log scale)")
-    ax.set_ylabel("exact match (%)")
-    ax.set_title("Candidates alone and designed pools on the training questions", fontsize=11)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(loc="lower right", fontsize=8)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path

@@ -239,4 +239,9 @@ def test_eor_design_on_the_shipped_seven_member_records(tmp_path, capsys) -> Non
     cascade = json.loads((out / "cascade.json").read_text())
     assert sorted(cascade["members"]) == sorted(document["chosen"])
     assert load_config(out / "pool.yaml").members == document["chosen"]
+    report = tmp_path / "bench"
+    assert main(["bench", args[1], "--out", str(report), "--design", str(out), "--metrics", "em"]) == 0
+    markdown = (report / "report.md").read_text()
+    assert "## Pool design" in markdown and f"Chosen: {', '.join(document['chosen'])}." in markdown
+    assert (report / "design.png").is_file()
     assert load_voter(out / "selector.json", members=document["chosen"]).kind == "selector"

@@ -23,12 +23,13 @@ def bench(
     max_subsets: int = DEFAULT_MAX_SUBSETS,
     progress: bool = True,
     members: Sequence[str] | None = None,
+    design: str | Path | None = None,
 ) -> str:
     """`eor bench`: write report.json, report.md, report.html and the figures into `out_dir`; a short summary to print.
 
     `metrics` chooses the similarity metrics of the uniform voter used when no `weights` file is given
-    (default em, f1, cosine); `members`: the members of the records to benchmark (default all); see
-    eor.bench.report.build_report for the rest.
+    (default em, f1, cosine); `members`: the members of the records to benchmark (default all); `design`: a
+    pool design to show (`eor design`'s design.json); see eor.bench.report.build_report for the rest.
     """
 
     report = build_report(
@@ -41,6 +42,7 @@ def bench(
         resamples=resamples,
         progress=progress,
         members=members,
+        design=design,
     )
     written = write_report(report, out_dir)
     return summarize(report, out_dir, [path.name for path in written])

@@ -6,6 +6,7 @@
 - `weights.png`: the learned retriever weights (figure 6), only when the report has weights;
 - `error_rates.png`: per member (and EoR) stacked bars of the error partition of appendix B;
 - `cost.png`: accuracy against mean cost per question (log x), with the subset frontier and a cascade.
+- `design.png`: a pool design's candidates, evaluated pools, frontier and path (with `eor bench --design`).
 
 Heatmap rows and columns are the members sorted by the report's metric, best first (as in figure 4).
 Undefined cells (a zero denominator) are grey and marked "–". Sizes and fonts scale with the number of
@@ -346,6 +347,65 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def plot_design(report: dict[str, Any], path: Path) -> Path | None:
+    """A pool design (`eor design`'s design.json, the report's `design`): exact match against reader seconds per
+    question (log x) of every candidate alone, every pool the passes evaluated, their frontier and the path;
+    None without a design."""
+    design = report.get("design")
+    if not design:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 6))
+    for row in design["candidates"]:
+        ax.scatter(row["seconds"], 100 * row["em"], color="#90a4ae", zorder=3)
+        ax.annotate(
+            row["member"], (row["seconds"], 100 * row["em"]), fontsize=7, xytext=(3, 2), textcoords="offset points"
+        )
+    pools = design["evaluated"]
+    ax.scatter(
+        [p["cost"] for p in pools],
+        [100 * p["accuracy"] for p in pools],
+        s=8,
+        color="#bbdefb",
+        zorder=2,
+        label="pools the passes evaluated (selector, cross-validated)",
+    )
+    frontier = design["frontier"]
+    ax.plot(
+        [p["cost"] for p in frontier],
+        [100 * p["accuracy"] for p in frontier],
+        "-",
+        color="#1565c0",
+        label="their frontier",
+    )
+    path_steps = [step for step in design["steps"] if step["action"] in ("add", "drop")]
+    ax.plot(
+        [s["cost"] for s in path_steps],
+        [100 * s["accuracy"] for s in path_steps],
+        "-o",
+        color="#e65100",
+        zorder=4,
+        label="the design path",
+    )
+    for step in path_steps:
+        sign = "+" if step["action"] == "add" else "−"
+        ax.annotate(
+            f"{sign}{step['member']}",
+            (step["cost"], 100 * step["accuracy"]),
+            fontsize=7,
+            color="#e65100",
+            xytext=(4, -9),
+            textcoords="offset points",
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("reader seconds per question (tokens at the fitted rates, prefix reuse replayed; log scale)")
+    ax.set_ylabel("exact match (%)")
+    ax.set_title("Pool design: candidates alone and designed pools on the training questions", fontsize=11)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)
+
+
 def _save(fig: Any, path: Path) -> Path:
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     pyplot().close(fig)
@@ -359,6 +419,7 @@ FIGURES = {
     "weights.png": plot_weights,
     "error_rates.png": plot_error_rates,
     "cost.png": plot_cost,
+    "design.png": plot_design,
 }
 
 

@@ -322,6 +322,51 @@ def cost_section(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def design_section(report: dict[str, Any]) -> list[str]:
+    """A pool design (`eor bench --design`): the candidates alone, the path and the chosen pool."""
+    design = report.get("design")
+    if not design:
+        return []
+    settings = design["settings"]
+    candidates = [
+        [
+            _escape(row["member"]),
+            pct(row["em"]),
+            pct(row["gold_passage"]),
+            pct(row["answer_in_context"]),
+            "-" if row["em_in_context"] is None else pct(row["em_in_context"]),
+            f"{row['seconds']:.2f}",
+        ]
+        for row in design["candidates"]
+    ]
+    path = [
+        [
+            step["action"],
+            _escape(step["member"]),
+            pct(step["accuracy"]),
+            f"{100 * step['gain']:+.1f} ± {100 * step['se']:.1f}",
+            f"{step['cost']:.2f}",
+            pct(step["oracle"]),
+        ]
+        for step in design["steps"][1:]
+    ]
+    return [
+        "## Pool design",
+        "",
+        f"Candidates on the training records (seconds per question run alone, at {settings['rates']['prompt']:.0f} "
+        f"prompt / {settings['rates']['generated']:.0f} generated tokens per second):",
+        "",
+        *table(["candidate", "EM", "gold passage", "answer in context", "EM in context", "s/q"], candidates),
+        "",
+        f"The path ({settings['repeats']} × {settings['folds']}-fold cross-validation of the selector, seed "
+        f"{settings['seed']}; a step is kept when its paired gain is at least one standard error):",
+        "",
+        *table(["step", "member", "CV EM", "gain ± SE (points)", "s/q", "oracle"], path),
+        "",
+        f"Chosen: {', '.join(map(_escape, design['chosen']))}.",
+    ]
+
+
 def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
     eor = report["eor"]
     voter = (
@@ -350,6 +395,9 @@ def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
     cost = cost_section(report)
     if cost:
         lines += [*cost, ""]
+    design = design_section(report)
+    if design:
+        lines += [*design, ""]
     weights = weights_section(report)
     if weights:
         lines += [*weights, ""]

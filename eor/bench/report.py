@@ -98,6 +98,7 @@ def build_report(
     resamples: int = DEFAULT_RESAMPLES,
     progress: bool = False,
     members: Sequence[str] | None = None,
+    design: str | Path | None = None,
 ) -> dict[str, Any]:
     """Benchmark the members of a run and EoR on its records; a JSON-ready dict (see the module docstring).
 
@@ -106,13 +107,15 @@ def build_report(
     correctness indicator of RWR, oracle, Top R, errors and significance (em, f1, contains, semantic, ...).
     `seed` seeds the bootstrap (`resamples` resamples of the questions) and the subset sampling of the
     upper bound (`max_subsets` subsets per pool size at most). `progress` shows a tqdm bar of the stages.
-    `members`: these members of the records only (records that grew beyond a pool), default all.
+    `members`: these members of the records only (records that grew beyond a pool), default all. `design`:
+    `eor design`'s design.json, shown in the report (its path, candidates and frontier; `design.png`).
     """
     from tqdm.auto import tqdm
 
     if metric not in CORRECTNESS:
         raise InputError(f"unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
     measures = list(MEASURES) + ([metric] if metric not in MEASURES else [])
+    shown_design = read_design(design) if design is not None else None  # before any record is read
     with tqdm(total=len(STAGES), desc="bench", unit="stage", disable=not progress, file=sys.stderr) as bar:
 
         def stage(index: int) -> None:
@@ -144,6 +147,8 @@ def build_report(
         )
         report = _assemble(records_dir, scored, matrix, errors, upper, seed, max_subsets)
         report["cost"] = cost
+        if shown_design is not None:
+            report["design"] = shown_design
         bar.update(1)
     return json_ready(report)
 
@@ -410,3 +415,19 @@ def write_report(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
     page = folder / "report.html"
     page.write_text(report_html(folder), encoding="utf-8")
     return [document, markdown, page, *figures]
+
+
+def read_design(path: str | Path) -> dict[str, Any]:
+    """`eor design`'s design.json (a folder or the file), checked for what the report shows."""
+    file = Path(path)
+    file = file / "design.json" if file.is_dir() else file
+    try:
+        design = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"--design {file}: cannot read a design ({exc})") from None
+    missing = [
+        key for key in ("candidates", "steps", "chosen", "evaluated", "frontier", "settings") if key not in design
+    ]
+    if missing:
+        raise InputError(f"--design {file}: not eor design's design.json (it lacks {', '.join(missing)})")
+    return design
