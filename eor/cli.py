@@ -64,6 +64,20 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def token_rates(text: str) -> dict[str, float]:
+    """An argparse type: PROMPT,GENERATED tokens per second, both finite and > 0 (`--rates 281,60`)."""
+    prompt, comma, generated = text.partition(",")
+    try:
+        rates = {"prompt": float(prompt), "generated": float(generated)}
+    except ValueError:
+        rates = {}
+    if not comma or not rates or not all(0 < value < float("inf") for value in rates.values()):
+        raise argparse.ArgumentTypeError(
+            f"expected PROMPT,GENERATED tokens per second above 0, e.g. 281,60; got {text!r}"
+        )
+    return rates
+
+
 def _config_path(value: str | None) -> Path:
     return Path(value) if value else default_config_path()
 
@@ -776,17 +790,6 @@ def _add_records(commands: Commands) -> None:
 def cmd_design(args: argparse.Namespace) -> int:
     from eor.design_command import design
 
-    rates = None
-    if args.rates:
-        prompt, _, generated = args.rates.partition(",")
-        try:
-            rates = {"prompt": float(prompt), "generated": float(generated)}
-        except ValueError:
-            raise InputError(
-                f"--rates takes PROMPT,GENERATED tokens per second, e.g. 281,60; got {args.rates!r}"
-            ) from None
-        if min(rates.values()) <= 0:
-            raise InputError(f"--rates must be positive, got {args.rates!r}")
     print(
         design(
             Path(args.records),
@@ -795,7 +798,7 @@ def cmd_design(args: argparse.Namespace) -> int:
             folds=args.folds,
             repeats=args.repeats,
             seed=args.seed,
-            rates=rates,
+            rates=args.rates,
             max_loss=args.max_loss,
         )
     )
@@ -815,6 +818,7 @@ def _add_design(commands: Commands) -> None:
     design.add_argument("--seed", type=int, default=0, help="seed of the first split (default 0)")
     design.add_argument(
         "--rates",
+        type=token_rates,
         metavar="PROMPT,GENERATED",
         help="the reader's tokens per second (default: fitted to the records' seconds)",
     )

@@ -61,6 +61,9 @@ def test_bad_choices_fail_at_once(tmp_path, capsys, args, message) -> None:
         (["train", RECORDS, "--out", "w.json", "--cv", "1"], "expected a whole number ≥ 2, got 1"),
         (["train", RECORDS, "--out", "w.json", "--max-loss", "-1"], "expected a finite number ≥ 0, got -1"),
         (["train", RECORDS, "--out", "w.json", "--cost", "euros"], "invalid choice: 'euros'"),
+        (["design", RECORDS, "--config", "c.yaml", "--out", "d", "--rates", "281"], "expected PROMPT,GENERATED"),
+        (["design", RECORDS, "--config", "c.yaml", "--out", "d", "--rates", "281,0"], "above 0, e.g. 281,60"),
+        (["design", RECORDS, "--config", "c.yaml", "--out", "d", "--repeats", "0"], "expected a whole number ≥ 1"),
     ],
 )
 def test_impossible_numbers_are_refused_by_the_parser(capsys, args, message) -> None:
