@@ -9,9 +9,13 @@ the generation cache off (every prompt is generated):
 - `full`: the config with the full-pool selector's weights file, every member run (`eor ask --all-members`).
 
     python benchmarks/bench_cascade_live.py [--config C] [--data Q.jsonl] [--limit 30] [--out FILE.json]
+    python benchmarks/bench_cascade_live.py --compare today configs/nq-offline.yaml \\
+        docs/weights/nq-offline-cascade.json lazy --compare designed D/pool.yaml D/cascade.json lazy
 
 Defaults: configs/nq-offline.yaml, the first 30 questions of ../shared/data/nq/dev.jsonl,
-docs/weights/nq-offline-cascade.json against docs/weights/nq-offline-auto.json. Run it alone on the machine.
+docs/weights/nq-offline-cascade.json against docs/weights/nq-offline-auto.json. `--compare NAME CONFIG WEIGHTS
+MODE` (repeated) sets the arms instead, e.g. a designed pool's cascade against today's (docs/pool-design.md);
+the ratio printed is the first arm's wall time over the last's. Run it alone on the machine.
 """
 
 from __future__ import annotations
@@ -65,32 +69,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=30)
     parser.add_argument("--cascade", default=str(ROOT / "docs/weights/nq-offline-cascade.json"))
     parser.add_argument("--full", default=str(ROOT / "docs/weights/nq-offline-auto.json"))
-    parser.add_argument("--out", help="also write the per-question figures of both arms as JSON")
-    parser.add_argument("--arm", choices=["cascade", "full"], help=argparse.SUPPRESS)  # the child process
-    parser.add_argument("--arm-out", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--compare",
+        nargs=4,
+        action="append",
+        metavar=("NAME", "CONFIG", "WEIGHTS", "MODE"),
+        help="an arm of its own (repeat it; MODE lazy: as eor ask answers, all: every member); instead of the "
+        "default arms full and cascade of --config",
+    )
+    parser.add_argument("--out", help="also write the per-question figures of every arm as JSON")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)  # an arm, in its own process
+    parser.add_argument("--child-out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.arm:
-        weights = args.cascade if args.arm == "cascade" else args.full
-        run_arm(args.config, weights, args.data, args.limit, args.arm == "cascade", args.arm_out)
+    if args.child:
+        _, config, weights, mode = args.child
+        run_arm(config, weights, args.data, args.limit, mode == "lazy", args.child_out)
         return 0
+    specs = args.compare or [["full", args.config, args.full, "all"], ["cascade", args.config, args.cascade, "lazy"]]
     arms = {}
     with tempfile.TemporaryDirectory() as folder:
-        for arm in ("full", "cascade"):
-            out = str(Path(folder) / f"{arm}.json")
-            command = [sys.executable, __file__, "--arm", arm, "--arm-out", out, "--config", args.config]
-            command += ["--data", args.data, "--limit", str(args.limit), "--cascade", args.cascade, "--full", args.full]
-            subprocess.run(command, check=True)
-            arms[arm] = json.loads(Path(out).read_text(encoding="utf-8"))
-    full, cascade = arms["full"], arms["cascade"]
+        for spec in specs:
+            out = str(Path(folder) / f"{spec[0]}.json")
+            command = [sys.executable, __file__, "--child", *spec, "--child-out", out]
+            subprocess.run([*command, "--data", args.data, "--limit", str(args.limit)], check=True)
+            arms[spec[0]] = json.loads(Path(out).read_text(encoding="utf-8"))
+    names = list(arms)
+    first, second = arms[names[0]], arms[names[-1]]
     seconds = {arm: float(np.mean([row["seconds"] for row in rows])) for arm, rows in arms.items()}
-    same = sum(a["answer"] == b["answer"] for a, b in zip(full, cascade, strict=True))
-    print(f"{len(full)} questions of {args.data}, generation cache off, one question at a time")
+    same = sum(a["answer"] == b["answer"] for a, b in zip(first, second, strict=True))
+    print(f"{len(first)} questions of {args.data}, generation cache off, one question at a time")
     for arm, rows in arms.items():
         p90 = np.percentile([r["seconds"] for r in rows], 90)
         em = 100 * np.mean([r["em"] for r in rows])
         run = np.mean([r["members_run"] for r in rows])
-        print(f"  {arm:<8} {seconds[arm]:6.2f} s per question (p90 {p90:.2f}), EM {em:.1f}, members run {run:.2f}")
-    print(f"  full / cascade wall time: {seconds['full'] / seconds['cascade']:.2f}×; same answer on {same}/{len(full)}")
+        print(f"  {arm:<10} {seconds[arm]:6.2f} s per question (p90 {p90:.2f}), EM {em:.1f}, members run {run:.2f}")
+    ratio = seconds[names[0]] / seconds[names[-1]]
+    print(f"  {names[0]} / {names[-1]} wall time: {ratio:.2f}×; same answer on {same}/{len(first)}")
     if args.out:
         Path(args.out).write_text(json.dumps({"seconds": seconds, "same": same, "arms": arms}, indent=1) + "\n")
     return 0
