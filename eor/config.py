@@ -152,19 +152,21 @@ class VoterConfig:
 @dataclass
 class Demonstration:
     """One worked example of a few-shot prompt variant: a training question (`id`, so that training and
-    held-out sets can leave it out) and its short answer."""
+    held-out sets can leave it out), its short answer and, for variants that show evidence, a `passage` it
+    is read from."""
 
     question: str = ""
     answer: str = ""
     id: str | None = None
+    passage: str = ""
 
 
 @dataclass
 class PromptVariantConfig:
     """`prompts.variants.NAME`, the answer prompt of members named `...:NAME` (PromptTemplates.with_variant):
     `reading` and `retrieval_free` templates (`{query}`, `{document}`, and `{demonstrations}` for the worked
-    examples, each written with `demonstration`); a template left out is the pool's own, with the examples
-    put before it when there are any."""
+    examples, each written with `demonstration`: `{question}`, `{answer}`, `{passage}`); a template left out
+    is the pool's own, with the examples put before it when there are any."""
 
     reading: str | None = None
     retrieval_free: str | None = None

@@ -83,10 +83,13 @@ class PromptTemplates:
                 f"prompts.variants.{name}: {len(examples)} demonstrations; at most {MAX_DEMONSTRATIONS} are allowed"
             )
         try:
-            shown = [variant.demonstration.format(question=e.question, answer=e.answer) for e in examples]
+            shown = [
+                variant.demonstration.format(question=e.question, answer=e.answer, passage=e.passage) for e in examples
+            ]
         except (KeyError, IndexError, ValueError) as exc:
             raise ConfigError(
-                f"prompts.variants.{name}.demonstration: {exc!r}; its placeholders are {{question}} and {{answer}}"
+                f"prompts.variants.{name}.demonstration: {exc!r}; its placeholders are {{question}}, {{answer}} "
+                "and {passage}"
             ) from None
         block = "\n\n".join(shown).replace("{", "{{").replace("}", "}}")
 

@@ -128,6 +128,19 @@ def test_a_variant_with_its_own_template() -> None:
     assert text == "D\nQuestion: who wrote hamlet\nAnswer: William Shakespeare\n\nQuestion: year {x}?\nAnswer: 1999\nQ"
 
 
+def test_demonstrations_may_show_their_passage() -> None:
+    extract = PromptVariantConfig(
+        reading="{demonstrations}\n\nParagraph: {document}\nQuestion: {query}\nAnswer:",
+        demonstration="Paragraph: {passage}\nQuestion: {question}\nAnswer: {answer}",
+        demonstrations=[Demonstration("who wrote hamlet", "Shakespeare", "t1", "Hamlet is a play by Shakespeare.")],
+    )
+    prompt = PromptTemplates().with_variant("x", extract).answer_prompt("who painted it", [("", "Monet painted it.")])
+    assert prompt == (
+        "Paragraph: Hamlet is a play by Shakespeare.\nQuestion: who wrote hamlet\nAnswer: Shakespeare\n\n"
+        "Paragraph: Monet painted it.\nQuestion: who painted it\nAnswer:"
+    )
+
+
 @pytest.mark.parametrize(
     ("variant", "message"),
     [
