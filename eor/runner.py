@@ -164,7 +164,8 @@ def _recorded_run(out: Path, config: EnsembleConfig, weights: str | None) -> Rec
         raise InputError(f"{saved} is not valid JSON: {exc}") from None
     resolved = _resolved(config, weights)
     lacking = present is not None and any(members - set(r.members) - set(r.degraded) for r in iter_records(present))
-    if same_run_config(data, resolved) and not lacking:
+    same = same_run_config(data, resolved)
+    if same and not lacking:
         return None
     data = dict(data) if isinstance(data, dict) else {}
     data.pop("weights", None)
@@ -173,7 +174,13 @@ def _recorded_run(out: Path, config: EnsembleConfig, weights: str | None) -> Rec
     except ConfigError as exc:
         raise InputError(f"{out} holds a run of a config this eor cannot read ({exc}); choose another --out") from None
     grows = members > set(recorded.members)
-    if not (grows or lacking or _same_but_corpus_path(recorded, config)):
+    if members - set(recorded.members) and not grows:  # new members, but some recorded ones left out
+        dropped = ", ".join(name for name in recorded.members if name not in members)
+        raise InputError(
+            f"{out} holds a run of a different config: the records hold member(s) {dropped} that this config "
+            "lacks; records grow by members, so name every recorded member in the config, or choose another --out"
+        )
+    if not (grows or (same and lacking) or _same_but_corpus_path(recorded, config)):
         raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
     pool = read_pool_file(out)
     if pool is None:

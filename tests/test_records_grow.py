@@ -168,7 +168,7 @@ def test_unpacked_records_resume_with_their_config(recorded, tmp_path, capsys) -
 
 def test_a_dropped_member_is_refused(recorded, tmp_path, capsys) -> None:
     err = _refused(recorded, tmp_path, _config(tmp_path, ["BM25@1", *NEW]), capsys)
-    assert "the records hold member(s) Wiki@1 that this config lacks" in err
+    assert "holds a run of a different config: the records hold member(s) Wiki@1 that this config lacks" in err
 
 
 def test_records_without_their_config_cannot_grow(recorded, tmp_path, capsys) -> None:
