@@ -3,9 +3,10 @@ cross-validation on training records (folds by question, seeded; both on the sam
 out-of-fold exact match, Top R chosen in each fold, and the paired difference with its bootstrap 95% interval
 and exact McNemar test. Records only: seconds, no reader.
 
-    python benchmarks/bench_confidence_cv.py [RECORDS] [--folds 5] [--seed 0] [--out FILE.json]
+    python benchmarks/bench_confidence_cv.py [RECORDS] [--config CONFIG] [--folds 5] [--seed 0] [--out FILE.json]
 
-Default: docs/records/nq-train.jsonl.gz (its records must hold each member's confidence).
+Default: docs/records/nq-train.jsonl.gz (its records must hold each member's confidence); `--config`: that
+config's members only (records that grew beyond its pool, as the NQ records did: configs/nq-offline.yaml).
 """
 
 from __future__ import annotations
@@ -26,18 +27,20 @@ def shown(path: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from eor.bench.stats import Bootstrap, paired_test
+    from eor.config import load_config
     from eor.crossval import VoteSettings, out_of_fold, vote_arrays
     from eor.errors import InputError
     from eor.run_data import load_run
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="?", default=str(ROOT / "docs/records/nq-train.jsonl.gz"))
+    parser.add_argument("--config", help="this config's members only (records that grew beyond its pool)")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="also write the figures as JSON")
     args = parser.parse_args(argv)
 
-    data = load_run(args.records)
+    data = load_run(args.records, load_config(args.config).members if args.config else None)
     if not data.has_confidence:
         raise InputError(f"{args.records}: no member answer carries the reader's confidence")
     settings = VoteSettings()

@@ -6,7 +6,7 @@ uniform voter of the pool), the members of each question are run lazily in order
 members cannot change the chosen answer, whatever they would answer. Every lazy answer is compared with the
 full vote's, and the recorded seconds of the members that did not have to run are counted as saved.
 
-    python benchmarks/bench_lazy_voting.py [RECORDS ...] [--weights W.json ...]
+    python benchmarks/bench_lazy_voting.py [RECORDS ...] [--weights W.json ...] [--config CONFIG]
 
 Defaults: the records and weights files kept in docs/records and docs/weights.
 """
@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="*", help="records files or run folders (default: docs/records/*.jsonl.gz)")
     parser.add_argument("--weights", nargs="*", help="weights files (default: docs/weights/*.json)")
+    parser.add_argument("--config", help="this config's members only, in every records file (records that grew)")
     args = parser.parse_args(argv)
+    from eor.config import load_config
     from eor.records import read_records
     from eor.run_data import load_run
     from voters import Voter, load_voter
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
     for path in record_files:
         records = [r for r in read_records(path) if r.answers]
-        data = load_run(path)
+        data = load_run(path, load_config(args.config).members if args.config else None)
         voters = [("uniform (em, f1, cosine)", Voter.uniform(len(data.names), members=data.names))]
         for file in weight_files:
             voter = load_voter(file)

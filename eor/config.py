@@ -305,6 +305,9 @@ def load_config(path: str | Path) -> EnsembleConfig:
         raise ConfigError(f"{file}: 'members' must list at least one retriever name, e.g. [ReFree, BM25@3]")
     if len(set(config.members)) != len(config.members):
         raise ConfigError(f"{file}: 'members' has duplicates")
+    for key, least in (("retrieval_depth", 1), ("rrf_k", 0), ("max_document_words", 1), ("batch_size", 1)):
+        if getattr(config, key) < least:
+            raise ConfigError(f"{file}: '{key}' must be a whole number ≥ {least}, got {getattr(config, key)}")
     return config
 
 

@@ -50,6 +50,11 @@ class Pilot:
         if not file.is_file():
             raise InputError(f"{file} not found: a pilot is a folder written by `eor run` (without --no-cache hits)")
         stats = json.loads(file.read_text())
+        if stats.get("grew"):
+            raise InputError(
+                f"{file}: the latest `eor run` of this folder grew its records by new members, so its figures are "
+                "theirs alone: a pilot is the whole pool run on a few questions into a new folder"
+            )
         questions = stats.get("questions") or len(read_records(folder))
         if not stats.get("prompt_seconds") or not stats.get("generation_seconds"):
             raise InputError(f"{file}: the reader reported no token timings (llama.cpp reports them; read from cache?)")

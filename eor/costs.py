@@ -112,20 +112,21 @@ class PromptReplay:
     def _count_kept(self, previous: int | None, member: int) -> np.ndarray:
         if previous is None:
             return np.zeros(len(self.tokens), dtype=float)
-        return np.array(
-            [
-                0
-                if self.total[q, member] > len(row[member])  # its retrieval generated just before its answer
-                else reusable_prefix(list(row[previous]), list(row[member]), self.chunk)
-                for q, row in enumerate(self.tokens)
-            ],
-            dtype=float,
-        )
+        return np.array([self._kept_after(row[previous], q, member) for q, row in enumerate(self.tokens)], dtype=float)
+
+    def _kept_after(self, before: Sequence[int], q: int, member: int) -> int:
+        """The tokens of member's prompt on question q kept from the prompt `before` (none when its retrieval
+        generated just before its answer)."""
+        if self.total[q, member] > len(self.tokens[q][member]):
+            return 0
+        return reusable_prefix(list(before), list(self.tokens[q][member]), self.chunk)
+
+    def _seconds(self, prompt: np.ndarray | float, generated: np.ndarray | float) -> np.ndarray | float:
+        return prompt / self.rates["prompt"] + generated / self.rates["generated"]
 
     def after(self, previous: int | None, member: int) -> np.ndarray:
         """Per question, the seconds of `member` run right after `previous` (None: first)."""
-        prompt = self.total[:, member] - self.kept(previous, member)
-        return prompt / self.rates["prompt"] + self.generated[:, member] / self.rates["generated"]
+        return self._seconds(self.total[:, member] - self.kept(previous, member), self.generated[:, member])
 
     def spent(self, order: Sequence[int], stops: Sequence[int] | None = None) -> np.ndarray:
         """Per question, the seconds of running `order` up to `stops[q]` (every member when None), questions in
@@ -134,6 +135,8 @@ class PromptReplay:
         alike for long enough, e.g. a variant's worked examples)."""
         n_questions = len(self.tokens)
         ends = np.full(n_questions, len(order) - 1) if stops is None else np.asarray(stops, dtype=int)
+        if len(ends) != n_questions or (ends < 0).any() or (ends >= len(order)).any():
+            raise InputError(f"stops must give one position in 0..{len(order) - 1} per question")
         seconds = np.zeros(n_questions)
         before: tuple[int, ...] | None = None
         for q in range(n_questions):
@@ -141,18 +144,17 @@ class PromptReplay:
                 member = order[j]
                 if j:
                     kept = float(self.kept(order[j - 1], member)[q])
-                elif before is None or self.total[q, member] > len(self.tokens[q][member]):
-                    kept = 0.0
                 else:
-                    kept = float(reusable_prefix(list(before), list(self.tokens[q][member]), self.chunk))
-                prompt = self.total[q, member] - kept
-                seconds[q] += prompt / self.rates["prompt"] + self.generated[q, member] / self.rates["generated"]
+                    kept = 0.0 if before is None else float(self._kept_after(before, q, member))
+                seconds[q] += self._seconds(self.total[q, member] - kept, self.generated[q, member])
             before = self.tokens[q][order[int(ends[q])]]
         return seconds
 
     def in_order(self, order: Sequence[int], members: int) -> np.ndarray:
         """(Q, members): each member of `order` charged as run right after the one before it in `order`; the
-        members not in `order` as run first (they never follow another)."""
+        members not in `order` as run first (they never follow another). A cost per member and question cannot
+        depend on the question before, so the first member keeps nothing from it; `spent` credits that prefix
+        (less than a chunk, but for a variant's worked examples)."""
         costs = np.column_stack([self.after(None, m) for m in range(members)])
         for position, member in enumerate(order):
             costs[:, member] = self.after(order[position - 1] if position else None, member)

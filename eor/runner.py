@@ -3,7 +3,8 @@
 The resolved config is saved beside the records; a re-run with the same folder skips the questions
 already done. `generation.json` holds what the reader did in the latest invocation: prompts generated and
 read back, prompt tokens evaluated and reused, generated tokens, and the seconds of each phase; with the
-questions answered and the wall seconds they took (a pilot for eor.cost_model).
+questions answered and the wall seconds they took (a pilot for eor.cost_model), and `grew` when the
+invocation grew records (its figures then count some members only: no pilot).
 
 Records grow: a config that names every member of the folder's run and more runs only the members a
 record lacks, on the questions already there, and adds their outputs; every recorded member's output stays
@@ -112,6 +113,8 @@ def run(
         store = ensemble.cache if ensemble is not None else open_cache(cache)
         lines.append(cache_summary(stats, None if store is None else store.where, executor))
         done = {"questions": len(todo), "wall_seconds": round(wall_seconds, 3)}  # eor.cost_model reads these
+        if recorded is not None:  # some members on recorded questions: no pilot of the pool (eor.cost_model)
+            done["grew"] = True
         (out / GENERATION_FILE).write_text(json.dumps({**stats.to_dict(), **done}, indent=2))
     return "\n".join(lines)
 

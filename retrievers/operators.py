@@ -91,13 +91,17 @@ class Fuse(EorRetriever):
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[Document]], k: int = RRF_K) -> list[Document]:
     """One ranking of the passages of `rankings`, by the sum of 1 / (k + rank) over the rankings that hold each
-    (`Fuse`); the fused score is the passage's `score`."""
+    (`Fuse`), a passage's rank in a ranking being its first place there; the fused score is its `score`."""
     scores: dict[str, float] = {}
     first: dict[str, Document] = {}
     for ranking in rankings:
+        ranked: set[str] = set()
         for rank, document in enumerate(ranking, start=1):
             known = document.metadata.get("id")
             key = f"id:{known}" if known is not None else f"text:{document.page_content}"
+            if key in ranked:  # a ranking that holds it twice (a concatenation) ranks it once, at its first place
+                continue
+            ranked.add(key)
             if key not in first:
                 first[key] = document
                 scores[key] = 0.0

@@ -127,12 +127,17 @@ class SourcePool:
             case notation.TopK(child=child, k=k):
                 return operators.TopK(child=self._build(child), k=k)
             case notation.Pick(child=notation.Source(name=name), rank=rank):
-                if rank > self.context.depth:
+                source = self.source(name)
+                depth = getattr(source, "depth", None)  # a ranked source's own depth (its params, else the config's)
+                depth = depth if isinstance(depth, int) else self.context.depth
+                if rank > depth:
                     raise ConfigError(
-                        f"{notation.to_name(node)} asks for passage {rank} of {name}, which retrieves "
-                        f"{self.context.depth} (the config's retrieval_depth)"
+                        f"{notation.to_name(node)} asks for passage {rank} of {name}, which retrieves {depth} "
+                        "(its depth parameter, else the config's retrieval_depth)"
                     )
-                return operators.Pick(child=self.source(name).for_top_k(rank), rank=rank)
+                return operators.Pick(child=source.for_top_k(rank), rank=rank)
+            case notation.Pick(child=notation.TopK(k=k), rank=rank) if rank > k:
+                raise ConfigError(f"{notation.to_name(node)} asks for passage {rank} of a top {k}")
             case notation.Pick(child=child, rank=rank):
                 return operators.Pick(child=self._build(child), rank=rank)
             case notation.Fuse(children=children):

@@ -83,6 +83,8 @@ def reports(tmp_path_factory) -> Path:
             "eor.cli",
             "bench",
             str(ROOT / "docs/records/nq-dev.jsonl.gz"),
+            "--config",
+            str(ROOT / "configs/nq-offline.yaml"),
             "--out",
             str(root / "nq-dev"),
             "--metrics",

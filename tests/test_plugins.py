@@ -154,7 +154,7 @@ def test_a_plugin_voter_trains_saves_loads_and_votes(installed, tmp_path):
     records = ROOT / "docs" / "records"
     trained = subprocess.run(
         [sys.executable, "-m", "eor.cli", "train", str(records / "nq-train.jsonl.gz"), "--out", str(weights)]
-        + ["--voter", "shortest", "--metrics", "em,f1"],
+        + ["--voter", "shortest", "--metrics", "em,f1", "--config", str(ROOT / "configs/nq-offline.yaml")],
         capture_output=True,
         text=True,
         timeout=300,
@@ -170,7 +170,7 @@ import json
 from eor.bench.voting import vote
 from eor.run_data import load_run
 from voters import load_voter
-data = load_run({str(records / "nq-dev.jsonl.gz")!r})
+data = load_run({str(records / "nq-dev.jsonl.gz")!r}, load_voter({str(weights)!r}).members_)
 voted = vote(data, weights={str(weights)!r})
 def shortest(row):
     lengths = [len(a) if a.strip() else float("inf") for a in row]

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from eor.cli import main
+from eor.cost_model import Pilot
+from eor.errors import InputError
 from eor.pool import read_pool_file
 from eor.records import RECORDS_FILE, read_header, read_records
 from tests.conftest import DEMO
@@ -83,6 +85,9 @@ def test_records_grow_by_the_new_members_alone(recorded, tmp_path, capsys) -> No
     assert "3 questions in" in printed and "(3 were already done)" in printed
     generation = json.loads((out / "generation.json").read_text())
     assert generation["generated"] == 9  # the new members' 9 answers, nothing of the recorded ones
+    assert generation["grew"] is True  # some members only: not a pilot of the pool
+    with pytest.raises(InputError, match="grew its records by new members"):
+        Pilot.from_run(out)
     after = _member_lines(out)
     for old, new in zip(before, after, strict=True):
         assert list(new) == OLD + NEW

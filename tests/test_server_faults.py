@@ -116,11 +116,19 @@ def test_a_full_queue_answers_429_with_retry_after(server):
             assert response.json()["answer"]
 
 
+def _until_waiting(base: str, questions: int, timeout: float = 120.0) -> None:
+    """Poll /healthz until `questions` are queued (what the server says, not a guess of how long it takes)."""
+    deadline = time.monotonic() + timeout
+    while requests.get(f"{base}/healthz", timeout=10).json().get("waiting", 0) < questions:
+        assert time.monotonic() < deadline, f"fewer than {questions} questions queued after {timeout} s"
+        time.sleep(0.05)
+
+
 def test_sigterm_drains_the_requests_in_flight(server):
     base, process, log = server()
     with ThreadPoolExecutor(3) as pool:
         futures = [pool.submit(_ask, base, q) for q in QUESTIONS[:3]]
-        time.sleep(1.0)  # all three accepted: one answering (each takes about 1.5 s), two queued
+        _until_waiting(base, 2)  # all three accepted: one answering (each takes about 1.5 s), two queued
         process.send_signal(signal.SIGTERM)
         responses = [future.result() for future in futures]
     assert [r.status_code for r in responses] == [200, 200, 200], [r.text for r in responses]
