@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
+    from eor.cli import token_rates
     from eor.config import load_config
     from eor.costs import member_costs, prompt_replay
     from eor.readers import build_reader
@@ -26,11 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=str(ROOT / "configs/nq-offline.yaml"), help="the pool's config")
     parser.add_argument("--weights", default=str(ROOT / "docs/weights/nq-offline-cascade.json"), help="a cascade")
     parser.add_argument("--records", default=str(ROOT / "docs/records/nq-dev.jsonl.gz"), help="records to replay")
-    parser.add_argument("--rates", default="281,60", help="prompt,generated tokens per second (default 281,60)")
+    parser.add_argument("--rates", type=token_rates, default=token_rates("281,60"), help="PROMPT,GENERATED tok/s")
     args = parser.parse_args(argv)
 
-    prompt, generated = (float(value) for value in args.rates.split(","))
-    rates = {"prompt": prompt, "generated": generated}
+    rates = args.rates
+    prompt, generated = rates["prompt"], rates["generated"]
     config = load_config(args.config)
     cascade = load_voter(args.weights, members=config.members)
     data = load_run(args.records, config.members)
