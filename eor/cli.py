@@ -800,6 +800,7 @@ def cmd_design(args: argparse.Namespace) -> int:
             seed=args.seed,
             rates=args.rates,
             max_loss=args.max_loss,
+            budget=args.budget,
         )
     )
     return 0
@@ -822,8 +823,15 @@ def _add_design(commands: Commands) -> None:
         metavar="PROMPT,GENERATED",
         help="the reader's tokens per second (default: fitted to the records' seconds)",
     )
-    design.add_argument(
+    operating = design.add_mutually_exclusive_group()
+    operating.add_argument(
         "--max-loss", type=non_negative_float, metavar="POINTS", help="the cascade's tolerance (default 0.5)"
+    )
+    operating.add_argument(
+        "--budget",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="instead: the cascade's most accurate point whose reader seconds per question fit (replayed costs)",
     )
     design.set_defaults(handler=cmd_design)
 

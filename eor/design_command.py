@@ -50,6 +50,7 @@ def design(
     seed: int = 0,
     rates: dict[str, float] | None = None,
     max_loss: float | None = None,
+    budget: float | None = None,
 ) -> str:
     """Design the pool (eor.design) and write DIR's files; returns what `eor design` prints."""
     config = load_config(config_path)
@@ -71,6 +72,7 @@ def design(
         "chunk": replay.chunk,
         "rule": "forward: most CV accuracy per reader second; a step kept when its paired gain ≥ 1 SE; backward:"
         " drop while the loss < 1 SE",
+        "cascade": {"budget": budget} if budget is not None else {"max_loss": 0.5 if max_loss is None else max_loss},
     }
     table = candidate_table(records, data, replay)
     if not result.chosen:
@@ -95,11 +97,30 @@ def design(
             costs=member_costs,
             pool_config=out / POOL_CONFIG,
             max_loss=max_loss,
+            budget=budget if voter == "cascade" else None,
             confidence=False,
         )
         trained.append(str(file))
     return "\n".join(
-        [*format_table(table), "", *format_path(result), "", f"wrote {out / POOL_CONFIG}, " + ", ".join(trained)]
+        [
+            *format_table(table),
+            "",
+            *format_path(result),
+            _cascade_line(out / "cascade.json"),
+            "",
+            f"wrote {out / POOL_CONFIG}, " + ", ".join(trained),
+        ]
+    )
+
+
+def _cascade_line(weights: Path) -> str:
+    """The chosen pool's cascade: its order and operating point, held out on the training questions."""
+    cascade = json.loads(weights.read_text(encoding="utf-8"))
+    point = cascade["chosen"]
+    return (
+        f"cascade: {' > '.join(cascade['order'])}; held out on train {pct(point['accuracy'])} EM at "
+        f"{point['cost']:.2f} s per question (every member: {pct(cascade['full_accuracy'])} at "
+        f"{cascade['full_cost']:.2f} s)"
     )
 
 

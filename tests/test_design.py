@@ -232,6 +232,8 @@ def test_eor_design_on_the_shipped_seven_member_records(tmp_path, capsys) -> Non
     assert table["Wiki@1"]["em"] == pytest.approx(0.458, abs=0.001)
     assert table["ReFree"]["gold_passage"] == 0.0 and table["Wiki@3"]["gold_passage"] > table["Wiki@1"]["gold_passage"]
     assert document["chosen"][0] == "Wiki@1" and "chosen: Wiki@1" in printed
+    assert "\ncascade: " in printed and " s per question (every member: " in printed
+    assert document["settings"]["cascade"] == {"max_loss": 0.5}
     assert all(step["gain"] >= step["se"] - 1e-12 for step in document["steps"] if step["action"] == "add")
     assert document["frontier"] and document["evaluated"]
     for name in ("pool.yaml", "selector.json", "cascade.json", "design.png"):

@@ -64,6 +64,10 @@ def test_bad_choices_fail_at_once(tmp_path, capsys, args, message) -> None:
         (["design", RECORDS, "--config", "c.yaml", "--out", "d", "--rates", "281"], "expected PROMPT,GENERATED"),
         (["design", RECORDS, "--config", "c.yaml", "--out", "d", "--rates", "281,0"], "above 0, e.g. 281,60"),
         (["design", RECORDS, "--config", "c.yaml", "--out", "d", "--repeats", "0"], "expected a whole number ≥ 1"),
+        (
+            ["design", RECORDS, "--config", "c.yaml", "--out", "d", "--max-loss", "0.5", "--budget", "2"],
+            "argument --budget: not allowed with argument --max-loss",
+        ),
     ],
 )
 def test_impossible_numbers_are_refused_by_the_parser(capsys, args, message) -> None:
