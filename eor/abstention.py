@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from eor.errors import InputError
+
 GRID = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 ... 0.95: fixed before dev is touched
 ALPHAS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 DELTA = 0.1
@@ -66,11 +68,11 @@ def risk_threshold(
     """The module's procedure for one `alpha` over out-of-fold `probability` and whether each answer was
     `right`."""
     if not 0 < alpha < 1 or not 0 < delta < 1:
-        raise ValueError(f"alpha and delta must lie in (0, 1), got {alpha} and {delta}")
+        raise InputError(f"alpha and delta must lie in (0, 1), got {alpha} and {delta}")
     p = np.asarray(probability, dtype=float)
     wrong = ~np.asarray(right, dtype=bool)
     if p.shape != wrong.shape or p.ndim != 1:
-        raise ValueError(f"one probability per answer: {p.shape} probabilities, {wrong.shape} answers")
+        raise InputError(f"one probability per answer: {p.shape} probabilities, {wrong.shape} answers")
     level = delta / len(grid)
     for threshold in sorted(grid):  # lowest first: the first rejected answers the most questions
         answered = p >= threshold

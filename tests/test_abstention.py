@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import binom
 
 from eor.abstention import binomial_p_value, risk_threshold, thresholds
+from eor.errors import InputError
 
 
 def _tail(errors: int, answered: int, alpha: float) -> float:
@@ -60,5 +61,5 @@ def test_a_lower_alpha_never_answers_more() -> None:
 
 @pytest.mark.parametrize(("alpha", "delta"), [(0.0, 0.1), (1.0, 0.1), (0.3, 0.0), (0.3, 1.5)])
 def test_alpha_and_delta_lie_strictly_between_0_and_1(alpha: float, delta: float) -> None:
-    with pytest.raises(ValueError, match="must lie in"):
+    with pytest.raises(InputError, match="must lie in"):
         risk_threshold([0.5], [True], alpha, delta)
