@@ -145,7 +145,7 @@ def candidate_table(records: Path, data: RunData, replay: PromptReplay) -> list[
         )
         found = np.array([bool(gold[q] & {p.get("id") for p in members[q][name].passages}) for q in data.ids])
         context = np.array(
-            [_in_context(passages[m], golds) for passages, golds in zip(data.passages, data.golds, strict=True)]
+            [in_context(passages[m], golds) for passages, golds in zip(data.passages, data.golds, strict=True)]
         )
         rows.append(
             {
@@ -160,7 +160,8 @@ def candidate_table(records: Path, data: RunData, replay: PromptReplay) -> list[
     return rows
 
 
-def _in_context(passages: list[str], golds: list[str]) -> bool:
+def in_context(passages: list[str], golds: list[str]) -> bool:
+    """Whether a gold answer, normalised, occurs as whole words in one of the passages, normalised."""
     wanted = [normalize_answer(gold) for gold in golds if normalize_answer(gold)]
     texts = [f" {normalize_answer(text)} " for text in passages]
     return any(f" {answer} " in text for answer in wanted for text in texts)
@@ -171,10 +172,10 @@ def format_table(table: list[dict[str, Any]]) -> list[str]:
         f"{'candidate':<34} {'EM':>6} {'gold':>6} {'in ctx':>7} {'EM|ctx':>7} {'s/q':>6}",
     ]
     for row in table:
-        in_context = "-" if row["em_in_context"] is None else pct(row["em_in_context"])
+        shown = "-" if row["em_in_context"] is None else pct(row["em_in_context"])
         lines.append(
             f"{row['member']:<34} {pct(row['em']):>6} {pct(row['gold_passage']):>6} "
-            f"{pct(row['answer_in_context']):>7} {in_context:>7} {row['seconds']:6.2f}"
+            f"{pct(row['answer_in_context']):>7} {shown:>7} {row['seconds']:6.2f}"
         )
     return lines
 

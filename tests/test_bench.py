@@ -399,7 +399,7 @@ def test_a_report_opens_with_the_provenance_of_packed_records(tmp_path):
         "members": origin["members"],
         "reader": origin["reader"],
         "corpus": f"{origin['corpus']['file']} ({origin['corpus']['bytes']:,} bytes)",
-        "config": "nq-offline",
+        "config": "nq-dev-records",  # the records grew by the designed pool (docs/pool-design.md)
     }
     assert "sha256:" in origin["reader"] and report["questions"] == 10
     opening = (tmp_path / "report" / "report.md").read_text().split("## ")[0]

@@ -76,8 +76,8 @@ def test_passages_without_ids_fuse_by_their_text() -> None:
 def test_a_rank_beyond_the_retrieval_depth_is_refused(fixed_pool) -> None:
     with pytest.raises(ConfigError, match="A#11 asks for passage 11 of A, which retrieves 10"):
         fixed_pool.build("A#11")
-    with pytest.raises(ConfigError, match=r"\(A\+B\)@2#3 asks for passage 3 of a top 2"):
-        fixed_pool.build("(A+B)@2#3")
+    with pytest.raises(ConfigError, match=r"\(\(A\+B\)@2\)#3 asks for passage 3 of a top 2"):
+        fixed_pool.build("((A+B)@2)#3")
 
 
 def test_a_sources_own_depth_bounds_its_ranks(small_corpus) -> None:

@@ -15,6 +15,7 @@ members so 7 to 16 long names stay legible.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -356,8 +357,13 @@ def plot_design(report: dict[str, Any], path: Path) -> Path | None:
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 6))
+    labelled: list[tuple[float, float]] = []
     for row in design["candidates"]:
         ax.scatter(row["seconds"], 100 * row["em"], color="#90a4ae", zorder=3)
+        where = (math.log10(max(row["seconds"], 1e-9)), 100 * row["em"])
+        if any(abs(where[0] - x) < 0.08 and abs(where[1] - y) < 2.0 for x, y in labelled):
+            continue  # a label over another one would hide both: the table of design.json names every candidate
+        labelled.append(where)
         ax.annotate(
             row["member"], (row["seconds"], 100 * row["em"]), fontsize=7, xytext=(3, 2), textcoords="offset points"
         )
@@ -398,7 +404,9 @@ def plot_design(report: dict[str, Any], path: Path) -> Path | None:
             textcoords="offset points",
         )
     ax.set_xscale("log")
-    ax.set_xlabel("reader seconds per question (tokens at the fitted rates, prefix reuse replayed; log scale)")
+    rates = (design.get("settings") or {}).get("rates") or {}
+    at = f"{rates['prompt']:.0f} prompt / {rates['generated']:.0f} generated tokens per second" if rates else "tokens"
+    ax.set_xlabel(f"reader seconds per question ({at}, prefix reuse replayed; log scale)")
     ax.set_ylabel("exact match (%)")
     ax.set_title("Pool design: candidates alone and designed pools on the training questions", fontsize=11)
     ax.grid(alpha=0.3, which="both")

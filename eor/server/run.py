@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,17 @@ def serve(
         return ensemble
 
     app = create_app(config, settings, loader=load, on_load_error=stop_on_load_error)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host=settings.host, port=settings.port, log_level=log_level, timeout_graceful_shutdown=5)
+    # SIGTERM drains: every accepted request (queued ones included) gets its answer, or its 504 once
+    # request_timeout has passed, before the application shuts down; a shorter grace would cancel queued
+    # requests mid-wait (a 500) whenever the queue takes longer than it to answer.
+    listening = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        timeout_graceful_shutdown=math.ceil(settings.request_timeout),
     )
+    server = uvicorn.Server(listening)
     server.run()
     if failure:
         exc = failure[0]
