@@ -266,8 +266,8 @@ def test_the_shipped_seven_member_cascade_reproduces_from_the_grown_records(tmp_
 
 
 def _assert_same(got: object, expected: object, where: str) -> None:
-    """Equal documents, floats to 1e-4 relative or 1e-6 absolute: the features' last bits move with how the answers were batched
-    through the encoder, and a logistic fit (lbfgs, tolerance 1e-4) carries them a little further."""
+    """Equal documents, floats to 1e-4 relative or 1e-6 absolute: the features' last bits move with how the
+    answers were batched through the encoder, and a logistic fit (lbfgs, tolerance 1e-4) carries them further."""
     if isinstance(expected, dict):
         assert isinstance(got, dict) and sorted(got) == sorted(expected), where
         for key in expected:
