@@ -1,37 +1,53 @@
 """Abstention at a chosen risk: the threshold on P(right) below which eor says "I don't know", chosen on
 training questions so that the error rate among the questions it answers is at most ALPHA.
 
-Learn then Test (Angelopoulos, Bates, Candès, Jordan and Lei 2021), fixed before any held-out question is
-seen:
+Learn then Test (Angelopoulos, Bates, Candès, Jordan and Lei 2021) with fixed-sequence testing, fixed before
+any held-out question is seen:
 
 1. **Probabilities** are out of fold: one P(right) per training question, from a model that did not fit on
-   it (never a voter's predictions on its own fitting data).
+   it (voters.right; never a voter's predictions on its own fitting data).
 2. **Hypotheses.** For each threshold λ of the fixed grid `GRID` (0.00, 0.05, ..., 0.95), a question is
    answered when P(right) ≥ λ; H_λ says that the error rate among answered questions exceeds α.
 3. **P-values.** With n_λ training questions answered at λ and e_λ of them wrong, p_λ = P(Binom(n_λ, α) ≤
    e_λ), the binomial tail: given n_λ, the answered questions are drawn from those a new question answered at
-   λ is drawn from, so their errors are Binom(n_λ, r_λ) and p_λ is valid whenever r_λ ≥ α. No answered
-   question: p_λ = 1.
-4. **Family.** Every λ is tested at δ / |GRID| (Bonferroni): with probability at least 1 − δ over the
-   training questions, every λ rejected has error rate at most α on new questions exchangeable with them.
-   The threshold is the lowest rejected λ (the most questions answered); when none is rejected, eor
+   λ is drawn from, so their errors are Binom(n_λ, r_λ) and p_λ is valid whenever r_λ ≥ α.
+4. **Fixed sequence.** The hypotheses are tested in a fixed order, from the highest λ down, each at level δ,
+   until the first that is not rejected; the threshold is the last rejected λ (the most questions answered
+   among those shown safe). Whatever the order, the chance of rejecting any true H_λ is at most δ. A λ that
+   answers less than `MIN_COVERAGE` (a tenth) of the training questions is skipped, not tested: a threshold
+   that answers so few questions is of little use, and a few errors among them would end the sequence (on
+   the 600 NQ training questions the cascade's sequence ended at λ = 0.8, 47 questions, with the 30-question
+   minimum first tried; this rule was fixed then, before any dev question was seen). The skip depends on
+   the probabilities alone, not on which answers were right, and it keeps the guarantee when the error rate
+   does not rise with P(right) above the threshold (what P(right) is for). When nothing is rejected, eor
    abstains on every question at that α.
 
-`thresholds` applies it to a grid of α (`ALPHAS`) at δ = `DELTA`.
+The guarantee, in plain words: if new questions are like the training ones (exchangeable with them), then with
+probability at least 1 − δ over the draw of the training questions, the share of wrong answers among the
+questions eor answers is at most α. It is about the long run of answered questions, not any one answer. The
+probabilities the thresholds are chosen on are cross-fitted (voters.right), an approximation the guarantee
+assumes away.
+
+`thresholds` applies it to a grid of α (`ALPHAS`) at δ = `DELTA`; `calibrate` fits a voter's P(right) and
+its thresholds on training records, and `abstention` decides at answer time: answer when P(right) is at least
+the threshold of the largest α of the grid not above the risk asked for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from eor.errors import InputError
+from voters.right import RightModel, fit_right
 
 GRID = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 ... 0.95: fixed before dev is touched
 ALPHAS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 DELTA = 0.1
+MIN_COVERAGE = 0.1  # a threshold answering a smaller share of the training questions is not tested (step 4)
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,7 @@ def risk_threshold(
     alpha: float,
     delta: float = DELTA,
     grid: Sequence[float] = GRID,
+    min_coverage: float = MIN_COVERAGE,
 ) -> RiskThreshold:
     """The module's procedure for one `alpha` over out-of-fold `probability` and whether each answer was
     `right`."""
@@ -73,14 +90,17 @@ def risk_threshold(
     wrong = ~np.asarray(right, dtype=bool)
     if p.shape != wrong.shape or p.ndim != 1:
         raise InputError(f"one probability per answer: {p.shape} probabilities, {wrong.shape} answers")
-    level = delta / len(grid)
-    for threshold in sorted(grid):  # lowest first: the first rejected answers the most questions
+    chosen = RiskThreshold(alpha, None, 0.0, None, None)
+    for threshold in sorted(grid, reverse=True):  # highest first: the fixed sequence
         answered = p >= threshold
         n, errors = int(answered.sum()), int(wrong[answered].sum())
+        if n < min_coverage * len(p):
+            continue
         p_value = binomial_p_value(errors, n, alpha)
-        if p_value <= level:
-            return RiskThreshold(alpha, float(threshold), n / len(p), errors / n, p_value)
-    return RiskThreshold(alpha, None, 0.0, None, None)
+        if p_value > delta:
+            break
+        chosen = RiskThreshold(alpha, float(threshold), n / len(p), errors / n, p_value)
+    return chosen
 
 
 def thresholds(
@@ -91,3 +111,95 @@ def thresholds(
 ) -> list[RiskThreshold]:
     """`risk_threshold` for every alpha of `alphas`."""
     return [risk_threshold(probability, right, alpha, delta) for alpha in alphas]
+
+
+# -- P(right) and its thresholds from training records, and the decision at answer time ----------------------
+
+
+@dataclass
+class Calibrated:
+    """A voter's fitted P(right) (voters.right.RightModel, thresholds included) and, per training question,
+    its out-of-fold P(right) and whether the voter's answer was right."""
+
+    model: RightModel
+    probability: np.ndarray
+    right: np.ndarray
+
+
+def calibrate(arrays: Any, name: str, settings: Any, k: int, seed: int, progress: Any = None) -> Calibrated:
+    """P(right) of the named eor.crossval candidate on the training `arrays` (voters.right: evidence out of
+    fold over a seeded k-fold split, the logistic cross-fitted on the same folds), and the thresholds of
+    `thresholds` on its out-of-fold probabilities, for `settings.correctness`."""
+    from eor.crossval import out_of_fold_evidence
+
+    rows, parts = out_of_fold_evidence(arrays, name, settings, k, seed, progress)
+    right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
+    groups, probability = fit_right(rows, right, parts)
+    chosen = [threshold.to_dict() for threshold in thresholds(probability, right)]
+    model = RightModel(settings.correctness, groups, len(rows), k, seed, chosen, DELTA)
+    return Calibrated(model, probability, right)
+
+
+@dataclass(frozen=True)
+class Abstention:
+    """At answer time: answer, or abstain because P(right) is below the threshold for the risk asked."""
+
+    abstained: bool
+    risk: float  # the error rate asked for
+    alpha: float  # the grid's level used: the largest stored one not above `risk`
+    threshold: float | None  # None: no threshold kept that error rate on the training questions
+    probability: float
+    correctness: str
+
+    def reason(self) -> str:
+        if self.threshold is None:
+            return (
+                f"no threshold kept an error rate of {self.alpha:g} on the training questions: every question is "
+                f"declined at this risk"
+            )
+        sign, verb = ("<", "declined") if self.abstained else ("≥", "answered")
+        return (
+            f"{verb}: P(right) {self.probability:.2f} {sign} {self.threshold:.2f}, the threshold for an error rate "
+            f"of at most {self.alpha:g} ({self.correctness}; Learn then Test, fixed sequence, δ {DELTA:g})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "abstained": self.abstained,
+            "risk": self.risk,
+            "alpha": self.alpha,
+            "threshold": self.threshold,
+            "correctness": self.correctness,
+            "reason": self.reason(),
+        }
+
+
+def check_risk(value: Any) -> float:
+    """The risk as a float in (0, 1); InputError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise InputError(
+            f"risk must be a number in (0, 1), the largest error rate among answered questions; got {value!r}"
+        )
+    return float(value)
+
+
+def abstention(
+    model: RightModel | None, probability: float, risk: float, source: str = "the weights file"
+) -> Abstention:
+    """Whether to abstain at `risk` given P(right): the stored threshold of the largest α ≤ risk of `model`
+    (that α's guarantee then holds, and so does risk's). InputError when `model` holds no thresholds or none
+    at or below risk."""
+    risk = check_risk(risk)
+    if model is None or not model.thresholds:
+        raise InputError(
+            f"--risk needs abstention thresholds, and {source} has none: train it again with this eor "
+            f"(`eor train` stores them)"
+        )
+    levels = [row for row in model.thresholds if float(row["alpha"]) <= risk + 1e-12]
+    if not levels:
+        lowest = min(float(row["alpha"]) for row in model.thresholds)
+        raise InputError(f"risk {risk:g} is below the lowest error rate {source} has a threshold for ({lowest:g})")
+    row = max(levels, key=lambda row: float(row["alpha"]))
+    threshold = None if row["threshold"] is None else float(row["threshold"])
+    declined = threshold is None or probability < threshold
+    return Abstention(declined, risk, float(row["alpha"]), threshold, float(probability), model.correctness)

@@ -78,6 +78,17 @@ def token_rates(text: str) -> dict[str, float]:
     return rates
 
 
+def risk_level(text: str) -> float:
+    """An argparse type: an error rate strictly between 0 and 1 (`--risk 0.3`)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < 1:  # NaN fails the comparison
+        raise argparse.ArgumentTypeError(f"expected an error rate strictly between 0 and 1, e.g. 0.3; got {text}")
+    return value
+
+
 def _config_path(value: str | None) -> Path:
     return Path(value) if value else default_config_path()
 
@@ -88,7 +99,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     question = check_question(args.question)
     members = _member_list(args.members)
     ensemble = Ensemble.from_config(_config_path(args.config), weights=args.weights, cache=_cache(args))
-    result = ensemble.answer(question, members=members, lazy=not args.all_members)
+    result = ensemble.answer(question, members=members, lazy=not args.all_members, risk=args.risk)
     explanation = json_ready(ensemble.explain(result)) if args.explain else None
     if args.json:
         body = result.to_dict()
@@ -120,9 +131,14 @@ def format_result(result) -> str:
     ]
     width = max(len("member"), *(len(r[0]) for r in rows))
     answer_width = min(max(len("answer"), *(len(r[1]) for r in rows)), 60)
-    lines = [
-        f"Question: {result.question}",
-        f"Answer:   {result.answer}   (chosen member: {result.member})",
+    if result.abstained:
+        answer = f"I don't know: {result.abstention['reason']}   (declined the answer of {result.member})"
+    else:
+        answer = f"{result.answer}   (chosen member: {result.member})"
+    lines = [f"Question: {result.question}", f"Answer:   {answer}"]
+    if result.probability is not None:
+        lines.append(f"P(right): {result.probability:.2f}")
+    lines += [
         "",
         f"  {'member':<{width}}  {'answer':<{answer_width}}  score",
         f"  {'-' * width}  {'-' * answer_width}  -----",
@@ -488,6 +504,13 @@ def _add_ask(commands: Commands) -> None:
     )
     ask.add_argument(
         "--explain", action="store_true", help="also print why the vote chose its answer (as the API's explain)"
+    )
+    ask.add_argument(
+        "--risk",
+        type=risk_level,
+        metavar="ALPHA",
+        help="answer only if P(right) reaches the weights file's threshold for an error rate of at most ALPHA "
+        "among answered questions, else say I don't know (docs/abstention.md); default: the config's voter.risk",
     )
     _all_members_option(ask)
     _add_cache_options(ask)

@@ -128,7 +128,9 @@ class VoterConfig:
     metrics.
 
     `metric_params` sets each metric's parameters by name, e.g. `{bertscore: {num_layers: 6}, nli: {model:
-    PATH, combine: max}}`; `encoder` is the default model of `cosine` and `bertscore`.
+    PATH, combine: max}}`; `encoder` is the default model of `cosine` and `bertscore`. `risk`: decline to
+    answer where the answer's P(right) is below the weights file's threshold for this error rate among answered
+    questions (eor.abstention; `eor ask --risk` and a request's `risk` override it).
     """
 
     weights: str | None = None
@@ -137,6 +139,7 @@ class VoterConfig:
     pooling: str = "mean"
     threshold: float = 0.5
     encoder: str = "minilm-l6"
+    risk: float | None = None
 
     def resolved_metric_params(self) -> dict[str, dict[str, Any]]:
         """`metric_params` with `encoder` as the model of cosine and bertscore unless they name one."""
@@ -308,6 +311,8 @@ def load_config(path: str | Path) -> EnsembleConfig:
     for key, least in (("retrieval_depth", 1), ("rrf_k", 0), ("max_document_words", 1), ("batch_size", 1)):
         if getattr(config, key) < least:
             raise ConfigError(f"{file}: '{key}' must be a whole number ≥ {least}, got {getattr(config, key)}")
+    if config.voter.risk is not None and not 0 < config.voter.risk < 1:
+        raise ConfigError(f"{file}: 'voter.risk' must lie in (0, 1), got {config.voter.risk}")
     return config
 
 

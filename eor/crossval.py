@@ -45,6 +45,7 @@ from voters.features import FeatureSet, candidate_blocks
 from voters.folds import fold_split
 from voters.loading import register_voter_kind
 from voters.protocol import check_voter_class, confidence_kwargs
+from voters.right import ALL, Evidence, evidence
 from voters.selector import AnswerSelector
 
 log = logging.getLogger(__name__)
@@ -170,6 +171,22 @@ class Candidate:
         (costs are NaN when the records hold none)."""
         return self.predict(arrays, rows), _pool_cost(arrays, rows)
 
+    def evidence(self, arrays: VoteArrays, rows: np.ndarray) -> Evidence:
+        """The evidence of its choice per row (voters.right), from its decision scores (`scores`)."""
+        return _evidence(arrays, rows, self.scores(arrays, rows))
+
+    def scores(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+        """Its decision scores (R, M) of the rows' answers, whose argmax `predict` chooses."""
+        data = arrays.data
+        picked = [int(i) for i in rows]
+        known = confidence_kwargs(self.estimator, [data.confidence[i] for i in picked] if data.confidence else None)
+        return self.estimator.decision_scores(
+            [data.answers[i] for i in picked],
+            [data.passages[i] for i in picked],
+            [data.texts[i] for i in picked],
+            **known,
+        )
+
 
 class TopCandidate(Candidate):
     name = "top"
@@ -185,6 +202,12 @@ class TopCandidate(Candidate):
     def answer(self, arrays: VoteArrays, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         costs = arrays.costs.matrix[rows, self.member] if arrays.costs is not None else np.full(len(rows), np.nan)
         return self.predict(arrays, rows), costs
+
+    def scores(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+        """0 for its member, −inf (never chosen, no rival) for the others."""
+        values = np.full((len(rows), len(arrays.data.names)), -np.inf)
+        values[:, self.member] = 0.0
+        return values
 
 
 class PaperCandidate(Candidate):
@@ -224,6 +247,9 @@ class PaperCandidate(Candidate):
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
         return self.estimator.predict_tensor(arrays.tensor[rows], self._grounding(arrays, rows))
 
+    def scores(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+        return self.estimator.decision_scores_tensor(arrays.tensor[rows], self._grounding(arrays, rows))
+
 
 class SelectorCandidate(Candidate):
     name = "selector"
@@ -245,7 +271,10 @@ class SelectorCandidate(Candidate):
         return voter.fit_features(features, arrays.correctness[rows] >= 0.5, arrays.data.names)
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        return choose(self.estimator.feature_scores(arrays.features.matrix[rows]))
+        return choose(self.scores(arrays, rows))
+
+    def scores(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
+        return self.estimator.feature_scores(arrays.features.matrix[rows])
 
 
 class CascadeCandidate(Candidate):
@@ -283,6 +312,12 @@ class CascadeCandidate(Candidate):
         """(chosen member, cost of the steps up to the one it stopped at) per row."""
         chosen, stops = self.estimator.replay_blocks(arrays.blocks, rows)
         return chosen, self.estimator.spent(arrays.costs.matrix[rows], stops)
+
+    def evidence(self, arrays: VoteArrays, rows: np.ndarray) -> Evidence:
+        """The evidence of the answer it stops at, over the members it ran (group EARLY, or LAST where it ran
+        every member)."""
+        scores, groups, picks = self.estimator.stop_scores(arrays.blocks, rows)
+        return _evidence(arrays, rows, scores, groups, picks)
 
 
 def _check_candidate(candidate: Any) -> None:
@@ -456,6 +491,38 @@ def choose_candidate(
         near = [name for name in ordered if means[name] >= means[best] - settings.max_loss - 1e-12]
         best = min(near, key=lambda name: (cost[name], -means[name], ordered.index(name)))
     return best, means
+
+
+def _evidence(
+    arrays: VoteArrays, rows: np.ndarray, scores: np.ndarray, groups: Any = ALL, picks: Any = None
+) -> Evidence:
+    """voters.right.evidence of decision scores over the records' answers at `rows`."""
+    data = arrays.data
+    index = [int(i) for i in rows]
+    return evidence(
+        scores,
+        [data.answers[i] for i in index],
+        [data.passages[i] for i in index],
+        [data.confidence[i] for i in index] if data.confidence else None,
+        groups,
+        picks,
+    )
+
+
+def out_of_fold_evidence(
+    arrays: VoteArrays, name: str, settings: VoteSettings, k: int, seed: int, progress: Progress | None = None
+) -> tuple[Evidence, list[np.ndarray]]:
+    """The evidence of the named candidate's choice for every question (voters.right), each from the candidate
+    fitted on the other folds of a seeded K-fold split, in question order; and the held-out folds."""
+    n = arrays.questions
+    parts, pieces = [], []
+    for fold, (train, held) in enumerate(fold_split(n, k, seed).split(), start=1):
+        pieces.append(build_candidate(name, settings).fit(arrays, train).evidence(arrays, held))
+        parts.append(np.asarray(held))
+        if progress is not None:
+            progress(f"{name}, fold {fold}/{k}")
+    order = np.argsort(np.concatenate(parts), kind="stable")
+    return Evidence.concatenate(pieces).take(order), parts
 
 
 def _correct(arrays: VoteArrays, rows: np.ndarray, picks: np.ndarray) -> np.ndarray:

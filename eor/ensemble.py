@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eor.abstention import abstention
 from eor.config import EnsembleConfig, load_config
 from eor.data import Question, make_question
 from eor.errors import ConfigError, ContextOverflowError, EorError, InputError, ReaderError, RetrieverError
@@ -38,12 +39,13 @@ from eor.readers import build_reader
 from eor.results import MemberOutput, Record, Result
 from eor.stages.generation import Completion, GenerationStage, GenerationStats, metering
 from eor.stages.retrieval import MemberTimeoutError, RetrievalStage
-from eor.stages.voting import VoteStage, ballots
+from eor.stages.voting import Decision, VoteStage, ballots
 from retrievers import notation
 from retrievers.registry import source_names
 from voters import Voter, load_voter
 from voters.pooling import POOLINGS
 from voters.protocol import confidence_kwargs
+from voters.right import EARLY, LAST, RightModel
 from voters.similarity import available_metrics
 
 __all__ = ["Ensemble", "MemberOutput", "MemberTimeoutError", "Result", "check_member_names", "check_voter_config"]
@@ -88,6 +90,7 @@ class Ensemble:
         self.retrieval = RetrievalStage(self.retrievers, retrieval_config)
         self.voter = voter if voter is not None else _default_voter(config)
         _check_pool(self.voter, config, self.reader)
+        self.risk()  # the config's voter.risk needs the voter's thresholds: fails at start, not at the first answer
         self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
 
     @classmethod
@@ -120,11 +123,12 @@ class Ensemble:
         member_timeout: float | None = None,
         strict: bool = False,
         lazy: bool = True,
+        risk: float | None = None,
     ) -> Result:
         """Answer one question (see `answer_batch`); lazily by default."""
-        return self.answer_batch([question], members=members, member_timeout=member_timeout, strict=strict, lazy=lazy)[
-            0
-        ]
+        return self.answer_batch(
+            [question], members=members, member_timeout=member_timeout, strict=strict, lazy=lazy, risk=risk
+        )[0]
 
     def answer_records(
         self, questions: Sequence[Question], batch_size: int
@@ -144,6 +148,7 @@ class Ensemble:
         member_timeout: float | None = None,
         strict: bool = False,
         lazy: bool = False,
+        risk: float | None = None,
     ) -> list[Result]:
         """Answer a batch: retrieval per member (batched per source), one generation call, one vote.
 
@@ -153,24 +158,53 @@ class Ensemble:
         strict: raise on a member's failure instead of leaving it out.
         lazy: answer question by question, running members cheapest first and stopping when the rest cannot
             change the answer (the full vote's answer; members not run are in `Result.skipped`). Voters that
-            cannot be bounded (see voters.lazy) run every member.
+            cannot be bounded (see voters.lazy), or that give P(right), run every member.
+        risk: decline where P(right) is below the weights file's threshold for this error rate (`judge`);
+            default: the config's `voter.risk`.
         """
         items = [q if isinstance(q, Question) else make_question(q) for q in questions]
         if not items:
             return []
         names = self.select(members)
         timeout = _check_timeout(member_timeout)
+        risk = self.risk(risk)
         if lazy and self.cascade is not None:
             if members is not None:
                 raise InputError(
                     "this pool answers with a cascade, which chooses the members each question needs: ask without "
                     "`members`, or run every member (`eor ask/serve --all-members`) to vote over a subset"
                 )
-            return [self._answer_by_cascade(item, timeout, strict) for item in items]
-        if lazy and self.voting.lazy:
-            return [self._answer_lazily(item, names, timeout, strict) for item in items]
-        with metering() as usage:
-            return self._answer_all(items, names, timeout, strict, usage)
+            results = [self._answer_by_cascade(item, timeout, strict) for item in items]
+        elif lazy and self.voting.lazy:
+            results = [self._answer_lazily(item, names, timeout, strict) for item in items]
+        else:
+            with metering() as usage:
+                results = self._answer_all(items, names, timeout, strict, usage)
+        return [self.judge(result, risk) for result in results]
+
+    def risk(self, risk: float | None = None) -> float | None:
+        """The error rate to answer at: `risk`, else the config's `voter.risk` (None: answer every question);
+        InputError when it is outside (0, 1) or the voter holds no thresholds (eor.abstention)."""
+        risk = self.config.voter.risk if risk is None else risk
+        if risk is not None:
+            abstention(RightModel.from_voter(self.voter), 1.0, risk, self._weights_name())
+        return risk
+
+    def judge(self, result: Result, risk: float | None) -> Result:
+        """`result` declined at `risk` where its P(right) is below the threshold the weights file holds for the
+        largest error rate of its grid not above `risk` (eor.abstention): `answer` None, `abstention` says
+        why. None: answered as it is."""
+        if risk is None:
+            return result
+        verdict = abstention(self.voting.right, result.probability or 0.0, risk, self._weights_name())
+        result.abstention = verdict.to_dict()
+        if verdict.abstained:
+            result.answer = None
+        return result
+
+    def _weights_name(self) -> str:
+        source = getattr(self.voter, "source_", None)
+        return f"the weights file {source}" if source else "this voter (no weights file)"
 
     def _answer_all(
         self, items: list[Question], names: list[str], timeout: float | None, strict: bool, usage: Any
@@ -190,7 +224,7 @@ class Ensemble:
         _learn_costs(self.costs, outputs)
         stages = _stages(clock, usage, len(items), members=len(names))
         return [
-            _result(item, outputs[i], decision.member, decision.scores, failed[i], [], stages)
+            _result(item, outputs[i], decision, failed[i], [], stages)
             for i, (item, decision) in enumerate(zip(items, decisions, strict=True))
         ]
 
@@ -219,7 +253,7 @@ class Ensemble:
         member = leader if leader is not None else decision.member  # the leader has the full vote's answer
         skipped = [name for name in names if name not in outputs and name not in failed]
         stages = _stages(clock, usage, 1, members=len(outputs) + len(failed), skipped=skipped)
-        return _result(item, outputs, member, decision.scores, failed, skipped, stages)
+        return _result(item, outputs, dataclasses.replace(decision, member=member), failed, skipped, stages)
 
     @property
     def cascade(self) -> Any:
@@ -251,7 +285,10 @@ class Ensemble:
         report = _cascade_report(self.cascade.order, decision, outputs, failed)
         outputs = {name: outputs[name] for name in self.members if name in outputs}
         stages = _stages(clock, usage, 1, members=len(report["ran"]), skipped=report["skipped"])
-        result = _result(item, outputs, decision.member, decision.scores, failed, report["skipped"], stages)
+        group = LAST if decision.last else EARLY
+        probability = self.voting.probability(decision.scores, ballots(outputs), decision.member, group)
+        vote = Decision(decision.member, dict(decision.scores), probability)
+        result = _result(item, outputs, vote, failed, report["skipped"], stages)
         result.cascade = report
         return result
 
@@ -481,29 +518,30 @@ def _cascade_report(
 def _result(
     item: Question,
     outputs: dict[str, MemberOutput],
-    member: str,
-    scores: dict[str, float | None],
+    decision: Decision,
     failed: dict[str, str],
     skipped: list[str],
     stages: dict[str, Any],
 ) -> Result:
-    """The question's Result: the vote's scores on the outputs, the chosen member's answer, timings."""
+    """The question's Result: the vote's scores on the outputs, the chosen member's answer and its P(right),
+    timings."""
     for name, output in outputs.items():
-        output.score = scores.get(name)
+        output.score = decision.scores.get(name)
     timings = {stage: stages[stage]["seconds"] for stage in ("retrieval", "generation", "voting")}
     timings["total"] = round(sum(timings.values()), 4)
     return Result(
-        item.id,
-        item.question,
-        outputs[member].answer,
-        member,
-        outputs,
-        timings,
-        item.answers,
-        item.extra,
-        failed,
-        skipped,
-        stages,
+        id=item.id,
+        question=item.question,
+        answer=outputs[decision.member].answer,
+        member=decision.member,
+        members=outputs,
+        timings=timings,
+        answers=item.answers,
+        extra=item.extra,
+        degraded=failed,
+        skipped=skipped,
+        stages=stages,
+        probability=decision.probability,
     )
 
 

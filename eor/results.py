@@ -162,12 +162,14 @@ def _degraded(data: dict[str, Any]) -> dict[str, str]:
 class Result:
     """One answered question: the chosen answer and member, every voting member's output and vote score,
     the members left out of the vote because they failed (`degraded`: name -> reason), the members a lazy
-    vote did not need to run (`skipped`), what each stage did (`stages`, per question of its batch), and for a
-    cascade which members it ran and skipped and why it stopped (`cascade`)."""
+    vote did not need to run (`skipped`), what each stage did (`stages`, per question of its batch), for a
+    cascade which members it ran and skipped and why it stopped (`cascade`), the probability that the answer is
+    right where the voter has one (`probability`), and at a risk asked for whether eor declined (`abstention`).
+    The chosen member's answer stays in `members` when eor declined."""
 
     id: str
     question: str
-    answer: str
+    answer: str | None  # None when eor abstained (`abstention`)
     member: str
     members: dict[str, MemberOutput]
     timings: dict[str, float]
@@ -177,14 +179,24 @@ class Result:
     skipped: list[str] = field(default_factory=list)
     stages: dict[str, Any] = field(default_factory=dict)
     cascade: dict[str, Any] | None = None  # which members a cascade ran and skipped, and why it stopped
+    probability: float | None = None  # P(right) of the answer (voters.right); None: the voter has none
+    abstention: dict[str, Any] | None = None  # at a risk asked for: eor.abstention.Abstention.to_dict()
+
+    @property
+    def abstained(self) -> bool:
+        """Whether eor declined to answer at the risk asked for (`answer` is then None)."""
+        return bool(self.abstention and self.abstention["abstained"])
 
     def to_dict(self) -> dict[str, Any]:
         """The object `eor ask --json` prints (`degraded` and `degraded_reasons` only when a member failed,
-        `skipped` only when a lazy vote or a cascade stopped early, `cascade` only for a cascade)."""
+        `skipped` only when a lazy vote or a cascade stopped early, `cascade` only for a cascade, `abstention`
+        only when a risk was asked for; `answer` is null when eor abstained)."""
         data = {
             "id": self.id,
             "question": self.question,
             "answer": self.answer,
+            "abstained": self.abstained,
+            "probability": self.probability,
             "member": self.member,
             "members": {name: {**output.record(), "score": output.score} for name, output in self.members.items()},
             "timings": self.timings,
@@ -195,6 +207,8 @@ class Result:
             data["skipped"] = list(self.skipped)
         if self.cascade is not None:
             data["cascade"] = dict(self.cascade)
+        if self.abstention is not None:
+            data["abstention"] = dict(self.abstention)
         return {**data, **self._degraded_fields()}
 
     def to_record(self) -> Record:
@@ -204,7 +218,9 @@ class Result:
             question=self.question,
             answers=self.answers,
             members=self.members,
-            vote=Vote(self.member, self.answer, {name: output.score for name, output in self.members.items()}),
+            vote=Vote(
+                self.member, self.members[self.member].answer, {name: o.score for name, o in self.members.items()}
+            ),
             degraded=self.degraded,
             extra={key: value for key, value in self.extra.items() if key not in RECORD_KEYS},
         )

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from eor.abstention import DELTA, Calibrated, calibrate
+from eor.bench.selective import summary
 from eor.bench.stats import Bootstrap, paired_test
 from eor.config import load_config
 from eor.correctness import CORRECTNESS
@@ -57,6 +59,8 @@ log = logging.getLogger(__name__)
 
 #: the tolerances (EM points) at which a cascade's operating points are shown.
 OPERATING_LOSSES = (0.0, 0.25, 0.5, 1.0, 2.0)
+#: the error rates whose abstention thresholds `eor train` prints (all of eor.abstention.ALPHAS are stored).
+REPORTED_RISKS = (0.1, 0.2, 0.3, 0.4)
 
 
 #: the voters whose features may hold the reader's confidence (`auto` may choose one of them): for these,
@@ -155,6 +159,9 @@ def train(
         meta["selection"] = {"folds": inner_folds, "seed": seed, "means": means}
         lines.append(_selection_line(name, means, inner_folds, metric))
     fitted = _fit(name, arrays, settings)
+    with fold_progress("P(right) out of fold", inner_folds) as step:
+        calibrated = calibrate(arrays, name, settings, inner_folds, seed, step)
+    meta["probability"] = calibrated.model.to_dict()
     meta["chosen_voter"] = name
     meta.update(_baselines(arrays, settings))
     meta.update(_run_meta(Path(records)))
@@ -163,6 +170,7 @@ def train(
         meta["pool"] = identity
     lines.append(f"voter: {name}; weights written to {out}")
     lines += _scores(fitted, arrays, name, meta, metric)
+    lines += _probability_lines(calibrated, metric)
     if dev is not None:
         lines += _dev_scores(fitted, load_run(dev, data.names), meta, metric, seed)
     fitted.save(out, **meta)
@@ -373,6 +381,24 @@ def _cascade_lines(cascade: Any, metric: str) -> list[str]:
         figures = f"{100 * point.accuracy:5.1f}  {point.cost:6.2f}  {point.members_run:7.2f}"
         lines.append(f"{'':38}{loss:8.2f}  {_threshold(point.threshold):>9}  {figures}")
     return lines
+
+
+def _probability_lines(calibrated: Calibrated, metric: str) -> list[str]:
+    """P(right) out of fold on the training records, and the abstention thresholds chosen on it."""
+    figures = summary(calibrated.probability, calibrated.right)
+    levels = ", ".join(
+        f"{row['alpha']:g}: "
+        + ("none" if row["threshold"] is None else f"P ≥ {row['threshold']:.2f} ({pct(row['coverage'])}%)")
+        for row in calibrated.model.thresholds
+        if row["alpha"] in REPORTED_RISKS
+    )
+    skill = figures["brier_skill"]
+    return [
+        f"P(right) ({metric}) out of fold on {figures['questions']} training questions: ECE {figures['ece']:.3f}, "
+        f"Brier skill {'-' if skill is None else f'{skill:.3f}'}, AURC {figures['aurc']:.3f} "
+        f"(a constant's {figures['aurc_constant']:.3f})",
+        f"abstention thresholds (Learn then Test, δ {DELTA:g}; error rate: threshold (coverage)): {levels}",
+    ]
 
 
 def _threshold(value: float | None) -> str:

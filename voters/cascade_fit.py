@@ -233,16 +233,39 @@ def search(scores: StepScores, costs: np.ndarray, stop_on: str = "right") -> Sea
 Step = tuple[Sequence[int], AnswerSelector, Calibration]  # member positions answered, selector, calibration
 
 
-def step_probabilities(blocks: CandidateBlocks, steps: Sequence[Step], rows: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(P (R, J), leading member position (R, J)) per question at `rows` and step."""
-    probability, picks = [], []
+def step_probabilities(
+    blocks: CandidateBlocks, steps: Sequence[Step], rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """(P (R, J), leading member position (R, J), each step's selector log-odds of its members (R, j)) per
+    question at `rows` and step."""
+    probability, picks, scored = [], [], []
     for positions, selector, calibration in steps:
         positions = list(positions)
         features = blocks.features(positions, selector.members_).matrix[rows]
-        pick, top, margin = leading(selector.feature_scores(features), blocks.same[np.ix_(rows, positions, positions)])
+        scores = selector.feature_scores(features)
+        pick, top, margin = leading(scores, blocks.same[np.ix_(rows, positions, positions)])
         probability.append(calibration.probability(top, margin))
         picks.append(np.asarray(positions)[pick])
-    return np.column_stack(probability), np.column_stack(picks)
+        scored.append(scores)
+    return np.column_stack(probability), np.column_stack(picks), scored
+
+
+def stop_scores(
+    blocks: CandidateBlocks, steps: Sequence[Step], threshold: float, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per question at `rows`: the log-odds (R, M) of the step it stops at over every member (−inf for the
+    members it did not run), that step, and the chosen member's position."""
+    rows = np.asarray(rows, dtype=int)
+    n_members = blocks.members
+    if not len(rows):
+        return np.zeros((0, n_members)), np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    probability, picks, scored = step_probabilities(blocks, steps, rows)
+    stops = stop_steps(probability, threshold)
+    scores = np.full((len(rows), n_members), -np.inf)
+    for j, (positions, _, _) in enumerate(steps):
+        here = stops == j
+        scores[np.ix_(here, list(positions))] = scored[j][here]
+    return scores, stops.astype(int), picks[np.arange(len(rows)), stops].astype(int)
 
 
 def replay_steps(
@@ -253,7 +276,7 @@ def replay_steps(
     rows = np.asarray(rows, dtype=int)
     if not len(rows):
         return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
-    probability, picks = step_probabilities(blocks, steps, rows)
+    probability, picks, _ = step_probabilities(blocks, steps, rows)
     stops = stop_steps(probability, threshold)
     return picks[np.arange(len(rows)), stops].astype(int), stops.astype(int)
 
@@ -340,7 +363,7 @@ def _held_out_fold(
         (found.order[: j + 1], inner.fit(found.order[: j + 1], inner.rows), found.calibrations[j])
         for j in range(len(found.order))
     ]
-    probability, picks = step_probabilities(scores.blocks, steps, test)
+    probability, picks, _ = step_probabilities(scores.blocks, steps, test)
     cumulative = np.cumsum(np.asarray(costs, dtype=float)[test][:, found.order], axis=1)
     index = np.arange(len(test))
     right, spent, steps_run = [], [], []

@@ -15,6 +15,7 @@ from eor.errors import ConfigError
 from eor.registry import Registry
 from voters.cascade import Cascade
 from voters.protocol import check_voter_class
+from voters.right import RightModel
 from voters.selector import AnswerSelector
 from voters.voter import Voter
 from voters.weights_file import read_document
@@ -57,13 +58,17 @@ def voter_kinds() -> dict[str, Any]:
 
 
 def load_voter(path: str | Path, members: Sequence[str] | None = None) -> Any:
-    """The fitted voter of a weights file; `members` (the pool's names, any order) must be the file's."""
+    """The fitted voter of a weights file (its path in `source_`); `members` (the pool's names, any order) must
+    be the file's."""
     document = read_document(path)
     kinds = voter_kinds()
     kind = document.get("voter", "paper")
     if not isinstance(kind, str) or kind not in kinds:
         raise ConfigError(f"weights file {str(path)!r} holds an unknown voter {kind!r}; known: {', '.join(kinds)}")
     try:
-        return kinds[kind].from_document(document, str(path), members)
+        voter = kinds[kind].from_document(document, str(path), members)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a field missing or mistyped
         raise ConfigError(f"weights file {str(path)!r} is malformed: {type(exc).__name__}: {exc}") from None
+    voter.source_ = str(path)
+    RightModel.from_voter(voter)  # a malformed P(right) (voters.right) fails here, not at the first answer
+    return voter

@@ -6,6 +6,7 @@
 - `weights.png`: the learned retriever weights (figure 6), only when the report has weights;
 - `error_rates.png`: per member (and EoR) stacked bars of the error partition of appendix B;
 - `cost.png`: accuracy against mean cost per question (log x), with the subset frontier and a cascade.
+- `selective.png`: the voter's P(right): reliability diagram and risk–coverage curve.
 - `design.png`: a pool design's candidates, evaluated pools, frontier and path (with `eor bench --design`).
 
 Heatmap rows and columns are the members sorted by the report's metric, best first (as in figure 4).
@@ -414,6 +415,49 @@ def plot_design(report: dict[str, Any], path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def plot_selective(report: dict[str, Any], path: Path) -> Path | None:
+    """The voter's P(right): its reliability diagram (equal-mass bins against the diagonal) and its
+    risk–coverage curve beside a constant P's; None without a `selective` section."""
+    sel = report.get("selective")
+    if not sel:
+        return None
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))
+    bins = sel["reliability"]
+    left.plot([0, 1], [0, 1], color="#90a4ae", linestyle="--", label="perfect calibration")
+    left.plot(
+        [b["probability"] for b in bins], [b["right"] for b in bins], marker="o", color="#1565c0", label="P(right)"
+    )
+    left.set_xlim(0, 1)
+    left.set_ylim(0, 1)
+    left.set_xlabel("mean P(right) in the bin")
+    left.set_ylabel(f"share right ({metric_label(sel['metric'])})")
+    left.set_title(f"Reliability, {len(bins)} equal-mass bins (ECE {sel['ece']:.3f})", fontsize=11)
+    left.legend(loc="upper left", fontsize=8)
+    curve = sel["risk_coverage"]
+    right.plot(curve["coverage"], curve["risk"], color="#1565c0", label=f"P(right) (AURC {sel['aurc']:.3f})")
+    right.axhline(
+        1 - sel["accuracy"], color="#90a4ae", linestyle="--", label=f"a constant P ({sel['aurc_constant']:.3f})"
+    )
+    for row in sel["risk_levels"]:
+        if row["error"] is not None and row["alpha"] in (0.2, 0.3, 0.4):
+            right.scatter(row["coverage"], row["error"], color="#c62828", zorder=3)
+            right.annotate(
+                f"α {row['alpha']:g}",
+                (row["coverage"], row["error"]),
+                fontsize=8,
+                xytext=(4, -10),
+                textcoords="offset points",
+            )
+    right.set_xlim(0, 1)
+    right.set_ylim(0, 1)
+    right.set_xlabel("coverage (share of questions answered, most probable first)")
+    right.set_ylabel("error among answered")
+    right.set_title("Risk against coverage", fontsize=11)
+    right.legend(loc="upper left", fontsize=8)
+    return _save(fig, path)
+
+
 def _save(fig: Any, path: Path) -> Path:
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     pyplot().close(fig)
@@ -428,6 +472,7 @@ FIGURES = {
     "error_rates.png": plot_error_rates,
     "cost.png": plot_cost,
     "design.png": plot_design,
+    "selective.png": plot_selective,
 }
 
 

@@ -322,6 +322,61 @@ def cost_section(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def selective_section(report: dict[str, Any]) -> list[str]:
+    """The voter's P(right): calibration, risk–coverage and the weights file's error rates (eor.bench.selective)."""
+    sel = report.get("selective")
+    if not sel:
+        return []
+    label = metric_label(sel["metric"])
+    skill = "–" if sel["brier_skill"] is None else f"{sel['brier_skill']:.3f}"
+    accuracy = ", ".join(f"{100 * float(c):.0f}%: {pct(v)}" for c, v in sel["selective_accuracy"].items())
+    noise = sel["ece_noise"]
+    lines = [
+        "## P(right) and abstention",
+        "",
+        f"The voter's probability that its answer is right (calibrated on the training records for "
+        f"{metric_label(sel['calibrated_on'])}), judged here by {label} on {sel['questions']} questions "
+        f"({pct(sel['accuracy'])} right):",
+        "",
+        *table(
+            ["figure", "P(right)", "a constant P"],
+            [
+                ["ECE (10 equal-mass bins)", f"{sel['ece']:.3f}", "–"],
+                [
+                    "ECE of a perfectly calibrated P here (noise: mean, 95th pct.)",
+                    f"{noise['mean']:.3f}, {noise['p95']:.3f}",
+                    "–",
+                ],
+                ["Brier score", f"{sel['brier']:.3f}", "–"],
+                ["Brier skill (against the constant)", skill, "0"],
+                ["AURC (lower is better)", f"{sel['aurc']:.3f}", f"{sel['aurc_constant']:.3f}"],
+            ],
+        ),
+        "",
+        f"Selective {label} (the most probable answers first), by coverage: {accuracy}.",
+        "",
+        "At each error rate of the weights file's thresholds (chosen on the training records; error among "
+        "answered questions with its exact 95% interval):",
+        "",
+        *table(
+            ["error rate asked", "threshold", "answered", "coverage", "error", "95% interval", "coverage on train"],
+            [
+                [
+                    f"{row['alpha']:g}",
+                    "none" if row["threshold"] is None else f"{row['threshold']:.2f}",
+                    str(row["answered"]),
+                    pct(row["coverage"]),
+                    pct(row["error"]),
+                    "–" if row["error_ci"] is None else f"[{pct(row['error_ci'][0])}, {pct(row['error_ci'][1])}]",
+                    pct(row["train_coverage"]),
+                ]
+                for row in sel["risk_levels"]
+            ],
+        ),
+    ]
+    return lines
+
+
 def design_section(report: dict[str, Any]) -> list[str]:
     """A pool design (`eor bench --design`): the candidates alone, the path and the chosen pool."""
     design = report.get("design")
@@ -395,6 +450,9 @@ def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
     cost = cost_section(report)
     if cost:
         lines += [*cost, ""]
+    chosen = selective_section(report)
+    if chosen:
+        lines += [*chosen, ""]
     design = design_section(report)
     if design:
         lines += [*design, ""]

@@ -21,6 +21,10 @@ gold answers:
 - `weights`: the learned weights (figure 6) when a weights file is given;
 - `cost`: what members cost per question and what EoR's voter ran, the accuracy-versus-cost frontier of
   member subsets and a cascade's operating points (eor.bench.cost); null when the records hold no seconds.
+- `selective`: the voter's P(right) (voters.right) judged on these questions: reliability bins, ECE beside a
+  perfectly calibrated P's, Brier skill, the risk–coverage curve and AURC beside a constant's, selective
+  accuracy at 50/80/100% coverage, and the realised error and coverage at each error rate of the weights
+  file's thresholds (eor.bench.selective); null when the voter has no P(right).
 
 Every measure is a fraction in [0, 1]. An undefined ratio (zero denominator) is null, never 0. The
 report's `metric` (em by default) is the correctness indicator of RWR, the oracle, Top R, the error
@@ -39,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from eor.bench import selective
 from eor.bench.cost import cost_section
 from eor.bench.data import RunData, load_run
 from eor.bench.figures import write_figures
@@ -61,6 +66,7 @@ from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, upp
 from eor.json_ready import json_ready
 from eor.pool import read_pool_file
 from eor.records import read_header
+from voters.right import RightModel
 
 REPORT_FORMAT = "eor-bench-report"
 REPORT_VERSION = 1
@@ -147,6 +153,9 @@ def build_report(
         )
         report = _assemble(records_dir, scored, matrix, errors, upper, seed, max_subsets)
         report["cost"] = cost
+        report["selective"] = selective.section(
+            voted.probability, eor_scores[metric], metric, RightModel.from_voter(voted.voter)
+        )
         if shown_design is not None:
             report["design"] = shown_design
         bar.update(1)

@@ -13,6 +13,7 @@ from eor.bench.data import RunData
 from eor.errors import ConfigError, InputError
 from voters import Voter, load_voter
 from voters.protocol import confidence_kwargs
+from voters.right import RightModel, choice_evidence
 
 DEFAULT_METRICS: tuple[str, ...] = ("em", "f1", "cosine")
 REPORTED_META = (
@@ -39,6 +40,7 @@ class Vote:
     members: list[str]  # the members that voted (the weights file's pool, or every member)
     weights_file: Path | None
     stops: np.ndarray | None = None  # a cascade's: the step each question stopped at
+    probability: np.ndarray | None = None  # P(right) of each chosen answer, where the weights file has one
 
     def describe(self) -> dict[str, Any]:
         """The voter's settings for the report (`weights` holds the learned weights separately)."""
@@ -118,4 +120,12 @@ def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str
     else:
         picks = voter.predict(answers, passages, data.texts, **known)
     chosen = np.asarray([columns[int(p)] for p in picks], dtype=int)
-    return Vote(chosen=chosen, voter=voter, members=members, weights_file=path, stops=stops)
+    probability = None
+    model = RightModel.from_voter(voter)
+    if model is not None and data.questions:
+        confidence = [[row[c] for c in columns] for row in data.confidence] if data.confidence else None
+        found = choice_evidence(voter, answers, passages, data.texts, confidence)
+        if not np.array_equal(np.asarray([columns[int(p)] for p in found.pick]), chosen):
+            raise RuntimeError("the voter's P(right) scored other answers than it chose")
+        probability = model.probability(found)
+    return Vote(chosen=chosen, voter=voter, members=members, weights_file=path, stops=stops, probability=probability)

@@ -137,13 +137,15 @@ async def _answered(
     question: str,
     members: list[str] | None,
     explain: bool = False,
+    risk: float | None = None,
 ) -> Answered:
     """Queue the question and wait for its answer: 504 past the request timeout; a client that hangs up
     while its question waits takes the question out of the queue."""
     item = _question(question, settings)
     if worker.state == READY:
         _check_members(worker.ensemble, members, settings)
-    waiting = asyncio.wrap_future(worker.submit(item, members, explain))
+        worker.ensemble.risk(risk)  # a voter without thresholds: 400 before the question queues
+    waiting = asyncio.wrap_future(worker.submit(item, members, explain, risk))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.request_timeout
     while (remaining := deadline - loop.time()) > 0:
@@ -173,7 +175,7 @@ def _add_answer_routes(
         summary="Answer a question with the ensemble",
     )
     async def answer(body: AnswerRequest, request: Request) -> JSONResponse:
-        result = await _answered(worker, settings, request, body.question, body.members, body.explain)
+        result = await _answered(worker, settings, request, body.question, body.members, body.explain, body.risk)
         return JSONResponse(_result_body(result, body.return_passages))
 
     @app.post(
@@ -187,7 +189,8 @@ def _add_answer_routes(
     async def chat(body: ChatRequest, request: Request) -> Any:
         if body.model not in models:
             raise ApiError(404, "model_not_found", f"unknown model {body.model!r}; available: {', '.join(models)}")
-        result = await _answered(worker, settings, request, _last_user_message(body.messages), body.members)
+        question = _last_user_message(body.messages)
+        result = await _answered(worker, settings, request, question, body.members, risk=body.risk)
         completion = _completion(body.model, result, body.return_passages)
         if body.stream:
             return StreamingResponse(_stream(completion), media_type="text/event-stream")
@@ -195,17 +198,23 @@ def _add_answer_routes(
 
 
 def _completion(model: str, result: Answered, passages: bool) -> dict[str, Any]:
-    """OpenAI's chat completion object holding the chosen answer, with eor's whole result under `eor`."""
+    """OpenAI's chat completion object holding the chosen answer, with eor's whole result under `eor` (its
+    `probability`, and where eor abstained `abstained` and `abstention`)."""
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": result.result.answer}, "finish_reason": "stop"}
+            {"index": 0, "message": {"role": "assistant", "content": _content(result.result)}, "finish_reason": "stop"}
         ],
         "eor": _result_body(result, passages),
     }
+
+
+def _content(result: Any) -> str:
+    """The assistant's message: the answer, or "I don't know." where eor abstained (`eor.abstention` says why)."""
+    return "I don't know." if result.abstained else result.answer
 
 
 def _add_model_routes(app: FastAPI, models: list[str], v1: list[Any]) -> None:

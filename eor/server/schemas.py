@@ -12,6 +12,10 @@ from eor.data import MAX_QUESTION_CHARS
 MAX_MEMBER_NAMES = 64
 #: most chat messages a request can hold.
 MAX_MESSAGES = 256
+RISK = (
+    "decline to answer (abstained: true, answer: null) where the answer's P(right) is below the weights file's "
+    "threshold for this error rate among answered questions (docs/abstention.md); default: the config's voter.risk"
+)
 
 
 class ErrorDetail(BaseModel):
@@ -38,6 +42,7 @@ class AnswerRequest(BaseModel):
     )
     return_passages: bool = Field(default=False, description="include each member's passages and prompt")
     explain: bool = Field(default=False, description="include the vote's explanation (similarities, weights)")
+    risk: float | None = Field(default=None, gt=0, lt=1, description=RISK)
 
 
 class Passage(BaseModel):
@@ -75,11 +80,27 @@ class CascadeReport(BaseModel):
     reason: str = Field(description="why it stopped, in words")
 
 
+class Abstention(BaseModel):
+    abstained: bool = Field(description="whether eor declined to answer")
+    risk: float = Field(description="the error rate asked for")
+    alpha: float = Field(description="the level of the weights file's grid used: the largest not above risk")
+    threshold: float | None = Field(description="P(right) needed to answer; null: no threshold kept that rate")
+    probability: float = Field(description="the answer's P(right)")
+    correctness: str = Field(description="what right means: the correctness the thresholds were chosen with")
+    reason: str = Field(description="why, in words")
+
+
 class AnswerResponse(BaseModel):
     id: str
     question: str
-    answer: str = Field(description="the chosen member's answer")
-    member: str = Field(description="the chosen member")
+    answer: str | None = Field(description="the chosen member's answer; null when eor abstained")
+    abstained: bool = Field(description="eor declined to answer at the risk asked for (see abstention)")
+    probability: float | None = Field(
+        description="P(right): the probability that the answer is right, calibrated on the training records; null "
+        "when the voter's weights file has none"
+    )
+    abstention: Abstention | None = Field(default=None, description="with a risk only: answered or declined, why")
+    member: str = Field(description="the chosen member (its answer is in members even when eor abstained)")
     members: dict[str, MemberAnswer] = Field(description="every member that ran and took part in the vote")
     timings: dict[str, float] = Field(description="seconds per question: retrieval, generation, voting, total")
     degraded: list[str] = Field(description="members left out of the vote because they failed or ran late")
@@ -128,6 +149,7 @@ class ChatRequest(BaseModel):
     stream: bool | None = Field(default=False, description="server-sent events: the answer in one chunk")
     members: list[str] | None = Field(default=None, min_length=1, max_length=MAX_MEMBER_NAMES)
     return_passages: bool = False
+    risk: float | None = Field(default=None, gt=0, lt=1, description=RISK)
 
 
 class ChatChoiceMessage(BaseModel):

@@ -48,6 +48,7 @@ class Job:
     question: Question
     members: tuple[str, ...] | None = None
     explain: bool = False
+    risk: float | None = None
     future: Future = field(default_factory=Future)
 
 
@@ -102,13 +103,16 @@ class EnsembleWorker:
     def waiting(self) -> int:
         return self._queue.qsize()
 
-    def submit(self, question: Question, members: list[str] | None = None, explain: bool = False) -> Future:
-        """Queue a question; its future resolves to an `Answered` (or raises the ensemble's error)."""
+    def submit(
+        self, question: Question, members: list[str] | None = None, explain: bool = False, risk: float | None = None
+    ) -> Future:
+        """Queue a question; its future resolves to an `Answered` (or raises the ensemble's error); `risk`: the
+        error rate it is answered at (Ensemble.judge)."""
         if self.state != READY:
             raise NotReadyError(self.not_ready_message())
         if self._queue.qsize() >= self.settings.max_queue:
             raise BusyError(f"{self.settings.max_queue} questions are already waiting; try again shortly")
-        job = Job(question, tuple(members) if members is not None else None, explain)
+        job = Job(question, tuple(members) if members is not None else None, explain, risk)
         self._queue.put(job)
         return job.future
 
@@ -149,10 +153,10 @@ class EnsembleWorker:
                 batch.append(more)
             # A request that timed out while queued has cancelled its future: skip it.
             live = [job for job in batch if job.future.set_running_or_notify_cancel()]
-            groups: dict[tuple[str, ...] | None, list[Job]] = {}
+            groups: dict[tuple[tuple[str, ...] | None, float | None], list[Job]] = {}
             for job in live:
-                groups.setdefault(job.members, []).append(job)
-            for members, jobs in groups.items():
+                groups.setdefault((job.members, job.risk), []).append(job)
+            for (members, _), jobs in groups.items():
                 self._answer(jobs, members)
 
     def _answer(self, jobs: list[Job], members: tuple[str, ...] | None) -> None:
@@ -162,6 +166,7 @@ class EnsembleWorker:
                 members=list(members) if members is not None else None,
                 member_timeout=self.settings.member_timeout,
                 lazy=self.settings.lazy,
+                risk=jobs[0].risk,
             )
             answered = [
                 Answered(result, self.ensemble.explain(result) if job.explain else None)

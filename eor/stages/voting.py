@@ -1,5 +1,6 @@
-"""The vote stage: the voter's decision over the members that answered, and (for lazy voting) whether the
-members still pending could change it.
+"""The vote stage: the voter's decision over the members that answered, the probability that it is right
+(where the voter's weights file holds one, voters.right), and (for lazy voting) whether the members still
+pending could change it.
 
 Failure policy: a question is voted over the members it has (a subset keeps those members' weights); it fails
 only when no member is left. Questions with the same voting members go through the voter together.
@@ -19,6 +20,7 @@ from eor.results import MemberOutput
 from voters import choose
 from voters.lazy import lazy_decision, needed_members, supports_lazy_voting
 from voters.protocol import confidence_kwargs
+from voters.right import ALL, RightModel, evidence
 
 
 @dataclass(frozen=True)
@@ -38,19 +40,41 @@ def ballots(outputs: Mapping[str, MemberOutput]) -> dict[str, Ballot]:
 
 @dataclass(frozen=True)
 class Decision:
-    """The chosen member and every voting member's decision score (None when its weight drops it)."""
+    """The chosen member, every voting member's decision score (None when its weight drops it), and the
+    probability that the chosen answer is right (None when the voter has no P(right), voters.right)."""
 
     member: str
     scores: dict[str, float | None]
+    probability: float | None = None
 
 
 class VoteStage:
-    """`vote(ballots, questions)`: a Decision per question; `settled(...)`: can pending members still change
-    the chosen answer (voters.lazy)?"""
+    """`vote(ballots, questions)`: a Decision per question; `probability(...)`: P(right) of a choice;
+    `settled(...)`: can pending members still change the chosen answer (voters.lazy)?"""
 
     def __init__(self, voter: Any, members: Sequence[str]) -> None:
         self.voter = voter
         self.members = list(members)
+        self.right = RightModel.from_voter(voter)
+
+    def probability(
+        self, scores: Mapping[str, float | None], ballots: Mapping[str, Ballot], member: str, group: str = ALL
+    ) -> float | None:
+        """P(right) of `member`'s answer, chosen by decision `scores` (by member; None: dropped) over `ballots`,
+        in `group` (voters.right: ALL, or a cascade's EARLY/LAST); None when the voter has no P(right)."""
+        if self.right is None:
+            return None
+        names = list(scores)
+        values = [[-np.inf if scores[n] is None else scores[n] for n in names]]
+        found = evidence(
+            values,
+            [[ballots[n].answer for n in names]],
+            [[ballots[n].passages for n in names]],
+            [[ballots[n].confidence for n in names]],
+            group,
+            [names.index(member)],
+        )
+        return round(float(self.right.probability(found)[0]), 4)
 
     def vote(self, ballots: Sequence[Mapping[str, Ballot]], questions: Sequence[str]) -> list[Decision]:
         groups: dict[tuple[str, ...], list[int]] = {}
@@ -67,19 +91,19 @@ class VoteStage:
             known = confidence_kwargs(self.voter, [[ballots[i][name].confidence for name in voting] for i in index])
             scores = np.asarray(self.voter.decision_scores(answers, passages, texts, subset, **known), dtype=float)
             for row, i, best in zip(scores, index, choose(scores), strict=True):
-                decisions[i] = Decision(
-                    voting[int(best)],
-                    {name: float(row[m]) if math.isfinite(row[m]) else None for m, name in enumerate(voting)},
-                )
+                kept = {name: float(row[m]) if math.isfinite(row[m]) else None for m, name in enumerate(voting)}
+                member = voting[int(best)]
+                decisions[i] = Decision(member, kept, self.probability(kept, ballots[i], member))
         return decisions  # type: ignore[return-value]
 
     # -- lazy voting -------------------------------------------------------------------------------------------
 
     @property
     def lazy(self) -> bool:
-        """Whether pending members can be bounded (voters.lazy.supports_lazy_voting)."""
+        """Whether pending members can be bounded (voters.lazy.supports_lazy_voting), and the voter gives no
+        P(right): the probability needs the margin over every member's answer, so such a voter runs them all."""
 
-        return supports_lazy_voting(self.voter)
+        return supports_lazy_voting(self.voter) and self.right is None
 
     def needed(self) -> list[str]:
         """The members whose answers can matter (those not dropped by their weight), in the pool's order."""
