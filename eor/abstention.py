@@ -28,9 +28,9 @@ questions eor answers is at most α. It is about the long run of answered questi
 probabilities the thresholds are chosen on are cross-fitted (voters.right), an approximation the guarantee
 assumes away.
 
-`thresholds` applies it to a grid of α (`ALPHAS`) at δ = `DELTA`; `calibrate` fits a voter's P(right) and
-its thresholds on training records, and `abstention` decides at answer time: answer when P(right) is at least
-the threshold of the largest α of the grid not above the risk asked for.
+`thresholds` applies it to a grid of α (`ALPHAS`) at δ = `DELTA` (eor.crossval's `calibrate` fits a voter's
+P(right) and these thresholds on training records), and `abstention` decides at answer time: answer when
+P(right) is at least the threshold of the largest α of the grid not above the risk asked for.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from eor.errors import InputError
-from voters.right import RightModel, fit_right
+from voters.right import RightModel
 
 GRID = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 ... 0.95: fixed before dev is touched
 ALPHAS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
@@ -113,31 +113,7 @@ def thresholds(
     return [risk_threshold(probability, right, alpha, delta) for alpha in alphas]
 
 
-# -- P(right) and its thresholds from training records, and the decision at answer time ----------------------
-
-
-@dataclass
-class Calibrated:
-    """A voter's fitted P(right) (voters.right.RightModel, thresholds included) and, per training question,
-    its out-of-fold P(right) and whether the voter's answer was right."""
-
-    model: RightModel
-    probability: np.ndarray
-    right: np.ndarray
-
-
-def calibrate(arrays: Any, name: str, settings: Any, k: int, seed: int, progress: Any = None) -> Calibrated:
-    """P(right) of the named eor.crossval candidate on the training `arrays` (voters.right: evidence out of
-    fold over a seeded k-fold split, the logistic cross-fitted on the same folds), and the thresholds of
-    `thresholds` on its out-of-fold probabilities, for `settings.correctness`."""
-    from eor.crossval import out_of_fold_evidence
-
-    rows, parts = out_of_fold_evidence(arrays, name, settings, k, seed, progress)
-    right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
-    groups, probability = fit_right(rows, right, parts)
-    chosen = [threshold.to_dict() for threshold in thresholds(probability, right)]
-    model = RightModel(settings.correctness, groups, len(rows), k, seed, chosen, DELTA)
-    return Calibrated(model, probability, right)
+# -- the decision at answer time ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
+from eor.abstention import DELTA, thresholds
 from eor.bench.stats import Bootstrap, paired_test
 from eor.costs import member_costs
 from eor.errors import ConfigError, InputError
@@ -45,7 +46,7 @@ from voters.features import FeatureSet, candidate_blocks
 from voters.folds import fold_split
 from voters.loading import register_voter_kind
 from voters.protocol import check_voter_class, confidence_kwargs
-from voters.right import ALL, Evidence, evidence
+from voters.right import ALL, Evidence, RightModel, evidence, fit_right
 from voters.selector import AnswerSelector
 
 log = logging.getLogger(__name__)
@@ -523,6 +524,30 @@ def out_of_fold_evidence(
             progress(f"{name}, fold {fold}/{k}")
     order = np.argsort(np.concatenate(parts), kind="stable")
     return Evidence.concatenate(pieces).take(order), parts
+
+
+@dataclass
+class Calibrated:
+    """A voter's fitted P(right) (voters.right.RightModel, thresholds included) and, per training question,
+    its out-of-fold P(right) and whether the voter's answer was right."""
+
+    model: RightModel
+    probability: np.ndarray
+    right: np.ndarray
+
+
+def calibrate(
+    arrays: VoteArrays, name: str, settings: VoteSettings, k: int, seed: int, progress: Progress | None = None
+) -> Calibrated:
+    """P(right) of the named candidate on the training `arrays` (voters.right: evidence out of fold over a
+    seeded k-fold split, the logistic cross-fitted on the same folds), and the thresholds of
+    eor.abstention on its out-of-fold probabilities, for `settings.correctness`."""
+    rows, parts = out_of_fold_evidence(arrays, name, settings, k, seed, progress)
+    right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
+    groups, probability = fit_right(rows, right, parts)
+    chosen = [threshold.to_dict() for threshold in thresholds(probability, right)]
+    model = RightModel(settings.correctness, groups, len(rows), k, seed, chosen, DELTA)
+    return Calibrated(model, probability, right)
 
 
 def _correct(arrays: VoteArrays, rows: np.ndarray, picks: np.ndarray) -> np.ndarray:

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eor.abstention import abstention
 from eor.config import EnsembleConfig, load_config
 from eor.data import Question, make_question
 from eor.errors import ConfigError, ContextOverflowError, EorError, InputError, ReaderError, RetrieverError
@@ -45,7 +44,7 @@ from retrievers.registry import source_names
 from voters import Voter, load_voter
 from voters.pooling import POOLINGS
 from voters.protocol import confidence_kwargs
-from voters.right import EARLY, LAST, RightModel
+from voters.right import EARLY, LAST
 from voters.similarity import available_metrics
 
 __all__ = ["Ensemble", "MemberOutput", "MemberTimeoutError", "Result", "check_member_names", "check_voter_config"]
@@ -90,7 +89,7 @@ class Ensemble:
         self.retrieval = RetrievalStage(self.retrievers, retrieval_config)
         self.voter = voter if voter is not None else _default_voter(config)
         _check_pool(self.voter, config, self.reader)
-        self.risk()  # the config's voter.risk needs the voter's thresholds: fails at start, not at the first answer
+        self.voting.check_risk(config.voter.risk)  # needs the voter's thresholds: fails at start, not at an answer
         self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
 
     @classmethod
@@ -159,7 +158,7 @@ class Ensemble:
         lazy: answer question by question, running members cheapest first and stopping when the rest cannot
             change the answer (the full vote's answer; members not run are in `Result.skipped`). Voters that
             cannot be bounded (see voters.lazy), or that give P(right), run every member.
-        risk: decline where P(right) is below the weights file's threshold for this error rate (`judge`);
+        risk: decline where P(right) is below the weights file's threshold for this error rate (VoteStage.judge);
             default: the config's `voter.risk`.
         """
         items = [q if isinstance(q, Question) else make_question(q) for q in questions]
@@ -167,7 +166,7 @@ class Ensemble:
             return []
         names = self.select(members)
         timeout = _check_timeout(member_timeout)
-        risk = self.risk(risk)
+        risk = self.voting.check_risk(self.config.voter.risk if risk is None else risk)
         if lazy and self.cascade is not None:
             if members is not None:
                 raise InputError(
@@ -180,31 +179,7 @@ class Ensemble:
         else:
             with metering() as usage:
                 results = self._answer_all(items, names, timeout, strict, usage)
-        return [self.judge(result, risk) for result in results]
-
-    def risk(self, risk: float | None = None) -> float | None:
-        """The error rate to answer at: `risk`, else the config's `voter.risk` (None: answer every question);
-        InputError when it is outside (0, 1) or the voter holds no thresholds (eor.abstention)."""
-        risk = self.config.voter.risk if risk is None else risk
-        if risk is not None:
-            abstention(RightModel.from_voter(self.voter), 1.0, risk, self._weights_name())
-        return risk
-
-    def judge(self, result: Result, risk: float | None) -> Result:
-        """`result` declined at `risk` where its P(right) is below the threshold the weights file holds for the
-        largest error rate of its grid not above `risk` (eor.abstention): `answer` None, `abstention` says
-        why. None: answered as it is."""
-        if risk is None:
-            return result
-        verdict = abstention(self.voting.right, result.probability or 0.0, risk, self._weights_name())
-        result.abstention = verdict.to_dict()
-        if verdict.abstained:
-            result.answer = None
-        return result
-
-    def _weights_name(self) -> str:
-        source = getattr(self.voter, "source_", None)
-        return f"the weights file {source}" if source else "this voter (no weights file)"
+        return [self.voting.judge(result, risk) for result in results]
 
     def _answer_all(
         self, items: list[Question], names: list[str], timeout: float | None, strict: bool, usage: Any

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.abstention import DELTA, Calibrated, calibrate
+from eor.abstention import DELTA
 from eor.bench.selective import summary
 from eor.bench.stats import Bootstrap, paired_test
 from eor.config import load_config
@@ -27,11 +27,13 @@ from eor.correctness import CORRECTNESS
 from eor.crossval import (
     AUTO,
     DEFAULT_FOLDS,
+    Calibrated,
     Progress,
     VoteArrays,
     VoteSettings,
     auto_names,
     build_candidate,
+    calibrate,
     candidate_names,
     choose_candidate,
     compare_with_top,

@@ -279,3 +279,98 @@ def test_report_html_opens_with_no_network(browser, reports, shots):
     page.locator("h2", has_text="Figures").scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "report.png"))
     context.close()
+
+
+@pytest.fixture(scope="module")
+def cascade_server(browser, tmp_path_factory) -> Iterator[str]:
+    """`eor serve` of the default config answering with a hand cascade that stops after BM25@1 and holds a
+    P(right) (tests.test_probability): no threshold at an error rate of 0.2, so a risk of 0.25 declines."""
+    import json
+
+    from tests.test_cascade import selector_document
+    from tests.test_probability import THRESHOLDS, probability_section
+
+    folder = tmp_path_factory.mktemp("serve-cascade")
+    members = ["ReFree", "PK", "BM25@1", "BM25@3", "Wiki@1", "Wiki@3", "BM25@2&Wiki@2"]
+    order = ["BM25@1", *[name for name in members if name != "BM25@1"]]
+    steps = [
+        {
+            "members": order[: j + 1],
+            "calibration": {"intercept": 0.0, "top": 1.0, "margin": 0.0},
+            "selector": selector_document(order[: j + 1], {"agreement": 1.0}, 0.0),
+        }
+        for j in range(len(order))
+    ]
+    point = {"threshold": 0.0, "accuracy": 0.5, "loss": 0.0, "cost": 1.0, "cost_p90": 1.0, "members_run": 1.0}
+    document = {
+        "format": "eor-voter-weights",
+        "format_version": 1,
+        "voter": "cascade",
+        "members": members,
+        "metrics": ["em"],
+        "order": order,
+        "threshold": 0.0,
+        "steps": steps,
+        "operating_points": [point],
+        "chosen": point,
+        "full_accuracy": 0.5,
+        "full_cost": 7.0,
+        "cost_unit": "seconds",
+        "member_costs": {},
+        "params": {"metrics": ["em"], "C": 1.0, "correctness": "em", "metric_params": None, "max_loss": 0.005},
+        "meta": {"probability": probability_section(THRESHOLDS)},
+    }
+    weights = folder / "cascade.json"
+    weights.write_text(json.dumps(document))
+    port = free_port()
+    log = folder / "server.log"
+    env = {**os.environ, "EOR_CACHE": str(folder / "cache")}
+    command = [sys.executable, "-m", "eor.cli", "serve", "--config", str(ROOT / "configs/default.yaml")]
+    command += ["--weights", str(weights), "--port", str(port)]
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert process.poll() is None, log.read_text()[-3000:]
+            time.sleep(0.3)
+        else:
+            raise RuntimeError("the server did not get ready:\n" + log.read_text()[-3000:])
+        yield base
+    finally:
+        process.terminate()
+        process.wait(30)
+    assert "Traceback" not in log.read_text()
+
+
+def test_the_page_shows_p_right_and_an_abstention_plainly(browser, cascade_server, shots):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems = _watch(page)
+    page.goto(cascade_server + "/")
+    page.wait_for_function("() => document.getElementById('pool').textContent.startsWith('Pool of 7 members')")
+    page.fill("#question", QUESTION)
+    page.press("#question", "Enter")
+    page.wait_for_selector("#results:not([hidden])", timeout=WAIT_MS)
+    api = requests.post(f"{cascade_server}/v1/answer", json={"question": QUESTION}, timeout=600).json()
+    assert page.inner_text("#answer strong") == api["answer"] and not api["abstained"]
+    assert page.inner_text("#probability").startswith(f"P(right) {api['probability']:.2f}: the chance")
+
+    page.fill("#risk", "0.25")  # the file's α 0.2 has no threshold: every question is declined
+    page.press("#question", "Enter")
+    page.wait_for_function("() => document.getElementById('answer').textContent.startsWith(\"I don't know\")")
+    declined = requests.post(
+        f"{cascade_server}/v1/answer", json={"question": QUESTION, "risk": 0.25}, timeout=600
+    ).json()
+    assert declined["abstained"] and declined["answer"] is None
+    assert page.inner_text("#answer") == f"I don't know — {declined['abstention']['reason']}"
+    note = page.inner_text("#answer-note")
+    assert note.startswith(f"declined the answer of BM25@1: {declined['members']['BM25@1']['answer']}")
+    assert "(the threshold for at most 0.2 wrong: none)" in page.inner_text("#probability")
+    page.screenshot(path=str(shots / "explorer-abstention.png"), full_page=True)
+    assert problems == []

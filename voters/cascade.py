@@ -283,7 +283,7 @@ class Cascade(VoterEstimator):
         answers' confidence summaries (for steps whose selector uses them)."""
         if not len(answers):
             return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
-        blocks = self._blocks(answers, passages, questions, confidence)
+        blocks = recorded_blocks(self, answers, passages, questions, confidence)
         return self.replay_blocks(blocks, np.arange(len(answers)), threshold)
 
     def vote_scores(
@@ -296,43 +296,21 @@ class Cascade(VoterEstimator):
         """Over recorded answers (as `replay`), per question: the log-odds of the step it stops at over every
         member (−inf for the members it did not run), its group for P(right) (voters.right: EARLY, or LAST
         where it ran every step) and the chosen member's position."""
-        return self.stop_scores(self._blocks(answers, passages, questions, confidence), np.arange(len(answers)))
+        return self.stop_scores(
+            recorded_blocks(self, answers, passages, questions, confidence), np.arange(len(answers))
+        )
 
     def stop_scores(self, blocks: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`vote_scores` on precomputed candidate blocks (as `replay_blocks`), for the questions at `rows`."""
-        scores, stops, picks = stop_scores(blocks, self._positions(), self.threshold_, rows)
+        scores, stops, picks = stop_scores(blocks, step_positions(self), self.threshold_, rows)
         return scores, np.where(stops == len(self.steps_) - 1, LAST, EARLY), picks
-
-    def _blocks(
-        self,
-        answers: Sequence[Sequence[str]],
-        passages: Passages,
-        questions: Sequence[str],
-        confidence: Sequence[Sequence[Any]] | None,
-    ) -> Any:
-        """The candidate blocks (voters.features) of recorded answers of every member, in `members_` order."""
-        self._check_fitted()
-        n_members = check_answers(answers)
-        if n_members != self.n_members_:
-            raise InputError(f"the cascade has {self.n_members_} members, the answers come from {n_members}")
-        tensor = similarity_tensor(answers, list(self.metric_names_), metric_params=self.metric_params)
-        known = confidence if self.uses_confidence_ else None
-        return candidate_blocks(tensor, answers, passages, questions, self.metric_names_, known)
 
     def replay_blocks(
         self, blocks: Any, rows: np.ndarray, threshold: float | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """`replay` on precomputed candidate blocks of every member (voters.features, in `members_` order and
         the cascade's metrics), for the questions at `rows`."""
-        return replay_steps(blocks, self._positions(), self.threshold_ if threshold is None else threshold, rows)
-
-    def _positions(self) -> list[Any]:
-        """The steps with their members as positions among `members_` (voters.cascade_fit.Step)."""
-        self._check_fitted()
-        return [
-            ([self.members_.index(name) for name in step.members], step.selector, step.calibration)
-            for step in self.steps_
-        ]
+        return replay_steps(blocks, step_positions(self), self.threshold_ if threshold is None else threshold, rows)
 
     def spent(self, costs: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Per question, the cost of the members of the steps up to the one it stopped at; costs (R, M) per
@@ -417,3 +395,30 @@ class Cascade(VoterEstimator):
     def from_document(cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Cascade:
         """A fitted cascade from a weights-file document (see `voters.load_voter`)."""
         return cascade_file.from_document(cls, document, source, members)
+
+
+def recorded_blocks(
+    cascade: Cascade,
+    answers: Sequence[Sequence[str]],
+    passages: Passages,
+    questions: Sequence[str],
+    confidence: Sequence[Sequence[Any]] | None,
+) -> Any:
+    """The candidate blocks (voters.features) of recorded answers of every member of a fitted cascade, in its
+    `members_` order."""
+    cascade._check_fitted()
+    n_members = check_answers(answers)
+    if n_members != cascade.n_members_:
+        raise InputError(f"the cascade has {cascade.n_members_} members, the answers come from {n_members}")
+    tensor = similarity_tensor(answers, list(cascade.metric_names_), metric_params=cascade.metric_params)
+    known = confidence if cascade.uses_confidence_ else None
+    return candidate_blocks(tensor, answers, passages, questions, cascade.metric_names_, known)
+
+
+def step_positions(cascade: Cascade) -> list[Any]:
+    """A fitted cascade's steps with their members as positions among `members_` (voters.cascade_fit.Step)."""
+    cascade._check_fitted()
+    return [
+        ([cascade.members_.index(name) for name in step.members], step.selector, step.calibration)
+        for step in cascade.steps_
+    ]

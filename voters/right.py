@@ -46,6 +46,7 @@ import numpy as np
 from eor.answers import contains, normalize_answer
 from eor.errors import ConfigError, InputError
 from voters.features import is_refusal
+from voters.protocol import confidence_kwargs
 from voters.scoring import choose
 
 #: the features of a vote's choice, in order (module docstring)
@@ -171,8 +172,6 @@ def choice_evidence(
     """The evidence of a fitted voter's choices over recorded answers of every member: from the scores and
     groups of its `vote_scores` where it has one (a cascade: the step it stops at), else from its decision
     scores (group ALL)."""
-    from voters.protocol import confidence_kwargs
-
     known = confidence_kwargs(voter, confidence)
     own = getattr(voter, "vote_scores", None)
     if own is not None:

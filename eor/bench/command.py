@@ -71,5 +71,23 @@ def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str])
         )
     oracle = report["oracle"]
     lines.append(f"oracle {pct(oracle[metric])}: gap to EoR {pct(oracle['gap']['eor'])} points")
+    lines += _selective_lines(report.get("selective"))
     lines.append(f"written to {out_dir}: {', '.join(files)}")
     return "\n".join(lines)
+
+
+def _selective_lines(sel: dict[str, Any] | None) -> list[str]:
+    """EoR's P(right) (eor.bench.selective): calibration, AURC, and each error rate of the weights file."""
+    if not sel:
+        return []
+    skill = "–" if sel["brier_skill"] is None else f"{sel['brier_skill']:.3f}"
+    levels = "; ".join(
+        f"{row['alpha']:g}: {pct(row['coverage'])}% answered, error {pct(row['error'])}"
+        for row in sel["risk_levels"]
+        if row["alpha"] in (0.2, 0.3, 0.4)
+    )
+    return [
+        f"P(right): ECE {sel['ece']:.3f} (a calibrated P's noise here {sel['ece_noise']['mean']:.3f}), Brier skill "
+        f"{skill}, AURC {sel['aurc']:.3f} (a constant's {sel['aurc_constant']:.3f})",
+        f"abstention (error rate asked: coverage, realised error): {levels}",
+    ]

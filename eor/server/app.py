@@ -144,7 +144,7 @@ async def _answered(
     item = _question(question, settings)
     if worker.state == READY:
         _check_members(worker.ensemble, members, settings)
-        worker.ensemble.risk(risk)  # a voter without thresholds: 400 before the question queues
+        worker.ensemble.voting.check_risk(risk)  # a voter without thresholds: 422 before the question queues
     waiting = asyncio.wrap_future(worker.submit(item, members, explain, risk))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.request_timeout

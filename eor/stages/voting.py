@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from eor.abstention import abstention
 from eor.errors import ConfigError
-from eor.results import MemberOutput
+from eor.results import MemberOutput, Result
 from voters import choose
 from voters.lazy import lazy_decision, needed_members, supports_lazy_voting
 from voters.protocol import confidence_kwargs
@@ -50,7 +51,8 @@ class Decision:
 
 class VoteStage:
     """`vote(ballots, questions)`: a Decision per question; `probability(...)`: P(right) of a choice;
-    `settled(...)`: can pending members still change the chosen answer (voters.lazy)?"""
+    `judge(result, risk)`: the result declined below the threshold for `risk`; `settled(...)`: can pending
+    members still change the chosen answer (voters.lazy)?"""
 
     def __init__(self, voter: Any, members: Sequence[str]) -> None:
         self.voter = voter
@@ -95,6 +97,30 @@ class VoteStage:
                 member = voting[int(best)]
                 decisions[i] = Decision(member, kept, self.probability(kept, ballots[i], member))
         return decisions  # type: ignore[return-value]
+
+    # -- abstention (eor.abstention) -------------------------------------------------------------------------
+
+    def check_risk(self, risk: float | None) -> float | None:
+        """`risk` (None: answer every question); InputError when it is outside (0, 1), below the voter's lowest
+        error rate or the voter holds no thresholds."""
+        if risk is not None:
+            abstention(self.right, 1.0, risk, self._source())
+        return risk
+
+    def judge(self, result: Result, risk: float | None) -> Result:
+        """`result` declined at `risk` where its P(right) is below the threshold the weights file holds for the
+        largest error rate of its grid not above `risk`: `answer` None, `abstention` says why. None: as it is."""
+        if risk is None:
+            return result
+        verdict = abstention(self.right, result.probability or 0.0, risk, self._source())
+        result.abstention = verdict.to_dict()
+        if verdict.abstained:
+            result.answer = None
+        return result
+
+    def _source(self) -> str:
+        source = getattr(self.voter, "source_", None)
+        return f"the weights file {source}" if source else "this voter (no weights file)"
 
     # -- lazy voting -------------------------------------------------------------------------------------------
 

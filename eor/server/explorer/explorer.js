@@ -85,7 +85,10 @@ async function ask(event) {
   $("results").setAttribute("aria-busy", "true");
   say($("status"), "Asking every member… the reader is working.");
   try {
-    const body = JSON.stringify({ question, return_passages: true, explain: true });
+    const asked = { question, return_passages: true, explain: true };
+    const risk = $("risk").value.trim();
+    if (risk) asked.risk = Number(risk);
+    const body = JSON.stringify(asked);
     const result = await call("/v1/answer", { method: "POST", body });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     show(result);
@@ -126,9 +129,15 @@ function show(result) {
   const explanation = result.explanation || { members: {} };
   $("results").hidden = false;
   const answer = $("answer");
-  answer.replaceChildren(element("strong", result.answer || "(empty)"));
+  const chosen = result.members[result.member];
+  if (result.abstained) {
+    answer.replaceChildren(element("strong", "I don't know"), ` — ${result.abstention.reason}`);
+  } else {
+    answer.replaceChildren(element("strong", result.answer || "(empty)"));
+  }
+  $("probability").textContent = probabilityText(result);
   const reasons = result.degraded_reasons || {};
-  const parts = [`chosen from ${result.member}`];
+  const parts = [result.abstained ? `declined the answer of ${result.member}: ${chosen.answer}` : `chosen from ${result.member}`];
   if (result.degraded.length) parts.push(`left out: ${result.degraded.join(", ")}`);
   if (result.cascade) parts.push(`cascade ${result.cascade.reason}`);
   else if ((result.skipped || []).length) parts.push(`not needed: ${result.skipped.join(", ")}`);
@@ -137,6 +146,14 @@ function show(result) {
   fillMembers(names, result, explanation, reasons);
   fillHeatmap(Object.keys(result.members), explanation);
   fillEvidence(names, result, reasons);
+}
+
+function probabilityText(result) {
+  if (result.probability === null || result.probability === undefined) return "";
+  const p = result.probability.toFixed(2);
+  const risk = result.abstention ? ` (the threshold for at most ${result.abstention.alpha} wrong: ` +
+    `${result.abstention.threshold === null ? "none" : result.abstention.threshold.toFixed(2)})` : "";
+  return `P(right) ${p}: the chance that this answer is right, calibrated on the training questions${risk}`;
 }
 
 function status(name, result, account, reasons) {
