@@ -39,6 +39,20 @@ TRAINED = {
         [f"{R}/nq-train.jsonl.gz", "--voter", "cascade", "--max-loss", "0.5", "--no-confidence", *NQ],
         f"{R}/nq-dev.jsonl.gz",
     ),
+    "nq-offline-cascade-contains.json": (
+        [
+            f"{R}/nq-train.jsonl.gz",
+            "--voter",
+            "cascade",
+            "--max-loss",
+            "0.5",
+            "--no-confidence",
+            "--metric",
+            "contains",
+            *NQ,
+        ],
+        f"{R}/nq-dev.jsonl.gz",
+    ),
     "nq-offline16.json": ([f"{R}/nq16-train.jsonl.gz", "--voter", "paper", *NQ16_DEV], f"{R}/nq16-dev.jsonl.gz"),
     "nq-offline16-grounding.json": (
         [f"{R}/nq16-train.jsonl.gz", "--voter", "grounding", *NQ16_DEV],

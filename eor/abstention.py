@@ -145,6 +145,7 @@ class Abstention:
             "risk": self.risk,
             "alpha": self.alpha,
             "threshold": self.threshold,
+            "probability": self.probability,
             "correctness": self.correctness,
             "reason": self.reason(),
         }

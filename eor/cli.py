@@ -132,12 +132,15 @@ def format_result(result) -> str:
     width = max(len("member"), *(len(r[0]) for r in rows))
     answer_width = min(max(len("answer"), *(len(r[1]) for r in rows)), 60)
     if result.abstained:
-        answer = f"I don't know: {result.abstention['reason']}   (declined the answer of {result.member})"
+        declined = result.members[result.member].answer
+        answer = f"I don't know: {result.abstention['reason']}   (declined {result.member}'s answer {declined!r})"
     else:
         answer = f"{result.answer}   (chosen member: {result.member})"
     lines = [f"Question: {result.question}", f"Answer:   {answer}"]
     if result.probability is not None:
         lines.append(f"P(right): {result.probability:.2f}")
+    if result.abstention is not None and not result.abstained:
+        lines.append(f"Risk:     {result.abstention['reason']}")
     lines += [
         "",
         f"  {'member':<{width}}  {'answer':<{answer_width}}  score",
