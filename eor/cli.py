@@ -99,7 +99,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     question = check_question(args.question)
     members = _member_list(args.members)
     ensemble = Ensemble.from_config(_config_path(args.config), weights=args.weights, cache=_cache(args))
-    result = ensemble.answer(question, members=members, lazy=not args.all_members, risk=args.risk)
+    risk = args.risk if args.risk is not None else ensemble.config.voter.risk
+    result = ensemble.answer(question, members=members, lazy=not args.all_members, risk=risk)
     explanation = json_ready(ensemble.explain(result)) if args.explain else None
     if args.json:
         body = result.to_dict()

@@ -128,9 +128,9 @@ class VoterConfig:
     metrics.
 
     `metric_params` sets each metric's parameters by name, e.g. `{bertscore: {num_layers: 6}, nli: {model:
-    PATH, combine: max}}`; `encoder` is the default model of `cosine` and `bertscore`. `risk`: decline to
-    answer where the answer's P(right) is below the weights file's threshold for this error rate among answered
-    questions (eor.abstention; `eor ask --risk` and a request's `risk` override it).
+    PATH, combine: max}}`; `encoder` is the default model of `cosine` and `bertscore`. `risk`: the error rate
+    `eor ask` and `eor serve` answer at when none is asked for: they decline where the answer's P(right) is
+    below the weights file's threshold for it (eor.abstention; `--risk` and a request's `risk` override it).
     """
 
     weights: str | None = None

@@ -89,7 +89,7 @@ class Ensemble:
         self.retrieval = RetrievalStage(self.retrievers, retrieval_config)
         self.voter = voter if voter is not None else _default_voter(config)
         _check_pool(self.voter, config, self.reader)
-        self.voting.check_risk(config.voter.risk)  # needs the voter's thresholds: fails at start, not at an answer
+        _check_config_risk(self.voting, config.voter.risk)
         self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
 
     @classmethod
@@ -158,15 +158,15 @@ class Ensemble:
         lazy: answer question by question, running members cheapest first and stopping when the rest cannot
             change the answer (the full vote's answer; members not run are in `Result.skipped`). Voters that
             cannot be bounded (see voters.lazy), or that give P(right), run every member.
-        risk: decline where P(right) is below the weights file's threshold for this error rate (VoteStage.judge);
-            default: the config's `voter.risk`.
+        risk: decline where P(right) is below the weights file's threshold for this error rate (VoteStage.judge;
+            the config's `voter.risk` is what `eor ask` and `eor serve` pass when none is asked for).
         """
         items = [q if isinstance(q, Question) else make_question(q) for q in questions]
         if not items:
             return []
         names = self.select(members)
         timeout = _check_timeout(member_timeout)
-        risk = self.voting.check_risk(self.config.voter.risk if risk is None else risk)
+        risk = self.voting.check_risk(risk, every_member=not (lazy and self.cascade is not None))
         if lazy and self.cascade is not None:
             if members is not None:
                 raise InputError(
@@ -579,6 +579,14 @@ def _prior_cost(name: str) -> float:
             case notation.Pick():
                 cost += 1.0
     return cost
+
+
+def _check_config_risk(voting: VoteStage, risk: float | None) -> None:
+    """The config's `voter.risk` needs the voter's thresholds: a ConfigError at start, not at the first answer."""
+    try:
+        voting.check_risk(risk)
+    except InputError as exc:
+        raise ConfigError(f"voter.risk: {exc}") from None
 
 
 def _check_timeout(value: float | None) -> float | None:

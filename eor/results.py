@@ -196,7 +196,7 @@ class Result:
             "question": self.question,
             "answer": self.answer,
             "abstained": self.abstained,
-            "probability": self.probability,
+            "probability": None if self.probability is None else round(self.probability, 4),
             "member": self.member,
             "members": {name: {**output.record(), "score": output.score} for name, output in self.members.items()},
             "timings": self.timings,

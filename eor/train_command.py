@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 
 #: the tolerances (EM points) at which a cascade's operating points are shown.
 OPERATING_LOSSES = (0.0, 0.25, 0.5, 1.0, 2.0)
+#: P(right) and its thresholds are fitted only from this many training questions per fold up
+PROBABILITY_QUESTIONS_PER_FOLD = 10
 #: the error rates whose abstention thresholds `eor train` prints (all of eor.abstention.ALPHAS are stored).
 REPORTED_RISKS = (0.1, 0.2, 0.3, 0.4)
 
@@ -161,9 +163,11 @@ def train(
         meta["selection"] = {"folds": inner_folds, "seed": seed, "means": means}
         lines.append(_selection_line(name, means, inner_folds, metric))
     fitted = _fit(name, arrays, settings)
-    with fold_progress("P(right) out of fold", inner_folds) as step:
-        calibrated = calibrate(arrays, name, settings, inner_folds, seed, step)
-    meta["probability"] = calibrated.model.to_dict()
+    calibrated = None
+    if data.questions >= PROBABILITY_QUESTIONS_PER_FOLD * inner_folds:
+        with fold_progress("P(right) out of fold", inner_folds) as step:
+            calibrated = calibrate(arrays, name, settings, inner_folds, seed, step)
+        meta["probability"] = calibrated.model.to_dict()
     meta["chosen_voter"] = name
     meta.update(_baselines(arrays, settings))
     meta.update(_run_meta(Path(records)))
@@ -172,7 +176,7 @@ def train(
         meta["pool"] = identity
     lines.append(f"voter: {name}; weights written to {out}")
     lines += _scores(fitted, arrays, name, meta, metric)
-    lines += _probability_lines(calibrated, metric)
+    lines += _probability_lines(calibrated, metric, data.questions, inner_folds)
     if dev is not None:
         lines += _dev_scores(fitted, load_run(dev, data.names), meta, metric, seed)
     fitted.save(out, **meta)
@@ -385,8 +389,11 @@ def _cascade_lines(cascade: Any, metric: str) -> list[str]:
     return lines
 
 
-def _probability_lines(calibrated: Calibrated, metric: str) -> list[str]:
+def _probability_lines(calibrated: Calibrated | None, metric: str, questions: int, folds: int) -> list[str]:
     """P(right) out of fold on the training records, and the abstention thresholds chosen on it."""
+    if calibrated is None:
+        least = PROBABILITY_QUESTIONS_PER_FOLD * folds
+        return [f"P(right): not fitted: {questions} training questions, fewer than {least} ({folds} folds)"]
     figures = summary(calibrated.probability, calibrated.right)
     levels = ", ".join(
         f"{row['alpha']:g}: "

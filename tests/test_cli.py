@@ -48,7 +48,17 @@ def test_help_is_fast_and_imports_nothing_heavy() -> None:
 def test_ask_json(tmp_path, isolated_cache, capsys) -> None:
     assert main(["ask", "who painted the mona lisa", "--config", str(small_config(tmp_path)), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == {"id", "question", "answer", "member", "members", "timings", "stages"}
+    assert set(result) == {
+        "id",
+        "question",
+        "answer",
+        "abstained",
+        "probability",
+        "member",
+        "members",
+        "timings",
+        "stages",
+    }
     assert list(result["members"]) == ["ReFree", "BM25@1", "Wiki@1", "BM25@1&Wiki@1"]  # uniform weights: no skip
     stages = result["stages"]
     assert stages["voting"]["members_run"] == 4 and stages["voting"]["members_skipped"] == 0

@@ -88,6 +88,10 @@ def test_a_probability_section_round_trips_and_malformed_ones_are_refused():
         RightModel.from_dict(broken, "here")
     with pytest.raises(ConfigError, match="malformed"):
         RightModel.from_dict({"groups": {}}, "here")
+    bad_threshold = model.to_dict()
+    bad_threshold["risk"]["thresholds"] = [{"alpha": 1.5, "threshold": 0.5}]
+    with pytest.raises(ConfigError, match="alpha in"):
+        RightModel.from_dict(bad_threshold, "here")
 
 
 # -- figures of a probability ---------------------------------------------------------------------------------
@@ -105,7 +109,8 @@ def test_selective_figures_by_hand():
     assert tied == pytest.approx([0, (2 / 3) / 2, (4 / 3) / 3, 2 / 4])  # the tied three: 2/3 wrong each
     assert selective.brier(p, y) == pytest.approx((0.04 + 0.01 + 0.49 + 0.04) / 4)
     assert selective.brier_skill(np.full(4, 0.5), y) == pytest.approx(0.0)  # the constant share right
-    assert selective.selective_accuracy(p, y, 0.5) == 1.0 and selective.selective_accuracy(p, y, 0.75) == 2 / 3
+    assert selective.selective_accuracy(p, y, 0.5) == 1.0
+    assert selective.selective_accuracy(p, y, 0.75) == pytest.approx(2 / 3)
     # two equal-mass bins: {0.2, 0.7} mean 0.45, none right; {0.8, 0.9} mean 0.85, both right
     assert selective.ece(p, y, bins=2) == pytest.approx(0.5 * 0.45 + 0.5 * 0.15)
     at = selective.at_threshold(p, y, 0.75)
@@ -243,6 +248,10 @@ def test_an_abstention_through_the_python_api(tmp_path, isolated_cache):
     assert body["abstention"]["reason"].startswith("declined: P(right) 0.27 < 0.50")
     with pytest.raises(InputError, match="below the lowest"):
         ensemble.answer(QUESTION, risk=0.1)
+    every = ensemble.answer(QUESTION, lazy=False)  # a vote over every member: the cascade's P does not apply
+    assert every.probability is None and len(every.members) == 3
+    with pytest.raises(InputError, match="without --all-members"):
+        ensemble.answer(QUESTION, lazy=False, risk=0.35)
     plain = Ensemble(config, reader=Scripted("x"), voter=load_voter(_plain(tmp_path)), cache=False)
     assert plain.answer(QUESTION).probability is None
     with pytest.raises(InputError, match="needs abstention thresholds"):
@@ -333,3 +342,21 @@ def test_an_abstention_through_ask_json_and_risk_refused_by_the_parser(tmp_path,
     plain.write_text(json.dumps(document))
     assert main(["ask", QUESTION, "--config", str(config), "--weights", str(plain), "--risk", "0.3"]) != 0
     assert "needs abstention thresholds" in capsys.readouterr().err
+
+
+def test_a_config_risk_is_checked_at_start(tmp_path, isolated_cache):
+    from eor.config import load_config
+    from eor.ensemble import Ensemble
+    from voters import load_voter
+
+    path = cascade_config(tmp_path)
+    path.write_text(path.read_text().replace("voter: {metrics: [em]", "voter: {metrics: [em], risk: 0.3"))
+    config = load_config(path)
+    with pytest.raises(ConfigError, match="voter.risk: a risk needs abstention thresholds"):
+        Ensemble(config, reader=Scripted("x"), voter=load_voter(_plain(tmp_path)), cache=False)
+    voter = load_voter(weights_with_probability(tmp_path), members=config.members)
+    ensemble = Ensemble(config, reader=Scripted("Leonardo da Vinci"), voter=voter, cache=False)
+    assert ensemble.answer(QUESTION).abstention is None  # the Python API applies only the risk it is given
+    path.write_text(path.read_text().replace("risk: 0.3", "risk: 1.5"))
+    with pytest.raises(ConfigError, match="'voter.risk' must lie in"):
+        load_config(path)

@@ -293,7 +293,7 @@ class StandIn:
     def select(self, members):
         return list(members or self.members)
 
-    def answer_batch(self, questions, members=None, member_timeout=None, lazy=False):
+    def answer_batch(self, questions, members=None, member_timeout=None, lazy=False, risk=None):
         self.asked += [q.question for q in questions]
         time.sleep(self.delay)
         if self.error is not None:

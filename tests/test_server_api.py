@@ -124,7 +124,17 @@ def test_a_hanging_and_a_failing_member_are_left_out_of_the_vote(ensemble) -> No
 def test_nothing_failing_keeps_the_result_object_unchanged(ensemble) -> None:
     result = ensemble.answer("what is the capital of france", members=["ReFree", "BM25@1"])
     assert result.degraded == {}
-    assert set(result.to_dict()) == {"id", "question", "answer", "member", "members", "timings", "stages"}
+    assert set(result.to_dict()) == {
+        "id",
+        "question",
+        "answer",
+        "abstained",
+        "probability",
+        "member",
+        "members",
+        "timings",
+        "stages",
+    }
     assert "degraded" not in result.to_record().to_dict()
 
 

@@ -300,6 +300,11 @@ class RightModel:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"weights file {source!r}: its probability section is malformed: {exc!r}") from None
+        if not all(_threshold_row(row) for row in model.thresholds):
+            raise ConfigError(
+                f"weights file {source!r}: each abstention threshold needs an alpha in (0, 1), a threshold in "
+                "[0, 1] or null and its training coverage"
+            )
         if ALL not in groups or any(name not in GROUPS for name in groups):
             raise ConfigError(
                 f"weights file {source!r}: probability groups must include {ALL!r}, among {', '.join(GROUPS)}"
@@ -310,7 +315,19 @@ class RightModel:
     def from_voter(cls, voter: Any) -> RightModel | None:
         """The P(right) a loaded voter's weights file holds (`meta.probability`), else None."""
         data = (getattr(voter, "metadata_", None) or {}).get("probability")
-        return None if data is None else cls.from_dict(data, getattr(voter, "source_", "of this voter"))
+        return None if data is None else cls.from_dict(data, getattr(voter, "source_", "(in memory)"))
+
+
+def _threshold_row(row: Mapping[str, Any]) -> bool:
+    alpha, threshold, coverage = row.get("alpha"), row.get("threshold"), row.get("coverage")
+    number = (int, float)
+    return (
+        isinstance(alpha, number)
+        and 0 < alpha < 1
+        and (threshold is None or (isinstance(threshold, number) and 0 <= threshold <= 1))
+        and isinstance(coverage, number)
+        and 0 <= coverage <= 1
+    )
 
 
 def fit_right(rows: Evidence, right: np.ndarray, parts: Sequence[np.ndarray]) -> tuple[dict[str, Logistic], np.ndarray]:

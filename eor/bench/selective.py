@@ -10,7 +10,8 @@ answering.
   wrong among the i answered, questions of equal P counted at their expectation over the orders they could
   be answered in. **AURC** is the mean risk over i = 1..n (Geifman et al. 2019); a constant P (every
   question tied) has AURC = the overall error rate.
-- **Selective accuracy** at coverage c: the share right among the ⌈c·n⌉ most probable answers.
+- **Selective accuracy** at coverage c: the share right among the ⌈c·n⌉ most probable answers (1 − the
+  risk at that coverage, ties counted as there).
 - **At a threshold**: answered where P ≥ t; the coverage, the error rate among answered questions with its
   exact (Clopper-Pearson) 95% interval.
 """
@@ -91,7 +92,7 @@ def selective_accuracy(probability: Any, right: Any, coverage: float) -> float:
         raise InputError(f"coverage must lie in (0, 1], got {coverage}")
     p, y = _pairs(probability, right)
     keep = math.ceil(coverage * len(p) - 1e-9)
-    return float(y[np.argsort(-p, kind="stable")[:keep]].mean())
+    return float(1.0 - risk_coverage(p, y)[1][keep - 1])
 
 
 def clopper_pearson(errors: int, n: int, level: float = 0.95) -> tuple[float, float]:

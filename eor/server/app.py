@@ -85,7 +85,7 @@ def create_app(
     _document_limits(app, config, settings)
     v1 = [Depends(_authoriser(settings))]
     add_explorer(app, settings, v1)
-    _add_answer_routes(app, worker, settings, models, v1)
+    _add_answer_routes(app, worker, settings, models, v1, config.voter.risk)
     _add_model_routes(app, models, v1)
     _add_health_route(app, worker, models)
     return app
@@ -138,13 +138,16 @@ async def _answered(
     members: list[str] | None,
     explain: bool = False,
     risk: float | None = None,
+    default_risk: float | None = None,
 ) -> Answered:
     """Queue the question and wait for its answer: 504 past the request timeout; a client that hangs up
     while its question waits takes the question out of the queue."""
     item = _question(question, settings)
     if worker.state == READY:
         _check_members(worker.ensemble, members, settings)
-        worker.ensemble.voting.check_risk(risk)  # a voter without thresholds: 422 before the question queues
+        risk = default_risk if risk is None else risk
+        if risk is not None:  # 422 before the question queues
+            worker.ensemble.voting.check_risk(risk, every_member=not settings.lazy or members is not None)
     waiting = asyncio.wrap_future(worker.submit(item, members, explain, risk))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.request_timeout
@@ -164,8 +167,15 @@ async def _answered(
 
 
 def _add_answer_routes(
-    app: FastAPI, worker: EnsembleWorker, settings: ServerSettings, models: list[str], v1: list[Any]
+    app: FastAPI,
+    worker: EnsembleWorker,
+    settings: ServerSettings,
+    models: list[str],
+    v1: list[Any],
+    default_risk: float | None,
 ) -> None:
+    """The answer and chat routes; `default_risk`: the config's `voter.risk`, for requests without a risk."""
+
     @app.post(
         "/v1/answer",
         response_model=AnswerResponse,
@@ -175,7 +185,9 @@ def _add_answer_routes(
         summary="Answer a question with the ensemble",
     )
     async def answer(body: AnswerRequest, request: Request) -> JSONResponse:
-        result = await _answered(worker, settings, request, body.question, body.members, body.explain, body.risk)
+        result = await _answered(
+            worker, settings, request, body.question, body.members, body.explain, body.risk, default_risk
+        )
         return JSONResponse(_result_body(result, body.return_passages))
 
     @app.post(
@@ -190,7 +202,9 @@ def _add_answer_routes(
         if body.model not in models:
             raise ApiError(404, "model_not_found", f"unknown model {body.model!r}; available: {', '.join(models)}")
         question = _last_user_message(body.messages)
-        result = await _answered(worker, settings, request, question, body.members, risk=body.risk)
+        result = await _answered(
+            worker, settings, request, question, body.members, risk=body.risk, default_risk=default_risk
+        )
         completion = _completion(body.model, result, body.return_passages)
         if body.stream:
             return StreamingResponse(_stream(completion), media_type="text/event-stream")

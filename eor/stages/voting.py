@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from eor.abstention import abstention
-from eor.errors import ConfigError
+from eor.errors import ConfigError, InputError
 from eor.results import MemberOutput, Result
 from voters import choose
 from voters.lazy import lazy_decision, needed_members, supports_lazy_voting
@@ -58,6 +58,9 @@ class VoteStage:
         self.voter = voter
         self.members = list(members)
         self.right = RightModel.from_voter(voter)
+        # a cascade's P(right) is calibrated for the answer of the step it stops at (voters.right), not for a
+        # vote over every member: such a vote has none
+        self.stops = hasattr(voter, "vote_scores")
 
     def probability(
         self, scores: Mapping[str, float | None], ballots: Mapping[str, Ballot], member: str, group: str = ALL
@@ -76,7 +79,7 @@ class VoteStage:
             group,
             [names.index(member)],
         )
-        return round(float(self.right.probability(found)[0]), 4)
+        return float(self.right.probability(found)[0])
 
     def vote(self, ballots: Sequence[Mapping[str, Ballot]], questions: Sequence[str]) -> list[Decision]:
         groups: dict[tuple[str, ...], list[int]] = {}
@@ -95,16 +98,23 @@ class VoteStage:
             for row, i, best in zip(scores, index, choose(scores), strict=True):
                 kept = {name: float(row[m]) if math.isfinite(row[m]) else None for m, name in enumerate(voting)}
                 member = voting[int(best)]
-                decisions[i] = Decision(member, kept, self.probability(kept, ballots[i], member))
+                decisions[i] = Decision(
+                    member, kept, None if self.stops else self.probability(kept, ballots[i], member)
+                )
         return decisions  # type: ignore[return-value]
 
     # -- abstention (eor.abstention) -------------------------------------------------------------------------
 
-    def check_risk(self, risk: float | None) -> float | None:
+    def check_risk(self, risk: float | None, every_member: bool = False) -> float | None:
         """`risk` (None: answer every question); InputError when it is outside (0, 1), below the voter's lowest
-        error rate or the voter holds no thresholds."""
+        error rate, the voter holds no thresholds, or it is a cascade asked to vote over `every_member`."""
         if risk is not None:
             abstention(self.right, 1.0, risk, self._source())
+            if every_member and self.stops:
+                raise InputError(
+                    "a risk needs the cascade to choose the members (its P(right) is calibrated for the answers "
+                    "it stops at): ask without --all-members / members"
+                )
         return risk
 
     def judge(self, result: Result, risk: float | None) -> Result:
@@ -112,7 +122,8 @@ class VoteStage:
         largest error rate of its grid not above `risk`: `answer` None, `abstention` says why. None: as it is."""
         if risk is None:
             return result
-        verdict = abstention(self.right, result.probability or 0.0, risk, self._source())
+        probability = math.nan if result.probability is None else result.probability
+        verdict = abstention(self.right, probability, risk, self._source())
         result.abstention = verdict.to_dict()
         if verdict.abstained:
             result.answer = None
