@@ -35,7 +35,7 @@ from eor.executor import LOCAL, Executor, RunJob
 from eor.generation_cache import CacheSetting, open_cache
 from eor.pool import POOL_FILE, identity_differences, member_identity, pool_identity, read_pool_file
 from eor.readers import build_reader
-from eor.records import RecordWriter, iter_records, read_records, records_file_or_none, replace_records
+from eor.records import RecordWriter, iter_records, note_stretch, read_records, records_file_or_none, replace_records
 from eor.results import Record, Vote
 from eor.stages.generation import GenerationStats
 from eor.stages.voting import ballots
@@ -88,6 +88,8 @@ def run(
             )
         todo = [q for q in questions if q.id not in writer.done_ids]
         skipped = len(questions) - len(todo)
+        if todo:
+            note_stretch(out, len(writer.done_ids))
         if ensemble is None and (retry_failed or (todo and executor.answers_here)):
             ensemble = Ensemble.from_config(config, weights=weights, cache=cache)
         _save_pool(out, config, ensemble)

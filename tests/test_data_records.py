@@ -8,7 +8,7 @@ from eor.data import check_question, load_questions, question_id
 from eor.errors import InputError
 from eor.records import RecordWriter, read_records
 from eor.results import Record
-from tests.conftest import write_jsonl
+from tests.conftest import ROOT, write_jsonl
 
 
 def test_questions_ids_answers_and_extra_fields(tmp_path) -> None:
@@ -110,13 +110,35 @@ def test_packed_records_carry_their_pool_and_config(tmp_path) -> None:
     assert main(["records", "pack", str(tmp_path), "--out", str(packed)]) == 1  # not a run folder
 
 
+def test_each_stretch_of_a_run_is_named_in_the_packed_header(tmp_path) -> None:
+    """`eor run` notes each stretch (when, eor's version and git commit, questions already done); the packed
+    header carries the list and unpacking restores it, so a resumed run keeps its history."""
+    import subprocess
+
+    from eor.records import MADE_BY_FILE, note_stretch, pack_records, read_header, unpack_records
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text(json.dumps({"id": "q", "question": "?", "members": {}}) + "\n")
+    (run / "pool.json").write_text(json.dumps({"members": ["A"], "reader": "m", "corpus": None}))
+    (run / "config.json").write_text(json.dumps({"members": ["A"]}))
+    note_stretch(run, 0)
+    note_stretch(run, 1)
+    pack_records(run, tmp_path / "run.jsonl.gz")
+    made_by = read_header(tmp_path / "run.jsonl.gz")["made_by"]
+    assert [stretch["questions_done"] for stretch in made_by] == [0, 1] and made_by[0]["eor"]
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:  # a checkout: the commit, marked when tracked files differ from it
+        assert made_by[0]["commit"].split("+")[0] == head.stdout.strip()
+    unpack_records(tmp_path / "run.jsonl.gz", tmp_path / "again")
+    assert json.loads((tmp_path / "again" / MADE_BY_FILE).read_text()) == made_by
+
+
 def test_typed_records_round_trip_every_shipped_record_unchanged():
     """The JSON format on disk does not change: every line of the shipped records (and a minimal old-style
     record without prompts, seconds or a vote) reads into a `Record` and writes back as the same object."""
     import gzip
     import json
-
-    from tests.conftest import ROOT
 
     lines = []
     for path in sorted((ROOT / "docs" / "records").glob("*.jsonl.gz")):
