@@ -1,0 +1,82 @@
+"""EoR against Top R when there are too few questions to split three ways: nested cross-validation over the
+records alone. An outer K-fold split (one per seed; the first seed is the result): in each outer training fold
+every voter (Top R, the paper's voter, the selector, `auto` choosing among them by its own inner
+cross-validation, and with `--max-loss` the cascade) is chosen and fitted on the training folds only and
+answers the held-out fold (eor.crossval.out_of_fold). Over the out-of-fold answers: each voter's EM, its
+difference to Top R (chosen inside each fold) with a paired bootstrap 95% interval and the exact McNemar p,
+MRLR (the share of its failures a member gets right, eq. 3 against the members), the oracle, and for the
+cascade its reader seconds per question.
+
+    python benchmarks/nested_cv.py docs/records/nq16-train.jsonl.gz [--config configs/nq-offline16.yaml]
+        [--limit 400] [--seeds 0,1,2] [--folds 5] [--max-loss 0.5] [--no-confidence] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+VOTERS = ("top", "paper", "selector")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from eor.config import load_config
+    from eor.crossval import AUTO, VoteSettings, compare_with_top, out_of_fold, vote_arrays
+    from eor.evaluation.inconsistency import mrlr_against
+    from eor.run_data import load_run
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("records", help="records (a run folder or .jsonl[.gz])")
+    parser.add_argument("--config", help="the pool's config: its members alone (records that grew beyond it)")
+    parser.add_argument("--limit", type=int, help="the first N questions of the records")
+    parser.add_argument("--seeds", default="0,1,2", help="outer split seeds; the first is the result")
+    parser.add_argument("--folds", type=int, default=5, help="outer and inner folds (default 5)")
+    parser.add_argument("--max-loss", type=float, help="also the cascade, at this tolerance (EM points)")
+    parser.add_argument("--no-confidence", action="store_true", help="leave the reader's confidence out")
+    parser.add_argument("--json", help="write every figure here")
+    args = parser.parse_args(argv)
+
+    members = load_config(args.config).members if args.config else None
+    data = load_run(args.records, members)
+    if args.limit:
+        data = data.subset(list(range(min(args.limit, data.questions))))
+    settings = VoteSettings(
+        confidence=not args.no_confidence, max_loss=None if args.max_loss is None else args.max_loss / 100
+    )
+    arrays = vote_arrays(data, settings)
+    names = [*VOTERS, *(["cascade"] if args.max_loss is not None else []), AUTO]
+    oracle = float(arrays.correctness.max(axis=1).mean())
+    members_correct = (arrays.correctness >= 0.5).T
+    print(f"{data.questions} questions × {len(data.names)} members of {args.records}; oracle {100 * oracle:.1f} EM")
+    out: dict[str, object] = {"questions": data.questions, "members": data.names, "oracle": oracle, "seeds": {}}
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        result = out_of_fold(arrays, names, settings, args.folds, seed, inner_folds=args.folds)
+        table = compare_with_top(result)
+        for name, row in table.items():
+            row["mrlr"] = mrlr_against(result.scores[name] >= 0.5, members_correct)
+        out["seeds"][str(seed)] = table  # type: ignore[index]
+        print(f"seed {seed} ({args.folds}-fold outer, {args.folds}-fold inner; Top R chosen in each fold):")
+        print(f"  {'voter':<10} {'EM':>6} {'− Top R':>8}  95% interval      McNemar p  MRLR   cost/question")
+        for name, row in table.items():
+            low, high = row["ci"]
+            cost = f"{row['cost']:.2f} s" if "cost" in row else "-"
+            chosen = f"  (chose {', '.join(row['chosen_per_fold'])})" if row.get("chosen_per_fold") else ""
+            print(
+                f"  {name:<10} {100 * row['mean']:6.1f} {100 * row['minus_top']:+8.1f}  "
+                f"[{100 * low:+5.1f}, {100 * high:+5.1f}]  {row['p_value']:<9.3g}  {row['mrlr']:.3f}  {cost}{chosen}"
+            )
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2, default=_plain) + "\n")
+    return 0
+
+
+def _plain(value: object) -> object:
+    return value.tolist() if isinstance(value, np.ndarray) else float(value)  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
