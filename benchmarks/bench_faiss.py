@@ -86,7 +86,7 @@ def run(scale: int) -> dict[str, Any]:
     questions = load_questions(QUESTIONS)
     queries = wiki.encode_queries([q.question for q in questions])
     _, exact = wiki.index.search(queries, 10)
-    ids = load_corpus(CORPUS).ids
+    ids = [passage.id for passage in load_corpus(CORPUS)]
     golds = [set(q.extra.get("gold_passages") or []) for q in questions]
     table = []
     for factory, nprobe in SETTINGS:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eor import retrieve_command
 from eor.atomic import write_text_atomically
 from eor.config import default_config_path, load_config
 from eor.data import check_question
@@ -19,6 +20,7 @@ from eor.errors import EorError, InputError
 from eor.generation_cache import ENV_VARIABLE, GenerationCache, default_cache_path, format_stats
 from eor.importers import read_passages, read_questions, write_jsonl
 from eor.json_ready import json_ready
+from eor.members import member_list
 from eor.models import PACKAGED_MODELS
 from eor.records import pack_records, unpack_records
 from eor.server.settings import ServerSettings, api_key_from_env
@@ -116,13 +118,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _member_list(text: str | None) -> list[str] | None:
-    """`--members A,B` as a list (names may hold no comma: the notation has none)."""
-    if text is None:
-        return None
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise InputError("--members: name at least one member, e.g. --members BM25@3,Wiki@1")
-    return names
+    return None if text is None else member_list(text)
 
 
 def format_result(result) -> str:
@@ -370,12 +366,15 @@ def _cache(args: argparse.Namespace) -> Any:
 
 
 def cmd_cache_stats(args: argparse.Namespace) -> int:
+    from retrievers.index_store import report
+
     path = _cache_file(args)
     if not path.exists():  # looking must not create it
         print(f"generation cache: {path}\nentries: 0 (no file yet)")
-        return 0
-    with GenerationCache(path) as cache:
-        print(format_stats(cache.stats()))
+    else:
+        with GenerationCache(path) as cache:
+            print(format_stats(cache.stats()))
+    print(report())
     return 0
 
 
@@ -771,7 +770,9 @@ def _add_utility(commands: Commands) -> None:
 def _add_cache(commands: Commands) -> None:
     cache = commands.add_parser("cache", help="the generation cache shared by every command: stats, clear")
     actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
-    stats = actions.add_parser("stats", help="entries, size on disk and entries per reader identity")
+    stats = actions.add_parser(
+        "stats", help="entries, size on disk and entries per reader identity; the index store's folders and sizes"
+    )
     stats.add_argument("--cache", metavar="FILE", help="cache file (default: the one every command uses)")
     stats.set_defaults(handler=cmd_cache_stats)
     clear = actions.add_parser("clear", help="delete cached generations (all, or one reader's)")
@@ -880,6 +881,7 @@ def _add_plan(commands: Commands) -> None:
 
 COMMANDS = (
     _add_ask,
+    retrieve_command.add_parser,
     _add_run,
     _add_plan,
     _add_train,

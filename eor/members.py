@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from eor.config import EnsembleConfig
+from eor.errors import InputError
 from eor.prompts import PromptTemplates, templates_for
 from retrievers import notation
 
@@ -50,3 +51,11 @@ def demonstration_ids(config: EnsembleConfig) -> set[str]:
     """The ids of the questions the config's prompt variants show as worked examples: left out wherever
     the config's records train or score anything."""
     return {demo.id for variant in config.prompts.variants.values() for demo in variant.demonstrations if demo.id}
+
+
+def member_list(text: str) -> list[str]:
+    """`--members A,B` as a list of names (a name holds no comma: the notation has none)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise InputError("--members: name at least one member, e.g. --members BM25@3,Wiki@1")
+    return names

@@ -13,7 +13,9 @@ A member's identity (`member_identity`) is computed from a config, the reader's 
 reader and its generation settings, the member's answer prompts (a prompt variant's templates with its
 demonstrations), and for every source its tree names the source's type and parameters with the defaults they
 take from the config (depth, encoder), the corpus when a source reads one, and the settings of the
-operators the tree uses (fusion's k, PK's and @CP's prompts). Records keep their config and pool, so the
+operators the tree uses (fusion's k, PK's and @CP's prompts). BM25's engine is among its parameters when
+it is not the default (bm25s reproduces rank-bm25's scores bit for bit, so records made with rank-bm25
+before bm25s served keep their identity; `engine: rank-bm25` names itself). Records keep their config and pool, so the
 identity of a recorded member is computed the same way from what the records were made with.
 """
 
@@ -96,6 +98,8 @@ def member_identity(config: EnsembleConfig, name: str, pool: dict[str, Any]) -> 
     }
     for source in sorted(used):
         kind, params = specs.get(source, ("unknown", {}))
+        if kind == "bm25" and params.get("engine") == "bm25s":  # the default engine, named or not
+            params = {key: value for key, value in params.items() if key != "engine"}
         entry = {"type": kind, "params": params, "depth": config.retrieval_depth}
         if kind == "dense":
             entry["encoder"] = params.get("encoder", config.voter.encoder)

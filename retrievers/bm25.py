@@ -1,10 +1,17 @@
-"""BM25 over a JSON Lines corpus (rank-bm25's Okapi BM25), persisted once built."""
+"""BM25 over a JSON Lines corpus: rank-bm25's Okapi BM25, served by bm25s from a memory-mapped index.
+
+Two engines give the same scores (retrievers.bm25_index shows why, tests/test_bm25_engines.py checks it on
+every NQ question): `bm25s` (the default) builds its index by streaming over the corpus and memory-maps it,
+so a start costs the vocabulary and a query the posting lists of its terms; `rank-bm25` (the reference)
+pickles rank-bm25's BM25Okapi whole and scores every passage in Python, and serves only small corpora. The
+engine is part of the pool's identity when it is not the default (eor.pool.member_identity).
+"""
 
 from __future__ import annotations
 
 import pickle
-import re
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -12,19 +19,13 @@ from langchain_core.documents import Document
 from pydantic import PrivateAttr
 
 from retrievers.base import SourceRetriever, passage
+from retrievers.bm25_index import INDEX_VERSION, STOPWORDS, BM25Index, build_index, tokenize
 from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build
 
-_TOKEN = re.compile(r"\w+")
-# A short English stop list (the usual Lucene/NLTK core): BM25 over questions is otherwise swamped by them.
-STOPWORDS = frozenset(
-    "a an and are as at be but by for from has have he her his i if in into is it its of on or she that the "
-    "their them they this to was were what when where which who whom why will with how did does do".split()
-)
-
-
-def tokenize(text: str) -> list[str]:
-    return [token for token in _TOKEN.findall(text.lower()) if token not in STOPWORDS]
+__all__ = ["STOPWORDS", "BM25Retriever", "tokenize"]
+ENGINES = ("bm25s", "rank-bm25")
+DEFAULT_ENGINE = "bm25s"
 
 
 class BM25Retriever(SourceRetriever):
@@ -35,55 +36,68 @@ class BM25Retriever(SourceRetriever):
     depth: int = 20
     k1: float = 1.5
     b: float = 0.75
+    engine: Literal["bm25s", "rank-bm25"] = DEFAULT_ENGINE
     _corpus: Corpus = PrivateAttr()
-    _bm25: object = PrivateAttr()
+    _scorer: object = PrivateAttr()
 
     def model_post_init(self, context: object) -> None:
+        self._corpus = load_corpus(self.corpus_path)
+        if self.engine == "bm25s":
+            self._scorer = self._bm25s()
+        else:
+            self._scorer = self._rank_bm25()
+
+    def _texts(self, desc: str) -> object:
         from tqdm.auto import tqdm
 
-        self._corpus = load_corpus(self.corpus_path)
+        passages = tqdm(self._corpus, total=len(self._corpus), desc=desc, unit="passage")
+        return (f"{title} {text}" for _, title, text in passages)
+
+    def _bm25s(self) -> BM25Index:
+        corpus = self._corpus
+        folder = index_folder("bm25s", corpus.sha256, f"k1={self.k1},b={self.b}")
+        meta = {"kind": "bm25s", "corpus_sha256": corpus.sha256, "k1": self.k1, "b": self.b, "version": INDEX_VERSION}
+
+        def build(tmp: Path) -> None:
+            build_index(self._texts("BM25 index"), tmp, k1=self.k1, b=self.b)  # type: ignore[arg-type]
+
+        return BM25Index(load_or_build(folder, meta, build))
+
+    def _rank_bm25(self) -> object:
         corpus = self._corpus
         folder = index_folder("bm25", corpus.sha256, f"k1={self.k1},b={self.b}")
 
         def build(tmp: Path) -> None:
             from rank_bm25 import BM25Okapi
 
-            tokens = [
-                tokenize(f"{title} {text}")
-                for title, text in tqdm(
-                    zip(corpus.titles, corpus.texts, strict=True),
-                    total=len(corpus),
-                    desc="BM25 index",
-                    unit="doc",
-                )
-            ]
+            tokens = [tokenize(text) for text in self._texts("BM25 index (rank-bm25)")]  # type: ignore[attr-defined]
             with (tmp / "bm25.pkl").open("wb") as handle:
                 pickle.dump(BM25Okapi(tokens, k1=self.k1, b=self.b), handle)
 
         meta = {"kind": "bm25", "corpus_sha256": corpus.sha256, "k1": self.k1, "b": self.b, "version": 1}
-        folder = load_or_build(folder, meta, build)
-        with (folder / "bm25.pkl").open("rb") as handle:
-            self._bm25 = pickle.load(handle)  # our own cache file, written above
+        with (load_or_build(folder, meta, build) / "bm25.pkl").open("rb") as handle:
+            return pickle.load(handle)  # our own cache file, written above
+
+    def scores(self, query: str) -> np.ndarray:
+        """Every passage's BM25 score for `query` (row i is passage i of the corpus)."""
+        tokens = tokenize(query)
+        if isinstance(self._scorer, BM25Index):
+            return self._scorer.scores(tokens)
+        return np.asarray(self._scorer.get_scores(tokens), dtype=np.float64)  # type: ignore[attr-defined]
 
     def _retrieve_uncached(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
     ) -> list[list[Document]]:
         results = []
         for query in queries:
-            scores = np.asarray(self._bm25.get_scores(tokenize(query)))
+            scores = self.scores(query)
             top = _top_indices(scores, self.depth)
             results.append([self._passage(int(i), float(scores[i])) for i in top])
         return results
 
-    def _passage(self, index: int, score: float) -> Document:
-        corpus = self._corpus
-        return passage(
-            corpus.texts[index],
-            id=corpus.ids[index],
-            title=corpus.titles[index],
-            source=self.source_name,
-            score=score,
-        )
+    def _passage(self, row: int, score: float) -> Document:
+        pid, title, text = self._corpus[row]
+        return passage(text, id=pid, title=title, source=self.source_name, score=score)
 
 
 def _top_indices(scores: np.ndarray, depth: int) -> np.ndarray:

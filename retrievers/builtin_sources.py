@@ -75,9 +75,15 @@ DEPTH = "passages retrieved per query (default: the config's `depth`)"
 BM25 = SourceType(
     "bm25",
     _bm25,
-    {"depth": DEPTH, "k1": "BM25's term frequency saturation (1.5)", "b": "BM25's length normalisation (0.75)"},
+    {
+        "depth": DEPTH,
+        "k1": "BM25's term frequency saturation (1.5)",
+        "b": "BM25's length normalisation (0.75)",
+        "engine": "bm25s (default: a memory-mapped index built by streaming) or rank-bm25 (the reference, in "
+        "memory); the same scores",
+    },
     needs=("corpus",),
-    summary="BM25 over the corpus (rank-bm25), its index cached on disk",
+    summary="rank-bm25's Okapi BM25 over the corpus, served by bm25s from a memory-mapped index in the store",
 )
 DENSE = SourceType(
     "dense",

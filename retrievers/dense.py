@@ -133,19 +133,18 @@ class DenseRetriever(SourceRetriever):
         corpus = self._corpus
         # The prefix goes before whatever comes first: the title, or the text of an untitled passage.
         prefix = self.passage_prefix
-        titles = [f"{prefix}{title}" if title else "" for title in corpus.titles]
-        texts = [text if title else f"{prefix}{text}" for title, text in zip(corpus.titles, corpus.texts, strict=True)]
         tower = None
 
         def encode(start: int, end: int) -> np.ndarray:
             nonlocal tower
             tower = tower or _tower(self.index_encoder, self.pooling, self.max_length)
-            return tower.encode_passages(
-                titles[start:end], texts[start:end], batch_size=self.batch_size, normalize=self.normalize
-            )
+            rows = corpus.rows(start, end)  # read from disk a shard at a time
+            titles = [f"{prefix}{title}" if title else "" for _, title, _ in rows]
+            texts = [text if title else f"{prefix}{text}" for _, title, text in rows]
+            return tower.encode_passages(titles, texts, batch_size=self.batch_size, normalize=self.normalize)
 
         encoding = {key: value for key, value in meta.items() if key not in ("index", "train_size")}
-        return encode_in_shards(partial, encoding, len(texts), encode)
+        return encode_in_shards(partial, encoding, len(corpus), encode)
 
     @property
     def index(self) -> Any:
@@ -173,14 +172,10 @@ class DenseRetriever(SourceRetriever):
             order = np.lexsort((row_ids, -row_scores))  # best first; ties keep corpus order
             results.append(
                 [
-                    passage(
-                        corpus.texts[i],
-                        id=corpus.ids[i],
-                        title=corpus.titles[i],
-                        source=self.source_name,
-                        score=float(score),
+                    passage(text, id=pid, title=title, source=self.source_name, score=float(score))
+                    for (pid, title, text), score in zip(
+                        (corpus[i] for i in row_ids[order].tolist()), row_scores[order].tolist(), strict=True
                     )
-                    for i, score in zip(row_ids[order].tolist(), row_scores[order].tolist(), strict=True)
                 ]
             )
         return results

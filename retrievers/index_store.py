@@ -1,8 +1,15 @@
-"""Persisted retrieval indexes: one folder per (kind, corpus hash, encoder), written atomically."""
+"""Persisted retrieval indexes: one folder per (kind, corpus hash, encoder), written atomically.
+
+The index store lies outside every cache's size bound: its folders are reported by `eor cache stats`, never
+evicted. A folder is finished when its `meta.json` exists; the meta names what the index was built from and
+the size of every file in the folder, so an index from another version or corpus, or one whose file was
+truncated or replaced, is found at load, reported in one line and rebuilt.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import tempfile
@@ -12,27 +19,38 @@ from typing import Any
 
 from eor.models import cache_dir
 
+log = logging.getLogger(__name__)
+FILES = "files"  # the meta's key for {file name: size in bytes}
+
+
+def index_root() -> Path:
+    return cache_dir() / "indexes"
+
 
 def index_folder(kind: str, corpus_sha256: str, encoder: str = "") -> Path:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", encoder).strip("_")[-60:]
     name = f"{kind}-{corpus_sha256[:16]}" + (f"-{slug}" if slug else "")
-    return cache_dir() / "indexes" / name
+    return index_root() / name
 
 
 def load_or_build(folder: Path, meta: dict[str, Any], build: Callable[[Path], None]) -> Path:
     """Return `folder` holding a finished index for `meta`, building it with `build(tmp_folder)` if needed.
 
-    An index whose stored meta differs (another corpus or encoder) is rebuilt; a build that fails or is
-    interrupted leaves nothing behind, because the folder only appears by an atomic rename.
+    An index whose stored meta differs (another corpus, encoder or version), or whose files' sizes differ
+    from those its meta recorded, is rebuilt with a one-line warning; a build that fails or is interrupted
+    leaves nothing behind, because the folder only appears by an atomic rename once its meta is written.
     """
-    meta_file = folder / "meta.json"
-    if meta_file.is_file() and json.loads(meta_file.read_text()) == meta:
+    problem = _problem(folder, meta)
+    if problem is None:
         return folder
+    if problem:
+        log.warning("index %s %s; rebuilding it", folder, problem)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
     try:
         build(tmp)
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
+        sizes = {file.name: file.stat().st_size for file in sorted(tmp.iterdir()) if file.is_file()}
+        (tmp / "meta.json").write_text(json.dumps({**meta, FILES: sizes}, indent=2, sort_keys=True))
         if folder.exists():
             shutil.rmtree(folder)
         tmp.rename(folder)
@@ -40,3 +58,49 @@ def load_or_build(folder: Path, meta: dict[str, Any], build: Callable[[Path], No
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+def _problem(folder: Path, meta: dict[str, Any]) -> str | None:
+    """None for a finished index of `meta`; '' for none at all; else what is wrong with the one there."""
+    meta_file = folder / "meta.json"
+    if not meta_file.is_file():
+        return ""
+    try:
+        stored = json.loads(meta_file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return "has an unreadable meta.json"
+    if not isinstance(stored, dict):
+        return "has an unreadable meta.json"
+    sizes = stored.pop(FILES, None)
+    if stored != meta:
+        changed = sorted(key for key in set(stored) | set(meta) if stored.get(key) != meta.get(key))
+        return f"was built for another {', '.join(changed)}"
+    for name, size in (sizes or {}).items():
+        file = folder / name
+        found = file.stat().st_size if file.is_file() else None
+        if found != size:
+            return f"is damaged: {name} has {'no file' if found is None else f'{found} bytes'}, its meta says {size}"
+    return None
+
+
+def report() -> str:
+    """The index store's folders, each with its kind and size on disk (as `eor cache stats` prints it)."""
+    root = index_root()
+    folders = sorted(folder for folder in root.iterdir() if folder.is_dir()) if root.is_dir() else []
+    lines = [f"index store: {root} (never evicted; remove a folder to rebuild it)"]
+    total = 0
+    for folder in folders:
+        size = sum(file.stat().st_size for file in folder.rglob("*") if file.is_file())
+        total += size
+        finished = "" if (folder / "meta.json").is_file() else "  (unfinished: an interrupted build)"
+        lines.append(f"  {folder.name}  {_size(size)}{finished}")
+    lines.append(f"indexes: {len(folders)}, {_size(total)} on disk")
+    return "\n".join(lines)
+
+
+def _size(count: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if count < 1000 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1000
+    return ""

@@ -57,7 +57,7 @@ def reference(demo_corpus) -> tuple[np.ndarray, np.ndarray]:
 
     corpus = load_corpus(demo_corpus)
     model = load_sentence_encoder("minilm-l6")
-    texts = [f"{t}. {x}" if t else x for t, x in zip(corpus.titles, corpus.texts, strict=True)]
+    texts = [f"{t}. {x}" if t else x for t, x in ((title, text) for _, title, text in corpus)]
     passages = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
     return passages, model.encode(QUESTIONS, normalize_embeddings=True, convert_to_numpy=True)
 
@@ -71,7 +71,7 @@ def test_flat_ip_index_equals_exact_numpy_search(built, reference, demo_corpus) 
     assert isinstance(wiki.index, faiss.IndexFlatIP) and wiki.index.ntotal == len(corpus)
     np.testing.assert_allclose(wiki.index.reconstruct_n(0, len(corpus)), passages, atol=1e-5)
     for documents, expected in zip(wiki.batch(QUESTIONS), _numpy_search(queries, passages, 10), strict=True):
-        _assert_same(documents, expected, corpus.ids)
+        _assert_same(documents, expected, [p.id for p in corpus])
     assert _ids(wiki.invoke(QUESTIONS[0]))[0] == "demo-001"
 
 
@@ -126,7 +126,7 @@ def test_a_numpy_index_of_the_first_format_is_converted_without_encoding(
     assert sorted(p.name for p in folder.iterdir()) == ["index.faiss", "meta.json"]
     assert json.loads((folder / "meta.json").read_text())["version"] == 2
     for documents, expected in zip(converted.batch(QUESTIONS), _numpy_search(queries, passages, 5), strict=True):
-        _assert_same(documents, expected, corpus.ids)
+        _assert_same(documents, expected, [p.id for p in corpus])
 
 
 def test_an_approximate_faiss_index_by_factory_string(small_corpus, isolated_cache) -> None:
@@ -259,12 +259,12 @@ def test_two_towers_encode_questions_and_passages_separately(dpr_towers, isolate
     )
     assert wiki.two_towers and wiki.index_encoder == str(context_tower)
     # Passages through the context tower as (title, text) pairs; questions through the question tower.
-    passages = _direct(context_tower, "DPRContextEncoder", corpus.titles, corpus.texts)
+    passages = _direct(context_tower, "DPRContextEncoder", [p.title for p in corpus], [p.text for p in corpus])
     np.testing.assert_allclose(wiki.index.reconstruct_n(0, len(corpus)), passages, atol=1e-5)
     queries = _direct(question_tower, "DPRQuestionEncoder", QUESTIONS, None)
     np.testing.assert_allclose(wiki.encode_queries(QUESTIONS), queries, atol=1e-5)
     for documents, expected in zip(wiki.batch(QUESTIONS), _numpy_search(queries, passages, 8), strict=True):
-        _assert_same(documents, expected, corpus.ids)
+        _assert_same(documents, expected, [p.id for p in corpus])
 
     (folder,) = (isolated_cache / "indexes").iterdir()
     meta = json.loads((folder / "meta.json").read_text())

@@ -76,8 +76,8 @@ def test_dpr_passages_with_quoted_text_become_a_corpus(tmp_path, capsys) -> None
     tsv.write_text('id\ttext\ttitle\n1\t"Aaron is a ""prophet"", says\tthe text"\tAaron\n2\tplain\tB\n3\tx\tC\n')
     assert main(["import-corpus", str(tsv), "--out", str(tmp_path / "wiki.jsonl"), "--limit", "2"]) == 0
     corpus = load_corpus(tmp_path / "wiki.jsonl")
-    assert corpus.ids == ["1", "2"] and corpus.titles == ["Aaron", "B"]
-    assert corpus.texts[0] == 'Aaron is a "prophet", says\tthe text'
+    assert [(p.id, p.title) for p in corpus] == [("1", "Aaron"), ("2", "B")]
+    assert corpus[0].text == 'Aaron is a "prophet", says\tthe text'
     (tmp_path / "bad.tsv").write_text("id\ttext\n1\tx\n")
     assert main(["import-corpus", str(tmp_path / "bad.tsv"), "--out", str(tmp_path / "bad.jsonl")]) == 1
     assert "must name the columns id, text and title" in capsys.readouterr().err
