@@ -31,7 +31,9 @@ def engines(tmp_path_factory) -> tuple[BM25Retriever, BM25Retriever]:
 
 
 def nq_questions() -> list[str]:
-    return [json.loads(line)["question"] for name in ("train", "dev") for line in open(SHARED_DATA / "nq" / f"{name}.jsonl")]
+    return [
+        json.loads(line)["question"] for name in ("train", "dev") for line in open(SHARED_DATA / "nq" / f"{name}.jsonl")
+    ]
 
 
 def test_every_nq_question_scores_the_same_and_ranks_the_same_top_20(engines) -> None:

@@ -26,7 +26,8 @@ def test_one_question_as_text_names_ids_scores_and_sources(demo_corpus, isolated
 
 def test_a_question_file_as_json_lines(demo_corpus, isolated_cache, tmp_path, capsys) -> None:
     questions = write_jsonl(
-        tmp_path / "q.jsonl", [{"id": "a", "question": "who wrote hamlet"}, {"id": "b", "question": "capital of france"}]
+        tmp_path / "q.jsonl",
+        [{"id": "a", "question": "who wrote hamlet"}, {"id": "b", "question": "capital of france"}],
     )
     assert main(["retrieve", "--questions", str(questions), "--members", "BM25@4", "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
