@@ -11,22 +11,31 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from eor.errors import DiskFullError, is_disk_full
+from eor.faults import failpoint
+
 
 @contextlib.contextmanager
 def atomic_file(path: str | Path, mode: str = "w", encoding: str = "utf-8") -> Iterator[IO[Any]]:
     """A file object (`mode` "w" or "wb") whose content replaces `path` when the block ends without an
-    exception; with one, the new file is removed and `path` is left as it was."""
+    exception; with one, the new file is removed and `path` is left as it was (a full disk: DiskFullError
+    naming the path)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         with open(temporary, mode, encoding=None if "b" in mode else encoding) as handle:
             yield handle
+            failpoint("file-write")  # tests: a full disk with the content written
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)
-    except BaseException:
+    except BaseException as exc:
         temporary.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            kept = "it was left as it was" if target.exists() else "nothing was written"
+            message = f"no space left on the device writing {target} ({kept}); free space and run again"
+            raise DiskFullError(message) from None
         raise
 
 

@@ -46,3 +46,20 @@ class CacheError(EorError):
 class ExecutorError(EorError):
     """The cluster could not run the work: no cluster at the address, or a worker died more often than it
     is restarted (the records written so far are kept: re-run to resume)."""
+
+
+class DiskFullError(EorError):
+    """A write found no space left on its device (ENOSPC, a quota): the message names the path and what was
+    kept; nothing half-written loads later."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether `exc` is a full disk: OSError ENOSPC or EDQUOT, or SQLite's SQLITE_FULL."""
+    import errno
+    import sqlite3
+
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if isinstance(exc, sqlite3.Error):
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
+    return False

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eor.errors import CacheError
+from eor.errors import CacheError, is_disk_full
 from eor.faults import failpoint
 from eor.models import cache_dir
 
@@ -175,6 +175,7 @@ class GenerationCache:
         self.max_bytes = default_max_bytes() if max_bytes is None else parse_size(max_bytes)
         self.evicted = 0  # entries this process deleted to stay under max_bytes
         self.hits = 0
+        self.full_disk_warned = False
         self.misses = 0
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
@@ -212,13 +213,20 @@ class GenerationCache:
                 found.update((row[0], Generation(*row[:4], _meta(row[4]))) for row in rows)
             if found:  # a read counts as a use: the least recently used entries go first
                 now = time.time()
-                connection.execute("BEGIN IMMEDIATE")
                 try:
-                    connection.executemany("UPDATE generations SET used = ? WHERE key = ?", [(now, k) for k in found])
-                except BaseException:
-                    connection.execute("ROLLBACK")
-                    raise
-                connection.execute("COMMIT")
+                    connection.execute("BEGIN IMMEDIATE")
+                    try:
+                        uses = [(now, key) for key in found]
+                        connection.executemany("UPDATE generations SET used = ? WHERE key = ?", uses)
+                    except BaseException:
+                        _roll_back(connection)
+                        raise
+                    connection.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    if not is_disk_full(exc):
+                        raise
+                    _roll_back(connection)
+                    self._warn_full(exc)  # the hits are served; their times of use are not kept
             self.hits += len(found)
             self.misses += len(wanted) - len(found)
         return found
@@ -238,18 +246,30 @@ class GenerationCache:
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         columns = "key, reader, output, seconds, created, meta, used"
         with self._using() as connection:
-            before = connection.total_changes
-            connection.execute("BEGIN IMMEDIATE")
+            before, written = connection.total_changes, 0
             try:
-                connection.executemany(f"{verb} INTO generations ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-                failpoint("cache-write")  # tests: die inside the transaction
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
-            written = connection.total_changes - before
-            self._bound(connection)
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    connection.executemany(f"{verb} INTO generations ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                    failpoint("cache-write")  # tests: die inside the transaction
+                except BaseException:
+                    _roll_back(connection)
+                    raise
+                connection.execute("COMMIT")
+                written = connection.total_changes - before
+                self._bound(connection)
+            except (OSError, sqlite3.Error) as exc:
+                if not is_disk_full(exc):
+                    raise
+                _roll_back(connection)
+                self._warn_full(exc)  # `written`: 0, or the rows committed before the bound failed
             return written
+
+    def _warn_full(self, exc: BaseException) -> None:
+        """A full disk degrades the cache to a warning (once per cache): answers go on, unstored."""
+        if not self.full_disk_warned:
+            log.warning("generation cache %s: disk full, generations are not stored (%s)", self.path, exc)
+            self.full_disk_warned = True
 
     def bytes_in_use(self) -> int:
         """The entries' bytes (keys, texts, meta): what the bound holds (the file is somewhat larger)."""
@@ -567,3 +587,9 @@ def _size(count: int) -> str:
 
 def _when(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
+
+
+def _roll_back(connection: sqlite3.Connection) -> None:
+    """ROLLBACK, unless SQLite already rolled the transaction back (as it does on a full disk)."""
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.atomic import atomic_file, write_text_atomically
-from eor.errors import InputError
+from eor.errors import DiskFullError, InputError, is_disk_full
 from eor.faults import failpoint
 from eor.results import Record
 
@@ -219,26 +219,41 @@ class RecordWriter:
         self._handle = self.path.open("a", encoding="utf-8")
 
     def _repair(self) -> None:
+        """Cut a torn last line off in place (a truncation: it needs no space on a full disk)."""
         if not self.path.exists():
             return
         data = self.path.read_bytes()
         if data and not data.endswith(b"\n"):
             kept = data.rfind(b"\n") + 1
-            self.path.write_bytes(data[:kept])
+            os.truncate(self.path, kept)
             self.repaired_bytes = len(data) - kept
 
     def write(self, records: list[Record]) -> None:
-        for record in records:
-            line = json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
-            self._handle.write(line[: len(line) // 2])
-            failpoint("record-write", before=self._handle.flush)  # tests: die with half a line on disk
-            self._handle.write(line[len(line) // 2 :])
-            self.done_ids.add(record.id)
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        """Append `records`; a full disk raises DiskFullError naming the file, and the records written before
+        stay whole (a torn last line is cut off when the run resumes)."""
+        try:
+            for record in records:
+                line = json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
+                self._handle.write(line[: len(line) // 2])
+                failpoint("record-write", before=self._handle.flush)  # tests: die with half a line on disk
+                self._handle.write(line[len(line) // 2 :])
+                self.done_ids.add(record.id)
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            raise DiskFullError(
+                f"no space left on the device writing {self.path}: the records written before are kept; free "
+                "space and run the same command to resume"
+            ) from None
 
     def close(self) -> None:
-        self._handle.close()
+        try:
+            self._handle.close()
+        except OSError as exc:  # what a full disk kept in the buffer is lost; the lines before it are whole
+            if not is_disk_full(exc):
+                raise
 
     def __enter__(self) -> RecordWriter:
         return self

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from eor.errors import DiskFullError, is_disk_full
+from eor.faults import failpoint
 from eor.models import cache_dir
 
 log = logging.getLogger(__name__)
@@ -38,26 +40,43 @@ def load_or_build(folder: Path, meta: dict[str, Any], build: Callable[[Path], No
 
     An index whose stored meta differs (another corpus, encoder or version), or whose files' sizes differ
     from those its meta recorded, is rebuilt with a one-line warning; a build that fails or is interrupted
-    leaves nothing behind, because the folder only appears by an atomic rename once its meta is written.
+    leaves nothing behind, because the folder only appears by an atomic rename once its meta is written; a
+    full disk raises DiskFullError naming the folder.
     """
     problem = _problem(folder, meta)
     if problem is None:
         return folder
     if problem:
         log.warning("index %s %s; rebuilding it", folder, problem)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+    except OSError as exc:
+        raise _disk_full(folder, exc) if is_disk_full(exc) else exc from None
     try:
         build(tmp)
+        failpoint("index-write")  # tests: a full disk with the index's files written
         sizes = {file.name: file.stat().st_size for file in sorted(tmp.iterdir()) if file.is_file()}
         (tmp / "meta.json").write_text(json.dumps({**meta, FILES: sizes}, indent=2, sort_keys=True))
         if folder.exists():
             shutil.rmtree(folder)
         tmp.rename(folder)
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        raise _disk_full(folder, exc) from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+def _disk_full(folder: Path, exc: OSError) -> DiskFullError:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return DiskFullError(
+        f"no space left on the device building the index {folder}{where}; nothing half-built was kept: free "
+        "space, or set EOR_CACHE to a folder on a larger disk, and run again"
+    )
 
 
 def _problem(folder: Path, meta: dict[str, Any]) -> str | None:
