@@ -25,6 +25,7 @@ from eor.models import PACKAGED_MODELS
 from eor.records import pack_records, unpack_records
 from eor.server.settings import ServerSettings, api_key_from_env
 from eor.starter import init_folder
+from retrievers.index_store import report as index_store_report
 
 if TYPE_CHECKING:
     from eor.executor import Executor
@@ -366,15 +367,13 @@ def _cache(args: argparse.Namespace) -> Any:
 
 
 def cmd_cache_stats(args: argparse.Namespace) -> int:
-    from retrievers.index_store import report
-
     path = _cache_file(args)
     if not path.exists():  # looking must not create it
         print(f"generation cache: {path}\nentries: 0 (no file yet)")
     else:
         with GenerationCache(path) as cache:
             print(format_stats(cache.stats()))
-    print(report())
+    print(index_store_report())
     return 0
 
 

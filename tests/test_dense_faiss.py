@@ -79,7 +79,7 @@ def test_index_is_written_with_its_meta_and_read_back(built, demo_corpus, monkey
     import faiss
 
     cache, first = built
-    (folder,) = (cache / "indexes").iterdir()
+    (folder,) = (cache / "indexes").glob("dense-*")  # beside the corpus's offsets index
     assert sorted(p.name for p in folder.iterdir()) == ["index.faiss", "meta.json"]
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["corpus_sha256"] == load_corpus(demo_corpus).sha256
@@ -135,7 +135,7 @@ def test_an_approximate_faiss_index_by_factory_string(small_corpus, isolated_cac
     exact = DenseRetriever(corpus_path=str(small_corpus), depth=5)
     hnsw = DenseRetriever(corpus_path=str(small_corpus), depth=5, index_factory="HNSW32")
     assert isinstance(hnsw.index, faiss.IndexHNSWFlat) and hnsw.index.ntotal == exact.index.ntotal
-    assert len(list((isolated_cache / "indexes").iterdir())) == 2
+    assert len(list((isolated_cache / "indexes").glob("dense-*"))) == 2
     agree = [_ids(hnsw.invoke(q))[0] == _ids(exact.invoke(q))[0] for q in QUESTIONS]
     assert sum(agree) >= len(QUESTIONS) - 1
     with pytest.raises(ConfigError, match="index_factory 'Nonsense'"):
@@ -156,7 +156,7 @@ def test_ivf_and_ivf_pq_indexes(demo_corpus, isolated_cache) -> None:
     assert pq.index.code_size == 4  # 8 codes of 4 bits per passage, against 384 floats of 4 bytes
     hits = sum(_ids(pq.invoke(q))[0] in _ids(exact.invoke(q))[:3] for q in QUESTIONS)
     assert hits >= len(QUESTIONS) - 1
-    names = sorted(p.name for p in (isolated_cache / "indexes").iterdir())
+    names = sorted(p.name for p in (isolated_cache / "indexes").glob("dense-*"))
     assert len(names) == 3 and not any(name.endswith(".partial") for name in names)
 
 
@@ -266,7 +266,7 @@ def test_two_towers_encode_questions_and_passages_separately(dpr_towers, isolate
     for documents, expected in zip(wiki.batch(QUESTIONS), _numpy_search(queries, passages, 8), strict=True):
         _assert_same(documents, expected, [p.id for p in corpus])
 
-    (folder,) = (isolated_cache / "indexes").iterdir()
+    (folder,) = (isolated_cache / "indexes").glob("dense-*")
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["encoder"] == str(context_tower) and meta["pooling"] == "auto"
 
@@ -274,7 +274,7 @@ def test_two_towers_encode_questions_and_passages_separately(dpr_towers, isolate
     swapped = DenseRetriever(
         corpus_path=str(corpus_path), query_encoder=str(context_tower), passage_encoder=str(question_tower), depth=8
     )
-    assert len(list((isolated_cache / "indexes").iterdir())) == 2
+    assert len(list((isolated_cache / "indexes").glob("dense-*"))) == 2
     assert not np.allclose(swapped.index.reconstruct(0), wiki.index.reconstruct(0))
 
 
@@ -284,7 +284,7 @@ def test_two_towers_from_a_config_and_pairs_only(dpr_towers, isolated_cache) -> 
     pool = SourcePool(BuildContext(corpus_path=str(corpus_path), depth=3), {"Wiki": ("dense", params)})
     documents = pool.build("Wiki@2").invoke(QUESTIONS[0])
     assert len(documents) == 2 and documents[0].metadata["score"] >= documents[1].metadata["score"]
-    (folder,) = (isolated_cache / "indexes").iterdir()
+    (folder,) = (isolated_cache / "indexes").glob("dense-*")
     assert folder.name.endswith("-raw") and json.loads((folder / "meta.json").read_text())["normalize"] is False
     with pytest.raises(ConfigError, match="set both query_encoder and passage_encoder"):
         DenseRetriever(corpus_path=str(corpus_path), query_encoder=str(question_tower))

@@ -100,8 +100,8 @@ def test_index_is_persisted_and_reused(demo_corpus, isolated_cache, monkeypatch)
     from retrievers.dense import DenseRetriever
 
     first = DenseRetriever(corpus_path=str(demo_corpus))
-    folders = sorted(p.name for p in (isolated_cache / "indexes").iterdir())
-    assert len(folders) == 1 and folders[0].startswith("dense-")
+    folders = sorted(p.name for p in (isolated_cache / "indexes").glob("dense-*"))  # beside the corpus's offsets
+    assert len(folders) == 1
     meta = json.loads((isolated_cache / "indexes" / folders[0] / "meta.json").read_text())
     assert meta["encoder"] == "minilm-l6"
 
