@@ -282,9 +282,10 @@ def bench_size(count: int, args: argparse.Namespace, questions: Path) -> dict[st
     result: dict[str, Any] = {"passages": count, "corpus_bytes": corpus.stat().st_size}
     if generated:
         result["generate_seconds"] = round(generated, 1)
-    print(f"[{label(count)}] building (bm25s) ...", flush=True)
-    subprocess.run(["rm", "-rf", str(cache)], check=True)
-    result["build"] = child(["build", str(corpus), "bm25s"], cache)
+    if not args.retrieve_only:
+        print(f"[{label(count)}] building (bm25s) ...", flush=True)
+        subprocess.run(["rm", "-rf", str(cache)], check=True)
+        result["build"] = child(["build", str(corpus), "bm25s"], cache)
     indexes = cache / "indexes"
     result["index_bytes"] = {f.name.split("-")[0]: folder_bytes(f) for f in indexes.iterdir() if f.is_dir()}
     config = write_config(work / "bm25s.yaml", corpus, "bm25s")
@@ -292,7 +293,7 @@ def bench_size(count: int, args: argparse.Namespace, questions: Path) -> dict[st
     result["retrieve_cold"] = retrieval(work, cache, config, questions, cold=True, name="cold")
     result["retrieve_warm"] = retrieval(work, cache, config, questions, cold=False, name="warm")
     result["postings"] = postings(cache, corpus, questions)
-    if label(count) in args.rank_bm25:
+    if label(count) in args.rank_bm25 and not args.retrieve_only:
         print(f"[{label(count)}] rank-bm25 ...", flush=True)
         result["rank_bm25_build"] = child(["build", str(corpus), "rank-bm25"], cache)
         few = work / "questions-few.jsonl"
@@ -400,6 +401,9 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/eor-scale"), help="corpora, indexes, outputs")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--force", action="store_true", help="run even above load average 0.5")
+    parser.add_argument(
+        "--retrieve-only", action="store_true", help="time retrieval over the indexes an earlier run built"
+    )
     args = parser.parse_args()
     args.rank_bm25 = {label(size_of(s)) for s in args.rank_bm25.split(",") if s}
     before = load_average()

@@ -101,8 +101,20 @@ class BM25Retriever(SourceRetriever):
 
 
 def _top_indices(scores: np.ndarray, depth: int) -> np.ndarray:
-    """Indices of the `depth` highest scores, best first; ties keep corpus order (stable)."""
+    """Indices of the `depth` highest scores, best first; equal scores in corpus order.
+
+    Only passages that share a term with the query score above 0 (BM25's idf is positive): they are the
+    candidates, so a query over 5M passages sorts thousands of scores, not millions (34 ms of a 41 ms query
+    before). With fewer candidates than `depth`, the rest are the first passages scoring 0.
+    """
     depth = min(depth, len(scores))
-    candidates = np.argpartition(-scores, depth - 1)[:depth] if depth < len(scores) else np.arange(len(scores))
-    order = np.lexsort((candidates, -scores[candidates]))
-    return candidates[order]
+    chosen = np.flatnonzero(scores > 0)
+    if len(chosen) > depth:
+        kth = np.partition(scores[chosen], len(chosen) - depth)[len(chosen) - depth]
+        chosen = chosen[scores[chosen] >= kth]  # every passage tied with the last place stays a candidate
+    chosen = chosen[np.lexsort((chosen, -scores[chosen]))][:depth]
+    if len(chosen) < depth:
+        rest = np.flatnonzero(scores <= 0)
+        rest = rest[np.lexsort((rest, -scores[rest]))] if (scores < 0).any() else rest  # none below 0 in BM25
+        chosen = np.concatenate([chosen, rest[: depth - len(chosen)]])
+    return chosen

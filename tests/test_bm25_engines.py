@@ -141,3 +141,17 @@ def test_the_engine_is_in_a_members_identity_unless_it_is_the_default(tmp_path) 
         'sources: recorded {"BM25": {"depth": 20, "params": {}, "type": "bm25"}}, now {"BM25": {"depth": 20, '
         '"params": {"engine": "rank-bm25"}, "type": "bm25"}}'
     ]
+
+
+def test_the_top_passages_are_those_of_a_full_stable_sort() -> None:
+    """Against sorting every score (descending, ties in corpus order): ties at the last place, fewer
+    positive scores than the depth, all zeros, and negative scores."""
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        size = int(rng.integers(1, 60))
+        scores = rng.choice([0.0, 0.5, 1.0, 2.0, 3.5], size=size, p=[0.6, 0.1, 0.1, 0.1, 0.1])
+        if trial % 5 == 0:
+            scores[rng.random(size) < 0.2] = -1.0
+        depth = int(rng.integers(1, 25))
+        expected = np.lexsort((np.arange(size), -scores))[:depth]
+        assert _top_indices(scores, depth).tolist() == expected.tolist(), (scores, depth)
