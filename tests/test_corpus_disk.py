@@ -37,11 +37,26 @@ def test_every_passage_read_from_disk_equals_its_line_of_the_file() -> None:
 
 
 def test_blank_lines_missing_ids_and_unicode_line_separators(tmp_path) -> None:
-    rows = ['{"text": "first"}', "", "   ", '{"id": 7, "title": null, "text": "a\u2028b"}', ""]
+    rows = ['{"text": "first"}', "", "   ", '{"id": 7, "title": null, "text": "a\u2028b"}', "", '{"text": "x"}']
     file = tmp_path / "c.jsonl"
     file.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    corpus = load_corpus(file)
-    assert [tuple(p) for p in corpus] == [("1", "", "first"), ("7", "", "a\u2028b")]
+    corpus = load_corpus(file)  # a passage without an id is named by its line, blank lines counted
+    assert [tuple(p) for p in corpus] == [("1", "", "first"), ("7", "", "a\u2028b"), ("6", "", "x")]
+    assert corpus[2].id == "6" and corpus.rows(1, 3)[1].id == "6"
+    clash = tmp_path / "d.jsonl"
+    clash.write_text('{"id": "3", "text": "a"}\n\n{"text": "b"}\n')
+    with pytest.raises(InputError, match=r"d.jsonl:3: duplicate passage id '3'"):
+        load_corpus(clash)
+
+
+def test_a_corpus_replaced_on_disk_is_read_anew(tmp_path) -> None:
+    file = tmp_path / "c.jsonl"
+    file.write_text('{"id": "a", "text": "old"}\n')
+    assert load_corpus(file)[0].text == "old"
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_text('{"id": "a", "text": "new text"}\n{"id": "b", "text": "more"}\n')
+    replacement.replace(file)  # a new inode at the same path, as an atomic write leaves it
+    assert [p.text for p in load_corpus(file)] == ["new text", "more"]
 
 
 def test_a_duplicate_id_is_named_by_its_line_and_a_digest_collision_is_not_a_duplicate(tmp_path, monkeypatch) -> None:
