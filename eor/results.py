@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from eor.answers import normalize_answer
 from eor.errors import InputError
 
 
@@ -187,8 +188,20 @@ class Result:
         """Whether eor declined to answer at the risk asked for (`answer` is then None)."""
         return bool(self.abstention and self.abstention["abstained"])
 
+    @property
+    def given_by(self) -> list[str]:
+        """Every member whose answer is the chosen one (equal once normalised, as exact match counts), the
+        chosen member first: the answer is credited to all of them, whichever the vote named on a tie."""
+        chosen = normalize_answer(self.members[self.member].answer)
+        return [self.member] + [
+            name
+            for name, output in self.members.items()
+            if name != self.member and chosen and normalize_answer(output.answer) == chosen
+        ]
+
     def to_dict(self) -> dict[str, Any]:
-        """The object `eor ask --json` prints (`degraded` and `degraded_reasons` only when a member failed,
+        """The object `eor ask --json` prints (`given_by`: every member that gave the chosen answer; `degraded`
+        and `degraded_reasons` only when a member failed,
         `skipped` only when a lazy vote or a cascade stopped early, `cascade` only for a cascade, `abstention`
         only when a risk was asked for; `answer` is null when eor abstained)."""
         data = {
@@ -198,6 +211,7 @@ class Result:
             "abstained": self.abstained,
             "probability": None if self.probability is None else round(self.probability, 4),
             "member": self.member,
+            "given_by": self.given_by,
             "members": {name: {**output.record(), "score": output.score} for name, output in self.members.items()},
             "timings": self.timings,
         }

@@ -43,7 +43,7 @@ from eor.crossval import (
     without_confidence,
 )
 from eor.errors import ConfigError, InputError
-from eor.formatting import pct
+from eor.formatting import pct, small_data_warning
 from eor.members import demonstration_ids
 from eor.pool import pool_identity, read_pool_file
 from eor.readers import build_reader
@@ -134,6 +134,8 @@ def train(
         len(data.names),
         with_confidence,
     )
+    if warning := small_data_warning(data.questions, "training and cross-validation"):
+        log.warning(warning)
     arrays = vote_arrays(data, settings)
     if costs is not None:
         if costs.matrix.shape != (data.questions, len(data.names)):

@@ -102,10 +102,6 @@ def test_correctness_matrix_scores_each_triple_once_with_its_question(bem3) -> N
 def test_eor_bench_reports_bem_and_says_when_the_model_is_missing(bem3, tmp_path, capsys) -> None:
     import gzip
 
-    from eor.correctness.bem import bem_correctness
-
-    bem_correctness.configure(None)  # as in a fresh process
-
     with gzip.open(ROOT / "docs/records/nq-dev.jsonl.gz", "rt", encoding="utf-8") as handle:
         records = [line for line in handle if '"eor_records"' not in line][:12]
     (tmp_path / "records.jsonl").write_text("".join(records))
@@ -117,3 +113,4 @@ def test_eor_bench_reports_bem_and_says_when_the_model_is_missing(bem3, tmp_path
     report = json.loads((out / "report.json").read_text())
     assert report["metric"] == "bem" and 0.0 <= report["eor"]["bem"] <= 1.0
     assert report["oracle"]["bem"] >= report["oracle"]["em"]  # equal strings always count
+    assert main(argv) == 1  # --bem-model held for that command alone: nothing configured is left behind

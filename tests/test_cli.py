@@ -55,6 +55,7 @@ def test_ask_json(tmp_path, isolated_cache, capsys) -> None:
         "abstained",
         "probability",
         "member",
+        "given_by",
         "members",
         "timings",
         "stages",
@@ -67,6 +68,12 @@ def test_ask_json(tmp_path, isolated_cache, capsys) -> None:
     assert reader["prompt_tokens"] > 20 * reader["generated"] and 1 <= reader["generated_tokens"] <= 8 * 4
     assert reader["prompt_seconds"] > 0 and reader["generation_seconds"] > 0
     assert result["answer"] == result["members"][result["member"]]["answer"]
+    from eor.answers import normalize_answer
+
+    same = [
+        n for n, m in result["members"].items() if normalize_answer(m["answer"]) == normalize_answer(result["answer"])
+    ]
+    assert result["given_by"][0] == result["member"] and sorted(result["given_by"]) == sorted(same)
     member = result["members"]["BM25@1&Wiki@1"]
     assert set(member) == {"answer", "passages", "prompt", "seconds", "score", "tokens", "confidence"}
     tokens = member["tokens"]  # generated now (an isolated cache): what its prompt and answer took
@@ -185,3 +192,105 @@ def test_ask_a_subset_of_members_and_why(tmp_path, isolated_cache, capsys) -> No
     assert "why (the vote's account of each member):" in capsys.readouterr().out
     assert main(["ask", question, "--config", config, "--members", "Nope,BM25@1"]) == 1
     assert "unknown member(s) 'Nope'; available: ReFree, BM25@1" in capsys.readouterr().err
+
+
+def _command_parsers(parser, prefix: str = "eor"):
+    """(name, parser) of every command and sub-command under `parser`."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield f"{prefix} {name}", sub
+                yield from _command_parsers(sub, f"{prefix} {name}")
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    from eor.cli import build_parser
+
+    commands = dict(_command_parsers(build_parser()))
+    assert len(commands) >= 19  # 16 commands, cache's and records' actions
+    missing = [
+        f"{name} {action.option_strings or action.dest}"
+        for name, parser in commands.items()
+        for action in parser._actions
+        if not action.help and action.dest != "action"
+    ]
+    assert missing == []
+    text = {name: parser.format_help() for name, parser in commands.items()}
+    assert "only the first N passages" in text["eor import-corpus"]
+    assert "only the first N questions" in text["eor import-questions"]
+    assert "records.jsonl[.gz]" in text["eor bench"]
+    assert all("eor run" not in text[name].split("--shard-batches")[1][:80] for name in ("eor erag", "eor utility"))
+
+
+def test_version_is_the_package_version() -> None:
+    import tomllib
+
+    version = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]["version"]
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"eor {version}"
+
+
+def test_models_says_what_is_installed_and_where(capsys) -> None:
+    from eor.models import PACKAGED_MODELS, resolve_model
+
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    for name, model in PACKAGED_MODELS.items():
+        block = out.split(name, 1)[1]
+        state, path = model.status()
+        assert f"{state}: {path}" in block.split("install:")[0]
+    # smollm2's GGUF is used where pip put it: the path printed is the one the reader loads
+    assert f"ready: {resolve_model('smollm2-135m')}" in out
+    assert "python -m llama_cpp.server --model PATH" in out
+
+
+def test_a_model_without_its_packages_is_not_installed(monkeypatch) -> None:
+    from eor import models
+
+    missing = models.PackagedModel("nothing", "gguf", ("no-such-distribution-eor",), "absent", lambda: Path("/x"))
+    assert missing.status() == ("not installed", None)
+    cache = Path("/nonexistent-eor-cache")
+    monkeypatch.setenv("EOR_CACHE", str(cache))
+    state, path = models.PACKAGED_MODELS["qwen2.5-0.5b"].status()
+    assert (state, path) == ("assembled on first use", cache / "models" / models.QWEN_FILE)
+
+
+def test_train_and_bench_warn_on_few_questions(tmp_path, caplog) -> None:
+    """5 questions: both commands still work, and warn (a line on stderr) how little the figures can tell."""
+    import gzip
+
+    root = Path(__file__).parent.parent
+    with gzip.open(root / "docs/records/nq-train.jsonl.gz", "rt", encoding="utf-8") as handle:
+        lines = handle.readlines()
+    header, records = lines[0], lines[1:]
+    few = tmp_path / "few.jsonl"
+    few.write_text(header + "".join(records[:5]), encoding="utf-8")
+    config = ["--config", str(root / "configs/nq-offline.yaml")]
+    weights = tmp_path / "w.json"
+    assert main(["train", str(few), "--voter", "paper", "--restarts", "0", *config, "--out", str(weights)]) == 0
+    assert "training and cross-validation on 5 questions only" in caplog.text and "±44 points" in caplog.text
+    caplog.clear()
+    assert main(["bench", str(few), *config, "--weights", str(weights), "--out", str(tmp_path / "r")]) == 0
+    assert "a benchmark on 5 questions only" in caplog.text
+    caplog.clear()
+    many = tmp_path / "many.jsonl"
+    many.write_text(header + "".join(records[:100]), encoding="utf-8")
+    assert main(["bench", str(many), *config, "--out", str(tmp_path / "r2"), "--resamples", "10"]) == 0
+    assert "questions only" not in caplog.text
+
+
+def test_a_reader_that_is_down_is_named_once_with_its_address(tmp_path, monkeypatch, caplog, capsys) -> None:
+    """Nothing listens on the port: one error line names the address and the cause once, for every member."""
+    from tests.llama_server import free_port
+
+    monkeypatch.setenv("EOR_TEST_KEY", "k")
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    options = f"backend: openai, openai: {{base_url: '{url}', api_key_env: EOR_TEST_KEY, retries: 2}}"
+    config = small_config(tmp_path, model="m", options=options, members="[ReFree, BM25@1, BM25@2]")
+    assert main(["ask", "who wrote hamlet", "--config", str(config), "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.count(url) == 1 and "Connection refused" in err
+    assert "ReFree, BM25@1, BM25@2: generation failed" in err
+    assert "left out of the vote" not in caplog.text  # the error says it; no warning per member before it

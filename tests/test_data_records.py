@@ -172,3 +172,21 @@ def test_a_record_keeps_what_it_cannot_read():
     written = record.to_dict()
     assert written["answers"] == "not a list" and written["vote"] == "A" and written["degraded"] == ["B"]
     assert written["members"]["A"] == {"answer": "x", "passages": [], "seconds": "slow", "tokens": [1]}
+
+
+def test_the_answer_is_credited_to_every_member_that_gave_it() -> None:
+    """A tie between equal answers: the vote names the first member; `given_by` names all that gave the answer
+    (equal once normalised), the vote's member first, and no member with another answer."""
+    from eor.results import MemberOutput, Result
+
+    outputs = {
+        "ReFree": MemberOutput("George Washington", score=0.5),
+        "BM25@1": MemberOutput("Washington", score=0.25),
+        "Wiki@1": MemberOutput("george washington.", score=0.5),
+        "PK": MemberOutput("", score=0.0),
+    }
+    result = Result("q", "who", "george washington.", "Wiki@1", outputs, {"total": 0.0})
+    assert result.given_by == ["Wiki@1", "ReFree"]
+    assert result.to_dict()["given_by"] == ["Wiki@1", "ReFree"]
+    empty = Result("q", "who", "", "PK", outputs, {"total": 0.0})
+    assert empty.given_by == ["PK"]  # an empty answer agrees with no one

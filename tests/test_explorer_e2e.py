@@ -182,7 +182,8 @@ def test_ask_see_every_member_the_heatmap_and_the_passages(browser, server, shot
     api = requests.post(f"{server}/v1/answer", json=asked, headers={"Authorization": f"Bearer {KEY}"}, timeout=600)
     api = api.json()
     assert page.inner_text("#answer strong") == api["answer"]
-    assert f"chosen from {api['member']}" in page.inner_text("#answer-note")
+    assert api["given_by"][0] == api["member"]  # the answer credited to every member that gave it
+    assert f"given by {', '.join(api['given_by'])}" in page.inner_text("#answer-note")
 
     rows = page.locator("#members tbody tr")
     assert rows.count() == len(pool) == 7

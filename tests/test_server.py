@@ -148,6 +148,13 @@ def test_the_official_openai_client(live) -> None:
     assert answer and answer == details["answer"] and completion.choices[0].message.role == "assistant"
     assert details["question"] == "who was the first president of the united states"
     assert set(details["members"]) == {"ReFree", "BM25@1"} and set(details["degraded"]) == {"Boom", "Sloth"}
+    counts = [member["tokens"] for member in details["members"].values()]
+    assert all(counts), "llama.cpp counts every member's tokens"
+    usage = completion.usage  # OpenAI's usage, summed from the members' counts
+    assert usage.prompt_tokens == sum(c["prompt"] + c["reused"] for c in counts) > 0
+    assert usage.completion_tokens == sum(c["generated"] for c in counts) > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    assert usage.prompt_tokens_details.cached_tokens == sum(c["reused"] for c in counts)
 
     stream = client.chat.completions.create(
         model="server-test",

@@ -125,10 +125,10 @@ def _until_waiting(base: str, questions: int, timeout: float = 120.0) -> None:
 
 
 def test_sigterm_drains_the_requests_in_flight(server):
-    base, process, log = server()
+    base, process, log = server("--shutdown-grace", "600")  # ample on any machine: every question fits
     with ThreadPoolExecutor(3) as pool:
         futures = [pool.submit(_ask, base, q) for q in QUESTIONS[:3]]
-        _until_waiting(base, 2)  # all three accepted: one answering (each takes about 1.5 s), two queued
+        _until_waiting(base, 2)  # all three accepted: one answering (each takes at least 1.5 s), two queued
         process.send_signal(signal.SIGTERM)
         responses = [future.result() for future in futures]
     assert [r.status_code for r in responses] == [200, 200, 200], [r.text for r in responses]
@@ -140,3 +140,32 @@ def test_sigterm_drains_the_requests_in_flight(server):
         _ask(base, QUESTIONS[3])
     assert "Traceback" not in log.read_text()
     json.dumps([r.json() for r in responses])
+
+
+def test_sigterm_answers_what_fits_in_the_grace_and_503s_the_rest(server):
+    """A grace shorter than the queue takes: the questions that fit at the measured answer time are answered,
+    the others get 503 with Retry-After at once; none is cancelled (a 500) or left waiting."""
+    grace = 2.0
+    base, process, log = server("--shutdown-grace", str(grace))
+    started = time.monotonic()
+    assert _ask(base, QUESTIONS[0]).status_code == 200
+    answer_seconds = time.monotonic() - started  # this machine's answer time, as the server measured it too
+    count = 3 + int(grace // answer_seconds) + 1  # more than the grace holds, whatever the machine's speed
+    with ThreadPoolExecutor(count) as pool:
+        futures = [pool.submit(_ask, base, QUESTIONS[i % len(QUESTIONS)] + "?" * i) for i in range(count)]
+        _until_waiting(base, count - 1)
+        signalled = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        responses = [future.result() for future in futures]
+    statuses = [r.status_code for r in responses]
+    assert set(statuses) <= {200, 503} and 200 in statuses and 503 in statuses, statuses
+    for response in responses:
+        if response.status_code == 503:
+            assert response.headers["Retry-After"] == "5"
+            assert response.json()["error"]["type"] == "shutting_down"
+        else:
+            assert response.json()["answer"]
+    # the question in flight, then those that fit: done within the grace plus one answer (the one in flight)
+    assert time.monotonic() - signalled < grace + 3 * answer_seconds + 5, statuses
+    assert process.wait(60) in (0, -signal.SIGTERM), log.read_text()[-2000:]
+    assert "Traceback" not in log.read_text() and "shutting down:" in log.read_text()

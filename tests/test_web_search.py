@@ -526,13 +526,14 @@ def test_extraction_and_its_fallback() -> None:
 
 class _Says(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        # recorded before answering: once the client has the page, the test reads `hosts` at once
+        self.server.hosts.append(self.headers.get("Host"))
         body = f"<html><head><title>{self.server.says}</title></head><body><p>{self.server.says}</p></body></html>"
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body.encode())
-        self.server.hosts.append(self.headers.get("Host"))
 
     def log_message(self, *args) -> None:
         pass

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from eor.bench.report import build_report, write_report
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
-from eor.formatting import pct, ratio
+from eor.formatting import pct, ratio, small_data_warning
+
+log = logging.getLogger(__name__)
 
 
 def bench(
@@ -44,6 +47,8 @@ def bench(
         members=members,
         design=design,
     )
+    if warning := small_data_warning(report["questions"], "a benchmark"):
+        log.warning(warning)
     written = write_report(report, out_dir)
     return summarize(report, out_dir, [path.name for path in written])
 

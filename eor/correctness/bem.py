@@ -3,11 +3,12 @@ a BERT classifier trained on answer equivalence judges whether a candidate answe
 answer to the same question. The EoR paper reports it beside exact match.
 
 It needs such a model, given as a Hugging Face id or a local folder (`eor bench --metric bem --bem-model
-ID_OR_PATH`, or `configure(model)`); nothing is downloaded by eor itself, so an id must be in the local
-Hugging Face cache. The input is the original BEM layout, `[CLS] candidate [SEP] reference [SEP] question
-[SEP]`, with segment ids 0, 1, 2 (or 0, 1, 1 for a model with two token types, as in its PyTorch ports); the
-score is 1 when the normalised strings are equal, else 1 when P(equivalent) = softmax(logits)[1] is at least
-`threshold` (0.5). Several gold answers: the best over them, as for every correctness metric.
+ID_OR_PATH`, or `BemCorrectness(model)` registered as `bem`); nothing is downloaded by eor itself, so an id
+must be in the local Hugging Face cache. The input is the original BEM layout, `[CLS] candidate [SEP]
+reference [SEP] question [SEP]`, with segment ids 0, 1, 2 (or 0, 1, 1 for a model with two token types, as in
+its PyTorch ports); the score is 1 when the normalised strings are equal, else 1 when P(equivalent) =
+softmax(logits)[1] is at least `threshold` (0.5). Several gold answers: the best over them
+(as for every correctness metric).
 """
 
 from __future__ import annotations
@@ -32,10 +33,6 @@ class BemCorrectness:
         self.threshold = float(threshold)
         self.batch_size = batch_size
         self._loaded: tuple[Any, Any] | None = None
-
-    def configure(self, model: str | None, threshold: float = DEFAULT_THRESHOLD) -> None:
-        """Use `model` (a Hugging Face id or folder; None: none) from now on."""
-        self.model, self.threshold, self._loaded = model, float(threshold), None
 
     def probabilities(self, triples: Sequence[tuple[str, str, str]]) -> list[float]:
         """P(equivalent) of each (question, candidate, reference), in batches."""

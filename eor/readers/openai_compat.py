@@ -89,9 +89,11 @@ class OpenAIReader(BatchedReader):
 
     def _timed_completion(self, prompt: str, max_tokens: int) -> Generated:
         started = time.perf_counter()
+        tried: list[str] = []  # the addresses asked, for the error
 
         def request() -> Any:
             endpoint = self.endpoints.acquire()
+            tried.append(endpoint.url)
             failed = False
             logprobs = {"logprobs": True, "top_logprobs": 2} if self.ask_logprobs else {}
             try:
@@ -117,10 +119,14 @@ class OpenAIReader(BatchedReader):
                 request, self.retries, what=f"reader {self.model!r}", retryable=self._retryable
             )
         except self._errors as exc:  # the server's words may repeat the key it was sent: never pass it on
-            message = str(exc).replace(self._api_key, "[the key]") if self._api_key else str(exc)
+            message = str(exc) + (f" ({exc.__cause__})" if isinstance(exc, self._transient) and exc.__cause__ else "")
+            message = message.replace(self._api_key, "[the key]") if self._api_key else message
             overflow = isinstance(exc, self._status_error) and exc.status_code == 400 and "context" in message.lower()
             error = ContextOverflowError if overflow else ReaderError
-            raise error(f"OpenAI-compatible reader {self.model!r} failed: {type(exc).__name__}: {message}") from None
+            where = ", ".join(dict.fromkeys(tried))
+            raise error(
+                f"OpenAI-compatible reader {self.model!r} at {where} failed: {type(exc).__name__}: {message}"
+            ) from None
         usage = getattr(response, "usage", None)
         return Generated(
             response.choices[0].message.content or "",

@@ -222,7 +222,25 @@ def _completion(model: str, result: Answered, passages: bool) -> dict[str, Any]:
         "choices": [
             {"index": 0, "message": {"role": "assistant", "content": _content(result.result)}, "finish_reason": "stop"}
         ],
+        "usage": _usage(result.result),
         "eor": _result_body(result, passages),
+    }
+
+
+def _usage(result: Any) -> dict[str, Any] | None:
+    """OpenAI's `usage`: the reader's tokens summed over the members that ran, from their counts (prompt
+    tokens in all, those kept from an earlier prompt as `cached_tokens`; generated as completion tokens);
+    None when no member's reader counted them (a cache hit keeps its counts; some servers give none)."""
+    counted = [output.tokens for output in result.members.values() if output.tokens is not None]
+    if not counted:
+        return None
+    prompt = sum(tokens["prompt"] + tokens.get("reused", 0) for tokens in counted)
+    generated = sum(tokens["generated"] for tokens in counted)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": generated,
+        "total_tokens": prompt + generated,
+        "prompt_tokens_details": {"cached_tokens": sum(tokens.get("reused", 0) for tokens in counted)},
     }
 
 
@@ -255,7 +273,9 @@ def _add_health_route(app: FastAPI, worker: EnsembleWorker, models: list[str]) -
         if worker.state == READY:
             body.update(members=worker.ensemble.members, waiting=worker.waiting, max_batch=worker.max_batch)
             return JSONResponse(body)
-        kind = {"loading": "not_ready", "failed": "load_failed"}.get(worker.state, "stopped")
+        kind = {"loading": "not_ready", "failed": "load_failed", "draining": "shutting_down"}.get(
+            worker.state, "stopped"
+        )
         body["error"] = {"type": kind, "message": worker.not_ready_message()}
         return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
 

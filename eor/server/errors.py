@@ -23,13 +23,14 @@ from eor.errors import (
     ReaderError,
     RetrieverError,
 )
-from eor.server.worker import BusyError, NotReadyError
+from eor.server.worker import BusyError, NotReadyError, ShuttingDownError
 
 log = logging.getLogger(__name__)
 
 #: the error type of each EorError class, with its status code (the first matching class wins).
 EOR_ERRORS: list[tuple[type[EorError], int, str]] = [
     (InputError, 422, "invalid_request"),
+    (ShuttingDownError, 503, "shutting_down"),
     (NotReadyError, 503, "not_ready"),
     (BusyError, 429, "too_many_requests"),
     (ReaderError, 503, "members_failed"),

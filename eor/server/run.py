@@ -6,8 +6,11 @@ import ipaddress
 import logging
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import uvicorn
 
 from eor.config import load_config
 from eor.ensemble import Ensemble, check_member_names, check_voter_config
@@ -32,7 +35,6 @@ def serve(
 ) -> None:
     """Serve the ensemble of `config_path`; a config, weights or model that cannot be loaded raises EorError.
     `cache`: the generation cache (see `Ensemble`), opened before the server starts."""
-    import uvicorn
 
     settings = settings or ServerSettings()
     if settings.api_key is None and not _is_loopback(settings.host) and not settings.allow_unauthenticated:
@@ -66,21 +68,33 @@ def serve(
         return ensemble
 
     app = create_app(config, settings, loader=load, on_load_error=stop_on_load_error)
-    # SIGTERM drains: every accepted request (queued ones included) gets its answer, or its 504 once
-    # request_timeout has passed, before the application shuts down; a shorter grace would cancel queued
-    # requests mid-wait (a 500) whenever the queue takes longer than it to answer.
+    # SIGTERM drains (EnsembleWorker.drain): every accepted request gets its answer if it fits within
+    # shutdown_grace at the measured seconds per question, else a 503 with Retry-After. uvicorn's own grace
+    # only backs that up (a request waits request_timeout at most): it never cancels a request (a 500).
     listening = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         log_level=log_level,
-        timeout_graceful_shutdown=math.ceil(settings.request_timeout),
+        timeout_graceful_shutdown=math.ceil(max(settings.request_timeout, settings.shutdown_grace)),
     )
-    server = uvicorn.Server(listening)
+    server = _DrainingServer(listening, app.state.worker.drain)
     server.run()
     if failure:
         exc = failure[0]
         raise exc if isinstance(exc, EorError) else EorError(f"loading the ensemble failed: {exc}")
+
+
+class _DrainingServer(uvicorn.Server):
+    """uvicorn's server that first tells the worker to drain when a signal asks it to stop."""
+
+    def __init__(self, config: uvicorn.Config, drain: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._drain = drain
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        self._drain()
+        super().handle_exit(sig, frame)
 
 
 def warm_up(ensemble: Any, settings: ServerSettings) -> None:

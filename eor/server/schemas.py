@@ -101,6 +101,9 @@ class AnswerResponse(BaseModel):
     )
     abstention: Abstention | None = Field(default=None, description="with a risk only: answered or declined, why")
     member: str = Field(description="the chosen member (its answer is in members even when eor abstained)")
+    given_by: list[str] = Field(
+        description="every member that gave the chosen answer (equal once normalised), the chosen member first"
+    )
     members: dict[str, MemberAnswer] = Field(description="every member that ran and took part in the vote")
     timings: dict[str, float] = Field(description="seconds per question: retrieval, generation, voting, total")
     degraded: list[str] = Field(description="members left out of the vote because they failed or ran late")
@@ -163,12 +166,26 @@ class ChatChoice(BaseModel):
     finish_reason: Literal["stop"] = "stop"
 
 
+class PromptTokensDetails(BaseModel):
+    cached_tokens: int = Field(description="prompt tokens kept from an earlier prompt (not evaluated again)")
+
+
+class ChatUsage(BaseModel):
+    """The reader's tokens for this answer, summed over the members that ran and whose counts are known."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: PromptTokensDetails
+
+
 class ChatResponse(BaseModel):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
     created: int
     model: str
     choices: list[ChatChoice]
+    usage: ChatUsage | None = Field(description="the reader's tokens over every member that ran (null: not counted)")
     eor: AnswerResponse = Field(description="the ensemble's details: every member's answer, the vote, degraded")
 
 

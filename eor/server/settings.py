@@ -29,6 +29,9 @@ class ServerSettings:
         reader, which runs prompts one by one, so a batch only makes its first question wait for its last;
         the config's batch_size for batching backends).
     max_queue: most questions waiting; more get 429 with Retry-After (try again later).
+    shutdown_grace: on SIGTERM, seconds the accepted questions have to be answered: each queued question
+        whose measured answer time still fits is answered, the others get 503 with Retry-After (none is
+        cancelled); the default fits Kubernetes' 30 s termination grace period.
     lazy: run members cheapest first and stop once the rest cannot change the answer (eor.ensemble); False
         runs every member.
     reports: a folder whose benchmark reports (every folder under it with a report.md) the page lists.
@@ -45,6 +48,7 @@ class ServerSettings:
     request_timeout: float = 600.0
     max_batch: int | None = None
     max_queue: int = 64
+    shutdown_grace: float = 25.0
     lazy: bool = True
     allow_unauthenticated: bool = False
     reports: Path | None = None
@@ -60,11 +64,13 @@ class ServerSettings:
             raise ConfigError(f"max_question_chars can be at most {MAX_QUESTION_CHARS}, got {self.max_question_chars}")
         if self.max_members is not None and (not isinstance(self.max_members, int) or self.max_members < 1):
             raise ConfigError(f"max_members must be a positive integer or None, got {self.max_members!r}")
-        for name in ("member_timeout", "request_timeout"):
+        for name in ("member_timeout", "request_timeout", "shutdown_grace"):
             value = getattr(self, name)
             if value is None and name == "member_timeout":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ConfigError(f"{name} must be a number of seconds ≥ 0, got {value!r}")
+            if value == 0 and name != "shutdown_grace":
                 raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be between 0 and 65535, got {self.port!r}")

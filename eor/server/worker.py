@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -24,7 +25,9 @@ from eor.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
-LOADING, READY, FAILED, STOPPED = "loading", "ready", "failed", "stopped"
+LOADING, READY, DRAINING, FAILED, STOPPED = "loading", "ready", "draining", "failed", "stopped"
+#: weight of the latest batch in the running mean of seconds per question
+RECENT = 0.3
 
 
 class NotReadyError(EorError):
@@ -33,6 +36,10 @@ class NotReadyError(EorError):
 
 class BusyError(EorError):
     """Too many questions are waiting."""
+
+
+class ShuttingDownError(NotReadyError):
+    """The server is stopping and this question would not be answered within its shutdown grace."""
 
 
 @dataclass
@@ -81,9 +88,26 @@ class EnsembleWorker:
         self._on_load_error = on_load_error
         self._queue: queue.Queue[Job | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="eor-ensemble-worker", daemon=True)
+        self.seconds_per_question: float | None = None  # measured on the questions answered, a running mean
+        self._deadline: float | None = None  # when draining: by when the accepted questions must be answered
 
     def start(self) -> None:
         self._thread.start()
+
+    def drain(self) -> None:
+        """Shutting down (SIGTERM): take no new question; answer each queued one whose measured answer time
+        still fits within `shutdown_grace` from now, and give the others ShuttingDownError (a 503 with
+        Retry-After) as their turn comes, so that none is left to be cancelled."""
+        if self.state in (READY, LOADING):
+            self._deadline = time.monotonic() + self.settings.shutdown_grace
+            self.state = DRAINING
+            expected = "unknown" if self.seconds_per_question is None else f"{self.seconds_per_question:.1f} s"
+            log.info(
+                "shutting down: %d question(s) waiting, %s per question, %.0f s of grace",
+                self.waiting,
+                expected,
+                self.settings.shutdown_grace,
+            )
 
     def stop(self, wait: float = 2.0) -> None:
         """Stop after the batch in flight; questions still queued are cancelled."""
@@ -109,7 +133,7 @@ class EnsembleWorker:
         """Queue a question; its future resolves to an `Answered` (or raises the ensemble's error); `risk`: the
         error rate it is answered at (VoteStage.judge)."""
         if self.state != READY:
-            raise NotReadyError(self.not_ready_message())
+            raise (ShuttingDownError if self.state == DRAINING else NotReadyError)(self.not_ready_message())
         if self._queue.qsize() >= self.settings.max_queue:
             raise BusyError(f"{self.settings.max_queue} questions are already waiting; try again shortly")
         job = Job(question, tuple(members) if members is not None else None, explain, risk)
@@ -121,7 +145,7 @@ class EnsembleWorker:
             return "the models are still loading; try again shortly (GET /healthz says when they are ready)"
         if self.state == FAILED:
             return f"the models failed to load: {self.error}"
-        return "the server is shutting down"
+        return "the server is shutting down; try again shortly (another instance may answer)"
 
     def _run(self) -> None:
         try:
@@ -152,14 +176,38 @@ class EnsembleWorker:
                     break
                 batch.append(more)
             # A request that timed out while queued has cancelled its future: skip it.
-            live = [job for job in batch if job.future.set_running_or_notify_cancel()]
+            live = self._within_grace([job for job in batch if job.future.set_running_or_notify_cancel()])
             groups: dict[tuple[tuple[str, ...] | None, float | None], list[Job]] = {}
             for job in live:
                 groups.setdefault((job.members, job.risk), []).append(job)
             for (members, _), jobs in groups.items():
                 self._answer(jobs, members)
 
+    def _within_grace(self, jobs: list[Job]) -> list[Job]:
+        """While draining, the jobs whose answers fit before the deadline at the measured seconds per question
+        (all of them before any was measured); the others get ShuttingDownError now."""
+        if self._deadline is None or self.seconds_per_question is None:
+            return jobs
+        left = self._deadline - time.monotonic()
+        fitting = max(0, int(left // self.seconds_per_question)) if left > 0 else 0
+        for job in jobs[fitting:]:
+            job.future.set_exception(
+                ShuttingDownError(
+                    f"the server is shutting down: this question would not be answered within its "
+                    f"{self.settings.shutdown_grace:g} s of grace; try again shortly"
+                )
+            )
+        return jobs[:fitting]
+
+    def _measured(self, seconds: float, questions: int) -> None:
+        per_question = seconds / questions
+        previous = self.seconds_per_question
+        self.seconds_per_question = (
+            per_question if previous is None else RECENT * per_question + (1 - RECENT) * previous
+        )
+
     def _answer(self, jobs: list[Job], members: tuple[str, ...] | None) -> None:
+        started = time.monotonic()
         try:
             results = self.ensemble.answer_batch(
                 [job.question for job in jobs],
@@ -181,5 +229,6 @@ class EnsembleWorker:
                 log.exception("answering a question failed")
             jobs[0].future.set_exception(exc)
             return
+        self._measured(time.monotonic() - started, len(jobs))
         for job, answer in zip(jobs, answered, strict=True):
             job.future.set_result(answer)

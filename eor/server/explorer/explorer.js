@@ -137,7 +137,8 @@ function show(result) {
   }
   $("probability").textContent = probabilityText(result);
   const reasons = result.degraded_reasons || {};
-  const parts = [result.abstained ? `declined the answer of ${result.member}: ${chosen.answer}` : `chosen from ${result.member}`];
+  const givers = (result.given_by || [result.member]).join(", ");
+  const parts = [result.abstained ? `declined the answer of ${givers}: ${chosen.answer}` : `given by ${givers}`];
   if (result.degraded.length) parts.push(`left out: ${result.degraded.join(", ")}`);
   if (result.cascade) parts.push(`cascade ${result.cascade.reason}`);
   else if ((result.skipped || []).length) parts.push(`not needed: ${result.skipped.join(", ")}`);

@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Any
 
+from eor.cli.options import Commands, positive_int
 from eor.config import default_config_path, load_config
 from eor.data import check_question, load_questions
 from eor.errors import InputError
@@ -28,7 +29,7 @@ PASSAGE_KEYS = ("id", "title", "score", "source")
 SNIPPET = 90  # characters of a passage's text shown in the text output
 
 
-def add_parser(commands: Any) -> None:
+def add_parser(commands: Commands) -> None:
     retrieve = commands.add_parser(
         "retrieve", help="retrieval only (no reader): top passages with ids, scores and sources, with timings"
     )
@@ -43,17 +44,10 @@ def add_parser(commands: Any) -> None:
         help="members in the paper's notation, comma-separated (default: BM25); the reader's members (PK, @CP) "
         "are refused",
     )
-    retrieve.add_argument("-k", "--top", type=_positive, default=10, help="passages shown per member (default 10)")
+    retrieve.add_argument("-k", "--top", type=positive_int, default=10, help="passages shown per member (default 10)")
     retrieve.add_argument("--json", action="store_true", help="JSON Lines: one line per question and member")
     retrieve.add_argument("--config", metavar="CONFIG", help="the config whose corpus and sources to search")
     retrieve.set_defaults(handler=run)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

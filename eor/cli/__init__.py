@@ -1,0 +1,68 @@
+"""The `eor` command line: one module per group of commands, each with its parsers and handlers
+(`answer`: ask, serve; `retrieve`; `runs`: run, plan, records; `learn`: train, design; `evaluate`: bench,
+compare, erag, utility; `start`: init, imports, models, cache), and the options they share (`options`).
+
+`main` parses, configures logging once (a command's parser may set `log_level` and `log_format` as its
+defaults) and turns eor's errors into one line on stderr and exit status 1. Heavy libraries are imported
+inside the handlers, so `eor --help` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from eor import __version__
+from eor.cli import answer, evaluate, learn, retrieve, runs, start
+from eor.errors import EorError, InputError
+
+#: the order of `eor --help`
+COMMANDS = (
+    answer.add_ask,
+    retrieve.add_parser,
+    runs.add_run,
+    runs.add_plan,
+    learn.add_train,
+    learn.add_design,
+    evaluate.add_bench,
+    evaluate.add_compare,
+    answer.add_serve,
+    start.add_models,
+    evaluate.add_erag,
+    evaluate.add_utility,
+    start.add_cache,
+    runs.add_records,
+    start.add_init,
+    start.add_imports,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="eor",
+        description="Ensemble of Retrievers: several retrievers feed one reader LLM; a voter picks the answer.",
+    )
+    parser.add_argument("--version", action="version", version=f"eor {__version__}")
+    # warnings alone, as bare lines on stderr, unless a command asks for more (train's progress, serve's log)
+    parser.set_defaults(log_level="warning", log_format="%(message)s")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format=args.log_format)
+    try:
+        return args.handler(args)
+    except EorError as exc:
+        print(
+            f"eor: error: {str(exc).splitlines()[0] if not isinstance(exc, InputError) else exc}",
+            file=sys.stderr,
+        )
+        return 1
+    except KeyboardInterrupt:
+        print("eor: interrupted; finished work is saved (re-run the same command to resume)", file=sys.stderr)
+        return 130

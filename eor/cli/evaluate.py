@@ -1,0 +1,193 @@
+"""`eor bench` (a pool's report from its records), `eor compare` (two reports side by side), `eor erag` (each
+retrieved document labelled by the reader's answer with it alone) and `eor utility` (context utility against
+0-shot)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from eor.atomic import write_text_atomically
+from eor.cli.options import (
+    Commands,
+    batch_size_option,
+    cache_options,
+    cache_setting,
+    config_option,
+    config_path,
+    data_option,
+    executor,
+    executor_options,
+    limit_option,
+    member_option,
+    out_option,
+    positive_int,
+    weights_option,
+)
+from eor.config import load_config
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from eor.bench import bench
+    from eor.correctness import CORRECTNESS
+    from eor.correctness.bem import NAME as BEM
+    from eor.correctness.bem import BemCorrectness
+
+    metrics = tuple(args.metrics.split(",")) if args.metrics else None
+    with CORRECTNESS.scoped():  # --bem-model holds for this command only
+        if args.bem_model:
+            CORRECTNESS.register(BEM, BemCorrectness(args.bem_model), replace=True)
+        print(
+            bench(
+                Path(args.records),
+                Path(args.out),
+                weights=args.weights,
+                metric=args.metric,
+                metrics=metrics,
+                seed=args.seed,
+                resamples=args.resamples,
+                max_subsets=args.max_subsets,
+                members=load_config(args.config).members if args.config else None,
+                design=args.design,
+            )
+        )
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from eor.bench import compare_reports
+    from eor.bench.compare import compare_reports_html
+
+    print(compare_reports(args.report_a, args.report_b))
+    if args.html:
+        write_text_atomically(Path(args.html), compare_reports_html(args.report_a, args.report_b))
+        print(f"written to {args.html}")
+    return 0
+
+
+def cmd_erag(args: argparse.Namespace) -> int:
+    from eor.erag.run import parse_ints, run_erag
+
+    cutoffs = parse_ints(args.cutoffs, "--cutoffs") if args.cutoffs else None
+    print(
+        run_erag(
+            config_path(args.config),
+            Path(args.data),
+            args.member,
+            Path(args.out),
+            k=args.k,
+            metric=args.metric,
+            limit=args.limit,
+            cutoffs=cutoffs,
+            cost_questions=args.cost_questions,
+            batch_size=args.batch_size,
+            cache=cache_setting(args),
+            executor=executor(args),
+        )
+    )
+    return 0
+
+
+def cmd_utility(args: argparse.Namespace) -> int:
+    from eor.erag.run import parse_ints, run_utility
+
+    print(
+        run_utility(
+            config_path(args.config),
+            Path(args.data),
+            args.member,
+            Path(args.out),
+            ks=parse_ints(args.ks, "--ks"),
+            similarity=args.similarity,
+            references=args.references,
+            limit=args.limit,
+            epsilon=args.epsilon,
+            batch_size=args.batch_size,
+            cache=cache_setting(args),
+            executor=executor(args),
+        )
+    )
+    return 0
+
+
+def add_bench(commands: Commands) -> None:
+    bench = commands.add_parser("bench", help="benchmark a pool from its records: accuracy, RWR, errors, upper bound")
+    bench.add_argument("records", help="run folder (or records.jsonl[.gz])")
+    out_option(bench, "report folder: report.json, report.md, report.html and PNG figures")
+    weights_option(bench, "for EoR (default: uniform)")
+    bench.add_argument("--metric", default="em", help="correctness: em, f1, contains, semantic or bem (default em)")
+    bench.add_argument(
+        "--bem-model",
+        metavar="ID_OR_PATH",
+        help="the answer-equivalence classifier of --metric bem (a Hugging Face id in the local cache, or a folder)",
+    )
+    bench.add_argument("--metrics", help="similarity metrics of the uniform voter, comma-separated")
+    bench.add_argument(
+        "--config", help="benchmark this config's members of the records only (records that grew beyond its pool)"
+    )
+    bench.add_argument(
+        "--design", help="eor design's design.json (or its folder): its candidates, path and frontier in the report"
+    )
+    bench.add_argument("--seed", type=int, default=0, help="seed of bootstrap and subset sampling")
+    bench.add_argument("--resamples", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")
+    bench.add_argument(
+        "--max-subsets", type=positive_int, default=1000, help="member subsets per pool size (upper bound)"
+    )
+    bench.set_defaults(handler=cmd_bench)
+
+
+def add_compare(commands: Commands) -> None:
+    compare = commands.add_parser("compare", help="print the differences between two bench reports")
+    compare.add_argument("report_a", help="report folder or report.json")
+    compare.add_argument("report_b", help="report folder or report.json")
+    compare.add_argument("--html", metavar="FILE", help="also write the comparison as one self-contained HTML page")
+    compare.set_defaults(handler=cmd_compare)
+
+
+def add_erag(commands: Commands) -> None:
+    erag = commands.add_parser(
+        "erag", help="eRAG: label each retrieved document by the reader's answer with it alone; correlate with e2e"
+    )
+    config_option(erag, holds=": reader, corpus, sources")
+    data_option(erag, "'answers' [, 'gold_passages']")
+    member_option(erag, "the retriever to evaluate")
+    out_option(erag, "folder: erag.json, erag.md, erag.png (re-run to resume)")
+    erag.add_argument("--k", type=positive_int, default=10, help="documents per question (default 10)")
+    erag.add_argument("--metric", default="em", help="downstream metric: em, f1 or contains (default em)")
+    limit_option(erag)
+    erag.add_argument("--cutoffs", help="cutoffs of the correlation-vs-k figure (default 1,2,3,5,10 up to k)")
+    erag.add_argument(
+        "--cost-questions",
+        type=int,
+        default=10,
+        help="questions of the side-by-side cost measurement of eRAG vs end-to-end (default 10; 0: off)",
+    )
+    batch_size_option(erag)
+    executor_options(erag)
+    cache_options(erag)
+    erag.set_defaults(handler=cmd_erag)
+
+
+def add_utility(commands: Commands) -> None:
+    utility = commands.add_parser(
+        "utility", help="context utility U of the top-k documents vs 0-shot, and its Pearson r with nDCG@k"
+    )
+    config_option(utility, holds=": reader, corpus, sources")
+    data_option(utility, "'answers' [, 'gold_passages']")
+    member_option(utility, "the retriever whose contexts are scored")
+    out_option(utility, "folder: utility.json, utility.md, utility.png")
+    utility.add_argument("--ks", default="1,2,5,10", help="context sizes, comma-separated (default 1,2,5,10)")
+    utility.add_argument(
+        "--similarity", default="bertscore", help="similarity of answer and reference (default bertscore)"
+    )
+    utility.add_argument(
+        "--references", default="answers", help="compare answers with the gold 'answers' (default) or gold 'passages'"
+    )
+    limit_option(utility)
+    utility.add_argument(
+        "--epsilon", type=float, help="divide by max(P(0-shot), EPSILON) instead of leaving U undefined"
+    )
+    batch_size_option(utility)
+    executor_options(utility)
+    cache_options(utility)
+    utility.set_defaults(handler=cmd_utility)

@@ -1,0 +1,168 @@
+"""`eor train` (voter weights from run records) and `eor design` (a pool chosen from candidate members by
+cross-validation)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from eor.cli.options import (
+    Commands,
+    fold_count,
+    non_negative_float,
+    non_negative_int,
+    out_option,
+    positive_int,
+    token_rates,
+)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from eor.train_command import train
+    from voters.similarity import parse_metric_spec
+
+    metrics, metric_params = parse_metric_spec(args.metrics)
+    print(
+        train(
+            Path(args.records),
+            Path(args.out),
+            voter=args.voter,
+            metric=args.metric,
+            dev=Path(args.dev) if args.dev else None,
+            metrics=tuple(metrics),
+            metric_params=metric_params,
+            pooling=args.pooling,
+            grounding=args.grounding,
+            restarts=args.restarts,
+            seed=args.seed,
+            cv=args.cv,
+            inner_folds=args.inner_folds,
+            max_loss=args.max_loss,
+            budget=args.budget,
+            cost_unit=args.cost,
+            pool_config=Path(args.config) if args.config else None,
+            confidence=not args.no_confidence,
+        )
+    )
+    return 0
+
+
+def add_train(commands: Commands) -> None:
+    train = commands.add_parser("train", help="learn voter weights from the records of `eor run`")
+    train.add_argument("records", help="run folder (or records.jsonl[.gz]) of the training questions")
+    out_option(train, "weights file to write (JSON)")
+    train.add_argument(
+        "--voter",
+        default="auto",
+        help="auto (default: chosen by cross-validation, never below Top R), top, paper, grounding, smooth, "
+        "smooth-grounding, selector, cascade (runs only the members a question needs), or a voter an installed "
+        "package adds (entry points eor.voters)",
+    )
+    cost = train.add_argument_group("cost (the cascade; auto considers the cascade only with one of these)")
+    cost.add_argument(
+        "--max-loss",
+        type=non_negative_float,
+        metavar="POINTS",
+        help="largest loss of accuracy against the full pool, in points (cascade default 0.5), by cross-validation",
+    )
+    cost.add_argument(
+        "--budget",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="the most accurate choice whose mean cost per question fits",
+    )
+    cost.add_argument(
+        "--cost",
+        default="auto",
+        choices=["auto", "seconds", "tokens"],
+        help="a member's cost: recorded seconds, or its token counts at the reader's rates (auto: tokens where "
+        "the records hold them)",
+    )
+    train.add_argument(
+        "--cv", type=fold_count, metavar="K", help="first report K-fold cross-validation of every voter against Top R"
+    )
+    train.add_argument(
+        "--inner-folds",
+        type=positive_int,
+        default=5,
+        help="folds of the cross-validation that `auto` chooses by (default 5)",
+    )
+    train.add_argument("--metric", default="em", help="correctness objective: em, f1 or contains (default em)")
+    train.add_argument("--dev", help="run folder of held-out questions, scored for the report")
+    train.add_argument(
+        "--config",
+        help="the pool's config: the weights file records its pool (members, reader, corpus), and records that "
+        "hold more members train on its members alone; default: the pool.json `eor run` wrote beside the records",
+    )
+    train.add_argument(
+        "--metrics",
+        default="em,f1,cosine",
+        help="similarity metrics, comma-separated, or a YAML mapping of metric to parameters, e.g. "
+        "'{em: {}, bertscore: {num_layers: 6}}'",
+    )
+    train.add_argument("--pooling", default="mean", help="mean, max, majority, plurality, or search")
+    train.add_argument("--grounding", action="store_true", help="learn a weight for answers found in their passages")
+    train.add_argument(
+        "--no-confidence",
+        action="store_true",
+        help="leave the reader's confidence out of the selector's features (used where the records hold it)",
+    )
+    train.add_argument(
+        "--restarts", type=non_negative_int, default=4, help="seeded random Nelder-Mead starts (default 4)"
+    )
+    train.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the cross-validation folds and of Nelder-Mead's random starts (default 0)",
+    )
+    train.set_defaults(handler=cmd_train, log_level="info")  # train's progress lines, on stderr
+
+
+def cmd_design(args: argparse.Namespace) -> int:
+    from eor.design_command import design
+
+    print(
+        design(
+            Path(args.records),
+            Path(args.config),
+            Path(args.out),
+            folds=args.folds,
+            repeats=args.repeats,
+            seed=args.seed,
+            rates=args.rates,
+            max_loss=args.max_loss,
+            budget=args.budget,
+        )
+    )
+    return 0
+
+
+def add_design(commands: Commands) -> None:
+    design = commands.add_parser(
+        "design",
+        help="choose a pool from training records of candidate members by cross-validation (docs/pool-design.md)",
+    )
+    design.add_argument("records", help="run folder (or records.jsonl[.gz]) of training questions with every candidate")
+    design.add_argument("--config", required=True, help="the candidates' config (the records were run with it)")
+    out_option(design, "folder to write: design.json, pool.yaml, selector.json, cascade.json")
+    design.add_argument("--folds", type=fold_count, default=5, help="folds of each cross-validation (default 5)")
+    design.add_argument("--repeats", type=positive_int, default=5, help="repeated K-fold splits (default 5)")
+    design.add_argument("--seed", type=int, default=0, help="seed of the first split (default 0)")
+    design.add_argument(
+        "--rates",
+        type=token_rates,
+        metavar="PROMPT,GENERATED",
+        help="the reader's tokens per second (default: fitted to the records' seconds)",
+    )
+    operating = design.add_mutually_exclusive_group()
+    operating.add_argument(
+        "--max-loss", type=non_negative_float, metavar="POINTS", help="the cascade's tolerance (default 0.5)"
+    )
+    operating.add_argument(
+        "--budget",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="instead: the cascade's most accurate point whose reader seconds per question fit (replayed costs)",
+    )
+    design.set_defaults(handler=cmd_design)
