@@ -67,6 +67,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean-cache:
 	rm -rf $${EOR_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/eor}/indexes

@@ -146,7 +146,9 @@ class VoterConfig:
         stray = sorted(set(self.metric_params) - set(self.metrics))
         if stray:
             raise ConfigError(f"voter.metric_params names metric(s) not in voter.metrics: {', '.join(stray)}")
-        params = {name: {"model": self.encoder} for name in ("cosine", "bertscore") if name in self.metrics}
+        params: dict[str, dict[str, Any]] = {
+            name: {"model": self.encoder} for name in ("cosine", "bertscore") if name in self.metrics
+        }
         for name, values in self.metric_params.items():
             params[name] = {**params.get(name, {}), **values}
         return params
@@ -234,8 +236,9 @@ def from_dict(cls: type, data: Any, where: str) -> Any:
     """Build dataclass `cls` from a mapping, checking keys and simple types recursively."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
-    if callable(getattr(cls, "migrate", None)):
-        data = cls.migrate(data, where)
+    migrate = getattr(cls, "migrate", None)
+    if callable(migrate):
+        data = migrate(data, where)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
     unknown = sorted(set(data) - set(fields), key=repr)  # YAML keys may be numbers, not only strings
@@ -264,7 +267,7 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
             str(inner).replace("typing.", "") if typing.get_args(inner) else inner.__name__ for inner in options
         )
         raise ConfigError(f"{where}: expected {shown}, got {value!r}")
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):  # a class: get_type_hints gives no instances
         return from_dict(hint, value, where)
     if origin is list:
         if not isinstance(value, list):

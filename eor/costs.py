@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -31,6 +32,8 @@ from eor.readers.llamacpp import reusable_prefix
 from eor.run_data import RunData
 
 UNITS = ("auto", "seconds", "tokens")
+
+Cost = TypeVar("Cost", np.ndarray, float)  # a cost per question, or one question's
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,8 @@ def token_counts(data: RunData) -> np.ndarray | None:
     them for every member."""
     if not data.tokens or any(entry is None for row in data.tokens for entry in row):
         return None
-    return np.array([[[entry.get("prompt", 0), entry.get("generated", 0)] for entry in row] for row in data.tokens])
+    counts = [[[e.get("prompt", 0), e.get("generated", 0)] for e in row if e is not None] for row in data.tokens]
+    return np.array(counts)  # (`is not None` drops nothing: checked above)
 
 
 def recorded_seconds(data: RunData) -> np.ndarray:
@@ -121,7 +125,7 @@ class PromptReplay:
             return 0
         return reusable_prefix(list(before), list(self.tokens[q][member]), self.chunk)
 
-    def _seconds(self, prompt: np.ndarray | float, generated: np.ndarray | float) -> np.ndarray | float:
+    def _seconds(self, prompt: Cost, generated: Cost) -> Cost:
         return prompt / self.rates["prompt"] + generated / self.rates["generated"]
 
     def after(self, previous: int | None, member: int) -> np.ndarray:
@@ -176,6 +180,7 @@ def prompt_replay(
             seen[prompt] = tuple(tokenize(prompt))
         return seen[prompt]
 
-    tokens = [[tokens_of(prompt) for prompt in row] for row in data.prompts]
-    reused = np.array([[entry.get("reused", 0) for entry in row] for row in data.tokens], dtype=float)
+    # `is not None` drops nothing (checked above: every prompt, and every entry of `counts`)
+    tokens = [[tokens_of(prompt) for prompt in row if prompt is not None] for row in data.prompts]
+    reused = np.array([[e.get("reused", 0) for e in row if e is not None] for row in data.tokens], dtype=float)
     return PromptReplay(tokens, counts[..., 0] + reused, counts[..., 1].astype(float), chunk, dict(rates))

@@ -45,7 +45,7 @@ from voters.cascade import DEFAULT_MAX_LOSS, Cascade
 from voters.features import FeatureSet, candidate_blocks
 from voters.folds import fold_split
 from voters.loading import register_voter_kind
-from voters.protocol import check_voter_class, confidence_kwargs
+from voters.protocol import FittedVoter, check_voter_class, confidence_kwargs
 from voters.right import ALL, Evidence, RightModel, evidence, fit_right
 from voters.selector import AnswerSelector
 
@@ -321,18 +321,18 @@ class CascadeCandidate(Candidate):
         return _evidence(arrays, rows, scores, groups, picks)
 
 
-def _check_candidate(candidate: Any) -> None:
+def _check_candidate(candidate: Any) -> type[FittedVoter]:
     if not (isinstance(candidate, type) and issubclass(candidate, Candidate)):
         raise ConfigError(f"a voter candidate is a subclass of eor.crossval.Candidate, got {candidate!r}")
     name = candidate.name
     if not isinstance(name, str) or not name or name in (AUTO, Candidate.name):
         raise ConfigError(f"candidate {candidate.__name__} needs a name of its own, not {name!r}")
+    return check_voter_class(candidate.voter_class)
 
 
 def _is_candidate(value: Any) -> bool:
     try:
         _check_candidate(value)
-        check_voter_class(value.voter_class)
     except ConfigError:
         return False
     return True
@@ -369,13 +369,13 @@ for _name, _factory in (
 def register_candidate(candidate: type[Candidate], *, replace: bool = False) -> type[Candidate]:
     """Make `candidate` (a Candidate subclass with a `name` and a `voter_class`) available to `eor train
     --voter NAME`, to cross-validation and to `auto`, and its weights files to `voters.load_voter`."""
-    _check_candidate(candidate)
-    check_voter_class(candidate.voter_class)
+    voter_class = _check_candidate(candidate)
     taken = CANDIDATES.get(candidate.name)
     if taken is not None and taken is not candidate and not replace:  # before either registry changes
         raise ConfigError(f"voter {candidate.name!r} is already registered (pass replace=True to replace it)")
-    register_voter_kind(candidate.voter_class, replace=replace)
-    return CANDIDATES.register(candidate.name, candidate, replace=replace)
+    register_voter_kind(voter_class, replace=replace)
+    CANDIDATES.register(candidate.name, candidate, replace=replace)
+    return candidate
 
 
 def candidate_factories() -> dict[str, Callable[[VoteSettings], Candidate]]:

@@ -43,10 +43,10 @@ class RunJob:
 class Executor(Protocol):
     """What `eor run`, `eor erag` and `eor utility` need from wherever the work runs."""
 
-    answers_here: bool
+    answers_here: ClassVar[bool]
     """Whether `answer` uses the ensemble built in this process (`RunJob.ensemble`)."""
 
-    summed_over: str | None
+    summed_over: ClassVar[str | None]
     """Where the generation stats of a run were summed from, for its summary (None: this process)."""
 
     def answer(self, job: RunJob) -> Answers:

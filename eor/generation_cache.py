@@ -54,7 +54,7 @@ APPLICATION_ID = 0x454F5247  # "EORG": marks the SQLite file as an eor generatio
 SCHEMA_VERSION = 2  # 2: `meta` (token counts, confidence) and `used` (last read or write, for the size bound)
 _CHUNK = 500  # keys per SELECT ... IN (...), well under SQLite's limit on bound parameters
 
-_SCHEMA = (
+_SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, reader TEXT NOT NULL, output TEXT NOT NULL, "
     "seconds REAL NOT NULL, created REAL NOT NULL, meta TEXT, used REAL) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS generations_by_reader ON generations (reader)",
@@ -210,7 +210,7 @@ class GenerationCache:
                 rows = connection.execute(
                     f"SELECT key, reader, output, seconds, meta FROM generations WHERE key IN ({marks})", chunk
                 ).fetchall()
-                found.update((row[0], Generation(*row[:4], _meta(row[4]))) for row in rows)
+                found.update((row[0], Generation(row[0], row[1], row[2], row[3], _meta(row[4]))) for row in rows)
             if found:  # a read counts as a use: the least recently used entries go first
                 now = time.time()
                 try:
@@ -577,7 +577,7 @@ def format_stats(stats: CacheStats, *, limit: int = 20) -> str:
     return "\n".join(lines)
 
 
-def _size(count: int) -> str:
+def _size(count: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if count < 1024 or unit == "GB":
             return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"

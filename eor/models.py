@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from eor.atomic import atomic_file, write_text_atomically
 from eor.errors import DiskFullError, ModelNotFoundError
@@ -349,7 +349,7 @@ def resolve_model(name: str) -> Path | str:
     return name
 
 
-def is_gguf(location: Path | str) -> bool:
+def is_gguf(location: Path | str) -> TypeGuard[Path]:
     return isinstance(location, Path) and location.is_file() and location.suffix == ".gguf"
 
 

@@ -31,8 +31,9 @@ MAX_DEMONSTRATIONS = 4
 
 @dataclass(frozen=True)
 class PromptTemplates:
-    """The templates one ensemble uses, and the one builder of its answer prompts (the ensemble's members,
-    eRAG's document labels and utility all ask through `answer_prompt`); `{query}` and `{document}` are the
+    """The templates one ensemble uses, and the one builder of every prompt its reader sees: answers
+    (`answer_prompt`: the members, eRAG's document labels, utility), PK's background documents
+    (`parametric_prompt`) and @CP's summaries (`compression_prompt`); `{query}` and `{document}` are the
     placeholders. `max_document_words` cuts a prompt's document to that many words (None: never), so no
     prompt outgrows the reader's context; `templates_for(config)` takes it from the config."""
 
@@ -68,6 +69,15 @@ class PromptTemplates:
         if limits and len(words) > min(limits):
             document = " ".join(words[: min(limits)])
         return self.reading.format(query=query, document=document)
+
+    def parametric_prompt(self, query: str) -> str:
+        """PK's prompt: the reader writes a background document for the question (GenRead)."""
+        return self.parametric.format(query=query)
+
+    def compression_prompt(self, query: str, passages: list[tuple[str, str]]) -> str:
+        """@CP's prompt: the reader summarises the passages' document for the question (appendix C.2); the
+        document is never cut (the summary exists to shorten it)."""
+        return self.compression.format(query=query, document=self.document(passages))
 
     def document_words(self, passages: list[tuple[str, str]]) -> int:
         """The words of the passages' document, as `answer_prompt` counts them (before any cut)."""

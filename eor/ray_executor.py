@@ -34,7 +34,7 @@ from eor.stages.generation import GenerationStats
 try:
     import ray
 except ImportError:  # the optional extra eor[ray]; RayExecutor says how to install it
-    ray = None
+    ray = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from eor.executor import Answers, RunJob
@@ -195,6 +195,7 @@ class ReaderWorker:
         return [as_generated(text) for text in self.reader.generate(prompts, max_tokens)]
 
     def count_tokens(self, texts: list[str]) -> list[int]:
+        assert hasattr(self.reader, "count_tokens")  # the driver asks only a reader that counts tokens
         return [self.reader.count_tokens(text) for text in texts]
 
 

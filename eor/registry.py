@@ -103,6 +103,7 @@ class Registry(Generic[T]):
         return self._entries
 
     def _add_plugins(self) -> None:
+        assert self.group is not None  # a registry without a group has no plugins: they count as read (__init__)
         accept = self.accept if self.accept is not None else (lambda value: True)
         found: dict[str, T] = {}
         for point, loaded in entry_point_objects(self.group, accept, self.expected).items():

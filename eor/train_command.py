@@ -284,6 +284,7 @@ def _fit(name: str, arrays: VoteArrays, settings: VoteSettings) -> Any:
         if getattr(candidate.estimator, "train_score_", None) is None:
             candidate.estimator.train_score_ = mean_correctness(arrays.correctness, candidate.predict(arrays, rows))
         return candidate.estimator
+    assert hasattr(candidate, "member")  # no estimator: Top R (crossval.TopCandidate), which chose a member
     voter = Voter.uniform(
         len(arrays.data.names),
         only=candidate.member,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, overload
 
 from langchain_core.callbacks import CallbackManager, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -63,6 +63,19 @@ class EorRetriever(BaseRetriever):
             f"{type(self).__name__} implements neither _get_relevant_documents nor _batch_relevant_documents"
         )
 
+    # LangChain annotates `Runnable.batch` as list[Output] whatever `return_exceptions` says; with it, the list
+    # also holds exceptions, which the second overload says (hence the override).
+    @overload  # type: ignore[override]
+    def batch(
+        self,
+        inputs: list[str],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: Literal[False] = False,
+        **kwargs: Any,
+    ) -> list[list[Document]]: ...
+
+    @overload
     def batch(
         self,
         inputs: list[str],
@@ -70,7 +83,16 @@ class EorRetriever(BaseRetriever):
         *,
         return_exceptions: bool = False,
         **kwargs: Any,
-    ) -> list[list[Document] | Exception]:
+    ) -> list[list[Document] | Exception]: ...
+
+    def batch(
+        self,
+        inputs: list[str],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[list[Document]] | list[list[Document] | Exception]:
         """Runnable's `batch`: one `_batch_relevant_documents` call for all inputs where the class batches
         natively, else LangChain's default (`invoke` per input, concurrently). Per-call keywords (`k=` of
         `@k`) go through `invoke`. With `return_exceptions`, a batch that raises is retried query by query, so

@@ -25,7 +25,7 @@ from retrievers.index_store import index_folder, load_or_build
 
 __all__ = ["STOPWORDS", "BM25Retriever", "tokenize"]
 ENGINES = ("bm25s", "rank-bm25")
-DEFAULT_ENGINE = "bm25s"
+DEFAULT_ENGINE: Literal["bm25s", "rank-bm25"] = "bm25s"
 
 
 class BM25Retriever(SourceRetriever):

@@ -51,11 +51,11 @@ def tokenize(text: str) -> list[str]:
 
 
 class Chunk(NamedTuple):
-    """Pairs of the first pass for passages first..first+count-1: `<prefix>.terms`, `.counts`, `.uniques`."""
+    """Pairs of the first pass for passages first..first+size-1: `<prefix>.terms`, `.counts`, `.uniques`."""
 
     prefix: Path
     first: int
-    count: int
+    size: int  # not `count`, which would hide tuple.count
 
     def read(self, part: str) -> np.ndarray:
         return np.fromfile(self.prefix.with_suffix(f".{part}"), dtype="<i4")
@@ -158,7 +158,7 @@ def _second_pass(
         if not len(terms):  # passages without a token
             chunk.remove()
             continue
-        docs = np.repeat(np.arange(chunk.first, chunk.first + chunk.count, dtype=np.int64), chunk.read("uniques"))
+        docs = np.repeat(np.arange(chunk.first, chunk.first + chunk.size, dtype=np.int64), chunk.read("uniques"))
         # rank-bm25: idf * (q_freq * (k1 + 1) / (q_freq + k1 * (1 - b + b * doc_len / avgdl))), in that order
         contribution = idf[terms] * (tf * (k1 + 1) / (tf + k1 * ((1 - b) + b * lengths[docs] / avgdl)))
         order = np.argsort(terms, kind="stable")  # by term; passages stay ascending within a term

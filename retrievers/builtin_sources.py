@@ -6,6 +6,7 @@ HTTP library. Other packages add types through the entry point group `eor.source
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import Any
 
@@ -39,8 +40,12 @@ def _dense(source: str, params: dict[str, Any], context: BuildContext) -> EorRet
 
 
 def _parametric(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:
-    defaults = {"template": context.prompts.parametric, "max_tokens": context.parametric_max_tokens}
-    return ParametricRetriever(**{**defaults, **params, "source_name": source, "reader": context.reader})
+    own = dict(params)
+    prompts = context.prompts  # a source's own `template` replaces the config's PK prompt for this source
+    if "template" in own:
+        prompts = dataclasses.replace(prompts, parametric=own.pop("template"))
+    settings = {"max_tokens": context.parametric_max_tokens, **own}
+    return ParametricRetriever(**settings, prompts=prompts, source_name=source, reader=context.reader)
 
 
 def _none(source: str, params: dict[str, Any], context: BuildContext) -> EorRetriever:

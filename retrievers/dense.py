@@ -217,7 +217,7 @@ def _faiss_index(vectors: np.ndarray, factory: str, train_size: int = 100_000) -
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     dimension = vectors.shape[1]
     if factory == "Flat":
-        index = faiss.IndexFlatIP(dimension)
+        index: faiss.Index = faiss.IndexFlatIP(dimension)
     else:
         try:
             index = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)

@@ -94,6 +94,7 @@ def build_hybrid(source: str, params: dict[str, Any], context: BuildContext) -> 
         if not isinstance(spec, dict) or "source" not in spec or set(spec) - {"source", "depth"}:
             raise ConfigError(f"source {source!r}: parts[{n}] must be a source name or {{source: NAME, depth: N}}")
         name = str(spec["source"])
+        assert context.lookup is not None  # SourceType.create checks it: a hybrid source needs "sources"
         try:
             retriever = context.lookup(name)
         except RetrieverError as exc:

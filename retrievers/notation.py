@@ -54,7 +54,7 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import NoReturn, TypeAlias
+from typing import NoReturn, TypeAlias, cast
 
 from eor.errors import RetrieverError
 from retrievers.operator_type import operator_types
@@ -603,7 +603,7 @@ class _Parser:
                         f"keep one '@k', or use parentheses to truncate twice: '{regrouped}'",
                     )
                 topk_text = f"@{k}"
-                node = TopK(node, k)
+                node = TopK(node, cast(int, k))  # read_operator gives "K" with its number
             else:
                 verb = "rerank" if op == "RR" else f"apply @{op}"
                 if op in applied:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -14,9 +15,12 @@ from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 
 from eor.models import load_sentence_encoder, resolve_model
-from eor.prompts import COMPRESSION, PromptTemplates
+from eor.prompts import PromptTemplates
 from retrievers import notation
 from retrievers.base import EorRetriever, child_configs, passage
+
+if TYPE_CHECKING:
+    from eor.readers.base import Reader
 
 
 class TopK(EorRetriever):
@@ -140,7 +144,7 @@ class Rerank(EorRetriever):
     def _batch_relevant_documents(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
     ) -> list[list[Document]]:
-        results = []
+        results: list[list[Document]] = []
         for query, documents in zip(queries, self.child.batch(queries, child_configs(run_managers)), strict=True):
             chunks = [chunk for doc in documents for chunk in chunk_document(doc, self.chunk_words)]
             if not chunks:
@@ -168,7 +172,6 @@ class Compress(EorRetriever):
 
     child: EorRetriever
     reader: object
-    template: str = COMPRESSION
     max_tokens: int = 300
     prompts: object = PromptTemplates()
 
@@ -178,13 +181,15 @@ class Compress(EorRetriever):
     def _batch_relevant_documents(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
     ) -> list[list[Document]]:
+        # fields of any object for pydantic: eor's reader (eor.readers.base.Reader) and prompt templates
+        reader, templates = cast("Reader", self.reader), cast(PromptTemplates, self.prompts)
         children = self.child.batch(queries, child_configs(run_managers))
         todo = [(i, query, docs) for i, (query, docs) in enumerate(zip(queries, children, strict=True)) if docs]
-        documents = [
-            self.prompts.document([(d.metadata.get("title", ""), d.page_content) for d in docs]) for _, _, docs in todo
+        prompts = [
+            templates.compression_prompt(query, [(d.metadata.get("title", ""), d.page_content) for d in docs])
+            for _, query, docs in todo
         ]
-        prompts = [self.template.format(query=q, document=doc) for (_, q, _), doc in zip(todo, documents, strict=True)]
-        summaries = self.reader.generate(prompts, max_tokens=self.max_tokens) if prompts else []
+        summaries = reader.generate(prompts, max_tokens=self.max_tokens) if prompts else []
         results: list[list[Document]] = [[] for _ in queries]
         for (i, _, _), summary in zip(todo, summaries, strict=True):
             digest = hashlib.sha1(summary.encode()).hexdigest()[:12]

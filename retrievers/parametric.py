@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING, cast
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 
-from eor.prompts import PARAMETRIC
+from eor.prompts import PromptTemplates
 from retrievers.base import SourceRetriever, passage
+
+if TYPE_CHECKING:
+    from eor.readers.base import Reader
 
 
 class ParametricRetriever(SourceRetriever):
@@ -16,14 +20,16 @@ class ParametricRetriever(SourceRetriever):
 
     source_name: str = "PK"
     reader: object
-    template: str = PARAMETRIC
+    prompts: object = PromptTemplates()  # its `parametric_prompt` (eor.prompts, the one prompt builder)
     max_tokens: int = 256
 
     def _retrieve_uncached(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
     ) -> list[list[Document]]:
-        prompts = [self.template.format(query=query) for query in queries]
-        outputs = self.reader.generate(prompts, max_tokens=self.max_tokens)
+        # fields of any object for pydantic: eor's reader (eor.readers.base.Reader) and prompt templates
+        reader, templates = cast("Reader", self.reader), cast(PromptTemplates, self.prompts)
+        prompts = [templates.parametric_prompt(query) for query in queries]
+        outputs = reader.generate(prompts, max_tokens=self.max_tokens)
         return [
             [passage(text.strip(), id=_generated_id(self.source_name, text), source=self.source_name)]
             if text.strip()

@@ -156,7 +156,6 @@ class SourcePool:
                 return operators.Compress(
                     child=self._build(child),
                     reader=self.context.reader,
-                    template=self.context.prompts.compression,
                     max_tokens=self.context.compression_max_tokens,
                     prompts=self.context.prompts,
                 )

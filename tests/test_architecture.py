@@ -75,7 +75,6 @@ MAX_INNER_IMPORTS = 15
 #: what is over a limit today and its size now (lines; for "inner imports", the count): each may shrink, none
 #: may grow, and nothing else may join
 OVER = {
-    "eor/ensemble.py": 709,
     "retrievers/notation.py": 690,
     "eor/erag/evaluate.py": 601,
     "eor/generation_cache.py": 595,
@@ -83,13 +82,12 @@ OVER = {
     "eor/erag/run.py": 512,
     "voters/voter.py:Voter": 300,
     "voters/cascade.py:Cascade": 299,
-    "eor/ensemble.py:Ensemble": 299,
     "voters/selector.py:AnswerSelector": 275,
     "retrievers/notation.py:_Parser": 255,
     "eor/train_command.py:train": 111,
     "eor/readers/llamacpp.py:_chunk_aligned_llama": 77,
     "eor/runner.py:run": 73,
-    "eor/bench/figures.py:plot_cost": 73,
+    "eor/bench/figures.py:plot_cost": 68,
     "eor/design_command.py:design": 71,
     "eor/cli/learn.py:add_train": 70,
     "eor/erag/evaluate.py:evaluate": 67,

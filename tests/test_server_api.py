@@ -131,6 +131,7 @@ def test_nothing_failing_keeps_the_result_object_unchanged(ensemble) -> None:
         "abstained",
         "probability",
         "member",
+        "given_by",
         "members",
         "timings",
         "stages",

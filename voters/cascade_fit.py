@@ -24,8 +24,9 @@ order search and the steps of the chosen order share their fits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -103,7 +104,7 @@ class SelectorSettings:
     metrics: tuple[str, ...] = ("em", "f1", "cosine")
     C: float = 1.0  # noqa: N815 - scikit-learn's name
     correctness: str = "em"
-    metric_params: dict | None = None
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None
 
     def selector(self, members: Sequence[str]) -> AnswerSelector:
         return AnswerSelector(
@@ -148,7 +149,9 @@ class StepScores:
         features = self.features(subset)
         names = [self.names[m] for m in subset]
         return self.settings.selector(names).fit_features(
-            FeatureSet(features.names, features.matrix[rows]), self.labels[np.ix_(rows, list(subset))], names
+            FeatureSet(features.names, features.matrix[rows]),
+            self.labels[np.ix_(rows, np.asarray(subset, dtype=np.intp))],
+            names,
         )
 
     def of(self, subset: Sequence[int]) -> OutOfFold:
@@ -163,7 +166,8 @@ class StepScores:
         for held in self.parts:
             train = np.delete(self.rows, held)
             scores[held] = self.fit(subset, train).feature_scores(features[self.rows[held]])
-        same = self.blocks.same[np.ix_(self.rows, subset, subset)]
+        columns = np.asarray(subset, dtype=np.intp)
+        same = self.blocks.same[np.ix_(self.rows, columns, columns)]
         pick, top, margin = leading(scores, same)
         member = np.asarray(subset)[pick]
         return OutOfFold(pick, member, top, margin, self.labels[self.rows, member])
@@ -243,7 +247,8 @@ def step_probabilities(
         positions = list(positions)
         features = blocks.features(positions, selector.members_).matrix[rows]
         scores = selector.feature_scores(features)
-        pick, top, margin = leading(scores, blocks.same[np.ix_(rows, positions, positions)])
+        columns = np.asarray(positions, dtype=np.intp)
+        pick, top, margin = leading(scores, blocks.same[np.ix_(rows, columns, columns)])
         probability.append(calibration.probability(top, margin))
         picks.append(np.asarray(positions)[pick])
         scored.append(scores)

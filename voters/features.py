@@ -179,6 +179,7 @@ class CandidateBlocks:
 
     def _confidence_features(self, chosen: list[int], grid: tuple) -> np.ndarray:
         """(Q, S, 4): the candidate's mean, min and margin, and the others' confidence on its answer."""
+        assert self.confidence is not None  # the caller checks it
         own = self.confidence[:, chosen]  # (Q, S, 3)
         size = len(chosen)
         likely = np.nan_to_num(np.exp(own[:, :, 0]), nan=0.0)  # an unknown confidence backs no one

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -28,6 +29,33 @@ from voters.pooling import POOLINGS, pooling_bound
 #: the leader must lead by more than this (relative; above the vote's tie tolerance of 1e-9), so float noise
 #: cannot decide an early stop.
 MARGIN = 1e-8
+
+
+class SizedVoter(Protocol):
+    """A fitted voter's number of members (every voter has one)."""
+
+    @property
+    def n_members_(self) -> int: ...
+
+
+class BoundedVoter(SizedVoter, Protocol):
+    """What lazy voting reads of a fitted voter (voters.voter.Voter): its learned weights, pooling and
+    threshold, the members that take part in the vote, and the similarities of answers."""
+
+    @property
+    def metric_weights_(self) -> np.ndarray: ...
+    @property
+    def retriever_weights_(self) -> np.ndarray: ...
+    @property
+    def grounding_weight_(self) -> float | None: ...
+    @property
+    def pooling_(self) -> str: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def active_members_(self) -> list[int]: ...
+
+    def similarity_tensor(self, answers: Sequence[Sequence[str]]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -45,7 +73,7 @@ def supports_lazy_voting(voter: object) -> bool:
     return bool(getattr(voter, "admits_bound", False))
 
 
-def needed_members(voter: object) -> list[int]:
+def needed_members(voter: SizedVoter) -> list[int]:
     """Positions of the members whose answers can matter: a voter's `active_members_` where it drops some
     (the paper's voter: ω^r above the threshold), else all of them."""
     active = getattr(voter, "active_members_", None)
@@ -53,7 +81,7 @@ def needed_members(voter: object) -> list[int]:
 
 
 def lazy_decision(
-    voter: object,
+    voter: BoundedVoter,
     answers: dict[int, str],
     passages: dict[int, Sequence[str]],
     pending: Sequence[int],
@@ -80,7 +108,9 @@ def lazy_decision(
     if not waiting:
         return LazyState(True, done[leader], answers[done[leader]])
     metric_sum = float(np.sum(voter.metric_weights_))
-    pool_max = pooling_bound(voter.pooling_)(metric_sum)
+    bound = pooling_bound(voter.pooling_)
+    assert bound is not None  # supports_lazy_voting: the voter's pooling has an upper bound
+    pool_max = bound(metric_sum)
     grounding = voter.grounding_weight_ or 0.0
     weights = voter.retriever_weights_
     rivals = [float(weights[p]) * (pool_max + grounding) for p in waiting]
@@ -91,7 +121,7 @@ def lazy_decision(
 
 
 def _bounds(
-    voter: object,
+    voter: BoundedVoter,
     done: list[int],
     answers: dict[int, str],
     passages: dict[int, Sequence[str]],
@@ -118,7 +148,7 @@ def _bounds(
 
 
 def simulate(
-    voter: object, answers: Sequence[str], passages: Sequence[Sequence[str]], order: Sequence[int]
+    voter: BoundedVoter, answers: Sequence[str], passages: Sequence[Sequence[str]], order: Sequence[int]
 ) -> tuple[str, list[int]]:
     """Run the members of one question lazily in `order` (positions), using their known answers: the chosen
     answer and the positions that had to run. The replay of recorded runs (benchmarks/bench_lazy_voting.py)

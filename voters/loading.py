@@ -48,8 +48,8 @@ for _cls in (Voter, AnswerSelector, Cascade):
 
 def register_voter_kind(cls: type, *, replace: bool = False) -> type:
     """Make weights files whose `voter` field is `cls.kind` load as `cls` (a voters.protocol.FittedVoter)."""
-    check_voter_class(cls)
-    return VOTER_KINDS.register(cls.kind, cls, replace=replace)
+    voter_class = check_voter_class(cls)
+    return VOTER_KINDS.register(voter_class.kind, voter_class, replace=replace)
 
 
 def voter_kinds() -> dict[str, Any]:

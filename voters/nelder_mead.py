@@ -222,6 +222,7 @@ def search_weights(
             objective(x0)
             if refine:
                 _nelder_mead(objective, x0, max_weight, max_evals)
+            assert objective.best_x is not None  # objective(x0) above saw a point
             weights = objective.weights(objective.best_x)
             train_score = objective.best_value
             dev_score = None
@@ -230,6 +231,7 @@ def search_weights(
             improved = best is None or train_score > best.train_score
             if improved:
                 best = SearchResult(weights, train_score, dev_score, f"{pooling}/{name}", 0, history)
+            assert best is not None  # the first start improves on nothing
             event = {
                 "pooling": pooling,
                 "start": name,
@@ -246,6 +248,7 @@ def search_weights(
             if callback is not None:
                 callback(event)
         evaluations += objective.evaluations
+    assert best is not None  # _check_search: a pooling at least; _starts: the uniform start at least
     best.evaluations = evaluations
     return best
 

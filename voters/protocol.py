@@ -78,8 +78,9 @@ def confidence_kwargs(voter: Any, confidence: Any) -> dict[str, Any]:
     return {"confidence": confidence} if getattr(voter, "uses_confidence_", False) else {}
 
 
-def check_voter_class(cls: Any) -> None:
-    """ConfigError unless `cls` is a voter class: a non-empty string `kind` and FittedVoter's methods."""
+def check_voter_class(cls: Any) -> type[FittedVoter]:
+    """`cls`, checked: ConfigError unless it is a voter class, a non-empty string `kind` and FittedVoter's
+    methods."""
     kind = getattr(cls, "kind", None)
     if not isinstance(cls, type) or not isinstance(kind, str) or not kind:
         raise ConfigError(f"a voter is a class with a non-empty string `kind`, got {cls!r}")
@@ -87,6 +88,7 @@ def check_voter_class(cls: Any) -> None:
     missing = [name for name in methods if not callable(getattr(cls, name, None))]
     if missing:
         raise ConfigError(f"voter {kind!r} ({cls.__name__}) lacks {', '.join(missing)} (see voters.protocol)")
+    return cls
 
 
 class SimpleVoter(VoterEstimator):

@@ -177,7 +177,7 @@ class AnswerSelector(VoterEstimator):
         self.metric_names_ = list(self.metrics)
         self.metadata_: dict[str, Any] = getattr(self, "metadata_", {})
         chosen = choose(self.feature_scores(features.matrix))
-        self.train_score_ = mean_correctness(np.asarray(labels, dtype=float), chosen)
+        self.train_score_: float | None = mean_correctness(np.asarray(labels, dtype=float), chosen)
         return self
 
     # -- prediction ---------------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ class SmoothObjective:
         everyone = np.ones(self.m, dtype=bool)
         if pooling == "mean":  # per-metric pooled means (Q, M, K): pooled = P @ ω^s
             eye = np.eye(self.k)
-            self.per_metric = np.stack(
+            self.per_metric: np.ndarray | None = np.stack(
                 [self.scorer.pooled(eye[k], everyone, "mean", threshold) for k in range(self.k)], -1
             )
         else:
@@ -98,6 +98,7 @@ class SmoothObjective:
         else:
             pooled = self.scorer.pooled(metric, self.everyone, self.pooling, self.threshold)
         if self.use_grounding:
+            assert self.scorer.grounding is not None  # smooth_search checks it: grounding=True needs the features
             pooled = pooled + grounding * self.scorer.grounding
         value, d_scores = expected_correctness(member * pooled, self.data.correctness, self.settings.temperature)
         gradient = np.zeros_like(x)
@@ -158,6 +159,7 @@ def smooth_search(
             "adaptive": True,
         },
     )
+    assert objective.best_x is not None  # objective(start) above saw a point
     weights: Weights = objective.weights(objective.best_x)
     dev_score = mean_chosen(dev.scorer, dev.correctness, weights, threshold, member_threshold) if dev else None
     event = {

@@ -198,7 +198,7 @@ class Voter(VoterEstimator):
         dev_data = dev if dev is None or isinstance(dev, VoteData) else VoteData(*dev)
         result = search(FitSettings.of(self.get_params()), train, dev_data, callback)
         self.set_weights(result.weights)
-        self.train_score_ = result.train_score
+        self.train_score_: float | None = result.train_score
         self.dev_score_ = result.dev_score
         self.best_start_ = result.start
         self.n_evaluations_ = result.evaluations

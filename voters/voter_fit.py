@@ -141,7 +141,7 @@ def search(
 def _smooth_search(
     settings: FitSettings, train: VoteData, poolings: list[str], dev: VoteData | None, max_evals: int
 ) -> SearchResult:
-    best = None
+    best: SearchResult | None = None
     for pooling in poolings:
         result = smooth_search(
             train,
@@ -156,4 +156,5 @@ def _smooth_search(
         )
         if best is None or result.train_score > best.train_score:
             best = result
+    assert best is not None  # search: one pooling at least
     return best

@@ -89,7 +89,7 @@ def subset_frontier(data: RunData, labels: np.ndarray, matrix: np.ndarray, seed:
     else:
         subsets = _greedy_subsets(scores, n_members)
         search = "greedy forward and backward selection"
-    entries = [
+    entries: list[dict[str, Any]] = [
         {
             "members": [data.names[m] for m in subset],
             "accuracy": scores.of(subset).accuracy,
@@ -97,7 +97,7 @@ def subset_frontier(data: RunData, labels: np.ndarray, matrix: np.ndarray, seed:
         }
         for subset in subsets
     ]
-    frontier = []
+    frontier: list[dict[str, Any]] = []
     for entry in sorted(entries, key=lambda e: (e["seconds"], -e["accuracy"])):
         if not frontier or entry["accuracy"] > frontier[-1]["accuracy"]:
             frontier.append(entry)

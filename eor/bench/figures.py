@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.plotting import pyplot
+from eor.plotting import label_apart, plain_log_axis, pyplot
 
 DPI = 120
 ERROR_TITLES = {
@@ -283,11 +283,10 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
     plt = pyplot()
     metric = report["metric"]
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for name, entry in cost["members"].items():
-        ax.scatter(entry["seconds"], 100 * entry[metric], color="#90a4ae", zorder=3)
-        ax.annotate(
-            name, (entry["seconds"], 100 * entry[metric]), fontsize=8, xytext=(4, 3), textcoords="offset points"
-        )
+    points = {name: (entry["seconds"], 100 * entry[metric]) for name, entry in cost["members"].items()}
+    for seconds, accuracy in points.values():
+        ax.scatter(seconds, accuracy, color="#90a4ae", zorder=3)
+    label_apart(ax, points, fontsize=8)
     top = report["top_r"]
     ax.scatter(
         cost["members"][top["member"]]["seconds"],
@@ -306,7 +305,7 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
         "-",
         color="#1565c0",
         marker=".",
-        label="frontier of member subsets (selector, cross-validated)",
+        label="frontier of member subsets (selector cross-validated within these records: descriptive)",
     )
     full = cost["full_selector"]
     ax.scatter(
@@ -318,16 +317,7 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
         zorder=4,
         label="selector, every member (cross-validated)",
     )
-    cascade = cost.get("cascade")
-    if cascade:
-        points = cascade["points"]
-        ax.plot(
-            [p["seconds"] for p in points],
-            [100 * p["accuracy"] for p in points],
-            "-o",
-            color="#2e7d32",
-            label="cascade at max loss " + ", ".join(f"{p['max_loss']:g}" for p in points),
-        )
+    _cascade_points(ax, cost.get("cascade"))
     ax.scatter(
         cost["eor_seconds"],
         100 * report["eor"][metric],
@@ -339,14 +329,33 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
     )
     positive = min(entry["seconds"] for entry in cost["members"].values()) > 0
     if positive:  # records with no measured time (all zero) keep a linear axis
-        ax.set_xscale("log")
-    unit = "seconds" if cost["unit"] == "seconds" else "seconds, from tokens"
+        plain_log_axis(ax)
+    rates = cost.get("rates") or {}
+    unit = (
+        "seconds"
+        if cost["unit"] == "seconds" or not rates
+        else f"seconds from tokens at {rates['prompt']:.0f} prompt / {rates['generated']:.0f} generated per second"
+    )
     ax.set_xlabel(f"mean cost per question ({unit}{', log scale' if positive else ''})")
     ax.set_ylabel(f"{metric_label(metric)} (%)")
     ax.set_title(f"Accuracy against cost ({report['questions']} questions)", fontsize=11)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="center right", fontsize=8)  # the lower right holds the members that seldom answer right
     return _save(fig, path)
+
+
+def _cascade_points(ax: Any, cascade: dict[str, Any] | None) -> None:
+    """A cascade's operating points, one per tolerance, joined (none without a cascade)."""
+    if not cascade:
+        return
+    points = cascade["points"]
+    ax.plot(
+        [p["seconds"] for p in points],
+        [100 * p["accuracy"] for p in points],
+        "-o",
+        color="#2e7d32",
+        label="cascade at max loss " + ", ".join(f"{p['max_loss']:g}" for p in points),
+    )
 
 
 def plot_design(report: dict[str, Any], path: Path) -> Path | None:

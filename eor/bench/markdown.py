@@ -39,7 +39,7 @@ def accuracy_section(report: dict[str, Any]) -> list[str]:
     rows = [row(_escape(name), report["members"][name]) for name in report["names"]]
     top = report["top_r"]
     train = report.get("top_r_train")
-    same = bool(train) and train.get("member") == top["member"]
+    same = bool(train and train.get("member") == top["member"])
     if same:
         rows.append(row(f"**Top R** ({_escape(top['member'])}: best here and on the training records)", top))
     else:

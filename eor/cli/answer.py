@@ -157,6 +157,23 @@ def add_serve(commands: Commands) -> None:
         action="store_true",
         help="serve an address other than 127.0.0.1/localhost without an API key (refused otherwise)",
     )
+    _limit_options(serve)
+    all_members_option(serve)
+    serve.add_argument(
+        "--reports", metavar="DIR", help="the benchmark reports the page lists: every folder under DIR with a report.md"
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="lines logged by eor and uvicorn (default info: one per request)",
+    )
+    cache_options(serve)
+    serve.set_defaults(handler=cmd_serve, log_format=SERVER_LOG_FORMAT)
+
+
+def _limit_options(serve: argparse.ArgumentParser) -> None:
+    """What one request and the whole server may take: timeouts, batch, body, queue, shutdown grace."""
     limits = serve.add_argument_group("limits")
     limits.add_argument(
         "--member-timeout",
@@ -188,15 +205,3 @@ def add_serve(commands: Commands) -> None:
         help="on SIGTERM, the questions accepted are answered if their measured answer time fits within SECONDS, "
         "the others get 503 with Retry-After (default 25: within Kubernetes' 30 s)",
     )
-    all_members_option(serve)
-    serve.add_argument(
-        "--reports", metavar="DIR", help="the benchmark reports the page lists: every folder under DIR with a report.md"
-    )
-    serve.add_argument(
-        "--log-level",
-        default="info",
-        choices=["debug", "info", "warning", "error"],
-        help="lines logged by eor and uvicorn (default info: one per request)",
-    )
-    cache_options(serve)
-    serve.set_defaults(handler=cmd_serve, log_format=SERVER_LOG_FORMAT)

@@ -91,11 +91,11 @@ def as_passage(document: Any) -> Passage:
     LangChain-style Document (`page_content`, `metadata`) as a Passage."""
     if isinstance(document, Passage):
         return document
-    if isinstance(document, str):
-        text, title, doc_id = document, "", None
-    elif isinstance(document, Mapping):
+    if isinstance(document, Mapping):  # first: `text` may be None (checked below)
         text = next((document[key] for key in ("text", "page_content", "contents") if key in document), None)
         title, doc_id = document.get("title") or "", document.get("id")
+    elif isinstance(document, str):
+        text, title, doc_id = document, "", None
     elif hasattr(document, "page_content"):
         metadata = getattr(document, "metadata", None) or {}
         text, title, doc_id = document.page_content, metadata.get("title") or "", metadata.get("id")

@@ -130,7 +130,7 @@ def _per_question_markdown(data: dict[str, Any]) -> list[str]:
 
 
 def _best(correlation: dict[str, dict[str, Any]]) -> tuple[str | None, float | None]:
-    scored = [(m, c.get("kendall_tau")) for m, c in correlation.items() if c.get("kendall_tau") is not None]
+    scored = [(m, tau) for m, c in correlation.items() if (tau := c.get("kendall_tau")) is not None]
     return max(scored, key=lambda item: item[1]) if scored else (None, None)
 
 
@@ -166,7 +166,8 @@ def _cost_rows(entries: dict[str, dict[str, Any]], columns: tuple[tuple[str, str
     """One row per named entry: its name, then each column's value, formatted."""
     rows = []
     for name, entry in entries.items():
-        rows.append([name, *(_f(entry.get(key), 3 if digits is None else digits) for _, key, digits in columns[1:])])
+        cells = [_f(None if key is None else entry.get(key), 3 if d is None else d) for _, key, d in columns[1:]]
+        rows.append([name, *cells])
     return _table([header for header, _, _ in columns], rows)
 
 

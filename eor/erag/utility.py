@@ -71,7 +71,7 @@ def pair_scorer(similarity: Similarity) -> Callable[[Sequence[tuple[str, str]]],
         from voters.similarity import build_metric
 
         similarity = build_metric(similarity)
-    if callable(getattr(similarity, "score_pairs", None)):
+    if hasattr(similarity, "score_pairs") and callable(similarity.score_pairs):
         metric = similarity
         return lambda pairs: [float(value) for value in metric.score_pairs(list(pairs))] if pairs else []
     if callable(similarity):
@@ -168,7 +168,7 @@ def evaluate_utility(
     """
     ks, orders, ids = _check_utility_inputs(retrieval_results, references, questions, relevant, ks, orders)
     texts = {qid: str(qid if questions is None else questions[qid]) for qid in ids}
-    refs = {qid: [references[qid]] if isinstance(references[qid], str) else list(references[qid]) for qid in ids}
+    refs = {qid: [ref] if isinstance(ref := references[qid], str) else list(ref) for qid in ids}
     passages = {qid: [as_passage(doc) for doc in retrieval_results[qid]] for qid in ids}
     oracles = None if oracle is None else {qid: [as_passage(doc) for doc in oracle.get(qid, [])] for qid in ids}
     contexts = {qid: _contexts(passages[qid], None if oracles is None else oracles[qid], ks, orders) for qid in ids}
@@ -183,7 +183,7 @@ def evaluate_utility(
     settings = list(contexts[ids[0]]) if ids else []
     result_questions = []
     for qid in ids:
-        ranked = {setting: oracles[qid] if setting == "oracle" else passages[qid] for setting in settings}
+        ranked = {s: oracles[qid] if s == "oracle" and oracles is not None else passages[qid] for s in settings}
         gold_ids = None if relevant is None else {str(pid) for pid in relevant[qid]}
         result_questions.append(
             _question_entry(qid, texts[qid], answer, performance, contexts[qid], ranked, gold_ids, ks, epsilon)

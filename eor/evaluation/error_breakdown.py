@@ -196,7 +196,7 @@ def error_indicators(
     e_h = np.zeros_like(e_r)
     ok = np.zeros_like(e_r)
     for m in range(n_members):
-        for col, n in enumerate(kept):
+        for col, n in enumerate(kept.tolist()):
             passages = _normalized_passages(retrieved[m][n])  # once per cell: retrieved texts are long
             e_r[m, col] = not any(_contained(gold, passages) for gold in golds[n])
             e_h[m, col] = not _contained(answers[m][n], passages)

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -114,7 +115,7 @@ class BatchedReader:
             self.last_seconds = [done[prompt].seconds for prompt in prompts]
         return [done[prompt] for prompt in prompts]
 
-    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[Generated | tuple[str, float]]:
+    def _generate_batch(self, prompts: list[str], max_tokens: int) -> Sequence[Generated | tuple[str, float] | str]:
         """A completion per prompt; the default runs prompts one by one through `_generate_one`."""
         results = []
         for prompt in prompts:

@@ -136,6 +136,7 @@ class EndpointPool:
 
     def _after_check(self, endpoint: Endpoint, healthy: bool) -> None:
         if healthy:
+            assert endpoint.down_since is not None  # a check runs only while its endpoint is down
             log.warning("reader endpoint %s is back after %.1f s", endpoint.url, time.monotonic() - endpoint.down_since)
             endpoint.down_since = None
         else:

@@ -46,7 +46,9 @@ class TransformersReader(BatchedReader):
         if self._tokenizer.pad_token is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
         self._tokenizer.padding_side = "right" if self.seq2seq else "left"
-        self._model = loader.from_pretrained(location, **extra).to(device).eval()
+        # Any: transformers' `to` (under functools.wraps) does not type-check as a method
+        loaded: Any = loader.from_pretrained(location, **extra)
+        self._model = loaded.to(device).eval()
         self._revision = getattr(config, "_commit_hash", None)
         self._identity: str | None = None
 
@@ -70,7 +72,9 @@ class TransformersReader(BatchedReader):
     def _format(self, prompt: str) -> str:
         if not self.seq2seq and getattr(self._tokenizer, "chat_template", None):
             messages = [{"role": "user", "content": prompt}]
-            return self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            text = self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            assert isinstance(text, str)  # tokenize=False: the prompt as text
+            return text
         return prompt
 
     def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[Generated]:
@@ -113,7 +117,7 @@ class TransformersReader(BatchedReader):
             return [None] * len(generated)
         steps = [logits.float().cpu().numpy() for logits in decoded.logits]  # per step (B, V)
         tokens = output[:, -len(steps) :].cpu().numpy() if steps else output.cpu().numpy()
-        confidences = []
+        confidences: list[Confidence | None] = []
         for row, count in enumerate(generated):
             recorder = StepRecorder()
             for step in range(min(count, len(steps))):

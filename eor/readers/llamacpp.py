@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,7 @@ def _chunk_aligned_llama() -> type:
             """Evaluate the next prompt from an empty cache (after a failure the cache may be partial)."""
             self.previous_prompt = []
 
-        def generate(self, tokens: Any, reset: bool = True, **kwargs: Any) -> Any:
+        def generate(self, tokens: Any, reset: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
             tokens = list(tokens)
             if self._dry_run:
                 raise _PromptTokens(tokens)
@@ -184,7 +185,7 @@ class LlamaCppReader(BatchedReader):
         self.confidence = record_confidence  # the capability: what this reader's completions carry
         self._identity: str | None = None
         self._model = None
-        self._decoder = None
+        self._decoder: MultiSequenceDecoder | None = None
 
     @property
     def loaded(self) -> bool:
@@ -247,7 +248,7 @@ class LlamaCppReader(BatchedReader):
         self._generate_one(prompt, 1)
         return self._llm.prompt_logits.tobytes()
 
-    def _generate_batch(self, prompts: list[str], max_tokens: int) -> list[Generated | tuple[str, float]]:
+    def _generate_batch(self, prompts: list[str], max_tokens: int) -> Sequence[Generated | tuple[str, float] | str]:
         if self.parallel < 2 or len(prompts) < 2 or max_tokens <= self.parallel_min_tokens:
             return super()._generate_batch(prompts, max_tokens)
         return self._decode_together(prompts, max_tokens)

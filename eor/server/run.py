@@ -13,11 +13,12 @@ from typing import Any
 import uvicorn
 
 from eor.config import load_config
-from eor.ensemble import Ensemble, check_member_names, check_voter_config
+from eor.ensemble import Ensemble
 from eor.errors import ConfigError, EorError
 from eor.generation_cache import CacheSetting, open_cache
 from eor.server.app import create_app
 from eor.server.settings import ServerSettings
+from eor.validation import check_member_names, check_voter_config
 from voters import load_voter
 
 log = logging.getLogger(__name__)

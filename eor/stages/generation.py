@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -282,7 +282,7 @@ class GenerationStage:
         found = self.cache.get_many(keys.values())
         return {prompt: Completion.from_cache(found[key]) for prompt, key in keys.items() if key in found}
 
-    def _generate(self, prompts: list[str], max_tokens: int | None, replace: set[str] = frozenset()) -> dict:
+    def _generate(self, prompts: list[str], max_tokens: int | None, replace: Set[str] = frozenset()) -> dict:
         """The reader's completions of distinct `prompts` (one call), stored in the cache before returning;
         the entries of `replace` (regenerated for what they lacked) overwrite the old ones."""
         with self._lock:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -66,7 +67,7 @@ class RetrievalStage:
         results: list[list[Any] | Exception] = []
         for question in questions:
             try:
-                results.append(self._guarded(name, lambda question=question: batch([question])[0], timeout))
+                results.append(self._guarded(name, partial(batch, [question]), timeout)[0])
             except Exception as exc:
                 results.append(exc)
         return results

@@ -70,7 +70,7 @@ class VoteStage:
         if self.right is None:
             return None
         names = list(scores)
-        values = [[-np.inf if scores[n] is None else scores[n] for n in names]]
+        values = np.array([[-np.inf if scores[n] is None else scores[n] for n in names]], dtype=float)
         found = evidence(
             values,
             [[ballots[n].answer for n in names]],

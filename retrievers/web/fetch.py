@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, TypeVar, overload
 from urllib.parse import urljoin
 
 from eor.errors import RetrieverError
@@ -89,11 +90,12 @@ class PageFetcher:
             started = time.monotonic()
             # Each hop connects to the address its check returned: the name is not resolved again.
             with pinned_session(address) as session:
+                get = partial(
+                    session.get, current, headers=headers, stream=True, allow_redirects=False, timeout=self.timeout
+                )
                 try:
                     response = send_with_retries(
-                        lambda session=session, current=current: session.get(
-                            current, headers=headers, stream=True, allow_redirects=False, timeout=self.timeout
-                        ),
+                        get,
                         self.retries,
                         what=f"fetch {current}",
                         read_timeouts=False,  # a page that did not answer in time is one of many: not asked again
@@ -112,7 +114,11 @@ class PageFetcher:
                     return self._page(url, current, response, started)
         raise PageFetchError(f"cannot fetch {url}: more than {self.max_redirects} redirects")
 
-    def fetch_many(self, urls: list[str], fetch: Callable[[str], T] | None = None) -> dict[str, T | Exception]:
+    @overload
+    def fetch_many(self, urls: list[str]) -> dict[str, FetchedPage | Exception]: ...
+    @overload
+    def fetch_many(self, urls: list[str], fetch: Callable[[str], T]) -> dict[str, T | Exception]: ...
+    def fetch_many(self, urls: list[str], fetch: Callable[[str], Any] | None = None) -> dict[str, Any]:
         """Each URL's result (or the exception it raised), fetched by at most `workers` threads."""
         return map_concurrently(fetch or self.fetch, urls, self.workers)
 

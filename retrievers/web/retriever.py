@@ -161,10 +161,12 @@ class WebSearchRetriever(SourceRetriever):
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
     ) -> list[list[Document]]:
         searched = map_concurrently(self.search, queries, self.workers)
+        hits: list[list[SearchHit]] = []
         for query in queries:
-            if isinstance(searched[query], Exception):
-                raise searched[query]
-        hits = [searched[query] for query in queries]
+            found = searched[query]
+            if isinstance(found, Exception):
+                raise found
+            hits.append(found)
         return [self._layout(chosen) for chosen in self._select(hits)]
 
     def _page_count(self, len_hits: int) -> int:

@@ -49,9 +49,9 @@ def _pair(metric: SimilarityMetric, a: str, b: str) -> tuple[str, str]:
 
 def _scores(metric: SimilarityMetric, pairs: list[tuple[str, str]], cache: PairScoreCache | None) -> np.ndarray:
     known: dict[tuple[str, str], float] = {}
-    use_cache = cache is not None and metric.cacheable
-    if use_cache:
-        known = cache.get_many(metric.cache_key(), pairs)
+    store = cache if cache is not None and metric.cacheable else None
+    if store is not None:
+        known = store.get_many(metric.cache_key(), pairs)
     missing = [pair for pair in pairs if pair not in known]
     started = time.perf_counter()
     if missing:
@@ -63,8 +63,8 @@ def _scores(metric: SimilarityMetric, pairs: list[tuple[str, str]], cache: PairS
             )
         computed = np.clip(computed, 0.0, 1.0)
         fresh = dict(zip(missing, computed.tolist(), strict=True))
-        if use_cache:
-            cache.put_many(metric.cache_key(), fresh.items())
+        if store is not None:
+            store.put_many(metric.cache_key(), fresh.items())
         known.update(fresh)
     log.info(
         "similarity %s: %d distinct pairs, %d from the cache, %d computed in %.1f s",
