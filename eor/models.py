@@ -54,7 +54,10 @@ class PackagedModel:
         if self.assembled is not None:
             target = self.assembled()
             return ("ready" if target.exists() else "assembled on first use"), target
-        path = self.locate()
+        try:
+            path = self.locate()
+        except ModelNotFoundError:  # its metadata is there, its files are not
+            return "files missing", None
         return ("ready" if path.exists() else "files missing"), path
 
 

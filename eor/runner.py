@@ -278,8 +278,9 @@ def _answer_missing(ensemble: Any, batch: list[Record], missing: list[str]) -> l
     questions = [Question(record.id, record.question, record.answers) for record in batch]
     try:
         return ensemble.answer_batch(questions, members=missing, lazy=False)
-    except EorError:
+    except EorError as exc:
         if len(batch) == 1:
+            log.warning("%s", str(exc).splitlines()[0])  # the reason, once per question
             return [None]
     return [_answer_missing(ensemble, [record], missing)[0] for record in batch]
 
@@ -334,7 +335,8 @@ def retry_failed_members(ensemble: Any, out: Path, questions: list[Any]) -> str:
         retried += 1
         try:
             result = ensemble.answer_batch([by_id[record.id]], members=failed, lazy=False)[0]
-        except EorError:  # every one of them failed again: the record stays as it was
+        except EorError as exc:  # every one of them failed again: the record stays as it was
+            log.warning("%s", str(exc).splitlines()[0])
             continue
         recovered += len(result.members)
         members = {**record.members, **result.members}

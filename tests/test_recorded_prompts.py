@@ -7,10 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from langchain_core.documents import Document
 
 from eor.config import EnsembleConfig, from_dict, load_config
 from eor.members import member_templates
+from eor.prompts import COMPRESSION, PARAMETRIC, PromptTemplates
 from eor.records import iter_records, read_header
+from eor.stages.reading import ReadingStage
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = sorted((ROOT / "docs" / "records").glob("*.jsonl.gz"))
@@ -36,16 +39,27 @@ def test_every_records_file_is_covered() -> None:
 @pytest.mark.parametrize("file", RECORDS, ids=[file.name for file in RECORDS])
 def test_every_recorded_answer_prompt_is_rebuilt_byte_for_byte(file: Path) -> None:
     config = _prompt_config(file)
-    templates: dict = {}
+    reading = ReadingStage(None, {}, config.max_document_words)  # what the ensemble asks for each member
     checked, differing = 0, []
     for record in iter_records(file):
         for name, output in record.members.items():
             assert output.prompt is not None, f"{file.name}: {record.id} {name} has no prompt"
-            if name not in templates:
-                templates.update(member_templates(config, [name]))
-            passages = [(passage.get("title", ""), passage["text"]) for passage in output.passages]
+            if name not in reading.prompts:
+                reading.prompts.update(member_templates(config, [name]))
+            documents = [
+                Document(p["text"], metadata={"id": p.get("id"), "title": p.get("title", "")}) for p in output.passages
+            ]
             kept = output.document_cut["kept_words"] if output.document_cut else None
             checked += 1
-            if templates[name].answer_prompt(record.question, passages, kept) != output.prompt:
+            if reading.prompt(name, record.question, documents, kept) != output.prompt:
                 differing.append(f"{record.id} {name}")
     assert checked >= 400 and differing == [], differing[:10]
+
+
+def test_pk_and_cp_prompts_are_the_papers_templates() -> None:
+    """PK's and @CP's prompts come from the same builder, and are the templates of eor.prompts filled in."""
+    templates = PromptTemplates()
+    question, passages = "who wrote hamlet", [("Hamlet", "A tragedy by William Shakespeare."), ("", "Elsinore.")]
+    assert templates.parametric_prompt(question) == PARAMETRIC.format(query=question)
+    document = "Hamlet\nA tragedy by William Shakespeare.\n\nElsinore."
+    assert templates.compression_prompt(question, passages) == COMPRESSION.format(query=question, document=document)

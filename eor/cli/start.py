@@ -82,9 +82,6 @@ def _cache_file(args: argparse.Namespace) -> Path:
     return path
 
 
-# -- options shared by several commands: each defined once, with one meaning ---------------------------------
-
-
 def add_init(commands: Commands) -> None:
     init = commands.add_parser("init", help="a folder to start from: an editable config, a corpus, questions")
     init.add_argument("folder", help="the folder to write (created if missing)")

@@ -230,9 +230,10 @@ def _completion(model: str, result: Answered, passages: bool) -> dict[str, Any]:
 def _usage(result: Any) -> dict[str, Any] | None:
     """OpenAI's `usage`: the reader's tokens summed over the members that ran, from their counts (prompt
     tokens in all, those kept from an earlier prompt as `cached_tokens`; generated as completion tokens);
-    None when no member's reader counted them (a cache hit keeps its counts; some servers give none)."""
-    counted = [output.tokens for output in result.members.values() if output.tokens is not None]
-    if not counted:
+    None when a member's counts are unknown (a document it generated was read from the cache; some servers
+    give none), since a partial sum would pass for the total."""
+    counted = [output.tokens for output in result.members.values()]
+    if not counted or any(tokens is None for tokens in counted):  # a partial sum would pass for the total
         return None
     prompt = sum(tokens["prompt"] + tokens.get("reused", 0) for tokens in counted)
     generated = sum(tokens["generated"] for tokens in counted)
@@ -264,7 +265,7 @@ def _add_health_route(app: FastAPI, worker: EnsembleWorker, models: list[str]) -
     @app.get(
         "/healthz",
         response_model=Health,
-        responses={503: {"model": Health, "description": "loading, failed or stopped"}},
+        responses={503: {"model": Health, "description": "loading, draining, failed or stopped"}},
         tags=["health"],
         summary="200 once the models are loaded, 503 before",
     )
@@ -354,7 +355,12 @@ async def _stream(body: dict[str, Any]) -> AsyncIterator[str]:
     content = body["choices"][0]["message"]["content"]
     delta = {"role": "assistant", "content": content}
     first = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-    last = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "eor": body["eor"]}
+    last = {
+        **base,
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": body["usage"],
+        "eor": body["eor"],
+    }
     for chunk in (first, last):
         yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
     yield "data: [DONE]\n\n"

@@ -202,7 +202,7 @@ class ModelList(BaseModel):
 
 
 class Health(BaseModel):
-    status: str = Field(description="ok, loading, failed or stopped")
+    status: str = Field(description="ok, loading, draining (shutting down), failed or stopped")
     members: list[str] = Field(default_factory=list)
     models: list[str] = Field(default_factory=list)
     waiting: int = Field(default=0, description="questions queued")

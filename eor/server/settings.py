@@ -68,10 +68,15 @@ class ServerSettings:
             value = getattr(self, name)
             if value is None and name == "member_timeout":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ConfigError(f"{name} must be a number of seconds ≥ 0, got {value!r}")
-            if value == 0 and name != "shutdown_grace":
-                raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
+            least = 0 if name == "shutdown_grace" else math.ulp(0.0)  # a grace may be 0; a timeout may not
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < least
+            ):
+                kind = "a number of seconds ≥ 0" if least == 0 else "a positive number of seconds"
+                raise ConfigError(f"{name} must be {kind}, got {value!r}")
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be between 0 and 65535, got {self.port!r}")
         if self.api_key is not None and not self.api_key.strip():

@@ -176,20 +176,26 @@ class EnsembleWorker:
                     break
                 batch.append(more)
             # A request that timed out while queued has cancelled its future: skip it.
-            live = self._within_grace([job for job in batch if job.future.set_running_or_notify_cancel()])
+            live = [job for job in batch if job.future.set_running_or_notify_cancel()]
             groups: dict[tuple[tuple[str, ...] | None, float | None], list[Job]] = {}
             for job in live:
                 groups.setdefault((job.members, job.risk), []).append(job)
             for (members, _), jobs in groups.items():
-                self._answer(jobs, members)
+                if fitting := self._within_grace(jobs):  # each group is one call: checked when its turn comes
+                    self._answer(fitting, members)
 
     def _within_grace(self, jobs: list[Job]) -> list[Job]:
         """While draining, the jobs whose answers fit before the deadline at the measured seconds per question
-        (all of them before any was measured); the others get ShuttingDownError now."""
-        if self._deadline is None or self.seconds_per_question is None:
+        (before any was measured: one, while any grace is left); the others get ShuttingDownError now."""
+        if self._deadline is None:
             return jobs
         left = self._deadline - time.monotonic()
-        fitting = max(0, int(left // self.seconds_per_question)) if left > 0 else 0
+        if left <= 0:
+            fitting = 0
+        elif self.seconds_per_question is None:
+            fitting = 1
+        else:
+            fitting = int(left // self.seconds_per_question)
         for job in jobs[fitting:]:
             job.future.set_exception(
                 ShuttingDownError(
@@ -227,6 +233,7 @@ class EnsembleWorker:
                 return
             if not isinstance(exc, EorError):  # a bug: the request gets a 500, the log the traceback
                 log.exception("answering a question failed")
+            self._measured(time.monotonic() - started, 1)  # a failure takes time too (the shutdown grace)
             jobs[0].future.set_exception(exc)
             return
         self._measured(time.monotonic() - started, len(jobs))

@@ -4,7 +4,7 @@ prompt of a batch in one call, and turns each completion into the member's `Memb
 prompt, seconds, tokens, the reader's confidence).
 
 Failure policy: a member's completion that raises, or comes back empty, fails that member on that question
-alone (its reason recorded in `failed`; `strict` raises it instead). A prompt over the reader's context is
+alone (its reason recorded in `failures`; `strict` raises it instead). A prompt over the reader's context is
 asked again with its document cut to half its words, then half again (at most MAX_CUTS times); the cut is
 recorded in the output (`document_cut`) and named in a warning, and a prompt still over the context after
 that fails its member.
