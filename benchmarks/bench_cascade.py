@@ -3,7 +3,9 @@ question and members run, for the cascade at several tolerances against the full
 voter and Top R, all trained on the same training records and scored on the same held-out ones.
 
 A member's cost on a question is its recorded seconds (retrieval plus generation), or its token counts at
-the reader's rates where the records hold them (eor.costs); a full-pool voter runs every member, Top R one.
+the reader's rates where the records hold them (eor.costs), the rates of the training records (the weights
+file's `meta.costs`, else fitted to the training records' seconds: never refitted on the scored records); a
+full-pool voter runs every member, Top R one.
 The cascade's tolerances replay the thresholds its weights file holds (chosen on held-out training
 questions), so nothing here is chosen on the scored records. The difference of the cascade at the file's
 own threshold against the full-pool selector comes with its paired bootstrap 95% interval and an exact
@@ -58,10 +60,9 @@ def trained_paper_voter(train_path: Path, names: list[str]):
 def main(argv: list[str] | None = None) -> int:
     from eor.bench.stats import Bootstrap, paired_test
     from eor.correctness import correctness_matrix
-    from eor.costs import member_costs
+    from eor.costs import member_costs, trained_rates, unit_label
     from eor.run_data import load_run
-    from voters import load_voter
-    from voters.protocol import confidence_kwargs
+    from voters import VoteBatch, load_voter
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train", default=str(ROOT / "docs/records/nq-train.jsonl.gz"))
@@ -76,16 +77,21 @@ def main(argv: list[str] | None = None) -> int:
     names = list(cascade.members_)
     data = load_run(args.dev, names)
     selector = load_voter(args.selector, members=names)
-    costs = member_costs(data, args.cost)
+    # charged at the rates of the training records (the weights file's, else fitted to the training records'
+    # seconds), as the cascade was trained: never refitted on dev
+    rates = trained_rates(cascade) or member_costs(load_run(args.train, names), args.cost).rates
+    costs = member_costs(data, args.cost, rates)
     em = correctness_matrix(data.answers, data.golds, "em")
     f1 = correctness_matrix(data.answers, data.golds, "f1")
     pool = costs.matrix.sum(axis=1)
     everyone = np.full(data.questions, float(len(names)))
     systems = {}
-    known = data.confidence if data.has_confidence else None
-    full = selector.predict(data.answers, data.passages, data.texts, **confidence_kwargs(selector, known))
+    batch = VoteBatch(
+        data.answers, data.passages, data.texts, confidence=data.confidence if data.has_confidence else None
+    )
+    full = selector.predict(batch)
     systems["selector, every member"] = figures(full, pool, everyone, em, f1)
-    paper = trained_paper_voter(Path(args.train), names).predict(data.answers, data.passages, data.texts)
+    paper = trained_paper_voter(Path(args.train), names).predict(batch)
     systems["paper's voter, every member"] = figures(paper, pool, everyone, em, f1)
     top = names.index(cascade.metadata_["top_r_train"]["member"])
     picks = np.full(data.questions, top)
@@ -93,18 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     own = None
     for loss in LOSSES:
         threshold = cascade.at_loss(loss / 100).threshold
-        chosen, stops = cascade.replay(data.answers, data.passages, data.texts, threshold, known)
+        chosen, stops = cascade.replay(batch, threshold)
         label = f"cascade, max loss {loss:g} (P ≥ {threshold:.3f})"
         systems[label] = figures(chosen, cascade.spent(costs.matrix, stops), stops + 1.0, em, f1)
         if threshold == cascade.threshold_:
             own = chosen
     if own is None:
-        own = cascade.predict(data.answers, data.passages, data.texts, known)
+        own = cascade.predict(batch)
     rows = np.arange(data.questions)
     test = paired_test(em[rows, own], em[rows, full], Bootstrap.draw(data.questions, 2000, 0))
     agree = float(np.mean([data.answers[q][own[q]] == data.answers[q][full[q]] for q in rows]))
 
-    unit = "s" if costs.unit == "seconds" else "s (from tokens)"
+    unit = unit_label(costs.unit, costs.rates) + (", fitted on the training records" if costs.rates else "")
     print(f"{data.questions} questions of {args.dev}; cost per question in {unit}, every member {pool.mean():.2f}")
     print(f"{'system':<44} {'EM':>6} {'F1':>6} {'cost':>7} {'p90':>7} {'share':>6} {'members':>8}")
     for label, row in systems.items():
@@ -123,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             "questions": data.questions,
             "records": shown(args.dev),
             "cost_unit": costs.unit,
+            "rates": costs.rates,
             "pool_cost": float(pool.mean()),
             "systems": systems,
             "cascade_minus_selector": {key: test[key] for key in ("difference", "ci", "p_value", "test")},

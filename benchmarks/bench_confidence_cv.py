@@ -45,9 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError(f"{args.records}: no member answer carries the reader's confidence")
     settings = VoteSettings()
     results = {}
+    arrays = vote_arrays(data, settings)
     for label, use in (("with confidence", True), ("without confidence", False)):
-        arrays = vote_arrays(data, replace(settings, confidence=use))
-        results[label] = out_of_fold(arrays, ["top", "selector"], settings, args.folds, args.seed).scores
+        results[label] = out_of_fold(
+            arrays, ["top", "selector"], replace(settings, confidence=use), args.folds, args.seed
+        ).scores
     with_conf, without = results["with confidence"]["selector"], results["without confidence"]["selector"]
     top = results["with confidence"]["top"]
     shared = Bootstrap.draw(data.questions, 2000, args.seed)

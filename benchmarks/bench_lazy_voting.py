@@ -28,13 +28,14 @@ def member_seconds(records: list, names: list[str]) -> np.ndarray:
 
 
 def replay(data, records: list, voter) -> dict:
+    from voters import VoteBatch
     from voters.lazy import simulate
 
     names = list(voter.members_)
     columns = [data.names.index(name) for name in names]
     answers = [[row[c] for c in columns] for row in data.answers]
     passages = [[row[c] for c in columns] for row in data.passages]
-    full = voter.predict(answers, passages, data.texts)
+    full = voter.predict(VoteBatch(answers, passages, data.texts))
     costs = member_seconds(records, names)
     order = [int(m) for m in np.argsort(costs, kind="stable")]
     by_id = {r.id: r for r in records}

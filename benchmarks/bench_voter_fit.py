@@ -2,8 +2,8 @@
 
 Synthetic data of the paper's size (NQ-like 1,566 questions, 16 members, metrics em, f1, cosine): member m is
 right with probability p_m (0.15 .. 0.50); a wrong member picks one of four distractors of its question, some
-of which share words with the gold answer. The similarity tensor is built once (timed separately), then
-`Voter.fit_tensor` runs the whole Nelder-Mead search with its restarts. For comparison, a handful of
+of which share words with the gold answer. The batch's similarity tensor is built once (timed separately),
+then `Voter.fit` on that batch runs the whole Nelder-Mead search with its restarts on it. For comparison, a handful of
 objective evaluations that recompute the similarities (as a naive implementation would, with the encoder
 already loaded and no disk cache) are timed and extrapolated to the number of evaluations the fit used.
 
@@ -54,14 +54,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     metrics = tuple(args.metrics.split(","))
 
-    from voters import Voter, correctness_matrix, similarity_tensor
+    from voters import VoteBatch, Voter, correctness_matrix, similarity_tensor
     from voters.scoring import VoteScorer, choose
 
     print("command:", shlex.join([sys.executable, *sys.argv]))
     answers, golds = synthetic(args.questions, args.members, args.seed)
     correct = correctness_matrix(answers, golds)
+    batch = VoteBatch(answers, golds=golds)
     started = time.perf_counter()
-    tensor = similarity_tensor(answers, metrics)
+    tensor = batch.similarity(metrics)  # computed once: the fit below reads it
     build_seconds = time.perf_counter() - started
     shape = f"{args.questions} questions x {args.members} members x {len(metrics)} metrics"
     print(f"data: {shape} ({', '.join(metrics)})")
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
 
     voter = Voter(metrics=metrics, pooling=args.pooling, seed=args.seed)
     started = time.perf_counter()
-    voter.fit_tensor(tensor, correct)
+    voter.fit(batch)
     fit_seconds = time.perf_counter() - started
     evaluations = voter.n_evaluations_
     per_eval = fit_seconds / evaluations
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
         f"full fit on the tensor: {fit_seconds:.2f} s for {evaluations} objective evaluations "
         f"({per_eval * 1e3:.3f} ms each, search overhead included)"
     )
-    uniform = Voter.uniform(args.members, metrics=metrics, pooling=args.pooling).score_tensor(tensor, correct)
+    uniform = Voter.uniform(args.members, metrics=metrics, pooling=args.pooling).score(batch)
     print(
         f"train EM: voter {voter.train_score_:.4f} (from start {voter.best_start_}), best single member "
         f"{correct.mean(axis=0).max():.4f}, uniform weights {uniform:.4f}; "

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     from eor.config import load_config
     from eor.correctness import correctness_matrix
     from eor.run_data import load_run
-    from voters import load_voter
+    from voters import VoteBatch, load_voter
     from voters.right import RightModel, choice_evidence
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -34,9 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     cascade = load_voter(args.weights, members=config.members)
     model = RightModel.from_voter(cascade)
     data = load_run(args.records, config.members)
-    confidence = data.confidence or None
-    _, stops = cascade.replay(data.answers, data.passages, data.texts, confidence=confidence)
-    found = choice_evidence(cascade, data.answers, data.passages, data.texts, confidence)
+    batch = VoteBatch(data.answers, data.passages, data.texts, confidence=data.confidence or None)
+    _, stops = cascade.replay(batch)
+    found = choice_evidence(cascade, batch)
     probability = model.probability(found)
     right = correctness_matrix(data.answers, data.golds, args.metric)[np.arange(data.questions), found.pick] >= 0.5
     levels = [row for row in model.thresholds if row["alpha"] in (0.2, 0.3, 0.4)]

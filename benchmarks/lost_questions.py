@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     from eor.correctness import correctness_matrix
     from eor.design_command import in_context
     from eor.run_data import load_run
-    from voters import load_voter
+    from voters import VoteBatch, load_voter
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(ROOT / "configs/nq-designed.yaml"))
@@ -36,9 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     voter = load_voter(args.weights, members=config.members)
     stops = None
     if getattr(voter, "kind", None) == "cascade":
-        picks, stops = voter.replay(data.answers, data.passages, data.texts, confidence=data.confidence)
+        picks, stops = voter.replay(VoteBatch(data.answers, data.passages, data.texts, confidence=data.confidence))
     else:
-        picks = voter.predict(data.answers, data.passages, data.texts)
+        picks = voter.predict(VoteBatch(data.answers, data.passages, data.texts))
     picks = np.asarray(picks, dtype=int)
     right = correctness_matrix(data.answers, data.golds, "em", data.texts) >= 0.5  # (Q, M)
     rows = np.arange(data.questions)

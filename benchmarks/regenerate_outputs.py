@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         report = out / "reports" / Path(name).stem
         eor(
             "bench",
+            "--frontier",
             dev,
             *(NQ if dev.startswith(f"{R}/nq-") else []),
             "--weights",
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         stem = Path(dev).name.split(".")[0]
         eor(
             "bench",
+            "--frontier",
             dev,
             *(NQ if stem == "nq-dev" else []),
             "--out",
@@ -119,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     cascade = out / "weights" / "nq-offline-cascade.json"
     eor(
         "bench",
+        "--frontier",
         f"{R}/nq-dev.jsonl.gz",
         *NQ,
         "--weights",

@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     from eor.costs import member_costs, prompt_replay
     from eor.readers import build_reader
     from eor.run_data import load_run
-    from voters import load_voter
+    from voters import VoteBatch, load_voter
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(ROOT / "configs/nq-offline.yaml"), help="the pool's config")
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     cascade = load_voter(args.weights, members=config.members)
     data = load_run(args.records, config.members)
     replay = prompt_replay(data, build_reader(config.reader).chat_tokens, rates, config.reader.llama_cpp.prefix_chunk)
-    _, stops = cascade.replay(data.answers, data.passages, data.texts, confidence=data.confidence)
+    _, stops = cascade.replay(VoteBatch(data.answers, data.passages, data.texts, confidence=data.confidence))
     order = [data.names.index(name) for name in cascade.order_]
     recorded = member_costs(data, "tokens", rates).matrix
     print(f"{data.questions} questions, {prompt:g} prompt / {generated:g} generated tokens per second")

@@ -32,7 +32,7 @@ def replayed(config_path: Path, weights: Path, records: str, rates: dict[str, fl
     from eor.costs import prompt_replay
     from eor.readers import build_reader
     from eor.run_data import load_run
-    from voters import load_voter
+    from voters import VoteBatch, load_voter
 
     config = load_config(config_path)
     data = load_run(records, config.members)
@@ -41,10 +41,10 @@ def replayed(config_path: Path, weights: Path, records: str, rates: dict[str, fl
     right = correctness_matrix(data.answers, data.golds, "em", data.texts) >= 0.5  # (Q, M)
     rows = np.arange(data.questions)
     if getattr(voter, "kind", None) == "cascade":
-        picks, stops = voter.replay(data.answers, data.passages, data.texts, confidence=data.confidence)
+        picks, stops = voter.replay(VoteBatch(data.answers, data.passages, data.texts, confidence=data.confidence))
         seconds = replay.spent([data.names.index(name) for name in voter.order_], stops)
     else:
-        picks = voter.predict(data.answers, data.passages, data.texts)
+        picks = voter.predict(VoteBatch(data.answers, data.passages, data.texts))
         seconds = replay.spent(list(range(len(data.names))))
     return {
         "ids": data.ids,

@@ -29,7 +29,7 @@ probabilities (voters.right) and applied to the logistic fitted on every row; th
 and its minimum coverage were chosen after looking at the same training questions; and the skip of step 4
 is exact only given the probabilities. The held-out dev figures are the evidence.
 
-`thresholds` applies it to a grid of α (`ALPHAS`) at δ = `DELTA` (eor.crossval's `calibrate` fits a voter's
+`thresholds` applies it to a grid of α (`ALPHAS`) at δ = `DELTA` (eor.calibration's `calibrate` fits a voter's
 P(right) and these thresholds on training records), and `abstention` decides at answer time: answer when
 P(right) is at least the threshold of the largest α of the grid not above the risk asked for.
 """

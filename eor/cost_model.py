@@ -5,7 +5,7 @@ A pilot run (`eor run` on a few questions) gives everything measured on the user
 its `generation.json` holds the prompt tokens the reader evaluated and the tokens it generated, with the
 seconds of each phase, and the run's wall seconds. Then, for Q questions on R replicas:
 
-    reader seconds = Q × (P / prompt_rate + G / generation_rate)
+    reader seconds = Q × (P / prompt_rate + G / generation_rate)      (eor.costs.reader_seconds)
     wall seconds   = reader seconds × overhead / R
 
 where P and G are the pilot's tokens per question, the rates are the pilot's (or those of the target
@@ -15,14 +15,13 @@ seconds (retrieval, encoders, voting, loading: what is not the reader).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from eor.costs import reader_seconds
 from eor.errors import InputError
-from eor.records import read_records
-from eor.runner import GENERATION_FILE
+from eor.run_folder import GENERATION_FILE, RunFolder
 
 
 @dataclass(frozen=True)
@@ -46,16 +45,17 @@ class Pilot:
     def from_run(cls, folder: str | Path) -> Pilot:
         """The pilot of a run folder written by `eor run` (its records and generation.json)."""
 
-        file = Path(folder) / GENERATION_FILE
+        run = RunFolder(Path(folder))
+        file = run.file(GENERATION_FILE)
         if not file.is_file():
             raise InputError(f"{file} not found: a pilot is a folder written by `eor run` (without --no-cache hits)")
-        stats = json.loads(file.read_text())
+        stats = run.read_generation()
         if stats.get("grew"):
             raise InputError(
                 f"{file}: the latest `eor run` of this folder grew its records by new members, so its figures are "
                 "theirs alone: a pilot is the whole pool run on a few questions into a new folder"
             )
-        questions = stats.get("questions") or len(read_records(folder))
+        questions = stats.get("questions") or len(run.read_records())
         if not stats.get("prompt_seconds") or not stats.get("generation_seconds"):
             raise InputError(f"{file}: the reader reported no token timings (llama.cpp reports them; read from cache?)")
         reader_seconds = stats["prompt_seconds"] + stats["generation_seconds"]
@@ -83,10 +83,9 @@ def estimate(
         raise InputError("the estimate needs at least one question and one replica")
     prompt_rate = prompt_rate or pilot.prompt_rate
     generation_rate = generation_rate or pilot.generation_rate
-    prompt_seconds = questions * pilot.prompt_tokens / prompt_rate
-    generation_seconds = questions * pilot.generated_tokens / generation_rate
-    reader_seconds = prompt_seconds + generation_seconds
-    wall_seconds = reader_seconds * pilot.overhead / replicas
+    rates = {"prompt": prompt_rate, "generated": generation_rate}
+    seconds = reader_seconds(questions * pilot.prompt_tokens, questions * pilot.generated_tokens, rates)
+    wall_seconds = seconds * pilot.overhead / replicas
     return {
         "questions": questions,
         "replicas": replicas,
@@ -94,8 +93,8 @@ def estimate(
         "generated_tokens": round(questions * pilot.generated_tokens),
         "prompt_rate": prompt_rate,
         "generation_rate": generation_rate,
-        "reader_seconds": reader_seconds,
-        "reader_hours": reader_seconds / 3600,
+        "reader_seconds": seconds,
+        "reader_hours": seconds / 3600,
         "wall_seconds": wall_seconds,
         "wall_hours": wall_seconds / 3600,
         "pilot": asdict(pilot),

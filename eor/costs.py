@@ -1,6 +1,11 @@
-"""What running a member costs on a question, from records alone.
+"""The one cost model: what running a member costs on a question, in reader seconds.
 
-Two measures (DESIGN §9):
+Every cost eor reports or optimises comes from here: `eor bench`'s cost section and figures, the cascade's
+member costs (`eor train`), the pool design's replay (`eor design`), the planner (`eor plan`, eor.cost_model)
+and the live ensemble's order of lazy voting (`Ensemble.cost`). One formula turns tokens into seconds,
+`reader_seconds`; `describe_rates` states the rates wherever a figure from tokens is printed.
+
+Two measures:
 
 - `seconds`: the member's recorded wall seconds (retrieval plus generation, PK's and @CP's documents
   included). Measured in batches, sometimes beside other jobs: contention inflates it.
@@ -10,6 +15,12 @@ Two measures (DESIGN §9):
   the records' own seconds by non-negative least squares (the reader's mean rates over the run).
 
 `member_costs(data, "auto")` uses tokens where every member of every question has them, else seconds.
+Records benchmarked with a weights file are charged at the rates of the voter's training records
+(`trained_rates`: `eor train` stores its cost model in the weights file's `meta.costs`), so a cost on dev is
+at the same rates as the cascade's training, not refitted on dev.
+
+Before a member of a live ensemble has been measured, its expected seconds (`expected_seconds`) are the
+weights file's training cost, else a prior from its notation (`notation_prior`: for ordering only).
 
 Prompt tokens kept from the prompt before depend on which prompt ran before, so a recorded count holds the
 order `eor run` happened to use. `PromptReplay` charges members as another order would run them: the
@@ -21,15 +32,16 @@ exceed its answer prompt's) keeps nothing, since its own generation ran just bef
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from eor.errors import InputError
 from eor.readers.llamacpp import reusable_prefix
 from eor.run_data import RunData
+from retrievers import notation
 
 UNITS = ("auto", "seconds", "tokens")
 
@@ -48,6 +60,22 @@ class MemberCosts:
 
     def mean(self) -> np.ndarray:
         return self.matrix.mean(axis=0)
+
+
+def reader_seconds(prompt_tokens: Cost, generated_tokens: Cost, rates: Mapping[str, float]) -> Cost:
+    """The reader's seconds for these tokens at `rates` (tokens per second, "prompt" and "generated"): the one
+    formula from tokens to seconds."""
+    return prompt_tokens / rates["prompt"] + generated_tokens / rates["generated"]
+
+
+def describe_rates(rates: Mapping[str, float]) -> str:
+    """The rates as every printed figure states them: "281 prompt / 60 generated tokens per second"."""
+    return f"{rates['prompt']:.0f} prompt / {rates['generated']:.0f} generated tokens per second"
+
+
+def unit_label(unit: str, rates: Mapping[str, float] | None) -> str:
+    """How a cost's unit is printed: "s" for recorded seconds, else seconds from tokens at the rates."""
+    return "s" if unit == "seconds" or not rates else f"s (from tokens at {describe_rates(rates)})"
 
 
 def token_counts(data: RunData) -> np.ndarray | None:
@@ -88,8 +116,53 @@ def member_costs(data: RunData, unit: str = "auto", rates: dict[str, float] | No
     if tokens is None:
         raise InputError("the records hold no token counts (written before eor recorded them); use seconds")
     used = rates or fit_rates(tokens, seconds)
-    matrix = tokens[..., 0] / used["prompt"] + tokens[..., 1] / used["generated"]
+    matrix = reader_seconds(tokens[..., 0], tokens[..., 1], used)
     return MemberCosts(matrix, "tokens", seconds, dict(used))
+
+
+def training_costs(costs: MemberCosts, names: Sequence[str]) -> dict[str, Any]:
+    """The cost model of a voter's training records, as `eor train` stores it in the weights file
+    (`meta.costs`): the unit, the rates (tokens only) and each member's mean cost per question."""
+    means = costs.mean()
+    return {
+        "unit": costs.unit,
+        "rates": costs.rates,
+        "members": {name: float(means[m]) for m, name in enumerate(names)},
+    }
+
+
+def trained_rates(voter: Any) -> dict[str, float] | None:
+    """The token rates a voter's training records were charged at (its weights file's `meta.costs`), or None."""
+    stored = (getattr(voter, "metadata_", None) or {}).get("costs") or {}
+    rates = stored.get("rates")
+    return {"prompt": float(rates["prompt"]), "generated": float(rates["generated"])} if rates else None
+
+
+def expected_seconds(name: str, voter: Any) -> float:
+    """A member's expected seconds per question before a live ensemble has measured it: its mean cost on the
+    voter's training records (the weights file's `meta.costs`), else `notation_prior`."""
+    stored = (getattr(voter, "metadata_", None) or {}).get("costs") or {}
+    trained = (stored.get("members") or {}).get(name)
+    return float(trained) if trained is not None else notation_prior(name)
+
+
+def notation_prior(name: str) -> float:
+    """A member's cost before anything was measured, for ordering only: about a second per passage it reads,
+    ten per generated background document or summary (PK, @CP), one for the question itself."""
+    try:
+        tree = notation.parse(name)
+    except Exception:  # an unusual name: ordered last among the unmeasured
+        return 100.0
+    cost = 1.0
+    for node in notation.walk(tree):
+        match node:
+            case notation.Compress() | notation.Source(name="PK"):
+                cost += 10.0
+            case notation.TopK(k=k):
+                cost += k
+            case notation.Pick():
+                cost += 1.0
+    return cost
 
 
 @dataclass(frozen=True)
@@ -126,7 +199,7 @@ class PromptReplay:
         return reusable_prefix(list(before), list(self.tokens[q][member]), self.chunk)
 
     def _seconds(self, prompt: Cost, generated: Cost) -> Cost:
-        return prompt / self.rates["prompt"] + generated / self.rates["generated"]
+        return reader_seconds(prompt, generated, self.rates)
 
     def after(self, previous: int | None, member: int) -> np.ndarray:
         """Per question, the seconds of `member` run right after `previous` (None: first)."""

@@ -1,11 +1,13 @@
 """Voter candidates and K-fold cross-validation over training records (folds by question, seeded).
 
 Every candidate learns from the rows (questions) of a training fold and chooses a member for each row of
-the held-out fold; the similarity tensor, correctness, grounding and selector features are computed once
-for all questions (`VoteArrays`), so a fold only slices arrays. Top R is itself a candidate: the member
-most often right on the training fold. The out-of-fold choices give each candidate one correctness value
-per question, compared with Top R's on the same questions (paired bootstrap interval of the difference,
-exact McNemar test).
+the held-out fold. The records are one batch (voters.batch.VoteBatch, `VoteArrays.batch`), and every fold
+fits and predicts on views of it through the voters' one API (`fit(X)`, `predict(X)`): the similarity
+tensor, correctness, grounding and selector features are computed once for all questions, so a fold only
+slices arrays. Top R is itself a candidate: the member most often right on the training fold. The
+out-of-fold choices give each candidate one correctness value per question, compared with Top R's on the
+same questions (paired bootstrap interval of the difference, exact McNemar test). A candidate's P(right),
+fitted on its out-of-fold choices: eor.calibration.
 
     top         the best member of the training fold alone (Top R)
     paper       the paper's voter: metric and member weights by Nelder-Mead on the step objective
@@ -13,6 +15,7 @@ exact McNemar test).
     smooth      the paper's voter fitted on the softmax surrogate, polished on the step objective
     smooth-grounding   the same with ω^g
     selector    the learned answer selector (logistic regression over candidate features)
+    cascade     the cascade of answer selectors (cost-aware: see COST_AWARE)
 
 Other code adds candidates with `register_candidate` (a `Candidate` subclass whose `voter_class` is the
 fitted voter's class, voters.protocol), and other packages through the entry point group `eor.voters` (each
@@ -34,19 +37,19 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from eor.abstention import DELTA, thresholds
 from eor.bench.stats import Bootstrap, paired_test
-from eor.costs import member_costs
+from eor.costs import MemberCosts, member_costs
 from eor.errors import ConfigError, InputError
 from eor.registry import Registry
 from eor.run_data import RunData
-from voters import Voter, choose, correctness_matrix, grounding_features, similarity_tensor
+from voters import Voter
+from voters.batch import VoteBatch
 from voters.cascade import DEFAULT_MAX_LOSS, Cascade
-from voters.features import FeatureSet, candidate_blocks
+from voters.features import CandidateBlocks
 from voters.folds import fold_split
 from voters.loading import register_voter_kind
-from voters.protocol import FittedVoter, check_voter_class, confidence_kwargs
-from voters.right import ALL, Evidence, RightModel, evidence, fit_right
+from voters.protocol import FittedVoter, check_voter_class
+from voters.right import Evidence, choice_evidence, evidence
 from voters.selector import AnswerSelector
 
 log = logging.getLogger(__name__)
@@ -73,67 +76,74 @@ class VoteSettings:
     confidence: bool = True  # the selector's (and the cascade's) confidence features, where records have them
 
 
+def run_batch(data: RunData) -> VoteBatch:
+    """A run's records as the batch every voter reads (voters.batch): answers, passages, question texts, gold
+    answers and the reader's confidence."""
+    return VoteBatch(data.answers, data.passages, data.texts, golds=data.golds, confidence=data.confidence or None)
+
+
 @dataclass
 class VoteArrays:
-    """Everything candidates learn from, for all questions of a run, computed once."""
+    """A run's records as one batch (`batch`), and what cross-validation reads of them for every question
+    under the settings they were made with: each answer's correctness (Q, M), the candidate feature blocks
+    (voters.features), and each member's cost per question (eor.costs; None when the records hold no
+    seconds)."""
 
     data: RunData
-    tensor: np.ndarray  # (Q, M, M, K)
-    correctness: np.ndarray  # (Q, M)
-    grounding: np.ndarray  # (Q, M)
-    features: Any  # voters.features.FeatureSet (Q, M, F)
-    blocks: Any = None  # voters.features.CandidateBlocks: the features of any member subset
-    costs: Any = None  # eor.costs.MemberCosts, or None when the records hold no seconds
+    batch: VoteBatch
+    correctness: np.ndarray
+    blocks: CandidateBlocks
+    costs: MemberCosts | None = None
 
     @property
     def questions(self) -> int:
-        return self.tensor.shape[0]
+        return len(self.batch)
+
+    def take(self, rows: np.ndarray) -> VoteBatch:
+        """The questions at `rows`, with the members' costs: a view of `batch`, which shares what it computed."""
+        whole = self.batch if self.costs is None else self.batch.with_costs(self.costs.matrix, self.costs.unit)
+        return whole.take(rows)
+
+
+def vote_arrays(data: RunData, settings: VoteSettings) -> VoteArrays:
+    """The records of `data` as one batch, with the similarities, correctness and candidate blocks that
+    `settings` ask for computed for every question (the reader's confidence in the blocks where
+    `settings.confidence` and the records hold it), and the members' costs (`settings.cost_unit`)."""
+    batch = run_batch(data)
+    s = settings
+    blocks, _ = batch.blocks(s.metrics, s.metric_params, s.cache_dir, confidence=s.confidence)
+    try:
+        costs = member_costs(data, s.cost_unit)
+    except InputError:
+        costs = None
+    return VoteArrays(data, batch, batch.correctness(s.correctness), blocks, costs)
 
 
 def without_confidence(arrays: VoteArrays) -> VoteArrays:
-    """The same arrays with the reader's confidence left out of the selector's features."""
-    blocks = replace(arrays.blocks, confidence=None)
-    return replace(arrays, blocks=blocks, features=blocks.features(range(len(arrays.data.names)), arrays.data.names))
+    """The same arrays with the reader's confidence left out of the candidate blocks (what settings with
+    `confidence=False` compute)."""
+    return replace(arrays, blocks=replace(arrays.blocks, confidence=None))
 
 
 def confidence_choice(arrays: VoteArrays, settings: VoteSettings, k: int, seed: int) -> dict[str, Any]:
     """Whether the selector's features keep the reader's confidence, by k-fold cross-validation of the
     selector with and without it on the same folds: kept only when strictly better (simpler on a tie).
     `{"used": bool, "with": mean, "without": mean, "folds": k}`."""
-    plain = without_confidence(arrays)
     means = {
-        label: float(out_of_fold(candidate_arrays, ["selector"], settings, k, seed).scores["selector"].mean())
-        for label, candidate_arrays in (("with", arrays), ("without", plain))
+        label: float(
+            out_of_fold(arrays, ["selector"], replace(settings, confidence=used), k, seed).scores["selector"].mean()
+        )
+        for label, used in (("with", True), ("without", False))
     }
     return {"used": means["with"] > means["without"], **means, "folds": k}
 
 
-def vote_arrays(data: RunData, settings: VoteSettings) -> VoteArrays:
-    tensor = similarity_tensor(
-        data.answers, list(settings.metrics), cache=settings.cache_dir, metric_params=settings.metric_params
-    )
-    confidence = data.confidence if settings.confidence and data.has_confidence else None
-    blocks = candidate_blocks(tensor, data.answers, data.passages, data.texts, settings.metrics, confidence)
-    try:
-        costs = member_costs(data, settings.cost_unit)
-    except InputError:
-        costs = None
-    return VoteArrays(
-        data=data,
-        tensor=tensor,
-        correctness=correctness_matrix(data.answers, data.golds, settings.correctness),
-        grounding=grounding_features(data.answers, data.joined),
-        features=blocks.features(range(len(data.names)), data.names),
-        blocks=blocks,
-        costs=costs,
-    )
-
-
 class Candidate:
-    """A voter to cross-validate: `fit(arrays, rows)` then `predict(arrays, rows)` -> chosen member per row;
-    `estimator` is the fitted voter, an instance of `voter_class` (None for Top R, which `eor train` saves
-    as a single-member voter). By default `predict` asks the estimator about the rows' answers, passages
-    and questions."""
+    """A voter to cross-validate. `template(arrays)` gives its unfitted voter (an estimator of `voter_class`,
+    voters.protocol); `fit(arrays, rows)` fits an unfitted copy of it (`sklearn.base.clone`) on the training
+    questions `rows` (the voter's `fit(X)`, X their batch: `VoteArrays.take`); `predict(arrays, rows)` then
+    chooses a member per row (`predict(X)`). `estimator` is the fitted voter; Top R has none (`eor train`
+    saves it as a single-member voter)."""
 
     name = "candidate"
     voter_class: type | None = None
@@ -142,30 +152,16 @@ class Candidate:
         self.settings = settings
         self.estimator: Any = None
 
-    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
-        """Fit an unfitted copy (`sklearn.base.clone`) of `template(arrays)` on the training questions `rows`;
-        a candidate may instead override `fit` and set `estimator` itself."""
-        self.estimator = self.fit_voter(clone(self.template(arrays)), arrays, rows)
-        return self
-
     def template(self, arrays: VoteArrays) -> Any:
         """The unfitted voter (an estimator of `voter_class`) that `fit` fits a clone of."""
         raise NotImplementedError
 
-    def fit_voter(self, voter: Any, arrays: VoteArrays, rows: np.ndarray) -> Any:
-        """`voter` fitted on the training questions `rows`."""
-        raise NotImplementedError
+    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
+        self.estimator = clone(self.template(arrays)).fit(arrays.take(rows))
+        return self
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        data = arrays.data
-        picked = [int(i) for i in rows]
-        known = confidence_kwargs(self.estimator, [data.confidence[i] for i in picked] if data.confidence else None)
-        return self.estimator.predict(
-            [data.answers[i] for i in picked],
-            [data.passages[i] for i in picked],
-            [data.texts[i] for i in picked],
-            **known,
-        )
+        return self.estimator.predict(arrays.take(rows))
 
     def answer(self, arrays: VoteArrays, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(chosen member, cost of the members that ran) per row; a voter of the full pool runs every member
@@ -173,20 +169,8 @@ class Candidate:
         return self.predict(arrays, rows), _pool_cost(arrays, rows)
 
     def evidence(self, arrays: VoteArrays, rows: np.ndarray) -> Evidence:
-        """The evidence of its choice per row (voters.right), from its decision scores (`scores`)."""
-        return _evidence(arrays, rows, self.scores(arrays, rows))
-
-    def scores(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        """Its decision scores (R, M) of the rows' answers, whose argmax `predict` chooses."""
-        data = arrays.data
-        picked = [int(i) for i in rows]
-        known = confidence_kwargs(self.estimator, [data.confidence[i] for i in picked] if data.confidence else None)
-        return self.estimator.decision_scores(
-            [data.answers[i] for i in picked],
-            [data.passages[i] for i in picked],
-            [data.texts[i] for i in picked],
-            **known,
-        )
+        """The evidence of its choice per row (voters.right)."""
+        return choice_evidence(self.estimator, arrays.take(rows))
 
 
 class TopCandidate(Candidate):
@@ -204,11 +188,13 @@ class TopCandidate(Candidate):
         costs = arrays.costs.matrix[rows, self.member] if arrays.costs is not None else np.full(len(rows), np.nan)
         return self.predict(arrays, rows), costs
 
-    def scores(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        """0 for its member, −inf (never chosen, no rival) for the others."""
-        values = np.full((len(rows), len(arrays.data.names)), -np.inf)
-        values[:, self.member] = 0.0
-        return values
+    def evidence(self, arrays: VoteArrays, rows: np.ndarray) -> Evidence:
+        """The evidence of its member's answer, scored 0; the others −inf (never chosen, no rival)."""
+        scores = np.full((len(rows), len(arrays.data.names)), -np.inf)
+        scores[:, self.member] = 0.0
+        batch = arrays.take(rows)
+        passages = [arrays.data.passages[int(i)] for i in rows]
+        return evidence(scores, batch.answers, passages, batch.confidence)
 
 
 class PaperCandidate(Candidate):
@@ -239,18 +225,6 @@ class PaperCandidate(Candidate):
             objective=self.objective,
         )
 
-    def fit_voter(self, voter: Voter, arrays: VoteArrays, rows: np.ndarray) -> Voter:
-        return voter.fit_tensor(arrays.tensor[rows], arrays.correctness[rows], self._grounding(arrays, rows))
-
-    def _grounding(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray | None:
-        return arrays.grounding[rows] if self.grounding else None
-
-    def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        return self.estimator.predict_tensor(arrays.tensor[rows], self._grounding(arrays, rows))
-
-    def scores(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        return self.estimator.decision_scores_tensor(arrays.tensor[rows], self._grounding(arrays, rows))
-
 
 class SelectorCandidate(Candidate):
     name = "selector"
@@ -265,17 +239,8 @@ class SelectorCandidate(Candidate):
             metric_params=s.metric_params,
             cache_dir=s.cache_dir,
             members=arrays.data.names,
+            confidence=s.confidence,
         )
-
-    def fit_voter(self, voter: AnswerSelector, arrays: VoteArrays, rows: np.ndarray) -> AnswerSelector:
-        features = FeatureSet(arrays.features.names, arrays.features.matrix[rows])
-        return voter.fit_features(features, arrays.correctness[rows] >= 0.5, arrays.data.names)
-
-    def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        return choose(self.scores(arrays, rows))
-
-    def scores(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        return self.estimator.feature_scores(arrays.features.matrix[rows])
 
 
 class CascadeCandidate(Candidate):
@@ -296,29 +261,19 @@ class CascadeCandidate(Candidate):
             budget=s.budget,
             seed=s.seed,
             members=arrays.data.names,
+            confidence=s.confidence,
         )
 
-    def fit_voter(self, voter: Cascade, arrays: VoteArrays, rows: np.ndarray) -> Cascade:
+    def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
         if arrays.costs is None:
             raise InputError("a cascade learns from members' costs: the records lack their seconds")
-        costs = arrays.costs
-        return voter.fit_blocks(
-            arrays.blocks, arrays.correctness >= 0.5, arrays.data.names, costs.matrix, costs.unit, rows
-        )
-
-    def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:
-        return self.estimator.replay_blocks(arrays.blocks, rows)[0]
+        return super().fit(arrays, rows)
 
     def answer(self, arrays: VoteArrays, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(chosen member, cost of the steps up to the one it stopped at) per row."""
-        chosen, stops = self.estimator.replay_blocks(arrays.blocks, rows)
-        return chosen, self.estimator.spent(arrays.costs.matrix[rows], stops)
-
-    def evidence(self, arrays: VoteArrays, rows: np.ndarray) -> Evidence:
-        """The evidence of the answer it stops at, over the members it ran (group EARLY, or LAST where it ran
-        every member)."""
-        scores, groups, picks = self.estimator.stop_scores(arrays.blocks, rows)
-        return _evidence(arrays, rows, scores, groups, picks)
+        batch = arrays.take(rows)
+        chosen, stops = self.estimator.replay(batch)
+        return chosen, self.estimator.spent(batch.costs, stops)
 
 
 def _check_candidate(candidate: Any) -> type[FittedVoter]:
@@ -492,62 +447,6 @@ def choose_candidate(
         near = [name for name in ordered if means[name] >= means[best] - settings.max_loss - 1e-12]
         best = min(near, key=lambda name: (cost[name], -means[name], ordered.index(name)))
     return best, means
-
-
-def _evidence(
-    arrays: VoteArrays, rows: np.ndarray, scores: np.ndarray, groups: Any = ALL, picks: Any = None
-) -> Evidence:
-    """voters.right.evidence of decision scores over the records' answers at `rows`."""
-    data = arrays.data
-    index = [int(i) for i in rows]
-    return evidence(
-        scores,
-        [data.answers[i] for i in index],
-        [data.passages[i] for i in index],
-        [data.confidence[i] for i in index] if data.confidence else None,
-        groups,
-        picks,
-    )
-
-
-def out_of_fold_evidence(
-    arrays: VoteArrays, name: str, settings: VoteSettings, k: int, seed: int, progress: Progress | None = None
-) -> tuple[Evidence, list[np.ndarray]]:
-    """The evidence of the named candidate's choice for every question (voters.right), each from the candidate
-    fitted on the other folds of a seeded K-fold split, in question order; and the held-out folds."""
-    n = arrays.questions
-    parts, pieces = [], []
-    for fold, (train, held) in enumerate(fold_split(n, k, seed).split(), start=1):
-        pieces.append(build_candidate(name, settings).fit(arrays, train).evidence(arrays, held))
-        parts.append(np.asarray(held))
-        if progress is not None:
-            progress(f"{name}, fold {fold}/{k}")
-    order = np.argsort(np.concatenate(parts), kind="stable")
-    return Evidence.concatenate(pieces).take(order), parts
-
-
-@dataclass
-class Calibrated:
-    """A voter's fitted P(right) (voters.right.RightModel, thresholds included) and, per training question,
-    its out-of-fold P(right) and whether the voter's answer was right."""
-
-    model: RightModel
-    probability: np.ndarray
-    right: np.ndarray
-
-
-def calibrate(
-    arrays: VoteArrays, name: str, settings: VoteSettings, k: int, seed: int, progress: Progress | None = None
-) -> Calibrated:
-    """P(right) of the named candidate on the training `arrays` (voters.right: evidence out of fold over a
-    seeded k-fold split, the logistic cross-fitted on the same folds), and the thresholds of
-    eor.abstention on its out-of-fold probabilities, for `settings.correctness`."""
-    rows, parts = out_of_fold_evidence(arrays, name, settings, k, seed, progress)
-    right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
-    groups, probability = fit_right(rows, right, parts)
-    chosen = [threshold.to_dict() for threshold in thresholds(probability, right)]
-    model = RightModel(settings.correctness, groups, len(rows), k, seed, chosen, DELTA)
-    return Calibrated(model, probability, right)
 
 
 def _correct(arrays: VoteArrays, rows: np.ndarray, picks: np.ndarray) -> np.ndarray:

@@ -23,7 +23,15 @@ from eor.atomic import write_text_atomically
 from eor.bench.figures import plot_design
 from eor.config import load_config
 from eor.correctness import score_answer
-from eor.costs import MemberCosts, PromptReplay, fit_rates, prompt_replay, recorded_seconds, token_counts
+from eor.costs import (
+    MemberCosts,
+    PromptReplay,
+    describe_rates,
+    fit_rates,
+    prompt_replay,
+    recorded_seconds,
+    token_counts,
+)
 from eor.crossval import VoteSettings, vote_arrays
 from eor.design import DEFAULT_FOLDS, DEFAULT_REPEATS, Design, SplitScores, design_pool
 from eor.errors import ConfigError, InputError
@@ -32,7 +40,7 @@ from eor.members import demonstration_ids
 from eor.readers import build_reader
 from eor.records import read_records
 from eor.run_data import RunData, load_run
-from eor.train_command import train
+from eor.train_command import TrainOptions, train
 from voters.cascade_fit import SelectorSettings
 
 DESIGN_FILE = "design.json"
@@ -82,25 +90,9 @@ def design(
     write_text_atomically(out / DESIGN_FILE, json.dumps(document, indent=2) + "\n")
     plot_design({"design": document}, out / DESIGN_FIGURE)
     _write_config(config_path, out / POOL_CONFIG, result.chosen)
-    order = [data.names.index(name) for name in result.chosen]
-    costs = replay.in_order(order, len(data.names))[:, order]
-    member_costs = MemberCosts(costs, "tokens", recorded_seconds(data)[:, order], dict(used))
-    trained = []
-    for voter in ("selector", "cascade"):
-        file = out / f"{voter}.json"
-        train(
-            records,
-            file,
-            voter=voter,
-            seed=seed,
-            members=result.chosen,
-            costs=member_costs,
-            pool_config=out / POOL_CONFIG,
-            max_loss=max_loss,
-            budget=budget if voter == "cascade" else None,
-            confidence=False,
-        )
-        trained.append(str(file))
+    trained = _train_voters(
+        records, out, data, replay, used, result.chosen, seed=seed, max_loss=max_loss, budget=budget
+    )
     return "\n".join(
         [
             *format_table(table),
@@ -111,6 +103,41 @@ def design(
             f"wrote {out / POOL_CONFIG}, " + ", ".join(trained),
         ]
     )
+
+
+def _train_voters(
+    records: Path,
+    out: Path,
+    data: RunData,
+    replay: PromptReplay,
+    rates: dict[str, float],
+    chosen: list[str],
+    *,
+    seed: int,
+    max_loss: float | None,
+    budget: float | None,
+) -> list[str]:
+    """`eor train`'s selector and cascade of the chosen members (DIR/selector.json, DIR/cascade.json), for the
+    pool in DIR/pool.yaml, each member's cost replayed in the order chosen; the files written."""
+    order = [data.names.index(name) for name in chosen]
+    costs = replay.in_order(order, len(data.names))[:, order]
+    member_costs = MemberCosts(costs, "tokens", recorded_seconds(data)[:, order], dict(rates))
+    trained = []
+    for voter in ("selector", "cascade"):
+        file = out / f"{voter}.json"
+        options = TrainOptions(
+            voter=voter,
+            seed=seed,
+            members=chosen,
+            costs=member_costs,
+            pool_config=out / POOL_CONFIG,
+            max_loss=max_loss,
+            budget=budget if voter == "cascade" else None,
+            confidence=False,
+        )
+        train(records, file, options)
+        trained.append(str(file))
+    return trained
 
 
 def _cascade_line(weights: Path) -> str:
@@ -184,8 +211,7 @@ def format_path(result: Design) -> list[str]:
     settings = result.settings
     lines = [
         f"design path ({settings['repeats']} × {settings['folds']}-fold cross-validation of the selector, seed "
-        f"{settings['seed']}; costs at {settings['rates']['prompt']:.0f} prompt / "
-        f"{settings['rates']['generated']:.0f} generated tokens per second):",
+        f"{settings['seed']}; costs at {describe_rates(settings['rates'])}):",
         f"  {'step':<8} {'member':<34} {'CV EM':>6} {'gain':>6} {'SE':>5} {'s/q':>6} {'oracle':>7}",
     ]
     for step in result.steps[1:]:

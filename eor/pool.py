@@ -25,20 +25,15 @@ import dataclasses
 import hashlib
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 from eor.config import EnsembleConfig
-from eor.errors import ConfigError
 from eor.models import file_sha256
 from eor.prompts import templates_for
 from eor.readers.base import reader_identity
-from eor.records import read_header
 from retrievers import notation
 
 log = logging.getLogger(__name__)
-
-POOL_FILE = "pool.json"  # beside the records of `eor run`
 
 
 def pool_identity(config: EnsembleConfig, reader: Any = None) -> dict[str, Any]:
@@ -147,24 +142,6 @@ def warn_if_foreign(voter: Any, pool: dict[str, Any], source: str = "the weights
     for difference in found:
         log.warning("%s were trained on another pool's records: %s", source, difference)
     return found
-
-
-def read_pool_file(records: Path) -> dict[str, Any] | None:
-    """The pool identity of a run: the header of a packed records file, or the `pool.json` `eor run` wrote
-    beside its records; None when neither says."""
-
-    if records.is_file():
-        header = read_header(records)
-        if header is not None and isinstance(header.get("pool"), dict):
-            return header["pool"]
-    folder = records if records.is_dir() else records.parent
-    path = folder / POOL_FILE
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path} is not valid JSON: {exc}") from None
 
 
 def _corpus(corpus: Any) -> str:

@@ -27,6 +27,14 @@ PASSAGE = "{title}\n{text}"
 # It asks for the few-words style's answers; a variant of another style places them in its own templates.
 DEMONSTRATIONS_FIRST = "Answer each question with one or few words, as in these examples.\n\n{demonstrations}\n\n"
 MAX_DEMONSTRATIONS = 4
+#: the placeholders each template is formatted with; a template that uses another fails when it is built
+PLACEHOLDERS = {
+    "retrieval_free": ("query",),
+    "reading": ("query", "document"),
+    "parametric": ("query",),
+    "compression": ("query", "document"),
+    "passage": ("title", "text"),
+}
 
 
 @dataclass(frozen=True)
@@ -48,7 +56,7 @@ class PromptTemplates:
     @classmethod
     def for_style(cls, style: str, **overrides: Any) -> PromptTemplates:
         if style not in ANSWER_STYLES:
-            raise ConfigError(f"unknown answer style {style!r}; valid: {', '.join(ANSWER_STYLES)}")
+            raise ConfigError(f"prompts.style: unknown answer style {style!r}; valid: {', '.join(ANSWER_STYLES)}")
         answer = ANSWER_STYLES[style]
         return cls(**{"retrieval_free": answer, "reading": READING_PREFIX + answer, **overrides})
 
@@ -108,15 +116,8 @@ class PromptTemplates:
                 template = (DEMONSTRATIONS_FIRST if examples else "") + own
             elif examples and "{demonstrations}" not in template:
                 raise ConfigError(f"prompts.variants.{name}.{key} has no {{demonstrations}} for its demonstrations")
-            filled = template.replace("{demonstrations}", block)
-            try:
-                filled.format(query="", document="")
-            except (KeyError, IndexError, ValueError) as exc:
-                raise ConfigError(
-                    f"prompts.variants.{name}.{key}: {exc!r}; its placeholders are {{query}}, {{document}} and "
-                    "{demonstrations}"
-                ) from None
-            return filled
+            check_template(template, key, f"prompts.variants.{name}.{key}", also=("demonstrations",))
+            return template.replace("{demonstrations}", block)
 
         return dataclasses.replace(
             self,
@@ -134,13 +135,31 @@ def templates_for(config: Any, variant: str | None = None) -> PromptTemplates:
         for key in ("retrieval_free", "reading", "parametric", "compression", "passage")
         if (value := getattr(p, key)) is not None
     }
+    for key, template in overrides.items():
+        check_template(template, key, f"prompts.{key}")
     templates = PromptTemplates.for_style(p.style, max_document_words=config.max_document_words, **overrides)
     if variant is None:
         return templates
-    if variant not in p.variants:
-        known = ", ".join(sorted(p.variants)) or "none (add them under prompts.variants)"
-        raise ConfigError(f"unknown prompt variant {variant!r}; this config's variants: {known}")
+    check_variant(p, variant)
     return templates.with_variant(variant, p.variants[variant])
+
+
+def check_variant(prompts: Any, variant: str) -> None:
+    """ConfigError unless a config's `prompts:` section (`prompts`) has the variant, listing those it has."""
+    if variant not in prompts.variants:
+        known = ", ".join(sorted(prompts.variants)) or "none (add them under prompts.variants)"
+        raise ConfigError(f"unknown prompt variant {variant!r}; this config's variants: {known}")
+
+
+def check_template(template: str, key: str, where: str, also: tuple[str, ...] = ()) -> None:
+    """ConfigError naming `where` unless the template `key` of PromptTemplates uses only its placeholders
+    (PLACEHOLDERS), and `also` (a variant's `{demonstrations}`), each well formed."""
+    names = (*PLACEHOLDERS[key], *also)
+    try:
+        template.format(**dict.fromkeys(names, ""))
+    except (KeyError, IndexError, ValueError) as exc:
+        shown = ", ".join(f"{{{name}}}" for name in names)
+        raise ConfigError(f"{where}: {exc!r}; its placeholders are {shown}") from None
 
 
 _LEADING_LABEL = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:\-]\s*", re.IGNORECASE)

@@ -8,14 +8,14 @@ Format (stable; everything downstream reads it):
      "vote": {"member", "answer", "scores": {NAME: score}},   # the ensemble's choice when the run voted
      ...fields of the question file carried unchanged}
 
-A run folder holds `records.jsonl`, or `records.jsonl.gz` when its records are kept compressed (as the
-repository keeps the runs behind its reported figures); readers take the folder or either file. A packed
-records file (`eor records pack`) starts with one header line, `{"eor_records": {"version", "pool", "config",
-"questions"[, "made_by"]}}`: the pool's identity (eor.pool: members, reader identity with the model's digest,
-corpus), the resolved config the records were made with, and the software of each stretch of `eor run` that
-wrote them (`made_by.json` of the run folder: `note_stretch`); readers skip it (`read_header` returns it).
-`unpack_records` turns a packed file back into a run folder (records, config.json, pool.json) that `eor run`
-resumes or grows by new members (eor.runner).
+A run folder (eor.run_folder: the files beside the records) holds `records.jsonl`, or `records.jsonl.gz` when
+its records are kept compressed (as the repository keeps the runs behind its reported figures); readers take
+the folder or either file. A packed records file (`eor records pack`) starts with one header line,
+`{"eor_records": {"version", "pool", "config", "questions"[, "made_by"]}}`: the pool's identity (eor.pool:
+members, reader identity with the model's digest, corpus), the resolved config the records were made with,
+and the software of each stretch of `eor run` that wrote them (the run folder's `made_by.json`); readers skip
+it (`read_header` returns it, `packed_lines` the lines after it). eor.run_folder packs a run folder into one
+such file and unpacks one back into a run folder that `eor run` resumes or grows by new members.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from eor.atomic import atomic_file, write_text_atomically
+from eor.atomic import write_text_atomically
 from eor.errors import DiskFullError, InputError, is_disk_full
 from eor.faults import failpoint
 from eor.results import Record
@@ -101,109 +101,11 @@ def _lines(file: Path) -> list[str]:
         raise InputError(f"{file}: cannot read records ({exc})") from None
 
 
-def _without_machine_paths(config: dict[str, Any]) -> dict[str, Any]:
-    """The run's resolved config with file names in place of this machine's absolute paths."""
-    clean = json.loads(json.dumps(config))
-    corpus = clean.get("corpus")
-    if isinstance(corpus, dict) and corpus.get("path"):
-        corpus["path"] = Path(corpus["path"]).name
-    for holder, key in ((clean, "weights"), (clean.get("voter") or {}, "weights")):
-        if holder.get(key):
-            holder[key] = Path(holder[key]).name
-    return clean
-
-
-MADE_BY_FILE = "made_by.json"
-
-
-def software() -> dict[str, Any]:
-    """This eor: its version, and the git commit of its source when it runs from a checkout ("+changes" when
-    tracked files differ from it; None outside a checkout)."""
-    from importlib import metadata
-
-    try:
-        version = metadata.version("eor")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    return {"eor": version, "commit": _commit(Path(__file__).resolve().parent.parent)}
-
-
-def _commit(root: Path) -> str | None:
-    import subprocess
-
-    if not (root / ".git").exists():
-        return None
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        changes = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if head.returncode:
-        return None
-    return head.stdout.strip() + ("+changes" if changes.stdout.strip() else "")
-
-
-def note_stretch(run: str | Path, questions_done: int) -> None:
-    """Add this stretch of `eor run` (when, the software, the questions already recorded) to the run folder's
-    `made_by.json`, a list that `pack_records` puts in the header."""
-    import datetime
-
-    path = Path(run) / MADE_BY_FILE
-    stretches = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
-    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    stretches.append({"started": started, **software(), "questions_done": questions_done})
-    write_text_atomically(path, json.dumps(stretches, indent=2) + "\n")
-
-
-def pack_records(run: str | Path, out: str | Path) -> int:
-    """Write a run folder's records as one gzip file (level 9, no timestamp: the same records give the same
-    bytes) headed by the pool's identity and the run's config; returns the number of records."""
-    folder = Path(run)
-    config, pool = folder / "config.json", folder / "pool.json"
-    if not config.is_file() or not pool.is_file():
-        raise InputError(f"{folder} is not a run folder of `eor run` (it needs config.json and pool.json)")
-    records = read_records(folder)
-    header = {
-        "version": HEADER_VERSION,
-        "pool": json.loads(pool.read_text(encoding="utf-8")),
-        "config": _without_machine_paths(json.loads(config.read_text(encoding="utf-8"))),
-        "questions": len(records),
-    }
-    made_by = folder / MADE_BY_FILE
-    if made_by.is_file():
-        header["made_by"] = json.loads(made_by.read_text(encoding="utf-8"))
-    lines = [json.dumps({HEADER_KEY: header}, ensure_ascii=False)]
-    lines += [json.dumps(record.to_dict(), ensure_ascii=False) for record in records]
-    with atomic_file(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as handle:
-        handle.write(("\n".join(lines) + "\n").encode("utf-8"))
-    return len(records)
-
-
-def unpack_records(packed: str | Path, out: str | Path) -> int:
-    """A packed records file (`pack_records`) back into a run folder: `records.jsonl` (its lines as they are),
-    and the header's config, pool and stretches as `config.json`, `pool.json` and `made_by.json`, so that
-    `eor run` can resume or grow the records and checks what they were made with. Refuses a folder that
-    already holds records."""
-    file = records_file(packed)
-    header = read_header(file)
-    if header is None or not isinstance(header.get("config"), dict) or not isinstance(header.get("pool"), dict):
-        raise InputError(f"{file} has no header with the config and pool of its records (see `eor records pack`)")
-    folder = Path(out)
-    if records_file_or_none(folder) is not None:
-        raise InputError(f"{folder} already holds records; unpack into a new folder")
-    lines = [line for line in _lines(file)[1:] if line.strip()]
-    folder.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(folder / "config.json", json.dumps({**header["config"], "weights": None}, indent=2))
-    write_text_atomically(folder / "pool.json", json.dumps(header["pool"], indent=2) + "\n")
-    if isinstance(header.get("made_by"), list):
-        write_text_atomically(folder / MADE_BY_FILE, json.dumps(header["made_by"], indent=2) + "\n")
-    write_text_atomically(folder / RECORDS_FILE, "".join(line + "\n" for line in lines))
-    return len(lines)
+def packed_lines(file: str | Path) -> list[str]:
+    """The record lines of a records file as they are, a packed file's header left out."""
+    lines = _lines(Path(file))
+    header = read_header(file) is not None
+    return [line for line in lines[1 if header else 0 :] if line.strip()]
 
 
 class RecordWriter:

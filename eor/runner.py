@@ -1,10 +1,11 @@
 """`eor run`: every member on every question of a file, in batches, appended to `records.jsonl`.
 
-The resolved config is saved beside the records; a re-run with the same folder skips the questions
-already done. `generation.json` holds what the reader did in the latest invocation: prompts generated and
-read back, prompt tokens evaluated and reused, generated tokens, and the seconds of each phase; with the
-questions answered and the wall seconds they took (a pilot for eor.cost_model), and `grew` when the
-invocation grew records (its figures then count some members only: no pilot).
+The resolved config and the pool's identity are saved beside the records (eor.run_folder: the folder's
+files); a re-run with the same folder skips the questions already done. `generation.json` holds what the
+reader did in the latest invocation: prompts generated and read back, prompt tokens evaluated and reused,
+generated tokens, and the seconds of each phase; with the questions answered and the wall seconds they took
+(a pilot for eor.cost_model), and `grew` when the invocation grew records (its figures then count some
+members only: no pilot).
 
 Records grow: a config that names every member of the folder's run and more runs only the members a
 record lacks, on the questions already there, and adds their outputs; every recorded member's output stays
@@ -18,14 +19,13 @@ most the batch in flight, and the next run picks up where it stopped.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from eor.atomic import write_text_atomically
 from eor.config import EnsembleConfig, from_dict, load_config
 from eor.correctness import score_answer
 from eor.data import Question, load_questions
@@ -33,17 +33,14 @@ from eor.ensemble import Ensemble
 from eor.errors import ConfigError, EorError, InputError
 from eor.executor import LOCAL, Executor, RunJob
 from eor.generation_cache import CacheSetting, open_cache
-from eor.pool import POOL_FILE, identity_differences, member_identity, pool_identity, read_pool_file
+from eor.pool import identity_differences, member_identity, pool_identity
 from eor.readers import build_reader
-from eor.records import RecordWriter, iter_records, note_stretch, read_records, records_file_or_none, replace_records
 from eor.results import Record, Vote
+from eor.run_folder import CONFIG_FILE, POOL_FILE, RECORDS_FILE, RunFolder
 from eor.stages.generation import GenerationStats
 from eor.stages.voting import ballots
 
 log = logging.getLogger(__name__)
-
-CONFIG_FILE = "config.json"
-GENERATION_FILE = "generation.json"  # what the reader did in the latest invocation (GenerationStats)
 
 
 def run(
@@ -61,79 +58,115 @@ def run(
     from the timings. `retry_failed`: afterwards, run again only the members that failed on a question
     (`degraded` in its record), merge what they answer now and vote again (see `retry_failed_members`);
     this runs here, whatever the executor. `executor`: where the questions are answered (eor.executor)."""
-    from tqdm.auto import tqdm
-
     config = load_config(config_path)
     config.voter.weights = None  # the recorded vote is --weights' (uniform without), never the config's default
     questions = load_questions(data, limit=limit)
     size = config.batch_size if batch_size is None else batch_size
     if size < 1:
         raise InputError(f"--batch-size must be at least 1, got {size}")
-    recorded = _recorded_run(out, config, weights)  # the config and pool the records were made with, if other
+    folder = RunFolder(out)
+    recorded = _recorded_run(folder, config, weights)  # the config and pool the records were made with, if other
     if recorded is None:
-        _save_config(out, config, weights)
+        _save_config(folder, config, weights)
     notes: list[str] = []
     stats = GenerationStats()
     ensemble = None
     if recorded is not None:
-        ensemble = _growing_ensemble(out, config, weights, cache, recorded)
-        before = dataclasses.replace(ensemble.generation.stats)
-        notes.append(grow_records(ensemble, out, size))
-        stats.add(ensemble.generation.stats.since(before))
-    with RecordWriter(out) as writer:
+        ensemble = _growing_ensemble(folder, config, weights, cache, recorded)
+        notes.append(_counted(stats, ensemble, lambda: grow_records(ensemble, folder, size)))
+    job = RunJob(config, weights, cache, questions, size, ensemble)
+    answered = _answer_new(folder, job, executor, retry_failed, stats, notes)
+    ensemble = answered.ensemble
+    if retry_failed and ensemble is not None:
+        notes.append(_counted(stats, ensemble, lambda: retry_failed_members(ensemble, folder, questions)))
+    lines = [*notes, *_summary(folder, questions, answered.skipped)]
+    if answered.questions or retry_failed or recorded is not None:
+        store = ensemble.cache if ensemble is not None else open_cache(cache)
+        lines.append(cache_summary(stats, None if store is None else store.where, executor))
+        _save_generation(folder, stats, answered, grew=recorded is not None)
+    return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Answered:
+    """What answering the questions the records lacked did: the ensemble built in this process (None when
+    the executor answered elsewhere), the questions answered and those already recorded, the wall seconds."""
+
+    ensemble: Any
+    questions: int
+    skipped: int
+    wall_seconds: float
+
+
+def _answer_new(
+    folder: RunFolder, job: RunJob, executor: Executor, retry_failed: bool, stats: GenerationStats, notes: list[str]
+) -> _Answered:
+    """Answer those of `job.questions` the records lack and append each batch as it comes (what the reader
+    did goes to `stats`); the ensemble is built here when this process answers, or retries failed members."""
+    from tqdm.auto import tqdm
+
+    with folder.record_writer() as writer:
         if writer.repaired_bytes:
             notes.append(
                 f"repaired: cut a torn last line ({writer.repaired_bytes} bytes) that an interrupted write left in "
                 f"{writer.path}; its question runs again"
             )
-        todo = [q for q in questions if q.id not in writer.done_ids]
-        skipped = len(questions) - len(todo)
+        todo = [q for q in job.questions if q.id not in writer.done_ids]
+        skipped = len(job.questions) - len(todo)
         if todo:
-            note_stretch(out, len(writer.done_ids))
+            folder.note_stretch(len(writer.done_ids))
+        ensemble = job.ensemble
         if ensemble is None and (retry_failed or (todo and executor.answers_here)):
-            ensemble = Ensemble.from_config(config, weights=weights, cache=cache)
-        _save_pool(out, config, ensemble)
-        answered = executor.answer(RunJob(config, weights, cache, todo, size, ensemble)) if todo else iter(())
+            ensemble = Ensemble.from_config(job.config, weights=job.weights, cache=job.cache)
+        _save_pool(folder, job.config, ensemble)
+        job = dataclasses.replace(job, questions=todo, ensemble=ensemble)
+        answered = executor.answer(job) if todo else iter(())
         started = time.perf_counter()
-        with tqdm(total=len(questions), initial=skipped, desc="questions", unit="q") as progress:
+        with tqdm(total=len(todo) + skipped, initial=skipped, desc="questions", unit="q") as progress:
             for records, used in answered:
                 writer.write(records)
                 stats.add(used)
                 progress.update(len(records))
-        wall_seconds = time.perf_counter() - started
+        return _Answered(ensemble, len(todo), skipped, time.perf_counter() - started)
 
-    if retry_failed and ensemble is not None:
-        before = dataclasses.replace(ensemble.generation.stats)
-        notes.append(retry_failed_members(ensemble, out, questions))
-        stats.add(ensemble.generation.stats.since(before))
+
+def _counted(stats: GenerationStats, ensemble: Any, work: Callable[[], str]) -> str:
+    """What `work` says, once what the ensemble's reader did meanwhile is added to `stats`."""
+    before = dataclasses.replace(ensemble.generation.stats)
+    said = work()
+    stats.add(ensemble.generation.stats.since(before))
+    return said
+
+
+def _summary(folder: RunFolder, questions: list[Question], skipped: int) -> list[str]:
+    """The questions recorded, each member's exact match and the vote's, and the members that failed."""
     wanted = {q.id for q in questions}
-    records = [record for record in read_records(out) if record.id in wanted]
-    lines = [*notes, f"{len(records)} questions in {out / 'records.jsonl'} ({skipped} were already done)"]
-    lines += exact_match_summary(records)
-    lines += failed_summary(records)
-    if todo or retry_failed or recorded is not None:
-        store = ensemble.cache if ensemble is not None else open_cache(cache)
-        lines.append(cache_summary(stats, None if store is None else store.where, executor))
-        done = {"questions": len(todo), "wall_seconds": round(wall_seconds, 3)}  # eor.cost_model reads these
-        if recorded is not None:  # some members on recorded questions: no pilot of the pool (eor.cost_model)
-            done["grew"] = True
-        (out / GENERATION_FILE).write_text(json.dumps({**stats.to_dict(), **done}, indent=2))
-    return "\n".join(lines)
+    records = [record for record in folder.read_records() if record.id in wanted]
+    lines = [f"{len(records)} questions in {folder.file(RECORDS_FILE)} ({skipped} were already done)"]
+    return lines + exact_match_summary(records) + failed_summary(records)
+
+
+def _save_generation(folder: RunFolder, stats: GenerationStats, answered: _Answered, *, grew: bool) -> None:
+    """What the reader did in this invocation, with the questions answered and their wall seconds: a pilot for
+    eor.cost_model, unless the invocation `grew` records (some members on recorded questions: not the pool)."""
+    done: dict[str, Any] = {"questions": answered.questions, "wall_seconds": round(answered.wall_seconds, 3)}
+    if grew:
+        done["grew"] = True
+    folder.write_generation({**stats.to_dict(), **done})
 
 
 def _resolved(config: EnsembleConfig, weights: str | None) -> dict[str, Any]:
     return {**config.to_dict(), "weights": str(Path(weights).resolve()) if weights else None}
 
 
-def _save_config(out: Path, config: EnsembleConfig, weights: str | None, *, replace: bool = False) -> None:
-    """The run's resolved config in `out`; a folder that holds a run of another config is refused (unless
+def _save_config(folder: RunFolder, config: EnsembleConfig, weights: str | None, *, replace: bool = False) -> None:
+    """The run's resolved config in the folder; a folder that holds a run of another config is refused (unless
     `replace`: records that grew by the config's new members)."""
     resolved = _resolved(config, weights)
-    out.mkdir(parents=True, exist_ok=True)
-    saved = out / CONFIG_FILE
-    if not replace and saved.exists() and not same_run_config(json.loads(saved.read_text()), resolved):
-        raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
-    write_text_atomically(saved, json.dumps(resolved, indent=2))
+    if not replace and folder.has(CONFIG_FILE) and not same_run_config(folder.read_config(), resolved):
+        saved = folder.file(CONFIG_FILE)
+        raise InputError(f"{folder.path} holds a run of a different config; choose another --out or remove {saved}")
+    folder.write_config(resolved)
 
 
 @dataclasses.dataclass
@@ -144,7 +177,7 @@ class RecordedRun:
     pool: dict[str, Any]
 
 
-def _recorded_run(out: Path, config: EnsembleConfig, weights: str | None) -> RecordedRun | None:
+def _recorded_run(folder: RunFolder, config: EnsembleConfig, weights: str | None) -> RecordedRun | None:
     """The folder's recorded run when its records may grow by this config's members, else None (a new folder,
     or a resumed run of the same config whose records hold every member).
 
@@ -153,26 +186,21 @@ def _recorded_run(out: Path, config: EnsembleConfig, weights: str | None) -> Rec
     its corpus lies (records unpacked from a packed file name the corpus file alone) resumes them once their
     identity is checked. Any other change is refused, as is growing records without the config and pool
     they were made with (nothing would show that their members are this config's)."""
-    saved = out / CONFIG_FILE
-    present = records_file_or_none(out)
+    out, saved = folder.path, folder.file(CONFIG_FILE)
     members = set(config.members)
-    if not saved.exists():
-        if present is not None and any(set(r.members) | set(r.degraded) != members for r in iter_records(present)):
+    if not folder.has(CONFIG_FILE):
+        if any(set(r.members) | set(r.degraded) != members for r in folder.iter_records()):
             raise InputError(
                 f"{out} holds records of other members and no {CONFIG_FILE}: unpack packed records with "
                 f"`eor records unpack FILE --out {out}`, which keeps the config and pool they were made with"
             )
         return None
-    try:
-        data = json.loads(saved.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{saved} is not valid JSON: {exc}") from None
-    resolved = _resolved(config, weights)
-    lacking = present is not None and any(members - set(r.members) - set(r.degraded) for r in iter_records(present))
-    same = same_run_config(data, resolved)
+    data = folder.read_config()
+    lacking = any(members - set(r.members) - set(r.degraded) for r in folder.iter_records())
+    same = same_run_config(data, _resolved(config, weights))
     if same and not lacking:
         return None
-    data = dict(data) if isinstance(data, dict) else {}
+    data = dict(data)
     data.pop("weights", None)
     try:
         recorded = from_dict(EnsembleConfig, data, str(saved))
@@ -187,10 +215,9 @@ def _recorded_run(out: Path, config: EnsembleConfig, weights: str | None) -> Rec
         )
     if not (grows or (same and lacking) or _same_but_corpus_path(recorded, config)):
         raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
-    pool = read_pool_file(out)
-    if pool is None:
+    if not folder.has(POOL_FILE):
         raise InputError(f"{out} has no {POOL_FILE}: the identity of its records' pool is unknown, so they cannot grow")
-    return RecordedRun(recorded, pool)
+    return RecordedRun(recorded, folder.read_pool())
 
 
 def _same_but_corpus_path(recorded: EnsembleConfig, config: EnsembleConfig) -> bool:
@@ -206,15 +233,15 @@ def _same_but_corpus_path(recorded: EnsembleConfig, config: EnsembleConfig) -> b
 
 
 def _growing_ensemble(
-    out: Path, config: EnsembleConfig, weights: str | None, cache: CacheSetting, recorded: RecordedRun
+    folder: RunFolder, config: EnsembleConfig, weights: str | None, cache: CacheSetting, recorded: RecordedRun
 ) -> Ensemble:
     """The ensemble that grows the folder's records, once `check_growth` passed; the folder's config and pool
     become this config's before any record grows (records packed mid-way name the grown pool)."""
     reader = build_reader(config.reader)  # loads its model on first use: the check fails before any index builds
     check_growth(recorded, config, pool_identity(config, reader))
     ensemble = Ensemble.from_config(config, weights=weights, cache=cache, reader=reader)
-    _save_config(out, config, weights, replace=True)
-    _save_pool(out, config, ensemble)
+    _save_config(folder, config, weights, replace=True)
+    _save_pool(folder, config, ensemble)
     return ensemble
 
 
@@ -243,13 +270,13 @@ def check_growth(recorded: RecordedRun, config: EnsembleConfig, pool: dict[str, 
             )
 
 
-def grow_records(ensemble: Any, out: Path, batch_size: int) -> str:
+def grow_records(ensemble: Any, folder: RunFolder, batch_size: int) -> str:
     """Answer, on every recorded question, only the ensemble's members its record lacks (neither answered nor
     failed), `batch_size` questions at a time; merge them into the record in the ensemble's order, vote again
     over all of its members and rewrite the records atomically after each batch."""
     from tqdm.auto import tqdm
 
-    records = read_records(out)
+    records = folder.read_records()
     lacking: dict[tuple[str, ...], list[Record]] = defaultdict(list)
     for record in records:
         missing = tuple(name for name in ensemble.members if name not in record.members and name not in record.degraded)
@@ -266,7 +293,7 @@ def grow_records(ensemble: Any, out: Path, batch_size: int) -> str:
                 for record, result in zip(batch, _answer_missing(ensemble, batch, list(missing)), strict=True):
                     added += len(result.members) if result is not None else 0
                     _merge(ensemble, record, result, missing)
-                replace_records(out, records)
+                folder.replace_records(records)
                 progress.update(len(batch))
     new = sorted({name for missing in lacking for name in missing}, key=ensemble.members.index)
     return f"grew {count} records by {len(new)} member(s) ({', '.join(new)}): {added} member answers added"
@@ -297,13 +324,12 @@ def _merge(ensemble: Any, record: Record, result: Any, missing: tuple[str, ...])
     record.vote = Vote(decision.member, record.members[decision.member].answer, decision.scores)
 
 
-def _save_pool(out: Path, config: EnsembleConfig, ensemble: Any) -> None:
+def _save_pool(folder: RunFolder, config: EnsembleConfig, ensemble: Any) -> None:
     """The pool's identity beside the records (eor.pool): `eor train` records it in the weights file."""
 
-    if ensemble is None and (out / POOL_FILE).exists():  # keep the reader identity a built ensemble wrote
+    if ensemble is None and folder.has(POOL_FILE):  # keep the reader identity a built ensemble wrote
         return
-    identity = pool_identity(config, ensemble.reader if ensemble is not None else None)
-    (out / POOL_FILE).write_text(json.dumps(identity, indent=2) + "\n", encoding="utf-8")
+    folder.write_pool(pool_identity(config, ensemble.reader if ensemble is not None else None))
 
 
 def failed_summary(records: list[Record]) -> list[str]:
@@ -320,13 +346,13 @@ def failed_summary(records: list[Record]) -> list[str]:
     return lines
 
 
-def retry_failed_members(ensemble: Any, out: Path, questions: list[Any]) -> str:
+def retry_failed_members(ensemble: Any, folder: RunFolder, questions: list[Any]) -> str:
     """Run again, on each question whose record names failed members, only those members; merge the ones
     that answer now into the record (in the pool's order), vote again over all of its members, and rewrite
     the records atomically. Members that fail again stay in `degraded` with their new reason."""
 
     by_id = {question.id: question for question in questions}
-    records = read_records(out)
+    records = folder.read_records()
     retried = recovered = 0
     for record in records:
         failed = [name for name in record.degraded if name in ensemble.members]
@@ -345,7 +371,7 @@ def retry_failed_members(ensemble: Any, out: Path, questions: list[Any]) -> str:
         record.vote = Vote(decision.member, record.members[decision.member].answer, decision.scores)
         record.degraded = dict(result.degraded)
     if retried:
-        replace_records(out, records)
+        folder.replace_records(records)
     return f"retried the failed members of {retried} questions: {recovered} member answers recovered"
 
 

@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+from eor.atomic import write_text_atomically
 from eor.config import default_config_path, package_file
 from eor.errors import InputError
 
@@ -25,7 +26,7 @@ def init_folder(folder: Path, force: bool = False) -> str:
         raise InputError(f"{default_config_path()}: no corpus path to point at the new folder")
     text = re.sub(r"^name: .*$", f"name: {folder.name or 'mine'}", text, count=1, flags=re.M)
     folder.mkdir(parents=True, exist_ok=True)
-    config.write_text(text, encoding="utf-8")
+    write_text_atomically(config, text)
     for name in ("corpus.jsonl", "questions.jsonl"):
         if not (folder / name).exists():
             shutil.copyfile(package_file(f"demo/{name}"), folder / name)

@@ -9,7 +9,6 @@ candidate's K-fold figures against Top R before training (with `auto` itself cro
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,40 +21,38 @@ import numpy as np
 from eor.abstention import DELTA
 from eor.bench.selective import summary
 from eor.bench.stats import Bootstrap, paired_test
-from eor.config import load_config
-from eor.correctness import CORRECTNESS
+from eor.calibration import Calibrated, calibrate
+from eor.config import EnsembleConfig, load_config
+from eor.costs import training_costs, unit_label
 from eor.crossval import (
     AUTO,
-    DEFAULT_FOLDS,
-    Calibrated,
     Progress,
     VoteArrays,
     VoteSettings,
     auto_names,
     build_candidate,
-    calibrate,
     candidate_names,
     choose_candidate,
     compare_with_top,
     confidence_choice,
     out_of_fold,
+    run_batch,
     vote_arrays,
     without_confidence,
 )
 from eor.errors import ConfigError, InputError
 from eor.formatting import pct, small_data_warning
 from eor.members import demonstration_ids
-from eor.pool import pool_identity, read_pool_file
+from eor.pool import pool_identity
 from eor.readers import build_reader
-from eor.records import read_header
 from eor.run_data import RunData, load_run
+from eor.run_folder import recorded_config, recorded_pool
+from eor.train_options import TrainOptions
+from eor.validation import validate
 from voters import Voter, correctness_matrix
 from voters.cascade import EVENT_LABELS
 from voters.cascade_fit import REPEATS
-from voters.pooling import POOLINGS
-from voters.protocol import confidence_kwargs
 from voters.scoring import mean_correctness
-from voters.similarity import available_metrics
 
 log = logging.getLogger(__name__)
 
@@ -72,62 +69,55 @@ REPORTED_RISKS = (0.1, 0.2, 0.3, 0.4)
 CONFIDENCE_VOTERS = (AUTO, "selector", "cascade")
 
 
-def train(
-    records: Path,
-    out: Path,
-    *,
-    voter: str = AUTO,
-    metric: str = "em",
-    dev: Path | None = None,
-    metrics: tuple[str, ...] = ("em", "f1", "cosine"),
-    metric_params: dict[str, dict[str, Any]] | None = None,
-    pooling: str = "mean",
-    grounding: bool = False,
-    restarts: int = 4,
-    seed: int = 0,
-    cv: int | None = None,
-    inner_folds: int = DEFAULT_FOLDS,
-    max_loss: float | None = None,
-    budget: float | None = None,
-    cost_unit: str = "auto",
-    pool_config: Path | None = None,
-    confidence: bool = True,
-    members: list[str] | None = None,
-    costs: Any = None,
-) -> str:
-    """Train and save; `max_loss` (EM points, e.g. 0.5) or `budget` (cost per question, seconds) make the
-    choice cost-aware: the cascade's tolerance, and `auto`'s choice among every candidate, the cascade
-    included (the cheapest within max_loss of the best, or the best within the budget). The weights file
-    records the identity of the pool the records come from (eor.pool): the `pool.json` that `eor run` wrote
-    beside them, or that of `pool_config`, the config they were run with. `confidence`: the selector's
-    features may include the reader's confidence where the records hold it (voters.features); for the
-    selector, the cascade and `auto` they are kept only when a cross-validation of the selector with and
-    without them (`inner_folds`, on the same folds) says they help (`meta.confidence_features`). `members`:
-    train on these members of the records only (default: `pool_config`'s members, else all); `costs`: the
-    members' costs per question (an eor.costs.MemberCosts over `members`) in place of those the records give
-    (`cost_unit`)."""
-    name = _voter_name(voter, grounding)
-    _check_cost_options(max_loss, budget)
-    _check_names(metric, metrics, metric_params, pooling)  # before any record is read or similarity computed
-    settings = VoteSettings(
-        metrics=tuple(metrics),
-        metric_params=metric_params or None,
-        pooling=pooling,
-        correctness=metric,
-        restarts=restarts,
-        seed=seed,
-        max_loss=None if max_loss is None else max_loss / 100,
-        budget=budget,
-        cost_unit=cost_unit,
-        confidence=confidence,
-    )
-    demonstrations: set[str] = set()
-    if pool_config is not None:
-        pool = load_config(pool_config)
+def train(records: Path, out: Path, options: TrainOptions) -> str:
+    """Train the voter that `options` asks for on the run records `records`, save it as the weights file
+    `out` and give back the report's lines."""
+    name = options.checked_voter()
+    data = _training_data(records, options, _pool_config(options.pool_config))
+    settings = options.vote_settings()
+    arrays = _with_costs(vote_arrays(data, settings), options.costs)
+    lines: list[str] = []
+    meta: dict[str, Any] = {"records": str(records), "dev_records": str(options.dev) if options.dev else None}
+    name, arrays, settings = _choose(name, arrays, settings, options, lines, meta)
+    fitted = _fit(name, arrays, settings)
+    calibrated = _calibrated(name, arrays, settings, options)
+    if calibrated is not None:
+        meta["probability"] = calibrated.model.to_dict()
+    meta["chosen_voter"] = name
+    meta.update(_baselines(arrays, settings))
+    meta.update(_run_meta(Path(records)))
+    if arrays.costs is not None:  # the cost model of the training records (eor.costs), for bench and lazy voting
+        meta["costs"] = training_costs(arrays.costs, arrays.data.names)
+    identity = _pool(Path(records), options.pool_config, data.names)
+    if identity is not None:
+        meta["pool"] = identity
+    lines.append(f"voter: {name}; weights written to {out}")
+    lines += _scores(fitted, arrays, name, meta, options.metric)
+    lines += _probability_lines(calibrated, options.metric, data.questions, options.inner_folds)
+    if options.dev is not None:
+        lines += _dev_scores(fitted, load_run(options.dev, data.names), meta, options.metric, options.seed)
+    fitted.save(out, **meta)
+    return "\n".join(lines)
+
+
+def _pool_config(path: Path | None) -> EnsembleConfig | None:
+    """The pool's config (`--config`), loaded and checked (eor.validation); None without one."""
+    if path is None:
+        return None
+    config = load_config(path)
+    validate(config)
+    return config
+
+
+def _training_data(records: Path, options: TrainOptions, pool: EnsembleConfig | None) -> RunData:
+    """The records of the members trained on (`options.members`, else the pool config's, else all), less
+    the questions the pool config's prompt variants show as worked examples; a warning when they are few."""
+    members, demonstrations = options.members, set()
+    if pool is not None:
         members = pool.members if members is None else members  # records that grew beyond it: its members
         demonstrations = demonstration_ids(pool)  # its prompt variants' worked examples never train
     data = load_run(records, members).without(demonstrations)
-    with_confidence = " (with the reader's confidence)" if confidence and data.has_confidence else ""
+    with_confidence = " (with the reader's confidence)" if options.confidence and data.has_confidence else ""
     log.info(
         "similarities and features of %d training questions × %d members%s",
         data.questions,
@@ -136,89 +126,64 @@ def train(
     )
     if warning := small_data_warning(data.questions, "training and cross-validation"):
         log.warning(warning)
-    arrays = vote_arrays(data, settings)
-    if costs is not None:
-        if costs.matrix.shape != (data.questions, len(data.names)):
-            raise InputError(
-                f"costs for {costs.matrix.shape[0]} questions × {costs.matrix.shape[1]} members; the records give "
-                f"{data.questions} × {len(data.names)}"
-            )
-        arrays = replace(arrays, costs=costs)
-    lines: list[str] = []
-    meta: dict[str, Any] = {"records": str(records), "dev_records": str(dev) if dev else None}
+    return data
+
+
+def _with_costs(arrays: VoteArrays, costs: Any) -> VoteArrays:
+    """The arrays with `costs` (eor.costs.MemberCosts) in place of the records' own, when given."""
+    if costs is None:
+        return arrays
+    expected = (arrays.data.questions, len(arrays.data.names))
+    if costs.matrix.shape != expected:
+        raise InputError(
+            f"costs for {costs.matrix.shape[0]} questions × {costs.matrix.shape[1]} members; the records give "
+            f"{expected[0]} × {expected[1]}"
+        )
+    return replace(arrays, costs=costs)
+
+
+def _choose(
+    name: str,
+    arrays: VoteArrays,
+    settings: VoteSettings,
+    options: TrainOptions,
+    lines: list[str],
+    meta: dict[str, Any],
+) -> tuple[str, VoteArrays, VoteSettings]:
+    """The voter to fit, with the arrays and settings to fit it on: the reader's confidence features kept
+    only where cross-validation says they help, the `cv` report first, then `auto`'s choice; what each step
+    found goes into the report's `lines` and the weights file's `meta`."""
+    folds, seed = options.inner_folds, options.seed
     if arrays.blocks.confidence is not None and name in CONFIDENCE_VOTERS:
-        choice = confidence_choice(arrays, settings, inner_folds, seed)
+        choice = confidence_choice(arrays, settings, folds, seed)
         meta["confidence_features"] = choice
-        lines.append(_confidence_line(choice, metric))
+        lines.append(_confidence_line(choice, options.metric))
         if not choice["used"]:
             arrays, settings = without_confidence(arrays), replace(settings, confidence=False)
-    if cv:
+    if options.cv:
+        cascade = name == "cascade"
         table = cross_validation(
-            arrays, settings, cv, seed, with_auto=name == AUTO, inner_folds=inner_folds, cascade=name == "cascade"
+            arrays, settings, options.cv, seed, with_auto=name == AUTO, inner_folds=folds, cascade=cascade
         )
-        meta["cv"] = {"folds": cv, "seed": seed, "voters": table}
-        lines += format_cv(table, cv, data.questions, metric)
+        meta["cv"] = {"folds": options.cv, "seed": seed, "voters": table}
+        lines += format_cv(table, options.cv, arrays.data.questions, options.metric)
     if name == AUTO:
         candidates = auto_names(settings)
-        with fold_progress("choosing the voter", inner_folds * len(candidates)) as step:
-            name, means = choose_candidate(arrays, candidates, settings, inner_folds, seed, progress=step)
-        meta["selection"] = {"folds": inner_folds, "seed": seed, "means": means}
-        lines.append(_selection_line(name, means, inner_folds, metric))
-    fitted = _fit(name, arrays, settings)
-    calibrated = None
-    if data.questions >= PROBABILITY_QUESTIONS_PER_FOLD * inner_folds:
-        with fold_progress("P(right) out of fold", inner_folds) as step:
-            calibrated = calibrate(arrays, name, settings, inner_folds, seed, step)
-        meta["probability"] = calibrated.model.to_dict()
-    meta["chosen_voter"] = name
-    meta.update(_baselines(arrays, settings))
-    meta.update(_run_meta(Path(records)))
-    identity = _pool(Path(records), pool_config, data.names)
-    if identity is not None:
-        meta["pool"] = identity
-    lines.append(f"voter: {name}; weights written to {out}")
-    lines += _scores(fitted, arrays, name, meta, metric)
-    lines += _probability_lines(calibrated, metric, data.questions, inner_folds)
-    if dev is not None:
-        lines += _dev_scores(fitted, load_run(dev, data.names), meta, metric, seed)
-    fitted.save(out, **meta)
-    return "\n".join(lines)
+        with fold_progress("choosing the voter", folds * len(candidates)) as step:
+            name, means = choose_candidate(arrays, candidates, settings, folds, seed, progress=step)
+        meta["selection"] = {"folds": folds, "seed": seed, "means": means}
+        lines.append(_selection_line(name, means, folds, options.metric))
+    return name, arrays, settings
 
 
-def _check_names(
-    metric: str, metrics: tuple[str, ...], metric_params: dict[str, dict[str, Any]] | None, pooling: str
-) -> None:
-    """ConfigError naming the valid choices for an unknown correctness metric, similarity metric or pooling."""
-
-    if metric not in CORRECTNESS:
-        raise ConfigError(f"--metric: unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
-    known = available_metrics()
-    unknown = [name for name in (*metrics, *(metric_params or {})) if name not in known]
-    if unknown:
-        raise ConfigError(
-            f"--metrics: unknown similarity metric(s) {', '.join(unknown)}; available: {', '.join(known)}"
-        )
-    if pooling not in (*POOLINGS, "search"):
-        raise ConfigError(f"--pooling: unknown pooling {pooling!r}; available: {', '.join([*POOLINGS, 'search'])}")
-
-
-def _check_cost_options(max_loss: float | None, budget: float | None) -> None:
-    if max_loss is not None and budget is not None:
-        raise ConfigError("give --max-loss or --budget, not both")
-    for flag, value in (("--max-loss", max_loss), ("--budget", budget)):
-        if value is not None and not (isinstance(value, int | float) and np.isfinite(value) and value >= 0):
-            raise ConfigError(f"{flag} must be a number ≥ 0, got {value!r}")
-
-
-def _voter_name(voter: str, grounding: bool) -> str:
-    names = candidate_names()
-    if voter not in (*names, AUTO):
-        raise ConfigError(f"unknown voter {voter!r}; available: {', '.join([AUTO, *names])}")
-    if grounding:
-        if voter not in ("paper", "smooth", "grounding", "smooth-grounding"):
-            raise ConfigError("--grounding applies to --voter paper or smooth (auto tries grounding itself)")
-        return {"paper": "grounding", "smooth": "smooth-grounding"}.get(voter, voter)
-    return voter
+def _calibrated(name: str, arrays: VoteArrays, settings: VoteSettings, options: TrainOptions) -> Calibrated | None:
+    """P(right) of the voter's choices and its abstention thresholds, fitted out of fold; None with fewer than
+    PROBABILITY_QUESTIONS_PER_FOLD training questions per fold."""
+    folds = options.inner_folds
+    if arrays.data.questions < PROBABILITY_QUESTIONS_PER_FOLD * folds:
+        return None
+    with fold_progress("P(right) out of fold", folds) as step:
+        return calibrate(arrays, name, settings, folds, options.seed, step)
 
 
 def cross_validation(
@@ -310,18 +275,13 @@ def _baselines(arrays: VoteArrays, settings: VoteSettings) -> dict[str, Any]:
     )
     return {
         "top_r_train": {"member": arrays.data.names[top], "train": float(accuracy[top])},
-        "uniform": {"train": mean_correctness(arrays.correctness, uniform.predict_tensor(arrays.tensor))},
+        "uniform": {"train": mean_correctness(arrays.correctness, uniform.predict(arrays.batch))},
     }
 
 
 def _run_meta(records: Path) -> dict[str, Any]:
-    config_file = records / "config.json"
-    header = read_header(records) if records.is_file() else None
-    if header is not None and isinstance(header.get("config"), dict):
-        config = header["config"]
-    elif config_file.is_file():
-        config = json.loads(config_file.read_text())
-    else:
+    config = recorded_config(records)
+    if config is None:
         return {}
     corpus = (config.get("corpus") or {}).get("path")
     # the file name only: no machine paths in weights files
@@ -333,7 +293,7 @@ def _pool(records: Path, pool_config: Path | None, names: list[str]) -> dict[str
     llama.cpp hashes the model file without loading it), else the run's pool.json, else None."""
 
     if pool_config is None:
-        return read_pool_file(records)
+        return recorded_pool(records)
 
     config = load_config(pool_config)
     if sorted(config.members) != sorted(names):
@@ -350,7 +310,7 @@ def _confidence_line(choice: dict[str, Any], metric: str) -> str:
 
 
 def _predict(voter: Any, data: RunData) -> np.ndarray:
-    return voter.predict(data.answers, data.passages, data.texts, **confidence_kwargs(voter, data.confidence))
+    return voter.predict(run_batch(data))
 
 
 def _scores(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any], metric: str) -> list[str]:
@@ -360,17 +320,18 @@ def _scores(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any], met
         f"uniform {pct(meta['uniform']['train'])}, best single member {top['member']} {pct(top['train'])}"
     ]
     if hasattr(voter, "order_"):
-        lines += _cascade_lines(voter, metric)
+        lines += _cascade_lines(voter, metric, arrays.costs.rates if arrays.costs is not None else None)
     if hasattr(voter, "active_members_"):
         kept = [f"{arrays.data.names[i]} ({voter.retriever_weights_[i]:.2f})" for i in voter.active_members_]
         lines.append(f"members kept: {', '.join(kept)}; pooling {voter.pooling_}")
     return lines
 
 
-def _cascade_lines(cascade: Any, metric: str) -> list[str]:
-    """The cascade's order, threshold and operating points (held out on the training records)."""
+def _cascade_lines(cascade: Any, metric: str, rates: dict[str, float] | None) -> list[str]:
+    """The cascade's order, threshold and operating points (held out on the training records); costs from
+    tokens at `rates`."""
     chosen = cascade.chosen_point_
-    unit = "s" if cascade.cost_unit_ == "seconds" else "s (from tokens)"
+    unit = unit_label(cascade.cost_unit_, rates)
     threshold = "never early" if np.isinf(chosen.threshold) else f"P ≥ {chosen.threshold:.3f}"
     tried = "; ".join(
         f"{name}: P ≥ {_threshold(point['threshold'])}, {point['cost']:.2f} s"
@@ -432,7 +393,7 @@ def _dev_scores(voter: Any, dev: RunData, meta: dict[str, Any], metric: str, see
     uniform = Voter.uniform(
         len(dev.names), metrics=voter.metric_names_, metric_params=voter.metric_params, members=dev.names
     )
-    meta["uniform"]["dev"] = mean_correctness(correctness, uniform.predict(dev.answers))
+    meta["uniform"]["dev"] = mean_correctness(correctness, uniform.predict(run_batch(dev)))
     best = int(np.argmax(correctness.mean(axis=0)))
     meta["top_r_dev"] = {"member": dev.names[best], "dev": float(correctness[:, best].mean())}
     f1 = correctness_matrix(dev.answers, dev.golds, "f1")

@@ -1,45 +1,96 @@
-"""Checks of a config against the registries that load no model, so a mistake fails at once with one line
-naming the valid choices: the members' sources (`check_member_names`), the voter section (`check_voter_config`),
-and what an answer is asked with (`check_timeout`, `check_config_risk`). The ensemble, `eor serve` and the
-commands call them before anything heavy loads.
+"""The one check of a config, `validate`: every mistake a config can hold that shows without loading a model
+fails at once, before anything heavy loads, as a ConfigError whose message starts with the value's YAML path
+and lists the valid choices (the rule of eor.errors). `load_config` has checked the file's keys, types and
+ranges; `validate` checks what its values name:
+
+- `members[i]`: valid notation (every `@WORD` a registered operator), only sources the config has (its
+  `sources:` and the defaults), and only a prompt variant it has;
+- `sources.NAME.type`: a registered source type (retrievers.registry.SOURCE_TYPES);
+- `voter`: registered similarity metrics and pooling, and `metric_params` for those metrics only;
+- `prompts`: the answer style, and the placeholders of every template and of each variant's worked examples
+  (eor.prompts.templates_for);
+- `reader.backend`: a registered backend, with no option of another backend (`auto` is resolved from the
+  model's files when the reader is built).
+
+The ensemble, `eor serve` (and `create_app`) and `eor train --config` call it. What needs a loaded object is
+checked where it loads: a source's parameters when the source is built, a weights file's members when it is
+read, `voter.risk` against the voter's thresholds (`check_config_risk`); and a member timeout is asked at
+run time (`check_timeout`, an InputError).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from eor.config import EnsembleConfig
+from eor.config import EnsembleConfig, ReaderConfig, VoterConfig
 from eor.errors import ConfigError, InputError, RetrieverError
+from eor.prompts import check_variant, templates_for
+from eor.readers import check_backend
 from retrievers import notation
-from retrievers.registry import source_names
-from voters.pooling import POOLINGS
-from voters.similarity import available_metrics
+from retrievers.registry import SOURCE_TYPES, source_names
+from voters.voter_params import check_metric_names, check_pooling_name
 
 
-def check_member_names(config: EnsembleConfig) -> None:
-    """Every member names only known sources (RetrieverError otherwise)."""
+def validate(config: EnsembleConfig) -> None:
+    """ConfigError for the first mistake of `config` that shows without loading a model, naming the value's
+    YAML path and the valid choices (see the module's docstring)."""
+    _check_members(config)
+    _check_source_types(config)
+    _check_voter(config.voter)
+    for variant in (None, *config.prompts.variants):
+        templates_for(config, variant)  # its errors name prompts.KEY or prompts.variants.NAME.KEY
+    _check_reader(config.reader)
 
+
+@contextmanager
+def located(where: str) -> Iterator[None]:
+    """A mistake found inside the block, as a ConfigError whose message starts with `where`: the value's
+    YAML path, or the command-line flag that set it."""
+    try:
+        yield
+    except (ConfigError, RetrieverError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_members(config: EnsembleConfig) -> None:
     known = source_names(config.sources)
-    for member in config.members:
-        unknown = sorted(notation.sources(notation.parse(member)) - known)
+    for i, member in enumerate(config.members):
+        with located(f"members[{i}]"):
+            tree = notation.parse(member)  # the notation's own message names the member
+        unknown = sorted(notation.sources(tree) - known)
         if unknown:
-            raise RetrieverError(
-                f"member {member!r}: unknown source(s) {', '.join(unknown)}; available: {', '.join(sorted(known))}"
+            raise ConfigError(
+                f"members[{i}] {member!r}: unknown source(s) {', '.join(unknown)}; "
+                f"available: {', '.join(sorted(known))}"
+            )
+        variant = notation.variant_of(tree)
+        if variant is not None:
+            with located(f"members[{i}] {member!r}"):
+                check_variant(config.prompts, variant)
+
+
+def _check_source_types(config: EnsembleConfig) -> None:
+    for name, source in config.sources.items():
+        if source.type not in SOURCE_TYPES:
+            raise ConfigError(
+                f"sources.{name}.type: unknown source type {source.type!r}; available: {', '.join(SOURCE_TYPES)}"
             )
 
 
-def check_voter_config(config: EnsembleConfig) -> None:
-    """The config's `voter:` names only registered metrics and poolings (ConfigError listing the valid ones)."""
+def _check_voter(voter: VoterConfig) -> None:
+    with located("voter.metrics"):
+        check_metric_names(voter.metrics)
+    with located("voter.pooling"):
+        check_pooling_name(voter.pooling, search=False)  # a config's voter votes; it is not fitted
+    voter.resolved_metric_params()  # ConfigError naming voter.metric_params for a metric not in voter.metrics
 
-    voter = config.voter
-    known = available_metrics()
-    unknown = [name for name in voter.metrics if name not in known]
-    if unknown:
-        raise ConfigError(f"voter.metrics: unknown metric(s) {', '.join(unknown)}; available: {', '.join(known)}")
-    if voter.pooling not in POOLINGS:
-        raise ConfigError(f"voter.pooling: unknown pooling {voter.pooling!r}; available: {', '.join(POOLINGS)}")
-    voter.resolved_metric_params()  # metric_params may name only metrics in voter.metrics
+
+def _check_reader(reader: ReaderConfig) -> None:
+    if reader.backend != "auto":
+        check_backend(reader, reader.backend)
 
 
 def check_config_risk(voting: Any, risk: float | None) -> None:

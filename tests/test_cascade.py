@@ -15,6 +15,7 @@ from eor.answering import runs_in_steps
 from eor.errors import ConfigError, InputError
 from tests.conftest import DEMO, ROOT
 from tests.test_lazy_voting import Scripted
+from voters.batch import VoteBatch
 from voters.features import feature_names
 
 ORDER = ["BM25@1", "BM25@2", "ReFree"]
@@ -124,15 +125,18 @@ def test_replay_of_recorded_answers_stops_where_decide_does():
     # members in the pool's order: ReFree, BM25@1, BM25@2
     answers = [["Titian", "Leonardo da Vinci", "Raphael"], ["Titian", "Michelangelo", "michelangelo"]]
     answers.append(["Titian", "Michelangelo", "Raphael"])
-    passages = [[[], MONA_LISA, []] for _ in answers]
-    chosen, stops = cascade.replay(answers, passages, [QUESTION] * 3)
+    batch = VoteBatch(answers, [[[], MONA_LISA, []] for _ in answers], [QUESTION] * 3)
+    chosen, stops = cascade.replay(batch)
     assert stops.tolist() == [0, 1, 2] and chosen.tolist() == [1, 1, 0]
-    assert cascade.predict(answers, passages, [QUESTION] * 3).tolist() == [1, 1, 0]
+    assert cascade.predict(batch).tolist() == [1, 1, 0]
+    scores, groups, picks = cascade.vote_scores(batch)
+    assert groups.tolist() == ["early", "early", "last"] and picks.tolist() == [1, 1, 0]
+    assert np.isinf(scores[0, [0, 2]]).all() and np.isfinite(scores[2]).all()  # only BM25@1 ran for q1
     costs = np.array([[1.0, 2.0, 4.0]] * 3)  # ReFree, BM25@1, BM25@2 per question
     assert cascade.spent(costs, stops).tolist() == [2.0, 6.0, 7.0]  # BM25@1; + BM25@2; + ReFree
     # at threshold 0 every question stops after BM25@1; never early (inf): every member runs
-    assert cascade.replay(answers, passages, [QUESTION] * 3, 0.0)[1].tolist() == [0, 0, 0]
-    assert cascade.replay(answers, passages, [QUESTION] * 3, math.inf)[1].tolist() == [2, 2, 2]
+    assert cascade.replay(batch, 0.0)[1].tolist() == [0, 0, 0]
+    assert cascade.replay(batch, math.inf)[1].tolist() == [2, 2, 2]
 
 
 def cascade_config(tmp_path, weights: str | None = None):
@@ -297,13 +301,14 @@ def test_token_costs_at_fitted_rates():
 
 
 def test_training_a_cascade_on_the_shipped_records(tmp_path):
-    from eor.train_command import train
+    from eor.train_command import TrainOptions, train
     from voters import load_voter
 
     records = ROOT / "docs" / "records" / "nq-train.jsonl.gz"  # grown beyond the 7-member pool: name its config
     out = tmp_path / "cascade.json"
     seven = ROOT / "configs" / "nq-offline.yaml"
-    printed = train(records, out, voter="cascade", metrics=("em", "f1"), max_loss=0.5, pool_config=seven)
+    options = TrainOptions(voter="cascade", metrics=("em", "f1"), max_loss=0.5, pool_config=seven)
+    printed = train(records, out, options)
     cascade = load_voter(out)
     assert cascade.kind == "cascade" and sorted(cascade.order) == sorted(cascade.members_)
     assert cascade.order[0] == "Wiki@1"  # the most accurate per recorded second
@@ -318,7 +323,7 @@ def test_training_a_cascade_on_the_shipped_records(tmp_path):
 
     assert "cascade" not in auto_names(VoteSettings()) and "cascade" in auto_names(VoteSettings(budget=3.0))
     with pytest.raises(ConfigError, match="not both"):
-        train(records, out, voter="cascade", max_loss=0.5, budget=3.0)
+        train(records, out, TrainOptions(voter="cascade", max_loss=0.5, budget=3.0))
 
 
 def test_stop_reasons_reach_the_api(tmp_path, isolated_cache):

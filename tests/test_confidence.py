@@ -159,7 +159,8 @@ class Counting:
 def test_a_cache_entry_from_before_confidence(tmp_path):
     """A schema-1 cache file (no meta) is upgraded when opened; its entry is read back as it is, and
     generated once more only when confidence is wanted, after which the entry holds it."""
-    from eor.generation_cache import APPLICATION_ID, GenerationCache
+    from eor.generation_cache import GenerationCache
+    from eor.generation_cache_file import APPLICATION_ID
     from eor.stages.generation import GenerationStage
 
     path = tmp_path / "old.sqlite"
@@ -204,6 +205,7 @@ def test_ask_json_carries_each_members_confidence(tmp_path, isolated_cache, caps
 def test_the_selector_learns_from_confidence_and_votes_without_it():
     """Two members always disagree; the right one is the one the reader was surer of. Only the confidence
     features can tell them apart: with them the selector is always right, without them it cannot be."""
+    from voters.batch import VoteBatch
     from voters.selector import AnswerSelector
 
     rng = np.random.default_rng(0)
@@ -219,25 +221,28 @@ def test_the_selector_learns_from_confidence_and_votes_without_it():
         confidence.append([unsure, sure] if right else [sure, unsure])
     questions = ["?"] * 80
     members = ["A", "B"]
-    plain = AnswerSelector(metrics=("em",), members=members).fit(answers, golds, passages, questions)
-    sure = AnswerSelector(metrics=("em",), members=members).fit(answers, golds, passages, questions, confidence)
+    batch = VoteBatch(answers, passages, questions, golds=golds, confidence=confidence)
+    plain = AnswerSelector(metrics=("em",), members=members, confidence=False).fit(batch)
+    sure = AnswerSelector(metrics=("em",), members=members).fit(batch)
     assert not plain.uses_confidence_ and sure.uses_confidence_
     assert sure.feature_names_[-4:] == ["conf:mean", "conf:min", "conf:margin", "conf:others"]
     truth = np.array([int(row[1].startswith("right")) for row in answers])
-    assert (sure.predict(answers, passages, questions, confidence) == truth).all()
-    assert 0.3 < (plain.predict(answers, passages, questions) == truth).mean() < 0.7
+    assert (sure.predict(batch) == truth).all()
+    assert 0.3 < (plain.predict(batch) == truth).mean() < 0.7
     # without confidence at vote time its features count for nothing (the training means): a vote, no error
     blind = sure.decision_scores(answers[:2], passages[:2], questions[:2])
     assert blind.shape == (2, 2) and np.isfinite(blind).all()
+    np.testing.assert_allclose(sure.decision_function(VoteBatch(answers[:2], passages[:2], questions[:2])), blind)
     # the weights file says it was trained with them, and loads so
+    from voters import selector_file
     from voters.selector import AnswerSelector as Loaded
 
-    document = json.loads(json.dumps(sure.document()))
+    document = json.loads(json.dumps(selector_file.document(sure)))
     loaded = Loaded.from_document(document, "test", members=["B", "A"])
     assert loaded.uses_confidence_ and loaded.feature_names_[-4:] == sure.feature_names_[-4:]
     swapped = [[row[1], row[0]] for row in answers]
     swapped_confidence = [[row[1], row[0]] for row in confidence]
-    assert (loaded.predict(swapped, passages, questions, swapped_confidence) == 1 - truth).all()
+    assert (loaded.predict(VoteBatch(swapped, passages, questions, confidence=swapped_confidence)) == 1 - truth).all()
 
 
 def test_transformers_confidence_equals_a_forward_pass():

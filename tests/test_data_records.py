@@ -79,9 +79,9 @@ def test_packed_records_carry_their_pool_and_config(tmp_path) -> None:
     import gzip
 
     from eor.cli import main
-    from eor.pool import read_pool_file
     from eor.records import read_header
     from eor.run_data import load_run
+    from eor.run_folder import recorded_pool
 
     run = tmp_path / "run"
     run.mkdir()
@@ -101,7 +101,7 @@ def test_packed_records_carry_their_pool_and_config(tmp_path) -> None:
         "questions": 3,
     }
     assert [r.to_dict() for r in read_records(packed)] == rows and read_header(run) is None
-    assert read_pool_file(packed) == pool and read_pool_file(run) == pool
+    assert recorded_pool(packed) == pool and recorded_pool(run) == pool
     data = load_run(packed)
     assert data.questions == 3 and data.confidence[0] == [{"mean_logprob": -0.1}] and data.has_confidence
     first = packed.read_bytes()
@@ -115,15 +115,16 @@ def test_each_stretch_of_a_run_is_named_in_the_packed_header(tmp_path) -> None:
     header carries the list and unpacking restores it, so a resumed run keeps its history."""
     import subprocess
 
-    from eor.records import MADE_BY_FILE, note_stretch, pack_records, read_header, unpack_records
+    from eor.records import read_header
+    from eor.run_folder import MADE_BY_FILE, RunFolder, pack_records, unpack_records
 
     run = tmp_path / "run"
     run.mkdir()
     (run / "records.jsonl").write_text(json.dumps({"id": "q", "question": "?", "members": {}}) + "\n")
     (run / "pool.json").write_text(json.dumps({"members": ["A"], "reader": "m", "corpus": None}))
     (run / "config.json").write_text(json.dumps({"members": ["A"]}))
-    note_stretch(run, 0)
-    note_stretch(run, 1)
+    RunFolder(run).note_stretch(0)
+    RunFolder(run).note_stretch(1)
     pack_records(run, tmp_path / "run.jsonl.gz")
     made_by = read_header(tmp_path / "run.jsonl.gz")["made_by"]
     assert [stretch["questions_done"] for stretch in made_by] == [0, 1] and made_by[0]["eor"]

@@ -438,7 +438,7 @@ def test_no_cache_neither_reads_nor_writes(tmp_path, isolated_cache, capsys, mon
     assert "generation cache: off" in capsys.readouterr().out
 
 
-def test_cache_stats_and_clear(tmp_path, capsys) -> None:
+def test_cache_stats_and_clear(tmp_path, isolated_cache, capsys) -> None:
     file = tmp_path / "g.sqlite"
     assert main(["cache", "stats", "--cache", str(file)]) == 0
     assert "entries: 0 (no file yet)" in capsys.readouterr().out and not file.exists()  # looking creates nothing
@@ -471,10 +471,10 @@ def test_no_cache_and_cache_are_exclusive(capsys) -> None:
 def test_the_cache_keeps_under_its_bound_least_recently_used_first(tmp_path, monkeypatch) -> None:
     """Past its bound, the entries read or written longest ago go first: an old entry read since stays,
     the old ones nobody touched are gone."""
-    from eor import generation_cache
+    from eor import cache_policy
     from eor.generation_cache import Generation, GenerationCache, format_stats
 
-    monkeypatch.setattr(generation_cache, "EVICT_TO", 1.0)  # evict down to the bound itself: one entry at a time
+    monkeypatch.setattr(cache_policy, "EVICT_TO", 1.0)  # evict down to the bound itself: one entry at a time
     path = tmp_path / "bounded.sqlite"
     cache = GenerationCache(path, max_bytes="160KB")
     text = "x" * 2000

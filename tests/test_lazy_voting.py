@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voters import Voter
+from voters import VoteBatch, Voter
 from voters.lazy import lazy_decision, needed_members, simulate, supports_lazy_voting
 
 
@@ -61,7 +61,7 @@ def test_lazy_choice_equals_the_full_vote(pooling, use_grounding):
         v = voter(weights, metrics=("em", "f1"), pooling=pooling, grounding=0.3 if use_grounding else None)
         answers = [str(rng.choice(vocabulary)) for _ in range(n)]
         passages = [["paris and rome"] if rng.uniform() < 0.5 else [] for _ in range(n)]
-        full = answers[int(v.predict([answers], [passages])[0])]
+        full = answers[int(v.predict(VoteBatch([answers], [passages]))[0])]
         order = rng.permutation(n).tolist()
         lazy, ran = simulate(v, answers, passages, order)
         assert lazy == full

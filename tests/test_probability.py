@@ -167,13 +167,14 @@ def test_the_largest_stored_error_rate_not_above_the_risk_decides():
 def test_training_stores_p_right_and_thresholds_that_hold_on_training(tmp_path):
     from eor.abstention import ALPHAS
     from eor.bench.report import build_report
-    from eor.train_command import train
+    from eor.train_command import TrainOptions, train
     from voters import load_voter
 
     records = ROOT / "docs" / "records" / "nq-train.jsonl.gz"
     seven = ROOT / "configs" / "nq-offline.yaml"
     out = tmp_path / "selector.json"
-    printed = train(records, out, voter="selector", metrics=("em", "f1"), pool_config=seven, confidence=False)
+    options = TrainOptions(voter="selector", metrics=("em", "f1"), pool_config=seven, confidence=False)
+    printed = train(records, out, options)
     assert "P(right) (em) out of fold on 600 training questions" in printed and "abstention thresholds" in printed
     voter = load_voter(out)
     model = RightModel.from_voter(voter)

@@ -13,8 +13,8 @@ import pytest
 from eor.cli import main
 from eor.cost_model import Pilot
 from eor.errors import InputError
-from eor.pool import read_pool_file
 from eor.records import RECORDS_FILE, read_header, read_records
+from eor.run_folder import recorded_pool
 from tests.conftest import DEMO
 
 OLD = ["BM25@1", "Wiki@1"]
@@ -97,7 +97,7 @@ def test_records_grow_by_the_new_members_alone(recorded, tmp_path, capsys) -> No
     prompt = records[0].members["Wiki@1:fs"].prompt
     assert prompt.startswith("Answer each question with one or few words, as in these examples.\n\nQuestion: who")
     assert prompt.endswith(records[0].members["Wiki@1"].prompt)  # the same evidence under the variant
-    assert read_pool_file(out)["members"] == OLD + NEW
+    assert recorded_pool(out)["members"] == OLD + NEW
     assert main(["records", "pack", str(out), "--out", str(tmp_path / "grown.jsonl.gz")]) == 0
     assert read_header(tmp_path / "grown.jsonl.gz")["pool"]["members"] == OLD + NEW
     # `--config` of the former pool trains and benchmarks its members alone.

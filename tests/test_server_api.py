@@ -223,14 +223,14 @@ def test_explain_shows_the_arithmetic_of_the_vote(smollm2, tmp_path, isolated_ca
 def test_a_learned_selector_votes_and_explains(smollm2, tmp_path, isolated_cache) -> None:
     """A weights file of the answer selector drives the ensemble like the paper's voter: the chosen member is
     the argmax of its log-odds, a failed member is left out, and explain() gives each feature's share."""
-    from voters import AnswerSelector, load_voter
+    from voters import AnswerSelector, VoteBatch, load_voter
 
     config = load_config(server_test_config(tmp_path, ["ReFree", "BM25@1", "BM25@3", "Boom"]))
     answers = [["x", f"g{q}", "y", "z"] for q in range(6)] + [["g", "a", "b", "c"] for q in range(6)]
     golds = [[f"g{q}"] for q in range(6)] + [["g"]] * 6
     passages = [[[], [f"g{q} passage"], ["y"], []] for q in range(6)] + [[[], ["a"], ["b"], []]] * 6
     selector = AnswerSelector(metrics=("em", "f1"), members=config.members)
-    selector.fit(answers, golds, passages, [f"q{q}" for q in range(12)])
+    selector.fit(VoteBatch(answers, passages, [f"q{q}" for q in range(12)]), golds)
     ensemble = Ensemble(config, reader=smollm2, voter=load_voter(selector.save(tmp_path / "s.json"), config.members))
     result = ensemble.answer("who was the first president of the united states")
     assert result.degraded == {"Boom": "retrieval failed: ValueError: index offline"}

@@ -110,7 +110,7 @@ def test_both_directions_are_combined(tiny_nli, combine, function):
 
 
 def test_nli_in_the_similarity_tensor_and_a_voter(tiny_nli):
-    from voters import Voter
+    from voters import VoteBatch, Voter
 
     answers = [["paris", "paris france", "lyon"], ["london", "london", "seine"]]
     params = {"nli": {"model": str(tiny_nli)}}
@@ -119,4 +119,4 @@ def test_nli_in_the_similarity_tensor_and_a_voter(tiny_nli):
     assert tensor[0, 0, 1, 1] == pytest.approx(metric.score_pairs([("paris", "paris france")])[0], rel=1e-5)
     assert tensor[1, 0, 1, 1] == pytest.approx(metric.score_pairs([("london", "london")])[0], rel=1e-5)
     voter = Voter.uniform(3, metrics=("em", "nli"), metric_params=params)
-    assert voter.predict(answers).tolist()[1] == 0  # two identical answers agree by em; ties go low
+    assert voter.predict(VoteBatch(answers)).tolist()[1] == 0  # two identical answers agree by em; ties go low

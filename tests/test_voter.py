@@ -9,20 +9,45 @@ import numpy as np
 import pytest
 
 from eor.errors import ConfigError, InputError, NotFittedError
-from voters import Voter, choose, decision_scores, load_voter
+from voters import METRICS, SimilarityMetric, VoteBatch, Voter, choose, decision_scores, load_voter, register_metric
 from voters.nelder_mead import Weights
 from voters.scoring import VoteScorer
 
-# One question, three members, two metrics (K = 2).
+# One question, three members answering "a", "b", "c", two metrics (K = 2) whose similarities are these tables.
 SIM_A = [[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 SIM_B = [[1.0, 0.5, 0.8], [0.5, 1.0, 0.2], [0.8, 0.2, 1.0]]
 TENSOR = np.stack([SIM_A, SIM_B], axis=-1)[np.newaxis]
+BATCH = VoteBatch([["a", "b", "c"]])
+
+
+def _table_metric(name: str, table: list[list[float]]) -> type[SimilarityMetric]:
+    class Table(SimilarityMetric):
+        cacheable = False
+
+        def score_pairs(self, pairs):
+            return np.array([table["abc".index(x)]["abc".index(y)] for x, y in pairs])
+
+    Table.name = name
+    return Table
+
+
+@pytest.fixture(autouse=True)
+def table_metrics():
+    """`sim_a` and `sim_b`: the similarity tables above, as metrics, for the tests of this module only."""
+    with METRICS.scoped():
+        register_metric("sim_a")(_table_metric("sim_a", SIM_A))
+        register_metric("sim_b")(_table_metric("sim_b", SIM_B))
+        yield
 
 
 def with_weights(metric, retriever, pooling="mean", grounding=None, **params) -> Voter:
-    voter = Voter(metrics=("em", "f1"), pooling=pooling, **params)
+    voter = Voter(metrics=("sim_a", "sim_b"), pooling=pooling, **params)
     voter.set_weights(Weights(np.array(metric, float), np.array(retriever, float), grounding, pooling))
     return voter
+
+
+def test_the_table_metrics_give_the_tables():
+    np.testing.assert_array_equal(BATCH.similarity(["sim_a", "sim_b"]), TENSOR)
 
 
 def test_eq6_eq7_mean_pooling_by_hand():
@@ -32,91 +57,93 @@ def test_eq6_eq7_mean_pooling_by_hand():
     # mean pool: m0 (0.7 + 0.16)/2 = 0.43; m1 (0.7 + 0.04)/2 = 0.37; m2 (0.16 + 0.04)/2 = 0.10
     # ω^r = (0.2, 0.5, 0.6): s = (0.086, 0.185, 0.060) -> member 1
     voter = with_weights([0.6, 0.2], [0.2, 0.5, 0.6])
-    np.testing.assert_allclose(voter.decision_scores_tensor(TENSOR), [[0.086, 0.185, 0.060]])
-    assert voter.predict_tensor(TENSOR).tolist() == [1]
+    np.testing.assert_allclose(voter.decision_function(BATCH), [[0.086, 0.185, 0.060]])
+    assert voter.predict(BATCH).tolist() == [1]
 
 
 def test_eq7_with_max_majority_plurality_by_hand():
     # S01 = 0.7, S02 = 0.16, S12 = 0.04 (as above); ω^r = (0.2, 0.5, 0.6)
     # max: m0 0.7, m1 0.7, m2 0.16 -> s = (0.14, 0.35, 0.096)
     np.testing.assert_allclose(
-        with_weights([0.6, 0.2], [0.2, 0.5, 0.6], "max").decision_scores_tensor(TENSOR), [[0.14, 0.35, 0.096]]
+        with_weights([0.6, 0.2], [0.2, 0.5, 0.6], "max").decision_function(BATCH), [[0.14, 0.35, 0.096]]
     )
     # s = 0.5: c = (1, 1, 0); N = 2, majority needs c >= 1 -> (1, 1, 0); plurality max c = 1 -> (1, 1, 0)
     # -> s = (0.2, 0.5, 0)
     for pooling in ("majority", "plurality"):
         voter = with_weights([0.6, 0.2], [0.2, 0.5, 0.6], pooling)
-        np.testing.assert_allclose(voter.decision_scores_tensor(TENSOR), [[0.2, 0.5, 0.0]])
+        np.testing.assert_allclose(voter.decision_function(BATCH), [[0.2, 0.5, 0.0]])
     # with s = 0.75 nobody agrees: majority all 0 (0 >= 1 fails), plurality all 1 (0 = max 0) -> s = ω^r
     np.testing.assert_allclose(
-        with_weights([0.6, 0.2], [0.2, 0.5, 0.6], "plurality", threshold=0.75).decision_scores_tensor(TENSOR),
+        with_weights([0.6, 0.2], [0.2, 0.5, 0.6], "plurality", threshold=0.75).decision_function(BATCH),
         [[0.2, 0.5, 0.6]],
     )
-    assert with_weights([0.6, 0.2], [0.2, 0.5, 0.6], "majority", threshold=0.75).predict_tensor(TENSOR) == [0]
+    assert with_weights([0.6, 0.2], [0.2, 0.5, 0.6], "majority", threshold=0.75).predict(BATCH) == [0]
 
 
 def test_member_filtering_changes_the_vote():
     # t = 0.05, nobody dropped: s = (0.43·0.3, 0.37·0.1, 0.10·0.6) = (0.129, 0.037, 0.060) -> member 0
     kept = with_weights([0.6, 0.2], [0.3, 0.1, 0.6], member_threshold=0.05)
-    np.testing.assert_allclose(kept.decision_scores_tensor(TENSOR), [[0.129, 0.037, 0.060]])
-    assert kept.predict_tensor(TENSOR).tolist() == [0]
+    np.testing.assert_allclose(kept.decision_function(BATCH), [[0.129, 0.037, 0.060]])
+    assert kept.predict(BATCH).tolist() == [0]
     # t = 0.1: member 1 (ω^r = 0.1 ≤ t) is dropped and leaves the pools:
     # m0 pools {S02} = 0.16 -> 0.048; m2 pools {S02} = 0.16 -> 0.096 -> member 2
     dropped = with_weights([0.6, 0.2], [0.3, 0.1, 0.6], member_threshold=0.1)
-    np.testing.assert_allclose(dropped.decision_scores_tensor(TENSOR), [[0.048, -np.inf, 0.096]])
-    assert dropped.predict_tensor(TENSOR).tolist() == [2]
+    np.testing.assert_allclose(dropped.decision_function(BATCH), [[0.048, -np.inf, 0.096]])
+    assert dropped.predict(BATCH).tolist() == [2]
     assert dropped.active_members_ == [0, 2]
 
 
 def test_all_members_dropped_falls_back_to_member_zero():
     voter = with_weights([0.5, 0.5], [0.05, 0.1, 0.0])
-    assert np.all(np.isinf(voter.decision_scores_tensor(TENSOR)))
-    assert voter.predict_tensor(TENSOR).tolist() == [0]
+    assert np.all(np.isinf(voter.decision_function(BATCH)))
+    assert voter.predict(BATCH).tolist() == [0]
 
 
 def test_ties_break_to_the_lowest_index():
     voter = Voter.uniform(3, metrics=("em",))
     # "Paris" twice: members 0 and 1 both pool (1 + 0)/2 = 0.5, member 2 pools 0 -> tie 0/1 -> 0
-    assert voter.predict([["Paris", "paris", "Lyon"], ["Lyon", "Paris", "Paris"]]).tolist() == [0, 1]
+    assert voter.predict(VoteBatch([["Paris", "paris", "Lyon"], ["Lyon", "Paris", "Paris"]])).tolist() == [0, 1]
     # all different: every score 0 -> member 0
-    assert voter.predict([["a", "b", "c"]]).tolist() == [0]
+    assert voter.predict(VoteBatch([["a", "b", "c"]])).tolist() == [0]
     # float noise does not break a tie: (0.1 + 0.2) + 0.3 != 0.1 + (0.2 + 0.3) in binary floating point
     assert choose(np.array([[(0.1 + 0.2) + 0.3, 0.1 + (0.2 + 0.3)], [0.6, 0.6 + 1e-6]])).tolist() == [0, 1]
 
 
 def test_uniform_voter_is_fitted_and_averages_metrics():
-    voter = Voter.uniform(3, metrics=("em", "f1"), pooling="mean", members=["a", "b", "c"])
+    voter = Voter.uniform(3, metrics=("sim_a", "sim_b"), pooling="mean", members=["a", "b", "c"])
     np.testing.assert_allclose(voter.metric_weights_, [0.5, 0.5])
     np.testing.assert_allclose(voter.retriever_weights_, [0.5, 0.5, 0.5])
     # S01 = (1 + 0.5)/2 = 0.75, S02 = 0.4, S12 = 0.1 -> pools (0.575, 0.425, 0.25) · 0.5
-    np.testing.assert_allclose(voter.decision_scores_tensor(TENSOR), [[0.2875, 0.2125, 0.125]])
+    np.testing.assert_allclose(voter.decision_function(BATCH), [[0.2875, 0.2125, 0.125]])
     with pytest.raises(ConfigError, match="concrete pooling"):
         Voter.uniform(3, pooling="search")
     with pytest.raises(ConfigError, match="2 member names given for 3"):
         Voter.uniform(3, members=["a", "b"])
 
 
-def test_decision_scores_from_answers_equal_the_tensor_path():
+def test_decision_scores_of_answers_equal_those_of_a_batch():
     answers = [["Paris", "Paris, France", "Lyon"], ["1990", "1991", "in 1990"]]
     voter = Voter.uniform(3, metrics=("em", "f1"))
     tensor = voter.similarity_tensor(answers)
-    np.testing.assert_allclose(voter.decision_scores(answers), voter.decision_scores_tensor(tensor))
+    np.testing.assert_allclose(voter.decision_scores(answers), voter.decision_function(VoteBatch(answers)))
     np.testing.assert_allclose(voter.decision_scores(answers), decision_scores(tensor, [0.5, 0.5], [0.5] * 3))
     # question 2: f1("1990", "in 1990") = 2·1·0.5/1.5 = 2/3; S = (0 + 2/3)/2 = 1/3 for that pair
     # pools: m0 (0 + 1/3)/2, m1 0, m2 (1/3 + 0)/2 -> tie 0/2 -> 0
-    assert voter.predict(answers).tolist() == [0, 0]
-    assert voter.score(answers, [["Paris"], ["1990"]]) == 1.0
+    assert voter.predict(VoteBatch(answers)).tolist() == [0, 0]
+    assert voter.score(VoteBatch(answers), [["Paris"], ["1990"]]) == 1.0
+    assert voter.score(VoteBatch(answers, golds=[["Lyon"], ["1990"]])) == 0.5
 
 
 def test_unfitted_voter_raises_a_clear_error():
     voter = Voter()
     for call in (
-        lambda: voter.predict([["a", "b"]]),
-        lambda: voter.decision_scores_tensor(TENSOR),
+        lambda: voter.predict(VoteBatch([["a", "b"]])),
+        lambda: voter.decision_function(BATCH),
+        lambda: voter.decision_scores([["a", "b"]]),
         lambda: voter.save("x.json"),
         lambda: voter.active_members_,
     ):
-        with pytest.raises(NotFittedError, match="not fitted.*fit\\(answers, golds\\).*Voter.uniform"):
+        with pytest.raises(NotFittedError, match="Voter is not fitted.*fit\\(X, y\\).*load_voter"):
             call()
 
 
@@ -161,17 +188,17 @@ def test_bad_hyper_parameters_are_config_errors(params, message):
 
 def test_wrong_member_count_is_an_input_error():
     with pytest.raises(InputError, match="3 members"):
-        Voter.uniform(3, metrics=("em",)).predict([["a", "b"]])
+        Voter.uniform(3, metrics=("em",)).predict(VoteBatch([["a", "b"]]))
 
 
 def test_grounding_term_by_hand():
     # s_m = ω^r_m · (pool_m + ω^g · g_m); pools (0.43, 0.37, 0.10) from the first test
     voter = with_weights([0.6, 0.2], [0.2, 0.5, 0.6], grounding=0.5)
-    g = np.array([[0.0, 0.0, 1.0]])
+    grounded = VoteBatch(BATCH.answers, [[["x"], ["y"], ["... c ..."]]])  # g = (0, 0, 1)
     # m2: 0.6 · (0.10 + 0.5) = 0.36 beats m1: 0.5 · 0.37 = 0.185
-    np.testing.assert_allclose(voter.decision_scores_tensor(TENSOR, g), [[0.086, 0.185, 0.36]])
+    np.testing.assert_allclose(voter.decision_function(grounded), [[0.086, 0.185, 0.36]])
     with pytest.raises(InputError, match="grounding"):
-        voter.decision_scores_tensor(TENSOR)
+        voter.decision_function(BATCH)
 
 
 def test_grounding_from_passages():
@@ -182,10 +209,9 @@ def test_grounding_from_passages():
     # q1: nobody grounded ("1990" not in "", an empty answer never is) -> tie -> 0
     np.testing.assert_allclose(voter.decision_scores(answers, passages), [[0.25, 0.0], [0.0, 0.0]])
     answers[0] = ["Lyon", "Paris"]
-    passages[0] = ["Marseille.", "Paris!"]
-    assert voter.predict(answers, passages).tolist() == [1, 0]
+    assert voter.predict(VoteBatch(answers, [[["Marseille."], ["Paris!"]], [[], ["In 1990, ..."]]])).tolist() == [1, 0]
     with pytest.raises(InputError, match="passages"):
-        voter.predict(answers)
+        voter.predict(VoteBatch(answers))
 
 
 def test_weights_file_round_trip(tmp_path):
@@ -193,12 +219,12 @@ def test_weights_file_round_trip(tmp_path):
     voter.train_score_, voter.dev_score_ = 0.5, 0.4
     path = voter.save(tmp_path / "w" / "weights.json", reader="qwen2.5-0.5b", dataset="nq")
     document = json.loads(path.read_text())
-    assert document["members"] == ["SE@5", "Wiki@5", "ReFree"] and document["metrics"] == ["em", "f1"]
+    assert document["members"] == ["SE@5", "Wiki@5", "ReFree"] and document["metrics"] == ["sim_a", "sim_b"]
     assert document["meta"] == {"reader": "qwen2.5-0.5b", "dataset": "nq", "objective": "em"}
     assert document["train_score"] == 0.5 and document["dev_score"] == 0.4
     assert document["eor_version"] and document["active_members"] == [0, 2]
     loaded = load_voter(path, members=["SE@5", "Wiki@5", "ReFree"])
-    np.testing.assert_allclose(loaded.decision_scores_tensor(TENSOR), voter.decision_scores_tensor(TENSOR))
+    np.testing.assert_allclose(loaded.decision_function(BATCH), voter.decision_function(BATCH))
     assert loaded.get_params() == {**voter.get_params(), "members": ["SE@5", "Wiki@5", "ReFree"]}
     assert loaded.metadata_["dataset"] == "nq" and loaded.train_score_ == 0.5
 

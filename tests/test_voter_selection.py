@@ -23,7 +23,7 @@ from eor.crossval import (
 from eor.errors import ConfigError, InputError
 from eor.records import read_records
 from eor.run_data import load_run
-from voters import AnswerSelector, Voter, load_voter, similarity_tensor
+from voters import AnswerSelector, VoteBatch, Voter, load_voter, similarity_tensor
 from voters.features import BASE_FEATURES, candidate_features, is_refusal
 from voters.folds import fold_split, folds
 from voters.nelder_mead import VoteData
@@ -94,9 +94,9 @@ def grounded_run(n_questions: int, seed: int):
 
 def test_selector_learns_grounding_and_round_trips(tmp_path):
     answers, golds, passages, questions = grounded_run(120, seed=0)
-    selector = AnswerSelector(metrics=("em", "f1"), members=NAMES).fit(answers, golds, passages, questions)
+    selector = AnswerSelector(metrics=("em", "f1"), members=NAMES).fit(VoteBatch(answers, passages, questions), golds)
     test_answers, test_golds, test_passages, test_questions = grounded_run(200, seed=1)
-    picks = selector.predict(test_answers, test_passages, test_questions)
+    picks = selector.predict(VoteBatch(test_answers, test_passages, test_questions))
     correct = [test_answers[q][m] == test_golds[q][0] for q, m in enumerate(picks)]
     reader_alone = [row[2] == gold[0] for row, gold in zip(test_answers, test_golds, strict=True)]
     assert np.mean(correct) >= np.mean(reader_alone) > 0.6
@@ -107,6 +107,9 @@ def test_selector_learns_grounding_and_round_trips(tmp_path):
     by_hand = ((features - selector.mean_) / selector.scale_) @ selector.coef_ + selector.intercept_
     np.testing.assert_allclose(
         selector.decision_scores(test_answers[:3], test_passages[:3], test_questions[:3]), by_hand
+    )
+    np.testing.assert_allclose(
+        selector.decision_function(VoteBatch(test_answers, test_passages, test_questions))[:3], by_hand
     )
     # the weights file holds plain numbers; loading into a reordered pool permutes the member features
     path = selector.save(tmp_path / "selector.json", dataset="constructed")
@@ -127,9 +130,9 @@ def test_selector_learns_grounding_and_round_trips(tmp_path):
 
 
 def test_selector_with_one_class_only_and_bad_files(tmp_path):
-    answers = [["a", "b"], ["c", "d"]]
-    selector = AnswerSelector(metrics=("em",)).fit(answers, [["z"], ["z"]], [[[], []], [[], []]], ["q1", "q2"])
-    assert not selector.coef_.any() and selector.predict(answers, [[[], []], [[], []]], ["q1", "q2"]).tolist() == [0, 0]
+    batch = VoteBatch([["a", "b"], ["c", "d"]], [[[], []], [[], []]], ["q1", "q2"])
+    selector = AnswerSelector(metrics=("em",)).fit(batch, [["z"], ["z"]])
+    assert not selector.coef_.any() and selector.predict(batch).tolist() == [0, 0]
     path = selector.save(tmp_path / "s.json")
     document = json.loads(path.read_text())
     document["coefficients"] = document["coefficients"][:-1]
@@ -141,7 +144,7 @@ def test_selector_with_one_class_only_and_bad_files(tmp_path):
     with pytest.raises(ConfigError, match="unknown voter 'oracle'"):
         load_voter(path)
     with pytest.raises(ConfigError, match="'C' parameter of AnswerSelector must be a float in the range"):
-        AnswerSelector(C=0).fit(answers, [["a"], ["c"]], [[[], []], [[], []]], ["q1", "q2"])
+        AnswerSelector(C=0).fit(batch, [["a"], ["c"]])
 
 
 def test_expected_correctness_and_its_gradient_by_hand():
@@ -169,17 +172,17 @@ def test_smooth_objective_gradient_matches_finite_differences(grounding):
 
 def test_smooth_fit_polishes_on_the_true_objective():
     answers, golds, passages, _ = grounded_run(80, seed=2)
-    joined = [[" ".join(texts) for texts in row] for row in passages]
-    step = Voter(metrics=("em", "f1"), grounding=True, members=NAMES).fit(answers, golds, joined)
-    smooth = Voter(metrics=("em", "f1"), grounding=True, members=NAMES, objective="smooth").fit(answers, golds, joined)
-    again = Voter(metrics=("em", "f1"), grounding=True, members=NAMES, objective="smooth").fit(answers, golds, joined)
+    batch = VoteBatch(answers, passages, golds=golds)
+    step = Voter(metrics=("em", "f1"), grounding=True, members=NAMES).fit(batch)
+    smooth = Voter(metrics=("em", "f1"), grounding=True, members=NAMES, objective="smooth").fit(batch)
+    again = Voter(metrics=("em", "f1"), grounding=True, members=NAMES, objective="smooth").fit(batch)
     assert smooth.best_start_ == "mean/smooth" and smooth.fit_history_[0]["surrogate"] > 0
     np.testing.assert_array_equal(smooth.retriever_weights_, again.retriever_weights_)  # deterministic
     assert np.all((smooth.retriever_weights_ >= 0) & (smooth.retriever_weights_ <= 0.6))
-    assert smooth.train_score_ == pytest.approx(smooth.score(answers, golds, joined))
+    assert smooth.train_score_ == pytest.approx(smooth.score(batch))
     assert smooth.train_score_ >= 0.7 and step.train_score_ >= 0.7
     with pytest.raises(ConfigError, match="'objective' parameter of Voter must be a str among"):
-        Voter(objective="hinge").fit(answers, golds)
+        Voter(objective="hinge").fit(batch)
 
 
 def write_run(folder: Path, answers, golds, passages, questions, names=NAMES) -> Path:
@@ -266,7 +269,7 @@ def test_eor_train_auto_cv_and_named_voters(tmp_path, capsys):
 
     held = load_run(compressed)
     correct = correctness_matrix(held.answers, held.golds, "em")
-    picks = load_voter(weights).predict(held.answers, held.passages, held.texts)
+    picks = load_voter(weights).predict(VoteBatch(held.answers, held.passages, held.texts))
     mine, reader = correct[np.arange(60), picks], correct[:, 2]
     report = document["meta"]["dev"]
     assert report["questions"] == 60 and report["em"] == pytest.approx(mine.mean())
@@ -280,14 +283,14 @@ def test_eor_train_auto_cv_and_named_voters(tmp_path, capsys):
     paper = tmp_path / "paper.json"
     assert main(["train", str(train_dir), "--out", str(paper), "--voter", "paper", "--metrics", "em,f1"]) == 0
     capsys.readouterr()
-    fitted = Voter(metrics=("em", "f1"), members=NAMES).fit(answers, golds)  # the paper's voter, as before
+    fitted = Voter(metrics=("em", "f1"), members=NAMES).fit(VoteBatch(answers), golds)  # the paper's voter, as before
     assert json.loads(paper.read_text())["retriever_weights"] == pytest.approx(fitted.retriever_weights_.tolist())
 
     top = tmp_path / "top.json"
     assert main(["train", str(train_dir), "--out", str(top), "--voter", "top", "--metrics", "em"]) == 0
     capsys.readouterr()
     top_voter = load_voter(top)
-    assert top_voter.active_members_ == [2] and top_voter.predict(dev[0]).tolist() == [2] * 60
+    assert top_voter.active_members_ == [2] and top_voter.predict(VoteBatch(dev[0])).tolist() == [2] * 60
 
     selector = tmp_path / "selector.json"
     assert (
@@ -319,7 +322,7 @@ def test_metric_spec_parsing():
 
 def test_config_metric_params_reach_the_uniform_voter(tmp_path):
     from eor.config import load_config
-    from eor.ensemble import _uniform_voter
+    from eor.ensemble import config_voter
 
     root = Path(__file__).resolve().parent.parent
     text = (
@@ -332,19 +335,20 @@ def test_config_metric_params_reach_the_uniform_voter(tmp_path):
     shutil.copy(root / "eor" / "demo" / "corpus.jsonl", tmp_path / "corpus.jsonl")
     path = tmp_path / "c.yaml"
     path.write_text(text.replace("eor:demo/corpus.jsonl", "corpus.jsonl"))
-    voter = _uniform_voter(load_config(path))
+    voter = config_voter(load_config(path))
     assert voter.metric_params == {"bertscore": {"model": "minilm-l6", "num_layers": 3}}
     path.write_text(text.replace("{bertscore: {num_layers: 3}}", "{nli: {model: x}}"))
     with pytest.raises(ConfigError, match="not in voter.metrics: nli"):
-        _uniform_voter(load_config(path))
+        config_voter(load_config(path))
 
 
 def test_eors_voters_follow_the_voter_protocol(tmp_path):
     from voters.protocol import FittedVoter, check_voter_class
 
     answers, golds, passages, questions = grounded_run(40, seed=0)
-    selector = AnswerSelector(metrics=("em",), members=NAMES).fit(answers, golds, passages, questions)
-    paper = Voter(metrics=("em",), members=NAMES, restarts=1).fit(answers, golds)
+    batch = VoteBatch(answers, passages, questions, golds=golds)
+    selector = AnswerSelector(metrics=("em",), members=NAMES).fit(batch)
+    paper = Voter(metrics=("em",), members=NAMES, restarts=1).fit(batch)
     for voter in (selector, paper, load_voter(paper.save(tmp_path / "paper.json"))):
         check_voter_class(type(voter))
         assert isinstance(voter, FittedVoter), type(voter).__name__
@@ -396,7 +400,7 @@ def test_added_voters_are_checked_and_reordered(tmp_path):
         )
         loaded = load_voter(path, members=["C", "B", "A"])
         assert loaded.members_ == ["C", "B", "A"] and loaded.metadata_ == {"note": "x"}
-        assert loaded.predict([["c", "b", "a"]]).tolist() == [1]  # B, in the pool's order
+        assert loaded.predict(VoteBatch([["c", "b", "a"]])).tolist() == [1]  # B, in the pool's order
         assert loaded.explain_row(["c", "a"], [[], []], "q", [0, 2]) == {
             "voter": "fixed",
             "members": [{"score": 2.0}, {"score": 1.0}],

@@ -1,11 +1,14 @@
 """Voters: similarity metrics, pooling functions and the `Voter` estimator of the EoR paper (section 4).
 
-Modules: `similarity` (metric registry, similarity tensor, pair-score disk cache), `pooling` (appendix C.4),
-`scoring` (eqs. 6-7 and the tie-breaking argmax), `grounding` (answer found in the member's own passages),
-`training` (Nelder-Mead with deterministic restarts), `weights_file` (JSON weights files), `voter` (the
-paper's estimator), `smooth` (its softmax surrogate objective), `features` and `selector` (the learned answer
-selector, beyond the paper) and `loading` (any voter from its weights file). Answer correctness, the training
-objective, lives in eor.correctness. Conventions fixed here:
+Modules: `batch` (`VoteBatch`, the recorded answers every voter kind fits on, predicts and is scored on:
+`fit(X, y=None)`, `predict(X)`, `score(X, y=None)`), `similarity` (metric registry, similarity tensor,
+pair-score disk cache), `pooling` (appendix C.4), `scoring` (eqs. 6-7 and the tie-breaking argmax),
+`grounding` (answer found in the member's own passages), `nelder_mead` (Nelder-Mead with deterministic
+restarts) and `voter_fit`, `weights_file` (JSON weights files), `voter` (the paper's estimator), `smooth` (its
+softmax surrogate objective), `features` and `selector` (the learned answer selector, beyond the paper),
+`cascade` (members in steps, stopping at a calibrated P), `right` (P(right) of a vote's choice) and
+`loading` (any voter from its weights file; `choose_voter`: a weights file, else uniform weights). Answer
+correctness, the training objective, lives in eor.correctness. Conventions fixed here:
 
 - every similarity lies in [0, 1]; cosine clips negative values to 0 (option: (cos + 1) / 2);
 - a member with ω^r ≤ member_threshold is dropped: it is never chosen and does not count as an n in the
@@ -18,6 +21,7 @@ objective, lives in eor.correctness. Conventions fixed here:
 from __future__ import annotations
 
 from eor.correctness import CORRECTNESS, correctness_matrix  # answer correctness lives in eor.correctness
+from voters.batch import VoteBatch
 from voters.grounding import grounding_features
 from voters.loading import load_voter
 from voters.nelder_mead import VoteData
@@ -34,6 +38,7 @@ __all__ = [
     "POOLINGS",
     "PairScoreCache",
     "SimilarityMetric",
+    "VoteBatch",
     "VoteData",
     "VoteScorer",
     "Voter",

@@ -9,11 +9,12 @@ another answer into P = σ(a_j + b_j·z + c_j·min(δ, 10)), the probability tha
 at the last step (every member) otherwise; members after the stop never run. How the order, the
 calibrations, the stop target and the threshold are learned: voters.cascade_fit.
 
-As a voter of recorded answers (`predict`, what `eor bench` and cross-validation call) it replays the
-cascade: each question's answer is the one the cascade stops at. `decision_scores` scores the members that
-answered with the selector of the first step that holds them all (what the ensemble's vote calls after a
-live cascade stopped, or after `--all-members`). The weights file (`"voter": "cascade"`) holds each step's
-selector document, calibration, the threshold, the operating points and the members' costs.
+As a voter of recorded answers (`predict(X)` on a batch, voters.batch: what `eor bench` and
+cross-validation call) it replays the cascade: each question's answer is the one the cascade stops at.
+`decision_scores` scores the members that answered with the selector of the first step that holds them all
+(what the ensemble's vote calls after a live cascade stopped, or after `--all-members`). The weights file
+(`"voter": "cascade"`, voters.cascade_file) holds each step's selector document, calibration, the
+threshold, the operating points and the members' costs.
 """
 
 from __future__ import annotations
@@ -22,16 +23,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from eor.answers import normalize_answer
-from eor.correctness import CORRECTNESS, correctness_matrix
-from eor.errors import ConfigError, InputError, NotFittedError
+from eor.correctness import CORRECTNESS
+from eor.errors import ConfigError, InputError
 from voters import cascade_file
-from voters.cascade_file import CascadeStep
+from voters.batch import Golds, Passages, VoteBatch
 from voters.cascade_fit import (
     STOP_TARGETS,
     OperatingPoint,
@@ -44,16 +45,14 @@ from voters.cascade_fit import (
     stop_scores,
 )
 from voters.estimator import VoterEstimator
-from voters.features import candidate_blocks
+from voters.features import CandidateBlocks
 from voters.protocol import confidence_kwargs
 from voters.right import EARLY, LAST
 from voters.selector import SELECTOR_CONSTRAINTS
-from voters.similarity import check_answers, similarity_tensor
 from voters.weights_file import write_document
 
 KIND = "cascade"
 DEFAULT_MAX_LOSS = 0.005  # a fraction: 0.5 EM points
-Passages = Sequence[Sequence[Sequence[str]]]
 
 
 @dataclass(frozen=True)
@@ -108,11 +107,11 @@ class Cascade(VoterEstimator):
             pool's), or "auto" (the one whose held-out operating point is cheaper).
         folds, seed: the cross-validation of the step scores.
         members: member names in order.
+        confidence: the steps' selectors take the reader's confidence as features where the batch holds it.
     """
 
     kind = KIND
     needs_passages = True
-    needs_questions = True
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = CASCADE_CONSTRAINTS
 
     def __init__(
@@ -127,6 +126,7 @@ class Cascade(VoterEstimator):
         folds: int = 5,
         seed: int = 0,
         members: Sequence[str] | None = None,
+        confidence: bool = True,
     ):
         self.metrics = metrics
         self.C = C
@@ -138,6 +138,7 @@ class Cascade(VoterEstimator):
         self.folds = folds
         self.seed = seed
         self.members = members
+        self.confidence = confidence
 
     def _check_params(self) -> None:
         """`_parameter_constraints`, then the correctness metric's registry and max_loss or budget."""
@@ -149,75 +150,29 @@ class Cascade(VoterEstimator):
 
     # -- fitting ------------------------------------------------------------------------------------------
 
-    def fit(
-        self,
-        answers: Sequence[Sequence[str]],
-        golds: Sequence[Sequence[str]],
-        passages: Passages,
-        questions: Sequence[str],
-        costs: np.ndarray,
-        cost_unit: str = "seconds",
-        confidence: Sequence[Sequence[Any]] | None = None,
-    ) -> Cascade:
-        """Learn the cascade; costs (Q, M): each member's cost per question (e.g. recorded reader seconds);
-        confidence[q][m]: each answer's confidence summary, features of every step's selector."""
+    def fit(self, X: VoteBatch, y: Golds | None = None) -> Self:
+        """Learn the cascade on batch X (voters.batch: answers, passages, question texts, and each member's
+        cost per question, e.g. recorded reader seconds; the reader's confidence, features of every step's
+        selector when `confidence` and X holds it) against the gold answers `y` (None: X's own)."""
         self._check_params()
-        n_members = check_answers(answers)
-        if len(golds) != len(answers):
-            raise InputError(f"got answers for {len(answers)} questions but gold answers for {len(golds)}")
-        names = list(self.members) if self.members is not None else [f"member{m}" for m in range(n_members)]
-        if len(names) != n_members:
-            raise InputError(f"{len(names)} member names but answers from {n_members} members")
-        tensor = similarity_tensor(answers, list(self.metrics), metric_params=self.metric_params)
-        blocks = candidate_blocks(tensor, answers, passages, questions, self.metrics, confidence)
-        labels = correctness_matrix(answers, golds, self.correctness) >= 0.5
-        return self.fit_blocks(blocks, labels, names, np.asarray(costs, dtype=float), cost_unit)
-
-    def fit_blocks(
-        self,
-        blocks: Any,
-        labels: np.ndarray,
-        names: Sequence[str],
-        costs: np.ndarray,
-        cost_unit: str = "seconds",
-        rows: np.ndarray | None = None,
-    ) -> Cascade:
-        """Fit on precomputed candidate blocks (voters.features.CandidateBlocks), correctness labels (Q, M)
-        and costs (Q, M), over `rows` (default: every question)."""
-        self._check_params()
+        X = X.with_golds(y)
+        if X.costs is None:
+            raise InputError("a cascade learns from each member's cost per question: the batch has none (costs=...)")
+        names = list(self.members) if self.members is not None else [f"member{m}" for m in range(X.n_members)]
+        if len(names) != X.n_members:
+            raise InputError(f"{len(names)} member names but answers from {X.n_members} members")
+        # every step's features over the whole batch X was taken from, at X's rows (voters.batch)
+        blocks, rows = X.blocks(self.metrics, self.metric_params, confidence=self.confidence)
+        whole = X.whole
+        labels = whole.correctness(self.correctness) >= 0.5
+        costs = np.asarray(whole.costs, dtype=float)
         settings = SelectorSettings(tuple(self.metrics), float(self.C), self.correctness, self.metric_params)
-        rows = np.arange(len(labels)) if rows is None else np.asarray(rows)
         scores = StepScores(blocks, labels, names, rows, settings, self.folds, self.seed)
         fitted = fit_steps(scores, costs, max_loss=self.max_loss, budget=self.budget, stop_on=self.stop_on)
-        found = fitted.search
-        self.stop_on_ = fitted.stop_on
-        self.stop_targets_ = {name: point.to_dict() for name, point in fitted.targets.items()}
-        self.members_ = list(names)
-        self.n_members_ = len(self.members_)
-        self.metric_names_ = list(self.metrics)
-        self.order_ = [self.members_[m] for m in found.order]
-        self.steps_ = [
-            CascadeStep(self.order_[: j + 1], selector, calibration)
-            for j, (selector, calibration) in enumerate(zip(fitted.selectors, found.calibrations, strict=True))
-        ]
-        self.threshold_ = fitted.chosen.threshold
-        self.operating_points_ = list(fitted.held_out.points)
-        self.chosen_point_ = fitted.chosen
-        self.full_accuracy_ = fitted.held_out.full_accuracy
-        self.full_cost_ = fitted.held_out.full_cost
-        self.cost_unit_ = cost_unit
-        self.member_costs_ = {
-            name: float(value) for name, value in zip(names, np.asarray(costs)[rows].mean(axis=0), strict=True)
-        }
-        self.train_score_ = None  # eor.train_command replays the cascade on the training records
-        self.metadata_: dict[str, Any] = getattr(self, "metadata_", {})
+        cascade_file.take_fit(self, fitted, names, costs[rows], X.cost_unit)
         return self
 
     # -- the live cascade -----------------------------------------------------------------------------------
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "steps_"):
-            raise NotFittedError("this Cascade is not fitted: call fit(...) or load a weights file")
 
     @property
     def order(self) -> list[str]:
@@ -270,47 +225,38 @@ class Cascade(VoterEstimator):
 
     # -- voting on recorded answers --------------------------------------------------------------------------
 
-    def replay(
-        self,
-        answers: Sequence[Sequence[str]],
-        passages: Passages,
-        questions: Sequence[str],
-        threshold: float | None = None,
-        confidence: Sequence[Sequence[Any]] | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The cascade over recorded answers of every member (in `members_` order): (chosen member position,
-        the step it stopped at) per question, at the fitted threshold or `threshold`; `confidence[q][m]`: the
-        answers' confidence summaries (for steps whose selector uses them)."""
-        if not len(answers):
+    def replay(self, X: VoteBatch, threshold: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The cascade over recorded answers of every member (in `members_` order) of batch X: (chosen
+        member's position, the step it stopped at) per question, at the fitted threshold or `threshold`."""
+        if not len(X):
             return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
-        blocks = recorded_blocks(self, answers, passages, questions, confidence)
-        return self.replay_blocks(blocks, np.arange(len(answers)), threshold)
+        blocks, rows = self._blocks(X)
+        return replay_steps(blocks, step_positions(self), self.threshold_ if threshold is None else threshold, rows)
 
-    def vote_scores(
-        self,
-        answers: Sequence[Sequence[str]],
-        passages: Passages,
-        questions: Sequence[str],
-        confidence: Sequence[Sequence[Any]] | None = None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def vote_scores(self, X: VoteBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Over recorded answers (as `replay`), per question: the log-odds of the step it stops at over every
         member (−inf for the members it did not run), its group for P(right) (voters.right: EARLY, or LAST
         where it ran every step) and the chosen member's position."""
-        return self.stop_scores(
-            recorded_blocks(self, answers, passages, questions, confidence), np.arange(len(answers))
-        )
-
-    def stop_scores(self, blocks: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`vote_scores` on precomputed candidate blocks (as `replay_blocks`), for the questions at `rows`."""
+        if not len(X):
+            return np.zeros((0, self.n_members_)), np.zeros(0, dtype=str), np.zeros(0, dtype=int)
+        blocks, rows = self._blocks(X)
         scores, stops, picks = stop_scores(blocks, step_positions(self), self.threshold_, rows)
         return scores, np.where(stops == len(self.steps_) - 1, LAST, EARLY), picks
 
-    def replay_blocks(
-        self, blocks: Any, rows: np.ndarray, threshold: float | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """`replay` on precomputed candidate blocks of every member (voters.features, in `members_` order and
-        the cascade's metrics), for the questions at `rows`."""
-        return replay_steps(blocks, step_positions(self), self.threshold_ if threshold is None else threshold, rows)
+    def _blocks(self, X: VoteBatch) -> tuple[CandidateBlocks, np.ndarray]:
+        """The candidate blocks of X's whole batch under the cascade's metrics, and X's rows (voters.batch)."""
+        self._check_fitted()
+        if X.n_members != self.n_members_:
+            raise InputError(f"the cascade has {self.n_members_} members, the answers come from {X.n_members}")
+        return X.blocks(self.metric_names_, self.metric_params, confidence=self.uses_confidence_)
+
+    def decision_function(self, X: VoteBatch) -> np.ndarray:
+        """The log-odds (Q, M) of the step each question stops at (−inf for the members it did not run)."""
+        return self.vote_scores(X)[0]
+
+    def predict(self, X: VoteBatch) -> np.ndarray:
+        """The position of the member whose answer the cascade stops at, per question."""
+        return self.replay(X)[0]
 
     def spent(self, costs: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Per question, the cost of the members of the steps up to the one it stopped at; costs (R, M) per
@@ -318,17 +264,6 @@ class Cascade(VoterEstimator):
         positions = [self.members_.index(name) for name in self.order_]
         cumulative = np.cumsum(np.asarray(costs, dtype=float)[:, positions], axis=1)
         return cumulative[np.arange(len(stops)), np.asarray(stops, dtype=int)]
-
-    def predict(
-        self,
-        answers: Sequence[Sequence[str]],
-        passages: Passages | None = None,
-        questions: Sequence[str] | None = None,
-        confidence: Sequence[Sequence[Any]] | None = None,
-    ) -> np.ndarray:
-        if passages is None or questions is None:
-            raise InputError("the cascade needs each member's passages and the question texts")
-        return self.replay(answers, passages, questions, confidence=confidence)[0]
 
     def covering_step(self, names: Sequence[str]) -> int:
         """The first step whose members include every one of `names`."""
@@ -392,27 +327,9 @@ class Cascade(VoterEstimator):
         return write_document(path, cascade_file.document(self, **meta))
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Cascade:
+    def from_document(cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Self:
         """A fitted cascade from a weights-file document (see `voters.load_voter`)."""
         return cascade_file.from_document(cls, document, source, members)
-
-
-def recorded_blocks(
-    cascade: Cascade,
-    answers: Sequence[Sequence[str]],
-    passages: Passages,
-    questions: Sequence[str],
-    confidence: Sequence[Sequence[Any]] | None,
-) -> Any:
-    """The candidate blocks (voters.features) of recorded answers of every member of a fitted cascade, in its
-    `members_` order."""
-    cascade._check_fitted()
-    n_members = check_answers(answers)
-    if n_members != cascade.n_members_:
-        raise InputError(f"the cascade has {cascade.n_members_} members, the answers come from {n_members}")
-    tensor = similarity_tensor(answers, list(cascade.metric_names_), metric_params=cascade.metric_params)
-    known = confidence if cascade.uses_confidence_ else None
-    return candidate_blocks(tensor, answers, passages, questions, cascade.metric_names_, known)
 
 
 def step_positions(cascade: Cascade) -> list[Any]:

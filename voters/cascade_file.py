@@ -1,5 +1,6 @@
-"""A `Cascade`'s description and its weights-file document both ways (`"voter": "cascade"`): each step's
-members, selector document and calibration, the threshold, the operating points and the members' costs."""
+"""What a fitted `Cascade` holds, from its fit (`take_fit`) or its weights file (`from_document`), its
+description, and its weights-file document (`"voter": "cascade"`): each step's members, selector document
+and calibration, the threshold, the operating points and the members' costs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from eor.errors import ConfigError
-from voters.cascade_fit import Calibration, OperatingPoint
+from voters import selector_file
+from voters.cascade_fit import Calibration, CascadeFit, OperatingPoint
 from voters.selector import AnswerSelector
 from voters.weights_file import header, member_order
 
@@ -28,6 +30,32 @@ class CascadeStep:
     members: list[str]
     selector: AnswerSelector
     calibration: Calibration
+
+
+def take_fit(cascade: Cascade, fitted: CascadeFit, names: list[str], costs: np.ndarray, unit: str) -> None:
+    """Keep what `fit_steps` (voters.cascade_fit) learned for the members `names` as the cascade's fitted
+    attributes: the stop target, the order, each step, the threshold and the operating points held out on
+    the training questions; and each member's mean cost over the training questions' `costs` (in `unit`)."""
+    found = fitted.search
+    cascade.stop_on_ = fitted.stop_on
+    cascade.stop_targets_ = {name: point.to_dict() for name, point in fitted.targets.items()}
+    cascade.members_ = list(names)
+    cascade.n_members_ = len(cascade.members_)
+    cascade.metric_names_ = list(cascade.metrics)
+    cascade.order_ = [cascade.members_[m] for m in found.order]
+    cascade.steps_ = [
+        CascadeStep(cascade.order_[: j + 1], selector, calibration)
+        for j, (selector, calibration) in enumerate(zip(fitted.selectors, found.calibrations, strict=True))
+    ]
+    cascade.threshold_ = fitted.chosen.threshold
+    cascade.operating_points_ = list(fitted.held_out.points)
+    cascade.chosen_point_ = fitted.chosen
+    cascade.full_accuracy_ = fitted.held_out.full_accuracy
+    cascade.full_cost_ = fitted.held_out.full_cost
+    cascade.cost_unit_ = unit
+    cascade.member_costs_ = {name: float(value) for name, value in zip(names, costs.mean(axis=0), strict=True)}
+    cascade.train_score_ = None  # eor.train_command replays the cascade on the training records
+    cascade.metadata_ = getattr(cascade, "metadata_", {})
 
 
 def describe(cascade: Cascade) -> dict[str, Any]:
@@ -56,7 +84,11 @@ def document(cascade: Cascade, **meta: Any) -> dict[str, Any]:
         **header(KIND, cascade.members_, cascade.metric_names_),
         **{key: value for key, value in describe(cascade).items() if key not in ("voter", "metrics", "steps")},
         "steps": [
-            {"members": s.members, "calibration": s.calibration.to_dict(), "selector": s.selector.document()}
+            {
+                "members": s.members,
+                "calibration": s.calibration.to_dict(),
+                "selector": selector_file.document(s.selector),
+            }
             for s in cascade.steps_
         ],
         "train_score": cascade.train_score_,

@@ -34,7 +34,7 @@ from eor.errors import ConfigError, InputError
 from voters.features import CandidateBlocks, FeatureSet
 from voters.folds import folds
 from voters.scoring import choose
-from voters.selector import AnswerSelector
+from voters.selector import AnswerSelector, fit_on_features
 
 #: the margin of a leading answer that no other candidate contradicts (and the cap of every margin).
 MARGIN_CAP = 10.0
@@ -148,7 +148,8 @@ class StepScores:
         """The subset's selector fitted on `rows`."""
         features = self.features(subset)
         names = [self.names[m] for m in subset]
-        return self.settings.selector(names).fit_features(
+        return fit_on_features(
+            self.settings.selector(names),
             FeatureSet(features.names, features.matrix[rows]),
             self.labels[np.ix_(rows, np.asarray(subset, dtype=np.intp))],
             names,

@@ -1,26 +1,38 @@
 """`VoterEstimator`: scikit-learn's `BaseEstimator` with eor's errors, the base of every voter kind.
 
 scikit-learn gives the estimator contract (`get_params`/`set_params` from `__init__`'s signature, `clone`,
-`repr`, and the validation of `_parameter_constraints`); this base only turns its complaints into
-`ConfigError`, so a bad hyper-parameter reads like every other configuration mistake. A voter's `__init__`
-stores its arguments unchanged and nothing else; whatever it learns or caches is a fitted attribute (a name
-ending in `_`) set by `fit` or by loading a weights file.
+`repr`, the validation of `_parameter_constraints`, and `check_is_fitted`); this base turns its complaints
+into eor's errors, so a bad hyper-parameter reads like every other configuration mistake. A voter's
+`__init__` stores its arguments unchanged and nothing else; whatever it learns or caches is a fitted
+attribute (a name ending in `_`) set by `fit` or by loading a weights file.
+
+Every kind has one signature: `fit(X, y=None)`, `predict(X)` (the chosen member's position per question),
+`decision_function(X)` (the scores it chooses by) and `score(X, y=None)` (this base's: the mean correctness of
+the chosen answers), where X is a `voters.batch.VoteBatch` and y the gold answers per question (None: the
+batch's own).
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Self
 
+import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 from sklearn.utils._param_validation import InvalidParameterError  # private, but what BaseEstimator validates with
+from sklearn.utils.validation import check_is_fitted
 
-from eor.errors import ConfigError
+from eor.errors import ConfigError, NotFittedError
+from voters.batch import Golds, VoteBatch
+from voters.scoring import mean_correctness
 
 
 class VoterEstimator(BaseEstimator):
-    """A scikit-learn estimator whose hyper-parameter errors are `ConfigError`s."""
+    """A scikit-learn estimator whose hyper-parameter errors are `ConfigError`s and whose use before fitting
+    is a `NotFittedError`; a subclass has a `correctness` hyper-parameter (what `score` measures)."""
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
+    correctness: str
 
     def set_params(self, **params: Any) -> Self:
         """Set hyper-parameters (unknown names raise ConfigError); learned values are kept until refit."""
@@ -39,3 +51,24 @@ class VoterEstimator(BaseEstimator):
             self._validate_params()
         except InvalidParameterError as exc:
             raise ConfigError(str(exc)) from None
+
+    def _check_fitted(self) -> None:
+        """NotFittedError unless the voter holds what it learned: scikit-learn's `check_is_fitted`, which
+        looks for a fitted attribute (a name ending in `_`), as `fit` and a weights file set them."""
+        try:
+            check_is_fitted(self)
+        except SklearnNotFittedError:
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted: call fit(X, y) first, or load a weights file "
+                "(voters.load_voter)"
+            ) from None
+
+    def predict(self, X: VoteBatch) -> np.ndarray:
+        """The chosen member's position per question, shape (Q,)."""
+        raise NotImplementedError
+
+    def score(self, X: VoteBatch, y: Golds | None = None) -> float:
+        """Mean correctness (the `correctness` metric) of the answers it chooses on X against the gold answers
+        `y` (None: X's own): higher is better."""
+        X = X.with_golds(y)
+        return mean_correctness(X.correctness(self.correctness), self.predict(X))

@@ -1,5 +1,6 @@
 """Loading any voter from its weights file: the paper's `Voter`, the learned `AnswerSelector`, or a voter
-another package adds (`register_voter_kind`, or entry point group `eor.voters`: see eor.crossval).
+another package adds (`register_voter_kind`, or entry point group `eor.voters`: see eor.crossval); and
+`choose_voter`, the one place that decides between a weights file and uniform weights.
 
 Every weights file is a JSON document of one family (`voters.weights_file`); its `voter` field names the
 kind (absent in files written before there was more than one kind: those hold the paper's voter).
@@ -72,3 +73,13 @@ def load_voter(path: str | Path, members: Sequence[str] | None = None) -> Any:
     voter.source_ = str(path)
     RightModel.from_voter(voter)  # a malformed P(right) (voters.right) fails here, not at the first answer
     return voter
+
+
+def choose_voter(weights: str | Path | None, members: Sequence[str], *, sub_pool: bool = False, **uniform: Any) -> Any:
+    """The one answer to "which voter": the weights file's voter when there is a file, else uniform weights
+    over `members` (`Voter.uniform` with the hyper-parameters `uniform`, e.g. a config's `voter:` section).
+    The file must be trained for exactly `members`; with `sub_pool`, for any pool (records holding more
+    members than the file's pool, as `eor bench` reads them: the caller votes among the file's members)."""
+    if weights is None:
+        return Voter.uniform(len(members), members=list(members), **uniform)
+    return load_voter(weights, members=None if sub_pool else members)

@@ -1,9 +1,10 @@
-"""What eor asks of a fitted voter (`FittedVoter`), and `SimpleVoter`, a base that does the bookkeeping.
+"""What eor asks of a voter (`FittedVoter`), and `SimpleVoter`, a base that does the bookkeeping.
 
-eor's two voters (the paper's `Voter`, the learned `AnswerSelector`) and any voter another package adds
-(docs/extending.md) are used the same way: the ensemble calls `decision_scores` and `explain_row`, `eor bench`
-calls `predict` and `describe`, `eor train` calls `save`, and `voters.load_voter` calls `from_document` of the
-class whose `kind` a weights file names.
+eor's voters (the paper's `Voter`, the learned `AnswerSelector`, the `Cascade`) and any voter another package
+adds (docs/extending.md) are used the same way: cross-validation and `eor train` call `fit(X, y)` on a batch
+of recorded answers (voters.batch.VoteBatch) and `save`; `eor bench` calls `predict(X)`, `decision_function(X)`
+and `describe`; the ensemble calls `decision_scores` and `explain_row` on the answers of the members that
+answered; and `voters.load_voter` calls `from_document` of the class whose `kind` a weights file names.
 """
 
 from __future__ import annotations
@@ -15,20 +16,20 @@ from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 import numpy as np
 
 from eor.errors import ConfigError
+from voters.batch import Golds, Passages, VoteBatch
 from voters.estimator import VoterEstimator
 from voters.scoring import choose
 from voters.weights_file import header, member_order, write_document
-
-Passages = Sequence[Sequence[Sequence[str]]]  # [question][member] -> that member's passage texts
 
 __all__ = ["FittedVoter", "SimpleVoter", "check_voter_class", "confidence_kwargs"]
 
 
 @runtime_checkable
 class FittedVoter(Protocol):
-    """A fitted voter. `members_`: the pool's member names in the voter's order (None: unnamed, then
-    `n_members_` counts them); `metric_names_`/`metric_params`: the similarity metrics it computes (eor
-    train's uniform baseline uses the same); `train_score_`, `metadata_`: what its weights file records."""
+    """A voter; every method but `fit` needs it fitted. `members_`: the pool's member names in the voter's
+    order (None: unnamed, then `n_members_` counts them); `metric_names_`/`metric_params`: the similarity
+    metrics it computes (eor train's uniform baseline uses the same); `train_score_`, `metadata_`: what its
+    weights file records."""
 
     kind: ClassVar[str]  # the weights file's "voter" field
     needs_passages: bool  # whether decision_scores reads the members' passages
@@ -38,6 +39,9 @@ class FittedVoter(Protocol):
     metric_params: dict[str, dict[str, Any]] | None
     train_score_: float | None
     metadata_: dict[str, Any]
+
+    def fit(self, X: VoteBatch, y: Golds | None = None) -> Any:
+        """Learn from batch X against the gold answers `y` (None: X's own); returns the voter."""
 
     def decision_scores(
         self,
@@ -49,10 +53,14 @@ class FittedVoter(Protocol):
         """Scores (Q, M) of each answering member (positions `members` among `members_`; None: all);
         the highest is chosen (ties: the first), −inf never."""
 
-    def predict(
-        self, answers: Sequence[Sequence[str]], passages: Passages | None = None, questions: Sequence[str] | None = None
-    ) -> np.ndarray:
-        """The chosen member's position per question."""
+    def decision_function(self, X: VoteBatch) -> np.ndarray:
+        """The scores (Q, M) of every member's answer on batch X that `predict` chooses by."""
+
+    def predict(self, X: VoteBatch) -> np.ndarray:
+        """The chosen member's position per question of batch X."""
+
+    def score(self, X: VoteBatch, y: Golds | None = None) -> float:
+        """Mean correctness of the chosen answers on batch X against `y` (None: X's own gold answers)."""
 
     def explain_row(
         self, answers: Sequence[str], passages: Sequence[Sequence[str]], question: str, members: Sequence[int]
@@ -84,7 +92,17 @@ def check_voter_class(cls: Any) -> type[FittedVoter]:
     kind = getattr(cls, "kind", None)
     if not isinstance(cls, type) or not isinstance(kind, str) or not kind:
         raise ConfigError(f"a voter is a class with a non-empty string `kind`, got {cls!r}")
-    methods = ("decision_scores", "predict", "explain_row", "describe", "save", "from_document")
+    methods = (
+        "fit",
+        "decision_scores",
+        "decision_function",
+        "predict",
+        "score",
+        "explain_row",
+        "describe",
+        "save",
+        "from_document",
+    )
     missing = [name for name in methods if not callable(getattr(cls, name, None))]
     if missing:
         raise ConfigError(f"voter {kind!r} ({cls.__name__}) lacks {', '.join(missing)} (see voters.protocol)")
@@ -93,11 +111,13 @@ def check_voter_class(cls: Any) -> type[FittedVoter]:
 
 class SimpleVoter(VoterEstimator):
     """A base for a new voter, a scikit-learn estimator (voters.estimator): write `kind`, `decision_scores`,
-    and, if it learns anything, `state()` (its learned values as JSON, per-member values keyed by member name
-    so that any pool order loads) and `set_state(state)` (which sets them as fitted attributes, names
-    ending in `_`). This base predicts by the highest score, explains by the scores, and saves and loads the
-    weights file (same members required, any order). Its hyper-parameters: the pool's `members` in order,
-    and the similarity `metrics` (with `metric_params`) it computes, if any."""
+    and, if it learns anything, `fit(X, y=None)` (what it learns from batch X, voters.batch, kept as fitted
+    attributes, names ending in `_`), `state()` (its learned values as JSON, per-member values keyed by member
+    name so that any pool order loads) and `set_state(state)` (which sets them back). This base learns
+    nothing, predicts by the highest score, scores by mean correctness, explains by the scores, and saves and
+    loads the weights file (same members required, any order). Its hyper-parameters: the pool's `members`
+    in order, the similarity `metrics` (with `metric_params`) it computes, if any, and the `correctness`
+    metric it is scored (and may learn) by."""
 
     kind: ClassVar[str] = ""
     needs_passages: ClassVar[bool] = False
@@ -107,10 +127,12 @@ class SimpleVoter(VoterEstimator):
         members: Sequence[str] = (),
         metrics: Sequence[str] = (),
         metric_params: dict[str, dict[str, Any]] | None = None,
+        correctness: str = "em",
     ) -> None:
         self.members = members
         self.metrics = metrics
         self.metric_params = metric_params
+        self.correctness = correctness
 
     @property
     def members_(self) -> list[str]:
@@ -123,6 +145,12 @@ class SimpleVoter(VoterEstimator):
     @property
     def metric_names_(self) -> list[str]:
         return list(self.metrics)
+
+    def fit(self, X: VoteBatch, y: Golds | None = None) -> Self:
+        """Learn nothing (a voter that learns overrides `fit`); the voter is then fitted, without a training
+        score (`eor train` scores it on the training records)."""
+        self.train_score_: float | None = None
+        return self
 
     def decision_scores(
         self,
@@ -143,14 +171,17 @@ class SimpleVoter(VoterEstimator):
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], members: Sequence[str], **settings: Any) -> Self:
-        """The voter for `members` (the pool's order) from `state()`'s output; `settings`: metrics and
-        metric_params."""
+        """The voter for `members` (the pool's order) from `state()`'s output; `settings`: metrics,
+        metric_params and correctness."""
         return cls(members, **settings).set_state(state)
 
-    def predict(
-        self, answers: Sequence[Sequence[str]], passages: Passages | None = None, questions: Sequence[str] | None = None
-    ) -> np.ndarray:
-        return choose(np.asarray(self.decision_scores(answers, passages, questions), dtype=float))
+    def decision_function(self, X: VoteBatch) -> np.ndarray:
+        """`decision_scores` of every member's answer on batch X."""
+        self._check_fitted()
+        return np.asarray(self.decision_scores(X.answers, X.passages, X.questions), dtype=float)
+
+    def predict(self, X: VoteBatch) -> np.ndarray:
+        return choose(self.decision_function(X))
 
     def explain_row(
         self, answers: Sequence[str], passages: Sequence[Sequence[str]], question: str, members: Sequence[int]
@@ -162,9 +193,11 @@ class SimpleVoter(VoterEstimator):
         return {"voter": self.kind, "metrics": list(self.metric_names_), **self.state()}
 
     def save(self, path: str | Path, **meta: Any) -> Path:
+        self._check_fitted()
         document = {
             **header(self.kind, self.members_, self.metric_names_),
             "metric_params": self.metric_params,
+            "correctness": self.correctness,
             "state": self.state(),
             "train_score": getattr(self, "train_score_", None),
             "meta": {**getattr(self, "metadata_", {}), **meta},
@@ -176,7 +209,11 @@ class SimpleVoter(VoterEstimator):
         file_members = [str(name) for name in document["members"]]
         order = member_order(file_members, members, len(file_members), source)
         pool = [file_members[i] for i in order]
-        settings = {"metrics": list(document.get("metrics") or ()), "metric_params": document.get("metric_params")}
+        settings = {
+            "metrics": list(document.get("metrics") or ()),
+            "metric_params": document.get("metric_params"),
+            "correctness": document.get("correctness", "em"),
+        }
         voter = cls.from_state(dict(document.get("state") or {}), pool, **settings)
         voter.train_score_ = document.get("train_score")
         voter.metadata_ = dict(document.get("meta") or {})

@@ -24,11 +24,11 @@ member because no earlier step was confident: those questions are harder than th
 fitted on every row and serves a group with fewer than MIN_GROUP rows.
 
 **Fitted out of fold** (`fit_right`). The rows are one per training question, each from a voter fitted on the
-other folds of a K-fold split (eor.crossval's `out_of_fold_evidence`): the shipped logistic is fitted on every
-row. The out-of-fold probabilities that abstention's thresholds are chosen on (eor.abstention) are cross-fitted
-on the same folds: a question's probability comes from a logistic fitted on the other folds' rows and from the
-voter fitted on the other folds, so neither saw the question itself (the other rows' evidence came from voters
-that did: the usual approximation of cross-fitting, as in cross-conformal prediction).
+other folds of a K-fold split (eor.calibration's `out_of_fold_evidence`): the shipped logistic is fitted on
+every row. The out-of-fold probabilities that abstention's thresholds are chosen on (eor.abstention) are
+cross-fitted on the same folds: a question's probability comes from a logistic fitted on the other folds' rows
+and from the voter fitted on the other folds, so neither saw the question itself (the other rows' evidence came
+from voters that did: the usual approximation of cross-fitting, as in cross-conformal prediction).
 
 `RightModel` is that fitted logistic with what it was fitted on, and the thresholds of eor.abstention; the
 weights file stores it in `meta.probability` for every voter kind (`to_dict`, `from_voter`).
@@ -45,8 +45,8 @@ import numpy as np
 
 from eor.answers import contains, normalize_answer
 from eor.errors import ConfigError, InputError
+from voters.batch import VoteBatch
 from voters.features import is_refusal
-from voters.protocol import confidence_kwargs
 from voters.scoring import choose
 
 #: the features of a vote's choice, in order (module docstring)
@@ -162,22 +162,17 @@ def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def choice_evidence(
-    voter: Any,
-    answers: Sequence[Texts],
-    passages: Sequence[Sequence[Texts]],
-    questions: Sequence[str],
-    confidence: Sequence[Sequence[Any]] | None = None,
-) -> Evidence:
-    """The evidence of a fitted voter's choices over recorded answers of every member: from the scores and
-    groups of its `vote_scores` where it has one (a cascade: the step it stops at), else from its decision
-    scores (group ALL)."""
-    known = confidence_kwargs(voter, confidence)
+def choice_evidence(voter: Any, X: VoteBatch) -> Evidence:
+    """The evidence of a fitted voter's choices on batch X (recorded answers of every member, voters.batch):
+    from the scores and groups of its `vote_scores` where it has one (a cascade: the step it stops at), else
+    from its decision function (group ALL); the features read X's passages and the reader's confidence."""
+    if X.passages is None:
+        raise InputError("the evidence of a vote reads each member's passages: give them (passages=...)")
     own = getattr(voter, "vote_scores", None)
     if own is not None:
-        scores, groups, picks = own(answers, passages, questions, **known)
-        return evidence(scores, answers, passages, confidence, groups, picks)
-    return evidence(voter.decision_scores(answers, passages, questions, **known), answers, passages, confidence)
+        scores, groups, picks = own(X)
+        return evidence(scores, X.answers, X.passages, X.confidence, groups, picks)
+    return evidence(voter.decision_function(X), X.answers, X.passages, X.confidence)
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,16 @@
-"""`Voter`: the EoR voter (paper section 4, eqs. 6-7) as an sklearn-style estimator.
+"""`Voter`: the EoR voter (paper section 4, eqs. 6-7) as a scikit-learn estimator.
 
-`answers` is a list (one per question) of lists (one per member, in a fixed member order) of strings;
-`golds` a list of lists of acceptable answers; `passages` (for grounding) a list per question of one entry
-per member, a string or a list of strings. `__init__` stores hyper-parameters only; `fit` learns
-`metric_weights_` (ω^s), `retriever_weights_` (ω^r) and, with `grounding=True`, `grounding_weight_` (ω^g):
+It fits on, predicts and is scored on a batch of recorded answers (voters.batch.VoteBatch: the answers per
+question, one per member in a fixed member order, and for grounding each member's passages) against the
+gold answers. `__init__` stores hyper-parameters only; `fit` learns `metric_weights_` (ω^s),
+`retriever_weights_` (ω^r) and, with `grounding=True`, `grounding_weight_` (ω^g):
 
     s_m = ω^r_m · ( pool({Σ_k ω^s_k sim_k(y_m, y_n)}_{n≠m, ω^r_n > t}) + ω^g · g_m ),   m* = argmax_m s_m
 
 Members with ω^r_m ≤ t (`member_threshold`) are dropped: they are never chosen and their answers do not
-enter the others' pools (so an ensemble need not run them). Ties go to the lowest member index. Every
-`*_tensor` method takes a precomputed similarity tensor (Q, M, M, K) in the order of `metrics`.
+enter the others' pools (so an ensemble need not run them). Ties go to the lowest member index. The
+similarity tensor (Q, M, M, K) of a batch is computed once per whole batch, so cross-validation folds and
+every start of the weight search only read it.
 
 The voter is a scikit-learn estimator (voters.estimator). Its weight search lives in `voter_fit`, and what
 it tells of itself (its description, the account of one vote, its weights file) in `voter_account`, both
@@ -18,35 +19,25 @@ as functions of the voter.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from eor.correctness import correctness_matrix
-from eor.errors import InputError, NotFittedError
+from eor.errors import InputError
 from voters import voter_account
+from voters.batch import Answers, Golds, VoteBatch
 from voters.estimator import VoterEstimator
-from voters.grounding import Passages
+from voters.grounding import Passages, grounding_features
 from voters.nelder_mead import Callback, VoteData, Weights
 from voters.pooling import pooling_bound
-from voters.scoring import choose, decision_scores, mean_correctness
+from voters.scoring import choose, decision_scores
 from voters.similarity import check_answers, similarity_tensor
 from voters.smooth import DEFAULT_PENALTY, DEFAULT_TEMPERATURE
-from voters.voter_fit import (
-    Answers,
-    FitSettings,
-    Golds,
-    search,
-    uniform_weights,
-    vote_data,
-)
+from voters.voter_fit import FitSettings, search, uniform_weights
 from voters.voter_params import CONSTRAINTS, check_voter_params
 from voters.weights_file import write_document
-
-log = logging.getLogger(__name__)
 
 
 class Voter(VoterEstimator):
@@ -72,7 +63,6 @@ class Voter(VoterEstimator):
     """
 
     kind = "paper"
-    needs_questions = False
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = CONSTRAINTS
 
@@ -154,48 +144,23 @@ class Voter(VoterEstimator):
 
     def fit(
         self,
-        answers: Answers,
-        golds: Golds,
-        passages: Sequence[Sequence[Passages]] | None = None,
+        X: VoteBatch,
+        y: Golds | None = None,
         *,
-        dev: tuple[Any, ...] | None = None,
+        dev: VoteBatch | None = None,
         callback: Callback | None = None,
     ) -> Self:
-        """Learn the weights on training questions.
+        """Learn the weights on the training questions of X (voters.batch) against the gold answers `y` (None:
+        X's own); with `grounding=True`, X holds each member's passages.
 
-        `dev=(answers, golds[, passages])` is scored for the report (never used to choose the weights);
+        `dev`, a batch with its gold answers, is scored for the report (never used to choose the weights);
         `callback` receives one dict per start (pooling, start, train/dev scores, best so far).
         """
         self._check_params()
-        if len(answers) != len(golds):
-            raise InputError(f"got answers for {len(answers)} questions but gold answers for {len(golds)}")
-        train = self._data(answers, golds, passages, self.grounding)
-        dev_data = None
-        if dev is not None:
-            if not isinstance(dev, tuple | list) or len(dev) not in (2, 3):
-                raise InputError("dev must be (answers, golds) or (answers, golds, passages)")
-            dev_answers, dev_golds, *rest = dev
-            dev_data = self._data(dev_answers, dev_golds, rest[0] if rest else None, self.grounding)
-        return self.fit_tensor(train.tensor, train.correctness, train.grounding, dev=dev_data, callback=callback)
-
-    def fit_tensor(
-        self,
-        tensor: np.ndarray,
-        correctness: np.ndarray,
-        grounding: np.ndarray | None = None,
-        *,
-        dev: tuple[Any, ...] | VoteData | None = None,
-        callback: Callback | None = None,
-    ) -> Self:
-        """Learn the weights from a similarity tensor (Q,M,M,K) and a correctness matrix (Q,M); `dev` is a
-        VoteData or a tuple (tensor, correctness[, grounding])."""
-        self._check_params()
-        train = VoteData(tensor, correctness, grounding)
-        if train.tensor.shape[3] != len(self.metrics):
-            raise InputError(f"tensor has {train.tensor.shape[3]} metrics, the voter uses {len(self.metrics)}")
-        if self.members is not None and len(self.members) != train.tensor.shape[1]:
-            raise InputError(f"{len(self.members)} member names but answers from {train.tensor.shape[1]} members")
-        dev_data = dev if dev is None or isinstance(dev, VoteData) else VoteData(*dev)
+        train = self._vote_data(X.with_golds(y))
+        if self.members is not None and len(self.members) != X.n_members:
+            raise InputError(f"{len(self.members)} member names but answers from {X.n_members} members")
+        dev_data = None if dev is None else self._vote_data(dev)
         result = search(FitSettings.of(self.get_params()), train, dev_data, callback)
         self.set_weights(result.weights)
         self.train_score_: float | None = result.train_score
@@ -205,31 +170,24 @@ class Voter(VoterEstimator):
         self.fit_history_ = result.history
         return self
 
-    # -- data preparation ------------------------------------------------------------------------------
+    def _vote_data(self, X: VoteBatch) -> VoteData:
+        """What the objective reads of a batch with gold answers: its similarity tensor, each answer's
+        correctness and, with grounding, whether each answer occurs in its member's passages."""
+        grounding = X.grounding() if self.grounding else None
+        return VoteData(self._similarity(X), X.correctness(self.correctness), grounding)
+
+    # -- similarities ----------------------------------------------------------------------------------
 
     def similarity_tensor(self, answers: Answers) -> np.ndarray:
         """sim_k(y_m, y_n) for these answers and this voter's metrics, shape (Q, M, M, K)."""
         self._check_params()
         return similarity_tensor(answers, list(self.metrics), cache=self.cache_dir, metric_params=self.metric_params)
 
-    def _data(
-        self,
-        answers: Answers,
-        golds: Golds | None,
-        passages: Sequence[Sequence[Passages]] | None,
-        need_grounding: bool,
-    ) -> VoteData:
-        check_answers(answers)
-        return vote_data(self.similarity_tensor(answers), answers, golds, self.correctness, passages, need_grounding)
+    def _similarity(self, X: VoteBatch) -> np.ndarray:
+        """X's similarity tensor under this voter's metrics (computed once per whole batch)."""
+        return X.similarity(self.metrics, self.metric_params, self.cache_dir)
 
     # -- prediction ------------------------------------------------------------------------------------
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "retriever_weights_"):
-            raise NotFittedError(
-                "this Voter is not fitted: call fit(answers, golds) first, or build one with "
-                "Voter.uniform(n_members) or voters.load_voter(weights_path)"
-            )
 
     @property
     def active_members_(self) -> list[int]:
@@ -237,20 +195,16 @@ class Voter(VoterEstimator):
         self._check_fitted()
         return [int(m) for m in np.flatnonzero(self.retriever_weights_ > self.member_threshold)]
 
-    def decision_scores_tensor(self, tensor: np.ndarray, grounding: np.ndarray | None = None) -> np.ndarray:
-        """Decision scores s_m (Q, M) from a similarity tensor; −inf for dropped members."""
-        self._check_fitted()
+    def _scores(self, tensor: np.ndarray, grounding: np.ndarray | None, index: list[int] | None = None) -> np.ndarray:
+        """Eqs. 6-7 with the fitted weights on a similarity tensor (Q, M, M, K) of the members at positions
+        `index` (None: all), in the order of `metrics`; −inf for dropped members."""
         shape = np.shape(tensor)
-        if len(shape) != 4 or shape[1] != self.n_members_:
-            raise InputError(f"this voter was built for {self.n_members_} members, got a tensor of shape {shape}")
-        if shape[3] != len(self.metric_weights_):
-            raise InputError(f"tensor has {shape[3]} metrics, the voter uses {len(self.metric_weights_)}")
-        return self.scores_for(tensor, grounding)
-
-    def scores_for(
-        self, tensor: np.ndarray, grounding: np.ndarray | None, index: list[int] | None = None
-    ) -> np.ndarray:
-        """Eqs. 6-7 with the fitted weights, of the members at positions `index` (None: all)."""
+        width = self.n_members_ if index is None else len(index)
+        if len(shape) != 4 or shape[1] != width or shape[3] != len(self.metric_weights_):
+            raise InputError(
+                f"this voter scores {width} members under {len(self.metric_weights_)} metrics, got a similarity "
+                f"tensor of shape {shape}"
+            )
         return decision_scores(
             tensor,
             self.metric_weights_,
@@ -261,18 +215,6 @@ class Voter(VoterEstimator):
             grounding=grounding,
             grounding_weight=self.grounding_weight_,
         )
-
-    def predict_tensor(self, tensor: np.ndarray, grounding: np.ndarray | None = None) -> np.ndarray:
-        """The chosen member index per question (ties to the lowest index)."""
-        return choose(self.decision_scores_tensor(tensor, grounding))
-
-    def score_tensor(self, tensor: np.ndarray, correctness: np.ndarray, grounding: np.ndarray | None = None) -> float:
-        """Mean correctness (Q, M matrix given) of the chosen answers."""
-        chosen = self.predict_tensor(tensor, grounding)
-        correct = np.asarray(correctness, dtype=float)
-        if correct.shape != (len(chosen), self.n_members_):
-            raise InputError(f"correctness must have shape ({len(chosen)}, {self.n_members_}), got {correct.shape}")
-        return mean_correctness(correct, chosen)
 
     @property
     def admits_bound(self) -> bool:
@@ -301,8 +243,10 @@ class Voter(VoterEstimator):
         self._check_fitted()
         index = None if members is None else self._positions(members)
         check_answers(answers, self.n_members_ if index is None else len(index))
-        data = self._data(answers, None, passages, self.needs_passages)
-        return self.scores_for(data.tensor, data.grounding, index)
+        if self.needs_passages and passages is None:
+            raise InputError("this voter uses grounding: pass each member's passages (passages=...)")
+        grounding = grounding_features(answers, passages) if self.needs_passages and passages is not None else None
+        return self._scores(self.similarity_tensor(answers), grounding, index)
 
     def _positions(self, members: Sequence[int]) -> list[int]:
         index = [int(m) for m in members]
@@ -310,20 +254,16 @@ class Voter(VoterEstimator):
             raise InputError(f"member positions must be distinct and in 0..{self.n_members_ - 1}, got {index}")
         return index
 
-    def predict(
-        self,
-        answers: Answers,
-        passages: Sequence[Sequence[Passages]] | None = None,
-        questions: Sequence[str] | None = None,
-    ) -> np.ndarray:
-        """The chosen member index per question, shape (Q,)."""
-        return choose(self.decision_scores(answers, passages, questions))
+    def decision_function(self, X: VoteBatch) -> np.ndarray:
+        """Decision scores (Q, M) of every member on batch X (eqs. 6-7); −inf for dropped members."""
+        self._check_fitted()
+        if X.n_members != self.n_members_:
+            raise InputError(f"expected answers from {self.n_members_} members per question, got {X.n_members}")
+        return self._scores(self._similarity(X), X.grounding() if self.needs_passages else None)
 
-    def score(self, answers: Answers, golds: Golds, passages: Sequence[Sequence[Passages]] | None = None) -> float:
-        """Mean correctness (the `correctness` metric) of the chosen answers: higher is better."""
-        chosen = self.predict(answers, passages)
-        correct = correctness_matrix(answers, golds, self.correctness)
-        return mean_correctness(correct, chosen)
+    def predict(self, X: VoteBatch) -> np.ndarray:
+        """The chosen member's position per question, shape (Q,) (ties to the lowest)."""
+        return choose(self.decision_function(X))
 
     # -- what it tells of itself (voters.voter_account) ------------------------------------------------
 

@@ -49,7 +49,7 @@ def explain_row(voter: Voter, answers: Sequence[str], passages: Sequence[Passage
     active = weights > voter.member_threshold
     combined = scorer.combined(voter.metric_weights_)[0]
     pooled = scorer.pooled(voter.metric_weights_, active, voter.pooling_, float(voter.threshold))[0]
-    scores = voter.scores_for(tensor, grounding, index)[0]
+    scores = voter._scores(tensor, grounding, index)[0]
     rows = []
     for m in range(len(answers)):
         row = {

@@ -5,15 +5,12 @@ hyper-parameters (`FitSettings`)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
-from eor.correctness import correctness_matrix
-from eor.errors import ConfigError, InputError
-from voters.grounding import Passages, grounding_features
+from eor.errors import ConfigError
 from voters.nelder_mead import (
     Callback,
     SearchResult,
@@ -26,9 +23,6 @@ from voters.nelder_mead import (
 from voters.pooling import POOLINGS
 from voters.smooth import SmoothSettings, smooth_search
 from voters.voter_params import SEARCH
-
-Answers = Sequence[Sequence[str]]
-Golds = Sequence[Sequence[str]]
 
 log = logging.getLogger("voters.voter")
 
@@ -81,25 +75,6 @@ class FitSettings:
     def of(cls, params: dict[str, Any]) -> FitSettings:
         """The settings among a voter's `get_params()`."""
         return cls(**{item.name: params[item.name] for item in fields(cls)})
-
-
-def vote_data(
-    tensor: np.ndarray,
-    answers: Answers,
-    golds: Golds | None,
-    correctness: str,
-    passages: Sequence[Sequence[Passages]] | None,
-    need_grounding: bool,
-) -> VoteData:
-    """What the objective reads: the similarity tensor, each answer's correctness (zeros without golds)
-    and, when needed, whether each answer occurs in its member's passages."""
-    correct = correctness_matrix(answers, golds, correctness) if golds is not None else np.zeros(tensor.shape[:2])
-    grounding = None
-    if need_grounding:
-        if passages is None:
-            raise InputError("this voter uses grounding: pass each member's passages (passages=...)")
-        grounding = grounding_features(answers, passages)
-    return VoteData(tensor, correct, grounding)
 
 
 def search(

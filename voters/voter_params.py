@@ -44,18 +44,9 @@ def check_voter_params(voter: Any) -> None:
     """ConfigError unless the voter's metrics, pooling and correctness are registered, its metric_params
     name its metrics, member_threshold < max_weight, and its member names are distinct strings."""
     metrics = voter.metrics
-    known = available_metrics()
-    if isinstance(metrics, str) or not metrics or any(not isinstance(name, str) for name in metrics):
-        raise ConfigError(f"metrics must be a non-empty list of metric names; available: {', '.join(known)}")
-    unknown = [name for name in metrics if name not in known]
-    if unknown:
-        raise ConfigError(f"unknown similarity metric(s) {', '.join(unknown)}; available: {', '.join(known)}")
-    if len(set(metrics)) != len(metrics):
-        raise ConfigError(f"metrics must not repeat a name: {list(metrics)}")
-    if voter.pooling != SEARCH and voter.pooling not in POOLINGS:
-        raise ConfigError(f"unknown pooling {voter.pooling!r}; available: {', '.join(POOLINGS)}, {SEARCH}")
-    if voter.correctness not in CORRECTNESS:
-        raise ConfigError(f"unknown correctness metric {voter.correctness!r}; available: {', '.join(CORRECTNESS)}")
+    check_metric_names(metrics)
+    check_pooling_name(voter.pooling)
+    check_correctness_name(voter.correctness)
     if voter.max_weight <= voter.member_threshold:
         raise ConfigError(
             f"need 0 ≤ member_threshold < max_weight, got member_threshold={voter.member_threshold}, "
@@ -68,3 +59,31 @@ def check_voter_params(voter: Any) -> None:
         names = list(voter.members)
         if any(not isinstance(name, str) for name in names) or len(set(names)) != len(names):
             raise ConfigError("members must be distinct member names (strings)")
+
+
+def check_metric_names(metrics: Any) -> None:
+    """ConfigError unless `metrics` is a non-empty list of registered similarity metrics, none named twice;
+    the message lists the registered ones. Every voter, a config's `voter.metrics` and `eor train --metrics`
+    are checked here."""
+    known = available_metrics()
+    if isinstance(metrics, str) or not metrics or any(not isinstance(name, str) for name in metrics):
+        raise ConfigError(f"metrics must be a non-empty list of metric names; available: {', '.join(known)}")
+    unknown = [name for name in metrics if name not in known]
+    if unknown:
+        raise ConfigError(f"unknown similarity metric(s) {', '.join(unknown)}; available: {', '.join(known)}")
+    if len(set(metrics)) != len(metrics):
+        raise ConfigError(f"metrics must not repeat a name: {list(metrics)}")
+
+
+def check_pooling_name(pooling: str, *, search: bool = True) -> None:
+    """ConfigError unless `pooling` is a registered pooling or, where `search` is allowed (a voter to fit),
+    `search`: the fit's choice among them. The message lists the valid names."""
+    valid = [*POOLINGS, SEARCH] if search else list(POOLINGS)
+    if pooling not in valid:
+        raise ConfigError(f"unknown pooling {pooling!r}; available: {', '.join(valid)}")
+
+
+def check_correctness_name(name: str) -> None:
+    """ConfigError unless `name` is a registered correctness metric (eor.correctness), listing them."""
+    if name not in CORRECTNESS:
+        raise ConfigError(f"unknown correctness metric {name!r}; available: {', '.join(CORRECTNESS)}")

@@ -27,12 +27,14 @@ def bench(
     progress: bool = True,
     members: Sequence[str] | None = None,
     design: str | Path | None = None,
+    frontier: bool = False,
 ) -> str:
     """`eor bench`: write report.json, report.md, report.html and the figures into `out_dir`; a short summary to print.
 
     `metrics` chooses the similarity metrics of the uniform voter used when no `weights` file is given
     (default em, f1, cosine); `members`: the members of the records to benchmark (default all); `design`: a
-    pool design to show (`eor design`'s design.json); see eor.bench.report.build_report for the rest.
+    pool design to show (`eor design`'s design.json); `frontier`: also the frontier of member subsets (slow);
+    see eor.bench.report.build_report for the rest.
     """
 
     report = build_report(
@@ -45,6 +47,7 @@ def bench(
         resamples=resamples,
         progress=progress,
         members=members,
+        frontier=frontier,
         design=design,
     )
     if warning := small_data_warning(report["questions"], "a benchmark"):

@@ -1,27 +1,33 @@
-"""The cost side of a benchmark (DESIGN §9): what each member costs per question, what EoR's voter ran, the
+"""The cost side of a benchmark: what each member costs per question, what EoR's voter ran, the
 accuracy-versus-cost frontier of member subsets, and a cascade's operating points, from records alone.
 
 - `members`: each member's mean and 90th-percentile cost per question (eor.costs: recorded seconds, or
-  token counts at the reader's rates where the records hold them) and its accuracy;
+  token counts at the reader's rates where the records hold them: the rates of the voter's training records
+  when its weights file states them, else fitted on these records; `rates_from` says which) and its accuracy;
 - `pool_seconds`: running every member; `eor_seconds` (mean and p90) and `members_run`: what EoR's voter
   ran (every member of its pool, or for a cascade the members up to where it stopped on each question);
-- `subsets`: every member subset (exhaustive up to MAX_EXHAUSTIVE subsets; else those visited by greedy
-  forward and backward selection) with the K-fold cross-validated accuracy of an answer selector over it
-  (voters.selector, folds by question within these records) and its mean cost; `frontier`: the subsets
-  no other subset beats on both; `full_selector`: the subset of every member;
+- on demand (`frontier=True`, `eor bench --frontier`: an answer selector fitted K times per subset, about a
+  minute for 7 members, so not by default; `frontier` is null without it): `subsets`, every member subset
+  (exhaustive up to MAX_EXHAUSTIVE subsets; else those visited by greedy forward and backward selection)
+  with the K-fold cross-validated accuracy of an answer selector over it (voters.selector, folds by question
+  within these records) and its mean cost; `frontier`: the subsets no other subset beats on both;
+  `full_selector`: the subset of every member;
 - `cascade`: with a cascade weights file, its replay at the thresholds several tolerances choose.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 from typing import Any
 
 import numpy as np
 
-from eor.costs import member_costs
+from eor.answering import runs_in_steps
+from eor.costs import member_costs, trained_rates
 from eor.errors import InputError
 from eor.run_data import RunData
+from voters.batch import VoteBatch
 from voters.cascade_fit import SelectorSettings, StepScores
 from voters.features import candidate_blocks
 from voters.similarity import similarity_tensor
@@ -33,11 +39,22 @@ CASCADE_LOSSES = (0.0, 0.25, 0.5, 1.0, 2.0)
 FOLDS = 5
 
 
-def cost_section(data: RunData, voted: Any, indicator: np.ndarray, metric: str, seed: int = 0) -> dict[str, Any] | None:
+def cost_section(
+    data: RunData,
+    voted: Any,
+    indicator: np.ndarray,
+    metric: str,
+    seed: int = 0,
+    *,
+    frontier: bool = False,
+    progress: bool = False,
+) -> dict[str, Any] | None:
     """The report's `cost` object; None when the records hold no members' seconds. indicator: (M, Q)
-    correctness per member and question under the report's metric."""
+    correctness per member and question under the report's metric. `frontier`: also the subset frontier
+    (`progress`: with a bar of the subsets on stderr)."""
+    trained = trained_rates(voted.voter)
     try:
-        costs = member_costs(data)
+        costs = member_costs(data, rates=trained)
     except InputError:
         return None
     matrix = costs.matrix
@@ -53,13 +70,16 @@ def cost_section(data: RunData, voted: Any, indicator: np.ndarray, metric: str, 
     section: dict[str, Any] = {
         "unit": costs.unit,
         "rates": costs.rates,
+        "rates_from": None if costs.rates is None else "the voter's training records" if trained else "these records",
         "members": members,
         "pool_seconds": float(matrix.sum(axis=1).mean()),
         "eor_seconds": float(spent.mean()),
         "eor_seconds_p90": float(np.percentile(spent, 90)),
         "members_run": float(members_run.mean()),
     }
-    section.update(subset_frontier(data, indicator >= 0.5, matrix, seed))
+    section["frontier"] = None
+    if frontier:
+        section.update(subset_frontier(data, indicator >= 0.5, matrix, seed, progress=progress))
     section["cascade"] = _cascade_points(voted, data, matrix, indicator)
     return section
 
@@ -67,14 +87,18 @@ def cost_section(data: RunData, voted: Any, indicator: np.ndarray, metric: str, 
 def _eor_spent(data: RunData, voted: Any, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per question, the cost of the members EoR's voter ran, and how many."""
     columns = [data.names.index(name) for name in voted.members]
-    if getattr(voted.voter, "kind", None) == "cascade":
+    if runs_in_steps(voted.voter):
         stops = voted.stops
         return voted.voter.spent(matrix[:, columns], stops), stops + 1.0
     return matrix[:, columns].sum(axis=1), np.full(data.questions, float(len(columns)))
 
 
-def subset_frontier(data: RunData, labels: np.ndarray, matrix: np.ndarray, seed: int = 0) -> dict[str, Any]:
-    """Every evaluated subset's cross-validated selector accuracy and mean cost, and the frontier."""
+def subset_frontier(
+    data: RunData, labels: np.ndarray, matrix: np.ndarray, seed: int = 0, *, progress: bool = False
+) -> dict[str, Any]:
+    """Every evaluated subset's cross-validated selector accuracy and mean cost, and the frontier; `progress`:
+    a bar of the exhaustive search's subsets on stderr."""
+    from tqdm.auto import tqdm
 
     settings = SelectorSettings()
     tensor = similarity_tensor(data.answers, list(settings.metrics))
@@ -95,7 +119,7 @@ def subset_frontier(data: RunData, labels: np.ndarray, matrix: np.ndarray, seed:
             "accuracy": scores.of(subset).accuracy,
             "seconds": float(matrix[:, list(subset)].sum(axis=1).mean()),
         }
-        for subset in subsets
+        for subset in tqdm(subsets, desc="subset frontier", unit="subset", disable=not progress, file=sys.stderr)
     ]
     frontier: list[dict[str, Any]] = []
     for entry in sorted(entries, key=lambda e: (e["seconds"], -e["accuracy"])):
@@ -134,16 +158,17 @@ def _cascade_points(voted: Any, data: RunData, matrix: np.ndarray, indicator: np
     """A cascade's replay on these records at the threshold each tolerance of CASCADE_LOSSES chooses (on
     the training records, held out), beside the chosen one."""
     cascade = voted.voter
-    if getattr(cascade, "kind", None) != "cascade":
+    if not runs_in_steps(cascade):
         return None
     columns = [data.names.index(name) for name in voted.members]
     answers = [[row[c] for c in columns] for row in data.answers]
     passages = [[row[c] for c in columns] for row in data.passages]
     known = [[row[c] for c in columns] for row in data.confidence] if data.has_confidence else None
+    batch = VoteBatch(answers, passages, data.texts, confidence=known)
     points = []
     for loss in CASCADE_LOSSES:
         threshold = cascade.at_loss(loss / 100).threshold
-        chosen, stops = cascade.replay(answers, passages, data.texts, threshold, known)
+        chosen, stops = cascade.replay(batch, threshold)
         spent = cascade.spent(matrix[:, columns], stops)
         right = indicator[np.asarray(columns)[chosen], np.arange(data.questions)]
         points.append(

@@ -5,24 +5,24 @@
 - `upper_bound.png`: oracle accuracy by pool size as boxplots, best single member dashed (figure 5);
 - `weights.png`: the learned retriever weights (figure 6), only when the report has weights;
 - `error_rates.png`: per member (and EoR) stacked bars of the error partition of appendix B;
-- `cost.png`: accuracy against mean cost per question (log x), with the subset frontier and a cascade.
+- `cost.png`: accuracy against mean cost per question (log x), with a cascade and (`--frontier`) the subset frontier.
 - `selective.png`: the voter's P(right): reliability diagram and risk–coverage curve.
 - `design.png`: a pool design's candidates, evaluated pools, frontier and path (with `eor bench --design`).
 
-Heatmap rows and columns are the members sorted by the report's metric, best first (as in figure 4).
-Undefined cells (a zero denominator) are grey and marked "–". Sizes and fonts scale with the number of
-members so 7 to 16 long names stay legible.
+Heatmap rows and columns (eor.bench.heatmaps draws them) are the members sorted by the report's metric, best
+first (as in figure 4).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from eor.bench.heatmaps import as_array, heatmap, heatmap_size
+from eor.costs import describe_rates
 from eor.plotting import label_apart, plain_log_axis, pyplot
 
 DPI = 120
@@ -54,64 +54,16 @@ def _order(report: dict[str, Any]) -> list[int]:
     return sorted(range(len(values)), key=lambda i: -(values[i] if values[i] is not None else -1.0))
 
 
-def _as_array(matrix: Sequence[Sequence[float | None]]) -> np.ndarray:
-    return np.array([[np.nan if v is None else v for v in row] for row in matrix], dtype=float).reshape(
-        len(matrix), len(matrix)
-    )
-
-
-def _cell_font(n: int) -> float:
-    return 10 if n <= 10 else 9 if n <= 13 else 8.5
-
-
-def _heatmap(
-    ax: Any, fig: Any, matrix: np.ndarray, names: Sequence[str], title: str, xlabel: bool = True, ylabel: bool = True
-) -> None:
-    import matplotlib as mpl
-
-    n = len(names)
-    cmap = mpl.colormaps["Blues"].with_extremes(bad="#e0e0e0")
-    top = np.nanmax(matrix) if np.any(~np.isnan(matrix)) else 1.0
-    vmax = max(0.1, float(np.ceil(top * 10) / 10))
-    image = ax.imshow(np.ma.masked_invalid(matrix), cmap=cmap, vmin=0.0, vmax=vmax)
-    font = _cell_font(n)
-    for i in range(n):
-        for j in range(n):
-            value = matrix[i, j]
-            if np.isnan(value):
-                ax.text(j, i, "–", ha="center", va="center", fontsize=font, color="#757575")
-            else:
-                color = "white" if value > 0.6 * vmax else "black"
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=font, color=color)
-    label_font = 10 if n <= 10 else 8.5
-    ax.set_xticks(range(n), names, rotation=45, ha="right", rotation_mode="anchor", fontsize=label_font)
-    ax.set_yticks(range(n), names, fontsize=label_font)
-    if xlabel:
-        ax.set_xlabel("column member $r_j$ (its failures)", fontsize=label_font + 1)
-    if ylabel:
-        ax.set_ylabel("row member $r_i$ (avoids them)", fontsize=label_font + 1)
-    ax.set_xticks(np.arange(n + 1) - 0.5, minor=True)
-    ax.set_yticks(np.arange(n + 1) - 0.5, minor=True)
-    ax.grid(which="minor", color="white", linewidth=1)
-    ax.tick_params(which="minor", length=0)
-    ax.set_title(title, fontsize=label_font + 1)
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
-
-
-def _heatmap_size(n: int) -> float:
-    return 0.62 * n + 3.2
-
-
 def plot_rwr(report: dict[str, Any], path: Path) -> Path:
     """Figure 1: RWR(i, j), the share of column member j's failures that row member i answers correctly."""
     plt = pyplot()
     order = _order(report)
     names = [report["rwr"]["names"][i] for i in order]
-    matrix = _as_array(report["rwr"]["matrix"])[np.ix_(order, order)]
-    side = _heatmap_size(len(names))
+    matrix = as_array(report["rwr"]["matrix"])[np.ix_(order, order)]
+    side = heatmap_size(len(names))
     fig, ax = plt.subplots(figsize=(side + 1.2, side), layout="constrained")
     metric = metric_label(report["metric"])
-    _heatmap(
+    heatmap(
         ax,
         fig,
         matrix,
@@ -129,11 +81,11 @@ def plot_error_rwr(report: dict[str, Any], path: Path) -> Path:
     errors = report["errors"]
     order = _order(report)
     names = [errors["names"][i] for i in order]
-    side = _heatmap_size(len(names))
+    side = heatmap_size(len(names))
     fig, axes = plt.subplots(2, 2, figsize=(2 * (side + 1.2), 2 * side + 0.8), layout="constrained")
     for k, (ax, kind) in enumerate(zip(axes.flat, errors["types"], strict=True)):
-        matrix = _as_array(errors["rwr"][kind])[np.ix_(order, order)]
-        _heatmap(ax, fig, matrix, names, ERROR_TITLES.get(kind, kind), xlabel=k >= 2, ylabel=k % 2 == 0)
+        matrix = as_array(errors["rwr"][kind])[np.ix_(order, order)]
+        heatmap(ax, fig, matrix, names, ERROR_TITLES.get(kind, kind), xlabel=k >= 2, ylabel=k % 2 == 0)
     fig.suptitle(
         f"Error relative win ratio RWR_E(i, j): share of column member's errors the row member avoids\n"
         f"{errors['questions']} questions after dropping {errors['filtered']} with an answer over "
@@ -298,7 +250,26 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
         zorder=4,
         label=f"Top R ({top['member']})",
     )
-    frontier = cost["frontier"]
+    _frontier(ax, cost)
+    _cascade_points(ax, cost.get("cascade"))
+    ax.scatter(
+        cost["eor_seconds"],
+        100 * report["eor"][metric],
+        marker="D",
+        s=70,
+        color="#2e7d32",
+        zorder=5,
+        label=f"EoR ({report['eor'].get('kind', 'voter')})",
+    )
+    _cost_axes(ax, report, cost)
+    return _save(fig, path)
+
+
+def _frontier(ax: Any, cost: dict[str, Any]) -> None:
+    """The frontier of member subsets and the full pool's selector, where the report computed them."""
+    frontier = cost.get("frontier")
+    if frontier is None:
+        return
     ax.plot(
         [e["seconds"] for e in frontier],
         [100 * e["accuracy"] for e in frontier],
@@ -317,31 +288,21 @@ def plot_cost(report: dict[str, Any], path: Path) -> Path | None:
         zorder=4,
         label="selector, every member (cross-validated)",
     )
-    _cascade_points(ax, cost.get("cascade"))
-    ax.scatter(
-        cost["eor_seconds"],
-        100 * report["eor"][metric],
-        marker="D",
-        s=70,
-        color="#2e7d32",
-        zorder=5,
-        label=f"EoR ({report['eor'].get('kind', 'voter')})",
-    )
+
+
+def _cost_axes(ax: Any, report: dict[str, Any], cost: dict[str, Any]) -> None:
+    """cost.png's axes: x on a log scale where every member has a measured cost (records without times keep a
+    linear one), labelled with the cost's unit; the title, the grid and the legend."""
     positive = min(entry["seconds"] for entry in cost["members"].values()) > 0
     if positive:  # records with no measured time (all zero) keep a linear axis
         plain_log_axis(ax)
-    rates = cost.get("rates") or {}
-    unit = (
-        "seconds"
-        if cost["unit"] == "seconds" or not rates
-        else f"seconds from tokens at {rates['prompt']:.0f} prompt / {rates['generated']:.0f} generated per second"
-    )
+    rates = cost.get("rates")
+    unit = "seconds" if cost["unit"] == "seconds" or not rates else f"seconds from tokens at {describe_rates(rates)}"
     ax.set_xlabel(f"mean cost per question ({unit}{', log scale' if positive else ''})")
-    ax.set_ylabel(f"{metric_label(metric)} (%)")
+    ax.set_ylabel(f"{metric_label(report['metric'])} (%)")
     ax.set_title(f"Accuracy against cost ({report['questions']} questions)", fontsize=11)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="center right", fontsize=8)  # the lower right holds the members that seldom answer right
-    return _save(fig, path)
 
 
 def _cascade_points(ax: Any, cascade: dict[str, Any] | None) -> None:
@@ -367,16 +328,7 @@ def plot_design(report: dict[str, Any], path: Path) -> Path | None:
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 6))
-    labelled: list[tuple[float, float]] = []
-    for row in design["candidates"]:
-        ax.scatter(row["seconds"], 100 * row["em"], color="#90a4ae", zorder=3)
-        where = (math.log10(max(row["seconds"], 1e-9)), 100 * row["em"])
-        if any(abs(where[0] - x) < 0.08 and abs(where[1] - y) < 2.0 for x, y in labelled):
-            continue  # a label over another one would hide both: the table of design.json names every candidate
-        labelled.append(where)
-        ax.annotate(
-            row["member"], (row["seconds"], 100 * row["em"]), fontsize=7, xytext=(3, 2), textcoords="offset points"
-        )
+    _candidate_points(ax, design["candidates"])
     pools = design["evaluated"]
     ax.scatter(
         [p["cost"] for p in pools],
@@ -414,14 +366,29 @@ def plot_design(report: dict[str, Any], path: Path) -> Path | None:
             textcoords="offset points",
         )
     ax.set_xscale("log")
-    rates = (design.get("settings") or {}).get("rates") or {}
-    at = f"{rates['prompt']:.0f} prompt / {rates['generated']:.0f} generated tokens per second" if rates else "tokens"
+    rates = (design.get("settings") or {}).get("rates")
+    at = describe_rates(rates) if rates else "tokens"
     ax.set_xlabel(f"reader seconds per question ({at}, prefix reuse replayed; log scale)")
     ax.set_ylabel("exact match (%)")
     ax.set_title("Pool design: candidates alone and designed pools on the training questions", fontsize=11)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="lower right", fontsize=8)
     return _save(fig, path)
+
+
+def _candidate_points(ax: Any, candidates: list[dict[str, Any]]) -> None:
+    """Every candidate alone, named beside its point unless the name would fall on an earlier one (within
+    0.08 decade of seconds and 2 points of exact match)."""
+    labelled: list[tuple[float, float]] = []
+    for row in candidates:
+        ax.scatter(row["seconds"], 100 * row["em"], color="#90a4ae", zorder=3)
+        where = (math.log10(max(row["seconds"], 1e-9)), 100 * row["em"])
+        if any(abs(where[0] - x) < 0.08 and abs(where[1] - y) < 2.0 for x, y in labelled):
+            continue  # a label over another one would hide both: the table of design.json names every candidate
+        labelled.append(where)
+        ax.annotate(
+            row["member"], (row["seconds"], 100 * row["em"]), fontsize=7, xytext=(3, 2), textcoords="offset points"
+        )
 
 
 def plot_selective(report: dict[str, Any], path: Path) -> Path | None:

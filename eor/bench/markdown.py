@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from eor.bench.figures import metric_label
+from eor.costs import describe_rates, unit_label
 from eor.formatting import DASH, pct, ratio
 
 
@@ -267,25 +268,12 @@ def cascade_section(weights: dict[str, Any]) -> list[str]:
     ]
 
 
-def cost_section(report: dict[str, Any]) -> list[str]:
-    """Accuracy against cost: members, EoR, the frontier of member subsets, a cascade's operating points."""
-    cost = report.get("cost")
-    if not cost:
-        return []
-    metric = report["metric"]
-    unit = "s" if cost["unit"] == "seconds" else "s (from tokens)"
-    rows = [[_escape(name), pct(entry[metric]), f"{entry['seconds']:.2f}"] for name, entry in cost["members"].items()]
-    rows.append(["**EoR**", pct(report["eor"][metric]), f"{cost['eor_seconds']:.2f}"])
+def _frontier_lines(cost: dict[str, Any], metric: str) -> list[str]:
+    """The frontier of member subsets, or how to compute it (`eor bench --frontier`)."""
+    if cost.get("frontier") is None:
+        return ["Frontier of member subsets: not computed (`eor bench --frontier`)."]
     cv = cost["selector_cv"]
-    lines = [
-        "## Accuracy against cost",
-        "",
-        f"Mean cost per question in {unit}: running every member costs {cost['pool_seconds']:.2f}; EoR's voter ran "
-        f"{cost['members_run']:.2f} members for {cost['eor_seconds']:.2f} (90th percentile "
-        f"{cost['eor_seconds_p90']:.2f}).",
-        "",
-        *table(["member", metric_label(metric), "cost"], rows),
-        "",
+    return [
         f"Frontier of member subsets ({cv['search']}; an answer selector's {cv['folds']}-fold cross-validated "
         f"{metric_label(metric)} within these records):",
         "",
@@ -296,6 +284,30 @@ def cost_section(report: dict[str, Any]) -> list[str]:
                 for e in cost["frontier"]
             ],
         ),
+    ]
+
+
+def cost_section(report: dict[str, Any]) -> list[str]:
+    """Accuracy against cost: members, EoR, the frontier of member subsets, a cascade's operating points."""
+    cost = report.get("cost")
+    if not cost:
+        return []
+    metric = report["metric"]
+    unit = unit_label(cost["unit"], cost.get("rates"))
+    if cost.get("rates_from"):
+        unit += f", fitted on {cost['rates_from']}"
+    rows = [[_escape(name), pct(entry[metric]), f"{entry['seconds']:.2f}"] for name, entry in cost["members"].items()]
+    rows.append(["**EoR**", pct(report["eor"][metric]), f"{cost['eor_seconds']:.2f}"])
+    lines = [
+        "## Accuracy against cost",
+        "",
+        f"Mean cost per question in {unit}: running every member costs {cost['pool_seconds']:.2f}; EoR's voter ran "
+        f"{cost['members_run']:.2f} members for {cost['eor_seconds']:.2f} (90th percentile "
+        f"{cost['eor_seconds_p90']:.2f}).",
+        "",
+        *table(["member", metric_label(metric), "cost"], rows),
+        "",
+        *_frontier_lines(cost, metric),
     ]
     cascade = cost.get("cascade")
     if cascade:
@@ -408,8 +420,7 @@ def design_section(report: dict[str, Any]) -> list[str]:
     return [
         "## Pool design",
         "",
-        f"Candidates on the training records (seconds per question run alone, at {settings['rates']['prompt']:.0f} "
-        f"prompt / {settings['rates']['generated']:.0f} generated tokens per second):",
+        f"Candidates on the training records (seconds per question run alone, at {describe_rates(settings['rates'])}):",
         "",
         *table(["candidate", "EM", "gold passage", "answer in context", "EM in context", "s/q"], candidates),
         "",

@@ -36,13 +36,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from eor.atomic import write_text_atomically
 from eor.bench import selective
 from eor.bench.cost import cost_section
 from eor.bench.data import RunData, load_run
@@ -64,8 +66,7 @@ from eor.evaluation.error_breakdown import (
 from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against, rwr_matrix
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, upper_bound_by_pool_size
 from eor.json_ready import json_ready
-from eor.pool import read_pool_file
-from eor.records import read_header
+from eor.run_folder import recorded_config, recorded_pool
 from voters.right import RightModel
 
 REPORT_FORMAT = "eor-bench-report"
@@ -105,6 +106,7 @@ def build_report(
     progress: bool = False,
     members: Sequence[str] | None = None,
     design: str | Path | None = None,
+    frontier: bool = False,
 ) -> dict[str, Any]:
     """Benchmark the members of a run and EoR on its records; a JSON-ready dict (see the module docstring).
 
@@ -115,20 +117,13 @@ def build_report(
     upper bound (`max_subsets` subsets per pool size at most). `progress` shows a tqdm bar of the stages.
     `members`: these members of the records only (records that grew beyond a pool), default all. `design`:
     `eor design`'s design.json, shown in the report (its path, candidates and frontier; `design.png`).
+    `frontier`: also the cost section's frontier of member subsets (eor.bench.cost; slow, so on demand).
     """
-    from tqdm.auto import tqdm
-
     if metric not in CORRECTNESS:
         raise InputError(f"unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
     measures = list(MEASURES) + ([metric] if metric not in MEASURES else [])
     shown_design = read_design(design) if design is not None else None  # before any record is read
-    with tqdm(total=len(STAGES), desc="bench", unit="stage", disable=not progress, file=sys.stderr) as bar:
-
-        def stage(index: int) -> None:
-            if index:
-                bar.update(1)  # the previous stage is done
-            bar.set_postfix_str(STAGES[index])
-
+    with _stages(progress) as stage:
         stage(0)
         data = load_run(records_dir, list(members) if members else None)
         stage(1)
@@ -146,7 +141,7 @@ def build_report(
         stage(5)
         upper = _upper_bound(scores[metric], data.names, max_subsets, seed)
         stage(6)
-        cost = cost_section(data, voted, scores[metric], metric, seed)
+        cost = cost_section(data, voted, scores[metric], metric, seed, frontier=frontier, progress=progress)
         stage(7)
         scored = Scored(
             data, voted, scores, eor_scores, measures, metric, Bootstrap.draw(data.questions, resamples, seed)
@@ -158,8 +153,24 @@ def build_report(
         )
         if shown_design is not None:
             report["design"] = shown_design
-        bar.update(1)
     return json_ready(report)
+
+
+@contextmanager
+def _stages(progress: bool) -> Iterator[Callable[[int], None]]:
+    """A bar of `build_report`'s STAGES on stderr, shown only with `progress`: `stage(i)` counts the stage before
+    i done and names stage i; the last is done when the block ends without an error."""
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(STAGES), desc="bench", unit="stage", disable=not progress, file=sys.stderr) as bar:
+
+        def stage(index: int) -> None:
+            if index:
+                bar.update(1)  # the previous stage is done
+            bar.set_postfix_str(STAGES[index])
+
+        yield stage
+        bar.update(1)
 
 
 def _prime(metric: str, data: RunData) -> None:
@@ -218,14 +229,8 @@ def provenance(records: str | Path) -> dict[str, Any]:
     config.json): the pool's members, the reader's identity (backend, model file and digest, settings), the
     corpus and the config's name; None for what they do not say (records from before eor kept it)."""
 
-    path = Path(records)
-    pool = read_pool_file(path) or {}
-    header = read_header(path) if path.is_file() else None
-    config: dict[str, Any] = {}
-    if header is not None and isinstance(header.get("config"), dict):
-        config = header["config"]
-    elif path.is_dir() and (path / "config.json").is_file():
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    pool = recorded_pool(records) or {}
+    config = recorded_config(records) or {}
     corpus = pool.get("corpus") if isinstance(pool.get("corpus"), dict) else None
     return {
         "members": pool.get("members"),
@@ -417,12 +422,12 @@ def write_report(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     document = folder / "report.json"
     # allow_nan=False: an undefined value must already be null, never NaN
-    document.write_text(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+    write_text_atomically(document, json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     figures = write_figures(report, folder)
     markdown = folder / "report.md"
-    markdown.write_text(render_markdown(report, [path.name for path in figures]), encoding="utf-8")
+    write_text_atomically(markdown, render_markdown(report, [path.name for path in figures]))
     page = folder / "report.html"
-    page.write_text(report_html(folder), encoding="utf-8")
+    write_text_atomically(page, report_html(folder))
     return [document, markdown, page, *figures]
 
 

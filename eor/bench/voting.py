@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from eor.answering import runs_in_steps
 from eor.bench.data import RunData
 from eor.errors import ConfigError, InputError
-from voters import Voter, load_voter
-from voters.protocol import confidence_kwargs
+from voters.batch import VoteBatch
+from voters.loading import choose_voter
 from voters.right import RightModel, choice_evidence
 
-DEFAULT_METRICS: tuple[str, ...] = ("em", "f1", "cosine")
 REPORTED_META = (
     "objective",
     "reader",
@@ -79,53 +79,56 @@ class Vote:
 
 
 def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str] | None = None) -> Vote:
-    """Run EoR over the records: the weights file's voter, or a uniform one over `metrics` (em, f1, cosine).
+    """Run EoR over the records: the weights file's voter, or a uniform one over `metrics` (default: those of
+    `Voter.uniform`); voters.loading.choose_voter decides.
 
     A weights file trained on a sub-pool of the records' members votes among those members only; a weights
     file naming members the records lack is an error.
     """
 
-    if weights is not None:
-        if metrics is not None:
-            raise ConfigError("give either a weights file or metrics for a uniform voter, not both")
-        path = Path(weights)
-        voter = load_voter(path)
-        members = list(voter.members_) if voter.members_ is not None else None
-        if members is None:
-            if voter.n_members_ != len(data.names):
-                raise ConfigError(
-                    f"weights file {str(path)!r} holds weights for {voter.n_members_} unnamed members, "
-                    f"the records have {len(data.names)}"
-                )
-            members = list(data.names)
-        missing = [name for name in members if name not in data.names]
-        if missing:
-            raise InputError(
-                f"weights file {str(path)!r} was trained for member(s) the records lack: {', '.join(missing)}; "
-                f"the records have {', '.join(data.names)}"
-            )
-    else:
-        path = None
-        members = list(data.names)
-        voter = Voter.uniform(len(members), metrics=tuple(metrics or DEFAULT_METRICS), members=members)
+    if weights is not None and metrics is not None:
+        raise ConfigError("give either a weights file or metrics for a uniform voter, not both")
+    path = Path(weights) if weights is not None else None
+    uniform = {"metrics": tuple(metrics)} if metrics else {}
+    voter = choose_voter(path, data.names, sub_pool=True, **uniform)
+    members = _voting_members(voter, data, path)
     columns = [data.names.index(name) for name in members]
     answers = [[row[c] for c in columns] for row in data.answers]
     passages = [[row[c] for c in columns] for row in data.passages]
-    known = confidence_kwargs(voter, [[row[c] for c in columns] for row in data.confidence] or None)
+    confidence = [[row[c] for c in columns] for row in data.confidence] or None
+    batch = VoteBatch(answers, passages, data.texts, confidence=confidence)
     stops = None
     if not data.questions:
         picks = np.zeros(0, dtype=int)
-    elif getattr(voter, "kind", None) == "cascade":
-        picks, stops = voter.replay(answers, passages, data.texts, **known)
+    elif runs_in_steps(voter):
+        picks, stops = voter.replay(batch)
     else:
-        picks = voter.predict(answers, passages, data.texts, **known)
+        picks = voter.predict(batch)
     chosen = np.asarray([columns[int(p)] for p in picks], dtype=int)
     probability = None
     model = RightModel.from_voter(voter)
     if model is not None and data.questions:
-        confidence = [[row[c] for c in columns] for row in data.confidence] if data.confidence else None
-        found = choice_evidence(voter, answers, passages, data.texts, confidence)
+        found = choice_evidence(voter, batch)
         if not np.array_equal(np.asarray([columns[int(p)] for p in found.pick]), chosen):
             raise RuntimeError("the voter's P(right) scored other answers than it chose")
         probability = model.probability(found)
     return Vote(chosen=chosen, voter=voter, members=members, weights_file=path, stops=stops, probability=probability)
+
+
+def _voting_members(voter: Any, data: RunData, path: Path | None) -> list[str]:
+    """The members the voter votes among: its own pool (a weights file's, which the records must hold), or
+    every member of the records for a file that names none (it must hold as many)."""
+    if voter.members_ is None:
+        if voter.n_members_ != len(data.names):
+            raise ConfigError(
+                f"weights file {str(path)!r} holds weights for {voter.n_members_} unnamed members, "
+                f"the records have {len(data.names)}"
+            )
+        return list(data.names)
+    missing = [name for name in voter.members_ if name not in data.names]
+    if missing:
+        raise InputError(
+            f"weights file {str(path)!r} was trained for member(s) the records lack: {', '.join(missing)}; "
+            f"the records have {', '.join(data.names)}"
+        )
+    return list(voter.members_)

@@ -1,17 +1,23 @@
-"""The `eor` command line: one module per group of commands, each with its parsers and handlers
-(`answer`: ask, serve; `retrieve`; `runs`: run, plan, records; `learn`: train, design; `evaluate`: bench,
-compare, erag, utility; `start`: init, imports, models, cache), and the options they share (`options`).
+"""The `eor` command line: one module per group of commands with their parsers (`answer`: ask, serve;
+`retrieve`; `runs`: run, plan, records; `learn`: train, design; `evaluate`: bench, compare, erag, utility;
+`start`: init, imports, models, cache), and the options they share (`options`).
+
+A parser names its command's handler as "module:function" (its `handler` default), and `main` imports that
+module only when the command runs: so `eor --help` loads no heavy library. Handlers that need one (models,
+numpy, a web server) live in `eor.cli.handlers`, one module per set of commands that load the same
+libraries; the others stay beside their parsers.
 
 `main` parses, configures logging once (a command's parser may set `log_level` and `log_format` as its
-defaults) and turns eor's errors into one line on stderr and exit status 1. Heavy libraries are imported
-inside the handlers, so `eor --help` answers at once.
+defaults), runs the handler and turns eor's errors into one line on stderr and exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
+from collections.abc import Callable
 
 from eor import __version__
 from eor.cli import answer, evaluate, learn, retrieve, runs, start
@@ -56,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format=args.log_format)
     try:
-        return args.handler(args)
+        return handler(args.handler)(args)
     except EorError as exc:
         print(
             f"eor: error: {str(exc).splitlines()[0] if not isinstance(exc, InputError) else exc}",
@@ -66,3 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("eor: interrupted; finished work is saved (re-run the same command to resume)", file=sys.stderr)
         return 130
+
+
+def handler(name: str) -> Callable[[argparse.Namespace], int]:
+    """The function that a parser's `handler` default names as "module:function", its module imported now."""
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)

@@ -4,115 +4,19 @@ the explorer page)."""
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 from eor.cli.options import (
     Commands,
     all_members_option,
     cache_options,
-    cache_setting,
     config_option,
-    config_path,
-    member_names,
     non_negative_float,
     risk_level,
     weights_option,
 )
-from eor.data import check_question
-from eor.json_ready import json_ready
-from eor.server.settings import ServerSettings, api_key_from_env
 
 #: uvicorn's own log lines are "INFO:     ..."; eor's lines under `eor serve` look the same
 SERVER_LOG_FORMAT = "%(levelname)s:     %(name)s: %(message)s"
-
-
-def cmd_ask(args: argparse.Namespace) -> int:
-    from eor.ensemble import Ensemble
-
-    question = check_question(args.question)
-    members = member_names(args.members)
-    ensemble = Ensemble.from_config(config_path(args.config), weights=args.weights, cache=cache_setting(args))
-    risk = args.risk if args.risk is not None else ensemble.config.voter.risk
-    result = ensemble.answer(question, members=members, lazy=not args.all_members, risk=risk)
-    explanation = json_ready(ensemble.explain(result)) if args.explain else None
-    if args.json:
-        body = result.to_dict()
-        if explanation is not None:
-            body["explanation"] = explanation
-        print(json.dumps(body, ensure_ascii=False, indent=2))
-    else:
-        print(format_result(result))
-        if explanation is not None:
-            print("\nwhy (the vote's account of each member):")
-            print(json.dumps(explanation["members"], ensure_ascii=False, indent=2))
-    return 0
-
-
-def format_result(result) -> str:
-    """The chosen answer, then a table of every member's answer and vote score."""
-    rows = [
-        (name, out.answer, f"{out.score:.3f}" if out.score is not None else "-") for name, out in result.members.items()
-    ]
-    width = max(len("member"), *(len(r[0]) for r in rows))
-    answer_width = min(max(len("answer"), *(len(r[1]) for r in rows)), 60)
-    if result.abstained:
-        declined = result.members[result.member].answer
-        givers = ", ".join(result.given_by)
-        answer = f"I don't know: {result.abstention['reason']}   (declined the answer {declined!r} of {givers})"
-    else:
-        answer = f"{result.answer}   (given by {', '.join(result.given_by)})"
-    lines = [f"Question: {result.question}", f"Answer:   {answer}"]
-    if result.probability is not None:
-        lines.append(f"P(right): {result.probability:.2f}")
-    if result.abstention is not None and not result.abstained:
-        lines.append(f"Risk:     {result.abstention['reason']}")
-    lines += [
-        "",
-        f"  {'member':<{width}}  {'answer':<{answer_width}}  score",
-        f"  {'-' * width}  {'-' * answer_width}  -----",
-    ]
-    for name, answer, score in rows:
-        mark = "*" if name in result.given_by else " "
-        shown = answer if len(answer) <= answer_width else answer[: answer_width - 1] + "…"
-        lines.append(f"{mark} {name:<{width}}  {shown:<{answer_width}}  {score}")
-    lines.append(
-        f"\n{result.timings['total']:.2f} s per question "
-        f"(retrieval {result.timings['retrieval']:.2f}, generation {result.timings['generation']:.2f})"
-    )
-    if result.cascade is not None:
-        skipped = f"; not run: {', '.join(result.cascade['skipped'])}" if result.cascade["skipped"] else ""
-        lines.append(f"cascade {result.cascade['reason']}{skipped}")
-    elif result.skipped:
-        lines.append(f"not needed (lazy vote): {', '.join(result.skipped)}")
-    return "\n".join(lines)
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    from eor.server.run import serve
-
-    settings = ServerSettings(
-        host=args.host,
-        port=args.port,
-        api_key=api_key_from_env(args.api_key_env) if args.api_key_env else None,
-        member_timeout=args.member_timeout or None,
-        lazy=not args.all_members,
-        request_timeout=args.request_timeout,
-        max_batch=args.max_batch,
-        max_body_bytes=args.max_body_bytes,
-        max_queue=args.max_queue,
-        shutdown_grace=args.shutdown_grace,
-        reports=Path(args.reports) if args.reports else None,
-        allow_unauthenticated=args.allow_unauthenticated,
-    )
-    serve(
-        config_path(args.config),
-        weights=args.weights,
-        settings=settings,
-        log_level=args.log_level,
-        cache=cache_setting(args),
-    )
-    return 0
 
 
 def add_ask(commands: Commands) -> None:
@@ -136,7 +40,7 @@ def add_ask(commands: Commands) -> None:
     )
     all_members_option(ask)
     cache_options(ask)
-    ask.set_defaults(handler=cmd_ask)
+    ask.set_defaults(handler="eor.cli.handlers.ask:cmd_ask")
 
 
 def add_serve(commands: Commands) -> None:
@@ -169,7 +73,7 @@ def add_serve(commands: Commands) -> None:
         help="lines logged by eor and uvicorn (default info: one per request)",
     )
     cache_options(serve)
-    serve.set_defaults(handler=cmd_serve, log_format=SERVER_LOG_FORMAT)
+    serve.set_defaults(handler="eor.cli.handlers.serve:cmd_serve", log_format=SERVER_LOG_FORMAT)
 
 
 def _limit_options(serve: argparse.ArgumentParser) -> None:

@@ -4,19 +4,12 @@ retrieved document labelled by the reader's answer with it alone) and `eor utili
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
-from eor.atomic import write_text_atomically
 from eor.cli.options import (
     Commands,
     batch_size_option,
     cache_options,
-    cache_setting,
     config_option,
-    config_path,
     data_option,
-    executor,
     executor_options,
     limit_option,
     member_option,
@@ -24,90 +17,6 @@ from eor.cli.options import (
     positive_int,
     weights_option,
 )
-from eor.config import load_config
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    from eor.bench import bench
-    from eor.correctness import CORRECTNESS
-    from eor.correctness.bem import NAME as BEM
-    from eor.correctness.bem import BemCorrectness
-
-    metrics = tuple(args.metrics.split(",")) if args.metrics else None
-    with CORRECTNESS.scoped():  # --bem-model holds for this command only
-        if args.bem_model:
-            CORRECTNESS.register(BEM, BemCorrectness(args.bem_model), replace=True)
-        print(
-            bench(
-                Path(args.records),
-                Path(args.out),
-                weights=args.weights,
-                metric=args.metric,
-                metrics=metrics,
-                seed=args.seed,
-                resamples=args.resamples,
-                max_subsets=args.max_subsets,
-                members=load_config(args.config).members if args.config else None,
-                design=args.design,
-            )
-        )
-    return 0
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    from eor.bench import compare_reports
-    from eor.bench.compare import compare_reports_html
-
-    print(compare_reports(args.report_a, args.report_b))
-    if args.html:
-        write_text_atomically(Path(args.html), compare_reports_html(args.report_a, args.report_b))
-        print(f"written to {args.html}")
-    return 0
-
-
-def cmd_erag(args: argparse.Namespace) -> int:
-    from eor.erag.run import parse_ints, run_erag
-
-    cutoffs = parse_ints(args.cutoffs, "--cutoffs") if args.cutoffs else None
-    print(
-        run_erag(
-            config_path(args.config),
-            Path(args.data),
-            args.member,
-            Path(args.out),
-            k=args.k,
-            metric=args.metric,
-            limit=args.limit,
-            cutoffs=cutoffs,
-            cost_questions=args.cost_questions,
-            batch_size=args.batch_size,
-            cache=cache_setting(args),
-            executor=executor(args),
-        )
-    )
-    return 0
-
-
-def cmd_utility(args: argparse.Namespace) -> int:
-    from eor.erag.run import parse_ints, run_utility
-
-    print(
-        run_utility(
-            config_path(args.config),
-            Path(args.data),
-            args.member,
-            Path(args.out),
-            ks=parse_ints(args.ks, "--ks"),
-            similarity=args.similarity,
-            references=args.references,
-            limit=args.limit,
-            epsilon=args.epsilon,
-            batch_size=args.batch_size,
-            cache=cache_setting(args),
-            executor=executor(args),
-        )
-    )
-    return 0
 
 
 def add_bench(commands: Commands) -> None:
@@ -133,7 +42,12 @@ def add_bench(commands: Commands) -> None:
     bench.add_argument(
         "--max-subsets", type=positive_int, default=1000, help="member subsets per pool size (upper bound)"
     )
-    bench.set_defaults(handler=cmd_bench)
+    bench.add_argument(
+        "--frontier",
+        action="store_true",
+        help="also the accuracy-cost frontier of member subsets (a selector cross-validated per subset: slow)",
+    )
+    bench.set_defaults(handler="eor.cli.handlers.bench:cmd_bench")
 
 
 def add_compare(commands: Commands) -> None:
@@ -141,7 +55,7 @@ def add_compare(commands: Commands) -> None:
     compare.add_argument("report_a", help="report folder or report.json")
     compare.add_argument("report_b", help="report folder or report.json")
     compare.add_argument("--html", metavar="FILE", help="also write the comparison as one self-contained HTML page")
-    compare.set_defaults(handler=cmd_compare)
+    compare.set_defaults(handler="eor.cli.handlers.bench:cmd_compare")
 
 
 def add_erag(commands: Commands) -> None:
@@ -165,7 +79,7 @@ def add_erag(commands: Commands) -> None:
     batch_size_option(erag)
     executor_options(erag)
     cache_options(erag)
-    erag.set_defaults(handler=cmd_erag)
+    erag.set_defaults(handler="eor.cli.handlers.erag:cmd_erag")
 
 
 def add_utility(commands: Commands) -> None:
@@ -190,4 +104,4 @@ def add_utility(commands: Commands) -> None:
     batch_size_option(utility)
     executor_options(utility)
     cache_options(utility)
-    utility.set_defaults(handler=cmd_utility)
+    utility.set_defaults(handler="eor.cli.handlers.erag:cmd_utility")

@@ -4,7 +4,6 @@ cross-validation)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from eor.cli.options import (
     Commands,
@@ -15,36 +14,6 @@ from eor.cli.options import (
     positive_int,
     token_rates,
 )
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    from eor.train_command import train
-    from voters.similarity import parse_metric_spec
-
-    metrics, metric_params = parse_metric_spec(args.metrics)
-    print(
-        train(
-            Path(args.records),
-            Path(args.out),
-            voter=args.voter,
-            metric=args.metric,
-            dev=Path(args.dev) if args.dev else None,
-            metrics=tuple(metrics),
-            metric_params=metric_params,
-            pooling=args.pooling,
-            grounding=args.grounding,
-            restarts=args.restarts,
-            seed=args.seed,
-            cv=args.cv,
-            inner_folds=args.inner_folds,
-            max_loss=args.max_loss,
-            budget=args.budget,
-            cost_unit=args.cost,
-            pool_config=Path(args.config) if args.config else None,
-            confidence=not args.no_confidence,
-        )
-    )
-    return 0
 
 
 def add_train(commands: Commands) -> None:
@@ -58,26 +27,7 @@ def add_train(commands: Commands) -> None:
         "smooth-grounding, selector, cascade (runs only the members a question needs), or a voter an installed "
         "package adds (entry points eor.voters)",
     )
-    cost = train.add_argument_group("cost (the cascade; auto considers the cascade only with one of these)")
-    cost.add_argument(
-        "--max-loss",
-        type=non_negative_float,
-        metavar="POINTS",
-        help="largest loss of accuracy against the full pool, in points (cascade default 0.5), by cross-validation",
-    )
-    cost.add_argument(
-        "--budget",
-        type=non_negative_float,
-        metavar="SECONDS",
-        help="the most accurate choice whose mean cost per question fits",
-    )
-    cost.add_argument(
-        "--cost",
-        default="auto",
-        choices=["auto", "seconds", "tokens"],
-        help="a member's cost: recorded seconds, or its token counts at the reader's rates (auto: tokens where "
-        "the records hold them)",
-    )
+    _cost_options(train)
     train.add_argument(
         "--cv", type=fold_count, metavar="K", help="first report K-fold cross-validation of every voter against Top R"
     )
@@ -116,26 +66,32 @@ def add_train(commands: Commands) -> None:
         default=0,
         help="seed of the cross-validation folds and of Nelder-Mead's random starts (default 0)",
     )
-    train.set_defaults(handler=cmd_train, log_level="info")  # train's progress lines, on stderr
+    # log_level info: train's progress lines, on stderr
+    train.set_defaults(handler="eor.cli.handlers.learn:cmd_train", log_level="info")
 
 
-def cmd_design(args: argparse.Namespace) -> int:
-    from eor.design_command import design
-
-    print(
-        design(
-            Path(args.records),
-            Path(args.config),
-            Path(args.out),
-            folds=args.folds,
-            repeats=args.repeats,
-            seed=args.seed,
-            rates=args.rates,
-            max_loss=args.max_loss,
-            budget=args.budget,
-        )
+def _cost_options(train: argparse.ArgumentParser) -> None:
+    """The cascade's operating point (a tolerance or a budget) and what a member's cost is."""
+    cost = train.add_argument_group("cost (the cascade; auto considers the cascade only with one of these)")
+    cost.add_argument(
+        "--max-loss",
+        type=non_negative_float,
+        metavar="POINTS",
+        help="largest loss of accuracy against the full pool, in points (cascade default 0.5), by cross-validation",
     )
-    return 0
+    cost.add_argument(
+        "--budget",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="the most accurate choice whose mean cost per question fits",
+    )
+    cost.add_argument(
+        "--cost",
+        default="auto",
+        choices=["auto", "seconds", "tokens"],
+        help="a member's cost: recorded seconds, or its token counts at the reader's rates (auto: tokens where "
+        "the records hold them)",
+    )
 
 
 def add_design(commands: Commands) -> None:
@@ -165,4 +121,4 @@ def add_design(commands: Commands) -> None:
         metavar="SECONDS",
         help="instead: the cascade's most accurate point whose reader seconds per question fit (replayed costs)",
     )
-    design.set_defaults(handler=cmd_design)
+    design.set_defaults(handler="eor.cli.handlers.learn:cmd_design")

@@ -1,19 +1,16 @@
 """What several commands share: argument types that refuse bad values before any work, the options that mean
 the same in every command (each defined once), and what those options resolve to (a config path, the
-generation cache, the executor)."""
+generation cache, the executor's settings)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eor.config import default_config_path
 from eor.generation_cache import GenerationCache, default_cache_path
 from eor.members import member_list
-
-if TYPE_CHECKING:
-    from eor.executor import Executor
 
 #: what `add_parser` is called on: the sub-commands of `eor` or of a command group
 Commands = argparse._SubParsersAction
@@ -141,17 +138,17 @@ def executor_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def executor(args: argparse.Namespace) -> Executor:
-    from eor.executor import build_executor
-
-    return build_executor(
-        args.executor,
-        address=args.ray_address,
-        workers=args.workers,
-        cpus_per_worker=args.cpus_per_worker,
-        gpus_per_worker=args.gpus_per_worker,
-        shard_batches=args.shard_batches,
-    )
+def executor_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What `executor_options` resolve to: the arguments of `eor.executor.build_executor`, which the handlers
+    call (it loads the reader backends, so the parsers do not import it)."""
+    return {
+        "kind": args.executor,
+        "address": args.ray_address,
+        "workers": args.workers,
+        "cpus_per_worker": args.cpus_per_worker,
+        "gpus_per_worker": args.gpus_per_worker,
+        "shard_batches": args.shard_batches,
+    }
 
 
 def member_option(parser: argparse.ArgumentParser, role: str) -> None:

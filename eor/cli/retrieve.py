@@ -47,7 +47,7 @@ def add_parser(commands: Commands) -> None:
     retrieve.add_argument("-k", "--top", type=positive_int, default=10, help="passages shown per member (default 10)")
     retrieve.add_argument("--json", action="store_true", help="JSON Lines: one line per question and member")
     retrieve.add_argument("--config", metavar="CONFIG", help="the config whose corpus and sources to search")
-    retrieve.set_defaults(handler=run)
+    retrieve.set_defaults(handler="eor.cli.retrieve:run")
 
 
 def run(args: argparse.Namespace) -> int:

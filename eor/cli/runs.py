@@ -4,57 +4,21 @@ from a pilot run) and `eor records` (pack a run into one file, unpack it)."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from eor.cli.options import (
     Commands,
     batch_size_option,
     cache_options,
-    cache_setting,
     config_option,
-    config_path,
     data_option,
-    executor,
     executor_options,
     limit_option,
     out_option,
     positive_int,
     weights_option,
 )
-from eor.records import pack_records, unpack_records
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from eor.runner import run
-
-    summary = run(
-        config_path=config_path(args.config),
-        data=Path(args.data),
-        out=Path(args.out),
-        limit=args.limit,
-        batch_size=args.batch_size,
-        weights=args.weights,
-        cache=cache_setting(args),
-        retry_failed=args.retry_failed,
-        executor=executor(args),
-    )
-    print(summary)
-    return 0
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
-    from eor.cost_model import Pilot, describe, estimate
-
-    result = estimate(
-        Pilot.from_run(args.pilot),
-        args.questions,
-        replicas=args.replicas,
-        prompt_rate=args.prompt_rate,
-        generation_rate=args.generation_rate,
-    )
-    print(json.dumps(result, indent=2) if args.json else describe(result))
-    return 0
+from eor.run_folder import pack_records, unpack_records
 
 
 def add_run(commands: Commands) -> None:
@@ -72,7 +36,7 @@ def add_run(commands: Commands) -> None:
         help="run again only the members that failed on a question (its 'degraded'), merge and re-vote",
     )
     cache_options(run)
-    run.set_defaults(handler=cmd_run)
+    run.set_defaults(handler="eor.cli.handlers.run:cmd_run")
 
 
 def cmd_records_pack(args: argparse.Namespace) -> int:
@@ -98,13 +62,13 @@ def add_records(commands: Commands) -> None:
     )
     pack.add_argument("run", help="run folder of `eor run` (records.jsonl, config.json, pool.json)")
     out_option(pack, "records file to write (.jsonl.gz); `eor train` and `eor bench` read it")
-    pack.set_defaults(handler=cmd_records_pack)
+    pack.set_defaults(handler="eor.cli.runs:cmd_records_pack")
     unpack = actions.add_parser(
         "unpack", help="a packed records file back into a run folder (records, config, pool) to resume or grow"
     )
     unpack.add_argument("file", help="packed records file (.jsonl.gz) of `eor records pack`")
     out_option(unpack, "run folder to create; `eor run --out` on it resumes the run or grows it by new members")
-    unpack.set_defaults(handler=cmd_records_unpack)
+    unpack.set_defaults(handler="eor.cli.runs:cmd_records_unpack")
 
 
 def add_plan(commands: Commands) -> None:
@@ -119,4 +83,4 @@ def add_plan(commands: Commands) -> None:
         "--generation-rate", type=float, help="generated tokens/s of the target reader (default: the pilot's)"
     )
     plan.add_argument("--json", action="store_true", help="print the estimate as JSON")
-    plan.set_defaults(handler=cmd_plan)
+    plan.set_defaults(handler="eor.cli.handlers.plan:cmd_plan")

@@ -8,35 +8,33 @@ resumes where it stopped, a re-run with other cutoffs only generates what is new
 already generated with the same reader are read back. Every generation, PK's and @CP's during retrieval and
 the labels' and end-to-end answers after it, goes through one generation stage (eor.stages.generation) over
 the config's reader, built here once. With `--no-cache` the cache lives in memory for the run only.
-Outputs: JSON (the full result), Markdown (tables) and a PNG figure.
+Outputs (eor.erag.output): JSON (the full result), Markdown (tables) and a PNG figure.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eor.atomic import write_text_atomically
 from eor.config import EnsembleConfig, load_config
 from eor.correctness import CORRECTNESS
 from eor.data import Question, load_questions
 from eor.erag.correlation import correlate
 from eor.erag.cost import measure_costs
-from eor.erag.evaluate import Request, as_passage, evaluate, generate, get_downstream_metric, make_generator
+from eor.erag.evaluate import as_passage, evaluate, get_downstream_metric
+from eor.erag.generation import Request, generate, make_generator
 from eor.erag.metrics import MetricSpec, parse_metric, score
-from eor.erag.plots import plot_erag, plot_utility
-from eor.erag.report import erag_markdown, utility_markdown
+from eor.erag.output import write_erag, write_utility
 from eor.erag.utility import evaluate_utility
 from eor.errors import InputError, RetrieverError
 from eor.executor import LOCAL, Executor
 from eor.generation_cache import CacheSetting, GenerationCache, open_cache
-from eor.json_ready import json_ready
 from eor.members import source_pool
 from eor.prompts import templates_for
+from eor.run_folder import RunFolder
 from eor.stages.generation import GenerationStage
 from retrievers import notation
 from retrievers.registry import DEFAULT_SOURCES
@@ -145,14 +143,8 @@ def gold_passages(questions: Sequence[Question]) -> dict[str, list[str]] | None:
     return gold
 
 
-def _write_json(path: Path, data: Any) -> None:
-    """Written whole or not at all (a kill leaves no half file)."""
-
-    write_text_atomically(path, json.dumps(json_ready(data), ensure_ascii=False, indent=2) + "\n")
-
-
 def _save_config(out: Path, setup: Setup) -> None:
-    _write_json(out / "config.json", setup.config.to_dict())
+    RunFolder(out).write_config(setup.config.to_dict())
 
 
 # --- eor erag ---------------------------------------------------------------------------------------
@@ -216,7 +208,7 @@ def run_erag(
         baselines=list(result.baselines),
         provenance=None if "provenance" in result.baselines else "skipped: not every question has 'gold_passages'",
     )
-    return _write_erag(out, data_out)
+    return write_erag(out, data_out)
 
 
 def _check_erag_options(
@@ -235,16 +227,6 @@ def _check_erag_options(
     if cutoffs is not None and any(c > k for c in cutoffs):
         raise InputError(f"--cutoffs must not exceed --k {k}; got {', '.join(map(str, cutoffs))}")
     return sorted({c for c in (cutoffs or DEFAULT_CUTOFFS) if c <= k} | {k})
-
-
-def _write_erag(out: Path, data_out: dict[str, Any]) -> str:
-    """erag.json, then erag.md and erag.png from the JSON view (NaN as None); the summary."""
-
-    _write_json(out / "erag.json", data_out)
-    data_out = json.loads((out / "erag.json").read_text(encoding="utf-8"))
-    (out / "erag.md").write_text(erag_markdown(data_out), encoding="utf-8")
-    plot_erag(data_out, out / "erag.png")
-    return _erag_summary(data_out, out)
 
 
 def _requests(setup: Setup, question: Question, count: int) -> Any:
@@ -323,27 +305,6 @@ def _measure_cost(setup: Setup, generator: Any, k: int, count: int, progress: An
     )
 
 
-def _erag_summary(data: dict[str, Any], out: Path) -> str:
-    k = data["settings"]["k"]
-    lines = [
-        f"eRAG of {data['settings']['member']} over {data['settings']['questions']} questions, k = {k}, "
-        f"metric {data['settings']['downstream_metric']}",
-        f"end-to-end mean: {_fmt(_mean(entry['e2e'] for entry in data['questions']))}",
-        f"{'labels':<12} {'metric':<10} {'mean':>6} {'tau':>7} {'rho':>7}",
-    ]
-    tables = {"erag": data}
-    tables.update(data["baselines"])
-    for name, table in tables.items():
-        for metric_name, value in table["mean"].items():
-            corr = table["correlation"].get(metric_name, {})
-            lines.append(
-                f"{name:<12} {metric_name:<10} {_fmt(value):>6} {_fmt(corr.get('kendall_tau')):>7} "
-                f"{_fmt(corr.get('spearman_rho')):>7}"
-            )
-    lines.append(f"wrote {out / 'erag.json'}, {out / 'erag.md'}, {out / 'erag.png'}")
-    return "\n".join(lines)
-
-
 # --- eor utility ------------------------------------------------------------------------------------
 
 
@@ -404,7 +365,7 @@ def run_utility(
         oracle=with_gold,
         relevance="provenance" if relevant is not None else None,
     )
-    return _write_utility(out, data_out)
+    return write_utility(out, data_out)
 
 
 def _check_utility_options(
@@ -445,16 +406,6 @@ def _references(
     return refs, oracle
 
 
-def _write_utility(out: Path, data_out: dict[str, Any]) -> str:
-    """utility.json, then utility.md and utility.png from the JSON view; the summary."""
-
-    _write_json(out / "utility.json", data_out)
-    data_out = json.loads((out / "utility.json").read_text(encoding="utf-8"))
-    (out / "utility.md").write_text(utility_markdown(data_out), encoding="utf-8")
-    plot_utility(data_out, out / "utility.png")
-    return _utility_summary(data_out, out)
-
-
 def _cache_setting(store: GenerationCache) -> str:
     return str(store.path) if store.path is not None else "off (in memory for this run)"
 
@@ -483,30 +434,3 @@ def _gold_texts(config: EnsembleConfig, relevant: dict[str, list[str]]) -> dict[
             if pid in wanted:
                 found[pid] = {"id": pid, "title": row.get("title") or "", "text": row.get("text") or ""}
     return found
-
-
-def _utility_summary(data: dict[str, Any], out: Path) -> str:
-    lines = [
-        f"utility of {data['settings']['member']} over {data['settings']['questions']} questions "
-        f"(similarity {data['settings']['similarity']} vs gold {data['settings']['references']}); "
-        f"0-shot mean P {_fmt(data['settings']['zero_shot_p'])}",
-        f"{'setting':<10} {'k':>3} {'mean U':>8} {'mean P':>7} {'nDCG':>6} {'r(nDCG,U)':>10}",
-    ]
-    for setting, rows in data["mean"].items():
-        for k, row in rows.items():
-            r = data["correlation"].get(setting, {}).get(k, {}).get("pearson_r")
-            lines.append(
-                f"{setting:<10} {k:>3} {_fmt(row['utility']):>8} {_fmt(row['p']):>7} {_fmt(row['ndcg']):>6} "
-                f"{_fmt(r):>10}"
-            )
-    lines.append(f"wrote {out / 'utility.json'}, {out / 'utility.md'}, {out / 'utility.png'}")
-    return "\n".join(lines)
-
-
-def _mean(values: Any) -> float:
-    finite = [v for v in values if v is not None and not math.isnan(v)]
-    return sum(finite) / len(finite) if finite else math.nan
-
-
-def _fmt(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"

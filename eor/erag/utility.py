@@ -35,17 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from eor.erag.correlation import correlate
-from eor.erag.evaluate import (
-    GenerationCache,
-    Passage,
-    Progress,
-    Request,
-    as_passage,
-    generate,
-    make_generator,
-)
+from eor.erag.evaluate import Passage, as_passage
+from eor.erag.generation import Generator, Progress, Request, as_cache, generate, make_generator
 from eor.erag.metrics import MetricSpec
 from eor.errors import InputError
+from eor.generation_cache import GenerationCache
 from eor.json_ready import json_ready
 from eor.prompts import PromptTemplates
 from eor.stages.generation import GenerationStats
@@ -175,9 +169,8 @@ def evaluate_utility(
     generator = make_generator(
         text_generator, templates=templates, max_tokens=max_tokens, batch_size=batch_size, namespace=namespace
     )
-    store = cache if cache is None or isinstance(cache, GenerationCache) else GenerationCache(cache)
     slots, requests = _context_requests(ids, texts, contexts)
-    outputs, cost = generate(requests, generator, store, progress=progress, label="utility contexts")
+    outputs, cost = generate(requests, generator, as_cache(cache), progress=progress, label="utility contexts")
     answer = dict(zip(slots, outputs, strict=True))
     performance = performance_scores([(qid, text) for (qid, _, _), text in answer.items()], refs, similarity)
     settings = list(contexts[ids[0]]) if ids else []
@@ -189,16 +182,28 @@ def evaluate_utility(
             _question_entry(qid, texts[qid], answer, performance, contexts[qid], ranked, gold_ids, ks, epsilon)
         )
     mean, correlation = _means_and_correlations(result_questions, settings, ks, relevant is not None)
-    run_settings = {
+    run_settings = _run_settings(generator, similarity, ks, settings, epsilon, result_questions)
+    return UtilityResult(result_questions, mean, correlation, cost, run_settings)
+
+
+def _run_settings(
+    generator: Generator,
+    similarity: Similarity,
+    ks: list[int],
+    settings: list[str],
+    epsilon: float | None,
+    entries: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """What a result was computed with, and the questions' mean 0-shot P."""
+    return {
         "generator": generator.namespace,
         "similarity": similarity if isinstance(similarity, str) else type(similarity).__name__,
         "ks": ks,
         "settings": settings,
         "epsilon": epsilon,
-        "questions": len(ids),
-        "zero_shot_p": _mean(entry["zero_shot"]["p"] for entry in result_questions),
+        "questions": len(entries),
+        "zero_shot_p": _mean(entry["zero_shot"]["p"] for entry in entries),
     }
-    return UtilityResult(result_questions, mean, correlation, cost, run_settings)
 
 
 def _check_utility_inputs(

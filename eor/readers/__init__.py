@@ -85,13 +85,28 @@ def resolve_backend(config: ReaderConfig) -> str:
     return "llama.cpp" if is_gguf(resolve_model(config.model)) else "transformers"
 
 
+def check_backend(config: ReaderConfig, backend: str) -> None:
+    """ConfigError unless `backend` is registered and the config sets no option of another backend (an
+    option for another backend is an error, not ignored). `build_reader` checks the backend it resolved;
+    eor.validation checks one the config names outright, before anything loads."""
+    if backend not in READERS:
+        raise ConfigError(f"reader.backend: unknown reader backend {backend!r}; valid: auto, {', '.join(READERS)}")
+    config.check_sections(backend)
+
+
 def build_reader(config: ReaderConfig) -> Reader:
     """The reader a config names (`resolve_backend`)."""
     backend = resolve_backend(config)
-    if backend not in READERS:
-        raise ConfigError(f"unknown reader backend {backend!r}; valid: auto, {', '.join(READERS)}")
-    config.check_sections(backend)  # an option for another backend is an error, not ignored
+    check_backend(config, backend)
     return READERS[backend](config)
 
 
-__all__ = ["READERS", "BatchedReader", "Reader", "build_reader", "reader_backends", "resolve_backend"]
+__all__ = [
+    "READERS",
+    "BatchedReader",
+    "Reader",
+    "build_reader",
+    "check_backend",
+    "reader_backends",
+    "resolve_backend",
+]

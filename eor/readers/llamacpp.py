@@ -18,17 +18,20 @@ The model loads on first use, so a run served entirely by the generation cache n
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from eor.cache_policy import memo
 from eor.confidence import StepRecorder
 from eor.errors import ConfigError, ContextOverflowError, ReaderError
 from eor.models import file_sha256
 from eor.readers.base import BatchedReader, Generated
 from eor.readers.llamacpp_batch import MultiSequenceDecoder
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_PREFIX_CHUNK = 64
 FRESH_BATCH = 512  # llama.cpp's default n_batch, the chunking of the former always-fresh path
@@ -54,11 +57,35 @@ class _PromptTokens(Exception):  # noqa: N818 - not an error: carries the tokens
         self.tokens = tokens
 
 
-@functools.cache
-def _chunk_aligned_llama() -> type:
-    """llama_cpp.Llama with chunk-aligned prefix reuse (imported lazily: llama-cpp-python is heavy)."""
+def _last_logits(llm: Any) -> np.ndarray:
+    """The logits of the latest decode's last token, as a numpy view of llama.cpp's buffer (valid until the
+    next decode)."""
     import llama_cpp
     import numpy as np
+
+    row = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+    return np.ctypeslib.as_array(row, shape=(llm.n_vocab(),))
+
+
+def _recorded(llm: Any, inner: Any, recorder: StepRecorder) -> Any:
+    """`inner`'s tokens (a llama-cpp-python generation), each noted with the logits it was sampled from (the
+    last row of the latest decode, which the sampler has just read): no extra evaluation."""
+    sent = None
+    try:
+        while True:
+            try:
+                token = inner.send(sent)
+            except StopIteration:
+                return
+            recorder.step(_last_logits(llm), token)
+            sent = yield token
+    finally:
+        inner.close()
+
+
+@memo
+def _chunk_aligned_llama() -> type:
+    """llama_cpp.Llama with chunk-aligned prefix reuse (imported lazily: llama-cpp-python is heavy)."""
     from llama_cpp import Llama
 
     class ChunkAlignedLlama(Llama):
@@ -106,30 +133,13 @@ def _chunk_aligned_llama() -> type:
                 self.previous_prompt = tokens
                 self._keep_logits = True
             inner = super().generate(tokens, reset=reset, **kwargs)
-            return inner if self.recorder is None else self._recorded(inner, self.recorder)
-
-        def _recorded(self, inner: Any, recorder: Any) -> Any:
-            """`inner`'s tokens, each noted with the logits it was sampled from (the last row of the latest
-            decode, which the sampler has just read): no extra evaluation."""
-            sent = None
-            try:
-                while True:
-                    try:
-                        token = inner.send(sent)
-                    except StopIteration:
-                        return
-                    row = llama_cpp.llama_get_logits_ith(self.ctx, -1)
-                    recorder.step(np.ctypeslib.as_array(row, shape=(self.n_vocab(),)), token)
-                    sent = yield token
-            finally:
-                inner.close()
+            return inner if self.recorder is None else _recorded(self, inner, self.recorder)
 
         def eval(self, tokens: Any) -> None:
             super().eval(tokens)
             if self._keep_logits:  # the prompt's evaluation (the first eval of a generate)
                 self._keep_logits = False
-                row = llama_cpp.llama_get_logits_ith(self.ctx, -1)
-                self.prompt_logits = np.ctypeslib.as_array(row, shape=(self.n_vocab(),)).copy()
+                self.prompt_logits = _last_logits(self).copy()
 
     return ChunkAlignedLlama
 

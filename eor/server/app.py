@@ -41,6 +41,7 @@ from eor.server.schemas import (
 )
 from eor.server.settings import ServerSettings
 from eor.server.worker import READY, Answered, EnsembleWorker
+from eor.validation import validate
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,10 @@ def create_app(
 
 
 def _default_loader(config: EnsembleConfig) -> Callable[[], Any]:
+    """`Ensemble(config)`, built on the worker thread; the config is checked now (eor.validation), so a
+    mistake fails `create_app` rather than every request."""
+    validate(config)
+
     def load() -> Any:
         return Ensemble(config)
 

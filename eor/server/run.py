@@ -13,13 +13,12 @@ from typing import Any
 import uvicorn
 
 from eor.config import load_config
-from eor.ensemble import Ensemble
+from eor.ensemble import Ensemble, config_voter
 from eor.errors import ConfigError, EorError
 from eor.generation_cache import CacheSetting, open_cache
 from eor.server.app import create_app
 from eor.server.settings import ServerSettings
-from eor.validation import check_member_names, check_voter_config
-from voters import load_voter
+from eor.validation import validate
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +43,9 @@ def serve(
             "give one with --api-key-env VAR, or pass --allow-unauthenticated"
         )
     config = load_config(config_path)
-    check_member_names(config)  # fail before the server starts, not in its log
-    check_voter_config(config)
+    validate(config)  # fail before the server starts, not in its log
     generation_cache = open_cache(cache)  # likewise an unusable cache file
-    voter = None
-    weights = weights if weights is not None else config.default_weights()
-    if weights is not None:  # loaded before the server starts: a bad file fails here, not in its log
-        voter = load_voter(weights, members=config.members)
+    voter = config_voter(config, weights)  # and a bad weights file
     if settings.api_key is None and not _is_loopback(settings.host):
         log.warning("serving on %s without an API key (--allow-unauthenticated): anyone who can reach it can use it",
                     settings.host)  # fmt: skip

@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from eor.cache_policy import memo
 from eor.models import resolve_model
 from voters.similarity.registry import SimilarityMetric, register_metric
-
-_SCORERS: dict[tuple[str, int, str], Any] = {}
 
 
 def _location(model: str) -> str:
@@ -34,13 +33,12 @@ def _num_layers(location: str, model: str) -> int:
     return int(AutoConfig.from_pretrained(location).num_hidden_layers)
 
 
+@memo
 def _scorer(location: str, num_layers: int, device: str) -> Any:
-    key = (location, num_layers, device)
-    if key not in _SCORERS:
-        from bert_score import BERTScorer
+    """bert-score's scorer of a model (loaded once per process)."""
+    from bert_score import BERTScorer
 
-        _SCORERS[key] = BERTScorer(model_type=location, num_layers=num_layers, device=device)
-    return _SCORERS[key]
+    return BERTScorer(model_type=location, num_layers=num_layers, device=device)
 
 
 @register_metric("bertscore")

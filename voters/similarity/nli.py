@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from eor.cache_policy import memo
 from eor.errors import ConfigError
 from eor.models import resolve_model
 from voters.similarity.registry import SimilarityMetric, register_metric
@@ -27,7 +28,6 @@ COMBINATIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }
 
 _NEGATED = re.compile(r"(not|non)[\s_-]*entail")
-_MODELS: dict[tuple[str, str], tuple[Any, Any]] = {}
 
 
 def entailment_index(id2label: dict[Any, str], label: str | int | None = None) -> int:
@@ -51,16 +51,15 @@ def entailment_index(id2label: dict[Any, str], label: str | int | None = None) -
     return matches[0]
 
 
+@memo
 def _load(model: str, device: str) -> tuple[Any, Any]:
-    key = (model, device)
-    if key not in _MODELS:
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    """The tokenizer and network of an NLI model on `device` (loaded once per process)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        location = str(resolve_model(model))
-        tokenizer = AutoTokenizer.from_pretrained(location)
-        network = AutoModelForSequenceClassification.from_pretrained(location).to(device).eval()
-        _MODELS[key] = (tokenizer, network)
-    return _MODELS[key]
+    location = str(resolve_model(model))
+    tokenizer = AutoTokenizer.from_pretrained(location)
+    network = AutoModelForSequenceClassification.from_pretrained(location).to(device).eval()
+    return tokenizer, network
 
 
 @register_metric("nli")

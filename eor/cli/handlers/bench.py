@@ -1,0 +1,45 @@
+"""What `eor bench` (a pool's report from its records) and `eor compare` (two reports side by side) do."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from eor.atomic import write_text_atomically
+from eor.bench import bench, compare_reports
+from eor.bench.compare import compare_reports_html
+from eor.config import load_config
+from eor.correctness import CORRECTNESS
+from eor.correctness.bem import NAME as BEM
+from eor.correctness.bem import BemCorrectness
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    metrics = tuple(args.metrics.split(",")) if args.metrics else None
+    with CORRECTNESS.scoped():  # --bem-model holds for this command only
+        if args.bem_model:
+            CORRECTNESS.register(BEM, BemCorrectness(args.bem_model), replace=True)
+        print(
+            bench(
+                Path(args.records),
+                Path(args.out),
+                weights=args.weights,
+                metric=args.metric,
+                metrics=metrics,
+                seed=args.seed,
+                resamples=args.resamples,
+                max_subsets=args.max_subsets,
+                members=load_config(args.config).members if args.config else None,
+                design=args.design,
+                frontier=args.frontier,
+            )
+        )
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    print(compare_reports(args.report_a, args.report_b))
+    if args.html:
+        write_text_atomically(Path(args.html), compare_reports_html(args.report_a, args.report_b))
+        print(f"written to {args.html}")
+    return 0

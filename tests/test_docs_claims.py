@@ -1,0 +1,168 @@
+"""What docs/architecture.md claims, checked against the source, so the page stays true:
+
+- **the layer table**: every module of `eor`, `retrievers` and `voters` is in exactly one layer of the table
+  (the longest name in the table that is the module or a package above it), and its imports, at the top and
+  inside functions, point to its own layer or a lower one; its leaves are the LEAVES that
+  tests/test_architecture.py holds `retrievers` and `voters` to;
+- **one prompt builder**: only `eor.prompts` fills a prompt template (`<template>.format(...)`);
+- **one atomic write**: files are written through `eor.atomic`, except those listed in `UNATOMIC` with why;
+- **one cost model**: only `eor.costs` turns tokens into seconds at the reader's rates (`rates["prompt"]`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from tests.test_architecture import IMPORTS, LEAVES, MODULES, ROOT
+
+DOC = ROOT / "docs" / "architecture.md"
+
+#: (file, call) pairs that write a file without eor.atomic, and why that is right
+UNATOMIC = {
+    ("eor/records.py", "open"): "records are appended and synced batch by batch; a torn last line is repaired",
+    ("eor/models.py", "open"): "pieces of a packaged model joined in a temporary file that is then moved",
+    ("eor/erag/cost.py", "write_text"): "a child process's spec and result in a temporary folder",
+    ("retrievers/index_store.py", "open"): "a lock file, never read",
+    ("retrievers/index_store.py", "write_text"): "inside the index's temporary folder, renamed into place whole",
+    ("retrievers/bm25.py", "open"): "inside the index's temporary folder, renamed into place whole",
+    ("retrievers/bm25_index.py", "write_text"): "inside the index's temporary folder, renamed into place whole",
+    ("retrievers/bm25_index.py", "write_bytes"): "inside the index's temporary folder, renamed into place whole",
+    ("retrievers/dense.py", "write_text"): "inside the index's temporary folder, renamed into place whole",
+}
+
+
+def _layer_table() -> list[tuple[str, list[str]]]:
+    """The rows of the doc's layer table, top to bottom: (layer, the module names it lists)."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("**"):
+            names = [
+                n for n in re.findall(r"`([\w.]+)`", cells[1]) if n.split(".")[0] in ("eor", "retrievers", "voters")
+            ]
+            rows.append((cells[0].strip("*"), names))
+    return rows
+
+
+def _layer_of() -> dict[str, int]:
+    """Each module's layer (0 = the top row), by the longest name in the table that is it or above it."""
+    listed = {name: rank for rank, (_, names) in enumerate(_layer_table()) for name in names}
+    layers = {}
+    for module in MODULES:
+        owners = [name for name in listed if module == name or module.startswith(name + ".")]
+        if owners:
+            layers[module] = listed[max(owners, key=len)]
+    return layers
+
+
+def test_the_layer_table_lists_every_module() -> None:
+    table = _layer_table()
+    assert [layer for layer, _ in table] == [
+        "entry points",
+        "commands and evaluation",
+        "the pipeline",
+        "components",
+        "leaves",
+    ]
+    listed = [name for _, names in table for name in names]
+    assert not [name for name in listed if name not in MODULES], "the table names modules that do not exist"
+    repeated = sorted({name for name in listed if listed.count(name) > 1})
+    assert not repeated, f"named in two layers: {repeated}"
+    missing = sorted(module for module in MODULES if module not in _layer_of() and module not in ("eor",))
+    assert not missing, f"modules in no layer of docs/architecture.md: {missing}"
+    leaves = {module for module, layer in _layer_of().items() if layer == len(table) - 1}
+    assert leaves == LEAVES, "the doc's leaves are not tests/test_architecture.py's LEAVES"
+
+
+def test_imports_point_to_the_same_layer_or_below() -> None:
+    layers, table = _layer_of(), _layer_table()
+    upward = sorted(
+        f"{module} ({table[layers[module]][0]}) imports {target} ({table[layers[target]][0]})"
+        for module in layers
+        for target in IMPORTS.edges(module, inner=True)
+        if target in layers and layers[target] < layers[module]
+    )
+    assert not upward, "imports against docs/architecture.md's layers:\n" + "\n".join(upward)
+
+
+def _python_files() -> dict[str, ast.Module]:
+    return {
+        str(path.relative_to(ROOT)): ast.parse(path.read_text(encoding="utf-8"))
+        for package in ("eor", "retrievers", "voters")
+        for path in (ROOT / package).rglob("*.py")
+    }
+
+
+def _calls(tree: ast.Module, method: str) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
+    ]
+
+
+def test_only_the_prompt_builder_fills_templates() -> None:
+    filled = sorted(
+        f"{file}:{call.lineno}"
+        for file, tree in _python_files().items()
+        if file != "eor/prompts.py"
+        for call in _calls(tree, "format")
+        if "template" in ast.unparse(call.func.value).lower()  # type: ignore[attr-defined]
+    )
+    assert not filled, f"templates filled outside eor/prompts.py: {filled}"
+
+
+def _writes_a_file(call: ast.Call) -> bool:
+    """`x.write_text(...)`, `x.write_bytes(...)`, or `x.open(mode)` / `open(path, mode)` with a writing mode."""
+    method = call.func.attr  # type: ignore[attr-defined]
+    if method in ("write_text", "write_bytes"):
+        return True
+    modes = [arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+    modes += [k.value.value for k in call.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)]
+    return method == "open" and any(set(mode) & set("wax") for mode in modes)
+
+
+def test_files_are_written_atomically() -> None:
+    found = {
+        (file, call.func.attr)  # type: ignore[attr-defined]
+        for file, tree in _python_files().items()
+        if file != "eor/atomic.py"
+        for method in ("write_text", "write_bytes", "open")
+        for call in _calls(tree, method)
+        if _writes_a_file(call)
+    }
+    unexplained = sorted(found - set(UNATOMIC))
+    assert not unexplained, f"files written without eor.atomic: {unexplained}"
+    stale = sorted(set(UNATOMIC) - found)
+    assert not stale, f"UNATOMIC lists writes that are gone: {stale}"
+
+
+def test_one_cost_model() -> None:
+    formula = re.compile(r"""rates\[["']prompt["']\]""")
+    elsewhere = sorted(
+        str(path.relative_to(ROOT))
+        for package in ("eor", "retrievers", "voters")
+        for path in (ROOT / package).rglob("*.py")
+        if path != ROOT / "eor" / "costs.py" and formula.search(path.read_text(encoding="utf-8"))
+    )
+    assert not elsewhere, f"token rates applied outside eor/costs.py: {elsewhere}"
+
+
+def test_the_doc_names_only_modules_that_exist() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:eor|retrievers|voters)(?:\.\w+)+)", text))
+    unknown = sorted(
+        name
+        for name in named
+        if name not in MODULES and name.rpartition(".")[0] not in MODULES and not _is_attribute(name)
+    )
+    assert not unknown, f"docs/architecture.md names what does not exist: {unknown}"
+
+
+def _is_attribute(name: str) -> bool:
+    """`module.Name.attr`: a name inside a module (a class and its method)."""
+    parts = name.split(".")
+    return any(".".join(parts[:n]) in MODULES for n in range(1, len(parts) - 1))

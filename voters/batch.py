@@ -1,0 +1,201 @@
+"""`VoteBatch`: what every voter kind fits on, predicts and is scored on (`fit(X, y=None)`, `predict(X)`,
+`score(X, y=None)`): the recorded answers of a pool's members to a batch of questions.
+
+A batch holds, per question, each member's answer (in the pool's member order) and, where they are known,
+each member's passages (a list of texts), the question's text, its gold answers, the reader's confidence
+summaries (eor.confidence) and each member's cost (e.g. its recorded seconds). What voters compute from it
+(the similarity tensor under a set of metrics, each answer's correctness, the grounding feature, the
+candidate feature blocks of the learned selectors) is computed when a voter first asks, once, over the
+whole batch, and kept.
+
+`take(rows)` gives the batch of some of its questions: a view that shares what the whole batch computes.
+A cross-validation (eor.crossval) fits and predicts on views of one batch, so every question's similarities
+and features are computed once, and are the same, bit for bit, whichever fold reads them (a model metric
+scores all of a batch's pairs in one call, so a batch computed on its own could differ in the last bits).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+import numpy as np
+
+from eor.correctness import correctness_matrix
+from eor.errors import InputError
+from voters.features import CandidateBlocks, candidate_blocks
+from voters.grounding import grounding_features
+from voters.similarity import check_answers, similarity_tensor
+
+Answers = Sequence[Sequence[str]]
+Golds = Sequence[Sequence[str]]  # [question] -> its acceptable answers
+Passages = Sequence[Sequence[Sequence[str]]]  # [question][member] -> that member's passage texts
+Confidence = Sequence[Sequence[Mapping[str, Any] | None]]  # [question][member] -> a summary, or None
+
+T = TypeVar("T")
+
+#: the optional per-question fields, and what an error calls them
+_FIELDS = {"passages": "passages", "questions": "question texts", "golds": "gold answers", "confidence": "confidence"}
+
+
+class VoteBatch:
+    """The members' answers to a batch of questions (`answers[q][m]`), with what else is known of them.
+
+    passages[q][m]: member m's passage texts; questions[q]: the question; golds[q]: its acceptable answers
+    (what `fit` and `score` read when no `y` is given); confidence[q][m]: the reader's confidence summary of
+    the answer (None where unknown); costs (Q, M): each member's cost per question, in `cost_unit`.
+    """
+
+    def __init__(
+        self,
+        answers: Answers,
+        passages: Passages | None = None,
+        questions: Sequence[str] | None = None,
+        *,
+        golds: Golds | None = None,
+        confidence: Confidence | None = None,
+        costs: np.ndarray | None = None,
+        cost_unit: str = "seconds",
+    ) -> None:
+        self.n_members = check_answers(answers)
+        self.answers = answers
+        self.passages = passages
+        self.questions = questions
+        self.golds = golds
+        self.confidence = confidence
+        for name, label in _FIELDS.items():
+            values = getattr(self, name)
+            if values is not None and len(values) != len(answers):
+                raise InputError(f"got answers for {len(answers)} questions but {label} for {len(values)}")
+        if passages is not None and any(isinstance(texts, str) for row in passages for texts in row):
+            raise InputError("passages[q][m] is the list of member m's passage texts, not one string")
+        self.costs = None if costs is None else _cost_matrix(costs, (len(answers), self.n_members))
+        self.cost_unit = cost_unit
+        #: the batch this one was taken from (itself when it was not), and this batch's questions among its
+        self.whole = self
+        self.rows = np.arange(len(answers))
+        self._computed: dict[tuple[Any, ...], Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.answers)
+
+    # -- other batches ---------------------------------------------------------------------------------
+
+    def take(self, rows: Sequence[int] | np.ndarray) -> VoteBatch:
+        """The batch of the questions at `rows` (in that order), sharing what the whole batch computes."""
+        index = np.asarray(rows, dtype=int).reshape(-1)
+        if index.size and (index.min() < 0 or index.max() >= len(self)):
+            raise InputError(f"question positions must lie in 0..{len(self) - 1}")
+        view = copy.copy(self)
+        view.rows = self.rows[index]
+        view.answers = [self.answers[i] for i in index]
+        for name in _FIELDS:
+            values = getattr(self, name)
+            setattr(view, name, None if values is None else [values[i] for i in index])
+        view.costs = None if self.costs is None else self.costs[index]
+        return view
+
+    def with_golds(self, golds: Golds | None) -> VoteBatch:
+        """This batch with `golds` as its gold answers (None: this batch): what `fit(X, y)` and `score(X, y)`
+        read. A new whole batch, which computes what it needs anew."""
+        if golds is None:
+            return self
+        return VoteBatch(
+            self.answers,
+            self.passages,
+            self.questions,
+            golds=golds,
+            confidence=self.confidence,
+            costs=self.costs,
+            cost_unit=self.cost_unit,
+        )
+
+    def with_costs(self, costs: np.ndarray, unit: str = "seconds") -> VoteBatch:
+        """This whole batch with each member's cost per question (Q, M), sharing what it computed (no cost
+        changes any of it); batches taken from the result carry their rows' costs."""
+        if self.whole is not self:
+            raise InputError("costs are given to a whole batch, before questions are taken from it")
+        batch = copy.copy(self)
+        batch.costs = _cost_matrix(costs, (len(self), self.n_members))
+        batch.cost_unit = unit
+        batch.whole = batch
+        return batch
+
+    # -- what voters compute, once per whole batch -------------------------------------------------------
+
+    def similarity(
+        self, metrics: Sequence[str], metric_params: Mapping[str, Any] | None = None, cache_dir: Any = None
+    ) -> np.ndarray:
+        """sim_k(y_m, y_n) of the answers under `metrics` (voters.similarity), shape (Q, M, M, K); `cache_dir`:
+        the pair scores' disk cache (which changes no score)."""
+        answers = self.whole.answers
+        key = ("similarity", tuple(metrics), _frozen(metric_params))
+        tensor = self._shared(
+            key, lambda: similarity_tensor(answers, list(metrics), cache=cache_dir, metric_params=metric_params)
+        )
+        return tensor[self.rows]
+
+    def correctness(self, metric: str) -> np.ndarray:
+        """Each answer's correctness against the gold answers (eor.correctness's `metric`), shape (Q, M)."""
+        answers, golds = self.whole.answers, self.whole.golds
+        if golds is None:
+            raise InputError("this batch has no gold answers: give them (y, or golds=...)")
+        return self._shared(("correctness", metric), lambda: correctness_matrix(answers, golds, metric))[self.rows]
+
+    def grounding(self) -> np.ndarray:
+        """g_m per question and member (voters.grounding), shape (Q, M)."""
+        answers, passages = self.whole.answers, self.whole.passages
+        if passages is None:
+            raise InputError("this voter uses grounding: give each member's passages (passages=...)")
+        return self._shared(("grounding",), lambda: grounding_features(answers, passages))[self.rows]
+
+    def blocks(
+        self,
+        metrics: Sequence[str],
+        metric_params: Mapping[str, Any] | None = None,
+        cache_dir: Any = None,
+        *,
+        confidence: bool = True,
+    ) -> tuple[CandidateBlocks, np.ndarray]:
+        """The candidate blocks (voters.features) of the WHOLE batch this one was taken from, with the
+        reader's confidence where it is known and `confidence` asks for it, and this batch's rows among the
+        whole's questions: the features of any member subset are computed over the whole batch and taken at
+        the rows, so a view's features are the whole batch's, bit for bit."""
+        whole = self.whole
+        passages, questions = whole.passages, whole.questions
+        if passages is None or questions is None:
+            raise InputError("this voter needs each member's passages and the question texts")
+        key = ("blocks", tuple(metrics), _frozen(metric_params))
+        blocks = self._shared(
+            key,
+            lambda: candidate_blocks(
+                whole.similarity(metrics, metric_params, cache_dir),
+                whole.answers,
+                passages,
+                questions,
+                metrics,
+                whole.confidence,
+            ),
+        )
+        return (blocks if confidence else replace(blocks, confidence=None)), self.rows
+
+    def _shared(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """What `compute` gives for the whole batch, computed at the first call for `key` and kept."""
+        if key not in self._computed:
+            self._computed[key] = compute()
+        return self._computed[key]
+
+
+def _frozen(params: Mapping[str, Any] | None) -> str:
+    """Metric parameters as a key (two equal dicts give the same key)."""
+    return json.dumps(params, sort_keys=True, default=str)
+
+
+def _cost_matrix(costs: Any, shape: tuple[int, int]) -> np.ndarray:
+    matrix = np.asarray(costs, dtype=float)
+    if matrix.shape != shape:
+        raise InputError(f"costs must have one value per question and member {shape}, got {matrix.shape}")
+    return matrix
