@@ -33,7 +33,7 @@ def bench(
 
     `metrics` chooses the similarity metrics of the uniform voter used when no `weights` file is given
     (default em, f1, cosine); `members`: the members of the records to benchmark (default all); `design`: a
-    pool design to show (`eor design`'s design.json); `frontier`: also the frontier of member subsets (slow);
+    pool design to show (`eor design`'s design.json); `frontier`: also the frontier of member subsets;
     see eor.bench.report.build_report for the rest.
     """
 

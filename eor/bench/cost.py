@@ -6,8 +6,8 @@ accuracy-versus-cost frontier of member subsets, and a cascade's operating point
   when its weights file states them, else fitted on these records; `rates_from` says which) and its accuracy;
 - `pool_seconds`: running every member; `eor_seconds` (mean and p90) and `members_run`: what EoR's voter
   ran (every member of its pool, or for a cascade the members up to where it stopped on each question);
-- on demand (`frontier=True`, `eor bench --frontier`: an answer selector fitted K times per subset, about a
-  minute for 7 members, so not by default; `frontier` is null without it): `subsets`, every member subset
+- on demand (`frontier=True`, `eor bench --frontier`: an answer selector fitted K times per subset, 2^M − 1
+  subsets for M members, so not by default; `frontier` is null without it): `subsets`, every member subset
   (exhaustive up to MAX_EXHAUSTIVE subsets; else those visited by greedy forward and backward selection)
   with the K-fold cross-validated accuracy of an answer selector over it (voters.selector, folds by question
   within these records) and its mean cost; `frontier`: the subsets no other subset beats on both;

@@ -45,7 +45,7 @@ def add_bench(commands: Commands) -> None:
     bench.add_argument(
         "--frontier",
         action="store_true",
-        help="also the accuracy-cost frontier of member subsets (a selector cross-validated per subset: slow)",
+        help="also the accuracy-cost frontier of member subsets (a selector cross-validated per subset)",
     )
     bench.set_defaults(handler="eor.cli.handlers.bench:cmd_bench")
 
