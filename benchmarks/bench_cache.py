@@ -28,8 +28,8 @@ INDEXED_TYPES = ("bm25", "dense")
 
 def warm_indexes(config_path: Path) -> list[str]:
     """Build (or load) the persisted index of every BM25 and dense source the members use; returns their names."""
-    from eor.config import load_config
-    from eor.members import source_pool
+    from eor.core.config import load_config
+    from eor.pipeline.members import source_pool
     from retrievers import notation
 
     config = load_config(config_path)

@@ -3,7 +3,7 @@ question and members run, for the cascade at several tolerances against the full
 voter and Top R, all trained on the same training records and scored on the same held-out ones.
 
 A member's cost on a question is its recorded seconds (retrieval plus generation), or its token counts at
-the reader's rates where the records hold them (eor.costs), the rates of the training records (the weights
+the reader's rates where the records hold them (eor.runs.costs), the rates of the training records (the weights
 file's `meta.costs`, else fitted to the training records' seconds: never refitted on the scored records); a
 full-pool voter runs every member, Top R one.
 The cascade's tolerances replay the thresholds its weights file holds (chosen on held-out training
@@ -50,8 +50,8 @@ def figures(chosen: np.ndarray, spent: np.ndarray, run: np.ndarray, em: np.ndarr
 
 def trained_paper_voter(train_path: Path, names: list[str]):
     """The paper's voter (section 4.2, em/f1/cosine, mean pooling) fitted on the training records."""
-    from eor.crossval import VoteSettings, build_candidate, vote_arrays
-    from eor.run_data import load_run
+    from eor.learning.crossval import VoteSettings, build_candidate, vote_arrays
+    from eor.runs.run_data import load_run
 
     arrays = vote_arrays(load_run(train_path, names), VoteSettings())
     return build_candidate("paper", VoteSettings()).fit(arrays, np.arange(arrays.questions)).estimator
@@ -59,9 +59,9 @@ def trained_paper_voter(train_path: Path, names: list[str]):
 
 def main(argv: list[str] | None = None) -> int:
     from eor.bench.stats import Bootstrap, paired_test
-    from eor.correctness import correctness_matrix
-    from eor.costs import member_costs, trained_rates, unit_label
-    from eor.run_data import load_run
+    from eor.core.correctness import correctness_matrix
+    from eor.runs.costs import member_costs, trained_rates, unit_label
+    from eor.runs.run_data import load_run
     from voters import VoteBatch, load_voter
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

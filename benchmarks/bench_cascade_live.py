@@ -36,9 +36,9 @@ WARM_UP = "who wrote the odyssey"
 
 def run_arm(config: str, weights: str, data: str, limit: int, lazy: bool, out: str) -> None:
     """One arm, in this process: load, warm up, then answer each question with the cache off."""
-    from eor.answers import exact_match
-    from eor.data import load_questions
-    from eor.ensemble import Ensemble
+    from eor.core.answers import exact_match
+    from eor.core.data import load_questions
+    from eor.pipeline.ensemble import Ensemble
 
     ensemble = Ensemble.from_config(config, weights=weights, cache=False)
     ensemble.answer(WARM_UP, lazy=False)  # every model loaded (reader, encoder, indexes) before the clock

@@ -27,10 +27,10 @@ def shown(path: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from eor.bench.stats import Bootstrap, paired_test
-    from eor.config import load_config
-    from eor.crossval import VoteSettings, out_of_fold, vote_arrays
-    from eor.errors import InputError
-    from eor.run_data import load_run
+    from eor.core.config import load_config
+    from eor.core.errors import InputError
+    from eor.learning.crossval import VoteSettings, out_of_fold, vote_arrays
+    from eor.runs.run_data import load_run
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="?", default=str(ROOT / "docs/records/nq-train.jsonl.gz"))

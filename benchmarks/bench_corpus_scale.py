@@ -184,7 +184,7 @@ def run_child(mode: str, rest: list[str]) -> None:
     if mode == "build":
         corpus, engine = Path(rest[0]), rest[1]
         started = time.perf_counter()
-        from eor.models import file_sha256
+        from eor.core.models import file_sha256
 
         file_sha256(corpus)
         report["hash_seconds"] = time.perf_counter() - started

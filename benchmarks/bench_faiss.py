@@ -76,7 +76,7 @@ def measure(vectors: np.ndarray, queries: np.ndarray, factory: str, nprobe: int 
 def run(scale: int) -> dict[str, Any]:
     import faiss
 
-    from eor.data import load_questions
+    from eor.core.data import load_questions
     from retrievers.corpus import load_corpus
     from retrievers.dense import DenseRetriever
 

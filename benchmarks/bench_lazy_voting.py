@@ -62,9 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", nargs="*", help="weights files (default: docs/weights/*.json)")
     parser.add_argument("--config", help="this config's members only, in every records file (records that grew)")
     args = parser.parse_args(argv)
-    from eor.config import load_config
-    from eor.records import read_records
-    from eor.run_data import load_run
+    from eor.core.config import load_config
+    from eor.runs.records import read_records
+    from eor.runs.run_data import load_run
     from voters import Voter, load_voter
     from voters.lazy import supports_lazy_voting
 

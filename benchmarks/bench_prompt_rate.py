@@ -26,7 +26,7 @@ SHARED = ROOT.parent / "shared" / "data"
 
 
 def prompts(count: int) -> list[str]:
-    from eor.prompts import PromptTemplates
+    from eor.core.prompts import PromptTemplates
 
     templates = PromptTemplates()
     corpus = [json.loads(line) for _, line in zip(range(200), open(SHARED / "corpus" / "wiki-nq.jsonl"), strict=False)]
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="qwen2.5-0.5b")
     parser.add_argument("--q4-0", action="store_true", help="also measure a Q4_0 copy of the model")
     args = parser.parse_args(argv)
-    from eor.models import resolve_model
+    from eor.core.models import resolve_model
 
     model = Path(resolve_model(args.model))
     texts = prompts(args.questions)

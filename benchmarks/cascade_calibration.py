@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.config import load_config
-    from eor.correctness import correctness_matrix
-    from eor.run_data import load_run
+    from eor.core.config import load_config
+    from eor.core.correctness import correctness_matrix
+    from eor.runs.run_data import load_run
     from voters import VoteBatch, load_voter
     from voters.right import RightModel, choice_evidence
 

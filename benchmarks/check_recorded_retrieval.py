@@ -32,9 +32,9 @@ def _same(found: list, recorded: list) -> bool:
 
 
 def main() -> int:
-    from eor.config import load_config
-    from eor.members import member_templates, source_pool
-    from eor.records import iter_records
+    from eor.core.config import load_config
+    from eor.pipeline.members import member_templates, source_pool
+    from eor.runs.records import iter_records
     from retrievers import notation
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

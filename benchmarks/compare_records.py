@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def differences(old: list, new: list) -> tuple[dict, list[dict]]:
     """(per member: compared and identical answers, the differences), over the questions both hold; `old` and
-    `new` are records (eor.results.Record)."""
+    `new` are records (eor.core.results.Record)."""
     newer = {record.id: record for record in new}
     counts: dict[str, list[int]] = {}
     found = []
@@ -52,8 +52,8 @@ def differences(old: list, new: list) -> tuple[dict, list[dict]]:
 
 def explain(found: list[dict], config_path: Path) -> None:
     """Generate each differing same-prompt answer again with the former path (prefix_chunk 0)."""
-    from eor.config import load_config
-    from eor.prompts import clean_answer
+    from eor.core.config import load_config
+    from eor.core.prompts import clean_answer
     from eor.readers import build_reader
 
     config = load_config(config_path)
@@ -69,7 +69,7 @@ def explain(found: list[dict], config_path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.records import read_records
+    from eor.runs.records import read_records
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old", help="records (run folder or .jsonl[.gz]) of the earlier run")

@@ -4,9 +4,9 @@ The candidates of a config (`eor design`'s) fall in families by the notation: a 
 a fusion (`X+Y`), a dense source over another encoder than the default (`MPNet`, `E5`), one passage other
 than the first (`X#r`); the first that applies names a member's family, the rest are the base pool. For the
 base pool, the base plus each family, and all candidates: the learned selector's exact match cross-validated
-as `eor design` does (5 repeated 5-fold splits, eor.design.SplitScores), its paired gain over the base pool
+as `eor design` does (5 repeated 5-fold splits, eor.learning.design.SplitScores), its paired gain over the base pool
 with the standard error, the oracle, and reader seconds per question with every member run in order
-(eor.costs.PromptReplay at the rates given). Records only: the reader's tokenizer, no generation.
+(eor.runs.costs.PromptReplay at the rates given). Records only: the reader's tokenizer, no generation.
 
     python benchmarks/design_families.py RECORDS --config configs/nq-candidates.yaml \\
         [--base configs/nq-offline.yaml] [--rates 281,60] [--repeats 5] [--out FILE.json]
@@ -42,13 +42,13 @@ def family(name: str, dense_sources: set[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     from eor.cli.options import token_rates
-    from eor.config import load_config
-    from eor.costs import prompt_replay
-    from eor.crossval import VoteSettings, vote_arrays
-    from eor.design import SplitScores, paired, pool_cost
-    from eor.members import demonstration_ids
+    from eor.core.config import load_config
+    from eor.learning.crossval import VoteSettings, vote_arrays
+    from eor.learning.design import SplitScores, paired, pool_cost
+    from eor.pipeline.members import demonstration_ids
     from eor.readers import build_reader
-    from eor.run_data import load_run
+    from eor.runs.costs import prompt_replay
+    from eor.runs.run_data import load_run
     from voters.cascade_fit import SelectorSettings
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

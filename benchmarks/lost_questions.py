@@ -18,11 +18,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.answers import normalize_answer
-    from eor.config import load_config
-    from eor.correctness import correctness_matrix
-    from eor.design_command import in_context
-    from eor.run_data import load_run
+    from eor.commands.design_command import in_context
+    from eor.core.answers import normalize_answer
+    from eor.core.config import load_config
+    from eor.core.correctness import correctness_matrix
+    from eor.runs.run_data import load_run
     from voters import VoteBatch, load_voter
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -2,7 +2,7 @@
 records alone. An outer K-fold split (one per seed; the first seed is the result): in each outer training fold
 every voter (Top R, the paper's voter, the selector, `auto` choosing among them by its own inner
 cross-validation, and with `--max-loss` the cascade) is chosen and fitted on the training folds only and
-answers the held-out fold (eor.crossval.out_of_fold). Over the out-of-fold answers: each voter's EM, its
+answers the held-out fold (eor.learning.crossval.out_of_fold). Over the out-of-fold answers: each voter's EM, its
 difference to Top R (chosen inside each fold) with a paired bootstrap 95% interval and the exact McNemar p,
 MRLR (the share of its failures a member gets right, eq. 3 against the members), the oracle, and for the
 cascade its reader seconds per question.
@@ -24,10 +24,10 @@ VOTERS = ("top", "paper", "selector")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.config import load_config
-    from eor.crossval import AUTO, VoteSettings, compare_with_top, out_of_fold, vote_arrays
+    from eor.core.config import load_config
     from eor.evaluation.inconsistency import mrlr_against
-    from eor.run_data import load_run
+    from eor.learning.crossval import AUTO, VoteSettings, compare_with_top, out_of_fold, vote_arrays
+    from eor.runs.run_data import load_run
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", help="records (a run folder or .jsonl[.gz])")

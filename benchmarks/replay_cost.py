@@ -1,6 +1,6 @@
 """A cascade's reader seconds per question on records, two ways side by side: from the token counts as `eor run`
 recorded them (whatever prompt its batch put before each member's), and replayed in the order the cascade runs
-its members (eor.costs.PromptReplay: the prefix a prompt shares with the one before it, in whole chunks,
+its members (eor.runs.costs.PromptReplay: the prefix a prompt shares with the one before it, in whole chunks,
 recomputed from the recorded prompts in the reader's tokens); the whole pool likewise.
 
     python benchmarks/replay_cost.py [--config configs/nq-offline.yaml] [--weights docs/weights/nq-offline-cascade.json]
@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     from eor.cli.options import token_rates
-    from eor.config import load_config
-    from eor.costs import member_costs, prompt_replay
+    from eor.core.config import load_config
     from eor.readers import build_reader
-    from eor.run_data import load_run
+    from eor.runs.costs import member_costs, prompt_replay
+    from eor.runs.run_data import load_run
     from voters import VoteBatch, load_voter
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

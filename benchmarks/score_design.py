@@ -2,7 +2,7 @@
 
 From records alone (no reader but its tokenizer): exact match of the designed pool's cascade and of its
 selector, the designed pool's oracle and Top R (train, the member of the designed pool best on the training
-records), each with reader seconds per question replayed in the order it runs members (eor.costs.PromptReplay,
+records), each with reader seconds per question replayed in the order it runs members (eor.runs.costs.PromptReplay,
 at the design's rates); the same for the baseline cascade; and the paired difference of the designed cascade
 against the baseline's (bootstrap 95% interval, exact McNemar p). The held-out records must hold the designed
 pool's members and the baseline's (records grown by the chosen members). The output names the commit it ran
@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def replayed(config_path: Path, weights: Path, records: str, rates: dict[str, float]) -> dict[str, Any]:
     """A voter of a pool on `records`: per question right or not (EM) and seconds, replayed as it runs."""
-    from eor.config import load_config
-    from eor.correctness import correctness_matrix
-    from eor.costs import prompt_replay
+    from eor.core.config import load_config
+    from eor.core.correctness import correctness_matrix
     from eor.readers import build_reader
-    from eor.run_data import load_run
+    from eor.runs.costs import prompt_replay
+    from eor.runs.run_data import load_run
     from voters import VoteBatch, load_voter
 
     config = load_config(config_path)

@@ -11,12 +11,12 @@ __version__ = "0.1.0"
 __all__ = ["Ensemble", "__version__"]
 
 if TYPE_CHECKING:
-    from eor.ensemble import Ensemble
+    from eor.pipeline.ensemble import Ensemble
 
 
 def __getattr__(name: str) -> Any:
     if name == "Ensemble":
-        from eor.ensemble import Ensemble
+        from eor.pipeline.ensemble import Ensemble
 
         return Ensemble
     raise AttributeError(f"module 'eor' has no attribute {name!r}")

@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_config_list
 from pydantic import PrivateAttr
 
-from eor.errors import RetrieverError
+from eor.core.errors import RetrieverError
 from retrievers import notation
 
 

@@ -4,7 +4,7 @@ Two engines give the same scores (retrievers.bm25_index shows why, tests/test_bm
 every NQ question): `bm25s` (the default) builds its index by streaming over the corpus and memory-maps it,
 so a start costs the vocabulary and a query the posting lists of its terms; `rank-bm25` (the reference)
 pickles rank-bm25's BM25Okapi whole and scores every passage in Python, and serves only small corpora. The
-engine is part of the pool's identity when it is not the default (eor.pool.member_identity).
+engine is part of the pool's identity when it is not the default (eor.pipeline.pool.member_identity).
 """
 
 from __future__ import annotations

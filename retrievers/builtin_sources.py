@@ -12,7 +12,7 @@ from typing import Any
 
 from langchain_core.retrievers import BaseRetriever
 
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 from retrievers.adapters import LangChainSource
 from retrievers.base import EorRetriever, NoRetrieval
 from retrievers.hybrid import build_hybrid
@@ -145,7 +145,7 @@ WEB = SourceType(
         "search_options": "extra parameters of every search request",
         "num_results": "search results asked for (10)",
         "search_timeout": "seconds per search request (15)",
-        "retries": "attempts, or {attempts, base_delay, max_delay, deadline} (eor.retry)",
+        "retries": "attempts, or {attempts, base_delay, max_delay, deadline} (eor.core.retry)",
         "mode": "top4 (default), top1 or chunks (appendix C.1)",
         "pages": "result pages used (the mode's default)",
         "words_per_page": "words kept per page (the mode's default)",

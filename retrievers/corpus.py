@@ -11,7 +11,7 @@ twice is confirmed on the ids themselves). A passage without an `id` takes its l
 counted; kept in `lines.npy` where blank lines make it differ from the row). The file is opened once per
 version (path, size, modification time, inode): a corpus replaced on disk is indexed and read anew.
 
-The corpus is identified by the sha256 of its file (eor.models.file_sha256: computed once per path, size and
+The corpus is identified by the sha256 of its file (eor.core.models.file_sha256: computed once per path, size and
 modification time, then read from a stamp), which keys every index built over it.
 """
 
@@ -28,8 +28,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from eor.errors import InputError
-from eor.models import file_sha256
+from eor.core.errors import InputError
+from eor.core.models import file_sha256
 from retrievers.index_store import index_folder, load_or_build
 
 OFFSETS_VERSION = 1

@@ -34,8 +34,8 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import PrivateAttr, model_validator
 
-from eor.errors import ConfigError
-from eor.models import PACKAGED_MODELS, load_sentence_encoder, resolve_model
+from eor.core.errors import ConfigError
+from eor.core.models import PACKAGED_MODELS, load_sentence_encoder, resolve_model
 from retrievers.base import SourceRetriever, passage
 from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build

@@ -35,7 +35,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
-from eor.errors import ConfigError, RetrieverError
+from eor.core.errors import ConfigError, RetrieverError
 from retrievers.base import EorRetriever, SourceRetriever, child_configs
 from retrievers.source_type import BuildContext
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from eor.errors import DiskFullError, is_disk_full
-from eor.faults import failpoint
-from eor.models import cache_dir
+from eor.core.errors import DiskFullError, is_disk_full
+from eor.core.faults import failpoint
+from eor.core.models import cache_dir
 
 log = logging.getLogger(__name__)
 FILES = "files"  # the meta's key for {file name: size in bytes}

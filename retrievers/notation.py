@@ -21,7 +21,7 @@ eor adds ``#r`` beside ``@k``, ``+`` between ``@k`` and ``&``, and a member's ``
     SOURCE  := [A-Za-z] [A-Za-z0-9_.-]*              ASCII only; case-sensitive
     K       := [1-9] [0-9]*                          a positive integer without leading zeros
     R       := K, at least 2                         ``Wiki#2``: Wiki's 2nd passage alone (``#1`` is ``@1``)
-    VARIANT := [A-Za-z] [A-Za-z0-9_-]*               the answer prompt's variant (eor.prompts), not retrieval
+    VARIANT := [A-Za-z] [A-Za-z0-9_-]*               the answer prompt's variant (eor.core.prompts), not retrieval
 
 ``#r`` (`Pick`) gives the reader one passage other than the first, so it sees each strong passage on its own.
 ``+`` (`Fuse`) merges ranked lists by reciprocal rank fusion (Cormack, Clarke and Büttcher 2009): ``(Wiki+

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NoReturn, cast
 
-from eor.errors import RetrieverError
+from eor.core.errors import RetrieverError
 from retrievers.notation_tree import (
     DIGITS,
     LETTERS,

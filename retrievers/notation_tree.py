@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from eor.errors import RetrieverError
+from eor.core.errors import RetrieverError
 
 MAX_K_DIGITS = 18
 """Most digits allowed in the ``k`` of ``@k``."""
@@ -184,7 +184,7 @@ class Compress(_NodeBase):
 @dataclass(frozen=True, slots=True)
 class Prompted(_NodeBase):
     """``:VARIANT``: a member whose evidence (the child's passages) reaches the reader under the answer-prompt
-    variant `variant` (eor.prompts). Only ever the root of a tree: retrieval is the child's alone."""
+    variant `variant` (eor.core.prompts). Only ever the root of a tree: retrieval is the child's alone."""
 
     child: Node
     variant: str

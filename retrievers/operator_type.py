@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from eor.errors import ConfigError
-from eor.registry import Registry
+from eor.core.errors import ConfigError
+from eor.core.registry import Registry
 
 __all__ = ["OperatorType", "operator_types", "register_operator", "unregister_operator"]
 

@@ -14,8 +14,8 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 
-from eor.models import load_sentence_encoder, resolve_model
-from eor.prompts import PromptTemplates
+from eor.core.models import load_sentence_encoder, resolve_model
+from eor.core.prompts import PromptTemplates
 from retrievers import notation
 from retrievers.base import EorRetriever, child_configs, passage
 

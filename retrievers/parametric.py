@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, cast
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 
-from eor.prompts import PromptTemplates
+from eor.core.prompts import PromptTemplates
 from retrievers.base import SourceRetriever, passage
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ class ParametricRetriever(SourceRetriever):
 
     source_name: str = "PK"
     reader: object
-    prompts: object = PromptTemplates()  # its `parametric_prompt` (eor.prompts, the one prompt builder)
+    prompts: object = PromptTemplates()  # its `parametric_prompt` (eor.core.prompts, the one prompt builder)
     max_tokens: int = 256
 
     def _retrieve_uncached(

@@ -13,8 +13,8 @@ from typing import Any
 
 from langchain_core.retrievers import BaseRetriever
 
-from eor.errors import ConfigError, RetrieverError
-from eor.registry import Registry
+from eor.core.errors import ConfigError, RetrieverError
+from eor.core.registry import Registry
 from retrievers import notation
 from retrievers.adapters import LangChainSource
 from retrievers.base import EorRetriever

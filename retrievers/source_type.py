@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from eor.errors import ConfigError, RetrieverError
-from eor.prompts import PromptTemplates
+from eor.core.errors import ConfigError, RetrieverError
+from eor.core.prompts import PromptTemplates
 from retrievers.base import EorRetriever
 
 NEEDS = ("corpus", "reader", "sources")  # what a source type may need from its pool

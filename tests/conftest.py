@@ -43,7 +43,7 @@ def demo_questions() -> Path:
 @pytest.fixture(scope="session")
 def smollm2():
     """SmolLM2-135M through llama.cpp: fast, for mechanics (its answers are poor)."""
-    from eor.models import resolve_model
+    from eor.core.models import resolve_model
     from eor.readers.llamacpp import LlamaCppReader
 
     return LlamaCppReader(resolve_model("smollm2-135m"), name="smollm2-135m", context_tokens=4096)
@@ -52,7 +52,7 @@ def smollm2():
 @pytest.fixture(scope="session")
 def qwen():
     """Qwen2.5-0.5B through llama.cpp: the default reader, good enough to assert real answers."""
-    from eor.models import resolve_model
+    from eor.core.models import resolve_model
     from eor.readers.llamacpp import LlamaCppReader
 
     return LlamaCppReader(resolve_model("qwen2.5-0.5b"), name="qwen2.5-0.5b", context_tokens=4096)

@@ -9,7 +9,7 @@ import time
 
 import requests
 
-from eor.models import resolve_model
+from eor.core.models import resolve_model
 
 
 def free_port() -> int:

@@ -1,4 +1,4 @@
-"""The threshold of abstention at a chosen risk (eor.abstention): fixed-sequence Learn then Test against
+"""The threshold of abstention at a chosen risk (eor.pipeline.abstention): fixed-sequence Learn then Test against
 cases worked by hand, its binomial tail against scipy."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from eor.abstention import binomial_p_value, risk_threshold, thresholds
-from eor.errors import InputError
+from eor.core.errors import InputError
+from eor.pipeline.abstention import binomial_p_value, risk_threshold, thresholds
 
 
 def _tail(errors: int, answered: int, alpha: float) -> float:

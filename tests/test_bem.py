@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from eor.cli import main
-from eor.correctness import correctness_matrix
-from eor.correctness.bem import BemCorrectness
-from eor.errors import InputError
+from eor.core.correctness import correctness_matrix
+from eor.core.correctness.bem import BemCorrectness
+from eor.core.errors import InputError
 from tests.tiny_bert import build_tiny_bert
 
 torch = pytest.importorskip("torch")
@@ -78,7 +78,7 @@ def test_correctness_matrix_scores_each_triple_once_with_its_question(bem3) -> N
             calls.append(list(triples))
             return super().probabilities(triples)
 
-    from eor.correctness import CORRECTNESS
+    from eor.core.correctness import CORRECTNESS
 
     CORRECTNESS.register("bem-counting", Counting(str(bem3)))
     try:

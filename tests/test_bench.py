@@ -11,7 +11,7 @@ import pytest
 
 from eor.bench import bench, build_report, compare_reports, write_report
 from eor.bench.stats import Bootstrap, mcnemar_exact, paired_bootstrap, paired_test
-from eor.errors import ConfigError, InputError
+from eor.core.errors import ConfigError, InputError
 
 # Four members over eight questions; answers are single words, so EM = F1 = containment everywhere.
 # 1 = the answer equals the gold:
@@ -365,7 +365,7 @@ def test_mcnemar_and_paired_bootstrap_by_hand():
 
 
 def test_semantic_metric_without_the_encoder():
-    from eor.correctness import CORRECTNESS
+    from eor.core.correctness import CORRECTNESS
 
     semantic = CORRECTNESS["semantic"]
     assert semantic("The Beatles", "beatles") == 1.0  # normalised exact match: no embedding needed
@@ -375,7 +375,7 @@ def test_semantic_metric_without_the_encoder():
 
 @pytest.mark.slow
 def test_semantic_metric_with_the_encoder():
-    from eor.correctness.semantic import semantic_equivalence
+    from eor.core.correctness.semantic import semantic_equivalence
 
     assert semantic_equivalence("USA", "United States") == 1.0
     assert semantic_equivalence("red", "blue") == 0.0

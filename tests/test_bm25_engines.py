@@ -127,8 +127,8 @@ def _corpus_rows(count: int) -> list[tuple[str, str, str]]:
 
 
 def test_the_engine_is_in_a_members_identity_unless_it_is_the_default(tmp_path) -> None:
-    from eor.config import EnsembleConfig, from_dict
-    from eor.pool import identity_differences, member_identity
+    from eor.core.config import EnsembleConfig, from_dict
+    from eor.pipeline.pool import identity_differences, member_identity
 
     def identity(params: dict) -> dict:
         data = {"members": ["BM25@1"], "sources": {"BM25": {"type": "bm25", "params": params}}}

@@ -1,4 +1,4 @@
-"""One cache policy (eor.cache_policy): every persistent cache bounded, least recently used entries evicted
+"""One cache policy (eor.core.cache_policy): every persistent cache bounded, least recently used entries evicted
 first, every cache reported by `eor cache stats`; model loaders memoised in one way."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from eor import cache_policy
-from eor.cache_policy import DEFAULT_MAX_BYTES, least_recently_used, memo, size_bound
 from eor.cli import main
-from eor.errors import CacheError
-from eor.generation_cache import GenerationCache
+from eor.core import cache_policy
+from eor.core.cache_policy import DEFAULT_MAX_BYTES, least_recently_used, memo, size_bound
+from eor.core.errors import CacheError
+from eor.runs.generation_cache import GenerationCache
 from retrievers.web.cache import WebCache
 from voters.similarity.cache import PairScoreCache
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import requests
 
-from eor.answering import runs_in_steps
-from eor.errors import ConfigError, InputError
+from eor.core.errors import ConfigError, InputError
+from eor.pipeline.answering import runs_in_steps
 from tests.conftest import DEMO, ROOT
 from tests.test_lazy_voting import Scripted
 from voters.batch import VoteBatch
@@ -159,8 +159,8 @@ class Spy:
 
 
 def test_members_after_the_stop_never_retrieve_nor_prompt(tmp_path, isolated_cache):
-    from eor.config import load_config
-    from eor.ensemble import Ensemble
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import Ensemble
 
     reader = Scripted("Leonardo da Vinci")
     ensemble = Ensemble(load_config(cascade_config(tmp_path)), reader=reader, voter=hand_cascade(), cache=False)
@@ -195,7 +195,7 @@ def test_members_after_the_stop_never_retrieve_nor_prompt(tmp_path, isolated_cac
 
 
 def test_a_cascade_of_another_pool_is_refused_and_another_reader_or_corpus_warns(tmp_path, isolated_cache, caplog):
-    from eor.ensemble import Ensemble
+    from eor.pipeline.ensemble import Ensemble
 
     weights = tmp_path / "cascade.json"
     weights.write_text(json.dumps(hand_cascade_document()).replace("BM25@2", "BM25@3"))  # learned on another pool
@@ -203,9 +203,9 @@ def test_a_cascade_of_another_pool_is_refused_and_another_reader_or_corpus_warns
         Ensemble.from_config(cascade_config(tmp_path), weights=weights, reader=Scripted("x"))
     pool = {"members": POOL, "reader": "llama.cpp:other.gguf", "corpus": {"file": "wiki.jsonl", "bytes": 10}}
     weights.write_text(json.dumps(hand_cascade_document(pool=pool)))
-    with caplog.at_level(logging.WARNING, logger="eor.pool"):
+    with caplog.at_level(logging.WARNING, logger="eor.pipeline.pool"):
         ensemble = Ensemble.from_config(cascade_config(tmp_path), weights=weights, reader=Scripted("x"))
-    warned = [record.getMessage() for record in caplog.records if record.name == "eor.pool"]
+    warned = [record.getMessage() for record in caplog.records if record.name == "eor.pipeline.pool"]
     assert len(warned) == 2 and runs_in_steps(ensemble.voter)
     assert "reader 'llama.cpp:other.gguf', this pool's is 'qwen2.5-0.5b'" in warned[0]
     size = (DEMO / "corpus.jsonl").stat().st_size
@@ -214,14 +214,14 @@ def test_a_cascade_of_another_pool_is_refused_and_another_reader_or_corpus_warns
     caplog.clear()
     same = {"members": POOL, "reader": "qwen2.5-0.5b", "corpus": {"file": "corpus.jsonl", "bytes": size}}
     weights.write_text(json.dumps(hand_cascade_document(pool=same)))
-    with caplog.at_level(logging.WARNING, logger="eor.pool"):
+    with caplog.at_level(logging.WARNING, logger="eor.pipeline.pool"):
         Ensemble.from_config(cascade_config(tmp_path), weights=weights, reader=Scripted("x"))
-    assert not [record for record in caplog.records if record.name == "eor.pool"]
+    assert not [record for record in caplog.records if record.name == "eor.pipeline.pool"]
 
 
 def test_a_config_names_its_default_weights(tmp_path, isolated_cache):
-    from eor.config import load_config
-    from eor.ensemble import Ensemble
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import Ensemble
 
     (tmp_path / "weights").mkdir()
     (tmp_path / "weights" / "cascade.json").write_text(json.dumps(hand_cascade_document()))
@@ -236,7 +236,7 @@ def test_a_config_names_its_default_weights(tmp_path, isolated_cache):
 
 
 def test_the_shipped_config_answers_with_the_shipped_cascade():
-    from eor.config import load_config
+    from eor.core.config import load_config
     from voters import load_voter
 
     config = load_config(ROOT / "configs" / "nq-offline.yaml")
@@ -268,8 +268,8 @@ def test_feature_blocks_give_every_subsets_features():
 
 
 def test_token_costs_at_fitted_rates():
-    from eor.costs import fit_rates, member_costs
-    from eor.run_data import RunData
+    from eor.runs.costs import fit_rates, member_costs
+    from eor.runs.run_data import RunData
 
     prompt = np.array([[100, 400], [250, 50]])
     generated = np.array([[8, 2], [30, 5]])
@@ -301,7 +301,7 @@ def test_token_costs_at_fitted_rates():
 
 
 def test_training_a_cascade_on_the_shipped_records(tmp_path):
-    from eor.train_command import TrainOptions, train
+    from eor.commands.train_command import TrainOptions, train
     from voters import load_voter
 
     records = ROOT / "docs" / "records" / "nq-train.jsonl.gz"  # grown beyond the 7-member pool: name its config
@@ -319,7 +319,7 @@ def test_training_a_cascade_on_the_shipped_records(tmp_path):
     assert thresholds[-1] == math.inf and costs == sorted(costs)  # a higher threshold runs more members
     assert "cascade order: Wiki@1 > " in printed and "held out on train" in printed
     # auto never picks the cascade unless asked about cost; with --budget it stays within it
-    from eor.crossval import VoteSettings, auto_names
+    from eor.learning.crossval import VoteSettings, auto_names
 
     assert "cascade" not in auto_names(VoteSettings()) and "cascade" in auto_names(VoteSettings(budget=3.0))
     with pytest.raises(ConfigError, match="not both"):
@@ -327,8 +327,8 @@ def test_training_a_cascade_on_the_shipped_records(tmp_path):
 
 
 def test_stop_reasons_reach_the_api(tmp_path, isolated_cache):
-    from eor.config import load_config
-    from eor.ensemble import Ensemble
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import Ensemble
     from eor.server import ServerSettings, create_app
     from tests.test_server import LiveServer
 

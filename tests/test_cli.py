@@ -68,7 +68,7 @@ def test_ask_json(tmp_path, isolated_cache, capsys) -> None:
     assert reader["prompt_tokens"] > 20 * reader["generated"] and 1 <= reader["generated_tokens"] <= 8 * 4
     assert reader["prompt_seconds"] > 0 and reader["generation_seconds"] > 0
     assert result["answer"] == result["members"][result["member"]]["answer"]
-    from eor.answers import normalize_answer
+    from eor.core.answers import normalize_answer
 
     same = [
         n for n, m in result["members"].items() if normalize_answer(m["answer"]) == normalize_answer(result["answer"])
@@ -113,8 +113,8 @@ def test_run_refuses_a_folder_of_another_config(tmp_path, isolated_cache) -> Non
 
 def test_a_run_begun_before_an_upgrade_resumes(tmp_path) -> None:
     """A field a newer eor added, with its default, is not a change of config; any real change is."""
-    from eor.config import load_config
-    from eor.runner import same_run_config
+    from eor.commands.runner import same_run_config
+    from eor.core.config import load_config
 
     resolved = {**load_config(small_config(tmp_path)).to_dict(), "weights": None}
     older = json.loads(json.dumps(resolved))
@@ -233,7 +233,7 @@ def test_version_is_the_package_version() -> None:
 
 
 def test_models_says_what_is_installed_and_where(capsys) -> None:
-    from eor.models import PACKAGED_MODELS, resolve_model
+    from eor.core.models import PACKAGED_MODELS, resolve_model
 
     assert main(["models"]) == 0
     out = capsys.readouterr().out
@@ -247,7 +247,7 @@ def test_models_says_what_is_installed_and_where(capsys) -> None:
 
 
 def test_a_model_without_its_packages_is_not_installed(monkeypatch) -> None:
-    from eor import models
+    from eor.core import models
 
     missing = models.PackagedModel("nothing", "gguf", ("no-such-distribution-eor",), "absent", lambda: Path("/x"))
     assert missing.status() == ("not installed", None)

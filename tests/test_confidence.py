@@ -1,4 +1,4 @@
-"""Reader confidence (eor.confidence): llama.cpp's per-token log-probabilities against an independent
+"""Reader confidence (eor.core.confidence): llama.cpp's per-token log-probabilities against an independent
 reference, an OpenAI-compatible server with and without logprobs, the generation cache's schema-1 entries,
 and confidence in `eor ask --json`."""
 
@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from eor.confidence import Confidence, StepRecorder, token_logprob, top_margin
+from eor.core.confidence import Confidence, StepRecorder, token_logprob, top_margin
 
 PROMPT = "Generate a background document to answer the given question. who painted the mona lisa"
 
@@ -159,9 +159,9 @@ class Counting:
 def test_a_cache_entry_from_before_confidence(tmp_path):
     """A schema-1 cache file (no meta) is upgraded when opened; its entry is read back as it is, and
     generated once more only when confidence is wanted, after which the entry holds it."""
-    from eor.generation_cache import GenerationCache
-    from eor.generation_cache_file import APPLICATION_ID
-    from eor.stages.generation import GenerationStage
+    from eor.pipeline.stages.generation import GenerationStage
+    from eor.runs.generation_cache import GenerationCache
+    from eor.runs.generation_cache_file import APPLICATION_ID
 
     path = tmp_path / "old.sqlite"
     old = sqlite3.connect(path)
@@ -250,7 +250,7 @@ def test_transformers_confidence_equals_a_forward_pass():
     prompt and the generated tokens (log-softmax at each generated position)."""
     import torch
 
-    from eor.config import ReaderConfig
+    from eor.core.config import ReaderConfig
     from eor.readers import build_reader
 
     reader = build_reader(ReaderConfig(model="smollm2-135m", backend="transformers", max_tokens=6))

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from eor.config import EnsembleConfig, load_config
-from eor.errors import ConfigError
+from eor.core.config import EnsembleConfig, load_config
+from eor.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,12 +59,12 @@ def test_missing_config_file(tmp_path) -> None:
 
 
 def test_reader_options_live_in_their_backends_section(tmp_path) -> None:
-    from eor.config import LlamaCppOptions, OpenAIOptions, ReaderConfig, TransformersOptions, from_dict
+    from eor.core.config import LlamaCppOptions, OpenAIOptions, ReaderConfig, TransformersOptions, from_dict
 
     config = from_dict(ReaderConfig, {"model": "m", "llama_cpp": {"threads": 2, "prefix_chunk": 128}}, "reader")
     assert config.llama_cpp == LlamaCppOptions(threads=2, prefix_chunk=128)
     # A config written before the sections: its flat keys move into them, so it still loads (and a run
-    # begun with it still resumes: eor.runner.same_run_config reads the saved config the same way).
+    # begun with it still resumes: eor.commands.runner.same_run_config reads the saved config the same way).
     flat = {"model": "m", "threads": 2, "context_tokens": 2048, "base_url": "http://x", "batch_size": 4}
     migrated = from_dict(ReaderConfig, flat, "reader")
     assert migrated.llama_cpp == LlamaCppOptions(threads=2, context_tokens=2048)
@@ -83,7 +83,7 @@ def test_reader_options_live_in_their_backends_section(tmp_path) -> None:
 
 
 def test_build_reader_refuses_options_of_another_backend() -> None:
-    from eor.config import ReaderConfig, TransformersOptions
+    from eor.core.config import ReaderConfig, TransformersOptions
     from eor.readers import build_reader
 
     with pytest.raises(ConfigError, match="reader.transformers is set, but the reader's backend is llama.cpp"):

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 from retrievers import corpus as corpus_module
 from retrievers.corpus import load_corpus
 from tests.conftest import SHARED_DATA
@@ -20,7 +20,7 @@ NQ_CORPUS = SHARED_DATA / "corpus" / "wiki-nq.jsonl"
 @pytest.fixture(autouse=True)
 def _fresh(isolated_cache, monkeypatch):
     monkeypatch.setattr(corpus_module, "_OPENED", {})
-    monkeypatch.setattr("eor.models._DIGESTS", {})
+    monkeypatch.setattr("eor.core.models._DIGESTS", {})
 
 
 def test_every_passage_read_from_disk_equals_its_line_of_the_file() -> None:
@@ -75,12 +75,12 @@ def test_the_hash_is_computed_once_per_file_version(tmp_path, monkeypatch) -> No
     file.write_text('{"id": "a", "text": "x"}\n')
     first = load_corpus(file).sha256
     monkeypatch.setattr(corpus_module, "_OPENED", {})
-    monkeypatch.setattr("eor.models._DIGESTS", {})
+    monkeypatch.setattr("eor.core.models._DIGESTS", {})
 
     def refuse(path):
         raise AssertionError("hashed again")
 
-    monkeypatch.setattr("eor.models.sha256_of", refuse)
+    monkeypatch.setattr("eor.core.models.sha256_of", refuse)
     assert load_corpus(file).sha256 == first  # a fresh process reads the stamp
     file.write_text('{"id": "a", "text": "changed"}\n')
     os.utime(file, ns=(1, 1))

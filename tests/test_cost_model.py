@@ -1,4 +1,4 @@
-"""eor.cost_model and `eor plan`: reader time from a pilot's tokens and rates, worked out by hand."""
+"""eor.commands.cost_model and `eor plan`: reader time from a pilot's tokens and rates, worked out by hand."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from eor.cli import main
-from eor.cost_model import Pilot, estimate
-from eor.errors import InputError
+from eor.commands.cost_model import Pilot, estimate
+from eor.core.errors import InputError
 
 
 def test_the_estimate_by_hand() -> None:

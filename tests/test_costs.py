@@ -1,4 +1,4 @@
-"""The one cost model (eor.costs): the formula from tokens to seconds by hand, the same formula in the planner
+"""The one cost model (eor.runs.costs): the formula from tokens to seconds by hand, the same formula in the planner
 and in records' costs, the rates a weights file carries from its training records into a benchmark, and a
 live ensemble's expected cost before it has measured a member."""
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from eor.bench.cost import cost_section
-from eor.cost_model import Pilot, estimate
-from eor.costs import (
+from eor.commands.cost_model import Pilot, estimate
+from eor.runs.costs import (
     expected_seconds,
     member_costs,
     notation_prior,
@@ -23,7 +23,7 @@ from eor.costs import (
     training_costs,
     unit_label,
 )
-from eor.run_data import load_run
+from eor.runs.run_data import load_run
 
 RATES = {"prompt": 281.0, "generated": 60.0}
 

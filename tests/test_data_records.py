@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from eor.data import check_question, load_questions, question_id
-from eor.errors import InputError
-from eor.records import RecordWriter, read_records
-from eor.results import Record
+from eor.core.data import check_question, load_questions, question_id
+from eor.core.errors import InputError
+from eor.core.results import Record
+from eor.runs.records import RecordWriter, read_records
 from tests.conftest import ROOT, write_jsonl
 
 
@@ -79,9 +79,9 @@ def test_packed_records_carry_their_pool_and_config(tmp_path) -> None:
     import gzip
 
     from eor.cli import main
-    from eor.records import read_header
-    from eor.run_data import load_run
-    from eor.run_folder import recorded_pool
+    from eor.runs.records import read_header
+    from eor.runs.run_data import load_run
+    from eor.runs.run_folder import recorded_pool
 
     run = tmp_path / "run"
     run.mkdir()
@@ -115,8 +115,8 @@ def test_each_stretch_of_a_run_is_named_in_the_packed_header(tmp_path) -> None:
     header carries the list and unpacking restores it, so a resumed run keeps its history."""
     import subprocess
 
-    from eor.records import read_header
-    from eor.run_folder import MADE_BY_FILE, RunFolder, pack_records, unpack_records
+    from eor.runs.records import read_header
+    from eor.runs.run_folder import MADE_BY_FILE, RunFolder, pack_records, unpack_records
 
     run = tmp_path / "run"
     run.mkdir()
@@ -178,7 +178,7 @@ def test_a_record_keeps_what_it_cannot_read():
 def test_the_answer_is_credited_to_every_member_that_gave_it() -> None:
     """A tie between equal answers: the vote names the first member; `given_by` names all that gave the answer
     (equal once normalised), the vote's member first, and no member with another answer."""
-    from eor.results import MemberOutput, Result
+    from eor.core.results import MemberOutput, Result
 
     outputs = {
         "ReFree": MemberOutput("George Washington", score=0.5),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eor.answers import normalize_answer
+from eor.core.answers import normalize_answer
 
 DEMO_DIR = Path(__file__).parent.parent / "eor" / "demo"
 CORPUS_PATH = DEMO_DIR / "corpus.jsonl"

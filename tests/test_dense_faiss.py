@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 from retrievers import dense, index_store
 from retrievers.bm25 import _top_indices
 from retrievers.corpus import load_corpus
@@ -53,7 +53,7 @@ def built(tmp_path_factory, demo_corpus) -> tuple[Path, DenseRetriever]:
 @pytest.fixture(scope="module")
 def reference(demo_corpus) -> tuple[np.ndarray, np.ndarray]:
     """Passage and question vectors computed here with sentence-transformers, as the numpy version did."""
-    from eor.models import load_sentence_encoder
+    from eor.core.models import load_sentence_encoder
 
     corpus = load_corpus(demo_corpus)
     model = load_sentence_encoder("minilm-l6")

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from eor.cli import main
-from eor.config import load_config
-from eor.costs import prompt_replay
-from eor.design import design_pool, paired, pool_cost
-from eor.errors import InputError
-from eor.run_data import RunData
+from eor.core.config import load_config
+from eor.core.errors import InputError
+from eor.learning.design import design_pool, paired, pool_cost
+from eor.runs.costs import prompt_replay
+from eor.runs.run_data import RunData
 from tests.conftest import ROOT
 from voters import load_voter
 

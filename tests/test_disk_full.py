@@ -3,7 +3,7 @@
 Each says one clear line naming the path and keeps what was written before: records stay whole and the same
 command resumes them, the cache degrades to a warning while answers go on, no half-written index or file is
 ever loaded. Where the machine lets a test mount a small tmpfs (as root) the disk is really full; everywhere,
-failpoints (eor.faults, `NAME:COUNT:enospc`) raise ENOSPC at the same points.
+failpoints (eor.core.faults, `NAME:COUNT:enospc`) raise ENOSPC at the same points.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from eor.atomic import write_text_atomically
 from eor.cli import main
-from eor.errors import DiskFullError
-from eor.generation_cache import GenerationCache
-from eor.records import RecordWriter, iter_records
-from eor.stages.generation import GenerationStage
+from eor.core.atomic import write_text_atomically
+from eor.core.errors import DiskFullError
+from eor.pipeline.stages.generation import GenerationStage
+from eor.runs.generation_cache import GenerationCache
+from eor.runs.records import RecordWriter, iter_records
 from retrievers.bm25 import BM25Retriever
 from tests.conftest import DEMO, ROOT, SHARED_DATA
 from tests.test_generation_cache import Scripted
@@ -69,7 +69,7 @@ def _records(count: int) -> list:
 
 @pytest.fixture
 def failpoints(monkeypatch):
-    monkeypatch.setattr("eor.faults._hits", Counter())
+    monkeypatch.setattr("eor.core.faults._hits", Counter())
     return lambda spec: monkeypatch.setenv("EOR_FAILPOINTS", spec)
 
 

@@ -1,12 +1,13 @@
 """What docs/architecture.md claims, checked against the source, so the page stays true:
 
-- **the layer table**: every module of `eor`, `retrievers` and `voters` is in exactly one layer of the table
-  (the longest name in the table that is the module or a package above it), and its imports, at the top and
-  inside functions, point to its own layer or a lower one; its leaves are the LEAVES that
-  tests/test_architecture.py holds `retrievers` and `voters` to;
-- **one prompt builder**: only `eor.prompts` fills a prompt template (`<template>.format(...)`);
-- **one atomic write**: files are written through `eor.atomic`, except those listed in `UNATOMIC` with why;
-- **one cost model**: only `eor.costs` turns tokens into seconds at the reader's rates (`rates["prompt"]`).
+- **the layer table**: it names packages, each folder of `eor` in one layer and no module at `eor`'s top but
+  `__init__.py`; every module of `eor`, `retrievers` and `voters` is in exactly one layer (the package above
+  it that the table names), and its imports, at the top and inside functions, point to its own layer or a
+  lower one; its leaves are the LEAVES (`eor.core`) that tests/test_architecture.py holds `retrievers` and
+  `voters` to;
+- **one prompt builder**: only `eor.core.prompts` fills a prompt template (`<template>.format(...)`);
+- **one atomic write**: files are written through `eor.core.atomic`, except those listed in `UNATOMIC` with why;
+- **one cost model**: only `eor.runs.costs` turns tokens into seconds at the reader's rates (`rates["prompt"]`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from tests.test_architecture import IMPORTS, LEAVES, MODULES, ROOT
 
 DOC = ROOT / "docs" / "architecture.md"
 
-#: (file, call) pairs that write a file without eor.atomic, and why that is right
+#: (file, call) pairs that write a file without eor.core.atomic, and why that is right
 UNATOMIC = {
-    ("eor/records.py", "open"): "records are appended and synced batch by batch; a torn last line is repaired",
-    ("eor/models.py", "open"): "pieces of a packaged model joined in a temporary file that is then moved",
+    ("eor/runs/records.py", "open"): "records are appended and synced batch by batch; a torn last line is repaired",
+    ("eor/core/models.py", "open"): "pieces of a packaged model joined in a temporary file that is then moved",
     ("eor/erag/cost.py", "write_text"): "a child process's spec and result in a temporary folder",
     ("retrievers/index_store.py", "open"): "a lock file, never read",
     ("retrievers/index_store.py", "write_text"): "inside the index's temporary folder, renamed into place whole",
@@ -64,6 +65,7 @@ def test_the_layer_table_lists_every_module() -> None:
         "entry points",
         "commands and evaluation",
         "the pipeline",
+        "runs, records and caches",
         "components",
         "leaves",
     ]
@@ -75,6 +77,16 @@ def test_the_layer_table_lists_every_module() -> None:
     assert not missing, f"modules in no layer of docs/architecture.md: {missing}"
     leaves = {module for module, layer in _layer_of().items() if layer == len(table) - 1}
     assert leaves == LEAVES, "the doc's leaves are not tests/test_architecture.py's LEAVES"
+
+
+def test_the_folder_tree_reads_as_the_layer_table() -> None:
+    """The table names packages, not modules: each folder directly under eor/ is in one layer, and eor/ holds no
+    module but its public face, __init__.py."""
+    listed = {name for _, names in _layer_table() for name in names}
+    top = sorted(path.name for path in (ROOT / "eor").glob("*.py"))
+    assert top == ["__init__.py"], f"modules at eor/'s top, in no layer's package: {top}"
+    folders = sorted(f"eor.{path.name}" for path in (ROOT / "eor").iterdir() if (path / "__init__.py").is_file())
+    assert folders == sorted(name for name in listed if name.startswith("eor.") and name.count(".") == 1)
 
 
 def test_imports_point_to_the_same_layer_or_below() -> None:
@@ -108,11 +120,11 @@ def test_only_the_prompt_builder_fills_templates() -> None:
     filled = sorted(
         f"{file}:{call.lineno}"
         for file, tree in _python_files().items()
-        if file != "eor/prompts.py"
+        if file != "eor/core/prompts.py"
         for call in _calls(tree, "format")
         if "template" in ast.unparse(call.func.value).lower()  # type: ignore[attr-defined]
     )
-    assert not filled, f"templates filled outside eor/prompts.py: {filled}"
+    assert not filled, f"templates filled outside eor/core/prompts.py: {filled}"
 
 
 def _writes_a_file(call: ast.Call) -> bool:
@@ -129,13 +141,13 @@ def test_files_are_written_atomically() -> None:
     found = {
         (file, call.func.attr)  # type: ignore[attr-defined]
         for file, tree in _python_files().items()
-        if file != "eor/atomic.py"
+        if file != "eor/core/atomic.py"
         for method in ("write_text", "write_bytes", "open")
         for call in _calls(tree, method)
         if _writes_a_file(call)
     }
     unexplained = sorted(found - set(UNATOMIC))
-    assert not unexplained, f"files written without eor.atomic: {unexplained}"
+    assert not unexplained, f"files written without eor.core.atomic: {unexplained}"
     stale = sorted(set(UNATOMIC) - found)
     assert not stale, f"UNATOMIC lists writes that are gone: {stale}"
 
@@ -146,9 +158,9 @@ def test_one_cost_model() -> None:
         str(path.relative_to(ROOT))
         for package in ("eor", "retrievers", "voters")
         for path in (ROOT / package).rglob("*.py")
-        if path != ROOT / "eor" / "costs.py" and formula.search(path.read_text(encoding="utf-8"))
+        if path != ROOT / "eor" / "runs" / "costs.py" and formula.search(path.read_text(encoding="utf-8"))
     )
-    assert not elsewhere, f"token rates applied outside eor/costs.py: {elsewhere}"
+    assert not elsewhere, f"token rates applied outside eor/runs/costs.py: {elsewhere}"
 
 
 def test_the_doc_names_only_modules_that_exist() -> None:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from eor.errors import ConfigError, ReaderError
+from eor.core.errors import ConfigError, ReaderError
 from eor.readers.endpoints import EndpointPool
 from eor.readers.openai_compat import OpenAIReader
 from tests.webserver import chat_server
@@ -129,8 +129,8 @@ def _strip_timings(record: dict) -> dict:
 def test_a_run_completes_on_one_server_when_the_other_stops(tmp_path, isolated_cache) -> None:
     import json
 
-    from eor.records import read_records
-    from eor.runner import run
+    from eor.commands.runner import run
+    from eor.runs.records import read_records
     from tests.conftest import DEMO
     from tests.llama_server import LlamaServer
 

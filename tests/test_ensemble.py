@@ -8,8 +8,8 @@ import math
 import pytest
 
 from eor import Ensemble
-from eor.config import load_config
-from eor.data import make_question
+from eor.core.config import load_config
+from eor.core.data import make_question
 from tests.conftest import ROOT
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from eor.cli import main
 from eor.erag.metrics import MetricSpec
-from eor.stages.generation import GenerationStats
+from eor.pipeline.stages.generation import GenerationStats
 from tests.conftest import DEMO
 
 QUESTIONS = DEMO / "questions.jsonl"

@@ -12,11 +12,11 @@ import re
 import pytest
 from scipy import stats
 
+from eor.core.errors import CacheError, InputError, ReaderError
+from eor.core.prompts import PromptTemplates
 from eor.erag import GenerationCache, Request, as_passage, evaluate, generate, make_generator
-from eor.errors import CacheError, InputError, ReaderError
-from eor.generation_cache import generation_key
-from eor.prompts import PromptTemplates
-from eor.stages.generation import GenerationStage, GenerationStats
+from eor.pipeline.stages.generation import GenerationStage, GenerationStats
+from eor.runs.generation_cache import generation_key
 
 # Three questions; q1 and q3 have the same text (and share two documents) but different gold answers.
 CAPITAL = "what is the capital of france"
@@ -329,7 +329,7 @@ def test_input_errors():
 @pytest.fixture(scope="module")
 def smollm2_one_thread():
     """SmolLM2-135M through llama.cpp on one thread: steadier than all cores on a shared, busy machine."""
-    from eor.models import resolve_model
+    from eor.core.models import resolve_model
     from eor.readers.llamacpp import LlamaCppReader
 
     return LlamaCppReader(resolve_model("smollm2-135m"), name="smollm2-135m", context_tokens=2048, threads=1)

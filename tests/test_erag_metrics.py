@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from eor.core.errors import InputError
+from eor.core.json_ready import json_ready
 from eor.erag import correlation as corr
 from eor.erag.metrics import (
     MetricSpec,
@@ -22,8 +24,6 @@ from eor.erag.metrics import (
     score,
     score_questions,
 )
-from eor.errors import InputError
-from eor.json_ready import json_ready
 
 L3, L4, L5, L6 = (math.log2(n) for n in (3, 4, 5, 6))
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from eor.answers import contains
-from eor.errors import InputError
+from eor.core.answers import contains
+from eor.core.errors import InputError
 from eor.evaluation.error_breakdown import (
     ERROR_TYPES,
     breakdown_report,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eor.bench import build_report, write_report
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 from eor.server import ServerSettings
 from tests.test_bench import write_records
 from tests.test_server import StandIn, stand_in_client

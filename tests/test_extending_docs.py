@@ -22,7 +22,7 @@ def _blocks(language: str) -> list[str]:
 def registries():
     """The examples register a source type, an operator, a metric, a pooling and a voter: the other tests
     must not see them."""
-    from eor.crossval import CANDIDATES
+    from eor.learning.crossval import CANDIDATES
     from retrievers.operator_type import OPERATORS
     from retrievers.registry import SOURCE_TYPES
     from voters.loading import VOTER_KINDS

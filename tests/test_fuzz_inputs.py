@@ -20,12 +20,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eor.answers import exact_match, normalize_answer, token_f1
-from eor.config import EnsembleConfig, load_config
-from eor.data import load_questions
-from eor.errors import EorError
-from eor.records import read_records
-from eor.results import Record
+from eor.core.answers import exact_match, normalize_answer, token_f1
+from eor.core.config import EnsembleConfig, load_config
+from eor.core.data import load_questions
+from eor.core.errors import EorError
+from eor.core.results import Record
+from eor.runs.records import read_records
 from tests.conftest import ROOT
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

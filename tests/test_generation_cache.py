@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from eor.cli import main
-from eor.errors import CacheError, InputError, ReaderError
-from eor.generation_cache import Generation, GenerationCache, default_cache_path, generation_key, open_cache
-from eor.stages.generation import GenerationStage
+from eor.core.errors import CacheError, InputError, ReaderError
+from eor.pipeline.stages.generation import GenerationStage
+from eor.runs.generation_cache import Generation, GenerationCache, default_cache_path, generation_key, open_cache
 from tests.conftest import DEMO, ROOT
 
 PROMPTS = ["Say hello.", "Name a colour.", "Say hello."]
@@ -177,7 +177,7 @@ def test_the_real_reader_is_served_from_the_cache(smollm2, cache) -> None:
 
 def test_every_generating_component_of_the_ensemble_goes_through_one_cache(tmp_path) -> None:
     from eor import Ensemble
-    from eor.config import EnsembleConfig, PromptConfig, VoterConfig
+    from eor.core.config import EnsembleConfig, PromptConfig, VoterConfig
 
     config = EnsembleConfig(
         members=["ReFree", "PK", "PK@1"],
@@ -203,7 +203,7 @@ def test_every_generating_component_of_the_ensemble_goes_through_one_cache(tmp_p
 
 
 def test_model_hash_is_memoised_in_a_stamp(tmp_path, monkeypatch) -> None:
-    from eor import models
+    from eor.core import models
 
     monkeypatch.setenv("EOR_CACHE", str(tmp_path / "cache"))
     model = tmp_path / "m.gguf"
@@ -274,7 +274,7 @@ def test_two_processes_write_the_same_and_different_keys(tmp_path) -> None:
 
 KILLED_WRITER = """
 import sys
-from eor.generation_cache import Generation, GenerationCache
+from eor.runs.generation_cache import Generation, GenerationCache
 cache = GenerationCache(sys.argv[1])
 batch = 0
 while True:
@@ -419,7 +419,7 @@ def test_no_cache_neither_reads_nor_writes(tmp_path, isolated_cache, capsys, mon
     """The flag's wiring with a scripted reader (the real reader's records are compared above)."""
     readers: list[Scripted] = []
     scripted = lambda config: readers.append(Scripted()) or readers[-1]  # noqa: E731
-    monkeypatch.setattr("eor.ensemble.build_reader", scripted)
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", scripted)
     config = small_config(tmp_path)
     args = ["run", "--config", str(config), "--data", str(DEMO / "questions.jsonl"), "--limit", "2"]
     assert main([*args, "--out", str(tmp_path / "cached")]) == 0
@@ -471,8 +471,8 @@ def test_no_cache_and_cache_are_exclusive(capsys) -> None:
 def test_the_cache_keeps_under_its_bound_least_recently_used_first(tmp_path, monkeypatch) -> None:
     """Past its bound, the entries read or written longest ago go first: an old entry read since stays,
     the old ones nobody touched are gone."""
-    from eor import cache_policy
-    from eor.generation_cache import Generation, GenerationCache, format_stats
+    from eor.core import cache_policy
+    from eor.runs.generation_cache import Generation, GenerationCache, format_stats
 
     monkeypatch.setattr(cache_policy, "EVICT_TO", 1.0)  # evict down to the bound itself: one entry at a time
     path = tmp_path / "bounded.sqlite"

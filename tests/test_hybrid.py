@@ -8,7 +8,7 @@ import pytest
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 
-from eor.errors import ConfigError, RetrieverError
+from eor.core.errors import ConfigError, RetrieverError
 from retrievers.base import SourceRetriever, passage
 from retrievers.builtin_sources import HYBRID
 from retrievers.hybrid import HybridPart, HybridRetriever
@@ -85,7 +85,7 @@ def test_hb_is_se_chunks_then_pk_chunks_then_the_top_20_wiki_passages() -> None:
 
 
 def test_hb_rr_10_reranks_all_chunks_by_cosine_and_cp_summarises_them() -> None:
-    from eor.models import load_sentence_encoder
+    from eor.core.models import load_sentence_encoder
 
     class Reader:
         def __init__(self) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from eor.cli import main
-from eor.config import load_config
-from eor.data import load_questions
+from eor.core.config import load_config
+from eor.core.data import load_questions
 from retrievers.corpus import load_corpus
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eor.errors import InputError
+from eor.core.errors import InputError
+from eor.core.json_ready import json_ready
 from eor.evaluation.inconsistency import (
     mrlr,
     mrlr_against,
@@ -17,7 +18,6 @@ from eor.evaluation.inconsistency import (
     mrwr_against,
     rwr_matrix,
 )
-from eor.json_ready import json_ready
 
 NAN = float("nan")
 

@@ -1,5 +1,5 @@
 """Kill -9 at any moment: `eor run` and `eor erag` are killed with SIGKILL at chosen moments (failpoints, see
-eor.faults: during retrieval, with the reader's outputs not yet stored, inside the cache's transaction, with
+eor.core.faults: during retrieval, with the reader's outputs not yet stored, inside the cache's transaction, with
 half a record line on disk) and at random times, then resumed. Afterwards every question is recorded exactly
 once, no line is torn or repeated, the records finished before a kill are unchanged, the records equal those
 of an uninterrupted run apart from timings, and the generation cache is readable.
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from eor.generation_cache import GenerationCache
+from eor.runs.generation_cache import GenerationCache
 from tests.conftest import DEMO
 
 EOR = [sys.executable, "-m", "eor.cli"]

@@ -97,8 +97,8 @@ class Scripted:
 
 
 def lazy_ensemble(tmp_path, reader, weights, pooling="mean"):
-    from eor.config import load_config
-    from eor.ensemble import Ensemble
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import Ensemble
     from tests.conftest import DEMO
 
     path = tmp_path / "lazy.yaml"

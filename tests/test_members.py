@@ -8,11 +8,11 @@ import json
 import pytest
 
 from eor import Ensemble
-from eor.config import load_config
+from eor.core.config import load_config
+from eor.core.prompts import PromptTemplates, templates_for
 from eor.erag.evaluate import Request, make_generator
 from eor.erag.run import prepare
-from eor.members import source_pool
-from eor.prompts import PromptTemplates, templates_for
+from eor.pipeline.members import source_pool
 from tests.conftest import DEMO
 
 QUESTION = "what do zebra stripes do"

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from eor import models
-from eor.errors import ModelNotFoundError
+from eor.core import models
+from eor.core.errors import ModelNotFoundError
 
 
 def test_packaged_names_resolve_to_files() -> None:

@@ -12,10 +12,10 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from eor.config import Demonstration, EnsembleConfig, PromptConfig, PromptVariantConfig, load_config
-from eor.errors import ConfigError
-from eor.members import member_templates
-from eor.prompts import PromptTemplates, templates_for
+from eor.core.config import Demonstration, EnsembleConfig, PromptConfig, PromptVariantConfig, load_config
+from eor.core.errors import ConfigError
+from eor.core.prompts import PromptTemplates, templates_for
+from eor.pipeline.members import member_templates
 from retrievers.notation import parse
 from retrievers.operators import reciprocal_rank_fusion
 from retrievers.registry import BuildContext, SourcePool

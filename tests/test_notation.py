@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eor.errors import EorError, RetrieverError
+from eor.core.errors import EorError, RetrieverError
 from retrievers.notation import (
     MAX_DEPTH,
     Apply,

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from eor.cli import main
-from eor.config import load_config
+from eor.core.config import load_config
 from retrievers import notation
 from retrievers.registry import BuildContext, SourcePool
 from tests.conftest import DEMO, ROOT, write_jsonl
@@ -238,7 +238,7 @@ def recorded(monkeypatch) -> list[Recording]:
         built.append(Recording(build(config)))
         return built[-1]
 
-    monkeypatch.setattr("eor.ensemble.build_reader", recording_build)
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", recording_build)
     return built
 
 

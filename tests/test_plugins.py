@@ -1,5 +1,5 @@
 """Extending eor from another package: tests/plugin_package, installed with pip, adds a source type, a
-retriever operator, a similarity metric and a reader through entry points (eor.plugins), and a config uses
+retriever operator, a similarity metric and a reader through entry points (eor.core.plugins), and a config uses
 all four."""
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def test_an_unknown_parameter_of_a_plugin_source_is_named(installed, tmp_path):
         """
 from retrievers.registry import source_types
 from retrievers.source_type import BuildContext
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 try:
     source_types()["notes"].create("N", {"notes": [], "colour": "red"}, BuildContext())
 except ConfigError as exc:
@@ -168,7 +168,7 @@ def test_a_plugin_voter_trains_saves_loads_and_votes(installed, tmp_path):
         f"""
 import json
 from eor.bench.voting import vote
-from eor.run_data import load_run
+from eor.runs.run_data import load_run
 from voters import load_voter
 data = load_run({str(records / "nq-dev.jsonl.gz")!r}, load_voter({str(weights)!r}).members_)
 voted = vote(data, weights={str(weights)!r})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eor.errors import ConfigError, InputError
+from eor.core.errors import ConfigError, InputError
 from voters.pooling import POOLINGS, pool
 
 # One question, four members. Off-diagonal combined similarities S[m, n]; the diagonal (1.0) never counts.

@@ -10,9 +10,9 @@ import random
 
 import pytest
 
-from eor.errors import ConfigError
-from eor.models import resolve_model
-from eor.prompts import PromptTemplates
+from eor.core.errors import ConfigError
+from eor.core.models import resolve_model
+from eor.core.prompts import PromptTemplates
 from eor.readers.llamacpp import LlamaCppReader, reusable_prefix
 from tests.conftest import DEMO
 

@@ -1,5 +1,5 @@
-"""P(right) (voters.right), its figures (eor.bench.selective) and abstention at a risk (eor.abstention) in every
-interface: hand-worked evidence and figures, cross-fitting that never sees a question's own label, training on
+"""P(right) (voters.right), its figures (eor.bench.selective) and abstention at a risk (eor.pipeline.abstention) in
+every interface: hand-worked evidence and figures, cross-fitting that never sees a question's own label, training on
 the shipped records, and an abstention through the Python API, `eor ask --json`, `/v1/answer` and the OpenAI
 endpoint with the official client."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import requests
 
-from eor.errors import ConfigError, InputError
+from eor.core.errors import ConfigError, InputError
 from tests.conftest import ROOT
 from tests.test_cascade import QUESTION, cascade_config, hand_cascade_document
 from tests.test_lazy_voting import Scripted
@@ -146,7 +146,7 @@ def model_with(thresholds: list[dict]) -> RightModel:
 
 
 def test_the_largest_stored_error_rate_not_above_the_risk_decides():
-    from eor.abstention import abstention
+    from eor.pipeline.abstention import abstention
 
     model = model_with([{"alpha": 0.2, "threshold": None}, {"alpha": 0.3, "threshold": 0.5}])
     assert abstention(model, 0.49, 0.3).abstained and not abstention(model, 0.5, 0.35).abstained
@@ -165,9 +165,9 @@ def test_the_largest_stored_error_rate_not_above_the_risk_decides():
 
 
 def test_training_stores_p_right_and_thresholds_that_hold_on_training(tmp_path):
-    from eor.abstention import ALPHAS
     from eor.bench.report import build_report
-    from eor.train_command import TrainOptions, train
+    from eor.commands.train_command import TrainOptions, train
+    from eor.pipeline.abstention import ALPHAS
     from voters import load_voter
 
     records = ROOT / "docs" / "records" / "nq-train.jsonl.gz"
@@ -230,8 +230,8 @@ def weights_with_probability(tmp_path, **changes) -> str:
 
 
 def test_an_abstention_through_the_python_api(tmp_path, isolated_cache):
-    from eor.config import load_config
-    from eor.ensemble import Ensemble
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import Ensemble
     from voters import load_voter
 
     config = load_config(cascade_config(tmp_path))
@@ -268,8 +268,8 @@ def _plain(tmp_path) -> str:
 def test_an_abstention_through_the_api_and_the_official_openai_client(tmp_path, isolated_cache):
     from openai import OpenAI
 
-    from eor.config import load_config
-    from eor.ensemble import Ensemble
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import Ensemble
     from eor.server import ServerSettings, create_app
     from tests.test_server import LiveServer
     from voters import load_voter
@@ -346,8 +346,8 @@ def test_an_abstention_through_ask_json_and_risk_refused_by_the_parser(tmp_path,
 
 
 def test_a_config_risk_is_checked_at_start(tmp_path, isolated_cache):
-    from eor.config import load_config
-    from eor.ensemble import Ensemble
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import Ensemble
     from voters import load_voter
 
     path = cascade_config(tmp_path)

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from eor.errors import ConfigError
-from eor.prompts import PromptTemplates, clean_answer
+from eor.core.errors import ConfigError
+from eor.core.prompts import PromptTemplates, clean_answer
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""`--executor ray` (eor.executor, eor.ray_executor) on a local Ray cluster of 2 CPUs started here: `eor run`
-writes the records of the local executor (apart from timings), a killed worker is restarted and its shard
+"""`--executor ray` (eor.pipeline.executor, eor.pipeline.ray_executor) on a local Ray cluster of 2 CPUs started here:
+`eor run` writes the records of the local executor (apart from timings), a killed worker is restarted and its shard
 run again, a killed driver resumes on re-run, and `eor erag` labels the same documents the same way."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from eor.records import read_records
+from eor.runs.records import read_records
 from tests.conftest import DEMO, ROOT
 
 ray = pytest.importorskip("ray")
@@ -47,7 +47,7 @@ def config(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def local_run(config, tmp_path_factory) -> Path:
     """The reference: 12 questions answered by the local executor."""
-    from eor.runner import run
+    from eor.commands.runner import run
 
     out = tmp_path_factory.mktemp("local") / "run"
     run(config, QUESTIONS, out, limit=12, cache=False)
@@ -195,8 +195,8 @@ def test_erag_on_ray_labels_like_the_local_executor(cluster, config, tmp_path) -
 
 
 def test_executor_options_are_checked() -> None:
-    from eor.errors import ConfigError
-    from eor.executor import build_executor
+    from eor.core.errors import ConfigError
+    from eor.pipeline.executor import build_executor
 
     for bad in ({"kind": "slurm"}, {"kind": "ray", "workers": 0}, {"kind": "local", "address": "x:1"}):
         with pytest.raises(ConfigError):
@@ -233,6 +233,6 @@ def test_the_workers_share_the_generation_cache(cluster, config, local_run, tmp_
 
 
 def test_the_local_executor_does_not_import_ray() -> None:
-    code = "import sys, eor.cli, eor.runner, eor.erag.run; assert 'ray' not in sys.modules, 'ray imported'"
+    code = "import sys, eor.cli, eor.commands.runner, eor.erag.run; assert 'ray' not in sys.modules, 'ray imported'"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from eor.config import LlamaCppOptions, OpenAIOptions, ReaderConfig, TransformersOptions
-from eor.errors import ConfigError, MissingSecretError, ModelNotFoundError
-from eor.prompts import PromptTemplates, clean_answer
+from eor.core.config import LlamaCppOptions, OpenAIOptions, ReaderConfig, TransformersOptions
+from eor.core.errors import ConfigError, MissingSecretError, ModelNotFoundError
+from eor.core.prompts import PromptTemplates, clean_answer
 from eor.readers import READERS, Reader, build_reader
 
 TEMPLATES = PromptTemplates()

@@ -1,6 +1,6 @@
 """Every answer prompt recorded in docs/records/ rebuilt byte for byte from its question and passages by
-today's prompt builder (eor.prompts through eor.members.member_templates): a change to how prompts are built
-would silently make today's answers incomparable with the recorded ones, and this says so first."""
+today's prompt builder (eor.core.prompts through eor.pipeline.members.member_templates): a change to how prompts are
+built would silently make today's answers incomparable with the recorded ones, and this says so first."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from eor.config import EnsembleConfig, from_dict, load_config
-from eor.members import member_templates
-from eor.prompts import COMPRESSION, PARAMETRIC, PromptTemplates
-from eor.records import iter_records, read_header
-from eor.stages.reading import ReadingStage
+from eor.core.config import EnsembleConfig, from_dict, load_config
+from eor.core.prompts import COMPRESSION, PARAMETRIC, PromptTemplates
+from eor.pipeline.members import member_templates
+from eor.pipeline.stages.reading import ReadingStage
+from eor.runs.records import iter_records, read_header
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = sorted((ROOT / "docs" / "records").glob("*.jsonl.gz"))
@@ -57,7 +57,7 @@ def test_every_recorded_answer_prompt_is_rebuilt_byte_for_byte(file: Path) -> No
 
 
 def test_pk_and_cp_prompts_are_the_papers_templates() -> None:
-    """PK's and @CP's prompts come from the same builder, and are the templates of eor.prompts filled in."""
+    """PK's and @CP's prompts come from the same builder, and are the templates of eor.core.prompts filled in."""
     templates = PromptTemplates()
     question, passages = "who wrote hamlet", [("Hamlet", "A tragedy by William Shakespeare."), ("", "Elsinore.")]
     assert templates.parametric_prompt(question) == PARAMETRIC.format(query=question)

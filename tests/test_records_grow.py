@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from eor.cli import main
-from eor.cost_model import Pilot
-from eor.errors import InputError
-from eor.records import RECORDS_FILE, read_header, read_records
-from eor.run_folder import recorded_pool
+from eor.commands.cost_model import Pilot
+from eor.core.errors import InputError
+from eor.runs.records import RECORDS_FILE, read_header, read_records
+from eor.runs.run_folder import recorded_pool
 from tests.conftest import DEMO
 
 OLD = ["BM25@1", "Wiki@1"]

@@ -14,7 +14,7 @@ import pytest
 from eor.bench import build_report, compare_reports, write_report
 from eor.bench.compare import compare_reports_html
 from eor.bench.html import render_html, report_html
-from eor.errors import InputError
+from eor.core.errors import InputError
 from tests.test_bench import ANSWERS, PASSAGES, write_records
 
 

@@ -15,9 +15,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from eor import Ensemble
-from eor.config import CorpusConfig, EnsembleConfig, VoterConfig
-from eor.errors import ConfigError, InputError, RetrieverError
-from eor.stages.retrieval import RetrievalStage
+from eor.core.config import CorpusConfig, EnsembleConfig, VoterConfig
+from eor.core.errors import ConfigError, InputError, RetrieverError
+from eor.pipeline.stages.retrieval import RetrievalStage
 from retrievers import index_store
 from retrievers.base import NoRetrieval
 from retrievers.bm25 import BM25Retriever

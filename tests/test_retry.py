@@ -1,4 +1,4 @@
-"""Retries with backoff (eor.retry) through real HTTP servers on 127.0.0.1 that fail a set number of times:
+"""Retries with backoff (eor.core.retry) through real HTTP servers on 127.0.0.1 that fail a set number of times:
 the search backends and the page fetcher survive 429 (honouring Retry-After), 5xx and refused connections,
 and give up with the project's error after the last try."""
 
@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from eor.errors import ConfigError, RetrieverError
-from eor.retry import RetryPolicy, retry_after_seconds, send_with_retries
+from eor.core.errors import ConfigError, RetrieverError
+from eor.core.retry import RetryPolicy, retry_after_seconds, send_with_retries
 from retrievers.web.backends import make_backend
 from retrievers.web.fetch import PageFetcher
 from retrievers.web.guard import UrlGuard
@@ -200,7 +200,7 @@ def test_the_openai_reader_retries_503_and_429_with_retry_after(flaky) -> None:
 
 
 def test_the_openai_reader_reports_the_last_status_after_the_last_try(flaky) -> None:
-    from eor.errors import ReaderError
+    from eor.core.errors import ReaderError
 
     server, url = flaky(100, status=500, body=COMPLETION)
     with pytest.raises(ReaderError, match="500"):
@@ -213,7 +213,7 @@ def test_the_openai_reader_reports_the_last_status_after_the_last_try(flaky) -> 
 
 
 def test_the_openai_reader_retries_a_refused_connection() -> None:
-    from eor.errors import ReaderError
+    from eor.core.errors import ReaderError
 
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
@@ -227,8 +227,8 @@ def test_the_openai_reader_retries_a_refused_connection() -> None:
 def test_an_empty_output_leaves_its_member_out_of_the_vote(tmp_path, monkeypatch, isolated_cache) -> None:
     """The reader's server answers nothing to ReFree's prompt of this question: ReFree is left out (an empty
     answer would agree with any other empty one), BM25@1 answers, the vote goes on."""
-    from eor.config import load_config
-    from eor.ensemble import Ensemble
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import Ensemble
     from tests.conftest import DEMO
     from tests.webserver import chat_server
 

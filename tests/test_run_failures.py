@@ -57,7 +57,7 @@ voter: {{metrics: [em]}}
 
 def test_failed_members_are_listed_and_retried_alone(tmp_path, isolated_cache, capsys, monkeypatch) -> None:
     readers: list[Scripted] = []
-    monkeypatch.setattr("eor.ensemble.build_reader", lambda cfg: readers.append(Scripted()) or readers[-1])
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", lambda cfg: readers.append(Scripted()) or readers[-1])
     data = write_jsonl(
         tmp_path / "q.jsonl",
         [
@@ -98,7 +98,7 @@ def test_failed_members_are_listed_and_retried_alone(tmp_path, isolated_cache, c
 
 
 def test_a_torn_last_line_is_repaired_with_a_message(tmp_path, isolated_cache, capsys, monkeypatch) -> None:
-    monkeypatch.setattr("eor.ensemble.build_reader", lambda cfg: Scripted())
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", lambda cfg: Scripted())
     monkeypatch.setenv(DOWN, "0")
     data = write_jsonl(tmp_path / "q.jsonl", [{"id": "q0", "question": "who painted the mona lisa"}])
     out = tmp_path / "run"

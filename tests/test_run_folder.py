@@ -1,4 +1,4 @@
-"""The run folder (eor.run_folder): each file round trips through `RunFolder`, the JSON files are written
+"""The run folder (eor.runs.run_folder): each file round trips through `RunFolder`, the JSON files are written
 atomically (an interrupted write leaves the old file whole and no partial file), and a missing or broken file
 is an InputError that names the file and what writes it."""
 
@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-import eor.atomic
-from eor.errors import InputError
-from eor.records import RECORDS_FILE
-from eor.results import Record
-from eor.run_folder import (
+import eor.core.atomic
+from eor.core.errors import InputError
+from eor.core.results import Record
+from eor.runs.records import RECORDS_FILE
+from eor.runs.run_folder import (
     CONFIG_FILE,
     GENERATION_FILE,
     MADE_BY_FILE,
@@ -110,7 +110,7 @@ def test_an_interrupted_write_leaves_the_old_file_whole(tmp_path, monkeypatch, n
         def __exit__(self, *exc: object) -> None:
             self._handle.close()
 
-    monkeypatch.setattr(eor.atomic, "open", Dying, raising=False)
+    monkeypatch.setattr(eor.core.atomic, "open", Dying, raising=False)
     with pytest.raises(OSError, match="interrupted mid-write"):
         write(folder, {"new": True, "padding": "x" * 10_000})
     monkeypatch.undo()

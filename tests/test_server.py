@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 import requests
 
-from eor.config import load_config
+from eor.core.config import load_config
 from eor.server import ServerSettings
 from tests.test_server_api import server_test_config
 
@@ -72,7 +72,7 @@ class LiveServer:
 @pytest.fixture(scope="module")
 def live(smollm2, tmp_path_factory):
     """The real server: SmolLM2 over the demo corpus; Boom always fails and Sloth hangs for 30 s."""
-    from eor.ensemble import Ensemble
+    from eor.pipeline.ensemble import Ensemble
     from eor.server import create_app
 
     folder = tmp_path_factory.mktemp("server")
@@ -247,7 +247,7 @@ def test_schemathesis_finds_no_server_error(smollm2, tmp_path, isolated_cache, w
 
     Its own server with the one fast member (ReFree) and short questions, so the generated questions that
     reach the reader stay cheap; about 200 requests in all."""
-    from eor.ensemble import Ensemble
+    from eor.pipeline.ensemble import Ensemble
     from eor.server import create_app
 
     config = load_config(server_test_config(tmp_path, ["ReFree"]))
@@ -352,7 +352,7 @@ def test_healthz_is_503_until_the_models_are_loaded(tmp_path) -> None:
 
 
 def test_a_load_failure_is_reported(tmp_path) -> None:
-    from eor.errors import ConfigError
+    from eor.core.errors import ConfigError
 
     def loader():
         raise ConfigError("source 'Wiki': the index is missing; run eor index")

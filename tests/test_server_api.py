@@ -16,9 +16,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from eor import Ensemble
-from eor.answers import exact_match, token_f1
-from eor.config import load_config
-from eor.errors import InputError, RetrieverError
+from eor.core.answers import exact_match, token_f1
+from eor.core.config import load_config
+from eor.core.errors import InputError, RetrieverError
 from tests.conftest import DEMO
 
 MEMBERS = ["ReFree", "BM25@1", "BM25@3", "Boom", "Sloth", "Picky", "Verbose"]
@@ -255,8 +255,8 @@ def test_a_learned_selector_votes_and_explains(smollm2, tmp_path, isolated_cache
 def test_the_reader_is_used_by_one_thread_at_a_time() -> None:
     """A foreign reader gets a lock per reader object, shared by every generation stage over it; a backend
     that is not thread-safe owns its lock (BatchedReader); a thread-safe one is not serialised."""
+    from eor.pipeline.stages.generation import GenerationStage, reader_lock
     from eor.readers.base import BatchedReader
-    from eor.stages.generation import GenerationStage, reader_lock
 
     class Counting:
         def __init__(self) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from eor.errors import ConfigError, InputError
+from eor.core.errors import ConfigError, InputError
 from voters.similarity import (
     METRICS,
     PairScoreCache,

@@ -12,8 +12,8 @@ pytest.importorskip("sentence_transformers")
 
 @pytest.fixture(scope="module", autouse=True)
 def minilm():
-    from eor.errors import ModelNotFoundError
-    from eor.models import resolve_model
+    from eor.core.errors import ModelNotFoundError
+    from eor.core.models import resolve_model
 
     try:
         return resolve_model("minilm-l6")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 from tests.tiny_bert import build_tiny_bert
 from voters.similarity import similarity_tensor
 from voters.similarity.nli import NliSimilarity, entailment_index

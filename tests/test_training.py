@@ -9,7 +9,7 @@ import zlib
 import numpy as np
 import pytest
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 from voters import METRICS, SimilarityMetric, VoteBatch, Voter, correctness_matrix, register_metric
 
 

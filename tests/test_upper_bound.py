@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 from eor.evaluation.upper_bound import oracle_accuracy, sample_subsets, upper_bound_by_pool_size
 
 # Three members over four questions (1 = correct):

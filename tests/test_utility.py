@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from eor.core.errors import InputError
 from eor.erag.utility import evaluate_utility, pair_scorer, performance_scores, utility
-from eor.errors import InputError
 
 ZERO_SHOT = "unknown Paris Lyon Rome"
 
@@ -177,7 +177,7 @@ def test_input_errors():
 @pytest.fixture(scope="module")
 def smollm2_one_thread():
     """SmolLM2-135M through llama.cpp on one thread: steadier than all cores on a shared, busy machine."""
-    from eor.models import resolve_model
+    from eor.core.models import resolve_model
     from eor.readers.llamacpp import LlamaCppReader
 
     return LlamaCppReader(resolve_model("smollm2-135m"), name="smollm2-135m", context_tokens=2048, threads=1)

@@ -1,4 +1,4 @@
-"""The one check of a config (eor.validation.validate): one ConfigError per kind of mistake, naming the
+"""The one check of a config (eor.pipeline.validation.validate): one ConfigError per kind of mistake, naming the
 value's YAML path and the valid choices; the CLI, the server, `eor train` and the ensemble reject a config
 with the same message; and the one choice of the voter (weights file, else uniform)."""
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from eor.cli import main
-from eor.config import load_config
-from eor.ensemble import Ensemble, config_voter
-from eor.errors import ConfigError, InputError
+from eor.commands.train_command import TrainOptions, train
+from eor.core.config import load_config
+from eor.core.errors import ConfigError, InputError
+from eor.pipeline.ensemble import Ensemble, config_voter
+from eor.pipeline.validation import check_timeout, validate
 from eor.server.run import serve
-from eor.train_command import TrainOptions, train
-from eor.validation import check_timeout, validate
 from tests.conftest import ROOT
 from voters import Voter
 from voters.loading import choose_voter

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from eor.errors import ConfigError, InputError, NotFittedError
+from eor.core.errors import ConfigError, InputError, NotFittedError
 from voters import METRICS, SimilarityMetric, VoteBatch, Voter, choose, decision_scores, load_voter, register_metric
 from voters.nelder_mead import Weights
 from voters.scoring import VoteScorer

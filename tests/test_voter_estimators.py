@@ -39,7 +39,7 @@ from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 from sklearn.utils import estimator_checks
 from sklearn.utils.validation import check_is_fitted
 
-from eor.errors import NotFittedError
+from eor.core.errors import NotFittedError
 from tests.conftest import ROOT
 from voters import VoteBatch, load_voter
 from voters.loading import VOTER_KINDS, register_voter_kind

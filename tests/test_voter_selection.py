@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 from eor.cli import main
-from eor.crossval import (
+from eor.core.errors import ConfigError, InputError
+from eor.learning.crossval import (
     VoteSettings,
     choose_candidate,
     compare_with_top,
     out_of_fold,
     vote_arrays,
 )
-from eor.errors import ConfigError, InputError
-from eor.records import read_records
-from eor.run_data import load_run
+from eor.runs.records import read_records
+from eor.runs.run_data import load_run
 from voters import AnswerSelector, VoteBatch, Voter, load_voter, similarity_tensor
 from voters.features import BASE_FEATURES, candidate_features, is_refusal
 from voters.folds import fold_split, folds
@@ -321,8 +321,8 @@ def test_metric_spec_parsing():
 
 
 def test_config_metric_params_reach_the_uniform_voter(tmp_path):
-    from eor.config import load_config
-    from eor.ensemble import config_voter
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import config_voter
 
     root = Path(__file__).resolve().parent.parent
     text = (
@@ -355,7 +355,7 @@ def test_eors_voters_follow_the_voter_protocol(tmp_path):
 
 
 def test_added_voters_are_checked_and_reordered(tmp_path):
-    from eor import crossval
+    from eor.learning import crossval
     from voters import loading
     from voters.protocol import SimpleVoter
 

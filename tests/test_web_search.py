@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from eor.errors import ConfigError, MissingSecretError, RetrieverError
+from eor.core.errors import ConfigError, MissingSecretError, RetrieverError
 from retrievers import operators
 from retrievers.builtin_sources import WEB
 from retrievers.registry import BuildContext, SourcePool, source_types

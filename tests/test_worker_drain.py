@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from eor.data import make_question
+from eor.core.data import make_question
 from eor.server.settings import ServerSettings
 from eor.server.worker import READY, EnsembleWorker, ShuttingDownError
 
@@ -36,7 +36,7 @@ class StandIn:
         self.release.wait(30)
         time.sleep(SECONDS * len(questions))
         if self.fail:
-            from eor.errors import ReaderError
+            from eor.core.errors import ReaderError
 
             raise ReaderError("the reader is down")
         return [_Answered(q.question) for q in questions]

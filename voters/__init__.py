@@ -8,7 +8,7 @@ restarts) and `voter_fit`, `weights_file` (JSON weights files), `voter` (the pap
 softmax surrogate objective), `features` and `selector` (the learned answer selector, beyond the paper),
 `cascade` (members in steps, stopping at a calibrated P), `right` (P(right) of a vote's choice) and
 `loading` (any voter from its weights file; `choose_voter`: a weights file, else uniform weights). Answer
-correctness, the training objective, lives in eor.correctness. Conventions fixed here:
+correctness, the training objective, lives in eor.core.correctness. Conventions fixed here:
 
 - every similarity lies in [0, 1]; cosine clips negative values to 0 (option: (cos + 1) / 2);
 - a member with ω^r ≤ member_threshold is dropped: it is never chosen and does not count as an n in the
@@ -20,7 +20,7 @@ correctness, the training objective, lives in eor.correctness. Conventions fixed
 
 from __future__ import annotations
 
-from eor.correctness import CORRECTNESS, correctness_matrix  # answer correctness lives in eor.correctness
+from eor.core.correctness import CORRECTNESS, correctness_matrix  # answer correctness lives in eor.core.correctness
 from voters.batch import VoteBatch
 from voters.grounding import grounding_features
 from voters.loading import load_voter

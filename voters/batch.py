@@ -3,13 +3,13 @@
 
 A batch holds, per question, each member's answer (in the pool's member order) and, where they are known,
 each member's passages (a list of texts), the question's text, its gold answers, the reader's confidence
-summaries (eor.confidence) and each member's cost (e.g. its recorded seconds). What voters compute from it
+summaries (eor.core.confidence) and each member's cost (e.g. its recorded seconds). What voters compute from it
 (the similarity tensor under a set of metrics, each answer's correctness, the grounding feature, the
 candidate feature blocks of the learned selectors) is computed when a voter first asks, once, over the
 whole batch, and kept.
 
 `take(rows)` gives the batch of some of its questions: a view that shares what the whole batch computes.
-A cross-validation (eor.crossval) fits and predicts on views of one batch, so every question's similarities
+A cross-validation (eor.learning.crossval) fits and predicts on views of one batch, so every question's similarities
 and features are computed once, and are the same, bit for bit, whichever fold reads them (a model metric
 scores all of a batch's pairs in one call, so a batch computed on its own could differ in the last bits).
 """
@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from eor.correctness import correctness_matrix
-from eor.errors import InputError
+from eor.core.correctness import correctness_matrix
+from eor.core.errors import InputError
 from voters.features import CandidateBlocks, candidate_blocks
 from voters.grounding import grounding_features
 from voters.similarity import check_answers, similarity_tensor
@@ -139,7 +139,7 @@ class VoteBatch:
         return tensor[self.rows]
 
     def correctness(self, metric: str) -> np.ndarray:
-        """Each answer's correctness against the gold answers (eor.correctness's `metric`), shape (Q, M)."""
+        """Each answer's correctness against the gold answers (eor.core.correctness's `metric`), shape (Q, M)."""
         answers, golds = self.whole.answers, self.whole.golds
         if golds is None:
             raise InputError("this batch has no gold answers: give them (y, or golds=...)")

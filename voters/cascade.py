@@ -28,9 +28,9 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from eor.answers import normalize_answer
-from eor.correctness import CORRECTNESS
-from eor.errors import ConfigError, InputError
+from eor.core.answers import normalize_answer
+from eor.core.correctness import CORRECTNESS
+from eor.core.errors import ConfigError, InputError
 from voters import cascade_file
 from voters.batch import Golds, Passages, VoteBatch
 from voters.cascade_fit import (

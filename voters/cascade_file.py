@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 from voters import selector_file
 from voters.cascade_fit import Calibration, CascadeFit, OperatingPoint
 from voters.selector import AnswerSelector
@@ -54,7 +54,7 @@ def take_fit(cascade: Cascade, fitted: CascadeFit, names: list[str], costs: np.n
     cascade.full_cost_ = fitted.held_out.full_cost
     cascade.cost_unit_ = unit
     cascade.member_costs_ = {name: float(value) for name, value in zip(names, costs.mean(axis=0), strict=True)}
-    cascade.train_score_ = None  # eor.train_command replays the cascade on the training records
+    cascade.train_score_ = None  # eor.commands.train_command replays the cascade on the training records
     cascade.metadata_ = getattr(cascade, "metadata_", {})
 
 

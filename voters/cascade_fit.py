@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.errors import ConfigError, InputError
+from eor.core.errors import ConfigError, InputError
 from voters.features import CandidateBlocks, FeatureSet
 from voters.folds import folds
 from voters.scoring import choose

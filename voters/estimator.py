@@ -22,7 +22,7 @@ from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 from sklearn.utils._param_validation import InvalidParameterError  # private, but what BaseEstimator validates with
 from sklearn.utils.validation import check_is_fitted
 
-from eor.errors import ConfigError, NotFittedError
+from eor.core.errors import ConfigError, NotFittedError
 from voters.batch import Golds, VoteBatch
 from voters.scoring import mean_correctness
 

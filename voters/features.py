@@ -4,7 +4,7 @@ For question q and member m (candidate answer y_m), with the member's passages P
 
     sim:<metric>   mean_{n≠m} sim_k(y_m, y_n)            pooled similarity per metric (eq. 6 without weights)
     agreement      #{n≠m : norm(y_n) = norm(y_m)} / (M−1)  share of the other members giving the same answer
-    grounded       y_m occurs in P_m                        (eor.answers.contains on the normalised texts)
+    grounded       y_m occurs in P_m                        (eor.core.answers.contains on the normalised texts)
     first_passage  y_m occurs in P_m[0]
     support        #{n : y_m occurs in P_n} / M             share of all members' passages holding the answer
     no_passages    P_m is empty (ReFree)
@@ -16,7 +16,7 @@ For question q and member m (candidate answer y_m), with the member's passages P
     vote:<name>    1 when member <name> gives the same normalised answer (a learned weighted vote)
     found:<name>   1 when the answer occurs in member <name>'s passages (whose retrieval backs it)
 
-and, when the records hold the reader's confidence (eor.confidence), last:
+and, when the records hold the reader's confidence (eor.core.confidence), last:
 
     conf:mean      the mean log-probability of y_m's tokens as the reader generated them
     conf:min       their minimum
@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eor.answers import contains, normalize_answer
-from eor.errors import InputError
+from eor.core.answers import contains, normalize_answer
+from eor.core.errors import InputError
 
 #: answers that decline rather than answer (matched on the lower-cased raw answer).
 REFUSAL = re.compile(
@@ -68,7 +68,7 @@ class FeatureSet:
 
 PER_MEMBER = ("member", "vote", "found")
 CONFIDENCE_FEATURES = ("conf:mean", "conf:min", "conf:margin", "conf:others")
-#: what records hold per member (eor.confidence summaries), in the order of the conf features' first three.
+#: what records hold per member (eor.core.confidence summaries), in the order of the conf features' first three.
 CONFIDENCE_FIELDS = ("mean_logprob", "min_logprob", "first_margin")
 
 
@@ -114,7 +114,7 @@ def candidate_features(
     tensor: similarities (Q, M, M, K) of `answers` under `metrics`; passages[q][m]: member m's passage texts;
     members: every member name the selector knows; member_index[m]: the position in `members` of the m-th
     answering member (default: the answers are from all members, in order); confidence[q][m]: the answer's
-    confidence summary (eor.confidence), or None where unknown (no conf features when none is known).
+    confidence summary (eor.core.confidence), or None where unknown (no conf features when none is known).
     """
     blocks = candidate_blocks(tensor, answers, passages, questions, metrics, confidence)
     return blocks.features(range(blocks.members), members, member_index)

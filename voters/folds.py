@@ -1,5 +1,5 @@
 """K disjoint folds of questions, seeded: what every cross-validation in eor splits by (voter candidates in
-eor.crossval, as a scikit-learn `PredefinedSplit`; the cascade's out-of-fold step scores in
+eor.learning.crossval, as a scikit-learn `PredefinedSplit`; the cascade's out-of-fold step scores in
 voters.cascade_fit)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import PredefinedSplit
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 
 
 def folds(n_questions: int, k: int, seed: int) -> list[np.ndarray]:

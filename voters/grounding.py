@@ -1,7 +1,7 @@
 """The grounding feature (beyond the paper): does a member's answer occur in its own retrieved passages?
 
 g_m = 1 when the normalised answer occurs as a whole-token span in the member's normalised passage text
-(eor.answers.contains, the paper's hallucination indicator of appendix B read the other way), else 0; an
+(eor.core.answers.contains, the paper's hallucination indicator of appendix B read the other way), else 0; an
 empty answer, or a member with no passages (e.g. ReFree), is ungrounded.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from eor.answers import contains
-from eor.errors import InputError
+from eor.core.answers import contains
+from eor.core.errors import InputError
 
 Passages = str | Sequence[str]
 

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 from voters.grounding import grounding_features
 from voters.pooling import POOLINGS, pooling_bound
 

@@ -1,5 +1,5 @@
 """Loading any voter from its weights file: the paper's `Voter`, the learned `AnswerSelector`, or a voter
-another package adds (`register_voter_kind`, or entry point group `eor.voters`: see eor.crossval); and
+another package adds (`register_voter_kind`, or entry point group `eor.voters`: see eor.learning.crossval); and
 `choose_voter`, the one place that decides between a weights file and uniform weights.
 
 Every weights file is a JSON document of one family (`voters.weights_file`); its `voter` field names the
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eor.errors import ConfigError
-from eor.registry import Registry
+from eor.core.errors import ConfigError
+from eor.core.registry import Registry
 from voters.cascade import Cascade
 from voters.protocol import check_voter_class
 from voters.right import RightModel
@@ -35,7 +35,7 @@ def _its_voter_class(name: str, candidate: Any) -> tuple[str, type]:
 
 
 #: voter classes by `kind`: eor's, those registered in Python, then the `voter_class` of each candidate that
-#: installed packages declare (entry point group `eor.voters`, eor.crossval)
+#: installed packages declare (entry point group `eor.voters`, eor.learning.crossval)
 VOTER_KINDS: Registry[type] = Registry(
     "voter kind",
     group="eor.voters",

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.errors import ConfigError, InputError
+from eor.core.errors import ConfigError, InputError
 from voters.scoring import VoteScorer, as_tensor, choose, mean_correctness
 
 log = logging.getLogger(__name__)

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from eor.errors import InputError
-from eor.registry import Registry
+from eor.core.errors import InputError
+from eor.core.registry import Registry
 
 PoolFunction = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
 POOLINGS: Registry[PoolFunction] = Registry("pooling")

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 import numpy as np
 
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 from voters.batch import Golds, Passages, VoteBatch
 from voters.estimator import VoterEstimator
 from voters.scoring import choose

@@ -13,7 +13,7 @@ is judged on is the same for every voter, computed from the scores and what the 
     refusal          the chosen answer declines ("sorry", "unknown", ...; voters.features)
     grounded         the chosen answer occurs in its member's own passages
     support          the share of voting members whose passages hold the chosen answer
-    conf:mean, conf:min, conf:margin       the reader's confidence in the chosen answer (eor.confidence):
+    conf:mean, conf:min, conf:margin       the reader's confidence in the chosen answer (eor.core.confidence):
                      mean and minimum token log-probability, the first token's margin
     conf:agreeing_best, conf:agreeing_mean the best and the mean of conf:mean over the members giving it
 
@@ -24,13 +24,13 @@ member because no earlier step was confident: those questions are harder than th
 fitted on every row and serves a group with fewer than MIN_GROUP rows.
 
 **Fitted out of fold** (`fit_right`). The rows are one per training question, each from a voter fitted on the
-other folds of a K-fold split (eor.calibration's `out_of_fold_evidence`): the shipped logistic is fitted on
-every row. The out-of-fold probabilities that abstention's thresholds are chosen on (eor.abstention) are
+other folds of a K-fold split (eor.learning.calibration's `out_of_fold_evidence`): the shipped logistic is fitted on
+every row. The out-of-fold probabilities that abstention's thresholds are chosen on (eor.pipeline.abstention) are
 cross-fitted on the same folds: a question's probability comes from a logistic fitted on the other folds' rows
 and from the voter fitted on the other folds, so neither saw the question itself (the other rows' evidence came
 from voters that did: the usual approximation of cross-fitting, as in cross-conformal prediction).
 
-`RightModel` is that fitted logistic with what it was fitted on, and the thresholds of eor.abstention; the
+`RightModel` is that fitted logistic with what it was fitted on, and the thresholds of eor.pipeline.abstention; the
 weights file stores it in `meta.probability` for every voter kind (`to_dict`, `from_voter`).
 """
 
@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from eor.answers import contains, normalize_answer
-from eor.errors import ConfigError, InputError
+from eor.core.answers import contains, normalize_answer
+from eor.core.errors import ConfigError, InputError
 from voters.batch import VoteBatch
 from voters.features import is_refusal
 from voters.scoring import choose
@@ -109,7 +109,7 @@ def evidence(
     pick: Sequence[int] | None = None,
 ) -> Evidence:
     """The evidence of each question's choice: decision scores (Q, M) over the members' `answers` (Q, M),
-    their `passages` (Q, M, texts) and the reader's `confidence` summaries (eor.confidence; None: unknown).
+    their `passages` (Q, M, texts) and the reader's `confidence` summaries (eor.core.confidence; None: unknown).
     Members with a score of −inf (dropped by their weight, or not run) are not in the vote. `pick`: the
     chosen positions when the voter chose otherwise than the argmax of `scores` (ties to the first)."""
     values = np.asarray(scores, dtype=float).reshape(len(answers), -1)
@@ -255,7 +255,7 @@ def apply_groups(groups: Mapping[str, Logistic], rows: Evidence) -> np.ndarray:
 @dataclass
 class RightModel:
     """A fitted P(right): a logistic per group, the correctness it predicts, how it was fitted, and the
-    abstention thresholds chosen on its out-of-fold probabilities (eor.abstention.RiskThreshold dicts)."""
+    abstention thresholds chosen on its out-of-fold probabilities (eor.pipeline.abstention.RiskThreshold dicts)."""
 
     correctness: str
     groups: dict[str, Logistic]

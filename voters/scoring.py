@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 from voters.pooling import POOLINGS, get_pooling, mean_pool
 
 #: per-metric mean poolings kept for this many recent active-member sets.

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 from voters import selector_file
 from voters.batch import Confidence, Golds, Passages, VoteBatch
 from voters.estimator import VoterEstimator
@@ -104,7 +104,7 @@ class AnswerSelector(VoterEstimator):
         confidence: Confidence | None = None,
     ) -> FeatureSet:
         """The features of a fitted selector's candidates; `member_index` places a subset of members among
-        all of them; `confidence[q][m]`: each answer's confidence summary (eor.confidence), used when the
+        all of them; `confidence[q][m]`: each answer's confidence summary (eor.core.confidence), used when the
         selector was fitted with it."""
         self._check_fitted()
         check_answers(answers)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 from voters.features import BASE_FEATURES, CONFIDENCE_FEATURES, PER_MEMBER, feature_names
 from voters.weights_file import header, member_order
 

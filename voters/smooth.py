@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 from voters.nelder_mead import (
     SearchResult,
     StepObjective,

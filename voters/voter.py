@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 from voters import voter_account
 from voters.batch import Answers, Golds, VoteBatch
 from voters.estimator import VoterEstimator

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 from voters.grounding import Passages, grounding_features
 from voters.nelder_mead import Weights
 from voters.pooling import POOLINGS

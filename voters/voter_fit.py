@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.errors import ConfigError
+from eor.core.errors import ConfigError
 from voters.nelder_mead import (
     Callback,
     SearchResult,

@@ -11,8 +11,8 @@ from typing import Any
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from eor.correctness import CORRECTNESS
-from eor.errors import ConfigError
+from eor.core.correctness import CORRECTNESS
+from eor.core.errors import ConfigError
 from voters.pooling import POOLINGS
 from voters.similarity import available_metrics
 
@@ -84,6 +84,6 @@ def check_pooling_name(pooling: str, *, search: bool = True) -> None:
 
 
 def check_correctness_name(name: str) -> None:
-    """ConfigError unless `name` is a registered correctness metric (eor.correctness), listing them."""
+    """ConfigError unless `name` is a registered correctness metric (eor.core.correctness), listing them."""
     if name not in CORRECTNESS:
         raise ConfigError(f"unknown correctness metric {name!r}; available: {', '.join(CORRECTNESS)}")

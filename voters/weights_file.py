@@ -14,8 +14,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from eor.atomic import write_text_atomically
-from eor.errors import ConfigError, InputError
+from eor.core.atomic import write_text_atomically
+from eor.core.errors import ConfigError, InputError
 
 FORMAT = "eor-voter-weights"
 FORMAT_VERSION = 1

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from eor.bench.report import build_report, write_report
+from eor.core.formatting import pct, ratio, small_data_warning
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
-from eor.formatting import pct, ratio, small_data_warning
 
 log = logging.getLogger(__name__)
 

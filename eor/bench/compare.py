@@ -16,8 +16,8 @@ from typing import Any
 from eor.bench.html import render_html
 from eor.bench.markdown import table
 from eor.bench.report import REPORT_FORMAT
-from eor.errors import InputError
-from eor.formatting import pct, ratio
+from eor.core.errors import InputError
+from eor.core.formatting import pct, ratio
 
 CHANGED = "*"
 

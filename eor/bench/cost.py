@@ -1,7 +1,7 @@
 """The cost side of a benchmark: what each member costs per question, what EoR's voter ran, the
 accuracy-versus-cost frontier of member subsets, and a cascade's operating points, from records alone.
 
-- `members`: each member's mean and 90th-percentile cost per question (eor.costs: recorded seconds, or
+- `members`: each member's mean and 90th-percentile cost per question (eor.runs.costs: recorded seconds, or
   token counts at the reader's rates where the records hold them: the rates of the voter's training records
   when its weights file states them, else fitted on these records; `rates_from` says which) and its accuracy;
 - `pool_seconds`: running every member; `eor_seconds` (mean and p90) and `members_run`: what EoR's voter
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from eor.answering import runs_in_steps
-from eor.costs import member_costs, trained_rates
-from eor.errors import InputError
-from eor.run_data import RunData
+from eor.core.errors import InputError
+from eor.pipeline.answering import runs_in_steps
+from eor.runs.costs import member_costs, trained_rates
+from eor.runs.run_data import RunData
 from voters.batch import VoteBatch
 from voters.cascade_fit import SelectorSettings, StepScores
 from voters.features import candidate_blocks

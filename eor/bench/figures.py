@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from eor.bench.heatmaps import as_array, heatmap, heatmap_size
-from eor.costs import describe_rates
-from eor.plotting import label_apart, plain_log_axis, pyplot
+from eor.core.plotting import label_apart, plain_log_axis, pyplot
+from eor.runs.costs import describe_rates
 
 DPI = 120
 ERROR_TITLES = {

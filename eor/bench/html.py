@@ -12,7 +12,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 
 IMAGE_TYPES = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
 

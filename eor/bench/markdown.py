@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from eor.bench.figures import metric_label
-from eor.costs import describe_rates, unit_label
-from eor.formatting import DASH, pct, ratio
+from eor.core.formatting import DASH, pct, ratio
+from eor.runs.costs import describe_rates, unit_label
 
 
 def with_ci(figures: dict[str, Any], measure: str) -> str:

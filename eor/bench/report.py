@@ -44,7 +44,6 @@ from typing import Any
 
 import numpy as np
 
-from eor.atomic import write_text_atomically
 from eor.bench import selective
 from eor.bench.cost import cost_section
 from eor.bench.data import RunData, load_run
@@ -53,8 +52,10 @@ from eor.bench.html import report_html
 from eor.bench.markdown import render_markdown
 from eor.bench.stats import CONFIDENCE, DEFAULT_RESAMPLES, Bootstrap, paired_test
 from eor.bench.voting import Vote, vote
-from eor.correctness import CORRECTNESS, correctness_matrix
-from eor.errors import InputError
+from eor.core.atomic import write_text_atomically
+from eor.core.correctness import CORRECTNESS, correctness_matrix
+from eor.core.errors import InputError
+from eor.core.json_ready import json_ready
 from eor.evaluation.error_breakdown import (
     ERROR_TYPES,
     MAX_ANSWER_WORDS,
@@ -65,8 +66,7 @@ from eor.evaluation.error_breakdown import (
 )
 from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against, rwr_matrix
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, upper_bound_by_pool_size
-from eor.json_ready import json_ready
-from eor.run_folder import recorded_config, recorded_pool
+from eor.runs.run_folder import recorded_config, recorded_pool
 from voters.right import RightModel
 
 REPORT_FORMAT = "eor-bench-report"

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 
 BINS = 10
 COVERAGES = (0.5, 0.8, 1.0)

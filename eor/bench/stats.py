@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 
 DEFAULT_RESAMPLES = 1000
 CONFIDENCE = 0.95

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from eor.answering import runs_in_steps
 from eor.bench.data import RunData
-from eor.errors import ConfigError, InputError
+from eor.core.errors import ConfigError, InputError
+from eor.pipeline.answering import runs_in_steps
 from voters.batch import VoteBatch
 from voters.loading import choose_voter
 from voters.right import RightModel, choice_evidence

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from eor import __version__
 from eor.cli import answer, evaluate, learn, retrieve, runs, start
-from eor.errors import EorError, InputError
+from eor.core.errors import EorError, InputError
 
 #: the order of `eor --help`
 COMMANDS = (

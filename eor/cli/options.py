@@ -8,9 +8,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from eor.config import default_config_path
-from eor.generation_cache import GenerationCache, default_cache_path
-from eor.members import member_list
+from eor.core.config import default_config_path
+from eor.pipeline.members import member_list
+from eor.runs.generation_cache import GenerationCache, default_cache_path
 
 #: what `add_parser` is called on: the sub-commands of `eor` or of a command group
 Commands = argparse._SubParsersAction
@@ -139,7 +139,7 @@ def executor_options(parser: argparse.ArgumentParser) -> None:
 
 
 def executor_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """What `executor_options` resolve to: the arguments of `eor.executor.build_executor`, which the handlers
+    """What `executor_options` resolve to: the arguments of `eor.pipeline.executor.build_executor`, which the handlers
     call (it loads the reader backends, so the parsers do not import it)."""
     return {
         "kind": args.executor,

@@ -18,10 +18,10 @@ import time
 from typing import Any
 
 from eor.cli.options import Commands, positive_int
-from eor.config import default_config_path, load_config
-from eor.data import check_question, load_questions
-from eor.errors import InputError
-from eor.members import member_list, source_pool
+from eor.core.config import default_config_path, load_config
+from eor.core.data import check_question, load_questions
+from eor.core.errors import InputError
+from eor.pipeline.members import member_list, source_pool
 from retrievers import notation
 
 NEEDS_READER = ("parametric",)

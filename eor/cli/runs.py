@@ -18,7 +18,7 @@ from eor.cli.options import (
     positive_int,
     weights_option,
 )
-from eor.run_folder import pack_records, unpack_records
+from eor.runs.run_folder import pack_records, unpack_records
 
 
 def add_run(commands: Commands) -> None:

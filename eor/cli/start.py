@@ -8,9 +8,9 @@ import argparse
 from pathlib import Path
 
 from eor.cli.options import Commands, limit_option, out_option
-from eor.importers import read_passages, read_questions, write_jsonl
-from eor.models import PACKAGED_MODELS
-from eor.starter import init_folder
+from eor.commands.importers import read_passages, read_questions, write_jsonl
+from eor.commands.starter import init_folder
+from eor.core.models import PACKAGED_MODELS
 
 
 def cmd_init(args: argparse.Namespace) -> int:

@@ -26,8 +26,8 @@ from eor.erag.metrics import (
     score_questions,
 )
 from eor.erag.utility import UtilityResult, evaluate_utility, utility
-from eor.generation_cache import GenerationCache
-from eor.stages.generation import GenerationStats
+from eor.pipeline.stages.generation import GenerationStats
+from eor.runs.generation_cache import GenerationCache
 
 __all__ = [
     "RETRIEVAL_METRICS",

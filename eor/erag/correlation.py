@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 
 _CHUNK = 1024
 

@@ -48,11 +48,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from eor.config import ReaderConfig, from_dict
-from eor.errors import EorError, InputError
+from eor.core.config import ReaderConfig, from_dict
+from eor.core.errors import EorError, InputError
+from eor.pipeline.stages.generation import GenerationStage
 from eor.readers import build_reader, resolve_backend
 from eor.readers.base import capable
-from eor.stages.generation import GenerationStage
 
 CONFIGURATIONS = ("e2e", "erag-query", "erag-document")
 DESCRIPTIONS = {

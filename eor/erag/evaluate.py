@@ -23,22 +23,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eor.correctness import CORRECTNESS, score_answer
+from eor.core.correctness import CORRECTNESS, score_answer
+from eor.core.errors import InputError
+from eor.core.json_ready import json_ready
+from eor.core.prompts import PromptTemplates
 from eor.erag.correlation import correlate
 from eor.erag.generation import Generator, Progress, Request, as_cache, generate_on, make_generator
 from eor.erag.metrics import MetricSpec, check_labels, default_metrics, mean_scores, parse_metrics, score
-from eor.errors import InputError
-from eor.generation_cache import GenerationCache
-from eor.json_ready import json_ready
-from eor.prompts import PromptTemplates
-from eor.stages.generation import GenerationStage, GenerationStats
+from eor.pipeline.stages.generation import GenerationStage, GenerationStats
+from eor.runs.generation_cache import GenerationCache
 
 DownstreamMetric = Callable[[str, Sequence[str]], float]
 
 
 def get_downstream_metric(metric: str | DownstreamMetric) -> DownstreamMetric:
     """A downstream metric `(prediction, golds) -> float`: a function, or a correctness metric's name in
-    eor.correctness (em, f1, contains, ...), scored as the best over the gold answers (SQuAD normalisation)."""
+    eor.core.correctness (em, f1, contains, ...), scored as the best over the gold answers (SQuAD normalisation)."""
     if callable(metric):
         return metric
     if metric not in CORRECTNESS:
@@ -220,7 +220,7 @@ def evaluate(
         only the first `k` are used when `k` is given.
     expected_outputs: question id -> gold answers (a bare string is one gold answer).
     text_generator: an eor Reader or a reference-style callable (see eor.erag.generation).
-    downstream_metric: `(prediction, golds) -> float` in [0, 1], or a correctness metric's name (eor.correctness).
+    downstream_metric: `(prediction, golds) -> float` in [0, 1], or a correctness metric's name (eor.core.correctness).
     retrieval_metrics: names such as `NDCG@10` (or a comma-separated string); default P, R, MAP, MRR,
         NDCG and Hit at `k` (over the whole list when `k` is None).
     questions: question id -> question text; without it the ids are the question texts (the reference's
@@ -228,7 +228,7 @@ def evaluate(
     provenance: question id -> gold passage ids, for the provenance baseline (every id needs an entry).
     containment: compute the answer-containment baseline.
     end_to_end: also run the reader with all documents of each question, giving `e2e` and correlations.
-    cache: a GenerationCache (eor.generation_cache), or the path of its SQLite file; default a fresh
+    cache: a GenerationCache (eor.runs.generation_cache), or the path of its SQLite file; default a fresh
         in-memory cache. Both phases share it, so an end-to-end request that equals an eRAG one (a
         one-document list) is a cache hit. A reader without an identity is not cached (see
         eor.erag.generation); a GenerationStage given as `text_generator` brings its own cache.

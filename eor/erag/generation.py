@@ -1,5 +1,5 @@
 """Generation for eRAG and utility: requests (a question text with the passages given to the reader) become
-prompts, and every prompt goes through the generation stage (eor.stages.generation), the one way into the
+prompts, and every prompt goes through the generation stage (eor.pipeline.stages.generation), the one way into the
 reader that the ensemble's answers, PK and @CP use too. So there is one cache path, one stats type and one
 identity rule: the stage de-duplicates the prompts, reads back what the `GenerationCache` (eor's one
 generation cache: in memory, or the SQLite file that every eor command shares) holds, sends the rest to the
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eor.errors import InputError, ReaderError
-from eor.generation_cache import GenerationCache
-from eor.prompts import PromptTemplates, clean_answer
-from eor.stages.generation import GenerationStage, GenerationStats, metering
+from eor.core.errors import InputError, ReaderError
+from eor.core.prompts import PromptTemplates, clean_answer
+from eor.pipeline.stages.generation import GenerationStage, GenerationStats, metering
+from eor.runs.generation_cache import GenerationCache
 
 TextGenerator = Callable[[dict[str, list[str]]], Mapping[str, str]]
 Progress = Callable[[str, int], Any]

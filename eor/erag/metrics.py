@@ -36,8 +36,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from eor.errors import InputError
-from eor.registry import Registry
+from eor.core.errors import InputError
+from eor.core.registry import Registry
 
 MetricFunction = Callable[[Sequence[float], int | None, Sequence[float]], float]
 """(labels in rank order, cutoff or None for the whole list, judged labels) -> value."""

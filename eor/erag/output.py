@@ -11,10 +11,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from eor.atomic import write_text_atomically
+from eor.core.atomic import write_text_atomically
+from eor.core.json_ready import json_ready
 from eor.erag.plots import plot_erag, plot_utility
 from eor.erag.report import erag_markdown, utility_markdown
-from eor.json_ready import json_ready
 
 
 def write_json(path: Path, data: Any) -> None:

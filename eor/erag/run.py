@@ -6,7 +6,7 @@ sources, same prompt templates), retrieve the top k for every question, and hand
 SQLite file that `eor run`, `ask` and `serve` share; `--cache FILE` names another), so an interrupted run
 resumes where it stopped, a re-run with other cutoffs only generates what is new, and prompts that `eor run`
 already generated with the same reader are read back. Every generation, PK's and @CP's during retrieval and
-the labels' and end-to-end answers after it, goes through one generation stage (eor.stages.generation) over
+the labels' and end-to-end answers after it, goes through one generation stage (eor.pipeline.stages.generation) over
 the config's reader, built here once. With `--no-cache` the cache lives in memory for the run only.
 Outputs (eor.erag.output): JSON (the full result), Markdown (tables) and a PNG figure.
 """
@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eor.config import EnsembleConfig, load_config
-from eor.correctness import CORRECTNESS
-from eor.data import Question, load_questions
+from eor.core.config import EnsembleConfig, load_config
+from eor.core.correctness import CORRECTNESS
+from eor.core.data import Question, load_questions
+from eor.core.errors import InputError, RetrieverError
+from eor.core.prompts import templates_for
 from eor.erag.correlation import correlate
 from eor.erag.cost import measure_costs
 from eor.erag.evaluate import as_passage, evaluate, get_downstream_metric
@@ -29,13 +31,11 @@ from eor.erag.generation import Request, generate, make_generator
 from eor.erag.metrics import MetricSpec, parse_metric, score
 from eor.erag.output import write_erag, write_utility
 from eor.erag.utility import evaluate_utility
-from eor.errors import InputError, RetrieverError
-from eor.executor import LOCAL, Executor
-from eor.generation_cache import CacheSetting, GenerationCache, open_cache
-from eor.members import source_pool
-from eor.prompts import templates_for
-from eor.run_folder import RunFolder
-from eor.stages.generation import GenerationStage
+from eor.pipeline.executor import LOCAL, Executor
+from eor.pipeline.members import source_pool
+from eor.pipeline.stages.generation import GenerationStage
+from eor.runs.generation_cache import CacheSetting, GenerationCache, open_cache
+from eor.runs.run_folder import RunFolder
 from retrievers import notation
 from retrievers.registry import DEFAULT_SOURCES
 from voters.similarity import build_metric
@@ -99,7 +99,7 @@ def prepare(
 ) -> Setup:
     """Load config and questions, check the member, open the generation cache, build reader and retriever,
     retrieve `depth` per question (PK and @CP generate through the cache, as in the ensemble). The reader
-    is built here, or on Ray's reader workers (`executor`, eor.executor)."""
+    is built here, or on Ray's reader workers (`executor`, eor.pipeline.executor)."""
 
     config = load_config(config_path)
     questions = load_questions(data, limit=limit)
@@ -167,7 +167,7 @@ def run_erag(
     executor: Executor = LOCAL,
 ) -> str:
     """Run eRAG for one member; writes erag.json, erag.md, erag.png; returns a short text summary.
-    `cache`: the generation cache (eor.generation_cache): True, the shared default file; a file path; False or
+    `cache`: the generation cache (eor.runs.generation_cache): True, the shared default file; a file path; False or
     None, in memory for this run only. `batch_size`: questions per reader call (default: the config's)."""
 
     chosen = _check_erag_options(k, metric, cutoffs, cost_questions, batch_size)

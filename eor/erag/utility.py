@@ -34,15 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eor.core.errors import InputError
+from eor.core.json_ready import json_ready
+from eor.core.prompts import PromptTemplates
 from eor.erag.correlation import correlate
 from eor.erag.evaluate import Passage, as_passage
 from eor.erag.generation import Generator, Progress, Request, as_cache, generate, make_generator
 from eor.erag.metrics import MetricSpec
-from eor.errors import InputError
-from eor.generation_cache import GenerationCache
-from eor.json_ready import json_ready
-from eor.prompts import PromptTemplates
-from eor.stages.generation import GenerationStats
+from eor.pipeline.stages.generation import GenerationStats
+from eor.runs.generation_cache import GenerationCache
 
 DEFAULT_KS = (1, 2, 5, 10)
 ORDERS = ("ordered", "reversed")

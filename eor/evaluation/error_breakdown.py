@@ -8,7 +8,7 @@ Per member m and question n, from the member's answer, its retrieved text and th
 - extraction error  E_e = (1 − E_r)(1 − E_h)(1 − A);
 - lucky guess       E_luck = E_r · E_h · A.
 
-"Contained" is appendix B's normalised exact match: the normalised piece (eor.answers.normalize_answer)
+"Contained" is appendix B's normalised exact match: the normalised piece (eor.core.answers.normalize_answer)
 occurs in the normalised text as a whole-token span. A piece that normalises to nothing (an empty answer,
 "The") is contained nowhere, so an empty answer counts as a hallucination.
 
@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from eor.answers import best_over_golds, exact_match, normalize_answer
-from eor.errors import InputError
+from eor.core.answers import best_over_golds, exact_match, normalize_answer
+from eor.core.errors import InputError
+from eor.core.json_ready import json_ready
 from eor.evaluation.inconsistency import as_indicator_matrix
-from eor.json_ready import json_ready
 
 ERROR_TYPES: tuple[str, ...] = ("retriever_error", "hallucination", "extraction_error", "lucky_guess")
 MAX_ANSWER_WORDS = 5

@@ -7,7 +7,7 @@
     MRLR(i)   = mean_{j≠i} RWR(j, i)                                  (eq. 3)
 
 RWR(i, j) is the share of r_j's failures that r_i answers correctly. A ratio whose denominator is zero (r_j
-is never wrong) is undefined and reported as NaN, never as 0; `eor.json_ready` turns NaN into JSON null. The
+is never wrong) is undefined and reported as NaN, never as 0; `eor.core.json_ready` turns NaN into JSON null. The
 means skip undefined entries and are NaN when every entry is undefined (or there is no other member).
 
 The diagonal is what eq. 1 gives: RWR(i, i) = Σ I^i(1 − I^i) / Σ (1 − I^i), which is 0 for 0/1 indicators
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 
 
 def as_indicator_matrix(values: Any, name: str = "correct") -> np.ndarray:

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from eor.errors import InputError
+from eor.core.errors import InputError
+from eor.core.json_ready import json_ready
 from eor.evaluation.inconsistency import as_indicator_matrix
-from eor.json_ready import json_ready
 
 DEFAULT_MAX_SUBSETS = 1000
 

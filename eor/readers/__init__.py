@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from eor.config import ReaderConfig
-from eor.errors import ConfigError
-from eor.models import is_gguf, resolve_model
+from eor.core.config import ReaderConfig
+from eor.core.errors import ConfigError
+from eor.core.models import is_gguf, resolve_model
+from eor.core.registry import Registry
 from eor.readers.base import BatchedReader, Reader
 from eor.readers.hf import TransformersReader
 from eor.readers.llamacpp import LlamaCppReader
 from eor.readers.openai_compat import OpenAIReader
-from eor.registry import Registry
 
 
 def _llamacpp(config: ReaderConfig) -> Reader:
@@ -71,7 +71,7 @@ READERS.register("openai", _openai)
 
 def reader_backends() -> dict[str, ReaderFactory]:
     """Every reader backend: eor's, and those of installed packages (entry point group `eor.readers`, each a
-    factory `(ReaderConfig) -> Reader`; eor.plugins)."""
+    factory `(ReaderConfig) -> Reader`; eor.core.plugins)."""
     return dict(READERS.items())
 
 
@@ -88,7 +88,7 @@ def resolve_backend(config: ReaderConfig) -> str:
 def check_backend(config: ReaderConfig, backend: str) -> None:
     """ConfigError unless `backend` is registered and the config sets no option of another backend (an
     option for another backend is an error, not ignored). `build_reader` checks the backend it resolved;
-    eor.validation checks one the config names outright, before anything loads."""
+    eor.pipeline.validation checks one the config names outright, before anything loads."""
     if backend not in READERS:
         raise ConfigError(f"reader.backend: unknown reader backend {backend!r}; valid: auto, {', '.join(READERS)}")
     config.check_sections(backend)

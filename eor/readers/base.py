@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from eor.confidence import Confidence
-from eor.errors import InputError, ReaderError
+from eor.core.confidence import Confidence
+from eor.core.errors import InputError, ReaderError
 
 
 @runtime_checkable
@@ -20,7 +20,7 @@ class Reader(Protocol):
 
     A reader may also have `identity`: a string that changes whenever its outputs for a prompt could change
     (backend, model file hash, settings that affect outputs). Only readers with an identity are cached in
-    the generation cache (eor.generation_cache); a reader without one is always asked.
+    the generation cache (eor.runs.generation_cache); a reader without one is always asked.
 
     What a reader can do is declared in attributes (`capable` reads them; a reader that does not declare
     one has the default of CAPABILITIES):
@@ -30,7 +30,7 @@ class Reader(Protocol):
       server answers waiting questions together (llama.cpp runs prompts one by one: False);
     - `counts_tokens` (False): `count_tokens(text)` gives the prompt tokens by the reader's own tokenizer;
     - `confidence` (False): its completions carry the log-probability of each generated token
-      (`Generated.confidence`, eor.confidence), read where the backend computed them to decode.
+      (`Generated.confidence`, eor.core.confidence), read where the backend computed them to decode.
     """
 
     name: str

@@ -5,7 +5,7 @@ never more than `concurrency` at once per endpoint. An endpoint that refuses a c
 answers 502/503/504 is marked down: no request goes to it until a health check (`GET {base_url}/models`,
 in the background) answers again, tried after a cool-down that doubles on every failed check (up to
 `max_cooldown`). The request
-that met the failure is retried by the caller's retry policy (eor.retry), on another endpoint. When every
+that met the failure is retried by the caller's retry policy (eor.core.retry), on another endpoint. When every
 endpoint is down, a request waits for the first one back, at most `max_wait` seconds. A single endpoint is
 never marked down: there is no other to send to, and the retry policy alone decides.
 """
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eor.errors import ConfigError, ReaderError
+from eor.core.errors import ConfigError, ReaderError
 
 log = logging.getLogger(__name__)
 

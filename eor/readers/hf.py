@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eor.confidence import Confidence, StepRecorder
-from eor.models import file_sha256
+from eor.core.confidence import Confidence, StepRecorder
+from eor.core.models import file_sha256
 from eor.readers.base import BatchedReader, Generated
 
 

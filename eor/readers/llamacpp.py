@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eor.cache_policy import memo
-from eor.confidence import StepRecorder
-from eor.errors import ConfigError, ContextOverflowError, ReaderError
-from eor.models import file_sha256
+from eor.core.cache_policy import memo
+from eor.core.confidence import StepRecorder
+from eor.core.errors import ConfigError, ContextOverflowError, ReaderError
+from eor.core.models import file_sha256
 from eor.readers.base import BatchedReader, Generated
 from eor.readers.llamacpp_batch import MultiSequenceDecoder
 
@@ -99,7 +99,7 @@ def _chunk_aligned_llama() -> type:
             self.previous_prompt: list[int] = []
             self.reused_tokens = 0
             self.prompt_logits: np.ndarray | None = None
-            self.recorder: Any = None  # an eor.confidence.StepRecorder while a generation's confidence is kept
+            self.recorder: Any = None  # an eor.core.confidence.StepRecorder while a generation's confidence is kept
             self._keep_logits = False
             self._dry_run = False
 
@@ -226,7 +226,7 @@ class LlamaCppReader(BatchedReader):
 
     @property
     def identity(self) -> str:
-        """Backend, model file and its sha256 (memoised, see eor.models.file_sha256), context size, the
+        """Backend, model file and its sha256 (memoised, see eor.core.models.file_sha256), context size, the
         llama-cpp-python version and the chunk size U of prefix reuse (absent for the always-fresh path, whose
         identity is unchanged). Not the thread count (each dot product is summed by one thread) nor the seed
         (decoding is greedy). U stays: with U = 64 or 128 the logits equal those of the fresh path byte for
@@ -246,7 +246,7 @@ class LlamaCppReader(BatchedReader):
 
     def chat_tokens(self, prompt: str) -> list[int]:
         """The tokens the reader evaluates for `prompt` (the one-message chat it answers), without evaluating
-        them: what replays of prefix reuse compare (eor.costs)."""
+        them: what replays of prefix reuse compare (eor.runs.costs)."""
         return self._llm.chat_tokens(prompt)
 
     def count_tokens(self, text: str) -> int:

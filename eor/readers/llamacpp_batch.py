@@ -19,7 +19,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from eor.errors import ContextOverflowError, ReaderError
+from eor.core.errors import ContextOverflowError, ReaderError
 
 
 @dataclass

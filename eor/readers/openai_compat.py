@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from eor.confidence import Confidence
-from eor.errors import ContextOverflowError, MissingSecretError, ReaderError
+from eor.core.confidence import Confidence
+from eor.core.errors import ContextOverflowError, MissingSecretError, ReaderError
+from eor.core.retry import RETRY_STATUSES, RetryPolicy, call_with_retries
 from eor.readers.base import BatchedReader, Generated
 from eor.readers.endpoints import EndpointPool
-from eor.retry import RETRY_STATUSES, RetryPolicy, call_with_retries
 
 OPENAI_URL = "https://api.openai.com/v1"
 
@@ -26,7 +26,7 @@ class OpenAIReader(BatchedReader):
     healthy one, at most `concurrency` at once per replica, and a replica that stops answering is left out
     until its health check answers again (eor.readers.endpoints).
 
-    A request is retried (eor.retry, `retries`: attempts or a policy mapping) on refused connections,
+    A request is retried (eor.core.retry, `retries`: attempts or a policy mapping) on refused connections,
     timeouts, 429 (as long as `Retry-After` asks) and 500/502/503/504, on another replica when there is
     one; after the last try the prompt fails with the project's ReaderError, which costs only that prompt's
     member (the generation stage's policy)."""
@@ -68,7 +68,7 @@ class OpenAIReader(BatchedReader):
         self.default_max_tokens = max_tokens
         self.seed = seed
         self.retries = RetryPolicy() if retries is None else RetryPolicy.of(retries)
-        # The client's own retries are off: eor.retry's policy (attempts, deadline, Retry-After) is the one.
+        # The client's own retries are off: eor.core.retry's policy (attempts, deadline, Retry-After) is the one.
         self.endpoints = EndpointPool(
             urls,
             lambda url: openai.OpenAI(base_url=url, api_key=api_key, timeout=timeout, max_retries=0),

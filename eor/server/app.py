@@ -22,11 +22,12 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 import eor
-from eor.config import EnsembleConfig
-from eor.data import Question, make_question
-from eor.ensemble import Ensemble
-from eor.errors import InputError
-from eor.json_ready import json_ready
+from eor.core.config import EnsembleConfig
+from eor.core.data import Question, make_question
+from eor.core.errors import InputError
+from eor.core.json_ready import json_ready
+from eor.pipeline.ensemble import Ensemble
+from eor.pipeline.validation import validate
 from eor.server.errors import ApiError, BodyLimit, install_error_handlers
 from eor.server.explorer import add_explorer
 from eor.server.schemas import (
@@ -41,7 +42,6 @@ from eor.server.schemas import (
 )
 from eor.server.settings import ServerSettings
 from eor.server.worker import READY, Answered, EnsembleWorker
-from eor.validation import validate
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def create_app(
 
 
 def _default_loader(config: EnsembleConfig) -> Callable[[], Any]:
-    """`Ensemble(config)`, built on the worker thread; the config is checked now (eor.validation), so a
+    """`Ensemble(config)`, built on the worker thread; the config is checked now (eor.pipeline.validation), so a
     mistake fails `create_app` rather than every request."""
     validate(config)
 
@@ -251,7 +251,8 @@ def _usage(result: Any) -> dict[str, Any] | None:
 
 
 def _content(result: Any) -> str:
-    """The assistant's message: the answer, or "I don't know." where eor abstained (`eor.abstention` says why)."""
+    """The assistant's message: the answer, or "I don't know." where eor abstained (`eor.pipeline.abstention`
+    says why)."""
     return "I don't know." if result.abstained else result.answer
 
 

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from eor.errors import (
+from eor.core.errors import (
     ConfigError,
     EorError,
     InputError,

@@ -12,13 +12,13 @@ from typing import Any
 
 import uvicorn
 
-from eor.config import load_config
-from eor.ensemble import Ensemble, config_voter
-from eor.errors import ConfigError, EorError
-from eor.generation_cache import CacheSetting, open_cache
+from eor.core.config import load_config
+from eor.core.errors import ConfigError, EorError
+from eor.pipeline.ensemble import Ensemble, config_voter
+from eor.pipeline.validation import validate
+from eor.runs.generation_cache import CacheSetting, open_cache
 from eor.server.app import create_app
 from eor.server.settings import ServerSettings
-from eor.validation import validate
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eor.data import MAX_QUESTION_CHARS
+from eor.core.data import MAX_QUESTION_CHARS
 
 #: most member names a request can list (the server's own limit, `max_members`, may be lower).
 MAX_MEMBER_NAMES = 64

@@ -7,8 +7,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eor.data import MAX_QUESTION_CHARS
-from eor.errors import ConfigError, MissingSecretError
+from eor.core.data import MAX_QUESTION_CHARS
+from eor.core.errors import ConfigError, MissingSecretError
 
 LOOPBACK = "127.0.0.1"
 
@@ -20,7 +20,7 @@ class ServerSettings:
     host, port: where to listen (loopback unless told otherwise).
     api_key: when set, every /v1 request needs `Authorization: Bearer <api_key>`.
     max_body_bytes: larger request bodies get 413.
-    max_question_chars: longer questions get 422 (at most eor.data.MAX_QUESTION_CHARS).
+    max_question_chars: longer questions get 422 (at most eor.core.data.MAX_QUESTION_CHARS).
     max_members: most members one request may name (None: as many as the pool has).
     member_timeout: seconds per question a member's retrieval may take before it is left out of the vote
         (None: no limit).
@@ -32,7 +32,7 @@ class ServerSettings:
     shutdown_grace: on SIGTERM, seconds the accepted questions have to be answered: each queued question
         whose measured answer time still fits is answered, the others get 503 with Retry-After (none is
         cancelled); the default fits Kubernetes' 30 s termination grace period.
-    lazy: run members cheapest first and stop once the rest cannot change the answer (eor.ensemble); False
+    lazy: run members cheapest first and stop once the rest cannot change the answer (eor.pipeline.ensemble); False
         runs every member.
     reports: a folder whose benchmark reports (every folder under it with a report.md) the page lists.
     allow_unauthenticated: serve an address other than the loopback without an API key (refused otherwise).

@@ -18,8 +18,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from eor.data import Question
-from eor.errors import EorError
+from eor.core.data import Question
+from eor.core.errors import EorError
 from eor.readers.base import capable
 from eor.server.settings import ServerSettings
 

@@ -1,4 +1,4 @@
-"""The search-backend registry (eor.registry): the `backend:` of a web source names one. eor's own, Serper
+"""The search-backend registry (eor.core.registry): the `backend:` of a web source names one. eor's own, Serper
 (the paper's Google search) and SearXNG, are registered here; other code adds one with `search_backend`."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from eor.errors import ConfigError
-from eor.registry import Registry
+from eor.core.errors import ConfigError
+from eor.core.registry import Registry
 from retrievers.web.search import BackendFactory, SearchBackend
 from retrievers.web.searxng import SearxngBackend
 from retrievers.web.serper import SerperBackend

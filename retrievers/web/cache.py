@@ -7,7 +7,7 @@ under one policy is not served under another.  Failed fetches are stored too (a 
 pages).  Files hold no secrets: identities exclude API keys.  `refresh=True` ignores what was on disk
 before this cache object was made (entries it writes itself are reused, so sources sharing it fetch once).
 
-Bounded as every cache is (eor.cache_policy): an entry's bytes are its file's size, and its last use (read
+Bounded as every cache is (eor.core.cache_policy): an entry's bytes are its file's size, and its last use (read
 or write) is its file's modification time (a read touches the file).  The files are scanned at this object's
 first write, and their total then grows with its writes; once that total passes `max_bytes` (else
 `EOR_CACHE_MAX_BYTES`, else 4 GB), a new scan (other processes' writes included) decides, and the least
@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eor.atomic import write_text_atomically
-from eor.cache_policy import CacheReport, least_recently_used, size_bound
-from eor.models import cache_dir
+from eor.core.atomic import write_text_atomically
+from eor.core.cache_policy import CacheReport, least_recently_used, size_bound
+from eor.core.models import cache_dir
 
 logger = logging.getLogger(__name__)
 

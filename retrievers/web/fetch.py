@@ -16,8 +16,8 @@ from functools import partial
 from typing import Any, TypeVar, overload
 from urllib.parse import urljoin
 
-from eor.errors import RetrieverError
-from eor.retry import RetryPolicy, send_with_retries
+from eor.core.errors import RetrieverError
+from eor.core.retry import RetryPolicy, send_with_retries
 from retrievers.web.guard import UrlGuard
 
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
@@ -60,7 +60,7 @@ class PageFetcher:
         user_agent: str = DEFAULT_USER_AGENT,
         retries: Any = None,
     ) -> None:
-        """retries: attempts per hop, or an eor.retry.RetryPolicy mapping (default 3 attempts, 60 s)."""
+        """retries: attempts per hop, or an eor.core.retry.RetryPolicy mapping (default 3 attempts, 60 s)."""
         self.guard = guard
         self.retries = RetryPolicy.of(retries if retries is not None else RetryPolicy())
         self.timeout = float(timeout)

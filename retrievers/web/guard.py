@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from eor.errors import RetrieverError
+from eor.core.errors import RetrieverError
 
 ALLOWED_SCHEMES = ("http", "https")
 

@@ -12,7 +12,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from eor.errors import RetrieverError
+from eor.core.errors import RetrieverError
 from retrievers.base import SourceRetriever
 from retrievers.web.backends import make_backend
 from retrievers.web.cache import WebCache
@@ -63,7 +63,7 @@ class WebSearchRetriever(SourceRetriever):
     search_options: dict[str, Any] = Field(default_factory=dict)
     num_results: int = Field(10, gt=0)
     search_timeout: float = Field(15.0, gt=0)
-    retries: Any = None  # attempts (int) or {attempts, base_delay, max_delay, deadline}; see eor.retry
+    retries: Any = None  # attempts (int) or {attempts, base_delay, max_delay, deadline}; see eor.core.retry
     mode: Mode = "top4"
     pages: int | None = Field(None, gt=0)
     words_per_page: int | None = Field(None, gt=0)

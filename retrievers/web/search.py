@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from eor.errors import MissingSecretError, RetrieverError
+from eor.core.errors import MissingSecretError, RetrieverError
 
 
 @dataclass(frozen=True)

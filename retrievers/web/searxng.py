@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eor.errors import ConfigError
-from eor.retry import RetryPolicy, send_with_retries
+from eor.core.errors import ConfigError
+from eor.core.retry import RetryPolicy, send_with_retries
 from retrievers.web.search import SearchHit, hits_from, json_response, request_failed
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8888"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eor.errors import ConfigError, RetrieverError
-from eor.retry import RetryPolicy, send_with_retries
+from eor.core.errors import ConfigError, RetrieverError
+from eor.core.retry import RetryPolicy, send_with_retries
 from retrievers.web.search import (
     SearchHit,
     hits_from,

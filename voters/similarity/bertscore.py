@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from eor.cache_policy import memo
-from eor.models import resolve_model
+from eor.core.cache_policy import memo
+from eor.core.models import resolve_model
 from voters.similarity.registry import SimilarityMetric, register_metric
 
 

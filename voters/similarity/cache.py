@@ -5,7 +5,7 @@ Rows are keyed by the metric's cache key (its name and score-changing parameters
 (symmetric metrics store one canonical order). Re-running a fit or a vote on the same answers reads the
 scores back instead of calling the model again. SQLite keeps concurrent writers from corrupting the file.
 
-Bounded as every cache is (eor.cache_policy): a score's bytes are those of its metric key and its pair, and
+Bounded as every cache is (eor.core.cache_policy): a score's bytes are those of its metric key and its pair, and
 after a write that takes the file past `max_bytes` (else `EOR_CACHE_MAX_BYTES`, else 4 GB) the least recently
 read or written scores are deleted. A file from before the bound (schema 0) is upgraded when opened; its
 scores count as used least recently.
@@ -19,8 +19,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from eor.cache_policy import BoundedTable, CacheReport, roll_back, size_bound
-from eor.models import cache_dir
+from eor.core.cache_policy import BoundedTable, CacheReport, roll_back, size_bound
+from eor.core.models import cache_dir
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from eor.errors import ConfigError
-from eor.models import load_sentence_encoder
+from eor.core.errors import ConfigError
+from eor.core.models import load_sentence_encoder
 from voters.similarity.registry import SimilarityMetric, register_metric
 
 NEGATIVE_MODES = ("clip", "shift")

@@ -1,4 +1,4 @@
-"""String similarities on normalised answers: exact match (`em`) and token F1 (`f1`), from eor.answers."""
+"""String similarities on normalised answers: exact match (`em`) and token F1 (`f1`), from eor.core.answers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from eor.answers import exact_match, token_f1
+from eor.core.answers import exact_match, token_f1
 from voters.similarity.registry import SimilarityMetric, register_metric
 
 

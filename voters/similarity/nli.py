@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from eor.cache_policy import memo
-from eor.errors import ConfigError
-from eor.models import resolve_model
+from eor.core.cache_policy import memo
+from eor.core.errors import ConfigError
+from eor.core.models import resolve_model
 from voters.similarity.registry import SimilarityMetric, register_metric
 
 COMBINATIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {

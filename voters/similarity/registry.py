@@ -1,4 +1,4 @@
-"""The similarity-metric registry (eor.registry): name -> factory, filled by the `register_metric` decorator
+"""The similarity-metric registry (eor.core.registry): name -> factory, filled by the `register_metric` decorator
 (eor's metrics register themselves in the modules of this package, which its `__init__` imports) and by
 installed packages (entry points `eor.metrics`).
 
@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from eor.errors import ConfigError
-from eor.registry import Registry
+from eor.core.errors import ConfigError
+from eor.core.registry import Registry
 
 
 class SimilarityMetric(ABC):

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.errors import InputError
+from eor.core.errors import InputError
 from voters.similarity.cache import PairScoreCache, as_cache
 from voters.similarity.registry import SimilarityMetric, build_metrics
 

@@ -6,9 +6,9 @@ import argparse
 import json
 
 from eor.cli.options import cache_setting, config_path, member_names
-from eor.data import check_question
-from eor.ensemble import Ensemble
-from eor.json_ready import json_ready
+from eor.core.data import check_question
+from eor.core.json_ready import json_ready
+from eor.pipeline.ensemble import Ensemble
 
 
 def cmd_ask(args: argparse.Namespace) -> int:

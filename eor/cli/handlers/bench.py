@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eor.atomic import write_text_atomically
 from eor.bench import bench, compare_reports
 from eor.bench.compare import compare_reports_html
-from eor.config import load_config
-from eor.correctness import CORRECTNESS
-from eor.correctness.bem import NAME as BEM
-from eor.correctness.bem import BemCorrectness
+from eor.core.atomic import write_text_atomically
+from eor.core.config import load_config
+from eor.core.correctness import CORRECTNESS
+from eor.core.correctness.bem import NAME as BEM
+from eor.core.correctness.bem import BemCorrectness
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

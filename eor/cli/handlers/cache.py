@@ -1,4 +1,4 @@
-"""What `eor cache stats` and `eor cache clear` do, over every persistent cache of eor.cache_policy (the
+"""What `eor cache stats` and `eor cache clear` do, over every persistent cache of eor.core.cache_policy (the
 pair-score cache lives in `voters`, whose import loads numpy)."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eor.cache_policy import CacheReport
-from eor.errors import InputError
-from eor.generation_cache import ENV_VARIABLE, GenerationCache, default_cache_path, format_stats
-from eor.models import hashes_dir, models_dir
+from eor.core.cache_policy import CacheReport
+from eor.core.errors import InputError
+from eor.core.models import hashes_dir, models_dir
+from eor.runs.generation_cache import ENV_VARIABLE, GenerationCache, default_cache_path, format_stats
 from retrievers.index_store import report as index_store_report
 from retrievers.web.cache import WebCache
 from voters.similarity.cache import PairScoreCache

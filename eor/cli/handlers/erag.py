@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eor.cli.options import cache_setting, config_path, executor_settings
 from eor.erag.run import parse_ints, run_erag, run_utility
-from eor.executor import build_executor
+from eor.pipeline.executor import build_executor
 
 
 def cmd_erag(args: argparse.Namespace) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eor.design_command import design
-from eor.train_command import TrainOptions, train
+from eor.commands.design_command import design
+from eor.commands.train_command import TrainOptions, train
 from voters.similarity import parse_metric_spec
 
 

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from eor.cli.options import cache_setting, config_path, executor_settings
-from eor.executor import build_executor
-from eor.runner import run
+from eor.commands.runner import run
+from eor.pipeline.executor import build_executor
 
 
 def cmd_run(args: argparse.Namespace) -> int:

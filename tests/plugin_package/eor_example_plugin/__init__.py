@@ -10,7 +10,7 @@ import numpy as np
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 
-from eor.crossval import Candidate
+from eor.learning.crossval import Candidate
 from retrievers.base import EorRetriever, SourceRetriever, passage
 from retrievers.operator_type import OperatorType
 from retrievers.operators import Applied

@@ -1,0 +1,115 @@
+"""What a benchmark will cost the reader: questions × (prompt and generated tokens per question) → reader
+seconds at a given throughput, and the wall time on a number of reader replicas (docs/scale.md).
+
+A pilot run (`eor run` on a few questions) gives everything measured on the user's own pool and hardware:
+its `generation.json` holds the prompt tokens the reader evaluated and the tokens it generated, with the
+seconds of each phase, and the run's wall seconds. Then, for Q questions on R replicas:
+
+    reader seconds = Q × (P / prompt_rate + G / generation_rate)      (eor.runs.costs.reader_seconds)
+    wall seconds   = reader seconds × overhead / R
+
+where P and G are the pilot's tokens per question, the rates are the pilot's (or those of the target
+hardware, e.g. a vLLM server's measured throughput) and `overhead` is the pilot's wall seconds over its reader
+seconds (retrieval, encoders, voting, loading: what is not the reader).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from eor.core.errors import InputError
+from eor.runs.costs import reader_seconds
+from eor.runs.run_folder import GENERATION_FILE, RunFolder
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """Per question: prompt tokens evaluated and tokens generated; the reader's rates (tokens/s); overhead."""
+
+    questions: int
+    prompt_tokens: float
+    generated_tokens: float
+    prompt_rate: float
+    generation_rate: float
+    overhead: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("questions", "prompt_rate", "generation_rate", "overhead"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or value <= 0:
+                raise InputError(f"the cost model needs a positive {name}, got {value!r}")
+
+    @classmethod
+    def from_run(cls, folder: str | Path) -> Pilot:
+        """The pilot of a run folder written by `eor run` (its records and generation.json)."""
+
+        run = RunFolder(Path(folder))
+        file = run.file(GENERATION_FILE)
+        if not file.is_file():
+            raise InputError(f"{file} not found: a pilot is a folder written by `eor run` (without --no-cache hits)")
+        stats = run.read_generation()
+        if stats.get("grew"):
+            raise InputError(
+                f"{file}: the latest `eor run` of this folder grew its records by new members, so its figures are "
+                "theirs alone: a pilot is the whole pool run on a few questions into a new folder"
+            )
+        questions = stats.get("questions") or len(run.read_records())
+        if not stats.get("prompt_seconds") or not stats.get("generation_seconds"):
+            raise InputError(f"{file}: the reader reported no token timings (llama.cpp reports them; read from cache?)")
+        reader_seconds = stats["prompt_seconds"] + stats["generation_seconds"]
+        return cls(
+            questions=questions,
+            prompt_tokens=stats["prompt_tokens"] / questions,
+            generated_tokens=stats["generated_tokens"] / questions,
+            prompt_rate=stats["prompt_tokens"] / stats["prompt_seconds"],
+            generation_rate=stats["generated_tokens"] / stats["generation_seconds"],
+            overhead=stats["wall_seconds"] / reader_seconds if stats.get("wall_seconds") else 1.0,
+        )
+
+
+def estimate(
+    pilot: Pilot,
+    questions: int,
+    *,
+    replicas: int = 1,
+    prompt_rate: float | None = None,
+    generation_rate: float | None = None,
+) -> dict[str, Any]:
+    """Reader seconds and wall seconds (and hours) for `questions` on `replicas`, at the pilot's rates or
+    those given."""
+    if questions < 1 or replicas < 1:
+        raise InputError("the estimate needs at least one question and one replica")
+    prompt_rate = prompt_rate or pilot.prompt_rate
+    generation_rate = generation_rate or pilot.generation_rate
+    rates = {"prompt": prompt_rate, "generated": generation_rate}
+    seconds = reader_seconds(questions * pilot.prompt_tokens, questions * pilot.generated_tokens, rates)
+    wall_seconds = seconds * pilot.overhead / replicas
+    return {
+        "questions": questions,
+        "replicas": replicas,
+        "prompt_tokens": round(questions * pilot.prompt_tokens),
+        "generated_tokens": round(questions * pilot.generated_tokens),
+        "prompt_rate": prompt_rate,
+        "generation_rate": generation_rate,
+        "reader_seconds": seconds,
+        "reader_hours": seconds / 3600,
+        "wall_seconds": wall_seconds,
+        "wall_hours": wall_seconds / 3600,
+        "pilot": asdict(pilot),
+    }
+
+
+def describe(estimate_: dict[str, Any]) -> str:
+    e, p = estimate_, estimate_["pilot"]
+    return "\n".join(
+        [
+            f"pilot: {p['questions']} questions; per question {p['prompt_tokens']:.0f} prompt tokens and "
+            f"{p['generated_tokens']:.0f} generated tokens; wall / reader time {p['overhead']:.2f}",
+            f"{e['questions']} questions: {e['prompt_tokens']:,} prompt tokens at {e['prompt_rate']:.0f} tokens/s and "
+            f"{e['generated_tokens']:,} generated tokens at {e['generation_rate']:.1f} tokens/s",
+            f"reader time {e['reader_hours']:.2f} h; wall time on {e['replicas']} replica(s) "
+            f"{e['wall_hours']:.2f} h ({e['wall_seconds']:.0f} s)",
+        ]
+    )

@@ -1,0 +1,185 @@
+"""Abstention at a chosen risk: the threshold on P(right) below which eor says "I don't know", chosen on
+training questions so that the error rate among the questions it answers is at most ALPHA.
+
+Learn then Test (Angelopoulos, Bates, Candès, Jordan and Lei 2021) with fixed-sequence testing, fixed before
+any held-out question is seen:
+
+1. **Probabilities** are out of fold: one P(right) per training question, from a model that did not fit on
+   it (voters.right; never a voter's predictions on its own fitting data).
+2. **Hypotheses.** For each threshold λ of the fixed grid `GRID` (0.00, 0.05, ..., 0.95), a question is
+   answered when P(right) ≥ λ; H_λ says that the error rate among answered questions exceeds α.
+3. **P-values.** With n_λ training questions answered at λ and e_λ of them wrong, p_λ = P(Binom(n_λ, α) ≤
+   e_λ), the binomial tail: given n_λ, the answered questions are drawn from those a new question answered at
+   λ is drawn from, so their errors are Binom(n_λ, r_λ) and p_λ is valid whenever r_λ ≥ α.
+4. **Fixed sequence.** The hypotheses are tested in a fixed order, from the highest λ down, each at level δ,
+   until the first that is not rejected; the threshold is the last rejected λ (the most questions answered
+   among those shown safe). Whatever the order, the chance of rejecting any true H_λ is at most δ. A λ that
+   answers less than `MIN_COVERAGE` (a tenth) of the training questions is skipped, not tested: a threshold
+   that answers so few questions is of little use, and a few errors among them would end the sequence (on
+   the 600 NQ training questions the cascade's sequence ended at λ = 0.8, 47 questions, with the 30-question
+   minimum first tried; this rule was fixed then, before any dev question was seen). The skip depends on
+   the probabilities alone, not on which answers were right. When nothing is rejected, eor abstains on every
+   question at that α.
+
+The guarantee, in plain words: if new questions are like the training ones (exchangeable with them), then with
+probability at least 1 − δ over the draw of the training questions, the share of wrong answers among the
+questions eor answers is at most α. It is about the long run of answered questions, not any one answer. It is
+nominal here, for three reasons said in docs/abstention.md: the thresholds are chosen on cross-fitted
+probabilities (voters.right) and applied to the logistic fitted on every row; the features, this procedure
+and its minimum coverage were chosen after looking at the same training questions; and the skip of step 4
+is exact only given the probabilities. The held-out dev figures are the evidence.
+
+`thresholds` applies it to a grid of α (`ALPHAS`) at δ = `DELTA` (eor.learning.calibration's `calibrate` fits a voter's
+P(right) and these thresholds on training records), and `abstention` decides at answer time: answer when
+P(right) is at least the threshold of the largest α of the grid not above the risk asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from eor.core.errors import InputError
+from voters.right import RightModel
+
+GRID = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 ... 0.95: fixed before dev is touched
+ALPHAS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+DELTA = 0.1
+MIN_COVERAGE = 0.1  # a threshold answering a smaller share of the training questions is not tested (step 4)
+
+
+@dataclass(frozen=True)
+class RiskThreshold:
+    """The threshold chosen for `alpha` (None: abstain on every question), and on the training questions its
+    coverage, error rate among answered and p-value."""
+
+    alpha: float
+    threshold: float | None
+    coverage: float
+    error: float | None
+    p_value: float | None
+
+    def to_dict(self) -> dict[str, float | None]:
+        return asdict(self)
+
+
+def binomial_p_value(errors: int, answered: int, alpha: float) -> float:
+    """P(Binom(answered, alpha) ≤ errors): how unlikely so few errors are if the error rate were alpha."""
+    from scipy.stats import binom
+
+    if answered == 0:
+        return 1.0
+    return float(binom.cdf(errors, answered, alpha))
+
+
+def risk_threshold(
+    probability: Sequence[float] | np.ndarray,
+    right: Sequence[bool] | np.ndarray,
+    alpha: float,
+    delta: float = DELTA,
+    grid: Sequence[float] = GRID,
+    min_coverage: float = MIN_COVERAGE,
+) -> RiskThreshold:
+    """The module's procedure for one `alpha` over out-of-fold `probability` and whether each answer was
+    `right`."""
+    if not 0 < alpha < 1 or not 0 < delta < 1:
+        raise InputError(f"alpha and delta must lie in (0, 1), got {alpha} and {delta}")
+    p = np.asarray(probability, dtype=float)
+    wrong = ~np.asarray(right, dtype=bool)
+    if p.shape != wrong.shape or p.ndim != 1:
+        raise InputError(f"one probability per answer: {p.shape} probabilities, {wrong.shape} answers")
+    chosen = RiskThreshold(alpha, None, 0.0, None, None)
+    for threshold in sorted(grid, reverse=True):  # highest first: the fixed sequence
+        answered = p >= threshold
+        n, errors = int(answered.sum()), int(wrong[answered].sum())
+        if n < min_coverage * len(p):
+            continue
+        p_value = binomial_p_value(errors, n, alpha)
+        if p_value > delta:
+            break
+        chosen = RiskThreshold(alpha, float(threshold), n / len(p), errors / n, p_value)
+    return chosen
+
+
+def thresholds(
+    probability: Sequence[float] | np.ndarray,
+    right: Sequence[bool] | np.ndarray,
+    alphas: Sequence[float] = ALPHAS,
+    delta: float = DELTA,
+) -> list[RiskThreshold]:
+    """`risk_threshold` for every alpha of `alphas`."""
+    return [risk_threshold(probability, right, alpha, delta) for alpha in alphas]
+
+
+# -- the decision at answer time ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Abstention:
+    """At answer time: answer, or abstain because P(right) is below the threshold for the risk asked."""
+
+    abstained: bool
+    risk: float  # the error rate asked for
+    alpha: float  # the grid's level used: the largest stored one not above `risk`
+    threshold: float | None  # None: no threshold kept that error rate on the training questions
+    probability: float
+    correctness: str
+    delta: float = DELTA
+
+    def reason(self) -> str:
+        if self.threshold is None:
+            return (
+                f"no threshold kept an error rate of {self.alpha:g} on the training questions: every question is "
+                f"declined at this risk"
+            )
+        sign, verb = ("<", "declined") if self.abstained else ("≥", "answered")
+        return (
+            f"{verb}: P(right) {self.probability:.2f} {sign} {self.threshold:.2f}, the threshold for an error rate "
+            f"of at most {self.alpha:g} ({self.correctness}; Learn then Test, fixed sequence, δ {self.delta:g})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "abstained": self.abstained,
+            "risk": self.risk,
+            "alpha": self.alpha,
+            "threshold": self.threshold,
+            "probability": round(self.probability, 4),
+            "correctness": self.correctness,
+            "reason": self.reason(),
+        }
+
+
+def check_risk(value: Any) -> float:
+    """The risk as a float in (0, 1); InputError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise InputError(
+            f"risk must be a number in (0, 1), the largest error rate among answered questions; got {value!r}"
+        )
+    return float(value)
+
+
+def abstention(
+    model: RightModel | None, probability: float, risk: float, source: str = "the weights file"
+) -> Abstention:
+    """Whether to abstain at `risk` given P(right): the stored threshold of the largest α ≤ risk of `model`
+    (that α's guarantee then holds, and so does risk's). InputError when `model` holds no thresholds or none
+    at or below risk."""
+    risk = check_risk(risk)
+    if model is None or not model.thresholds:
+        raise InputError(
+            f"a risk needs abstention thresholds, and {source} has none: train it again with this eor "
+            f"(`eor train` stores them)"
+        )
+    levels = [row for row in model.thresholds if float(row["alpha"]) <= risk + 1e-12]
+    if not levels:
+        lowest = min(float(row["alpha"]) for row in model.thresholds)
+        raise InputError(f"risk {risk:g} is below the lowest error rate {source} has a threshold for ({lowest:g})")
+    row = max(levels, key=lambda row: float(row["alpha"]))
+    threshold = None if row["threshold"] is None else float(row["threshold"])
+    declined = threshold is None or not probability >= threshold  # an unknown (NaN) P(right) is declined
+    delta = DELTA if model.delta is None else model.delta
+    return Abstention(declined, risk, float(row["alpha"]), threshold, float(probability), model.correctness, delta)

@@ -1,0 +1,312 @@
+"""The ensemble: members built from the paper's notation over named sources, one reader, one voter, and a
+thin coordinator of its stages (eor.pipeline.stages): retrieval (batched per source), reading (each member's answer
+prompt through the one generation stage, with the shared reader and the generation cache) and the vote.
+How a batch is answered (every member, lazily, or in the voter's steps) is eor.pipeline.answering's, chosen from what
+the voter can do; what a config must hold is checked first (eor.pipeline.validation).
+
+Failure isolation: a member whose retrieval or generation raises, or whose retrieval runs past
+`member_timeout`, is left out of that question's vote and named in `Result.degraded` (with the reason,
+eor.pipeline.stages.failures); the vote then runs over the remaining members with their own weights. A question fails
+only when no member is left. `strict=True` raises at the first failure instead (for runs whose records must
+hold every member).
+
+Lazy voting (`Ensemble.answer`, `eor ask`, `eor serve`): members run one at a time, cheapest first (by the
+seconds this ensemble measured; before that, the cost model's expectation, eor.runs.costs.expected_seconds), and
+stop as soon as no pending member can change the chosen answer whatever it answers (voters.lazy); members
+whose weight drops them never run. The answer is the full vote's. `answer_batch` (and so `eor run`, whose
+records feed training) runs every member unless asked otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eor.core.config import EnsembleConfig, load_config
+from eor.core.data import Question, make_question
+from eor.core.errors import ConfigError, InputError
+from eor.core.prompts import templates_for
+from eor.core.results import MemberOutput, Record, Result
+from eor.pipeline.answering import Clock, answering_for, runs_in_steps
+from eor.pipeline.members import member_templates, source_pool
+from eor.pipeline.pool import pool_identity, warn_if_foreign
+from eor.pipeline.stages.failures import Failures, warn_degraded
+from eor.pipeline.stages.generation import GenerationStage, GenerationStats, metering
+from eor.pipeline.stages.reading import ReadingStage, RetrievalCost
+from eor.pipeline.stages.retrieval import MemberTimeoutError, RetrievalStage
+from eor.pipeline.stages.voting import VoteStage
+from eor.pipeline.validation import check_config_risk, check_timeout, validate
+from eor.readers import build_reader
+from eor.runs.costs import expected_seconds
+from eor.runs.generation_cache import CacheSetting, open_cache
+from voters.loading import choose_voter
+from voters.protocol import confidence_kwargs
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
+__all__ = ["Ensemble", "MemberOutput", "MemberTimeoutError", "Result", "config_voter"]
+
+log = logging.getLogger(__name__)
+
+#: weight of the latest measurement in a member's running cost (exponential moving average).
+COST_SMOOTHING = 0.3
+
+
+class Ensemble:
+    """Members built from the paper's notation over named sources, one reader, one voter."""
+
+    def __init__(
+        self,
+        config: EnsembleConfig,
+        *,
+        reader: Any = None,
+        voter: Any = None,
+        cache: CacheSetting = True,
+        retrieval_config: RunnableConfig | None = None,
+    ) -> None:
+        """cache: where generations are cached (eor.runs.generation_cache): True, the default file (or none when
+        EOR_GENERATION_CACHE=off); a file path; a GenerationCache; False or None: no cache. A reader without
+        an `identity` is never cached. retrieval_config: a LangChain `RunnableConfig` (e.g. `{"callbacks":
+        [handler]}`) that every member's retrieval runs under (eor.pipeline.stages.retrieval)."""
+
+        validate(config)  # before loading any model: a mistake fails at once
+        self.config = config
+        self.templates = templates_for(config)
+        self.prompts = member_templates(config)  # each member's answer prompts (its variant's, if it names one)
+        self.cache = open_cache(cache)  # before loading any model: an unusable cache file fails at once
+        self.reader = reader if reader is not None else build_reader(config.reader)
+        # Every generation (answers, PK documents, @CP summaries) goes through this one stage.
+        self.generation = GenerationStage(self.reader, self.cache)
+        self.pool = source_pool(config, self.generation, templates=self.templates)
+        self.retrievers = {name: self.pool.build(name) for name in config.members}
+        self.retrieval = RetrievalStage(self.retrievers, retrieval_config)
+        self.reading = ReadingStage(self.generation, self.prompts, config.max_document_words)
+        self.voter = voter if voter is not None else config_voter(config)
+        _check_pool(self.voter, config, self.reader)
+        check_config_risk(self.voting, config.voter.risk)
+        self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
+
+    @classmethod
+    def from_config(
+        cls, path: str | Path | EnsembleConfig, weights: str | Path | None = None, **kwargs: Any
+    ) -> Ensemble:
+        """The ensemble of a config (a file, or one loaded); `weights`: the voter's weights file, in place of
+        the config's `voter.weights` (see `config_voter`)."""
+        config = path if isinstance(path, EnsembleConfig) else load_config(path)
+        if weights is not None:
+            kwargs.setdefault("voter", config_voter(config, weights))
+        return cls(config, **kwargs)
+
+    @property
+    def members(self) -> list[str]:
+        """The member names, in the config's (and the voter's) order."""
+        return list(self.config.members)
+
+    def select(self, members: Sequence[str] | None) -> list[str]:
+        """The members to run, in the ensemble's order: all of them for None, else the named subset."""
+        return self.members if members is None else _subset(self.members, members)
+
+    @property
+    def voting(self) -> VoteStage:
+        return VoteStage(self.voter, self.members)
+
+    def answer(
+        self,
+        question: str | Question,
+        *,
+        members: Sequence[str] | None = None,
+        member_timeout: float | None = None,
+        strict: bool = False,
+        lazy: bool = True,
+        risk: float | None = None,
+    ) -> Result:
+        """Answer one question (see `answer_batch`); lazily by default."""
+        return self.answer_batch(
+            [question], members=members, member_timeout=member_timeout, strict=strict, lazy=lazy, risk=risk
+        )[0]
+
+    def answer_records(
+        self, questions: Sequence[Question], batch_size: int
+    ) -> Iterator[tuple[list[Record], GenerationStats]]:
+        """`eor run`'s batching loop (in this process or on a Ray worker): the records of `questions`,
+        `batch_size` at a time, each batch with what the generation stage did for it."""
+        for start in range(0, len(questions), batch_size):
+            before = dataclasses.replace(self.generation.stats)
+            results = self.answer_batch(questions[start : start + batch_size])
+            yield [result.to_record() for result in results], self.generation.stats.since(before)
+
+    def answer_batch(
+        self,
+        questions: Sequence[str | Question],
+        *,
+        members: Sequence[str] | None = None,
+        member_timeout: float | None = None,
+        strict: bool = False,
+        lazy: bool = False,
+        risk: float | None = None,
+    ) -> list[Result]:
+        """Answer a batch: retrieval per member (batched per source), one generation call, one vote.
+
+        members: run and vote over only these members (a subset of `self.members`; their weights are kept).
+        member_timeout: seconds per question that a member's retrieval may take; a member that runs late
+            is left out of the vote (`Result.degraded`), as is one whose retrieval or generation raises.
+        strict: raise on a member's failure instead of leaving it out.
+        lazy: answer question by question, running members cheapest first and stopping when the rest cannot
+            change the answer (the full vote's answer; members not run are in `Result.skipped`). Voters that
+            cannot be bounded (see voters.lazy), or that give P(right), run every member.
+        risk: decline where P(right) is below the weights file's threshold for this error rate (VoteStage.judge;
+            the config's `voter.risk` is what `eor ask` and `eor serve` pass when none is asked for).
+        """
+        items = [q if isinstance(q, Question) else make_question(q) for q in questions]
+        if not items:
+            return []
+        names = self.select(members)
+        timeout = check_timeout(member_timeout)
+        risk = self.voting.check_risk(risk, every_member=not (lazy and runs_in_steps(self.voter)))
+        results = answering_for(self, lazy=lazy, members=members).answer(items, names, timeout, strict)
+        warn_degraded(results)
+        return [self.voting.judge(result, risk) for result in results]
+
+    def run_member(
+        self,
+        name: str,
+        item: Question,
+        timeout: float | None,
+        strict: bool,
+        failed: dict[str, str],
+        outputs: dict[str, MemberOutput],
+        clock: Clock,
+    ) -> None:
+        """One member on one question: its output into `outputs`, or its failure into `failed`."""
+        failures = Failures([failed])
+        with clock("retrieval"):
+            documents, spent = self.retrieve([name], [item.question], timeout, strict, failures)
+        with clock("generation"):
+            outputs.update(self.reading.read(documents, [item.question], spent, failures, strict)[0])
+
+    def cost(self, name: str) -> float:
+        """A member's expected seconds per question: measured by this ensemble when it has run, else its cost
+        on the voter's training records, else a prior from its notation (eor.runs.costs.expected_seconds)."""
+        measured = self.costs.get(name)
+        return measured if measured is not None else expected_seconds(name, self.voter)
+
+    def explain(self, result: Result) -> dict[str, Any]:
+        """Why the vote chose its answer (see `explain_vote`)."""
+        return explain_vote(self.voter, self.members, result)
+
+    def retrieve(
+        self, names: list[str], texts: list[str], timeout: float | None, strict: bool, failures: Failures
+    ) -> tuple[dict[tuple[str, int], list[Any]], dict[str, RetrievalCost]]:
+        """Per (member, question index) the member's documents, members first (a member that failed on a
+        question has no entry, its reason in `failures`), and what each member's retrieval cost per question of
+        the batch (seconds; the reader's work for PK's and @CP's documents)."""
+        documents: dict[tuple[str, int], list[Any]] = {}
+        spent: dict[str, RetrievalCost] = {}
+        for name in names:
+            tick = time.perf_counter()
+            with metering() as usage:
+                results = self.retrieval.retrieve(name, texts, timeout, strict)
+            spent[name] = RetrievalCost((time.perf_counter() - tick) / len(texts), usage, len(texts))
+            for i, result in enumerate(results):
+                if isinstance(result, Exception):
+                    failures.fail(i, name, result, "retrieval")
+                else:
+                    documents[name, i] = result
+        return documents, spent
+
+    def learn_costs(self, outputs: list[dict[str, MemberOutput]]) -> None:
+        """Fold each member's measured seconds into its running cost (exponential moving average)."""
+        for output in outputs:
+            for name, member in output.items():
+                if member.seconds is None:
+                    continue
+                before = self.costs.get(name)
+                self.costs[name] = (
+                    member.seconds
+                    if before is None
+                    else (1 - COST_SMOOTHING) * before + COST_SMOOTHING * member.seconds
+                )
+
+
+def explain_vote(voter: Any, pool: list[str], result: Result) -> dict[str, Any]:
+    """Why the vote chose its answer: the voter's own account per voting member (for the paper's voter:
+    weight ω^r, whether it drops the member, similarities per metric and combined (eq. 6), pooled
+    similarity and decision score (eq. 7); for the answer selector: each feature's contribution), and
+    the members left out of the vote with the reason. `pool`: the voter's members, in its order."""
+    names = list(result.members)
+    if not names:
+        raise InputError("this result holds no member outputs to explain")
+    foreign = [name for name in names if name not in pool]
+    if foreign:
+        raise InputError(f"this result holds member(s) {', '.join(foreign)} that this ensemble lacks")
+    if not hasattr(voter, "explain_row"):
+        raise ConfigError("explain() needs an eor voter (Voter, AnswerSelector or voters.load_voter)")
+
+    account = voter.explain_row(
+        [result.members[name].answer for name in names],
+        [result.members[name].passage_texts for name in names],
+        result.question,
+        [pool.index(name) for name in names],
+        **confidence_kwargs(voter, [result.members[name].confidence for name in names]),
+    )
+    members: dict[str, Any] = {}
+    for name, row in zip(names, account.pop("members"), strict=True):
+        if "similarity" in row:
+            row["similarity"] = {names[n]: values for n, values in row["similarity"].items()}
+        members[name] = {
+            "answer": result.members[name].answer,
+            **row,
+            "score": result.members[name].score,
+            "chosen": name == result.member,
+        }
+    return {
+        "question": result.question,
+        "answer": result.answer,
+        "member": result.member,
+        **account,
+        "members": members,
+        "degraded": dict(result.degraded),
+    }
+
+
+def _subset(pool: list[str], members: Sequence[str]) -> list[str]:
+    """The named members of `pool`, in the pool's order; InputError for anything else."""
+    available = ", ".join(pool)
+    if isinstance(members, str) or any(not isinstance(name, str) for name in members):
+        raise InputError(f"members must be a list of member names; available: {available}")
+    requested = list(members)
+    if not requested:
+        raise InputError(f"members: name at least one member; available: {available}")
+    unknown = [name for name in dict.fromkeys(requested) if name not in pool]
+    if unknown:
+        raise InputError(f"unknown member(s) {', '.join(map(repr, unknown))}; available: {available}")
+    repeated = [name for name in dict.fromkeys(requested) if requested.count(name) > 1]
+    if repeated:
+        raise InputError(f"members: {', '.join(map(repr, repeated))} named more than once")
+    return [name for name in pool if name in requested]
+
+
+def _check_pool(voter: Any, config: EnsembleConfig, reader: Any) -> None:
+    """Warn when the voter was trained on records of another reader or corpus (eor.pipeline.pool)."""
+    if isinstance((getattr(voter, "metadata_", None) or {}).get("pool"), dict):
+        warn_if_foreign(voter, pool_identity(config, reader), f"the {getattr(voter, 'kind', 'voter')} weights")
+
+
+def config_voter(config: EnsembleConfig, weights: str | Path | None = None) -> Any:
+    """The voter of a config: that of `weights`, else of the config's `voter.weights`, else uniform weights
+    over its members with its `voter:` section's metrics, pooling and threshold (voters.loading.choose_voter).
+    `Ensemble`, `eor ask` and `eor serve` answer with it."""
+    v = config.voter
+    return choose_voter(
+        weights if weights is not None else config.default_weights(),
+        config.members,
+        metrics=tuple(v.metrics),
+        pooling=v.pooling,
+        threshold=v.threshold,
+        metric_params=v.resolved_metric_params() or None,
+    )

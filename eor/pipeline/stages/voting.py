@@ -1,0 +1,161 @@
+"""The vote stage: the voter's decision over the members that answered, the probability that it is right
+(where the voter's weights file holds one, voters.right), and (for lazy voting) whether the members still
+pending could change it.
+
+Failure policy: a question is voted over the members it has (a subset keeps those members' weights); it fails
+only when no member is left. Questions with the same voting members go through the voter together.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from eor.core.errors import ConfigError, InputError
+from eor.core.results import MemberOutput, Result
+from eor.pipeline.abstention import abstention
+from voters import choose
+from voters.lazy import lazy_decision, needed_members, supports_lazy_voting
+from voters.protocol import confidence_kwargs
+from voters.right import ALL, RightModel, evidence
+
+
+@dataclass(frozen=True)
+class Ballot:
+    """One member's entry in a question's vote: its answer, the texts of its passages, and the reader's
+    confidence in the answer (an eor.core.confidence summary; None when unknown)."""
+
+    answer: str
+    passages: list[str]
+    confidence: dict[str, Any] | None = None
+
+
+def ballots(outputs: Mapping[str, MemberOutput]) -> dict[str, Ballot]:
+    """The ballots of a question's member outputs (what answered; a run's record or a fresh `Result`)."""
+    return {name: Ballot(output.answer, output.passage_texts, output.confidence) for name, output in outputs.items()}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The chosen member, every voting member's decision score (None when its weight drops it), and the
+    probability that the chosen answer is right (None when the voter has no P(right), voters.right)."""
+
+    member: str
+    scores: dict[str, float | None]
+    probability: float | None = None
+
+
+class VoteStage:
+    """`vote(ballots, questions)`: a Decision per question; `probability(...)`: P(right) of a choice;
+    `judge(result, risk)`: the result declined below the threshold for `risk`; `settled(...)`: can pending
+    members still change the chosen answer (voters.lazy)?"""
+
+    def __init__(self, voter: Any, members: Sequence[str]) -> None:
+        self.voter = voter
+        self.members = list(members)
+        self.right = RightModel.from_voter(voter)
+        # a cascade's P(right) is calibrated for the answer of the step it stops at (voters.right), not for a
+        # vote over every member: such a vote has none
+        self.stops = hasattr(voter, "vote_scores")
+
+    def probability(
+        self, scores: Mapping[str, float | None], ballots: Mapping[str, Ballot], member: str, group: str = ALL
+    ) -> float | None:
+        """P(right) of `member`'s answer, chosen by decision `scores` (by member; None: dropped) over `ballots`,
+        in `group` (voters.right: ALL, or a cascade's EARLY/LAST); None when the voter has no P(right)."""
+        if self.right is None:
+            return None
+        names = list(scores)
+        values = np.array([[-np.inf if scores[n] is None else scores[n] for n in names]], dtype=float)
+        found = evidence(
+            values,
+            [[ballots[n].answer for n in names]],
+            [[ballots[n].passages for n in names]],
+            [[ballots[n].confidence for n in names]],
+            group,
+            [names.index(member)],
+        )
+        return float(self.right.probability(found)[0])
+
+    def vote(self, ballots: Sequence[Mapping[str, Ballot]], questions: Sequence[str]) -> list[Decision]:
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i, entry in enumerate(ballots):
+            if not entry:
+                raise ConfigError("a question reached the vote with no member")
+            groups.setdefault(tuple(entry), []).append(i)
+        decisions: list[Decision | None] = [None] * len(ballots)
+        for voting, index in groups.items():
+            answers = [[ballots[i][name].answer for name in voting] for i in index]
+            passages = [[ballots[i][name].passages for name in voting] for i in index]
+            texts = [questions[i] for i in index]
+            subset = None if list(voting) == self.members else [self.members.index(name) for name in voting]
+            known = confidence_kwargs(self.voter, [[ballots[i][name].confidence for name in voting] for i in index])
+            scores = np.asarray(self.voter.decision_scores(answers, passages, texts, subset, **known), dtype=float)
+            for row, i, best in zip(scores, index, choose(scores), strict=True):
+                kept = {name: float(row[m]) if math.isfinite(row[m]) else None for m, name in enumerate(voting)}
+                member = voting[int(best)]
+                decisions[i] = Decision(
+                    member, kept, None if self.stops else self.probability(kept, ballots[i], member)
+                )
+        return decisions  # type: ignore[return-value]
+
+    # -- abstention (eor.pipeline.abstention) -------------------------------------------------------------------------
+
+    def check_risk(self, risk: float | None, every_member: bool = False) -> float | None:
+        """`risk` (None: answer every question); InputError when it is outside (0, 1), below the voter's lowest
+        error rate, the voter holds no thresholds, or it is a cascade asked to vote over `every_member`."""
+        if risk is not None:
+            abstention(self.right, 1.0, risk, self._source())
+            if every_member and self.stops:
+                raise InputError(
+                    "a risk needs the cascade to choose the members (its P(right) is calibrated for the answers "
+                    "it stops at): ask without --all-members / members"
+                )
+        return risk
+
+    def judge(self, result: Result, risk: float | None) -> Result:
+        """`result` declined at `risk` where its P(right) is below the threshold the weights file holds for the
+        largest error rate of its grid not above `risk`: `answer` None, `abstention` says why. None: as it is."""
+        if risk is None:
+            return result
+        probability = math.nan if result.probability is None else result.probability
+        verdict = abstention(self.right, probability, risk, self._source())
+        result.abstention = verdict.to_dict()
+        if verdict.abstained:
+            result.answer = None
+        return result
+
+    def _source(self) -> str:
+        source = getattr(self.voter, "source_", None)
+        return f"the weights file {source}" if source else "this voter (no weights file)"
+
+    # -- lazy voting -------------------------------------------------------------------------------------------
+
+    @property
+    def lazy(self) -> bool:
+        """Whether pending members can be bounded (voters.lazy.supports_lazy_voting), and the voter gives no
+        P(right): the probability needs the margin over every member's answer, so such a voter runs them all."""
+
+        return supports_lazy_voting(self.voter) and self.right is None
+
+    def needed(self) -> list[str]:
+        """The members whose answers can matter (those not dropped by their weight), in the pool's order."""
+
+        return [self.members[m] for m in needed_members(self.voter)]
+
+    def settled(self, ballots: Mapping[str, Ballot], pending: Sequence[str]) -> str | None:
+        """The member leading with the full vote's answer when no `pending` member can change that answer,
+        whatever it answers; else None."""
+
+        position = {name: m for m, name in enumerate(self.members)}
+        state = lazy_decision(
+            self.voter,
+            {position[name]: ballot.answer for name, ballot in ballots.items()},
+            {position[name]: ballot.passages for name, ballot in ballots.items()},
+            [position[name] for name in pending],
+        )
+        return self.members[state.leader] if state.stop and state.leader is not None else None

@@ -1,0 +1,111 @@
+"""The one check of a config, `validate`: every mistake a config can hold that shows without loading a model
+fails at once, before anything heavy loads, as a ConfigError whose message starts with the value's YAML path
+and lists the valid choices (the rule of eor.core.errors). `load_config` has checked the file's keys, types and
+ranges; `validate` checks what its values name:
+
+- `members[i]`: valid notation (every `@WORD` a registered operator), only sources the config has (its
+  `sources:` and the defaults), and only a prompt variant it has;
+- `sources.NAME.type`: a registered source type (retrievers.registry.SOURCE_TYPES);
+- `voter`: registered similarity metrics and pooling, and `metric_params` for those metrics only;
+- `prompts`: the answer style, and the placeholders of every template and of each variant's worked examples
+  (eor.core.prompts.templates_for);
+- `reader.backend`: a registered backend, with no option of another backend (`auto` is resolved from the
+  model's files when the reader is built).
+
+The ensemble, `eor serve` (and `create_app`) and `eor train --config` call it. What needs a loaded object is
+checked where it loads: a source's parameters when the source is built, a weights file's members when it is
+read, `voter.risk` against the voter's thresholds (`check_config_risk`); and a member timeout is asked at
+run time (`check_timeout`, an InputError).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from eor.core.config import EnsembleConfig, ReaderConfig, VoterConfig
+from eor.core.errors import ConfigError, InputError, RetrieverError
+from eor.core.prompts import check_variant, templates_for
+from eor.readers import check_backend
+from retrievers import notation
+from retrievers.registry import SOURCE_TYPES, source_names
+from voters.voter_params import check_metric_names, check_pooling_name
+
+
+def validate(config: EnsembleConfig) -> None:
+    """ConfigError for the first mistake of `config` that shows without loading a model, naming the value's
+    YAML path and the valid choices (see the module's docstring)."""
+    _check_members(config)
+    _check_source_types(config)
+    _check_voter(config.voter)
+    for variant in (None, *config.prompts.variants):
+        templates_for(config, variant)  # its errors name prompts.KEY or prompts.variants.NAME.KEY
+    _check_reader(config.reader)
+
+
+@contextmanager
+def located(where: str) -> Iterator[None]:
+    """A mistake found inside the block, as a ConfigError whose message starts with `where`: the value's
+    YAML path, or the command-line flag that set it."""
+    try:
+        yield
+    except (ConfigError, RetrieverError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_members(config: EnsembleConfig) -> None:
+    known = source_names(config.sources)
+    for i, member in enumerate(config.members):
+        with located(f"members[{i}]"):
+            tree = notation.parse(member)  # the notation's own message names the member
+        unknown = sorted(notation.sources(tree) - known)
+        if unknown:
+            raise ConfigError(
+                f"members[{i}] {member!r}: unknown source(s) {', '.join(unknown)}; "
+                f"available: {', '.join(sorted(known))}"
+            )
+        variant = notation.variant_of(tree)
+        if variant is not None:
+            with located(f"members[{i}] {member!r}"):
+                check_variant(config.prompts, variant)
+
+
+def _check_source_types(config: EnsembleConfig) -> None:
+    for name, source in config.sources.items():
+        if source.type not in SOURCE_TYPES:
+            raise ConfigError(
+                f"sources.{name}.type: unknown source type {source.type!r}; available: {', '.join(SOURCE_TYPES)}"
+            )
+
+
+def _check_voter(voter: VoterConfig) -> None:
+    with located("voter.metrics"):
+        check_metric_names(voter.metrics)
+    with located("voter.pooling"):
+        check_pooling_name(voter.pooling, search=False)  # a config's voter votes; it is not fitted
+    voter.resolved_metric_params()  # ConfigError naming voter.metric_params for a metric not in voter.metrics
+
+
+def _check_reader(reader: ReaderConfig) -> None:
+    if reader.backend != "auto":
+        check_backend(reader, reader.backend)
+
+
+def check_config_risk(voting: Any, risk: float | None) -> None:
+    """The config's `voter.risk` needs the voter's thresholds (`voting`: the ensemble's VoteStage): a
+    ConfigError at start, not at the first answer."""
+    try:
+        voting.check_risk(risk)
+    except InputError as exc:
+        raise ConfigError(f"voter.risk: {exc}") from None
+
+
+def check_timeout(value: float | None) -> float | None:
+    """A member timeout: a positive number of seconds, or None (InputError otherwise)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"member_timeout must be a positive number of seconds or None, got {value!r}")
+    return float(value)

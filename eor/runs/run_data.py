@@ -1,0 +1,106 @@
+"""The records of a run as arrays: member names, question texts, answers, golds and passages per member.
+
+Training, cross-validation and benchmarks read runs through `load_run`; questions without gold answers are
+skipped, and every record must hold every member (the member order is that of the first record, or the
+`members` given).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eor.core.errors import InputError
+from eor.runs.records import read_records
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Questions with gold answers, in record order; `answers[q][m]` is member m's answer to question q.
+
+    `passages[q][m]` is member m's retrieved passages (one string each, for the error breakdown, where a
+    match must lie within one passage); `joined[q][m]` the same passages joined by spaces, as the paper's
+    voter with grounding takes them; `texts[q]` the question; `seconds[q][m]` member m's recorded seconds
+    (retrieval plus generation; None when the record lacks them) and `tokens[q][m]` its token counts
+    (`prompt`, `reused`, `generated`; None in records written before they were recorded); `confidence[q][m]`
+    the reader's confidence in its answer (eor.core.confidence summary; None likewise).
+    """
+
+    names: list[str]
+    ids: list[str]
+    answers: list[list[str]]
+    golds: list[list[str]]
+    passages: list[list[list[str]]]
+    joined: list[list[str]]
+    texts: list[str]
+    seconds: list[list[float | None]] = field(default_factory=list)
+    tokens: list[list[dict[str, int] | None]] = field(default_factory=list)
+    confidence: list[list[dict[str, float] | None]] = field(default_factory=list)
+    prompts: list[list[str | None]] = field(default_factory=list)  # each member's answer prompt, as recorded
+
+    @property
+    def has_confidence(self) -> bool:
+        """Whether any answer carries the reader's confidence (eor.core.confidence)."""
+        return any(entry is not None for row in self.confidence for entry in row)
+
+    @property
+    def questions(self) -> int:
+        return len(self.ids)
+
+    def by_member(self) -> tuple[list[list[str]], list[list[list[str]]]]:
+        """(answers, passages) indexed [member][question], the layout of eor.evaluation.error_breakdown."""
+        answers = [[row[m] for row in self.answers] for m in range(len(self.names))]
+        passages = [[row[m] for row in self.passages] for m in range(len(self.names))]
+        return answers, passages
+
+    def without(self, ids: set[str]) -> RunData:
+        """The same run without the questions of `ids` (e.g. a prompt variant's worked examples)."""
+        rows = [i for i, question in enumerate(self.ids) if question not in ids]
+        return self if len(rows) == len(self.ids) else self.subset(rows)
+
+    def subset(self, rows: list[int]) -> RunData:
+        """The same run restricted to the questions at `rows` (in that order)."""
+        return RunData(
+            names=self.names,
+            ids=[self.ids[i] for i in rows],
+            answers=[self.answers[i] for i in rows],
+            golds=[self.golds[i] for i in rows],
+            passages=[self.passages[i] for i in rows],
+            joined=[self.joined[i] for i in rows],
+            texts=[self.texts[i] for i in rows],
+            seconds=[self.seconds[i] for i in rows] if self.seconds else [],
+            tokens=[self.tokens[i] for i in rows] if self.tokens else [],
+            confidence=[self.confidence[i] for i in rows] if self.confidence else [],
+            prompts=[self.prompts[i] for i in rows] if self.prompts else [],
+        )
+
+
+def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
+    """Read a run folder (or records file, `.jsonl` or `.jsonl.gz`)."""
+    records = read_records(path)
+    if not records:
+        raise InputError(f"{path}: no records")
+    names = list(records[0].members if members is None else members)
+    if len(set(names)) != len(names):
+        raise InputError(f"{path}: member names repeat: {names}")
+    ids, answers, golds, passages, texts, seconds, tokens, confidence, prompts = [], [], [], [], [], [], [], [], []
+    for record in records:
+        missing = [name for name in names if name not in record.members]
+        if missing:
+            raise InputError(f"{path}: record {record.id!r} lacks member(s) {', '.join(missing)}")
+        if not record.answers:
+            continue
+        outputs = [record.members[name] for name in names]
+        ids.append(record.id)
+        texts.append(record.question)
+        answers.append([out.answer for out in outputs])
+        golds.append(list(record.answers))
+        passages.append([[str(p.get("text", "")) for p in out.passages] for out in outputs])
+        seconds.append([None if out.seconds is None else float(out.seconds) for out in outputs])
+        tokens.append([out.tokens for out in outputs])
+        confidence.append([out.confidence for out in outputs])
+        prompts.append([out.prompt for out in outputs])
+    if not answers:
+        raise InputError(f"{path}: no record has gold answers to train on")
+    joined = [[" ".join(texts_) for texts_ in row] for row in passages]
+    return RunData(names, ids, answers, golds, passages, joined, texts, seconds, tokens, confidence, prompts)
