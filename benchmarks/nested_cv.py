@@ -1,20 +1,26 @@
 """EoR against Top R when there are too few questions to split three ways: nested cross-validation over the
 records alone. An outer K-fold split (one per seed; the first seed is the result): in each outer training fold
 every voter (Top R, the paper's voter, the selector, `auto` choosing among them by its own inner
-cross-validation, and with `--max-loss` the cascade) is chosen and fitted on the training folds only and
-answers the held-out fold (eor.learning.crossval.out_of_fold). Over the out-of-fold answers: each voter's EM, its
-difference to Top R (chosen inside each fold) with a paired bootstrap 95% interval and the exact McNemar p,
-MRLR (the share of its failures a member gets right, eq. 3 against the members), the oracle, and for the
-cascade its reader seconds per question.
+cross-validation, and with `--max-loss` the cascade at each tolerance given) is chosen and fitted on the training
+folds only and answers the held-out fold (eor.learning.crossval.out_of_fold). Over the out-of-fold answers: each
+voter's EM, its difference to Top R (chosen inside each fold) with a paired bootstrap 95% interval and the exact
+McNemar p, MRLR (the share of its failures a member gets right, eq. 3 against the members), the oracle, and for
+each cascade its reader seconds per question beside the full pool's (every member run, as the selector needs).
+
+Costs are the members' token counts at `--rates` (prompt, generated tokens per second; default: fitted to the
+records' own seconds), each member charged its own retrieval's generation (PK's document, @CP's summary), as
+eor.runs.costs counts them.
 
     python benchmarks/nested_cv.py docs/records/nq16-train.jsonl.gz [--config configs/nq-offline16.yaml]
-        [--limit 400] [--seeds 0,1,2] [--folds 5] [--max-loss 0.5] [--no-confidence] [--json FILE]
+        [--limit 400] [--seeds 0,1,2] [--folds 5] [--max-loss 0.5,0.25,1,2] [--rates 281,60]
+        [--no-confidence] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from eor.core.config import load_config
     from eor.evaluation.inconsistency import mrlr_against
     from eor.learning.crossval import AUTO, VoteSettings, compare_with_top, out_of_fold, vote_arrays
+    from eor.runs.costs import describe_rates, member_costs
     from eor.runs.run_data import load_run
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -35,7 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="the first N questions of the records")
     parser.add_argument("--seeds", default="0,1,2", help="outer split seeds; the first is the result")
     parser.add_argument("--folds", type=int, default=5, help="outer and inner folds (default 5)")
-    parser.add_argument("--max-loss", type=float, help="also the cascade, at this tolerance (EM points)")
+    parser.add_argument(
+        "--max-loss", help="also the cascade at these tolerances (EM points, comma-separated; the first is the result)"
+    )
+    parser.add_argument("--rates", help="the reader's token rates PROMPT,GENERATED per second (default: fitted)")
     parser.add_argument("--no-confidence", action="store_true", help="leave the reader's confidence out")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args(argv)
@@ -44,20 +54,33 @@ def main(argv: list[str] | None = None) -> int:
     data = load_run(args.records, members)
     if args.limit:
         data = data.subset(list(range(min(args.limit, data.questions))))
-    settings = VoteSettings(
-        confidence=not args.no_confidence, max_loss=None if args.max_loss is None else args.max_loss / 100
-    )
+    losses = [float(value) for value in args.max_loss.split(",")] if args.max_loss else []
+    settings = VoteSettings(confidence=not args.no_confidence, max_loss=losses[0] / 100 if losses else None)
     arrays = vote_arrays(data, settings)
-    names = [*VOTERS, *(["cascade"] if args.max_loss is not None else []), AUTO]
+    if args.rates:
+        prompt, generated = (float(value) for value in args.rates.split(","))
+        arrays = replace(arrays, costs=member_costs(data, "tokens", {"prompt": prompt, "generated": generated}))
+    names = [*VOTERS, *(["cascade"] if losses else []), AUTO]
     oracle = float(arrays.correctness.max(axis=1).mean())
     members_correct = (arrays.correctness >= 0.5).T
     print(f"{data.questions} questions × {len(data.names)} members of {args.records}; oracle {100 * oracle:.1f} EM")
     out: dict[str, object] = {"questions": data.questions, "members": data.names, "oracle": oracle, "seeds": {}}
+    if arrays.costs is not None:
+        full = float(arrays.costs.matrix.sum(axis=1).mean())
+        out["full_pool_cost"] = full
+        out["cost_unit"] = describe_rates(arrays.costs.rates) if arrays.costs.rates else "recorded seconds"
+        print(f"the full pool: {full:.2f} s per question, {out['cost_unit']}")
     for seed in [int(s) for s in args.seeds.split(",")]:
         result = out_of_fold(arrays, names, settings, args.folds, seed, inner_folds=args.folds)
         table = compare_with_top(result)
         for name, row in table.items():
             row["mrlr"] = mrlr_against(result.scores[name] >= 0.5, members_correct)
+        for loss in losses[1:]:
+            other = replace(settings, max_loss=loss / 100)
+            found = out_of_fold(arrays, ["top", "cascade"], other, args.folds, seed)
+            row = compare_with_top(found)["cascade"]
+            row["mrlr"] = mrlr_against(found.scores["cascade"] >= 0.5, members_correct)
+            table[f"cascade@{loss:g}"] = row
         out["seeds"][str(seed)] = table  # type: ignore[index]
         print(f"seed {seed} ({args.folds}-fold outer, {args.folds}-fold inner; Top R chosen in each fold):")
         print(f"  {'voter':<10} {'EM':>6} {'− Top R':>8}  95% interval      McNemar p  MRLR   cost/question")
