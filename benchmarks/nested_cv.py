@@ -1,11 +1,13 @@
 """EoR against Top R when there are too few questions to split three ways: nested cross-validation over the
 records alone. An outer K-fold split (one per seed; the first seed is the result): in each outer training fold
-every voter (Top R, the paper's voter, the selector, `auto` choosing among them by its own inner
-cross-validation, and with `--max-loss` the cascade at each tolerance given) is chosen and fitted on the training
-folds only and answers the held-out fold (eor.learning.crossval.out_of_fold). Over the out-of-fold answers: each
-voter's EM, its difference to Top R (chosen inside each fold) with a paired bootstrap 95% interval and the exact
-McNemar p, MRLR (the share of its failures a member gets right, eq. 3 against the members), the oracle, and for
-each cascade its reader seconds per question beside the full pool's (every member run, as the selector needs).
+every voter (Top R, the paper's voter, the selector, `auto` choosing among `eor train`'s candidates by its own
+inner cross-validation, and with `--max-loss` the cascade at each tolerance given) is chosen and fitted on the
+training folds only and answers the held-out fold (eor.learning.crossval.out_of_fold). `auto` chooses by
+accuracy, as `eor train --voter auto` does without a tolerance; the tolerances are the cascade's alone. Over the
+out-of-fold answers: each voter's EM, its difference to Top R (chosen inside each fold) with a paired bootstrap
+95% interval and the exact McNemar p, MRLR (the share of its failures a member gets right, eq. 3 against the
+members), the oracle, and for each cascade its reader seconds per question beside the full pool's (every member
+run, as the selector needs) and its EM beside the selector's.
 
 Costs are the members' token counts at `--rates` (prompt, generated tokens per second; default: fitted to the
 records' own seconds), each member charged its own retrieval's generation (PK's document, @CP's summary), as
@@ -32,7 +34,7 @@ VOTERS = ("top", "paper", "selector")
 def main(argv: list[str] | None = None) -> int:
     from eor.core.config import load_config
     from eor.evaluation.inconsistency import mrlr_against
-    from eor.learning.crossval import AUTO, VoteSettings, compare_with_top, out_of_fold, vote_arrays
+    from eor.learning.crossval import AUTO, CvResult, VoteSettings, compare_with_top, out_of_fold, vote_arrays
     from eor.runs.costs import describe_rates, member_costs
     from eor.runs.run_data import load_run
 
@@ -55,12 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         data = data.subset(list(range(min(args.limit, data.questions))))
     losses = [float(value) for value in args.max_loss.split(",")] if args.max_loss else []
-    settings = VoteSettings(confidence=not args.no_confidence, max_loss=losses[0] / 100 if losses else None)
+    settings = VoteSettings(confidence=not args.no_confidence)
     arrays = vote_arrays(data, settings)
     if args.rates:
         prompt, generated = (float(value) for value in args.rates.split(","))
         arrays = replace(arrays, costs=member_costs(data, "tokens", {"prompt": prompt, "generated": generated}))
-    names = [*VOTERS, *(["cascade"] if losses else []), AUTO]
     oracle = float(arrays.correctness.max(axis=1).mean())
     members_correct = (arrays.correctness >= 0.5).T
     print(f"{data.questions} questions × {len(data.names)} members of {args.records}; oracle {100 * oracle:.1f} EM")
@@ -71,25 +72,30 @@ def main(argv: list[str] | None = None) -> int:
         out["cost_unit"] = describe_rates(arrays.costs.rates) if arrays.costs.rates else "recorded seconds"
         print(f"the full pool: {full:.2f} s per question, {out['cost_unit']}")
     for seed in [int(s) for s in args.seeds.split(",")]:
-        result = out_of_fold(arrays, names, settings, args.folds, seed, inner_folds=args.folds)
+        voters = out_of_fold(arrays, VOTERS, settings, args.folds, seed)
+        auto = out_of_fold(arrays, [AUTO], settings, args.folds, seed, inner_folds=args.folds)  # eor train's auto
+        result = CvResult(args.folds, seed, {**voters.scores, **auto.scores}, auto.chosen, voters.costs)
         table = compare_with_top(result)
         for name, row in table.items():
             row["mrlr"] = mrlr_against(result.scores[name] >= 0.5, members_correct)
-        for loss in losses[1:]:
-            other = replace(settings, max_loss=loss / 100)
-            found = out_of_fold(arrays, ["top", "cascade"], other, args.folds, seed)
+        for loss in losses:
+            found = out_of_fold(arrays, ["top", "cascade"], replace(settings, max_loss=loss / 100), args.folds, seed)
             row = compare_with_top(found)["cascade"]
             row["mrlr"] = mrlr_against(found.scores["cascade"] >= 0.5, members_correct)
+            row["minus_selector"] = row["mean"] - table["selector"]["mean"]
             table[f"cascade@{loss:g}"] = row
         out["seeds"][str(seed)] = table  # type: ignore[index]
         print(f"seed {seed} ({args.folds}-fold outer, {args.folds}-fold inner; Top R chosen in each fold):")
-        print(f"  {'voter':<10} {'EM':>6} {'− Top R':>8}  95% interval      McNemar p  MRLR   cost/question")
+        print(f"  {'voter':<12} {'EM':>6} {'− Top R':>8}  95% interval      McNemar p  MRLR   cost/question")
         for name, row in table.items():
             low, high = row["ci"]
             cost = f"{row['cost']:.2f} s" if "cost" in row else "-"
+            if "minus_selector" in row and "full_pool_cost" in out:
+                share = row["cost"] / out["full_pool_cost"]  # type: ignore[operator]
+                cost += f" ({100 * share:.0f}% of the pool; − selector {100 * row['minus_selector']:+.1f})"
             chosen = f"  (chose {', '.join(row['chosen_per_fold'])})" if row.get("chosen_per_fold") else ""
             print(
-                f"  {name:<10} {100 * row['mean']:6.1f} {100 * row['minus_top']:+8.1f}  "
+                f"  {name:<12} {100 * row['mean']:6.1f} {100 * row['minus_top']:+8.1f}  "
                 f"[{100 * low:+5.1f}, {100 * high:+5.1f}]  {row['p_value']:<9.3g}  {row['mrlr']:.3f}  {cost}{chosen}"
             )
     if args.json:
