@@ -41,8 +41,8 @@ from typing import Any
 from eor.core.cache_policy import DEFAULT_MAX_BYTES, CacheReport, roll_back, size_bound
 from eor.core.errors import CacheError, is_disk_full
 from eor.core.faults import failpoint
-from eor.runs.generation_cache_file import BOUND, CACHE_FILE, cache_error, open_file, open_memory
 from eor.core.models import cache_dir
+from eor.runs.generation_cache_file import BOUND, CACHE_FILE, cache_error, open_file, open_memory
 
 log = logging.getLogger(__name__)
 

@@ -47,6 +47,7 @@ from typing import Any
 
 from eor.core.atomic import atomic_file, write_text_atomically
 from eor.core.errors import InputError
+from eor.core.results import Record
 from eor.runs.records import (
     HEADER_KEY,
     HEADER_VERSION,
@@ -60,7 +61,6 @@ from eor.runs.records import (
     records_file_or_none,
     replace_records,
 )
-from eor.core.results import Record
 
 CONFIG_FILE = "config.json"
 POOL_FILE = "pool.json"
