@@ -32,10 +32,11 @@ VOTERS = ("top", "paper", "selector")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from eor.cli.options import token_rates
     from eor.core.config import load_config
     from eor.evaluation.inconsistency import mrlr_against
     from eor.learning.crossval import AUTO, CvResult, VoteSettings, compare_with_top, out_of_fold, vote_arrays
-    from eor.runs.costs import describe_rates, member_costs
+    from eor.runs.costs import describe_rates
     from eor.runs.run_data import load_run
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -47,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-loss", help="also the cascade at these tolerances (EM points, comma-separated; the first is the result)"
     )
-    parser.add_argument("--rates", help="the reader's token rates PROMPT,GENERATED per second (default: fitted)")
+    parser.add_argument(
+        "--rates", type=token_rates, help="the reader's token rates PROMPT,GENERATED per second (default: fitted)"
+    )
     parser.add_argument("--no-confidence", action="store_true", help="leave the reader's confidence out")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args(argv)
@@ -57,11 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         data = data.subset(list(range(min(args.limit, data.questions))))
     losses = [float(value) for value in args.max_loss.split(",")] if args.max_loss else []
-    settings = VoteSettings(confidence=not args.no_confidence)
+    unit = "tokens" if args.rates else "auto"  # given rates price token counts; without them, fitted where held
+    settings = VoteSettings(confidence=not args.no_confidence, cost_unit=unit, rates=args.rates)
     arrays = vote_arrays(data, settings)
-    if args.rates:
-        prompt, generated = (float(value) for value in args.rates.split(","))
-        arrays = replace(arrays, costs=member_costs(data, "tokens", {"prompt": prompt, "generated": generated}))
+    if args.rates and arrays.costs is None:
+        parser.error(f"--rates prices token counts, and {args.records} lacks them for some member")
     oracle = float(arrays.correctness.max(axis=1).mean())
     members_correct = (arrays.correctness >= 0.5).T
     print(f"{data.questions} questions × {len(data.names)} members of {args.records}; oracle {100 * oracle:.1f} EM")

@@ -300,6 +300,42 @@ def test_token_costs_at_fitted_rates():
         member_costs(data, "tokens")
 
 
+def test_train_prices_token_counts_at_given_rates(tmp_path, capsys):
+    """`eor train --rates P,G`: the weights file's cost model holds the given rates, and each member's mean
+    cost is its mean token counts priced at them; records without token counts and `--cost seconds` refuse it."""
+    import gzip
+
+    from eor.cli import main
+    from eor.core.config import load_config
+    from eor.runs.costs import token_counts
+    from eor.runs.run_data import load_run
+
+    with gzip.open(ROOT / "docs/records/nq-train.jsonl.gz", "rt", encoding="utf-8") as handle:
+        lines = handle.readlines()
+    few = tmp_path / "few.jsonl"
+    few.write_text("".join(lines[:41]), encoding="utf-8")  # the header and 40 questions
+    seven = ROOT / "configs" / "nq-offline.yaml"
+    out = tmp_path / "top.json"
+    train = ["train", str(few), "--voter", "top", "--metrics", "em", "--config", str(seven), "--out", str(out)]
+    assert main([*train, "--rates", "281,60"]) == 0
+    costs = json.loads(out.read_text(encoding="utf-8"))["meta"]["costs"]
+    assert costs["unit"] == "tokens" and costs["rates"] == {"prompt": 281.0, "generated": 60.0}
+    data = load_run(few, load_config(seven).members)
+    tokens = token_counts(data)
+    assert tokens is not None
+    priced = (tokens[..., 0] / 281 + tokens[..., 1] / 60).mean(axis=0)
+    assert [costs["members"][name] for name in data.names] == pytest.approx(priced.tolist())
+    fitted = json.loads(out.read_text(encoding="utf-8"))["meta"]["costs"]["rates"]
+    assert main(train) == 0  # without --rates: fitted to the records' seconds, not the given ones
+    assert json.loads(out.read_text(encoding="utf-8"))["meta"]["costs"]["rates"] != fitted
+    capsys.readouterr()
+    assert main([*train, "--rates", "281,60", "--cost", "seconds"]) == 1
+    assert "does not apply to --cost seconds" in capsys.readouterr().err
+    old = ["train", str(ROOT / "docs/records/nq16-train.jsonl.gz"), "--voter", "top", "--metrics", "em"]
+    assert main([*old, "--out", str(tmp_path / "old.json"), "--rates", "281,60"]) == 1
+    assert "--rates prices token counts" in capsys.readouterr().err and not (tmp_path / "old.json").exists()
+
+
 def test_training_a_cascade_on_the_shipped_records(tmp_path):
     from eor.commands.train_command import TrainOptions, train
     from voters import load_voter

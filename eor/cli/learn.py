@@ -92,6 +92,12 @@ def _cost_options(train: argparse.ArgumentParser) -> None:
         help="a member's cost: recorded seconds, or its token counts at the reader's rates (auto: tokens where "
         "the records hold them)",
     )
+    cost.add_argument(
+        "--rates",
+        type=token_rates,
+        metavar="PROMPT,GENERATED",
+        help="the reader's tokens per second for token costs (default: fitted to the records' seconds)",
+    )
 
 
 def add_design(commands: Commands) -> None:

@@ -76,6 +76,8 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     data = _training_data(records, options, _pool_config(options.pool_config))
     settings = options.vote_settings()
     arrays = _with_costs(vote_arrays(data, settings), options.costs)
+    if options.rates is not None and (arrays.costs is None or arrays.costs.unit != "tokens"):
+        raise InputError(f"--rates prices token counts, and {records} lacks them for some member (records of old runs)")
     lines: list[str] = []
     meta: dict[str, Any] = {"records": str(records), "dev_records": str(options.dev) if options.dev else None}
     name, arrays, settings = _choose(name, arrays, settings, options, lines, meta)

@@ -25,7 +25,8 @@ class TrainOptions:
     K-fold figures against Top R (`auto` nested). max_loss (EM points, e.g. 0.5) or budget (cost per
     question, seconds) make the choice cost-aware: the cascade's tolerance, and `auto`'s choice among every
     candidate, the cascade included (the cheapest within max_loss of the best, or the best within the
-    budget); cost_unit: what a member's cost is (eor.runs.costs); costs: the members' costs per question (an
+    budget); cost_unit: what a member's cost is (eor.runs.costs), rates: the reader's tokens per second for
+    token costs (None: fitted to the records' seconds); costs: the members' costs per question (an
     eor.runs.costs.MemberCosts over the members) in place of those the records give. pool_config: the config the
     records were run with, checked as every config is (eor.pipeline.validation): the weights file records the
     identity of its pool (eor.pipeline.pool; without it, the `pool.json` that `eor run` wrote beside the records),
@@ -49,6 +50,7 @@ class TrainOptions:
     max_loss: float | None = None
     budget: float | None = None
     cost_unit: str = "auto"
+    rates: dict[str, float] | None = None
     costs: Any = None
     pool_config: Path | None = None
     members: list[str] | None = None
@@ -65,6 +67,8 @@ class TrainOptions:
             raise ConfigError("--grounding applies to --voter paper or smooth (auto tries grounding itself)")
         if self.max_loss is not None and self.budget is not None:
             raise ConfigError("give --max-loss or --budget, not both")
+        if self.rates is not None and self.cost_unit == "seconds":
+            raise ConfigError("--rates prices token counts; it does not apply to --cost seconds")
         for flag, value in (("--max-loss", self.max_loss), ("--budget", self.budget)):
             if value is not None and not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"{flag} must be a number ≥ 0, got {value!r}")
@@ -89,5 +93,6 @@ class TrainOptions:
             max_loss=None if self.max_loss is None else self.max_loss / 100,
             budget=self.budget,
             cost_unit=self.cost_unit,
+            rates=self.rates,
             confidence=self.confidence,
         )

@@ -73,6 +73,7 @@ class VoteSettings:
     max_loss: float | None = None  # the cascade's tolerance (a fraction); None: its default
     budget: float | None = None  # the cascade's most mean cost per question, instead of max_loss
     cost_unit: str = "auto"  # eor.runs.costs
+    rates: dict[str, float] | None = None  # the reader's tokens per second for token costs; None: fitted
     confidence: bool = True  # the selector's (and the cascade's) confidence features, where records have them
 
 
@@ -113,7 +114,7 @@ def vote_arrays(data: RunData, settings: VoteSettings) -> VoteArrays:
     s = settings
     blocks, _ = batch.blocks(s.metrics, s.metric_params, s.cache_dir, confidence=s.confidence)
     try:
-        costs = member_costs(data, s.cost_unit)
+        costs = member_costs(data, s.cost_unit, s.rates)
     except InputError:
         costs = None
     return VoteArrays(data, batch, batch.correctness(s.correctness), blocks, costs)

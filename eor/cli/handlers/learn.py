@@ -27,6 +27,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         max_loss=args.max_loss,
         budget=args.budget,
         cost_unit=args.cost,
+        rates=args.rates,
         pool_config=Path(args.config) if args.config else None,
         confidence=not args.no_confidence,
     )
