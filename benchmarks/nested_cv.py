@@ -7,7 +7,8 @@ accuracy, as `eor train --voter auto` does without a tolerance; the tolerances a
 out-of-fold answers: each voter's EM, its difference to Top R (chosen inside each fold) with a paired bootstrap
 95% interval and the exact McNemar p, MRLR (the share of its failures a member gets right, eq. 3 against the
 members), the oracle, and for each cascade its reader seconds per question beside the full pool's (every member
-run, as the selector needs) and its EM beside the selector's.
+run, as the selector needs) and its EM beside the selector's; and for every voter the questions where it and
+Top R disagree, with the members that gave the answers it picked there (printed for the selector and `auto`).
 
 Costs are the members' token counts at `--rates` (prompt, generated tokens per second; default: fitted to the
 records' own seconds), each member charged its own retrieval's generation (PK's document, @CP's summary), as
@@ -24,11 +25,16 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 VOTERS = ("top", "paper", "selector")
+
+if TYPE_CHECKING:
+    from eor.learning.crossval import CvResult
+    from eor.runs.run_data import RunData
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,15 +83,18 @@ def main(argv: list[str] | None = None) -> int:
     for seed in [int(s) for s in args.seeds.split(",")]:
         voters = out_of_fold(arrays, VOTERS, settings, args.folds, seed)
         auto = out_of_fold(arrays, [AUTO], settings, args.folds, seed, inner_folds=args.folds)  # eor train's auto
-        result = CvResult(args.folds, seed, {**voters.scores, **auto.scores}, auto.chosen, voters.costs)
+        scores, picks = {**voters.scores, **auto.scores}, {**voters.picks, **auto.picks}
+        result = CvResult(args.folds, seed, scores, auto.chosen, voters.costs, picks)
         table = compare_with_top(result)
         for name, row in table.items():
             row["mrlr"] = mrlr_against(result.scores[name] >= 0.5, members_correct)
+            row.update(against_top(data, result, name))
         for loss in losses:
             found = out_of_fold(arrays, ["top", "cascade"], replace(settings, max_loss=loss / 100), args.folds, seed)
             row = compare_with_top(found)["cascade"]
             row["mrlr"] = mrlr_against(found.scores["cascade"] >= 0.5, members_correct)
             row["minus_selector"] = row["mean"] - table["selector"]["mean"]
+            row.update(against_top(data, found, "cascade"))
             table[f"cascade@{loss:g}"] = row
         out["seeds"][str(seed)] = table  # type: ignore[index]
         print(f"seed {seed} ({args.folds}-fold outer, {args.folds}-fold inner; Top R chosen in each fold):")
@@ -101,9 +110,36 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {name:<12} {100 * row['mean']:6.1f} {100 * row['minus_top']:+8.1f}  "
                 f"[{100 * low:+5.1f}, {100 * high:+5.1f}]  {row['p_value']:<9.3g}  {row['mrlr']:.3f}  {cost}{chosen}"
             )
+        for name in ("selector", AUTO):
+            row = table[name]
+            print(f"  {name}: {len(row['wins'])} right where Top R is wrong, {len(row['losses'])} the other way;")
+            for side in ("wins", "losses"):
+                given = ", ".join(f"{member} {count}" for member, count in row[f"{side}_given_by"].items() if count)
+                print(f"    answers of its {side} given by: {given or 'none'}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, default=_plain) + "\n")
     return 0
+
+
+def against_top(data: RunData, result: CvResult, name: str) -> dict[str, object]:
+    """The questions where the voter `name` and Top R disagree on correctness (`wins`: it is right and Top R
+    wrong, `losses` the other way round, by question id), with how many of each set's picked answers each
+    member gave (SQuAD-normalised; most first): which members its gains and losses rest on. Also each
+    question's out-of-fold correctness and picked member, in record order."""
+    from eor.core.answers import normalize_answer
+
+    right, top = result.scores[name] >= 0.5, result.scores["top"] >= 0.5
+    picks = result.picks[name]
+    found: dict[str, object] = {"correct": result.scores[name], "picked": [data.names[m] for m in picks]}
+    for side, rows in (("wins", np.flatnonzero(right & ~top)), ("losses", np.flatnonzero(top & ~right))):
+        given = dict.fromkeys(data.names, 0)
+        for q in rows:
+            picked = normalize_answer(data.answers[q][picks[q]])
+            for m, member in enumerate(data.names):
+                given[member] += normalize_answer(data.answers[q][m]) == picked
+        found[side] = [data.ids[q] for q in rows]
+        found[f"{side}_given_by"] = dict(sorted(given.items(), key=lambda item: -item[1]))
+    return found
 
 
 def _plain(value: object) -> object:

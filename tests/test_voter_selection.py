@@ -230,12 +230,37 @@ def test_cross_validation_against_top_r_by_hand(tmp_path):
     arrays = vote_arrays(run, settings)
     result = out_of_fold(arrays, ["top", "selector"], settings, 4, seed=0)
     assert result.scores["top"].tolist() == [1.0] * 6 + [0.0] * 2  # B everywhere
+    assert result.picks["top"].tolist() == [1] * 8  # B's answer, by its index among the members
+    assert all(result.scores["selector"] == arrays.correctness[np.arange(8), result.picks["selector"]])
     table = compare_with_top(result)
     assert table["top"]["minus_top"] == 0.0 and table["top"]["p_value"] == 1.0
     assert table["selector"]["mean"] == pytest.approx(result.scores["selector"].mean())
     # B is right whenever anyone is (the oracle is 0.75): a candidate can at best tie Top R, and ties go to it
     name, means = choose_candidate(arrays, ["selector", "paper", "top"], settings, 4, seed=0)
     assert means["top"] == 0.75 and max(means.values()) == 0.75 and name == "top"
+
+
+def test_the_questions_a_voter_wins_and_loses_against_top_r_by_hand():
+    """benchmarks/nested_cv.py's `against_top`: the questions where the voter is right and Top R wrong (and
+    the other way), and which members gave the answers the voter picked there, SQuAD-normalised."""
+    import importlib.util
+
+    from eor.learning.crossval import CvResult
+    from eor.runs.run_data import RunData
+
+    spec = importlib.util.spec_from_file_location("nested_cv", Path(__file__).parent.parent / "benchmarks/nested_cv.py")
+    assert spec is not None and spec.loader is not None
+    nested_cv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nested_cv)
+    answers = [["Paris", "paris", "Rome"], ["Lyon", "Paris", "Nice"], ["The Alps", "Jura", "alps."], ["a", "b", "c"]]
+    data = RunData(["A", "B", "C"], ["q0", "q1", "q2", "q3"], answers, [["x"]] * 4, [], [], ["?"] * 4)
+    scores = {"top": np.array([1.0, 1.0, 0.0, 0.0]), "vote": np.array([1.0, 0.0, 1.0, 0.0])}
+    picks = {"top": np.array([1, 1, 1, 1]), "vote": np.array([0, 2, 2, 0])}
+    found = nested_cv.against_top(data, CvResult(2, 0, scores, picks=picks), "vote")
+    assert found["wins"] == ["q2"] and found["losses"] == ["q1"]
+    assert found["wins_given_by"] == {"A": 1, "C": 1, "B": 0}  # "The Alps" and "alps." normalise alike
+    assert found["losses_given_by"] == {"C": 1, "A": 0, "B": 0}
+    assert found["picked"] == ["A", "C", "C", "A"] and found["correct"].tolist() == [1.0, 0.0, 1.0, 0.0]
 
 
 def test_eor_train_auto_cv_and_named_voters(tmp_path, capsys):

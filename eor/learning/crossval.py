@@ -363,14 +363,15 @@ def build_candidate(name: str, settings: VoteSettings) -> Candidate:
 @dataclass
 class CvResult:
     """Out-of-fold correctness per question of every candidate (`scores[name]`, shape (Q,)), the cost of
-    the members it ran (`costs[name]`), and the candidate that `auto` chose in each outer fold when it was
-    cross-validated."""
+    the members it ran (`costs[name]`), the member whose answer it picked (`picks[name]`, an index into the
+    records' members), and the candidate that `auto` chose in each outer fold when it was cross-validated."""
 
     k: int
     seed: int
     scores: dict[str, np.ndarray]
     chosen: dict[str, list[str]] = field(default_factory=dict)
     costs: dict[str, np.ndarray] = field(default_factory=dict)  # per question: the members that ran
+    picks: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 #: called with a label ("selector, fold 2/5") after each candidate's fold of a cross-validation.
@@ -397,6 +398,7 @@ def out_of_fold(
     plain = [name for name in names if name != AUTO]
     scores = {name: np.zeros(len(rows)) for name in names}
     costs = {name: np.zeros(len(rows)) for name in names}
+    member = {name: np.zeros(len(rows), dtype=int) for name in names}
     chosen: dict[str, list[str]] = {AUTO: []} if AUTO in names else {}
     step = progress or (lambda label: None)
     candidates = {name: build_candidate(name, settings) for name in plain}
@@ -406,17 +408,17 @@ def out_of_fold(
         fitted: dict[str, Candidate] = {}
         for name in plain:
             fitted[name] = candidates[name].fit(arrays, train_rows)
-            picks, costs[name][held] = fitted[name].answer(arrays, test_rows)
-            scores[name][held] = _correct(arrays, test_rows, picks)
+            member[name][held], costs[name][held] = fitted[name].answer(arrays, test_rows)
+            scores[name][held] = _correct(arrays, test_rows, member[name][held])
             step(f"{name}, fold {fold}/{k}")
         if AUTO in names:
             pick, _ = choose_candidate(arrays, plain or auto_names(settings), settings, inner_folds, seed, train_rows)
             chosen[AUTO].append(pick)
             model = fitted.get(pick) or build_candidate(pick, settings).fit(arrays, train_rows)
-            picks, costs[AUTO][held] = model.answer(arrays, test_rows)
-            scores[AUTO][held] = _correct(arrays, test_rows, picks)
+            member[AUTO][held], costs[AUTO][held] = model.answer(arrays, test_rows)
+            scores[AUTO][held] = _correct(arrays, test_rows, member[AUTO][held])
             step(f"{AUTO} (nested), fold {fold}/{k}")
-    return CvResult(k, seed, scores, chosen, costs)
+    return CvResult(k, seed, scores, chosen, costs, member)
 
 
 def choose_candidate(
