@@ -1,5 +1,6 @@
-"""Benchmark: a reader's prompt and generation rates on an accelerator, for `eor plan --prompt-rate
---generation-rate` (docs/scale.md), measured with the reader's architecture at random weights.
+"""Benchmark: a reader's prompt and generation rates and a passage encoder's rate on an accelerator, for
+`eor plan --prompt-rate --generation-rate` and the dense index of a large corpus (docs/scale.md), measured with
+each model's architecture at random weights.
 
 A rate depends on the architecture's shapes, not on the values of its weights, so the model is built from
 its published configuration (Qwen2.5-0.5B-Instruct, the packaged reader; Qwen2.5-7B-Instruct, the size the
@@ -11,8 +12,13 @@ and 777 generated tokens over its 24 generations a question: about 512 and 32). 
 transformers' own (SDPA attention, eager, no CUDA graphs, no paged KV cache, every sequence of a batch the same
 length), so the rates are a floor for a serving engine with continuous batching (vLLM, llama.cpp's server).
 
-    python benchmarks/gpu_reader_rates.py [--arch qwen2.5-0.5b,qwen2.5-7b] [--batches 1,8,32,128]
-        [--prompt 512] [--generate 32] [--device cuda] [--layers N] [--json FILE]
+The passage encoder (all-MiniLM-L6-v2's shapes, the dense retriever's) encodes batches of `--passage` random
+tokens (default 128: the shared NQ corpus's passages are 118 wordpieces on average, 154 at the 90th
+percentile) in bf16; passages per second = batch / seconds, the mean of `--repeats` passes.
+
+    python benchmarks/gpu_rates.py [--arch qwen2.5-0.5b,qwen2.5-7b] [--batches 1,8,32,128]
+        [--prompt 512] [--generate 32] [--encoder-batches 256,1024] [--passage 128] [--device cuda]
+        [--layers N] [--json FILE]
 
 `--layers N` keeps the first N layers only (a quick check of the script on a CPU).
 """
@@ -49,24 +55,60 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
 }
 
 
+#: all-MiniLM-L6-v2's shapes (the packaged dense encoder, eor.core.models).
+ENCODER = {
+    "hidden_size": 384,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 6,
+    "num_attention_heads": 12,
+    "vocab_size": 30522,
+    "max_position_embeddings": 512,
+}
+
+
 def build(arch: str, device: str, layers: int | None) -> Any:
     """The architecture at random weights, bf16 on `device` (fp32 on a CPU), in evaluation mode."""
-    import torch
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     shapes = dict(ARCHITECTURES[arch])
     if layers:
         shapes["num_hidden_layers"] = layers
     config = Qwen2Config(**shapes, max_position_embeddings=32768, rope_theta=1_000_000.0)
+    return _on(device, lambda: AutoModelForCausalLM.from_config(config, attn_implementation="sdpa"))
+
+
+def build_encoder(device: str, layers: int | None) -> Any:
+    """The passage encoder's architecture at random weights, as `build` makes a reader."""
+    from transformers import BertConfig, BertModel
+
+    shapes = dict(ENCODER)
+    if layers:
+        shapes["num_hidden_layers"] = layers
+    config = BertConfig(**shapes)
+    return _on(device, lambda: BertModel(config, add_pooling_layer=False))
+
+
+def _on(device: str, make: Any) -> Any:
+    """`make()`'s model built on `device` in bf16 (fp32 on a CPU), in evaluation mode."""
+    import torch
+
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     default = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
         with torch.device(device):
-            model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+            model = make()
     finally:
         torch.set_default_dtype(default)
     return model.eval()
+
+
+def _synced(device: str) -> float:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    return time.perf_counter()
 
 
 def measure(model: Any, batch: int, prompt: int, generate: int, device: str) -> dict[str, float]:
@@ -74,9 +116,7 @@ def measure(model: Any, batch: int, prompt: int, generate: int, device: str) -> 
     import torch
 
     def synced() -> float:
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        return time.perf_counter()
+        return _synced(device)
 
     vocab = model.config.vocab_size
     ids = torch.randint(0, vocab, (batch, prompt), device=device)
@@ -101,6 +141,22 @@ def measure(model: Any, batch: int, prompt: int, generate: int, device: str) -> 
     }
 
 
+def measure_encoder(model: Any, batch: int, tokens: int, device: str, repeats: int) -> dict[str, float]:
+    """`repeats` encodings of `batch` passages of `tokens` random tokens, mean-pooled as sentence-transformers
+    pools: the mean seconds of one, and passages per second."""
+    import torch
+
+    ids = torch.randint(0, model.config.vocab_size, (batch, tokens), device=device)
+    mask = torch.ones_like(ids)
+    with torch.inference_mode():
+        start = _synced(device)
+        for _ in range(repeats):
+            hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
+            (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+        seconds = (_synced(device) - start) / repeats
+    return {"batch": batch, "seconds": seconds, "passages_per_second": batch / seconds}
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -110,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", default="1,8,32,128", help="batch sizes (comma-separated)")
     parser.add_argument("--prompt", type=int, default=512, help="prompt tokens per sequence (default 512)")
     parser.add_argument("--generate", type=int, default=32, help="generated tokens per sequence (default 32)")
+    parser.add_argument("--encoder-batches", default="256,1024", help="the encoder's batch sizes ('' for none)")
+    parser.add_argument("--passage", type=int, default=128, help="tokens per passage (default 128)")
+    parser.add_argument("--repeats", type=int, default=10, help="encoder passes per batch size (default 10)")
     parser.add_argument("--device", default="cuda", help="torch device (default cuda)")
     parser.add_argument("--layers", type=int, help="keep the first N layers only (a quick check)")
     parser.add_argument("--json", help="write every figure here")
@@ -144,6 +203,15 @@ def main(argv: list[str] | None = None) -> int:
         del model
         if args.device.startswith("cuda"):
             torch.cuda.empty_cache()
+    encoder_batches = [int(value) for value in args.encoder_batches.split(",") if value]
+    if encoder_batches:
+        encoder = build_encoder(args.device, args.layers)
+        measure_encoder(encoder, encoder_batches[0], args.passage, args.device, 1)  # warm-up
+        rows = [measure_encoder(encoder, b, args.passage, args.device, args.repeats) for b in encoder_batches]
+        out["encoder"] = {"model": "all-MiniLM-L6-v2's shapes", "passage_tokens": args.passage, "rows": rows}
+        print(f"passage encoder (all-MiniLM-L6-v2's shapes), {args.passage} tokens a passage:")
+        for row in rows:
+            print(f"  batch {row['batch']:5d}: {row['passages_per_second']:,.0f} passages/s")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     return 0
