@@ -46,7 +46,7 @@ from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import pool_identity
 from eor.pipeline.validation import validate
 from eor.readers import build_reader
-from eor.runs.costs import training_costs, unit_label
+from eor.runs.costs import token_counts, training_costs, unit_label
 from eor.runs.run_data import RunData, load_run
 from eor.runs.run_folder import recorded_config, recorded_pool
 from voters import Voter, correctness_matrix
@@ -74,10 +74,10 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     `out` and give back the report's lines."""
     name = options.checked_voter()
     data = _training_data(records, options, _pool_config(options.pool_config))
+    if options.rates is not None and token_counts(data) is None:  # before any similarity is computed
+        raise InputError(f"--rates prices token counts, and {records} lacks them for some member (records of old runs)")
     settings = options.vote_settings()
     arrays = _with_costs(vote_arrays(data, settings), options.costs)
-    if options.rates is not None and (arrays.costs is None or arrays.costs.unit != "tokens"):
-        raise InputError(f"--rates prices token counts, and {records} lacks them for some member (records of old runs)")
     lines: list[str] = []
     meta: dict[str, Any] = {"records": str(records), "dev_records": str(options.dev) if options.dev else None}
     name, arrays, settings = _choose(name, arrays, settings, options, lines, meta)
