@@ -7,7 +7,8 @@ accuracy, as `eor train --voter auto` does without a tolerance; the tolerances a
 out-of-fold answers: each voter's EM, its difference to Top R (chosen inside each fold) with a paired bootstrap
 95% interval and the exact McNemar p, MRLR (the share of its failures a member gets right, eq. 3 against the
 members), the oracle, and for each cascade its reader seconds per question beside the full pool's (every member
-run, as the selector needs) and its EM beside the selector's; and for every voter the questions where it and
+run, as the selector needs) and its EM beside the selector's, and the least any voter running members one by
+one could spend to be right where the selector is (`least_cost`); and for every voter the questions where it and
 Top R disagree, with the members that gave the answers it picked there (printed for the selector and `auto`).
 
 Costs are the members' token counts at `--rates` (prompt, generated tokens per second; default: fitted to the
@@ -89,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, row in table.items():
             row["mrlr"] = mrlr_against(result.scores[name] >= 0.5, members_correct)
             row.update(against_top(data, result, name))
+            if arrays.costs is not None:
+                row["least_cost"] = least_cost(arrays.costs.matrix, arrays.correctness, result.scores[name])
         for loss in losses:
             found = out_of_fold(arrays, ["top", "cascade"], replace(settings, max_loss=loss / 100), args.folds, seed)
             row = compare_with_top(found)["cascade"]
@@ -105,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             if "minus_selector" in row and "full_pool_cost" in out:
                 share = row["cost"] / out["full_pool_cost"]  # type: ignore[operator]
                 cost += f" ({100 * share:.0f}% of the pool; − selector {100 * row['minus_selector']:+.1f})"
+            if "least_cost" in row and name == "selector":
+                cost += f" (least to be right where it is: {row['least_cost']:.2f} s)"
             chosen = f"  (chose {', '.join(row['chosen_per_fold'])})" if row.get("chosen_per_fold") else ""
             print(
                 f"  {name:<12} {100 * row['mean']:6.1f} {100 * row['minus_top']:+8.1f}  "
@@ -140,6 +145,15 @@ def against_top(data: RunData, result: CvResult, name: str) -> dict[str, object]
         found[side] = [data.ids[q] for q in rows]
         found[f"{side}_given_by"] = dict(sorted(given.items(), key=lambda item: -item[1]))
     return found
+
+
+def least_cost(costs: np.ndarray, correctness: np.ndarray, right: np.ndarray) -> float:
+    """The least mean cost per question at which a voter that runs members one by one could be right wherever
+    the voter with out-of-fold correctness `right` is (an oracle that knows which member to run): on each
+    question it gets right, the cheapest member that is right there; elsewhere the cheapest member. How far
+    a cascade's cost is above it is the price of not knowing which member is right."""
+    cheapest_right = np.where(correctness >= 0.5, costs, np.inf).min(axis=1)
+    return float(np.where(right >= 0.5, cheapest_right, costs.min(axis=1)).mean())
 
 
 def _plain(value: object) -> object:

@@ -261,6 +261,11 @@ def test_the_questions_a_voter_wins_and_loses_against_top_r_by_hand():
     assert found["wins_given_by"] == {"A": 1, "C": 1, "B": 0}  # "The Alps" and "alps." normalise alike
     assert found["losses_given_by"] == {"C": 1, "A": 0, "B": 0}
     assert found["picked"] == ["A", "C", "C", "A"] and found["correct"].tolist() == [1.0, 0.0, 1.0, 0.0]
+    # the least a member-by-member voter spends to be right where "vote" is: q0 the cheaper of A and B right
+    # there (1), q2 C alone right (4), q1 and q3 the cheapest member (0.5, 2): (1 + 0.5 + 4 + 2) / 4
+    costs = np.array([[1.0, 3.0, 2.0], [0.5, 1.0, 3.0], [1.0, 1.0, 4.0], [2.0, 5.0, 6.0]])
+    correct = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    assert nested_cv.least_cost(costs, correct, scores["vote"]) == pytest.approx(7.5 / 4)
 
 
 def test_eor_train_auto_cv_and_named_voters(tmp_path, capsys):
