@@ -235,12 +235,13 @@ def test_a_config_names_its_default_weights(tmp_path, isolated_cache):
         Ensemble(missing, reader=Scripted("x"))
 
 
-def test_the_shipped_config_answers_with_the_shipped_cascade():
+@pytest.mark.parametrize("pool", ["nq-offline", "nq-offline16"])
+def test_the_shipped_config_answers_with_the_shipped_cascade(pool):
     from eor.core.config import load_config
     from voters import load_voter
 
-    config = load_config(ROOT / "configs" / "nq-offline.yaml")
-    assert config.default_weights() == ROOT / "docs" / "weights" / "nq-offline-cascade.json"
+    config = load_config(ROOT / "configs" / f"{pool}.yaml")
+    assert config.default_weights() == ROOT / "docs" / "weights" / f"{pool}-cascade.json"
     cascade = load_voter(config.default_weights(), members=config.members)
     assert cascade.kind == "cascade" and sorted(cascade.order) == sorted(config.members)
     pool = cascade.metadata_["pool"]

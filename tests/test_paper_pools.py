@@ -100,6 +100,7 @@ def local_copy(config: Path, folder: Path, serper=None, pages=None, **changes) -
     """The config with the demo corpus, SE on the loopback servers (if it has SE) and `changes`."""
     data = yaml.safe_load(config.read_text())
     data["corpus"] = {"path": str(DEMO / "corpus.jsonl")}
+    data.get("voter", {}).pop("weights", None)  # trained for the shipped reader and corpus, not these
     if "SE" in data.get("sources", {}):
         data["sources"]["SE"]["params"].update(
             base_url=serper.url, allowed_hosts=["127.0.0.1"], cache_path=str(folder / "web"), timeout=2.0
