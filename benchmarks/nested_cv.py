@@ -1,7 +1,8 @@
 """EoR against Top R when there are too few questions to split three ways: nested cross-validation over the
 records alone. An outer K-fold split (one per seed; the first seed is the result): in each outer training fold
 every voter (Top R, the paper's voter, the selector, `auto` choosing among `eor train`'s candidates by its own
-inner cross-validation, and with `--max-loss` the cascade at each tolerance given) is chosen and fitted on the
+inner cross-validation, and with `--max-loss` the cascade at each tolerance given: fitted once, at the first,
+each tolerance choosing its threshold from the same held-out operating points) is chosen and fitted on the
 training folds only and answers the held-out fold (eor.learning.crossval.out_of_fold). `auto` chooses by
 accuracy, as `eor train --voter auto` does without a tolerance; the tolerances are the cascade's alone. Over the
 out-of-fold answers: each voter's EM, its difference to Top R (chosen inside each fold) with a paired bootstrap
@@ -15,7 +16,7 @@ Costs are the members' token counts at `--rates` (prompt, generated tokens per s
 records' own seconds), each member charged its own retrieval's generation (PK's document, @CP's summary), as
 eor.runs.costs counts them.
 
-    python benchmarks/nested_cv.py docs/records/nq16-train.jsonl.gz [--config configs/nq-offline16.yaml]
+    python benchmarks/nested_cv.py docs/records/nq16-train400.jsonl.gz [--config configs/nq-offline16.yaml]
         [--limit 400] [--seeds 0,1,2] [--folds 5] [--max-loss 0.5,0.25,1,2] [--rates 281,60]
         [--no-confidence] [--json FILE]
 """
@@ -34,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VOTERS = ("top", "paper", "selector")
 
 if TYPE_CHECKING:
-    from eor.learning.crossval import CvResult
+    from eor.learning.crossval import CvResult, VoteArrays, VoteSettings
     from eor.runs.run_data import RunData
 
 
@@ -92,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             row.update(against_top(data, result, name))
             if arrays.costs is not None:
                 row["least_cost"] = least_cost(arrays.costs.matrix, arrays.correctness, result.scores[name])
-        for loss in losses:
-            found = out_of_fold(arrays, ["top", "cascade"], replace(settings, max_loss=loss / 100), args.folds, seed)
+        for loss, found in cascade_at(arrays, settings, losses, voters).items():
             row = compare_with_top(found)["cascade"]
             row["mrlr"] = mrlr_against(found.scores["cascade"] >= 0.5, members_correct)
             row["minus_selector"] = row["mean"] - table["selector"]["mean"]
@@ -121,9 +121,41 @@ def main(argv: list[str] | None = None) -> int:
             for side in ("wins", "losses"):
                 given = ", ".join(f"{member} {count}" for member, count in row[f"{side}_given_by"].items() if count)
                 print(f"    answers of its {side} given by: {given or 'none'}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2, default=_plain) + "\n")
+        if args.json:  # after every seed: a run stopped later keeps the seeds done
+            Path(args.json).write_text(json.dumps(out, indent=2, default=_plain) + "\n")
     return 0
+
+
+def cascade_at(arrays: VoteArrays, settings: VoteSettings, losses: list[float], top: CvResult) -> dict[float, CvResult]:
+    """The cascade out of fold at each tolerance (EM points), on `top`'s outer split, beside its Top R. In each
+    outer fold the cascade is fitted once, at the first tolerance (its order, step selectors and stop target),
+    and answers the held-out fold at the threshold that each tolerance chooses from the same held-out operating
+    points (`Cascade.at_loss`), as `eor train` reports its operating points: a fit per tolerance would differ
+    only in the stop target it may pick, and costs as much again each time."""
+    from eor.learning.crossval import CvResult, build_candidate
+    from voters.folds import fold_split
+
+    n = arrays.questions
+    found = {
+        loss: CvResult(
+            top.k,
+            top.seed,
+            {"top": top.scores["top"], "cascade": np.zeros(n)},
+            costs={"top": top.costs["top"], "cascade": np.zeros(n)},
+            picks={"top": top.picks["top"], "cascade": np.zeros(n, dtype=int)},
+        )
+        for loss in losses
+    }
+    candidate = build_candidate("cascade", replace(settings, max_loss=losses[0] / 100))
+    for train, held in fold_split(n, top.k, top.seed).split():
+        cascade = candidate.fit(arrays, train).estimator
+        batch = arrays.take(held)
+        for loss in losses:
+            chosen, stops = cascade.replay(batch, cascade.at_loss(loss / 100).threshold)
+            found[loss].picks["cascade"][held] = chosen
+            found[loss].scores["cascade"][held] = arrays.correctness[held, chosen]
+            found[loss].costs["cascade"][held] = cascade.spent(batch.costs, stops)
+    return found
 
 
 def against_top(data: RunData, result: CvResult, name: str) -> dict[str, object]:

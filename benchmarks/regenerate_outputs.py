@@ -27,6 +27,8 @@ R = "docs/records"
 NQ = ["--config", "configs/nq-offline.yaml"]
 NQ_DEV = ["--dev", f"{R}/nq-dev.jsonl.gz"]
 NQ16_DEV = ["--dev", f"{R}/nq16-dev.jsonl.gz"]
+#: the 16-member pool's 400 training questions (docs/results.md): voters without the confidence dev lacks
+NQ16_400 = ["--no-confidence", "--config", "configs/nq-offline16.yaml"]
 
 #: weights file -> the `eor train` arguments (after the records) that made it, and the dev records it is benched on;
 #: the NQ records grew beyond the 7-member pool (docs/pool-design.md), so its figures name that pool's config
@@ -60,6 +62,11 @@ TRAINED = {
         [f"{R}/nq16-train.jsonl.gz", "--voter", "grounding", *NQ16_DEV],
         f"{R}/nq16-dev.jsonl.gz",
     ),
+    "nq-offline16-cascade.json": (
+        [f"{R}/nq16-train400.jsonl.gz", "--voter", "cascade", "--max-loss", "0.5", "--rates", "281,60", *NQ16_400],
+        f"{R}/nq16-dev.jsonl.gz",
+    ),
+    "nq-offline16-auto.json": ([f"{R}/nq16-train400.jsonl.gz", "--voter", "auto", *NQ16_400], f"{R}/nq16-dev.jsonl.gz"),
 }
 
 

@@ -7,6 +7,7 @@ import gzip
 import json
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -439,3 +440,29 @@ def test_added_voters_are_checked_and_reordered(tmp_path):
             load_voter(path, members=["A", "B"])
     with pytest.raises(ConfigError, match="unknown voter 'fixed'"):
         load_voter(path)
+
+
+def test_nested_cv_cascade_at_several_tolerances_matches_one_fit_per_tolerance():
+    """benchmarks/nested_cv.py's `cascade_at`: fitted once per outer fold at the first tolerance, it answers
+    exactly as `out_of_fold`'s cascade fitted at that tolerance; at a looser one it runs no more members
+    (the threshold `Cascade.at_loss` picks from the same held-out points is never higher)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nested_cv", Path(__file__).parent.parent / "benchmarks/nested_cv.py")
+    assert spec is not None and spec.loader is not None
+    nested_cv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nested_cv)
+    root = Path(__file__).parent.parent
+    members = ["BM25@1", "Wiki@1", "BM25@3", "PK"]
+    data = load_run(root / "docs/records/nq-train.jsonl.gz", members).subset(list(range(80)))
+    settings = VoteSettings(
+        metrics=("em",), confidence=False, cost_unit="tokens", rates={"prompt": 281.0, "generated": 60.0}
+    )
+    arrays = vote_arrays(data, settings)
+    top = out_of_fold(arrays, ["top"], settings, 4, seed=1)
+    found = nested_cv.cascade_at(arrays, settings, [0.5, 5.0], top)
+    alone = out_of_fold(arrays, ["top", "cascade"], replace(settings, max_loss=0.005), 4, seed=1)
+    assert found[0.5].picks["cascade"].tolist() == alone.picks["cascade"].tolist()
+    assert np.allclose(found[0.5].costs["cascade"], alone.costs["cascade"])
+    assert np.array_equal(found[0.5].scores["top"], alone.scores["top"])
+    assert np.all(found[5.0].costs["cascade"] <= found[0.5].costs["cascade"] + 1e-9)

@@ -158,33 +158,43 @@ def _token_pairs(data: RunData) -> np.ndarray:
     return counts
 
 
-def candidate_table(records: Path, data: RunData, replay: PromptReplay) -> list[dict[str, Any]]:
-    """Per candidate over the records' questions: exact match, gold passage retrieved (the question file's
-    `gold_passages`), answer in context (a gold answer, normalised, within one of its passages), exact
-    match when it is, and its reader seconds per question run alone (tokens at the replay's rates)."""
+def reading_indicators(records: Path, data: RunData) -> dict[str, np.ndarray]:
+    """(Q, M) 0/1 arrays over the records' questions and members, in `data`'s order: `right` (exact match),
+    `gold_passage` (a gold passage of the question file's `gold_passages` among its passages) and
+    `in_context` (a gold answer, normalised, within one of its passages)."""
     read = read_records(records)
     gold = {record.id: set(record.extra.get("gold_passages") or []) for record in read}
     members = {record.id: record.members for record in read}
-    rows = []
-    for m, name in enumerate(data.names):
-        right = np.array(
-            [score_answer("em", row[m], golds) for row, golds in zip(data.answers, data.golds, strict=True)]
-        )
-        found = np.array([bool(gold[q] & {p.get("id") for p in members[q][name].passages}) for q in data.ids])
-        context = np.array(
-            [in_context(passages[m], golds) for passages, golds in zip(data.passages, data.golds, strict=True)]
-        )
-        rows.append(
-            {
-                "member": name,
-                "em": float(right.mean()),
-                "gold_passage": float(found.mean()),
-                "answer_in_context": float(context.mean()),
-                "em_in_context": float(right[context].mean()) if context.any() else None,
-                "seconds": float(replay.after(None, m).mean()),
-            }
-        )
-    return rows
+    right = [
+        [score_answer("em", answer, golds) >= 0.5 for answer in row]
+        for row, golds in zip(data.answers, data.golds, strict=True)
+    ]
+    found = [
+        [bool(gold[q] & {p.get("id") for p in members[q][name].passages}) for name in data.names] for q in data.ids
+    ]
+    context = [
+        [in_context(passages, golds) for passages in row] for row, golds in zip(data.passages, data.golds, strict=True)
+    ]
+    return {"right": np.array(right), "gold_passage": np.array(found), "in_context": np.array(context)}
+
+
+def candidate_table(records: Path, data: RunData, replay: PromptReplay) -> list[dict[str, Any]]:
+    """Per candidate over the records' questions: exact match, gold passage retrieved, answer in context and
+    exact match when it is (`reading_indicators`), and its reader seconds per question run alone (tokens at
+    the replay's rates)."""
+    found = reading_indicators(records, data)
+    right, context = found["right"], found["in_context"]
+    return [
+        {
+            "member": name,
+            "em": float(right[:, m].mean()),
+            "gold_passage": float(found["gold_passage"][:, m].mean()),
+            "answer_in_context": float(context[:, m].mean()),
+            "em_in_context": float(right[context[:, m], m].mean()) if context[:, m].any() else None,
+            "seconds": float(replay.after(None, m).mean()),
+        }
+        for m, name in enumerate(data.names)
+    ]
 
 
 def in_context(passages: list[str], golds: list[str]) -> bool:
