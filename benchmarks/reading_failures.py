@@ -4,9 +4,10 @@ Per member over the records' questions, as `eor design` counts them (eor.command
 .reading_indicators): exact match; the share of questions whose gold passage it retrieved (the question file's
 `gold_passages`; a summary, @CP, keeps no passage id); the share whose context holds a gold answer
 (normalised, as whole words within one passage); exact match on those. Its mean cost per question (token
-counts at `--rates`, eor.runs.costs, each member charged its own retrieval's generation). Then, of the questions with the answer in its context that it still answers wrong,
-what the wrong answer is: longer than five words, containing a gold answer (right but verbose), another span
-of its context (a wrong extraction), or text found in none of its passages.
+counts at `--rates`, eor.runs.costs, each member charged its own retrieval's generation). Then, of the
+questions with the answer in its context that it still answers wrong, what the wrong answer is: longer than
+five words, containing a gold answer (right but verbose), another span of its context (a wrong extraction), or
+text found in none of its passages.
 
     python benchmarks/reading_failures.py docs/records/nq16-train400.jsonl.gz --config configs/nq-offline16.yaml
         [--rates 281,60] [--json FILE]
