@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 def main(argv: list[str] | None = None) -> int:
     from eor.cli.options import token_rates
     from eor.commands.design_command import in_context, reading_indicators
-    from eor.core.answers import normalize_answer
     from eor.core.config import load_config
+    from eor.core.correctness import score_answer
     from eor.runs.costs import member_costs
     from eor.runs.run_data import load_run
 
@@ -47,9 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     for m, name in enumerate(data.names):
         answers = [row[m] for row in data.answers]
         wasted = [q for q in range(data.questions) if context[q, m] and not right[q, m]]
-        golds = [
-            [f" {normalize_answer(g)} " for g in data.golds[q] if normalize_answer(g)] for q in range(data.questions)
-        ]
+        span = sum(in_context(data.passages[q][m], [answers[q]]) for q in wasted)
         rows.append(
             {
                 "member": name,
@@ -60,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
                 "cost": float(costs[:, m].mean()),
                 "wrong_in_context": len(wasted),
                 "longer_than_5_words": sum(len(answers[q].split()) > 5 for q in wasted),
-                "contains_gold": sum(any(g in f" {normalize_answer(answers[q])} " for g in golds[q]) for q in wasted),
-                "other_span_of_context": sum(in_context(data.passages[q][m], [answers[q]]) for q in wasted),
-                "not_in_context": sum(not in_context(data.passages[q][m], [answers[q]]) for q in wasted),
+                "contains_gold": sum(score_answer("contains", answers[q], data.golds[q]) >= 0.5 for q in wasted),
+                "other_span_of_context": span,
+                "not_in_context": len(wasted) - span,
             }
         )
     print(f"{len(data.names)} members × {data.questions} questions of {args.records}")
