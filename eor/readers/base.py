@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from eor.core.confidence import Confidence
 from eor.core.errors import InputError, ReaderError
+from eor.core.likelihood import Likelihood
 
 
 @runtime_checkable
@@ -30,7 +31,9 @@ class Reader(Protocol):
       server answers waiting questions together (llama.cpp runs prompts one by one: False);
     - `counts_tokens` (False): `count_tokens(text)` gives the prompt tokens by the reader's own tokenizer;
     - `confidence` (False): its completions carry the log-probability of each generated token
-      (`Generated.confidence`, eor.core.confidence), read where the backend computed them to decode.
+      (`Generated.confidence`, eor.core.confidence), read where the backend computed them to decode;
+    - `scores` (False): `score(prompt, continuations)` gives the log-probability of given continuations after
+      a prompt, token by token, the end of the assistant's turn included (eor.core.likelihood).
     """
 
     name: str
@@ -38,7 +41,13 @@ class Reader(Protocol):
     def generate(self, prompts: list[str], max_tokens: int | None = None) -> list[str]: ...
 
 
-CAPABILITIES: dict[str, bool] = {"thread_safe": False, "batches": False, "counts_tokens": False, "confidence": False}
+CAPABILITIES: dict[str, bool] = {
+    "thread_safe": False,
+    "batches": False,
+    "counts_tokens": False,
+    "confidence": False,
+    "scores": False,
+}
 
 
 def capable(reader: Any, capability: str) -> bool:
@@ -84,6 +93,7 @@ class BatchedReader:
     batches = False
     counts_tokens = False
     confidence = False
+    scores = False
 
     def __init__(self) -> None:
         self.last_seconds: list[float] = []
@@ -114,6 +124,26 @@ class BatchedReader:
             done = dict(zip(unique, map(as_generated, outputs), strict=True))
             self.last_seconds = [done[prompt].seconds for prompt in prompts]
         return [done[prompt] for prompt in prompts]
+
+    def score(self, prompt: str, continuations: Sequence[str]) -> list[Likelihood]:
+        """The log-probability of each continuation after `prompt` (readers with `scores`), in the caller's
+        order; a repeated continuation is scored once, and each score depends on the prompt and its
+        continuation alone, not on what else is scored with it."""
+        if not isinstance(prompt, str) or any(not isinstance(text, str) for text in continuations):
+            raise InputError("a prompt and its continuations to score must be strings")
+        if not capable(self, "scores"):
+            raise ReaderError(f"{self.name}: this {type(self).__name__} cannot score continuations")
+        unique = list(dict.fromkeys(continuations))
+        lock = contextlib.nullcontext() if self.thread_safe else self._lock
+        with lock:
+            scored = list(self._score(prompt, unique)) if unique else []
+        if len(scored) != len(unique):
+            raise ReaderError(f"{self.name}: {len(scored)} scores for {len(unique)} continuations")
+        done = dict(zip(unique, scored, strict=True))
+        return [done[text] for text in continuations]
+
+    def _score(self, prompt: str, continuations: list[str]) -> Sequence[Likelihood]:
+        raise NotImplementedError
 
     def _generate_batch(self, prompts: list[str], max_tokens: int) -> Sequence[Generated | tuple[str, float] | str]:
         """A completion per prompt; the default runs prompts one by one through `_generate_one`."""

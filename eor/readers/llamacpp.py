@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eor.core.cache_policy import memo
-from eor.core.confidence import StepRecorder
+from eor.core.confidence import StepRecorder, token_logprob
 from eor.core.errors import ConfigError, ContextOverflowError, ReaderError
+from eor.core.likelihood import Likelihood, log_softmax_rows
 from eor.core.models import file_sha256
 from eor.readers.base import BatchedReader, Generated
 from eor.readers.llamacpp_batch import MultiSequenceDecoder
@@ -135,6 +136,37 @@ def _chunk_aligned_llama() -> type:
             inner = super().generate(tokens, reset=reset, **kwargs)
             return inner if self.recorder is None else _recorded(self, inner, self.recorder)
 
+        def evaluate_prompt(self, tokens: list[int]) -> np.ndarray:
+            """Evaluate a prompt as `generate` does (whole chunks of the previous prompt kept, the rest in the
+            chunks a fresh evaluation uses) and return a copy of its last token's logits."""
+            keep = reusable_prefix(self.previous_prompt, tokens, self.prefix_chunk)
+            self.n_tokens = keep  # llama-cpp-python's eval drops the KV cache from here and evaluates the rest
+            self.reused_tokens = keep
+            self.previous_prompt = tokens
+            self.eval(tokens[keep:])
+            return _last_logits(self).copy()
+
+        def continuation_logprobs(self, first: np.ndarray, tokens: list[int]) -> list[float]:
+            """Each token's log-probability after the prompt just evaluated (`first`: its last logits): the
+            continuation is evaluated behind the prompt in the KV cache, in chunks of n_batch counted from the
+            prompt's end, logits read for its own tokens only; its cells are dropped again afterwards."""
+            import llama_cpp
+            import numpy as np
+
+            values = [token_logprob(first, tokens[0])]
+            start = self.n_tokens
+            fed = tokens[:-1]
+            try:
+                for offset in range(0, len(fed), self.n_batch):
+                    part = fed[offset : offset + self.n_batch]
+                    self._batch.set_batch(batch=part, n_past=start + offset, logits_all=True)
+                    self._ctx.decode(self._batch)
+                    rows = np.ctypeslib.as_array(llama_cpp.llama_get_logits(self.ctx), shape=(len(part), self.n_vocab()))
+                    values += log_softmax_rows(rows, tokens[offset + 1 : offset + 1 + len(part)])
+            finally:
+                self._ctx.kv_cache_seq_rm(-1, start, -1)
+            return values
+
         def eval(self, tokens: Any) -> None:
             super().eval(tokens)
             if self._keep_logits:  # the prompt's evaluation (the first eval of a generate)
@@ -154,6 +186,7 @@ class LlamaCppReader(BatchedReader):
 
     counts_tokens = True
     confidence = True
+    scores = True
 
     def __init__(
         self,
@@ -257,6 +290,36 @@ class LlamaCppReader(BatchedReader):
         `generate` evaluates it (reusing chunks of the previous prompt): for checking determinism."""
         self._generate_one(prompt, 1)
         return self._llm.prompt_logits.tobytes()
+
+    def end_of_turn(self) -> int:
+        """The token that ends the assistant's turn (llama.cpp's end-of-turn token, else end of sequence)."""
+        import llama_cpp
+
+        vocab = llama_cpp.llama_model_get_vocab(self._llm.model)
+        eot = int(llama_cpp.llama_vocab_eot(vocab))
+        return eot if eot >= 0 else int(llama_cpp.llama_vocab_eos(vocab))
+
+    def continuation_tokens(self, text: str) -> list[int]:
+        """The tokens a continuation is scored as: its text's tokens, then the end of the assistant's turn."""
+        return [*self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False), self.end_of_turn()]
+
+    def _score(self, prompt: str, continuations: list[str]) -> list[Likelihood]:
+        """The prompt evaluated once (reusing whole chunks of the prompt before, as for generation), then each
+        continuation alone behind it: a score depends on its prompt and continuation only."""
+        llm = self._llm
+        tokens = llm.chat_tokens(prompt)
+        followers = [self.continuation_tokens(text) for text in continuations]
+        longest = max(len(follower) for follower in followers)
+        if len(tokens) + longest > self.context_tokens:
+            raise ContextOverflowError(
+                f"{self.name}: Requested tokens ({len(tokens) + longest}) exceed context window of {self.context_tokens}"
+            )
+        try:
+            first = llm.evaluate_prompt(tokens)
+            return [Likelihood(tuple(llm.continuation_logprobs(first, follower))) for follower in followers]
+        except BaseException:
+            llm.forget()
+            raise
 
     def _generate_batch(self, prompts: list[str], max_tokens: int) -> Sequence[Generated | tuple[str, float] | str]:
         if self.parallel < 2 or len(prompts) < 2 or max_tokens <= self.parallel_min_tokens:

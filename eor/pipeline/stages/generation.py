@@ -30,6 +30,7 @@ from typing import Any
 from eor.core.confidence import Confidence
 from eor.core.errors import ConfigError, InputError, ReaderError
 from eor.core.faults import failpoint
+from eor.core.likelihood import Likelihood
 from eor.readers.base import BatchedReader, Generated, as_generated, capable, reader_identity
 from eor.runs.generation_cache import Generation, GenerationCache, generation_key
 
@@ -121,6 +122,25 @@ class GenerationStats:
         return {name: round(value / max(parts, 1), 4) for name, value in asdict(self).items()}
 
 
+@dataclass
+class ScoreStats:
+    """What the stage's scoring did: continuations asked for (`requests`), the distinct ones (`unique`), those
+    read back from the cache (`cache_hits`) and scored by the reader (`scored`) in `calls` calls, their tokens
+    (the end of turn included) and the reader's seconds."""
+
+    requests: int = 0
+    unique: int = 0
+    cache_hits: int = 0
+    scored: int = 0
+    calls: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: ScoreStats) -> None:
+        for item in fields(self):
+            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+
+
 _METERS: contextvars.ContextVar[tuple[GenerationStats, ...]] = contextvars.ContextVar("eor_meters", default=())
 _METER_LOCK = threading.Lock()
 
@@ -160,6 +180,7 @@ class GenerationStage:
         self.name = getattr(reader, "name", type(reader).__name__)
         self.default_max_tokens = getattr(reader, "default_max_tokens", None)
         self.stats = GenerationStats()  # this stage, since it was made
+        self.score_stats = ScoreStats()  # its scoring (`score`), since it was made
         self._lock = _lock_for(reader)
         self._stats_lock = threading.Lock()
 
@@ -272,6 +293,51 @@ class GenerationStage:
             except Exception as exc:
                 results[prompt] = exc
         return [results[prompt] for prompt in prompts]
+
+    # -- scores -------------------------------------------------------------------------------------------------
+
+    def score_key(self, prompt: str, continuation: str) -> str:
+        """The cache key of a score: (reader identity, prompt, continuation); never a generation's key."""
+        return generation_key(str(self.identity), prompt, {"score": continuation})
+
+    def score(self, prompt: str, continuations: Sequence[str]) -> list[Likelihood]:
+        """The reader's log-probability of each continuation after `prompt` (eor.core.likelihood), in order:
+        those the cache holds are read back, the rest scored in one reader call (the prompt evaluated once)
+        and stored. A reader that cannot score raises ReaderError naming it."""
+        continuations = list(continuations)
+        if not isinstance(prompt, str) or any(not isinstance(text, str) for text in continuations):
+            raise InputError("a prompt and its continuations to score must be strings")
+        if not callable(getattr(self.reader, "score", None)) or not capable(self.reader, "scores"):
+            raise ReaderError(f"reader {self.name!r} cannot score continuations (it has no `score`)")
+        distinct = list(dict.fromkeys(continuations))
+        keys = {text: self.score_key(prompt, text) for text in distinct}
+        found = self.cache.get_many(keys.values()) if self.cache is not None and distinct else {}
+        done = {
+            text: likelihood
+            for text, key in keys.items()
+            if key in found and (likelihood := Likelihood.from_json((found[key].meta or {}).get("likelihood")))
+        }
+        missing = [text for text in distinct if text not in done]
+        step = ScoreStats(requests=len(continuations), unique=len(distinct), cache_hits=len(done))
+        if missing:
+            started = time.perf_counter()
+            with self._lock:
+                scored = list(self.reader.score(prompt, missing))
+            seconds = time.perf_counter() - started
+            if len(scored) != len(missing):
+                raise ReaderError(f"the reader returned {len(scored)} scores for {len(missing)} continuations")
+            done.update(zip(missing, scored, strict=True))
+            step.scored, step.calls, step.seconds = len(missing), 1, seconds
+            step.tokens = sum(len(likelihood.logprobs) for likelihood in scored)
+            if self.cache is not None:
+                share = seconds / len(missing)
+                self.cache.put_many(
+                    Generation(keys[text], str(self.identity), text, share, {"likelihood": done[text].to_json()})
+                    for text in missing
+                )
+        with self._stats_lock:
+            self.score_stats.add(step)
+        return [done[text] for text in continuations]
 
     # -- internals --------------------------------------------------------------------------------------------
 
