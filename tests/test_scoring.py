@@ -182,3 +182,49 @@ def test_a_reader_without_scoring_is_refused_by_name(smollm2):
         Plain().score("q", ["a"])
     with pytest.raises(InputError):
         smollm2.score("q", [3])  # type: ignore[list-item]
+
+
+def test_transformers_scores_in_batches_equal_one_by_one_and_llamacpp(smollm2):
+    """The transformers path (the same GGUF, dequantised): a batch of padded continuations scores as each
+    alone, and close to llama.cpp's quantised kernels."""
+    from eor.core.config import ReaderConfig, TransformersOptions
+    from eor.readers import build_reader
+
+    reader = build_reader(
+        ReaderConfig(model="smollm2-135m", backend="transformers", transformers=TransformersOptions(batch_size=4))
+    )
+    prompt = "What is the capital of France?"
+    batched = reader.score(prompt, ANSWERS)
+    for answer, likelihood in zip(ANSWERS, batched, strict=True):
+        (alone,) = reader.score(prompt, [answer])
+        assert len(alone.logprobs) == len(likelihood.logprobs)
+        assert np.allclose(alone.logprobs, likelihood.logprobs, atol=1e-4)
+    quantised = smollm2.score(prompt, ANSWERS)
+    assert [len(x.logprobs) for x in quantised] == [len(x.logprobs) for x in batched]
+    assert np.corrcoef([x.total for x in quantised], [x.total for x in batched])[0, 1] > 0.9
+
+
+def test_openai_compatible_server_scores_through_echoed_prompt_logprobs(smollm2):
+    """llama-cpp-python's server on 127.0.0.1: the chat-formatted prompt and the continuation sent to the
+    completions endpoint, the prompt's log-probabilities echoed; the same tokens as the local reader and
+    close to its scores (the server evaluates in its own batches). Without the chat template: a clear error."""
+    from eor.core.config import OpenAIOptions, ReaderConfig
+    from eor.readers import build_reader
+    from tests.llama_server import LlamaServer
+
+    server = LlamaServer().wait_ready()
+    try:
+        template = smollm2._llm.metadata["tokenizer.chat_template"]
+        options = OpenAIOptions(base_url=server.base, chat_template=template)
+        reader = build_reader(ReaderConfig(model="smollm2", openai=options))
+        prompt = "What is the capital of France?"
+        remote = reader.score(prompt, ANSWERS)
+        local = smollm2.score(prompt, ANSWERS)
+        for there, here in zip(remote, local, strict=True):
+            assert len(there.logprobs) == len(here.logprobs)
+            assert np.allclose(there.logprobs, here.logprobs, atol=0.5)
+        plain = build_reader(ReaderConfig(model="smollm2", openai=OpenAIOptions(base_url=server.base)))
+        with pytest.raises(ReaderError, match=r"127\.0\.0\.1.*chat_template"):
+            GenerationStage(plain).score(prompt, ["Paris"])
+    finally:
+        server.stop()

@@ -46,12 +46,15 @@ class TransformersOptions:
 class OpenAIOptions:
     """`reader.openai`: an OpenAI-compatible server (`base_url`; OpenAI's own when unset) or a list of
     replicas serving the same model, the environment variable holding its key, requests in flight at once
-    per server, and the retry policy (eor.core.retry)."""
+    per server, and the retry policy (eor.core.retry). `chat_template`: the Jinja chat template the server
+    applies (its text, or a file holding it), for scoring continuations through the completions endpoint
+    (`score`: the chat-formatted text and the continuation, the prompt's log-probabilities echoed)."""
 
     base_url: str | list[str] | None = None
     api_key_env: str | None = None
     concurrency: int = 4
     retries: Any = None
+    chat_template: str | None = None
 
 
 #: each built-in backend's own section of `reader:`; `options` is for a backend of another package.

@@ -56,6 +56,20 @@ class Likelihood:
         return cls(tuple(float(v) for v in data["logprobs"]), bool(data.get("ended", True)))
 
 
+TURN_MARK = "\u2063answer\u2063"  # an assistant message no template alters, to find what follows one
+
+
+def turn_end_text(rendered: str) -> str | None:
+    """What a chat template writes right after an assistant's message, up to the first white space (ChatML's
+    `<|im_end|>`, Llama 3's `<|eot_id|>`): `rendered` is a chat whose assistant message is TURN_MARK. None
+    when the template writes nothing there."""
+    at = rendered.find(TURN_MARK)
+    if at < 0:
+        return None
+    rest = rendered[at + len(TURN_MARK) :].split(maxsplit=1)
+    return rest[0] if rest else None
+
+
 def log_softmax_rows(logits: Any, targets: Sequence[int]) -> list[float]:
     """log softmax(row)[target] for each row of `logits` (rows × vocabulary) and its target token: the
     exponentials in the logits' own precision, their sums in float64 (as eor.core.confidence.token_logprob)."""

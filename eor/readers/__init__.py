@@ -57,6 +57,7 @@ def _openai(config: ReaderConfig) -> Reader:
         seed=config.seed,
         retries=options.retries,
         record_confidence=config.confidence,
+        chat_template=options.chat_template,
     )
 
 

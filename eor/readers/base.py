@@ -132,7 +132,7 @@ class BatchedReader:
         if not isinstance(prompt, str) or any(not isinstance(text, str) for text in continuations):
             raise InputError("a prompt and its continuations to score must be strings")
         if not capable(self, "scores"):
-            raise ReaderError(f"{self.name}: this {type(self).__name__} cannot score continuations")
+            raise ReaderError(self.why_not_scoring())
         unique = list(dict.fromkeys(continuations))
         lock = contextlib.nullcontext() if self.thread_safe else self._lock
         with lock:
@@ -141,6 +141,10 @@ class BatchedReader:
             raise ReaderError(f"{self.name}: {len(scored)} scores for {len(unique)} continuations")
         done = dict(zip(unique, scored, strict=True))
         return [done[text] for text in continuations]
+
+    def why_not_scoring(self) -> str:
+        """What a reader without `scores` says when asked to score."""
+        return f"{self.name}: this {type(self).__name__} cannot score continuations"
 
     def _score(self, prompt: str, continuations: list[str]) -> Sequence[Likelihood]:
         raise NotImplementedError

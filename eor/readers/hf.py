@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.core.confidence import Confidence, StepRecorder
+from eor.core.likelihood import TURN_MARK, Likelihood, log_softmax_rows, turn_end_text
 from eor.core.models import file_sha256
 from eor.readers.base import BatchedReader, Generated
 
@@ -18,6 +19,7 @@ class TransformersReader(BatchedReader):
     batches = True
     counts_tokens = True
     confidence = True
+    scores = True
 
     def __init__(
         self,
@@ -109,6 +111,64 @@ class TransformersReader(BatchedReader):
                 for text, used, made, confidence in zip(texts, prompt_tokens, generated, confidences, strict=True)
             )
         return results
+
+    def end_of_turn(self) -> int:
+        """The token that ends the assistant's turn: the first token the chat template writes after an
+        assistant message (ChatML's `<|im_end|>`), else the generation config's end token, else the
+        tokenizer's end of sequence."""
+        if not self.seq2seq and getattr(self._tokenizer, "chat_template", None):
+            chat = [{"role": "user", "content": "?"}, {"role": "assistant", "content": TURN_MARK}]
+            end = turn_end_text(str(self._tokenizer.apply_chat_template(chat, tokenize=False)))
+            tokens = self._tokenizer.encode(end, add_special_tokens=False) if end else []
+            if tokens:
+                return int(tokens[0])
+        eos = getattr(getattr(self._model, "generation_config", None), "eos_token_id", None)
+        if isinstance(eos, list | tuple):
+            eos = eos[0] if eos else None
+        return int(eos if eos is not None else self._tokenizer.eos_token_id)
+
+    def continuation_tokens(self, text: str) -> list[int]:
+        """The tokens a continuation is scored as: its text's tokens, then the end of the assistant's turn."""
+        return [*self._tokenizer.encode(text, add_special_tokens=False), self.end_of_turn()]
+
+    def _score(self, prompt: str, continuations: list[str]) -> list[Likelihood]:
+        """Teacher forcing in padded batches of `batch_size` continuations: one forward pass each (causal:
+        prompt and continuation as one right-padded sequence; seq2seq: the prompt encoded, the continuation
+        as decoder labels)."""
+        import torch
+
+        prompt_ids = self._tokenizer.encode(self._format(prompt), add_special_tokens=self.seq2seq)
+        followers = [self.continuation_tokens(text) for text in continuations]
+        results: list[Likelihood] = []
+        for start in range(0, len(followers), self.batch_size):
+            part = followers[start : start + self.batch_size]
+            with torch.inference_mode():
+                rows = self._seq2seq_logits(prompt_ids, part) if self.seq2seq else self._causal_logits(prompt_ids, part)
+            for logits, follower in zip(rows, part, strict=True):
+                results.append(Likelihood(tuple(log_softmax_rows(logits.float().cpu().numpy(), follower))))
+        return results
+
+    def _causal_logits(self, prompt_ids: list[int], followers: list[list[int]]) -> list[Any]:
+        """Per continuation, the logits that predict each of its tokens."""
+        import torch
+
+        sequences = [prompt_ids + follower[:-1] for follower in followers]
+        width = max(map(len, sequences))
+        pad = int(self._tokenizer.pad_token_id or 0)
+        ids = torch.tensor([seq + [pad] * (width - len(seq)) for seq in sequences], device=self.device)
+        mask = torch.tensor([[1] * len(seq) + [0] * (width - len(seq)) for seq in sequences], device=self.device)
+        logits = self._model(input_ids=ids, attention_mask=mask).logits
+        start = len(prompt_ids) - 1
+        return [logits[row, start : start + len(follower)] for row, follower in enumerate(followers)]
+
+    def _seq2seq_logits(self, prompt_ids: list[int], followers: list[list[int]]) -> list[Any]:
+        import torch
+
+        width = max(map(len, followers))
+        labels = torch.tensor([f + [-100] * (width - len(f)) for f in followers], device=self.device)
+        ids = torch.tensor([prompt_ids] * len(followers), device=self.device)
+        logits = self._model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).logits
+        return [logits[row, : len(follower)] for row, follower in enumerate(followers)]
 
     def _confidences(self, decoded: Any, output: Any, generated: list[int]) -> list[Confidence | None]:
         """Each row's confidence from the logits of its decoding steps (`output_logits`); the steps after a

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from eor.core.cache_policy import memo
 from eor.core.confidence import StepRecorder, token_logprob
 from eor.core.errors import ConfigError, ContextOverflowError, ReaderError
-from eor.core.likelihood import Likelihood, log_softmax_rows
+from eor.core.likelihood import TURN_MARK, Likelihood, log_softmax_rows, turn_end_text
 from eor.core.models import file_sha256
 from eor.readers.base import BatchedReader, Generated
 from eor.readers.llamacpp_batch import MultiSequenceDecoder
@@ -229,6 +229,7 @@ class LlamaCppReader(BatchedReader):
         self._identity: str | None = None
         self._model = None
         self._decoder: MultiSequenceDecoder | None = None
+        self._end_of_turn: int | None = None
 
     @property
     def loaded(self) -> bool:
@@ -292,12 +293,26 @@ class LlamaCppReader(BatchedReader):
         return self._llm.prompt_logits.tobytes()
 
     def end_of_turn(self) -> int:
-        """The token that ends the assistant's turn (llama.cpp's end-of-turn token, else end of sequence)."""
-        import llama_cpp
+        """The token that ends the assistant's turn: the first token the model's chat template writes after an
+        assistant message (ChatML's `<|im_end|>`), else llama.cpp's end of sequence."""
+        if self._end_of_turn is None:
+            from llama_cpp import llama_chat_format
 
-        vocab = llama_cpp.llama_model_get_vocab(self._llm.model)
-        eot = int(llama_cpp.llama_vocab_eot(vocab))
-        return eot if eot >= 0 else int(llama_cpp.llama_vocab_eos(vocab))
+            llm = self._llm
+            template = llm.metadata.get("tokenizer.chat_template")
+            end = None
+            if template:
+                def special(token: int) -> str:
+                    return llm.detokenize([token], special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
+
+                formatter = llama_chat_format.Jinja2ChatFormatter(
+                    template=template, eos_token=special(llm.token_eos()), bos_token=special(llm.token_bos())
+                )
+                chat = [{"role": "user", "content": "?"}, {"role": "assistant", "content": TURN_MARK}]
+                end = turn_end_text(formatter(messages=chat).prompt)
+            tokens = llm.tokenize(end.encode("utf-8"), add_bos=False, special=True) if end else []
+            self._end_of_turn = tokens[0] if tokens else int(llm.token_eos())
+        return self._end_of_turn
 
     def continuation_tokens(self, text: str) -> list[int]:
         """The tokens a continuation is scored as: its text's tokens, then the end of the assistant's turn."""

@@ -308,7 +308,8 @@ class GenerationStage:
         if not isinstance(prompt, str) or any(not isinstance(text, str) for text in continuations):
             raise InputError("a prompt and its continuations to score must be strings")
         if not callable(getattr(self.reader, "score", None)) or not capable(self.reader, "scores"):
-            raise ReaderError(f"reader {self.name!r} cannot score continuations (it has no `score`)")
+            why = getattr(self.reader, "why_not_scoring", None)
+            raise ReaderError(why() if callable(why) else f"reader {self.name!r} cannot score continuations")
         distinct = list(dict.fromkeys(continuations))
         keys = {text: self.score_key(prompt, text) for text in distinct}
         found = self.cache.get_many(keys.values()) if self.cache is not None and distinct else {}
