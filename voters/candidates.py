@@ -19,6 +19,7 @@ where it first occurs (the members' passages in pool order). The rules read text
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -181,7 +182,9 @@ def _ngrams(passage: str) -> Iterable[tuple[str, int, int]]:
                     yield passage[words[i].start() : words[j - 1].end()], words[i].start(), words[j - 1].end()
 
 
-def _ranked(question: str, passages: Sequence[str], found: Callable[[str], Iterable[tuple[str, int, int]]]) -> list[str]:
+def _ranked(
+    question: str, passages: Sequence[str], found: Callable[[str], Iterable[tuple[str, int, int]]]
+) -> list[str]:
     """The spans `found` in each passage, without those made only of the question's words, ranked by distance
     to the question's content words (in words), then by the number of passages holding them, then by first
     occurrence; each normalised span once, spelled as it first occurs."""
@@ -211,8 +214,6 @@ def _ranked(question: str, passages: Sequence[str], found: Callable[[str], Itera
 
 def _word_at(starts: list[int], offset: int) -> int:
     """The index of the word that covers character `offset` (the last word starting at or before it)."""
-    import bisect
-
     return max(bisect.bisect_right(starts, offset) - 1, 0)
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from eor.commands.judge_records import grow_by_scores
 from eor.core.config import EnsembleConfig, from_dict, load_config
 from eor.core.correctness import score_answer
 from eor.core.data import Question, load_questions
@@ -34,7 +35,7 @@ from eor.core.results import Record, Vote
 from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.executor import LOCAL, Executor, RunJob
 from eor.pipeline.pool import identity_differences, member_identity, pool_identity
-from eor.pipeline.stages.generation import GenerationStats
+from eor.pipeline.stages.generation import GenerationStage, GenerationStats
 from eor.pipeline.stages.voting import ballots
 from eor.readers import build_reader
 from eor.runs.generation_cache import CacheSetting, open_cache
@@ -79,6 +80,14 @@ def run(
     ensemble = answered.ensemble
     if retry_failed and ensemble is not None:
         notes.append(_counted(stats, ensemble, lambda: retry_failed_members(ensemble, folder, questions)))
+    if config.judge is not None:
+        stage = (
+            ensemble.generation
+            if ensemble is not None
+            else GenerationStage(build_reader(config.reader), open_cache(cache))
+        )
+        notes.append(grow_by_scores(folder, config, stage, size))
+        _save_config(folder, config, weights, replace=True)
     lines = [*notes, *_summary(folder, questions, answered.skipped)]
     if answered.questions or retry_failed or recorded is not None:
         store = ensemble.cache if ensemble is not None else open_cache(cache)
@@ -383,6 +392,8 @@ def same_run_config(saved: Any, resolved: dict[str, Any]) -> bool:
     if not isinstance(saved, dict):
         return False
     saved = dict(saved)
+    saved.pop("judge", None)  # scores grow the records of the same run (eor.commands.judge_records)
+    resolved = {key: value for key, value in resolved.items() if key != "judge"}
     weights = saved.pop("weights", None)
     try:
         normalised = from_dict(EnsembleConfig, saved, CONFIG_FILE).to_dict()

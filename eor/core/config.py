@@ -199,6 +199,20 @@ class PromptConfig:
 
 
 @dataclass
+class JudgeConfig:
+    """`judge`: the reader as judge (eor.pipeline.judging). Each question's candidates (the members' answers and
+    up to `k` spans of the passages they read by the span `rule`, voters.candidates; `rule: null` for the
+    members' answers alone) scored by the reader under each member's prompt, and under each retrieved passage
+    alone in the reading prompt (`passages`). `members`: the pool the judge weighs (default: every member of the
+    config; a subset lets records that hold more members be scored for one pool)."""
+
+    rule: str | None = "entities"
+    k: int = 10
+    passages: bool = True
+    members: list[str] | None = None
+
+
+@dataclass
 class EnsembleConfig:
     name: str = "eor"
     reader: ReaderConfig = field(default_factory=ReaderConfig)
@@ -211,6 +225,7 @@ class EnsembleConfig:
     rrf_k: int = 60  # reciprocal rank fusion's k, for members that fuse rankings (`Wiki+BM25`)
     max_document_words: int = 1500
     batch_size: int = 8
+    judge: JudgeConfig | None = None
     base_dir: str = "."  # the config file's folder; relative paths resolve against it
 
     def resolve_path(self, path: str) -> Path:
@@ -224,6 +239,8 @@ class EnsembleConfig:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data.pop("base_dir")
+        if self.judge is None:  # as configs without the judge were always saved
+            data.pop("judge")
         if self.corpus is not None:
             data["corpus"]["path"] = str(self.resolve_path(self.corpus.path))
         if self.voter.weights:

@@ -105,6 +105,7 @@ class Record:
     vote: Vote | None = None
     degraded: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    judge: dict[str, Any] | None = None  # the reader's scores of the candidates (eor.pipeline.judging), last
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the record's line."""
@@ -115,6 +116,8 @@ class Record:
             data["vote"] = {"member": self.vote.member, "answer": self.vote.answer, "scores": self.vote.scores}
         if self.degraded:
             data["degraded"], data["degraded_reasons"] = list(self.degraded), dict(self.degraded)
+        if self.judge is not None:
+            data["judge"] = self.judge
         return data
 
     @classmethod
@@ -145,10 +148,11 @@ class Record:
             vote=vote,
             degraded=_degraded(data),
             extra=kept,
+            judge=data["judge"] if isinstance(data.get("judge"), dict) else None,
         )
 
 
-RECORD_KEYS = frozenset({"id", "question", "answers", "members", "vote", "degraded", "degraded_reasons"})
+RECORD_KEYS = frozenset({"id", "question", "answers", "members", "vote", "degraded", "degraded_reasons", "judge"})
 
 
 def _degraded(data: dict[str, Any]) -> dict[str, str]:

@@ -84,6 +84,39 @@ def _recorded(llm: Any, inner: Any, recorder: StepRecorder) -> Any:
         inner.close()
 
 
+def evaluate_prompt(llm: Any, tokens: list[int]) -> np.ndarray:
+    """Evaluate a prompt on a ChunkAlignedLlama as its `generate` does (whole chunks of the previous prompt kept,
+    the rest in the chunks a fresh evaluation uses) and return a copy of its last token's logits."""
+    keep = reusable_prefix(llm.previous_prompt, tokens, llm.prefix_chunk)
+    llm.n_tokens = keep  # llama-cpp-python's eval drops the KV cache from here and evaluates the rest
+    llm.reused_tokens = keep
+    llm.previous_prompt = tokens
+    llm.eval(tokens[keep:])
+    return _last_logits(llm).copy()
+
+
+def continuation_logprobs(llm: Any, first: np.ndarray, tokens: list[int]) -> list[float]:
+    """Each token's log-probability after the prompt `llm` has just evaluated (`first`: its last logits): the
+    continuation is evaluated behind the prompt in the KV cache, in chunks of n_batch counted from the prompt's
+    end, logits read for its own tokens only; its cells are dropped again afterwards."""
+    import llama_cpp
+    import numpy as np
+
+    values = [token_logprob(first, tokens[0])]
+    start = llm.n_tokens
+    fed = tokens[:-1]
+    try:
+        for offset in range(0, len(fed), llm.n_batch):
+            part = fed[offset : offset + llm.n_batch]
+            llm._batch.set_batch(batch=part, n_past=start + offset, logits_all=True)
+            llm._ctx.decode(llm._batch)
+            rows = np.ctypeslib.as_array(llama_cpp.llama_get_logits(llm.ctx), shape=(len(part), llm.n_vocab()))
+            values += log_softmax_rows(rows, tokens[offset + 1 : offset + 1 + len(part)])
+    finally:
+        llm._ctx.kv_cache_seq_rm(-1, start, -1)
+    return values
+
+
 @memo
 def _chunk_aligned_llama() -> type:
     """llama_cpp.Llama with chunk-aligned prefix reuse (imported lazily: llama-cpp-python is heavy)."""
@@ -135,37 +168,6 @@ def _chunk_aligned_llama() -> type:
                 self._keep_logits = True
             inner = super().generate(tokens, reset=reset, **kwargs)
             return inner if self.recorder is None else _recorded(self, inner, self.recorder)
-
-        def evaluate_prompt(self, tokens: list[int]) -> np.ndarray:
-            """Evaluate a prompt as `generate` does (whole chunks of the previous prompt kept, the rest in the
-            chunks a fresh evaluation uses) and return a copy of its last token's logits."""
-            keep = reusable_prefix(self.previous_prompt, tokens, self.prefix_chunk)
-            self.n_tokens = keep  # llama-cpp-python's eval drops the KV cache from here and evaluates the rest
-            self.reused_tokens = keep
-            self.previous_prompt = tokens
-            self.eval(tokens[keep:])
-            return _last_logits(self).copy()
-
-        def continuation_logprobs(self, first: np.ndarray, tokens: list[int]) -> list[float]:
-            """Each token's log-probability after the prompt just evaluated (`first`: its last logits): the
-            continuation is evaluated behind the prompt in the KV cache, in chunks of n_batch counted from the
-            prompt's end, logits read for its own tokens only; its cells are dropped again afterwards."""
-            import llama_cpp
-            import numpy as np
-
-            values = [token_logprob(first, tokens[0])]
-            start = self.n_tokens
-            fed = tokens[:-1]
-            try:
-                for offset in range(0, len(fed), self.n_batch):
-                    part = fed[offset : offset + self.n_batch]
-                    self._batch.set_batch(batch=part, n_past=start + offset, logits_all=True)
-                    self._ctx.decode(self._batch)
-                    rows = np.ctypeslib.as_array(llama_cpp.llama_get_logits(self.ctx), shape=(len(part), self.n_vocab()))
-                    values += log_softmax_rows(rows, tokens[offset + 1 : offset + 1 + len(part)])
-            finally:
-                self._ctx.kv_cache_seq_rm(-1, start, -1)
-            return values
 
         def eval(self, tokens: Any) -> None:
             super().eval(tokens)
@@ -302,6 +304,7 @@ class LlamaCppReader(BatchedReader):
             template = llm.metadata.get("tokenizer.chat_template")
             end = None
             if template:
+
                 def special(token: int) -> str:
                     return llm.detokenize([token], special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
 
@@ -325,13 +328,13 @@ class LlamaCppReader(BatchedReader):
         tokens = llm.chat_tokens(prompt)
         followers = [self.continuation_tokens(text) for text in continuations]
         longest = max(len(follower) for follower in followers)
-        if len(tokens) + longest > self.context_tokens:
+        if (needed := len(tokens) + longest) > self.context_tokens:
             raise ContextOverflowError(
-                f"{self.name}: Requested tokens ({len(tokens) + longest}) exceed context window of {self.context_tokens}"
+                f"{self.name}: Requested tokens ({needed}) exceed context window of {self.context_tokens}"
             )
         try:
-            first = llm.evaluate_prompt(tokens)
-            return [Likelihood(tuple(llm.continuation_logprobs(first, follower))) for follower in followers]
+            first = evaluate_prompt(llm, tokens)
+            return [Likelihood(tuple(continuation_logprobs(llm, first, follower))) for follower in followers]
         except BaseException:
             llm.forget()
             raise

@@ -142,10 +142,14 @@ class OpenAIReader(BatchedReader):
                 self.endpoints.release(endpoint, failed)
 
         try:
-            response = call_with_retries(request, self.retries, what=f"reader {self.model!r}", retryable=self._retryable)
+            response = call_with_retries(
+                request, self.retries, what=f"reader {self.model!r}", retryable=self._retryable
+            )
         except self._errors as exc:
             message = str(exc).replace(self._api_key, "[the key]") if self._api_key else str(exc)
-            raise ReaderError(f"OpenAI-compatible reader {self.model!r} at {self.base_url} could not score: {message}") from None
+            raise ReaderError(
+                f"OpenAI-compatible reader {self.model!r} at {self.base_url} could not score: {message}"
+            ) from None
         logprobs = getattr(response.choices[0], "logprobs", None)
         tokens, values = getattr(logprobs, "tokens", None), getattr(logprobs, "token_logprobs", None)
         if not tokens or not values:
@@ -156,6 +160,55 @@ class OpenAIReader(BatchedReader):
         generated = getattr(getattr(response, "usage", None), "completion_tokens", None) or 0
         kept = len(tokens) - generated  # the echoed prompt, without the generated token
         return list(tokens[:kept]), list(values[:kept])
+
+    def _timed_completion(self, prompt: str, max_tokens: int) -> Generated:
+        started = time.perf_counter()
+        tried: list[str] = []  # the addresses asked, for the error
+
+        def request() -> Any:
+            endpoint = self.endpoints.acquire()
+            tried.append(endpoint.url)
+            failed = False
+            logprobs = {"logprobs": True, "top_logprobs": 2} if self.ask_logprobs else {}
+            try:
+                return endpoint.client.chat.completions.create(
+                    model=self.model,
+                    messages=[{"role": "user", "content": prompt}],
+                    temperature=0.0,
+                    max_tokens=max_tokens,
+                    seed=self.seed,
+                    **logprobs,
+                )
+            except self._errors as exc:
+                if not (logprobs and self._refuses_logprobs(exc)):
+                    failed = self._endpoint_down(exc)
+                    raise
+            finally:
+                self.endpoints.release(endpoint, failed)
+            self.ask_logprobs = False  # a server without logprobs: ask again, plainly, from now on
+            return request()
+
+        try:
+            response = call_with_retries(
+                request, self.retries, what=f"reader {self.model!r}", retryable=self._retryable
+            )
+        except self._errors as exc:  # the server's words may repeat the key it was sent: never pass it on
+            message = str(exc) + (f" ({exc.__cause__})" if isinstance(exc, self._transient) and exc.__cause__ else "")
+            message = message.replace(self._api_key, "[the key]") if self._api_key else message
+            overflow = isinstance(exc, self._status_error) and exc.status_code == 400 and "context" in message.lower()
+            error = ContextOverflowError if overflow else ReaderError
+            where = ", ".join(dict.fromkeys(tried))
+            raise error(
+                f"OpenAI-compatible reader {self.model!r} at {where} failed: {type(exc).__name__}: {message}"
+            ) from None
+        usage = getattr(response, "usage", None)
+        return Generated(
+            response.choices[0].message.content or "",
+            time.perf_counter() - started,
+            getattr(usage, "prompt_tokens", None),
+            getattr(usage, "completion_tokens", None),
+            confidence=response_confidence(response.choices[0]),
+        )
 
     def _refuses_logprobs(self, error: BaseException) -> bool:
         """A 400/422 that names logprobs: this server does not offer them."""

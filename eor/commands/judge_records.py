@@ -1,0 +1,89 @@
+"""`eor run` with a `judge:` section: the records grow by the reader's scores of each question's candidates
+(eor.pipeline.judging), without generating anything again.
+
+Every record that lacks scores gets them, `batch_size` questions at a time, and the records are rewritten
+atomically after each batch, so an interruption loses at most the batch in flight and the next run goes on
+from there. A record's members, answers, prompts and vote stay as they were, byte for byte: the scores go in
+a field of their own (`judge`, last on the line). Scores made differently (another reader, span rule, K,
+reading template or pool) are refused, naming the difference: records hold the scores of one judge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from eor.core.config import EnsembleConfig
+from eor.core.errors import InputError
+from eor.core.prompts import templates_for
+from eor.pipeline.judging import judge, judge_identity
+from eor.pipeline.stages.generation import GenerationStage, ScoreStats
+from eor.runs.run_folder import RunFolder
+from voters.candidates import SPAN_RULES
+
+
+def scores_identity(config: EnsembleConfig, stage: GenerationStage) -> dict[str, Any]:
+    """The identity a record's scores are checked against: the judge's (eor.pipeline.judging) and the members
+    it weighs, whose answers are candidates and whose prompts score them."""
+    if config.judge is None:
+        raise InputError("the config has no `judge:` section")
+    if config.judge.rule is not None:
+        SPAN_RULES[config.judge.rule]  # ConfigError naming the rules there are
+    if config.judge.k < 0:
+        raise InputError(f"judge.k must be 0 or more, not {config.judge.k}")
+    return {**judge_identity(config, config.judge, stage.identity), "members": judged_members(config)}
+
+
+def judged_members(config: EnsembleConfig) -> list[str]:
+    """The members the judge weighs: `judge.members` (each a member of the config), else the config's."""
+    assert config.judge is not None
+    chosen = config.judge.members
+    if chosen is None:
+        return list(config.members)
+    unknown = [name for name in chosen if name not in config.members]
+    if unknown or not chosen:
+        raise InputError(
+            f"judge.members must name members of the config; not members: {', '.join(unknown) or '(none)'}"
+        )
+    return list(chosen)
+
+
+def grow_by_scores(folder: RunFolder, config: EnsembleConfig, stage: GenerationStage, batch_size: int) -> str:
+    """Score the candidates of every record that lacks scores (see the module); what was done, in a line."""
+    from tqdm.auto import tqdm
+
+    assert config.judge is not None  # scores_identity refuses a config without one
+    identity = scores_identity(config, stage)
+    records = folder.read_records()
+    for record in records:
+        made = (record.judge or {}).get("identity")
+        if record.judge is not None and made != identity:
+            found = [f"{key}: {(made or {}).get(key)!r} → {value!r}" for key, value in identity.items()
+                     if (made or {}).get(key) != value]  # fmt: skip
+            raise InputError(
+                f"question {record.id} holds the judge's scores made differently from this config's "
+                f"({'; '.join(found)}): records hold the scores of one judge, so run this config into another --out"
+            )
+    todo = [record for record in records if record.judge is None]
+    if not todo:
+        return f"the records hold the judge's scores ({len(records)} questions)"
+    templates = templates_for(config)
+    before = dataclasses.replace(stage.score_stats)
+    with tqdm(total=len(todo), desc="judging", unit="q") as progress:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            for record in batch:
+                outputs = {name: record.members[name] for name in identity["members"] if name in record.members}
+                judged = judge(stage, record.question, outputs, config.judge, templates)
+                record.judge = {"identity": identity, "candidates": [one.to_dict() for one in judged]}
+            folder.replace_records(records)
+            progress.update(len(batch))
+    done = _since(stage.score_stats, before)
+    return (
+        f"scored the candidates of {len(todo)} questions: {done.unique} continuations ({done.cache_hits} read back "
+        f"from the cache), {done.tokens} tokens scored in {done.seconds:.1f} s of reader time"
+    )
+
+
+def _since(stats: ScoreStats, before: ScoreStats) -> ScoreStats:
+    return ScoreStats(**{f.name: getattr(stats, f.name) - getattr(before, f.name) for f in dataclasses.fields(stats)})

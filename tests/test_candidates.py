@@ -1,0 +1,58 @@
+"""The judge's candidates (voters.candidates) from hand-made passages: the members' answers grouped by SQuAD
+normalisation, spans by each rule, ranked by their distance (in words) to the question's content words."""
+
+from __future__ import annotations
+
+import pytest
+
+from eor.core.errors import ConfigError, InputError
+from voters.candidates import SPAN_RULES, Candidate, candidates, entity_spans, ngram_spans
+
+QUESTION = "when is the next deadpool movie being released"
+PASSAGES = [
+    "Deadpool 2 is scheduled to be released in the United States on May 18, 2018.  A sequel, Deadpool 3, is in "
+    "development.",
+    "The Battle of Hastings was fought on 14 October 1066; William the Conqueror won.",
+]
+
+
+def test_members_answers_are_grouped_by_normalisation_in_pool_order():
+    found = candidates(QUESTION, {"A": "May 18, 2018", "B": "may 18 2018", "C": "", "D": "Deadpool 2"}, PASSAGES)
+    assert found == [Candidate("May 18, 2018", ("A", "B")), Candidate("Deadpool 2", ("D",))]
+
+
+def test_entities_by_hand():
+    # question content words: next, deadpool, movie, released (words 0 and 6 of the first passage). "Deadpool 2"
+    # and "Deadpool 3" hold one (distance 0); "United States" is 4 words after "released", "May 18, 2018" 7;
+    # the second passage has none (distance infinite), its spans in order of occurrence.
+    assert entity_spans(QUESTION, PASSAGES) == [
+        "Deadpool 2",
+        "Deadpool 3",
+        "United States",
+        "May 18, 2018",
+        "Battle of Hastings",
+        "14 October 1066",
+        "William the Conqueror",
+    ]
+
+
+def test_spans_stay_inside_a_clause_and_skip_the_questions_own_words():
+    spans = ngram_spans("who won at hastings", ["Hastings; William won it. The battle of Hastings"])
+    assert "Hastings" not in spans and "won" not in spans  # only the question's words
+    assert all(";" not in span and "." not in span for span in spans)
+    assert "William" in spans and "battle of Hastings" in spans
+    assert all(span.split()[0].lower() not in {"the", "of", "it"} for span in spans)
+    assert all(span.split()[-1].lower() not in {"the", "of", "it"} for span in spans)
+
+
+def test_spans_add_at_most_k_new_candidates():
+    members = {"A": "Deadpool 3"}
+    found = candidates(QUESTION, members, PASSAGES, rule="entities", k=3)
+    assert [c.text for c in found] == ["Deadpool 3", "Deadpool 2", "United States", "May 18, 2018"]
+    assert [c.rule for c in found] == ["members", "entities", "entities", "entities"]
+    assert candidates(QUESTION, members, PASSAGES, rule="entities", k=0) == [Candidate("Deadpool 3", ("A",))]
+    with pytest.raises(InputError):
+        candidates(QUESTION, members, PASSAGES, rule="entities", k=-1)
+    with pytest.raises(ConfigError, match="entities"):
+        candidates(QUESTION, members, PASSAGES, rule="nouns", k=3)
+    assert list(SPAN_RULES) == ["entities", "ngrams"]

@@ -1,0 +1,110 @@
+"""Records that grow by the judge's scores: `eor run` with a `judge:` section scores each recorded question's
+candidates without generating anything again, keeps every other byte of each record, resumes where it stopped,
+and refuses scores made by another judge (reader, span rule, K)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from eor.cli import main
+from eor.commands.runner import run
+from eor.core.answers import normalize_answer
+from eor.core.errors import InputError
+from eor.runs.records import RECORDS_FILE
+from tests.conftest import DEMO
+
+MEMBERS = ["ReFree", "BM25@1", "Wiki@2"]
+
+
+def _config(folder: Path, *, judge: str = "", name: str = "judged") -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(
+        f"""
+name: judged
+reader: {{model: smollm2-135m, max_tokens: 8, llama_cpp: {{context_tokens: 2048}}}}
+corpus: {{path: {DEMO / "corpus.jsonl"}}}
+members: {json.dumps(MEMBERS)}
+voter: {{metrics: [em, f1]}}
+{judge}
+"""
+    )
+    return path
+
+
+def _run(config: Path, out: Path) -> int:
+    data = DEMO / "questions.jsonl"
+    return main(["run", "--config", str(config), "--data", str(data), "--limit", "2", "--out", str(out), "--no-cache"])
+
+
+def _lines(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / RECORDS_FILE).read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("judged")
+    assert _run(_config(folder), folder / "run") == 0
+    return folder
+
+
+def test_records_grow_by_scores_and_keep_every_other_byte(recorded, tmp_path, capsys) -> None:
+    out = tmp_path / "run"
+    shutil.copytree(recorded / "run", out)
+    before = (out / RECORDS_FILE).read_text().splitlines()
+    capsys.readouterr()
+    config = _config(tmp_path, judge="judge: {rule: entities, k: 3, passages: true}")
+    assert _run(config, out) == 0
+    assert "scored the candidates of 2 questions" in capsys.readouterr().out
+    after = (out / RECORDS_FILE).read_text().splitlines()
+    for old, new in zip(before, after, strict=True):
+        assert new.startswith(old[:-1] + ', "judge": ')  # the old line, byte for byte, then the scores
+    for record in _lines(out):
+        judge = record["judge"]
+        assert judge["identity"]["rule"] == "entities" and judge["identity"]["k"] == 3
+        assert judge["identity"]["reader"].startswith("llama.cpp:") and judge["identity"]["members"] == MEMBERS
+        texts = [c["text"] for c in judge["candidates"]]
+        assert len(texts) == len(set(texts))
+        assert sum(c["rule"] == "entities" for c in judge["candidates"]) <= 3
+        for member in MEMBERS:  # each member's answer is the candidate that names it
+            answer = normalize_answer(record["members"][member]["answer"])
+            wrote = [c for c in judge["candidates"] if member in c["members"]]
+            assert [normalize_answer(c["text"]) for c in wrote] == ([answer] if answer else [])
+        passages = {p["id"] for m in ("BM25@1", "Wiki@2") for p in record["members"][m]["passages"]}
+        for candidate in judge["candidates"]:
+            assert set(candidate["scores"]) == set(MEMBERS) | {f"#{p}" for p in passages}
+            for summary in candidate["scores"].values():
+                assert summary["logprob"] <= 0 and summary["tokens"] >= 1
+    # again: nothing to score, nothing changes
+    capsys.readouterr()
+    assert _run(config, out) == 0
+    assert "hold the judge's scores" in capsys.readouterr().out
+    assert (out / RECORDS_FILE).read_text().splitlines() == after
+
+
+def test_scores_of_another_judge_are_refused(recorded, tmp_path) -> None:
+    out = tmp_path / "run"
+    shutil.copytree(recorded / "run", out)
+    assert _run(_config(tmp_path, judge="judge: {rule: entities, k: 3}"), out) == 0
+    scored = (out / RECORDS_FILE).read_text()
+    with pytest.raises(InputError, match=r"k: 3 → 5"):
+        run(_config(tmp_path, judge="judge: {rule: entities, k: 5}", name="other"), DEMO / "questions.jsonl", out, 2)
+    assert (out / RECORDS_FILE).read_text() == scored
+
+
+def test_an_interrupted_scoring_goes_on_where_it_stopped(recorded, tmp_path) -> None:
+    out = tmp_path / "run"
+    shutil.copytree(recorded / "run", out)
+    config = _config(tmp_path, judge="judge: {rule: null, k: 0, passages: false}")
+    assert _run(config, out) == 0
+    full = _lines(out)
+    lines = (out / RECORDS_FILE).read_text().splitlines()
+    first = json.loads(lines[0])
+    first.pop("judge")  # as if the run had stopped after the second question's batch
+    (out / RECORDS_FILE).write_text(json.dumps(first, ensure_ascii=False) + "\n" + lines[1] + "\n")
+    assert _run(config, out) == 0
+    assert _lines(out) == full
+    assert all(c["rule"] == "members" for r in full for c in r["judge"]["candidates"])
