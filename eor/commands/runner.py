@@ -234,6 +234,7 @@ def _same_but_corpus_path(recorded: EnsembleConfig, config: EnsembleConfig) -> b
 
     def normalised(one: EnsembleConfig) -> dict[str, Any]:
         data = one.to_dict()
+        data.pop("judge", None)  # scores grow the records of the same run (eor.commands.judge_records)
         if data.get("corpus") and data["corpus"].get("path"):
             data["corpus"]["path"] = Path(data["corpus"]["path"]).name
         return data

@@ -311,7 +311,7 @@ class LlamaCppReader(BatchedReader):
                 formatter = llama_chat_format.Jinja2ChatFormatter(
                     template=template, eos_token=special(llm.token_eos()), bos_token=special(llm.token_bos())
                 )
-                chat = [{"role": "user", "content": "?"}, {"role": "assistant", "content": TURN_MARK}]
+                chat: Any = [{"role": "user", "content": "?"}, {"role": "assistant", "content": TURN_MARK}]
                 end = turn_end_text(formatter(messages=chat).prompt)
             tokens = llm.tokenize(end.encode("utf-8"), add_bos=False, special=True) if end else []
             self._end_of_turn = tokens[0] if tokens else int(llm.token_eos())

@@ -110,12 +110,13 @@ class OpenAIReader(BatchedReader):
         (head_tokens, _), scored = echoes[0], echoes[1:]
         results = []
         for tokens, values in scored:
-            if tokens[: len(head_tokens)] != head_tokens or any(v is None for v in values[len(head_tokens) :]):
+            own = [v for v in values[len(head_tokens) :] if v is not None]
+            if tokens[: len(head_tokens)] != head_tokens or len(own) != len(values) - len(head_tokens):
                 raise ReaderError(
                     f"OpenAI-compatible server {self.base_url} tokenized the chat-formatted prompt differently "
                     "with a continuation behind it: its scores cannot be read apart"
                 )
-            results.append(Likelihood(tuple(float(v) for v in values[len(head_tokens) :])))
+            results.append(Likelihood(tuple(float(v) for v in own)))
         return results
 
     def why_not_scoring(self) -> str:
