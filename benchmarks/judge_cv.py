@@ -60,14 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     for spans in (False, True):
         for family, prefixes in FAMILIES.items():
             columns = [i for i, name in enumerate(names) if name.startswith(prefixes)]
-            rows[f"{family}{' + spans' if spans else ''}"] = _cross_validated(questions, folds, args.folds, columns, spans)
+            label = f"{family}{' + spans' if spans else ''}"
+            rows[label] = _cross_validated(questions, folds, args.folds, columns, spans)
     base = rows["Top R"]
     print(f"{n} scored training questions, {args.folds}-fold cross-validation (seed {args.seed}), EM:")
     table = {}
     for name, hits in rows.items():
         low, high = _interval(hits - base, args.seed)
         table[name] = {"em": 100 * hits.mean(), "vs_top_r": 100 * (hits - base).mean(), "low": low, "high": high}
-        print(f"  {name:<36} {100 * hits.mean():5.1f}   vs Top R {100 * (hits - base).mean():+5.1f} [{low:+.1f}, {high:+.1f}]")
+        gain = 100 * (hits - base).mean()
+        print(f"  {name:<36} {100 * hits.mean():5.1f}   vs Top R {gain:+5.1f} [{low:+.1f}, {high:+.1f}]")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"questions": n, "seed": args.seed, "rows": table}, handle, indent=1)
