@@ -21,6 +21,7 @@ from eor.core.likelihood import Likelihood, log_softmax_rows
 from eor.core.prompts import PromptTemplates
 from eor.pipeline.stages.generation import GenerationStage
 from eor.readers.base import BatchedReader, capable
+from eor.readers.llamacpp import LlamaCppReader
 from eor.runs.generation_cache import GenerationCache
 from tests.conftest import DEMO
 
@@ -107,6 +108,26 @@ def test_a_score_depends_on_its_prompt_and_continuation_alone(qwen):
         together = qwen.score(prompt, list(reversed(ANSWERS)) + ["Paris"])
         for answer, likelihood in zip([*reversed(ANSWERS), "Paris"], together, strict=True):
             assert likelihood.logprobs == alone[(prompt, answer)]
+
+
+def test_a_prompt_just_generated_from_is_scored_without_evaluating_it_again(qwen):
+    """Generation keeps each prompt's KV cells (eor.readers.llamacpp_states): scoring puts them back instead
+    of evaluating the prompt, and the scores are those of a reader that evaluates it (bit for bit)."""
+    import llama_cpp
+
+    prompts = _prompts()[1:4]
+    evaluating = LlamaCppReader(qwen.model_path, name="evaluating", context_tokens=4096, prompt_states=0)
+    expected = {prompt: evaluating.score(prompt, ANSWERS) for prompt in prompts}
+    for prompt in prompts:  # as an answer's members generate, then the judge scores under their prompts
+        qwen.generate([prompt], max_tokens=8)
+    for prompt in prompts:
+        restored = qwen._llm.states.restored
+        llama_cpp.llama_perf_context_reset(qwen._llm.ctx)
+        scores = qwen.score(prompt, ANSWERS)
+        perf = llama_cpp.llama_perf_context(qwen._llm.ctx)
+        assert qwen._llm.states.restored == restored + 1
+        assert perf.n_p_eval + perf.n_eval == sum(len(s.logprobs) - 1 for s in scores)  # the continuations alone
+        assert scores == expected[prompt]
 
 
 def test_scoring_leaves_generation_as_it_was(qwen):

@@ -71,21 +71,22 @@ def run(
         _save_config(folder, config, weights)
     notes: list[str] = []
     stats = GenerationStats()
-    ensemble = None
-    if recorded is not None:
+    ensemble = reader = None
+    if recorded is not None and _lacking_members(folder, config):
         ensemble = _growing_ensemble(folder, config, weights, cache, recorded)
         notes.append(_counted(stats, ensemble, lambda: grow_records(ensemble, folder, size)))
+    elif recorded is not None:  # the same run resumed (its corpus elsewhere): checked, no index built
+        reader = _resumed_reader(folder, config, weights, recorded)
     job = RunJob(config, weights, cache, questions, size, ensemble)
     answered = _answer_new(folder, job, executor, retry_failed, stats, notes)
     ensemble = answered.ensemble
     if retry_failed and ensemble is not None:
         notes.append(_counted(stats, ensemble, lambda: retry_failed_members(ensemble, folder, questions)))
     if config.judge is not None:
-        stage = (
-            ensemble.generation
-            if ensemble is not None
-            else GenerationStage(build_reader(config.reader), open_cache(cache))
-        )
+        if ensemble is not None:
+            stage = ensemble.generation
+        else:
+            stage = GenerationStage(reader or build_reader(config.reader), open_cache(cache))
         notes.append(grow_by_scores(folder, config, stage, size))
         _save_config(folder, config, weights, replace=True)
     lines = [*notes, *_summary(folder, questions, answered.skipped)]
@@ -253,6 +254,22 @@ def _growing_ensemble(
     _save_config(folder, config, weights, replace=True)
     _save_pool(folder, config, ensemble)
     return ensemble
+
+
+def _lacking_members(folder: RunFolder, config: EnsembleConfig) -> bool:
+    """Whether some record lacks a member of the config (neither answered nor failed)."""
+    return any(set(config.members) - set(r.members) - set(r.degraded) for r in folder.iter_records())
+
+
+def _resumed_reader(folder: RunFolder, config: EnsembleConfig, weights: str | None, recorded: RecordedRun) -> Any:
+    """The reader of a recorded run resumed with nothing to grow, once `check_growth` passed; the folder's
+    config and pool become this config's."""
+    reader = build_reader(config.reader)
+    pool = pool_identity(config, reader)
+    check_growth(recorded, config, pool)
+    _save_config(folder, config, weights, replace=True)
+    folder.write_pool(pool)
+    return reader
 
 
 def check_growth(recorded: RecordedRun, config: EnsembleConfig, pool: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ from eor.core.likelihood import TURN_MARK, Likelihood, log_softmax_rows, turn_en
 from eor.core.models import file_sha256
 from eor.readers.base import BatchedReader, Generated
 from eor.readers.llamacpp_batch import MultiSequenceDecoder
+from eor.readers.llamacpp_states import DEFAULT_MAX_BYTES, PromptStates
 
 if TYPE_CHECKING:
     import numpy as np
@@ -87,12 +88,19 @@ def _recorded(llm: Any, inner: Any, recorder: StepRecorder) -> Any:
 def evaluate_prompt(llm: Any, tokens: list[int]) -> np.ndarray:
     """Evaluate a prompt on a ChunkAlignedLlama as its `generate` does (whole chunks of the previous prompt kept,
     the rest in the chunks a fresh evaluation uses) and return a copy of its last token's logits."""
+    restored = llm.states.restore(llm, tokens) if llm.states is not None else None
+    if restored is not None:  # generation evaluated it a moment ago (eor.readers.llamacpp_states)
+        llm.reused_tokens, llm.previous_prompt = len(tokens), tokens
+        return restored.copy()
     keep = reusable_prefix(llm.previous_prompt, tokens, llm.prefix_chunk)
     llm.n_tokens = keep  # llama-cpp-python's eval drops the KV cache from here and evaluates the rest
     llm.reused_tokens = keep
     llm.previous_prompt = tokens
     llm.eval(tokens[keep:])
-    return _last_logits(llm).copy()
+    logits = _last_logits(llm).copy()
+    if llm.states is not None:
+        llm.states.save(llm, tokens, logits)
+    return logits
 
 
 def continuation_logprobs(llm: Any, first: np.ndarray, tokens: list[int]) -> list[float]:
@@ -134,6 +142,7 @@ def _chunk_aligned_llama() -> type:
             self.reused_tokens = 0
             self.prompt_logits: np.ndarray | None = None
             self.recorder: Any = None  # an eor.core.confidence.StepRecorder while a generation's confidence is kept
+            self.states: PromptStates | None = None  # the KV cells of the latest prompts, for scoring
             self._keep_logits = False
             self._dry_run = False
 
@@ -174,6 +183,8 @@ def _chunk_aligned_llama() -> type:
             if self._keep_logits:  # the prompt's evaluation (the first eval of a generate)
                 self._keep_logits = False
                 self.prompt_logits = _last_logits(self).copy()
+                if self.states is not None:
+                    self.states.save(self, self.previous_prompt, self.prompt_logits)
 
     return ChunkAlignedLlama
 
@@ -184,7 +195,9 @@ class LlamaCppReader(BatchedReader):
     (every prompt fresh, batches of 512). `batch_threads`: threads for prompt evaluation (default: `threads`).
     `parallel`: decode up to this many prompts of a call together when each may generate more than
     `parallel_min_tokens` tokens (summaries, background documents); faster, but outputs can differ from
-    solo generation after the first token (eor.readers.llamacpp_batch); 1 (the default): one at a time."""
+    solo generation after the first token (eor.readers.llamacpp_batch); 1 (the default): one at a time.
+    `prompt_states`: bytes of the latest prompts' KV cells kept for scoring them without evaluating them again
+    (eor.readers.llamacpp_states; 0: none)."""
 
     counts_tokens = True
     confidence = True
@@ -204,6 +217,7 @@ class LlamaCppReader(BatchedReader):
         parallel: int = 1,
         parallel_min_tokens: int = 64,
         record_confidence: bool = True,
+        prompt_states: int = DEFAULT_MAX_BYTES,
     ) -> None:
         super().__init__()
         try:
@@ -232,6 +246,7 @@ class LlamaCppReader(BatchedReader):
         self._model = None
         self._decoder: MultiSequenceDecoder | None = None
         self._end_of_turn: int | None = None
+        self.prompt_states = prompt_states
 
     @property
     def loaded(self) -> bool:
@@ -258,6 +273,7 @@ class LlamaCppReader(BatchedReader):
                         )
                     except ValueError as exc:  # llama-cpp-python's error for a file it cannot load
                         raise ReaderError(f"{self.name}: cannot load {self.model_path}: {exc}") from None
+                    self._model.states = PromptStates(self.prompt_states) if self.prompt_states > 0 else None
         return self._model
 
     @property
