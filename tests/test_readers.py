@@ -172,6 +172,7 @@ def test_readers_declare_what_they_can_do(smollm2) -> None:
     assert [capable(openai, c) for c in ("thread_safe", "batches", "counts_tokens")] == [True, True, False]
     assert [capable(Foreign(), c) for c in ("thread_safe", "batches", "counts_tokens")] == [False, False, False]
     assert [capable(reader, "confidence") for reader in (smollm2, openai, Foreign())] == [True, True, False]
+    assert [capable(reader, "scores") for reader in (smollm2, openai, Foreign())] == [True, False, False]  # no template
     tokens = smollm2._llm.tokenize(b"who wrote hamlet", add_bos=True, special=False)
     assert count_tokens(smollm2, "who wrote hamlet") == len(tokens) >= 3
     assert count_tokens(openai, "who wrote hamlet") is None and count_tokens(Foreign(), "x") is None

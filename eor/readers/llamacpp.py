@@ -13,6 +13,11 @@ is evaluated in exactly the chunks a fresh evaluation would use, so an answer de
 `prefix_chunk=0` is the former path: every prompt from an empty KV cache in llama.cpp's default batches
 of 512 tokens.
 
+The reader also scores given continuations after a prompt (`score`, the reader as judge, eor.core.likelihood):
+the prompt evaluated as above, each continuation behind it in one batch counted from the prompt's end, logits
+read for the continuation's tokens only; `tests/test_scoring.py` compares each token with llama-cpp-python's
+own evaluation with every position's logits kept.
+
 The model loads on first use, so a run served entirely by the generation cache never loads it.
 """
 
@@ -338,8 +343,9 @@ class LlamaCppReader(BatchedReader):
         return [*self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False), self.end_of_turn()]
 
     def _score(self, prompt: str, continuations: list[str]) -> list[Likelihood]:
-        """The prompt evaluated once (reusing whole chunks of the prompt before, as for generation), then each
-        continuation alone behind it: a score depends on its prompt and continuation only."""
+        """The prompt evaluated once (reusing whole chunks of the prompt before, as for generation), or its KV
+        cells put back when it was evaluated lately (eor.readers.llamacpp_states), then each continuation alone
+        behind it: a score depends on its prompt and continuation only."""
         llm = self._llm
         tokens = llm.chat_tokens(prompt)
         followers = [self.continuation_tokens(text) for text in continuations]
