@@ -1,9 +1,9 @@
 """What the reader as judge adds, by cross-validation on scored training records alone (never dev): a logistic
-regression over each question's candidates (voters.judge_features), standardised, L2 (C = 1), the candidate
-with the highest decision value chosen; folds by question (5, seeded). Feature families are added one at a
-time, first over the members' answers alone, then with the span candidates; beside them Top R (the member best
-on each training fold), the oracle of the members' answers and of all candidates. Differences against Top R
-are paired, with a 95% bootstrap interval (2,000 resamples of the questions).
+regression over each question's candidates (voters.judge_selector on voters.judge_features), standardised, L2
+(C = 1), the candidate with the highest log-odds chosen; folds by question (5, seeded). Feature families are
+added one at a time, first over the members' answers alone, then with the span candidates; beside them Top R
+(the member best on each training fold), the oracle of the members' answers and of all candidates. Differences
+against Top R are paired, with a 95% bootstrap interval (2,000 resamples of the questions).
 
     python benchmarks/judge_cv.py runs/nq-train --config configs/nq-offline.yaml [--seed 0] [--json FILE]
 """
@@ -50,7 +50,6 @@ def main(argv: list[str] | None = None) -> int:
         spans = features.matrix[:, features.names.index("span")] > 0
         member_right = [any(exact_match(record.members[m].answer, g) for g in record.answers) for m in members]
         questions.append((features, right, spans, np.array(member_right, dtype=bool)))
-    names = questions[0][0].names
     n = len(questions)
     folds = np.random.default_rng(args.seed).permutation(n) % args.folds
     rows: dict[str, np.ndarray] = {}
@@ -59,9 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     rows["oracle (candidates)"] = np.array([q[1].any() for q in questions], dtype=float)
     for spans in (False, True):
         for family, prefixes in FAMILIES.items():
-            columns = [i for i, name in enumerate(names) if name.startswith(prefixes)]
             label = f"{family}{' + spans' if spans else ''}"
-            rows[label] = _cross_validated(questions, folds, args.folds, columns, spans)
+            rows[label] = _cross_validated(questions, folds, args.folds, prefixes, spans)
     base = rows["Top R"]
     print(f"{n} scored training questions, {args.folds}-fold cross-validation (seed {args.seed}), EM:")
     table = {}
@@ -86,26 +84,16 @@ def _top_r(questions, folds, k) -> np.ndarray:
     return hits
 
 
-def _cross_validated(questions, folds, k, columns, spans: bool) -> np.ndarray:
-    from sklearn.linear_model import LogisticRegression
-
-    def kept(q):
-        features, right, span, _ = q
-        keep = np.ones(len(right), dtype=bool) if spans else ~span
-        return features.matrix[keep][:, columns], right[keep]
+def _cross_validated(questions, folds, k, families, spans: bool) -> np.ndarray:
+    from voters.judge_selector import JudgeSelector
 
     hits = np.zeros(len(questions))
     for fold in range(k):
-        train = [kept(q) for q, f in zip(questions, folds, strict=True) if f != fold]
-        x = np.vstack([a for a, _ in train])
-        y = np.concatenate([b for _, b in train])
-        mean, scale = x.mean(axis=0), x.std(axis=0)
-        scale[scale == 0] = 1.0
-        model = LogisticRegression(C=1.0, max_iter=3000).fit((x - mean) / scale, y)
+        train = [q for q, f in zip(questions, folds, strict=True) if f != fold]
+        selector = JudgeSelector(families, spans=spans).fit([q[0] for q in train], [q[1] for q in train])
         for i in np.flatnonzero(folds == fold):
-            matrix, right = kept(questions[i])
-            if len(right):
-                hits[i] = right[int(np.argmax(model.decision_function((matrix - mean) / scale)))]
+            chosen = selector.choose(questions[i][0])
+            hits[i] = chosen is not None and questions[i][1][chosen]
     return hits
 
 
