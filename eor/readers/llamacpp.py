@@ -140,14 +140,14 @@ def _chunk_aligned_llama() -> type:
         llama-cpp-python evaluate the rest; `eval` keeps the logits each prompt's first token is chosen from
         (`prompt_logits`), for checking that reuse changes nothing."""
 
-        def __init__(self, *args: Any, prefix_chunk: int, **kwargs: Any) -> None:
+        def __init__(self, *args: Any, prefix_chunk: int, states: PromptStates | None = None, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.prefix_chunk = prefix_chunk
             self.previous_prompt: list[int] = []
             self.reused_tokens = 0
             self.prompt_logits: np.ndarray | None = None
             self.recorder: Any = None  # an eor.core.confidence.StepRecorder while a generation's confidence is kept
-            self.states: PromptStates | None = None  # the KV cells of the latest prompts, for scoring
+            self.states = states  # the KV cells of the latest prompts, for scoring (eor.readers.llamacpp_states)
             self._keep_logits = False
             self._dry_run = False
 
@@ -275,10 +275,10 @@ class LlamaCppReader(BatchedReader):
                             n_threads_batch=self.batch_threads,
                             seed=self.seed,
                             verbose=False,
+                            states=PromptStates(self.prompt_states) if self.prompt_states > 0 else None,
                         )
                     except ValueError as exc:  # llama-cpp-python's error for a file it cannot load
                         raise ReaderError(f"{self.name}: cannot load {self.model_path}: {exc}") from None
-                    self._model.states = PromptStates(self.prompt_states) if self.prompt_states > 0 else None
         return self._model
 
     @property
