@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     from scipy.special import logsumexp
 
     from eor.core.answers import exact_match
-    from eor.core.config import load_config
+    from eor.core.config import JudgeConfig, load_config
     from eor.pipeline.judging import judge
     from eor.pipeline.stages.generation import GenerationStage
     from eor.readers import build_reader
@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(args.config)
     records = read_records(args.records)[: args.limit]
     stage = GenerationStage(build_reader(config.reader), None)
+    settings = JudgeConfig(rule=args.rule, k=args.k, passages=False)
     seconds, tokens, count = [], [], 0
     right = {"oracle": 0, "mixture": 0, "mean-mixture": 0, **{m: 0 for m in config.members}}
     with open(args.out, "w") as out:
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             outputs = {m: record.members[m] for m in config.members if m in record.members}
             before_tokens = stage.score_stats.tokens
             started = time.perf_counter()
-            judged = judge(stage, record.question, outputs, rule=args.rule, k=args.k)
+            judged = judge(stage, record.question, outputs, settings)
             seconds.append(time.perf_counter() - started)
             tokens.append(stage.score_stats.tokens - before_tokens)
             correct = [any(exact_match(j.candidate.text, g) for g in record.answers) for j in judged]
