@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         for family, prefixes in FAMILIES.items():
             label = f"{family}{' + spans' if spans else ''}"
             rows[label] = _cross_validated(questions, folds, args.folds, prefixes, spans)
+    for label, (matrix, labels) in _selector_features(args.records, members, records, questions).items():
+        rows[label] = _selector_cross_validated(matrix, labels, folds, args.folds)
     base = rows["Top R"]
     print(f"{n} scored training questions, {args.folds}-fold cross-validation (seed {args.seed}), EM:")
     table = {}
@@ -94,6 +96,55 @@ def _cross_validated(questions, folds, k, families, spans: bool) -> np.ndarray:
         for i in np.flatnonzero(folds == fold):
             chosen = selector.choose(questions[i][0])
             hits[i] = chosen is not None and questions[i][1][chosen]
+    return hits
+
+
+JUDGED = ("lp:", "mean:", "mix:members", "mix:passages", "best:passages", "rank:members", "margin:members")
+
+
+def _selector_features(path, members, records, questions) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Today's answer selector's features of each member's answer (voters.features, em/f1/cosine, without
+    confidence as the shipped selectors), alone and with the judge's likelihood features of the candidate
+    the answer is (a member without an answer: the training means), and each answer's correctness."""
+    from eor.core.answers import normalize_answer
+    from eor.runs.run_data import load_run
+    from voters.batch import VoteBatch
+
+    run = load_run(path, members)
+    rows = [run.ids.index(record.id) for record in records]
+    batch = VoteBatch(run.answers, run.passages, run.texts, golds=run.golds).take(rows)
+    blocks, at = batch.blocks(["em", "f1", "cosine"], confidence=False)
+    base = blocks.features(range(len(members)), members).matrix[at]
+    names = questions[0][0].names
+    columns = [i for i, name in enumerate(names) if name.startswith(JUDGED)]
+    judged = np.full((*base.shape[:2], len(columns)), np.nan)
+    for q, record in enumerate(records):
+        features = questions[q][0]
+        where = {normalize_answer(text): i for i, text in enumerate(features.texts)}
+        for m, member in enumerate(members):
+            row = where.get(normalize_answer(record.members[member].answer))
+            if row is not None:
+                judged[q, m] = features.matrix[row, columns]
+    labels = batch.correctness("em") >= 0.5
+    return {"today's selector": (base, labels), "today's selector + judge": (np.concatenate([base, judged], 2), labels)}
+
+
+def _selector_cross_validated(matrix: np.ndarray, labels: np.ndarray, folds, k) -> np.ndarray:
+    """Today's selector's learner (voters.selector.fit_on_features) on the given features, out of fold."""
+    from voters.features import FeatureSet
+    from voters.scoring import choose
+    from voters.selector import AnswerSelector, fit_on_features
+
+    names = [f"f{i}" for i in range(matrix.shape[-1])]
+    hits = np.zeros(len(matrix))
+    for fold in range(k):
+        train, test = folds != fold, folds == fold
+        selector = AnswerSelector(metrics=["em"], C=1.0)
+        fit_on_features(
+            selector, FeatureSet(names, matrix[train]), labels[train], [f"m{i}" for i in range(matrix.shape[1])]
+        )
+        chosen = choose(selector.feature_scores(matrix[test]))
+        hits[test] = labels[test][np.arange(test.sum()), chosen]
     return hits
 
 
