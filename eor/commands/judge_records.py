@@ -17,7 +17,7 @@ from eor.core.config import EnsembleConfig
 from eor.core.errors import InputError
 from eor.core.prompts import templates_for
 from eor.pipeline.judging import judge, judge_identity
-from eor.pipeline.stages.generation import GenerationStage, ScoreStats
+from eor.pipeline.stages.generation import GenerationStage
 from eor.runs.run_folder import RunFolder
 from voters.candidates import SPAN_RULES
 
@@ -78,12 +78,8 @@ def grow_by_scores(folder: RunFolder, config: EnsembleConfig, stage: GenerationS
                 record.judge = {"identity": identity, "candidates": [one.to_dict() for one in judged]}
             folder.replace_records(records)
             progress.update(len(batch))
-    done = _since(stage.score_stats, before)
+    done = stage.score_stats.since(before)
     return (
         f"scored the candidates of {len(todo)} questions: {done.unique} continuations ({done.cache_hits} read back "
         f"from the cache), {done.tokens} tokens scored in {done.seconds:.1f} s of reader time"
     )
-
-
-def _since(stats: ScoreStats, before: ScoreStats) -> ScoreStats:
-    return ScoreStats(**{f.name: getattr(stats, f.name) - getattr(before, f.name) for f in dataclasses.fields(stats)})

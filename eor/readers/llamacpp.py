@@ -93,7 +93,7 @@ def _recorded(llm: Any, inner: Any, recorder: StepRecorder) -> Any:
 def evaluate_prompt(llm: Any, tokens: list[int]) -> np.ndarray:
     """Evaluate a prompt on a ChunkAlignedLlama as its `generate` does (whole chunks of the previous prompt kept,
     the rest in the chunks a fresh evaluation uses) and return a copy of its last token's logits."""
-    restored = llm.states.restore(llm, tokens) if llm.states is not None else None
+    restored = llm.states.restore(llm, tokens)
     if restored is not None:  # generation evaluated it a moment ago (eor.readers.llamacpp_states)
         llm.reused_tokens, llm.previous_prompt = len(tokens), tokens
         return restored.copy()
@@ -103,8 +103,7 @@ def evaluate_prompt(llm: Any, tokens: list[int]) -> np.ndarray:
     llm.previous_prompt = tokens
     llm.eval(tokens[keep:])
     logits = _last_logits(llm).copy()
-    if llm.states is not None:
-        llm.states.save(llm, tokens, logits)
+    llm.states.save(llm, tokens, logits)
     return logits
 
 
@@ -140,7 +139,7 @@ def _chunk_aligned_llama() -> type:
         llama-cpp-python evaluate the rest; `eval` keeps the logits each prompt's first token is chosen from
         (`prompt_logits`), for checking that reuse changes nothing."""
 
-        def __init__(self, *args: Any, prefix_chunk: int, states: PromptStates | None = None, **kwargs: Any) -> None:
+        def __init__(self, *args: Any, prefix_chunk: int, states: PromptStates, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.prefix_chunk = prefix_chunk
             self.previous_prompt: list[int] = []
@@ -188,8 +187,7 @@ def _chunk_aligned_llama() -> type:
             if self._keep_logits:  # the prompt's evaluation (the first eval of a generate)
                 self._keep_logits = False
                 self.prompt_logits = _last_logits(self).copy()
-                if self.states is not None:
-                    self.states.save(self, self.previous_prompt, self.prompt_logits)
+                self.states.save(self, self.previous_prompt, self.prompt_logits)
 
     return ChunkAlignedLlama
 
@@ -275,7 +273,7 @@ class LlamaCppReader(BatchedReader):
                             n_threads_batch=self.batch_threads,
                             seed=self.seed,
                             verbose=False,
-                            states=PromptStates(self.prompt_states) if self.prompt_states > 0 else None,
+                            states=PromptStates(self.prompt_states),
                         )
                     except ValueError as exc:  # llama-cpp-python's error for a file it cannot load
                         raise ReaderError(f"{self.name}: cannot load {self.model_path}: {exc}") from None

@@ -18,7 +18,8 @@ DEFAULT_MAX_BYTES = 96 * 2**20  # the 7-member pool's prompts of one question ta
 
 
 class PromptStates:
-    """Prompt tokens → (their KV cells as llama.cpp serialises sequence 0, their last token's logits)."""
+    """Prompt tokens → (their KV cells as llama.cpp serialises sequence 0, their last token's logits);
+    `max_bytes` 0 keeps none."""
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_bytes = max_bytes

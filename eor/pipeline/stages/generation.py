@@ -25,7 +25,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Self
 
 from eor.core.confidence import Confidence
 from eor.core.errors import ConfigError, InputError, ReaderError
@@ -83,8 +83,20 @@ class Completion:
         )
 
 
+class _Counts:
+    """Counters of a dataclass, added and subtracted field by field."""
+
+    def add(self, other: Self) -> None:
+        for item in fields(self):  # type: ignore[arg-type]
+            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+
+    def since(self, earlier: Self) -> Self:
+        """What was done after `earlier`, a copy of these counts taken before (`dataclasses.replace(stats)`)."""
+        return type(self)(**{f.name: getattr(self, f.name) - getattr(earlier, f.name) for f in fields(self)})  # type: ignore[arg-type]
+
+
 @dataclass
-class GenerationStats:
+class GenerationStats(_Counts):
     """What the stage did: prompts asked for (`requests`, repeats included), the distinct ones among them
     (`unique`), of those read back from the cache (`cache_hits`) and sent to the reader (`generated`) in
     `calls` calls, and the reader's work on them: prompt tokens evaluated and generated tokens with the seconds
@@ -104,18 +116,8 @@ class GenerationStats:
     reused_tokens: int = 0
     seconds: float = 0.0
 
-    def add(self, other: GenerationStats) -> None:
-        for item in fields(self):
-            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
-
     def to_dict(self) -> dict[str, Any]:
         return {name: round(value, 4) if isinstance(value, float) else value for name, value in asdict(self).items()}
-
-    def since(self, earlier: GenerationStats) -> GenerationStats:
-        """What was done after `earlier`, a copy of these stats taken before (`dataclasses.replace(stats)`)."""
-        return GenerationStats(
-            **{item.name: getattr(self, item.name) - getattr(earlier, item.name) for item in fields(self)}
-        )
 
     def share(self, parts: int) -> dict[str, float]:
         """Every count divided by `parts` (e.g. per question of a batch)."""
@@ -123,7 +125,7 @@ class GenerationStats:
 
 
 @dataclass
-class ScoreStats:
+class ScoreStats(_Counts):
     """What the stage's scoring did: continuations asked for (`requests`), the distinct ones (`unique`), those
     read back from the cache (`cache_hits`) and scored by the reader (`scored`) in `calls` calls, their tokens
     (the end of turn included) and the reader's seconds."""
@@ -135,10 +137,6 @@ class ScoreStats:
     calls: int = 0
     tokens: int = 0
     seconds: float = 0.0
-
-    def add(self, other: ScoreStats) -> None:
-        for item in fields(self):
-            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
 
 
 _METERS: contextvars.ContextVar[tuple[GenerationStats, ...]] = contextvars.ContextVar("eor_meters", default=())
