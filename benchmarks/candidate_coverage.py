@@ -19,6 +19,7 @@ import time
 def main(argv: list[str] | None = None) -> int:
     from eor.core.answers import contains, exact_match
     from eor.core.config import load_config
+    from eor.pipeline.judging import passages_read
     from eor.runs.records import read_records
     from voters.candidates import SPAN_RULES, candidates
 
@@ -38,7 +39,10 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: dict[str, dict[str, float]] = {}
     answers = [{m: r.members[m].answer for m in members if m in r.members} for r in records]
-    passages = [_passages(r, members) for r in records]
+    passages = [
+        [str(p.get("text", "")) for p in passages_read({m: r.members[m] for m in members if m in r.members})]
+        for r in records
+    ]
     golds = [r.answers for r in records]
     n = len(records)
     in_passages = sum(any(contains(p, g) for p in ps for g in gs) for ps, gs in zip(passages, golds, strict=True))
@@ -71,17 +75,6 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as handle:
             json.dump(table, handle, indent=1)
     return 0
-
-
-def _passages(record, members: list[str]) -> list[str]:
-    """The distinct passage texts the members read, in pool order (each member's passages in rank order)."""
-    seen: dict[str, None] = {}
-    for member in members:
-        output = record.members.get(member)
-        if output is not None:
-            for text in output.passage_texts:
-                seen.setdefault(text, None)
-    return list(seen)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-PASSAGE = "#"
+PASSAGE = "#"  # a prompt name that starts so is a passage alone: `#` + its id (eor.pipeline.judging)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,6 @@ name, or `#` and the passage's id for a passage alone.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,10 +21,10 @@ from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.likelihood import Likelihood
 from eor.core.prompts import PromptTemplates, templates_for
 from eor.core.results import MemberOutput
+from eor.pipeline.pool import templates_digest
 from eor.pipeline.stages.generation import GenerationStage
 from voters.candidates import Candidate, candidates
-
-PASSAGE = "#"  # a prompt name that starts so is a passage alone: `#` + its id
+from voters.judge_features import PASSAGE
 
 
 @dataclass(frozen=True)
@@ -49,14 +46,12 @@ class Judged:
 def judge_identity(config: EnsembleConfig, settings: JudgeConfig, reader_identity: str | None) -> dict[str, Any]:
     """What a question's scores depend on besides its records: the reader, the candidates' rule and K, whether
     passages alone were scored and the reading template they were scored in."""
-    templates = dataclasses.asdict(templates_for(config))
-    digest = hashlib.sha256(json.dumps(templates, sort_keys=True).encode()).hexdigest()[:16]
     return {
         "reader": reader_identity,
         "rule": settings.rule,
         "k": settings.k,
         "passages": settings.passages,
-        "templates": f"sha256:{digest}",
+        "templates": templates_digest(templates_for(config)),
     }
 
 

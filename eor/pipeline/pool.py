@@ -88,7 +88,7 @@ def member_identity(config: EnsembleConfig, name: str, pool: dict[str, Any]) -> 
     identity: dict[str, Any] = {
         "reader": pool.get("reader"),
         "generation": {"max_tokens": reader.max_tokens, "seed": reader.seed},
-        "answer_prompt": _digest(templates_for(config, notation.variant_of(tree))),
+        "answer_prompt": templates_digest(templates_for(config, notation.variant_of(tree))),
         "sources": {},
     }
     for source in sorted(used):
@@ -129,7 +129,7 @@ def _shown(key: str, value: Any) -> str:
     return _corpus(value) if key == "corpus" else json.dumps(value, sort_keys=True, default=str)[:200]
 
 
-def _digest(templates: Any) -> str:
+def templates_digest(templates: Any) -> str:
     """A short digest of a member's answer-prompt templates (a variant's demonstrations are in them)."""
     text = json.dumps(dataclasses.asdict(templates), sort_keys=True)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
