@@ -1,11 +1,22 @@
-"""What the reader as judge adds, by cross-validation on scored training records alone (never dev): a logistic
-regression over each question's candidates (voters.judge_selector on voters.judge_features), standardised, L2
-(C = 1), the candidate with the highest log-odds chosen; folds by question (5, seeded). Feature families are
-added one at a time, first over the members' answers alone, then with the span candidates; beside them Top R
-(the member best on each training fold), the oracle of the members' answers and of all candidates. Differences
-against Top R are paired, with a 95% bootstrap interval (2,000 resamples of the questions).
+"""What the reader as judge adds, by cross-validation on scored training records alone (never dev).
 
-    python benchmarks/judge_cv.py runs/nq-train --config configs/nq-offline.yaml [--seed 0] [--json FILE]
+Records that hold no scores (`eor run` without a `judge:` section) give the text-only rows alone.
+
+Nested: an outer K-fold split by question (seeded); in each outer training part, `eor.learning.judge_training`
+trains the judge voter exactly as `eor train` would (each level's setting chosen by its own inner
+cross-validation, fitted, P(right) calibrated, abstention thresholds chosen), and the voter answers the
+held-out part. Reported per level (the reader's scores under the members' prompts and the passages alone,
+under the members' prompts only, none): EM, the settings the inner choices took, and P(right) on the held-out
+answers (ECE; coverage and error at α = 0.3 with the thresholds chosen inside).
+
+Beside them, out of fold on the same folds: Top R (the member best on the training part), the oracles of
+the members' answers and of every candidate, today's answer selector (voters.selector on voters.features with
+em, f1 and cosine, without confidence, as shipped), and fixed settings adding one feature family at a time,
+with no span and with 10 (what each family and the spans add; not chosen by anything). Differences against
+Top R are paired, with a 95% bootstrap interval (2,000 resamples of the questions).
+
+    python benchmarks/judge_cv.py docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml
+        [--seed 0] [--folds 5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -15,136 +26,151 @@ import json
 
 import numpy as np
 
-FAMILIES = {
-    "agreement": ("wrote:", "agreement", "log_length"),
-    "+ member prompts": ("wrote:", "agreement", "log_length", "lp:", "mean:", "mix:members", "rank:", "margin:"),
-    "+ passages alone": (
-        "wrote:", "agreement", "log_length", "lp:", "mean:", "mix:members", "rank:", "margin:", "mix:passages",
-        "best:passages",
-    ),
-    "likelihood alone": ("mix:members", "mix:passages"),
-}  # fmt: skip
+ALPHA = 0.3
+ABLATIONS = (
+    ("votes",),
+    ("votes", "evidence"),
+    ("votes", "evidence", "type"),
+    ("votes", "evidence", "scores"),
+    ("votes", "evidence", "scores", "passages"),
+    ("votes", "evidence", "type", "scores", "passages"),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.core.answers import exact_match
     from eor.core.config import load_config
+    from eor.learning.judge_training import LEVELS, judged_questions
     from eor.runs.records import read_records
-    from voters.judge_features import judge_features
+    from voters.folds import folds
+    from voters.judge_features import SCORED_FAMILIES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("records", help="records with the judge's scores (a run folder or .jsonl[.gz])")
+    parser.add_argument(
+        "records", help="records (a run folder or .jsonl[.gz]); the levels with scores need every record scored"
+    )
     parser.add_argument("--config", required=True, help="the pool's config (its members)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--json", help="write the table here")
+    parser.add_argument("--json", help="write the tables here")
     args = parser.parse_args(argv)
     members = load_config(args.config).members
-    records = [r for r in read_records(args.records) if r.judge is not None]
-    if not records:
-        raise SystemExit(f"{args.records}: no record holds the judge's scores (eor run with a judge: section)")
-    questions = []
-    for record in records:
-        features = judge_features(record.judge, members)
-        right = np.array([any(exact_match(t, g) for g in record.answers) for t in features.texts], dtype=bool)
-        spans = features.matrix[:, features.names.index("span")] > 0
-        member_right = [any(exact_match(record.members[m].answer, g) for g in record.answers) for m in members]
-        questions.append((features, right, spans, np.array(member_right, dtype=bool)))
-    n = len(questions)
-    folds = np.random.default_rng(args.seed).permutation(n) % args.folds
-    rows: dict[str, np.ndarray] = {}
-    rows["Top R"] = _top_r(questions, folds, args.folds)
-    rows["oracle (members)"] = np.array([q[3].any() for q in questions], dtype=float)
-    rows["oracle (candidates)"] = np.array([q[1].any() for q in questions], dtype=float)
-    for spans in (False, True):
-        for family, prefixes in FAMILIES.items():
-            label = f"{family}{' + spans' if spans else ''}"
-            rows[label] = _cross_validated(questions, folds, args.folds, prefixes, spans)
-    for label, (matrix, labels) in _selector_features(args.records, members, records, questions).items():
-        rows[label] = _selector_cross_validated(matrix, labels, folds, args.folds)
+    records = [r for r in read_records(args.records) if r.answers]
+    questions = judged_questions(records, members)
+    scored = frozenset.intersection(*(q.features.scored for q in questions))  # what every question holds
+    parts = folds(len(questions), args.folds, args.seed)
+    member_right = np.array([[_right(r.members[m].answer, r.answers) for m in members] for r in records], bool)
+    rows: dict[str, np.ndarray] = {"Top R": _top_r(member_right, parts)}
+    rows["oracle (members)"] = member_right.any(axis=1).astype(float)
+    rows["oracle (candidates)"] = np.array([q.right.any() for q in questions], float)
+    rows["today's selector"] = _todays_selector(args.records, members, records, parts)
+    for families in ABLATIONS:
+        if not set(families) & set(SCORED_FAMILIES) <= scored:
+            continue
+        for spans in (0, 10):
+            rows[f"fixed {'+'.join(families)}, {spans} spans"] = _fixed(questions, families, spans, parts)
+    nested = {}
+    for level, families in LEVELS.items():
+        if not set(families) & set(SCORED_FAMILIES) <= scored:
+            continue
+        hits, report = _nested(questions, level, parts, args.seed)
+        rows[f"judge voter: {level} (nested)"] = hits
+        nested[level] = report
     base = rows["Top R"]
-    print(f"{n} scored training questions, {args.folds}-fold cross-validation (seed {args.seed}), EM:")
+    print(f"{len(questions)} training questions, {args.folds}-fold cross-validation (seed {args.seed}), EM:")
     table = {}
     for name, hits in rows.items():
         low, high = _interval(hits - base, args.seed)
-        table[name] = {"em": 100 * hits.mean(), "vs_top_r": 100 * (hits - base).mean(), "low": low, "high": high}
         gain = 100 * (hits - base).mean()
-        print(f"  {name:<36} {100 * hits.mean():5.1f}   vs Top R {gain:+5.1f} [{low:+.1f}, {high:+.1f}]")
+        table[name] = {"em": 100 * hits.mean(), "vs_top_r": gain, "low": low, "high": high}
+        print(f"  {name:<58} {100 * hits.mean():5.1f}   vs Top R {gain:+5.1f} [{low:+.1f}, {high:+.1f}]")
+    print(f"P(right) of the nested judge voter on the held-out answers (α = {ALPHA}):")
+    for level, report in nested.items():
+        print(f"  {level:<16} ECE {report['ece']:.3f}   coverage {100 * report['coverage']:.1f}%   "
+              f"error {report['error']}   settings {', '.join(report['settings'])}")  # fmt: skip
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"questions": n, "seed": args.seed, "rows": table}, handle, indent=1)
+            json.dump(
+                {"questions": len(questions), "seed": args.seed, "rows": table, "nested": nested}, handle, indent=1
+            )
     return 0
 
 
-def _top_r(questions, folds, k) -> np.ndarray:
-    hits = np.zeros(len(questions))
-    for fold in range(k):
-        train = [q for q, f in zip(questions, folds, strict=True) if f != fold]
-        best = int(np.argmax(np.sum([q[3] for q in train], axis=0)))
-        for i in np.flatnonzero(folds == fold):
-            hits[i] = questions[i][3][best]
+def _right(answer: str, golds) -> bool:
+    from eor.core.answers import exact_match
+
+    return any(exact_match(answer, gold) for gold in golds)
+
+
+def _top_r(member_right: np.ndarray, parts) -> np.ndarray:
+    hits = np.zeros(len(member_right))
+    for held in parts:
+        train = np.setdiff1d(np.arange(len(member_right)), held)
+        best = int(np.argmax(member_right[train].sum(axis=0)))
+        hits[held] = member_right[held, best]
     return hits
 
 
-def _cross_validated(questions, folds, k, families, spans: bool) -> np.ndarray:
-    from voters.judge_selector import JudgeSelector
+def _fixed(questions, families, spans: int, parts) -> np.ndarray:
+    from eor.learning.judge_training import Setting, accuracy, out_of_fold
+
+    return accuracy(questions, out_of_fold(questions, Setting(tuple(families), spans), parts))
+
+
+def _nested(questions, level: str, parts, seed: int) -> tuple[np.ndarray, dict]:
+    """The level's fit trained on each outer training part (inner choice, calibration, thresholds) answering the
+    held-out part; its hits, and P(right) on the held-out answers."""
+    from eor.bench.selective import ece
+    from eor.learning.judge_training import accuracy, train_fit, without_scores
 
     hits = np.zeros(len(questions))
-    for fold in range(k):
-        train = [q for q, f in zip(questions, folds, strict=True) if f != fold]
-        selector = JudgeSelector(families, spans=spans).fit([q[0] for q in train], [q[1] for q in train])
-        for i in np.flatnonzero(folds == fold):
-            chosen = selector.choose(questions[i][0])
-            hits[i] = chosen is not None and questions[i][1][chosen]
-    return hits
+    probability = np.full(len(questions), np.nan)
+    answered = np.zeros(len(questions), dtype=bool)
+    settings = []
+    for held in parts:
+        train = [questions[i] for i in np.setdiff1d(np.arange(len(questions)), held)]
+        fit, report = train_fit(train, level, seed=seed)
+        settings.append(report.chosen)
+        threshold = next((t["threshold"] for t in fit.thresholds_ if abs(t["alpha"] - ALPHA) < 1e-9), None)
+        test = [without_scores(questions[i], fit.families) for i in held]
+        choices = [fit.choose(q.features) for q in test]
+        hits[held] = accuracy(test, choices)
+        for i, choice in zip(held, choices, strict=True):
+            if choice is not None:
+                probability[i] = choice.probability
+                answered[i] = threshold is not None and choice.probability >= threshold
+    known = ~np.isnan(probability)
+    right = hits.astype(bool)
+    n_answered = int(answered.sum())
+    return hits, {
+        "ece": ece(probability[known], right[known]),
+        "coverage": n_answered / len(questions),
+        "error": None if not n_answered else round(float(1 - right[answered].mean()), 3),
+        "settings": settings,
+    }
 
 
-JUDGED = ("lp:", "mean:", "mix:members", "mix:passages", "best:passages", "rank:members", "margin:members")
-
-
-def _selector_features(path, members, records, questions) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Today's answer selector's features of each member's answer (voters.features, em/f1/cosine, without
-    confidence as the shipped selectors), alone and with the judge's likelihood features of the candidate
-    the answer is (a member without an answer: the training means), and each answer's correctness."""
-    from eor.core.answers import normalize_answer
+def _todays_selector(path, members, records, parts) -> np.ndarray:
+    """Today's answer selector (voters.selector.fit_on_features on voters.features with em, f1 and cosine,
+    without confidence, as the shipped selectors), out of fold on the same parts."""
     from eor.runs.run_data import load_run
     from voters.batch import VoteBatch
+    from voters.scoring import choose
+    from voters.selector import AnswerSelector, fit_on_features
 
     run = load_run(path, members)
     rows = [run.ids.index(record.id) for record in records]
     batch = VoteBatch(run.answers, run.passages, run.texts, golds=run.golds).take(rows)
     blocks, at = batch.blocks(["em", "f1", "cosine"], confidence=False)
-    base = blocks.features(range(len(members)), members).matrix[at]
-    names = questions[0][0].names
-    columns = [i for i, name in enumerate(names) if name.startswith(JUDGED)]
-    judged = np.full((*base.shape[:2], len(columns)), np.nan)
-    for q, record in enumerate(records):
-        features = questions[q][0]
-        where = {normalize_answer(text): i for i, text in enumerate(features.texts)}
-        for m, member in enumerate(members):
-            row = where.get(normalize_answer(record.members[member].answer))
-            if row is not None:
-                judged[q, m] = features.matrix[row, columns]
+    features = blocks.features(range(len(members)), members)
+    matrix = features.matrix[at]
     labels = batch.correctness("em") >= 0.5
-    return {"today's selector": (base, labels), "today's selector + judge": (np.concatenate([base, judged], 2), labels)}
-
-
-def _selector_cross_validated(matrix: np.ndarray, labels: np.ndarray, folds, k) -> np.ndarray:
-    """Today's selector's learner (voters.selector.fit_on_features) on the given features, out of fold."""
-    from voters.features import FeatureSet
-    from voters.scoring import choose
-    from voters.selector import AnswerSelector, fit_on_features
-
-    names = [f"f{i}" for i in range(matrix.shape[-1])]
     hits = np.zeros(len(matrix))
-    for fold in range(k):
-        train, test = folds != fold, folds == fold
-        selector = AnswerSelector(metrics=["em"], C=1.0)
-        fit_on_features(
-            selector, FeatureSet(names, matrix[train]), labels[train], [f"m{i}" for i in range(matrix.shape[1])]
-        )
-        chosen = choose(selector.feature_scores(matrix[test]))
-        hits[test] = labels[test][np.arange(test.sum()), chosen]
+    for held in parts:
+        train = np.setdiff1d(np.arange(len(matrix)), held)
+        selector = AnswerSelector(metrics=["em", "f1", "cosine"], C=1.0)
+        fit_on_features(selector, type(features)(features.names, matrix[train]), labels[train], list(members))
+        chosen = choose(selector.feature_scores(matrix[held]))
+        hits[held] = labels[held][np.arange(len(held)), chosen]
     return hits
 
 

@@ -1,39 +1,53 @@
-"""The judge's per-candidate features (voters.judge_features) on a record's scores worked by hand."""
+"""The judge's per-candidate features (voters.judge_features) worked by hand, the selector and voter that choose
+among candidates (voters.judge_selector), and their training (eor.learning.judge_training)."""
 
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from eor.core.errors import InputError
-from voters.judge_features import judge_features
+from eor.core.errors import ConfigError, InputError
+from voters.judge_features import Evidence, JudgeFeatures, answer_shapes, judge_features, question_type
+from voters.judge_selector import JudgeSelector, JudgeVoter
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _score(total: float) -> dict:
     return {"logprob": total, "mean_logprob": total / 2, "min_logprob": total, "tokens": 2}
 
 
-JUDGE = {
-    "candidates": [
-        {"text": "Paris", "members": ["A", "B"], "rule": "members",
-         "scores": {"A": _score(-1.0), "B": _score(-2.0), "#p1": _score(-1.5)}},
-        {"text": "Lyon", "members": [], "rule": "entities",
-         "scores": {"A": _score(-3.0), "B": _score(-1.0), "#p1": _score(-0.5)}},
-    ]
-}  # fmt: skip
+CANDIDATES = [
+    {"text": "Paris", "members": ["A", "B"], "rule": "members",
+     "scores": {"A": _score(-1.0), "B": _score(-2.0), "#p1": _score(-1.5)}},
+    {"text": "Lyon", "members": [], "rule": "entities",
+     "scores": {"A": _score(-3.0), "B": _score(-1.0), "#p1": _score(-0.5)}},
+]  # fmt: skip
+EVIDENCE = Evidence(
+    "where is the capital of france",
+    {"A": "Paris", "B": "Paris", "C": ""},  # C failed: no prompt, no answer
+    {"A": ["Paris is the capital.", "Lyon is a city in France."], "B": ["Lyon and Paris."], "C": []},
+)
 
 
 def test_features_by_hand():
-    features = judge_features(JUDGE, ["A", "B", "C"])  # C failed: no prompt, no answer
+    features = judge_features(CANDIDATES, ["A", "B", "C"], EVIDENCE)
     row = dict(zip(features.names, features.matrix.T, strict=True))
-    assert features.texts == ["Paris", "Lyon"]
+    assert features.texts == ["Paris", "Lyon"] and features.scored == {"scores", "passages"}
     assert row["wrote:A"].tolist() == [1, 0] and row["wrote:C"].tolist() == [0, 0]
     assert row["agreement"].tolist() == pytest.approx([2 / 3, 0])
     assert row["span"].tolist() == [0, 1]
-    assert row["log_length"].tolist() == pytest.approx([math.log(3)] * 2)
+    assert row["log_length"].tolist() == pytest.approx([math.log(2)] * 2)
+    # three distinct passages read: Paris is in the first and third, Lyon in the second and third
+    assert row["support:passages"].tolist() == pytest.approx([2 / 3, 2 / 3])
+    assert row["top:passage"].tolist() == [1, 1]  # A's first passage holds Paris, B's first holds Lyon
+    assert row["inside:members"].tolist() == [0, 0]
+    assert row["in_question"].tolist() == [0, 0]
+    assert row["type:match"].tolist() == [1, 1] and row["type:clash"].tolist() == [0, 0]  # where: a name
     assert row["lp:A"].tolist() == [0, -2] and row["lp:B"].tolist() == [-1, 0] and row["lp:C"].tolist() == [0, 0]
     assert row["mean:A"].tolist() == [0, -1] and row["mean:B"].tolist() == [-0.5, 0]
     # log(e^-1 + e^-2) = -0.686738..., log(e^-3 + e^-1) = -0.873072...: Paris first by 0.186334
@@ -44,35 +58,154 @@ def test_features_by_hand():
     assert row["margin:members"].tolist() == pytest.approx([gap, -gap])
 
 
+def test_evidence_features_of_a_sentence_and_a_span_inside_it():
+    evidence = Evidence(
+        "when did the order come into effect",
+        {"A": "On 1 October 2006", "B": "It came into effect on 1 October 2006"},
+        {"A": ["The order came into effect on 1 October 2006 in England."], "B": []},
+    )
+    spans = [{"text": t, "members": m, "rule": "members" if m else "entities", "scores": {}}
+             for t, m in (("On 1 October 2006", ["A"]), ("It came into effect on 1 October 2006", ["B"]),
+                          ("1 October 2006", []), ("England", []))]  # fmt: skip
+    features = judge_features(spans, ["A", "B"], evidence)
+    row = dict(zip(features.names, features.matrix.T, strict=True))
+    assert features.scored == frozenset()  # no scores: the likelihood features are zeros, and said to be missing
+    # inside B's sentence (A wrote it as it is); the bare date inside both answers, equal to neither
+    assert row["inside:members"].tolist() == [0.5, 0, 1, 0]
+    assert row["support:passages"].tolist() == [1, 0, 1, 1]
+    assert row["in_question"].tolist() == pytest.approx([0, 2 / 8, 0, 0])  # into, effect of its 8 words
+    assert row["type:match"].tolist() == [1, 1, 1, 0] and row["type:clash"].tolist() == [0, 0, 0, 1]
+    assert not row["lp:A"].any() and not row["mix:passages"].any()
+
+
+def test_question_types_and_answer_shapes():
+    assert question_type("How many moons does Mars have") == "number"
+    assert question_type("when was the eiffel tower built") == "date"
+    assert question_type("what year did the war end") == "date"
+    assert question_type("who wrote hamlet") == "name" and question_type("where is lyon") == "name"
+    assert question_type("what is the capital of france") is None
+    assert answer_shapes("May 18, 2018") == {"date", "number"}
+    assert answer_shapes("the 1960s") == {"date", "number"}
+    assert answer_shapes("two") == {"number"}
+    assert answer_shapes("Gerald Ford") == {"name"} and answer_shapes("Bank of England") == {"name"}
+    assert answer_shapes("capillary action") == set()
+
+
 def test_a_record_without_candidates_has_no_rows():
-    features = judge_features({"candidates": []}, ["A"])
+    features = judge_features([], ["A"], Evidence("q", {"A": ""}, {"A": []}))
     assert features.matrix.shape == (0, len(features.names)) and np.isfinite(features.matrix).all()
 
 
-def _question(right_first: bool, rng) -> tuple:
+def _question(right_first: bool, rng, scored: bool = True) -> tuple[JudgeFeatures, np.ndarray]:
     """Two candidates; the right one is the likelier under A's prompt, by a margin drawn at random."""
     gap = float(rng.uniform(0.5, 3.0))
     totals = [-1.0, -1.0 - gap] if right_first else [-1.0 - gap, -1.0]
-    judge = {"candidates": [
-        {"text": "x", "members": ["A"], "rule": "members", "scores": {"A": _score(totals[0])}},
-        {"text": "y", "members": [], "rule": "entities", "scores": {"A": _score(totals[1])}},
-    ]}  # fmt: skip
-    return judge_features(judge, ["A"]), np.array([right_first, not right_first])
+    candidates = [
+        {"text": "x", "members": ["A"], "rule": "members", "scores": {"A": _score(totals[0])} if scored else {}},
+        {"text": "y", "members": [], "rule": "entities", "scores": {"A": _score(totals[1])} if scored else {}},
+    ]
+    evidence = Evidence("what", {"A": "x"}, {"A": ["x y"]})
+    return judge_features(candidates, ["A"], evidence), np.array([right_first, not right_first])
 
 
-def test_the_judge_selector_learns_which_likelihood_tells_and_serialises():
-    from voters.judge_selector import JudgeSelector
-
+def test_the_selector_learns_which_likelihood_tells_and_serialises():
     rng = np.random.default_rng(0)
     train = [_question(bool(i % 2), rng) for i in range(40)]
-    selector = JudgeSelector(families=("lp:",)).fit([f for f, _ in train], [r for _, r in train])
-    assert selector.names_ == ["lp:A"] and selector.coef_[0] > 0
+    selector = JudgeSelector(families=("scores",), spans=1).fit([f for f, _ in train], [r for _, r in train])
+    assert selector.coef_[selector.names_.index("lp:A")] > 0
     test = [_question(bool(i % 3), rng) for i in range(12)]
-    assert [selector.choose(f) for f, _ in test] == [int(np.argmax(r)) for _, r in test]
+    assert [selector.choose(f).index for f, _ in test] == [int(np.argmax(r)) for _, r in test]
     copy = JudgeSelector.from_document(json.loads(json.dumps(selector.to_document())))
-    assert [copy.choose(f) for f, _ in test] == [selector.choose(f) for f, _ in test]
-    members_only = JudgeSelector(families=("lp:",), spans=False).fit([f for f, _ in train], [r for _, r in train])
-    assert all(members_only.choose(f) == 0 for f, _ in test)  # the span never competes
-    assert selector.choose(judge_features({"candidates": []}, ["A"])) is None
+    assert [copy.choose(f).index for f, _ in test] == [selector.choose(f).index for f, _ in test]
+    members_only = JudgeSelector(families=("scores",), spans=0).fit([f for f, _ in train], [r for _, r in train])
+    assert all(members_only.choose(f).index == 0 for f, _ in test)  # the span never competes
+    assert selector.choose(test[0][0]).probability is None  # not calibrated yet
+    assert selector.choose(judge_features([], ["A"], Evidence("q", {"A": ""}, {"A": []}))) is None
     with pytest.raises(InputError, match="not fitted"):
         JudgeSelector().decision(test[0][0])
+    with pytest.raises(InputError, match="unknown feature family nope"):
+        JudgeSelector(families=("votes", "nope"))
+
+
+def test_calibrated_probability_ranks_choices_by_their_evidence():
+    rng = np.random.default_rng(1)
+    train = [_question(bool(i % 2), rng) for i in range(60)]
+    selector = JudgeSelector(families=("votes", "scores"), spans=1).fit([f for f, _ in train], [r for _, r in train])
+    choices = [selector.choose(f) for f, _ in train]
+    right = [bool(r[c.index]) for c, (_, r) in zip(choices, train, strict=True)]
+    selector.calibrate(choices, right)
+    probability = selector.choose(train[0][0]).probability
+    assert probability is not None and 0 < probability < 1
+    copy = JudgeSelector.from_document(json.loads(json.dumps(selector.to_document())))
+    assert copy.choose(train[0][0]).probability == pytest.approx(probability, abs=1e-12)
+
+
+def test_a_voter_answers_with_the_fit_its_scores_cover_and_refuses_otherwise():
+    rng = np.random.default_rng(2)
+    train = [_question(bool(i % 2), rng) for i in range(40)]
+    scored = JudgeSelector(("votes", "scores"), 1).fit([f for f, _ in train], [r for _, r in train])
+    text = JudgeSelector(("votes", "evidence"), 1).fit([f for f, _ in train], [r for _, r in train])
+    voter = JudgeVoter([scored, text], ["A"])
+    plain, _ = _question(True, rng, scored=False)
+    assert voter.choose(train[0][0])[1] is scored
+    assert voter.choose(plain)[1] is text  # no scores: the text fit, never the scored fit reading zeros
+    with pytest.raises(InputError, match="reads the reader's scores"):
+        scored.choose(plain)
+    alone = JudgeVoter.from_document(json.loads(json.dumps(JudgeVoter([scored], ["A"]).to_document())))
+    with pytest.raises(InputError, match=r"no fit of this judge voter .* nothing: votes\+scores, 1 span needs scores"):
+        alone.choose(plain)
+    with pytest.raises(InputError, match="cannot fit"):
+        JudgeSelector(("scores",), 1).fit([plain], [np.array([True, False])])
+
+
+def test_training_chooses_a_setting_by_cross_validation_and_calibrates_it():
+    from eor.learning.judge_training import JudgedQuestion, settings_grid, train_fit, train_judge_voter
+
+    rng = np.random.default_rng(3)
+    # The span is right on two questions in three, and only its likelihood tells: a fit that lets spans
+    # compete and reads the scores wins; the text fit cannot tell.
+    questions = [JudgedQuestion(str(i), *_question(i % 3 == 0, rng)) for i in range(90)]
+    assert [s.spans for s in settings_grid("text")] == [0, 5, 10, 0, 5, 10]
+    fit, report = train_fit(questions, "scores", k=3, seed=0)
+    assert report.chosen == fit.label and fit.spans > 0 and fit.needs == {"scores"}
+    assert report.table[fit.label] == max(report.table.values()) > 0.9
+    assert len(fit.thresholds_) > 0 and fit.calibration_ is not None
+    voter, reports = train_judge_voter(questions, ["A"], k=3, seed=0)
+    assert [r.level for r in reports] == ["scores", "text"]  # no passages scored: that level is skipped
+    assert voter.fits[0].needs == {"scores"} and voter.fits[1].needs == frozenset()
+
+
+@pytest.fixture(scope="module")
+def scored_records(tmp_path_factory) -> tuple[Path, Path]:
+    """The first 150 shipped training records the reader scored, and the next 40 (as held-out records)."""
+    from eor.runs.records import read_records
+
+    folder = tmp_path_factory.mktemp("scored")
+    records = [r for r in read_records(ROOT / "docs/records/nq-train.jsonl.gz") if r.judge is not None][:190]
+    paths = folder / "train.jsonl", folder / "held.jsonl"
+    for path, part in zip(paths, (records[:150], records[150:]), strict=True):
+        path.write_text("".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in part))
+    return paths
+
+
+def test_eor_train_judge_writes_a_voter_with_a_fit_per_level(scored_records, tmp_path, capsys):
+    from eor.cli import main
+    from voters.loading import load_voter
+
+    train, held = scored_records
+    out = tmp_path / "judge.json"
+    command = ["train", str(train), "--voter", "judge", "--out", str(out), "--dev", str(held), "--inner-folds", "3"]
+    assert main(command) == 0
+    report = capsys.readouterr().out
+    voter = JudgeVoter.load(out)
+    assert [sorted(fit.needs) for fit in voter.fits] == [["passages", "scores"], ["scores"], []]
+    assert voter.members == ["ReFree", "PK", "BM25@1", "BM25@3", "Wiki@1", "Wiki@3", "BM25@2&Wiki@2"]
+    for level in ("scores+passages", "scores", "text"):
+        assert level in report and voter.metadata_["training"]["levels"][level]["chosen"] in report
+    assert voter.metadata_["judge"]["rule"] == "entities" and voter.metadata_["judge"]["k"] == 10
+    assert "dev: EM" in report and voter.metadata_["dev"]["questions"] == 40
+    assert all(fit.calibration_ is not None and fit.thresholds_ for fit in voter.fits)
+    with pytest.raises(ConfigError, match="judge voter"):
+        load_voter(out)
+    assert main(["train", str(train), "--voter", "judge", "--out", str(out), "--max-loss", "0.5"]) != 0
+    assert "--voter judge does not use --max-loss" in capsys.readouterr().err

@@ -1,42 +1,78 @@
-"""`JudgeSelector`: chooses among a question's candidates (members' answers and spans) by the reader-as-judge
-features (voters.judge_features): an L2 logistic regression (scikit-learn) on standardised features learns
-P(candidate right) from training questions, and the candidate with the highest log-odds is chosen (ties to
-the first: the members' answers come first, in pool order).
+"""Choosing among a question's candidates (members' answers and spans) by the reader-as-judge features
+(voters.judge_features).
 
-`families` picks the features by name prefix (`wrote:`, `lp:`, `mix:members`, ...), `spans` whether span
-candidates compete. Only plain numbers are learned, so a fitted selector is a JSON document (`to_document`).
+`JudgeSelector` is one fit: an L2 logistic regression (scikit-learn) on standardised features of the chosen
+`families` learns P(candidate right) from training questions; the members' answers and the first `spans` span
+candidates (the rule's order) compete, and the one with the highest log-odds is chosen (ties to the first: the
+members' answers come first, in pool order). Its P(right) is a logistic on the chosen candidate's log-odds,
+its margin over the best other candidate and its own features, fitted on out-of-fold choices (`calibrate`):
+the highest of several log-odds is over-confident by construction.
+
+`JudgeVoter` holds several fits, richest first, and answers with the first whose likelihood families the
+question's scores hold (`fit_for`): a fit with the reader's scores where there are scores, one on the text
+alone where the reader gave none (an OpenAI-compatible server without log-probabilities, records scored by
+no one, a config that answers without scoring). A question no fit covers is refused with an error that names
+what is missing; never answered by a fit that reads zeros where it learned scores.
+
+Only plain numbers are learned, so a fitted voter is a JSON document (`to_document`, `from_document`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 
-from eor.core.errors import InputError
-from voters.judge_features import JudgeFeatures
+from eor.core.errors import ConfigError, InputError
+from voters.judge_features import FAMILIES, SCORED_FAMILIES, JudgeFeatures, family_prefixes
+from voters.weights_file import header, read_document, write_document
 
-ALL_FEATURES = ("",)  # every feature: each name starts with the empty prefix
+ALL_FAMILIES = tuple(FAMILIES)
 
 
 class JudgeSelector:
-    """Hyper-parameters: `families` (feature-name prefixes kept), `spans` (span candidates compete), `C` (inverse
-    L2 strength). Fitted: `names_`, `mean_`, `scale_`, `coef_`, `intercept_`."""
+    """Hyper-parameters: `families` (names of voters.judge_features.FAMILIES), `spans` (how many span candidates
+    compete, in the rule's order; 0: the members' answers alone), `C` (inverse L2 strength). Fitted: `names_`,
+    `mean_`, `scale_`, `coef_`, `intercept_`; after `calibrate`, `calibration_` (P(right)'s coefficients); and
+    `thresholds_`, the abstention thresholds on P(right) that training chose (eor.pipeline.abstention)."""
 
-    def __init__(self, families: Sequence[str] = ALL_FEATURES, spans: bool = True, C: float = 1.0) -> None:  # noqa: N803
+    def __init__(self, families: Sequence[str] = ALL_FAMILIES, spans: int = 10, C: float = 1.0) -> None:  # noqa: N803
+        self.prefixes = family_prefixes(families)
         self.families = tuple(families)
-        self.spans = spans
+        if spans < 0:
+            raise InputError(f"the number of competing spans must be 0 or more, not {spans}")
+        self.spans = int(spans)
         self.C = C
+        self.calibration_: dict[str, Any] | None = None
+        self.thresholds_: list[dict[str, Any]] = []  # abstention's, eor.pipeline.abstention (set by training)
+
+    @property
+    def needs(self) -> frozenset[str]:
+        """The likelihood families (voters.judge_features.SCORED_FAMILIES) this fit reads."""
+        return frozenset(self.families) & frozenset(SCORED_FAMILIES)
+
+    @property
+    def label(self) -> str:
+        """Names the fit in answers and reports, e.g. `votes+evidence+scores, 10 spans`."""
+        return f"{'+'.join(self.families)}, {self.spans} span{'s' if self.spans != 1 else ''}"
+
+    def missing(self, features: JudgeFeatures) -> list[str]:
+        """The likelihood families this fit reads that `features` lack (sorted)."""
+        return sorted(self.needs - features.scored)
+
+    def competing(self, features: JudgeFeatures) -> np.ndarray:
+        """Which candidates compete: every member's answer and the first `spans` spans."""
+        if not len(features.texts):
+            return np.zeros(0, dtype=bool)
+        span = features.matrix[:, features.names.index("span")] > 0
+        return ~span | (np.cumsum(span) <= self.spans)
 
     def _columns(self, names: Sequence[str]) -> list[int]:
-        return [i for i, name in enumerate(names) if name.startswith(self.families)]
-
-    def _kept(self, features: JudgeFeatures) -> np.ndarray:
-        """The rows of the candidates that compete (all, or the members' answers alone)."""
-        if self.spans or not len(features.texts):
-            return np.ones(len(features.texts), dtype=bool)
-        return features.matrix[:, features.names.index("span")] == 0
+        return [i for i, name in enumerate(names) if name.startswith(self.prefixes)]
 
     def fit(self, questions: Sequence[JudgeFeatures], right: Sequence[np.ndarray]) -> Self:
         """Learn from each training question's candidate features and whether each candidate is right."""
@@ -44,10 +80,13 @@ class JudgeSelector:
 
         if not questions or len(questions) != len(right):
             raise InputError("a judge selector needs the features and labels of at least one question")
+        lacking = sorted({family for question in questions for family in self.missing(question)})
+        if lacking:
+            raise InputError(f"cannot fit {self.label}: the training questions lack the reader's {', '.join(lacking)}")
         columns = self._columns(questions[0].names)
         rows = []
         for question, labels in zip(questions, right, strict=True):
-            kept = self._kept(question)
+            kept = self.competing(question)
             rows.append((question.matrix[kept][:, columns], np.asarray(labels, dtype=bool)[kept]))
         x = np.vstack([matrix for matrix, _ in rows])
         y = np.concatenate([labels for _, labels in rows])
@@ -59,25 +98,68 @@ class JudgeSelector:
         else:
             model = LogisticRegression(C=float(self.C), max_iter=3000).fit((x - self.mean_) / self.scale_, y)
             self.coef_, self.intercept_ = model.coef_[0].astype(float), float(model.intercept_[0])
+        self.calibration_ = None
         return self
 
     def decision(self, features: JudgeFeatures) -> np.ndarray:
         """Log-odds of each candidate being right; −inf for a candidate that does not compete."""
         if not hasattr(self, "coef_"):
             raise InputError("this JudgeSelector is not fitted yet: call fit first")
+        lacking = self.missing(features)
+        if lacking:
+            raise InputError(f"the fit {self.label} reads the reader's {', '.join(lacking)}, which these "
+                             "candidates were not scored with")  # fmt: skip
         columns = [features.names.index(name) for name in self.names_]
         scores = ((features.matrix[:, columns] - self.mean_) / self.scale_) @ self.coef_ + self.intercept_
-        return np.where(self._kept(features), scores, -np.inf)
+        return np.where(self.competing(features), scores, -np.inf)
 
-    def choose(self, features: JudgeFeatures) -> int | None:
-        """The chosen candidate's index (None when the question has no candidate)."""
+    def choose(self, features: JudgeFeatures) -> Choice | None:
+        """The chosen candidate with its log-odds, margin and P(right) (None when the question has none)."""
         if not len(features.texts):
             return None
-        return int(np.argmax(self.decision(features)))
+        scores = self.decision(features)
+        index = int(np.argmax(scores))
+        others = np.delete(scores, index)
+        margin = float(scores[index] - others.max()) if len(others) and np.isfinite(others.max()) else 0.0
+        columns = [features.names.index(name) for name in self.names_]
+        row = (features.matrix[index, columns] - self.mean_) / self.scale_
+        evidence = (float(scores[index]), margin, *(float(v) for v in row))
+        return Choice(index, features.texts[index], float(scores[index]), margin, evidence, self.probability(evidence))
+
+    def probability(self, evidence: Sequence[float]) -> float | None:
+        """P(right) of a choice from its `evidence` (None before `calibrate`)."""
+        if self.calibration_ is None:
+            return None
+        calibration = self.calibration_
+        x = (np.asarray(evidence, dtype=float) - calibration["mean"]) / calibration["scale"]
+        z = float(x @ calibration["coef"] + calibration["intercept"])
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def calibrate(self, choices: Sequence[Choice], right: Sequence[bool]) -> Self:
+        """Fit P(right) on out-of-fold choices (from fits that did not see their questions) and whether each
+        was right: a logistic (L2, C = 1) on each choice's evidence, standardised: its log-odds, its margin over
+        the best other candidate and its own features."""
+        from sklearn.linear_model import LogisticRegression
+
+        x = np.array([choice.evidence for choice in choices], dtype=float)
+        y = np.asarray(right, dtype=bool)
+        if len(y) != len(x) or not len(y):
+            raise InputError("P(right) needs at least one out-of-fold choice and whether it was right")
+        mean = x.mean(axis=0)
+        scale = np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
+        if y.all() or not y.any():
+            rate = float(np.clip(y.mean(), 1e-3, 1 - 1e-3))
+            coef, intercept = np.zeros(x.shape[1]), math.log(rate / (1 - rate))
+        else:
+            model = LogisticRegression(C=1.0, max_iter=3000).fit((x - mean) / scale, y)
+            coef, intercept = model.coef_[0].astype(float), float(model.intercept_[0])
+        self.calibration_ = {"mean": mean, "scale": scale, "coef": coef, "intercept": intercept}
+        return self
 
     def to_document(self) -> dict[str, Any]:
+        if not hasattr(self, "coef_"):
+            raise InputError("this JudgeSelector is not fitted yet: call fit first")
         return {
-            "voter": "judge",
             "families": list(self.families),
             "spans": self.spans,
             "C": self.C,
@@ -86,12 +168,98 @@ class JudgeSelector:
             "scale": self.scale_.tolist(),
             "coef": self.coef_.tolist(),
             "intercept": self.intercept_,
+            "calibration": None if self.calibration_ is None else _plain(self.calibration_),
+            "thresholds": self.thresholds_,
         }
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> Self:
-        selector = cls(document["families"], bool(document["spans"]), float(document["C"]))
+        selector = cls(document["families"], int(document["spans"]), float(document["C"]))
         selector.names_ = list(document["features"])
         selector.mean_, selector.scale_ = np.asarray(document["mean"]), np.asarray(document["scale"])
         selector.coef_, selector.intercept_ = np.asarray(document["coef"]), float(document["intercept"])
+        calibration = document.get("calibration")
+        selector.calibration_ = (
+            None
+            if calibration is None
+            else {
+                "mean": np.asarray(calibration["mean"], dtype=float),
+                "scale": np.asarray(calibration["scale"], dtype=float),
+                "coef": np.asarray(calibration["coef"], dtype=float),
+                "intercept": float(calibration["intercept"]),
+            }
+        )
+        selector.thresholds_ = list(document.get("thresholds") or [])
         return selector
+
+
+def _plain(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in values.items()}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A chosen candidate: its index among the question's candidates, its text, log-odds, margin over the best
+    other candidate, the evidence P(right) reads (log-odds, margin, its standardised features) and P(right)
+    (None before the fit is calibrated)."""
+
+    index: int
+    text: str
+    score: float
+    margin: float
+    evidence: tuple[float, ...]
+    probability: float | None
+
+
+class JudgeVoter:
+    """Fits (JudgeSelector), richest first; each question is answered by the first fit its scores cover."""
+
+    kind = "judge"
+
+    def __init__(self, fits: Sequence[JudgeSelector], members: Sequence[str]) -> None:
+        if not fits:
+            raise InputError("a judge voter needs at least one fit")
+        self.fits = list(fits)
+        self.members = [str(member) for member in members]
+        self.metadata_: dict[str, Any] = {}
+
+    def fit_for(self, features: JudgeFeatures) -> JudgeSelector:
+        """The first fit whose likelihood families `features` hold; InputError naming what each fit lacks."""
+        for fit in self.fits:
+            if not fit.missing(features):
+                return fit
+        lacking = "; ".join(f"{fit.label} needs {', '.join(fit.missing(features))}" for fit in self.fits)
+        raise InputError(f"no fit of this judge voter answers candidates scored with "
+                         f"{', '.join(sorted(features.scored)) or 'nothing'}: {lacking}")  # fmt: skip
+
+    def choose(self, features: JudgeFeatures) -> tuple[Choice | None, JudgeSelector]:
+        """The chosen candidate (None when there is none) and the fit that chose it."""
+        fit = self.fit_for(features)
+        return fit.choose(features), fit
+
+    def to_document(self) -> dict[str, Any]:
+        return {"voter": self.kind, "members": self.members, "fits": [fit.to_document() for fit in self.fits]}
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> Self:
+        if document.get("voter") != cls.kind:
+            raise InputError(f"not a judge voter's document (voter: {document.get('voter')!r})")
+        voter = cls([JudgeSelector.from_document(fit) for fit in document["fits"]], document["members"])
+        voter.metadata_ = dict(document.get("meta") or {})
+        return voter
+
+    def save(self, path: str | Path, **meta: Any) -> Path:
+        """Write the weights file (voters.weights_file), `meta` as its metadata."""
+        return write_document(path, {**header(self.kind, self.members, []), **self.to_document(), "meta": meta})
+
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        """The judge voter of a weights file; ConfigError for a file of another voter or a malformed one."""
+        document = read_document(path)
+        if document.get("voter") != cls.kind:
+            raise ConfigError(f"weights file {str(path)!r} holds a {document.get('voter', 'paper')!r} voter, "
+                              "not a judge voter (eor train --voter judge)")  # fmt: skip
+        try:
+            return cls.from_document(document)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ConfigError(f"weights file {str(path)!r} is malformed: {type(exc).__name__}: {exc}") from None

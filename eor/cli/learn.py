@@ -24,8 +24,9 @@ def add_train(commands: Commands) -> None:
         "--voter",
         default="auto",
         help="auto (default: chosen by cross-validation, never below Top R), top, paper, grounding, smooth, "
-        "smooth-grounding, selector, cascade (runs only the members a question needs), or a voter an installed "
-        "package adds (entry points eor.voters)",
+        "smooth-grounding, selector, cascade (runs only the members a question needs), judge (chooses among "
+        "the members' answers and spans of their passages, by the reader's scores where the records hold them: "
+        "eor run with a judge: section), or a voter an installed package adds (entry points eor.voters)",
     )
     _cost_options(train)
     train.add_argument(

@@ -7,10 +7,16 @@ from pathlib import Path
 
 from eor.commands.design_command import design
 from eor.commands.train_command import TrainOptions, train
+from eor.commands.train_judge import train_judge
+from eor.core.errors import ConfigError
+from eor.learning.judge_training import JUDGE
 from voters.similarity import parse_metric_spec
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.voter == JUDGE:
+        print(train_judge(Path(args.records), Path(args.out), **_judge_options(args)))
+        return 0
     metrics, metric_params = parse_metric_spec(args.metrics)
     options = TrainOptions(
         voter=args.voter,
@@ -33,6 +39,24 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     print(train(Path(args.records), Path(args.out), options))
     return 0
+
+
+def _judge_options(args: argparse.Namespace) -> dict:
+    """`train_judge`'s arguments; a ConfigError naming each flag given that the judge voter does not use."""
+    defaults = {
+        "metric": "em", "metrics": "em,f1,cosine", "pooling": "mean", "grounding": False, "restarts": 4,
+        "cv": None, "max_loss": None, "budget": None, "cost": "auto", "rates": None, "no_confidence": False,
+    }  # fmt: skip
+    given = [name for name, default in defaults.items() if getattr(args, name, default) != default]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise ConfigError(f"--voter judge does not use {flags}: it chooses its own features by cross-validation")
+    return {
+        "pool_config": Path(args.config) if args.config else None,
+        "folds": args.inner_folds,
+        "seed": args.seed,
+        "dev": Path(args.dev) if args.dev else None,
+    }
 
 
 def cmd_design(args: argparse.Namespace) -> int:

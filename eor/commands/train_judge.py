@@ -1,0 +1,124 @@
+"""`eor train --voter judge`: the judge voter (voters.judge_selector) trained on run records whose questions the
+reader scored (`eor run` with a `judge:` section, eor.commands.judge_records), written as a weights file.
+
+The policy is eor.learning.judge_training's (each level's setting chosen by cross-validation on the training
+records alone, fitted, P(right) calibrated out of fold, abstention thresholds chosen); this command reads the
+records, orchestrates and reports. Records without scores train the text-only fit alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eor.core.config import load_config
+from eor.core.errors import ConfigError, InputError
+from eor.core.formatting import pct, small_data_warning
+from eor.learning.judge_training import JudgedQuestion, accuracy, judged_questions, train_judge_voter
+from eor.pipeline.members import demonstration_ids
+from eor.pipeline.validation import validate
+from eor.runs.records import read_records
+from eor.runs.run_folder import recorded_config, recorded_pool
+from voters.judge_selector import JudgeVoter
+
+log = logging.getLogger(__name__)
+
+#: the error rates whose abstention thresholds the report shows (every one of them is stored)
+REPORTED_RISKS = (0.1, 0.2, 0.3, 0.4)
+
+
+def train_judge(
+    records: Path, out: Path, *, pool_config: Path | None = None, members: list[str] | None = None,
+    folds: int = 5, seed: int = 0, dev: Path | None = None,
+) -> str:  # fmt: skip
+    """Train the judge voter on `records` (members: `members`, else the pool config's, else those the records'
+    scores were made for), save it as the weights file `out` and give back the report's lines."""
+    config = None
+    if pool_config is not None:
+        config = load_config(pool_config)
+        validate(config)
+    loaded = [record for record in read_records(records) if record.answers]
+    identity = _judge_identity(loaded, records)
+    names = members or (config.members if config is not None else None) or _members(identity, loaded, records)
+    skip = demonstration_ids(config) if config is not None else set()
+    questions = judged_questions([r for r in loaded if r.id not in skip], names, *_candidate_rule(identity))
+    if warning := small_data_warning(len(questions), "training the judge voter"):
+        log.warning(warning)
+    voter, reports = train_judge_voter(questions, names, k=folds, seed=seed, progress=log.info)
+    scored = sum(bool(q.features.scored) for q in questions)
+    lines = [f"judge voter: {len(questions)} training questions ({scored} scored by the reader), members "
+             f"{', '.join(names)}; every choice by {folds}-fold cross-validation (seed {seed})"]  # fmt: skip
+    for report, fit in zip(reports, voter.fits, strict=True):
+        lines.append(f"  {report.level:<16} {report.chosen:<52} EM {pct(report.table[report.chosen])} out of fold")
+        risks = {round(float(row["alpha"]), 6): row for row in fit.thresholds_}
+        shown = [_risk_text(risks[r]) for r in REPORTED_RISKS if r in risks]
+        lines.append(f"  {'':<16} P(right) thresholds: {'; '.join(shown)}")
+    meta: dict[str, Any] = {
+        "records": str(records),
+        "judge": identity,
+        "training": {
+            "questions": len(questions),
+            "scored": scored,
+            "folds": folds,
+            "seed": seed,
+            "levels": {r.level: {"chosen": r.chosen, "em": r.table} for r in reports},
+        },
+    }
+    pool = recorded_pool(records)
+    if pool is not None:
+        meta["pool"] = pool
+    if dev is not None:
+        lines += _dev_lines(voter, judged_questions(list(read_records(dev)), names, *_candidate_rule(identity)), meta)
+    voter.save(out, **meta)
+    lines.append(f"weights written to {out}")
+    return "\n".join(lines)
+
+
+def _judge_identity(records: list[Any], source: Path) -> dict[str, Any] | None:
+    """The identity of the scores the records hold (eor.pipeline.judging); None when no record is scored.
+    Records scored by different judges are refused."""
+    identities = {repr(sorted(r.judge["identity"].items())): r.judge["identity"] for r in records if r.judge}
+    if len(identities) > 1:
+        raise InputError(f"{source}: the records were scored by {len(identities)} different judges; train on one")
+    return next(iter(identities.values()), None)
+
+
+def _candidate_rule(identity: dict[str, Any] | None) -> tuple[str, int]:
+    """The span rule and K that unscored questions' candidates are made with: the scored records', else the
+    default's."""
+    if identity is None:
+        return "entities", 10
+    return str(identity["rule"]), int(identity["k"])
+
+
+def _members(identity: dict[str, Any] | None, records: list[Any], source: Path) -> list[str]:
+    if identity is not None and identity.get("members"):
+        return list(identity["members"])
+    config = recorded_config(source)
+    if config is not None and config.get("members"):
+        return list(config["members"])
+    if records:
+        return list(records[0].members)
+    raise ConfigError(f"{source}: no record to train on")
+
+
+def _risk_text(row: dict[str, Any]) -> str:
+    if row["threshold"] is None:
+        return f"α {row['alpha']:g}: abstain on all"
+    return f"α {row['alpha']:g}: P ≥ {row['threshold']:.2f} answers {pct(row['coverage'])}%"
+
+
+def _dev_lines(voter: JudgeVoter, questions: list[JudgedQuestion], meta: dict[str, Any]) -> list[str]:
+    """The voter on held-out questions: EM, and how many each fit answered."""
+    hits, used = [], {}
+    for question in questions:
+        choice, fit = voter.choose(question.features)
+        hits.append(accuracy([question], [choice])[0])
+        used[fit.label] = used.get(fit.label, 0) + 1
+    em = float(np.mean(hits)) if hits else 0.0
+    meta["dev"] = {"questions": len(questions), "em": em, "fits": used}
+    answered_by = ", ".join(f"{label}: {count}" for label, count in used.items())
+    return [f"dev: EM {pct(em)} on {len(questions)} questions (fits used: {answered_by})"]

@@ -1,0 +1,209 @@
+"""Training the judge voter (voters.judge_selector) on recorded questions, every choice by cross-validation on
+the training records alone.
+
+Steps, each a function: `judged_questions` (records → each question's candidate features and which
+candidates are right) → `out_of_fold` (a setting's choices, each from a fit that did not see its question) →
+`choose_setting` (the setting with the highest out-of-fold accuracy among a small grid: the span count K and
+whether the answer-type family is used; ties to the first, the simpler) → `train_fit` (that setting fitted on
+every training question, P(right) calibrated on its out-of-fold choices, abstention thresholds chosen on
+them) → `train_judge_voter` (one fit per likelihood level a question may have: the reader's scores under
+the members' prompts and the passages alone, under the members' prompts only, none).
+
+The grid is kept small on purpose: a search over many choices on a few hundred questions overfits, so each fit
+chooses among `GRID_SPANS` × {with, without the type family} (6 settings) at C = 1; `benchmarks/judge_cv.py`
+estimates the whole procedure by nested cross-validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from eor.core.answers import exact_match
+from eor.core.errors import InputError
+from eor.pipeline.abstention import thresholds
+from voters.candidates import candidates
+from voters.folds import folds as fold_parts
+from voters.judge_features import Evidence, JudgeFeatures, judge_features
+from voters.judge_selector import Choice, JudgeSelector, JudgeVoter
+
+JUDGE = "judge"  # `eor train --voter judge`
+#: the likelihood levels a judge voter carries a fit for, richest first, with the families each fit reads
+LEVELS: dict[str, tuple[str, ...]] = {
+    "scores+passages": ("votes", "evidence", "scores", "passages"),
+    "scores": ("votes", "evidence", "scores"),
+    "text": ("votes", "evidence"),
+}
+GRID_SPANS = (0, 5, 10)
+TYPE_FAMILY = "type"
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class JudgedQuestion:
+    """A training question's candidate features and, per candidate, whether it is right (exact match)."""
+
+    id: str
+    features: JudgeFeatures
+    right: np.ndarray
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One point of the grid: the feature families and the number of competing spans."""
+
+    families: tuple[str, ...]
+    spans: int
+
+    def build(self) -> JudgeSelector:
+        return JudgeSelector(self.families, self.spans)
+
+
+def judged_questions(
+    records: Iterable[Any], members: Sequence[str], rule: str = "entities", k: int = 10
+) -> list[JudgedQuestion]:
+    """Each record with gold answers as a judged question: its `judge` candidates and scores where it has them,
+    else its candidates made from its text (`rule`, `k`; voters.candidates) with no scores."""
+    out = []
+    for record in records:
+        if not record.answers:
+            continue
+        outputs = {member: record.members[member] for member in members if member in record.members}
+        evidence = Evidence.from_outputs(record.question, outputs)
+        if record.judge is not None:
+            found = list(record.judge.get("candidates") or [])
+        else:
+            read = list(dict.fromkeys(text for texts in evidence.passages.values() for text in texts))
+            made = candidates(record.question, dict(evidence.answers), read, rule=rule, k=k)
+            found = [{"text": c.text, "members": list(c.members), "rule": c.rule, "scores": {}} for c in made]
+        features = judge_features(found, members, evidence)
+        right = np.array([any(exact_match(text, gold) for gold in record.answers) for text in features.texts], bool)
+        out.append(JudgedQuestion(record.id, features, right))
+    if not out:
+        raise InputError("no record has gold answers to train the judge voter on")
+    return out
+
+
+def without_scores(question: JudgedQuestion, keep: Iterable[str] = ()) -> JudgedQuestion:
+    """The question as a voter sees it when the reader scored only the likelihood families `keep`."""
+    features = question.features
+    scored = features.scored & frozenset(keep)
+    return JudgedQuestion(
+        question.id, JudgeFeatures(features.texts, features.matrix, features.names, scored), question.right
+    )
+
+
+def settings_grid(level: str) -> list[Setting]:
+    """The settings a fit of `level` chooses among (simplest first)."""
+    base = LEVELS[level]
+    return [Setting(families, spans) for families in (base, (*base, TYPE_FAMILY)) for spans in GRID_SPANS]
+
+
+def out_of_fold(
+    questions: Sequence[JudgedQuestion], setting: Setting, parts: Sequence[np.ndarray]
+) -> list[Choice | None]:
+    """Each question's choice by `setting` fitted on the other parts (`parts`: disjoint held-out positions)."""
+    choices: list[Choice | None] = [None] * len(questions)
+    for held in parts:
+        inside = np.ones(len(questions), dtype=bool)
+        inside[held] = False
+        train = [q for q, kept in zip(questions, inside, strict=True) if kept]
+        fit = setting.build().fit([q.features for q in train], [q.right for q in train])
+        for i in held:
+            choices[i] = fit.choose(questions[i].features)
+    return choices
+
+
+def accuracy(questions: Sequence[JudgedQuestion], choices: Sequence[Choice | None]) -> np.ndarray:
+    """Per question, 1.0 when its choice is right."""
+    return np.array([c is not None and bool(q.right[c.index]) for q, c in zip(questions, choices, strict=True)], float)
+
+
+@dataclass
+class FitReport:
+    """How a level's fit was chosen: every setting's out-of-fold accuracy, the chosen one, its P(right)."""
+
+    level: str
+    table: dict[str, float]
+    chosen: str
+    choices: list[Choice | None] = field(repr=False)
+    probability: np.ndarray = field(repr=False)
+    right: np.ndarray = field(repr=False)
+
+
+def choose_setting(
+    questions: Sequence[JudgedQuestion], grid: Sequence[Setting], k: int, seed: int
+) -> tuple[Setting, dict[str, float], list[Choice | None]]:
+    """The grid's setting with the highest out-of-fold accuracy over a seeded k-fold split (ties: the first),
+    every setting's accuracy by its label, and the chosen setting's out-of-fold choices."""
+    parts = fold_parts(len(questions), k, seed)
+    table: dict[str, float] = {}
+    best: tuple[float, Setting, list[Choice | None]] | None = None
+    for setting in grid:
+        choices = out_of_fold(questions, setting, parts)
+        score = float(accuracy(questions, choices).mean())
+        table[setting.build().label] = score
+        if best is None or score > best[0]:
+            best = (score, setting, choices)
+    assert best is not None  # the grid is never empty
+    return best[1], table, best[2]
+
+
+def train_fit(
+    questions: Sequence[JudgedQuestion], level: str, k: int = 5, seed: int = 0
+) -> tuple[JudgeSelector, FitReport]:
+    """The fit of `level` (LEVELS): its setting chosen by `choose_setting`, fitted on every question, P(right)
+    calibrated on the chosen setting's out-of-fold choices, and the abstention thresholds chosen on the
+    out-of-fold probabilities cross-fitted on the same folds."""
+    seen = [without_scores(q, LEVELS[level]) for q in questions]
+    setting, table, choices = choose_setting(seen, settings_grid(level), k, seed)
+    fit = setting.build().fit([q.features for q in seen], [q.right for q in seen])
+    answered = [i for i, c in enumerate(choices) if c is not None]
+    right = accuracy(seen, choices).astype(bool)
+    fit.calibrate([choices[i] for i in answered], right[answered])  # type: ignore[misc]
+    probability = _cross_fitted(choices, right, fold_parts(len(seen), k, seed))
+    fit.thresholds_ = [t.to_dict() for t in thresholds(probability[answered], right[answered])]
+    return fit, FitReport(level, table, fit.label, choices, probability, right)
+
+
+def _cross_fitted(choices: Sequence[Choice | None], right: np.ndarray, parts: Sequence[np.ndarray]) -> np.ndarray:
+    """Each question's P(right) from a calibration fitted on the other parts' choices (NaN where no choice)."""
+    probability = np.full(len(choices), np.nan)
+    for held in parts:
+        out = set(held.tolist())
+        others = [i for i in range(len(choices)) if i not in out and choices[i] is not None]
+        scratch = JudgeSelector(("votes",), 0).calibrate([choices[i] for i in others], right[others])  # type: ignore[misc]
+        for i in held:
+            choice = choices[i]
+            if choice is not None:
+                probability[i] = scratch.probability(choice.evidence)
+    return probability
+
+
+def train_judge_voter(
+    questions: Sequence[JudgedQuestion],
+    members: Sequence[str],
+    levels: Sequence[str] = tuple(LEVELS),
+    k: int = 5,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> tuple[JudgeVoter, list[FitReport]]:
+    """A judge voter with one fit per likelihood level the training questions hold (richest first)."""
+    fits, reports = [], []
+    for level in levels:
+        needs = set(LEVELS[level]) & {"scores", "passages"}
+        lacking = sum(not needs <= q.features.scored for q in questions)
+        if lacking:
+            if progress is not None:
+                progress(f"{level}: skipped, {lacking} training questions lack the reader's {', '.join(sorted(needs))}")
+            continue
+        fit, report = train_fit(questions, level, k, seed)
+        fits.append(fit)
+        reports.append(report)
+        if progress is not None:
+            progress(f"{level}: {report.chosen}, {100 * report.table[report.chosen]:.1f} EM out of fold")
+    return JudgeVoter(fits, members), reports
