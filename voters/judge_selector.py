@@ -49,6 +49,18 @@ class JudgeSelector:
         self.C = C
         self.calibration_: dict[str, Any] | None = None
         self.thresholds_: list[dict[str, Any]] = []  # abstention's, eor.pipeline.abstention (set by training)
+        self.delta_: float | None = None  # the δ they were chosen at
+
+    # What eor.pipeline.abstention reads of a fitted P(right): right means an exact match with a gold answer.
+    correctness = "em"
+
+    @property
+    def thresholds(self) -> list[dict[str, Any]]:
+        return self.thresholds_
+
+    @property
+    def delta(self) -> float | None:
+        return self.delta_
 
     @property
     def needs(self) -> frozenset[str]:
@@ -170,6 +182,7 @@ class JudgeSelector:
             "intercept": self.intercept_,
             "calibration": None if self.calibration_ is None else _plain(self.calibration_),
             "thresholds": self.thresholds_,
+            "delta": self.delta_,
         }
 
     @classmethod
@@ -190,6 +203,7 @@ class JudgeSelector:
             }
         )
         selector.thresholds_ = list(document.get("thresholds") or [])
+        selector.delta_ = document.get("delta")
         return selector
 
 
@@ -222,6 +236,7 @@ class JudgeVoter:
         self.fits = list(fits)
         self.members = [str(member) for member in members]
         self.metadata_: dict[str, Any] = {}
+        self.source_: str | None = None  # the weights file it was loaded from
 
     def fit_for(self, features: JudgeFeatures) -> JudgeSelector:
         """The first fit whose likelihood families `features` hold; InputError naming what each fit lacks."""

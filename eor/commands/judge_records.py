@@ -16,7 +16,7 @@ from typing import Any
 from eor.core.config import EnsembleConfig
 from eor.core.errors import InputError
 from eor.core.prompts import templates_for
-from eor.pipeline.judging import judge, judge_identity
+from eor.pipeline.judging import judge, judge_identity, judged_members
 from eor.pipeline.stages.generation import GenerationStage
 from eor.runs.run_folder import RunFolder
 from voters.candidates import SPAN_RULES
@@ -31,21 +31,9 @@ def scores_identity(config: EnsembleConfig, stage: GenerationStage) -> dict[str,
         SPAN_RULES[config.judge.rule]  # ConfigError naming the rules there are
     if config.judge.k < 0:
         raise InputError(f"judge.k must be 0 or more, not {config.judge.k}")
+    if not config.judge.score:
+        raise InputError("judge.score is false: records grow by the reader's scores, so `eor run` needs it true")
     return {**judge_identity(config, config.judge, stage.identity), "members": judged_members(config)}
-
-
-def judged_members(config: EnsembleConfig) -> list[str]:
-    """The members the judge weighs: `judge.members` (each a member of the config), else the config's."""
-    assert config.judge is not None
-    chosen = config.judge.members
-    if chosen is None:
-        return list(config.members)
-    unknown = [name for name in chosen if name not in config.members]
-    if unknown or not chosen:
-        raise InputError(
-            f"judge.members must name members of the config; not members: {', '.join(unknown) or '(none)'}"
-        )
-    return list(chosen)
 
 
 def grow_by_scores(folder: RunFolder, config: EnsembleConfig, stage: GenerationStage, batch_size: int) -> str:

@@ -204,12 +204,20 @@ class JudgeConfig:
     up to `k` spans of the passages they read by the span `rule`, voters.candidates; `rule: null` for the
     members' answers alone) scored by the reader under each member's prompt, and under each retrieved passage
     alone in the reading prompt (`passages`). `members`: the pool the judge weighs (default: every member of the
-    config; a subset lets records that hold more members be scored for one pool)."""
+    config; a subset lets records that hold more members be scored for one pool). `eor run` grows its records
+    by these scores.
+
+    `weights`: the judge voter (`eor train --voter judge`) that `eor ask`, `eor serve` and `Ensemble` answer
+    with: every member runs, then the voter chooses among the candidates. `score: false` answers without the
+    reader's scores (the voter's fit on the text alone: no reader time after the members'); `passages: false`
+    scores under the members' prompts only (the prompts the members just evaluated)."""
 
     rule: str | None = "entities"
     k: int = 10
     passages: bool = True
     members: list[str] | None = None
+    weights: str | None = None
+    score: bool = True
 
 
 @dataclass

@@ -171,8 +171,10 @@ class Result:
     the members left out of the vote because they failed (`degraded`: name -> reason), the members a lazy
     vote did not need to run (`skipped`), what each stage did (`stages`, per question of its batch), for a
     cascade which members it ran and skipped and why it stopped (`cascade`), the probability that the answer is
-    right where the voter has one (`probability`), and at a risk asked for whether eor declined (`abstention`).
-    The chosen member's answer stays in `members` when eor declined."""
+    right where the voter has one (`probability`), at a risk asked for whether eor declined (`abstention`), and
+    with a judge voter the candidates it chose among (`judged`; the answer may then be a span of the passages
+    that no member wrote, `member` the first whose passages hold it). The chosen member's answer stays in
+    `members` when eor declined."""
 
     id: str
     question: str
@@ -188,6 +190,7 @@ class Result:
     cascade: dict[str, Any] | None = None  # which members a cascade ran and skipped, and why it stopped
     probability: float | None = None  # P(right) of the answer (voters.right); None: the voter has none
     abstention: dict[str, Any] | None = None  # at a risk asked for: eor.pipeline.abstention.Abstention.to_dict()
+    judged: dict[str, Any] | None = None  # with a judge voter: its candidates and choice (eor.pipeline.judging)
 
     @property
     def abstained(self) -> bool:
@@ -197,7 +200,10 @@ class Result:
     @property
     def given_by(self) -> list[str]:
         """Every member whose answer is the chosen one (equal once normalised, as exact match counts), the
-        chosen member first: the answer is credited to all of them, whichever the vote named on a tie."""
+        chosen member first: the answer is credited to all of them, whichever the vote named on a tie. With a
+        judge voter, the members that wrote the chosen candidate (none for a span)."""
+        if self.judged is not None:
+            return list(self.judged["candidates"][self.judged["chosen"]]["members"])
         chosen = normalize_answer(self.members[self.member].answer)
         return [self.member] + [
             name
@@ -209,7 +215,7 @@ class Result:
         """The object `eor ask --json` prints (`given_by`: every member that gave the chosen answer; `degraded`
         and `degraded_reasons` only when a member failed,
         `skipped` only when a lazy vote or a cascade stopped early, `cascade` only for a cascade, `abstention`
-        only when a risk was asked for; `answer` is null when eor abstained)."""
+        only when a risk was asked for, `judge` only with a judge voter; `answer` is null when eor abstained)."""
         data = {
             "id": self.id,
             "question": self.question,
@@ -229,6 +235,8 @@ class Result:
             data["cascade"] = dict(self.cascade)
         if self.abstention is not None:
             data["abstention"] = dict(self.abstention)
+        if self.judged is not None:
+            data["judge"] = dict(self.judged)
         return {**data, **self._degraded_fields()}
 
     def to_record(self) -> Record:

@@ -24,7 +24,7 @@ import numpy as np
 
 from eor.core.answers import exact_match
 from eor.core.errors import InputError
-from eor.pipeline.abstention import thresholds
+from eor.pipeline.abstention import DELTA, thresholds
 from voters.candidates import candidates
 from voters.folds import folds as fold_parts
 from voters.judge_features import Evidence, JudgeFeatures, judge_features
@@ -166,7 +166,8 @@ def train_fit(
     right = accuracy(seen, choices).astype(bool)
     fit.calibrate([choices[i] for i in answered], right[answered])  # type: ignore[misc]
     probability = _cross_fitted(choices, right, fold_parts(len(seen), k, seed))
-    fit.thresholds_ = [t.to_dict() for t in thresholds(probability[answered], right[answered])]
+    fit.thresholds_ = [t.to_dict() for t in thresholds(probability[answered], right[answered], delta=DELTA)]
+    fit.delta_ = DELTA
     return fit, FitReport(level, table, fit.label, choices, probability, right)
 
 

@@ -36,14 +36,13 @@ P(right) is at least the threshold of the largest α of the grid not above the r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from eor.core.errors import InputError
-from voters.right import RightModel
 
 GRID = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 ... 0.95: fixed before dev is touched
 ALPHAS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
@@ -162,8 +161,22 @@ def check_risk(value: Any) -> float:
     return float(value)
 
 
+class Thresholded(Protocol):
+    """What abstention reads of a fitted P(right): voters.right.RightModel, or a judge voter's fit
+    (voters.judge_selector): the thresholds chosen by `thresholds`, the correctness and the δ they hold for."""
+
+    @property
+    def thresholds(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def correctness(self) -> str: ...
+
+    @property
+    def delta(self) -> float | None: ...
+
+
 def abstention(
-    model: RightModel | None, probability: float, risk: float, source: str = "the weights file"
+    model: Thresholded | None, probability: float, risk: float, source: str = "the weights file"
 ) -> Abstention:
     """Whether to abstain at `risk` given P(right): the stored threshold of the largest α ≤ risk of `model`
     (that α's guarantee then holds, and so does risk's). InputError when `model` holds no thresholds or none

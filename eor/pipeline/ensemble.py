@@ -32,6 +32,7 @@ from eor.core.errors import ConfigError, InputError
 from eor.core.prompts import templates_for
 from eor.core.results import MemberOutput, Record, Result
 from eor.pipeline.answering import Clock, answering_for, runs_in_steps
+from eor.pipeline.judging import judge_stage
 from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.pool import pool_identity, warn_if_foreign
 from eor.pipeline.stages.failures import Failures, warn_degraded
@@ -88,7 +89,9 @@ class Ensemble:
         self.reading = ReadingStage(self.generation, self.prompts, config.max_document_words)
         self.voter = voter if voter is not None else config_voter(config)
         _check_pool(self.voter, config, self.reader)
-        check_config_risk(self.voting, config.voter.risk)
+        # with `judge.weights`, the judge voter answers after every member (eor.pipeline.judging)
+        self.judging = judge_stage(config, self.generation, self.templates)
+        check_config_risk(self.judging or self.voting, config.voter.risk)
         self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
 
     @classmethod
@@ -158,7 +161,7 @@ class Ensemble:
         strict: raise on a member's failure instead of leaving it out.
         lazy: answer question by question, running members cheapest first and stopping when the rest cannot
             change the answer (the full vote's answer; members not run are in `Result.skipped`). Voters that
-            cannot be bounded (see voters.lazy), or that give P(right), run every member.
+            cannot be bounded (see voters.lazy), or that give P(right), and the judge voter run every member.
         risk: decline where P(right) is below the weights file's threshold for this error rate (VoteStage.judge;
             the config's `voter.risk` is what `eor ask` and `eor serve` pass when none is asked for).
         """
@@ -167,6 +170,11 @@ class Ensemble:
             return []
         names = self.select(members)
         timeout = check_timeout(member_timeout)
+        if self.judging is not None:  # the judge weighs every member's answer: no lazy vote, no cascade steps
+            risk = self.judging.check_risk(risk)
+            results = answering_for(self, lazy=False, members=members).answer(items, names, timeout, strict)
+            warn_degraded(results)
+            return [self.judging.decide(result, risk) for result in results]
         risk = self.voting.check_risk(risk, every_member=not (lazy and runs_in_steps(self.voter)))
         results = answering_for(self, lazy=lazy, members=members).answer(items, names, timeout, strict)
         warn_degraded(results)
@@ -196,8 +204,10 @@ class Ensemble:
         return measured if measured is not None else expected_seconds(name, self.voter)
 
     def explain(self, result: Result) -> dict[str, Any]:
-        """Why the vote chose its answer (see `explain_vote`)."""
-        return explain_vote(self.voter, self.members, result)
+        """Why the vote chose its answer (see `explain_vote`); with a judge voter, its account too (`judge`:
+        the candidates it chose among, eor.pipeline.judging)."""
+        account = explain_vote(self.voter, self.members, result)
+        return account if result.judged is None else {**account, "judge": result.judged}
 
     def retrieve(
         self, names: list[str], texts: list[str], timeout: float | None, strict: bool, failures: Failures

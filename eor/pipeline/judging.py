@@ -9,22 +9,33 @@ behind it. A record keeps the scores as `judge` (`JudgeScores.to_dict`): the ide
 reader, the span rule and K, whether passages were scored, the reading template), and per candidate its text,
 the members that wrote it, the rule that proposed it and its likelihood summary under each prompt: a member's
 name, or `#` and the passage's id for a passage alone.
+
+`JudgeStage` answers with a judge voter (voters.judge_selector, `judge.weights`): after the members answered,
+the question's candidates are scored as above (the members' prompts were just evaluated, and the reader keeps
+their states: eor.readers.llamacpp_states), the voter's fit for what was scored chooses among them, and its
+P(right) and abstention thresholds decide whether to answer.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from eor.core.answers import normalize_answer
 from eor.core.config import EnsembleConfig, JudgeConfig
+from eor.core.errors import ConfigError, InputError
 from eor.core.likelihood import Likelihood
 from eor.core.prompts import PromptTemplates, templates_for
-from eor.core.results import MemberOutput
+from eor.core.results import MemberOutput, Result
+from eor.pipeline.abstention import abstention
 from eor.pipeline.pool import templates_digest
 from eor.pipeline.stages.generation import GenerationStage
 from voters.candidates import Candidate, candidates
-from voters.judge_features import PASSAGE
+from voters.judge_features import PASSAGE, Evidence, judge_features
+from voters.judge_selector import JudgeVoter
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,20 @@ def judge_identity(config: EnsembleConfig, settings: JudgeConfig, reader_identit
     }
 
 
+def judged_members(config: EnsembleConfig) -> list[str]:
+    """The members the judge weighs: `judge.members` (each a member of the config), else the config's."""
+    assert config.judge is not None
+    chosen = config.judge.members
+    if chosen is None:
+        return list(config.members)
+    unknown = [name for name in chosen if name not in config.members]
+    if unknown or not chosen:
+        raise InputError(
+            f"judge.members must name members of the config; not members: {', '.join(unknown) or '(none)'}"
+        )
+    return list(chosen)
+
+
 def passages_read(outputs: Mapping[str, MemberOutput]) -> list[dict[str, Any]]:
     """The distinct passages the members read (by text), in pool order (each member's in rank order)."""
     seen: dict[str, dict[str, Any]] = {}
@@ -73,10 +98,13 @@ def judge(
 ) -> list[Judged]:
     """Every candidate of the question (`outputs`: member → its output, in pool order) scored under each
     member's prompt (a member without one, which failed, scores nothing) and, with `settings.passages`, under
-    each retrieved passage (one with an id) alone in `templates`' reading prompt."""
+    each retrieved passage (one with an id) alone in `templates`' reading prompt; with `settings.score` false,
+    the candidates alone (no reader)."""
     answers = {member: output.answer for member, output in outputs.items()}
     read = passages_read(outputs)
     found = candidates(question, answers, [str(p.get("text", "")) for p in read], rule=settings.rule, k=settings.k)
+    if not settings.score:
+        return [Judged(candidate) for candidate in found]
     prompts = {member: output.prompt for member, output in outputs.items() if output.prompt}
     if settings.passages:
         reading = templates or PromptTemplates()
@@ -89,3 +117,112 @@ def judge(
     for name in sorted(prompts, key=lambda name: prompts[name] or ""):
         scored[name] = stage.score(prompts[name] or "", texts) if texts else []
     return [Judged(candidate, {name: scored[name][index] for name in prompts}) for index, candidate in enumerate(found)]
+
+
+class JudgeStage:
+    """The judge voter deciding each question after its members answered (`decide`): the question's candidates
+    (`judge`), their features (voters.judge_features), the voter's fit for what the reader scored, its choice,
+    P(right) and, at a risk, abstention by the fit's thresholds (eor.pipeline.abstention)."""
+
+    def __init__(
+        self, voter: JudgeVoter, config: EnsembleConfig, generation: GenerationStage, templates: PromptTemplates
+    ) -> None:
+        assert config.judge is not None  # `judge_stage` builds one only for a config with a judge
+        self.voter = voter
+        self.settings = config.judge
+        self.generation = generation
+        self.templates = templates
+        self.members = judged_members(config)
+        self.source = str(getattr(voter, "source_", "the judge's weights file"))
+
+    def check_risk(self, risk: float | None) -> float | None:
+        """`risk` checked against the fits' thresholds (InputError: none, or none at or below it)."""
+        if risk is not None:
+            for fit in self.voter.fits:
+                abstention(fit, 1.0, risk, f"the judge voter {self.source} ({fit.label})")
+        return risk
+
+    def decide(self, result: Result, risk: float | None = None) -> Result:
+        """`result` answered by the judge: its answer the chosen candidate, `member` a member that wrote it (for
+        a span, the first member whose passages hold it), `probability` the fit's P(right), `judged` the
+        account (every candidate with its writers, the members whose passages hold it, its log-odds and its
+        likelihood under each prompt), and at `risk` declined below the fit's threshold."""
+        tick = time.perf_counter()
+        outputs = {name: result.members[name] for name in self.members if name in result.members}
+        judged = judge(self.generation, result.question, outputs, self.settings, self.templates)
+        rows = [entry.to_dict() for entry in judged]
+        evidence = Evidence.from_outputs(result.question, outputs)
+        features = judge_features(rows, self.members, evidence)
+        choice, fit = self.voter.choose(features)
+        if choice is None:  # no member wrote anything and no span was found: the member vote's answer stands
+            return result
+        scores = fit.decision(features)
+        holders = _holders(features.texts, evidence)
+        writers = rows[choice.index]["members"]
+        result.member = writers[0] if writers else next(iter(holders[choice.index]), result.member)
+        result.answer = choice.text
+        result.probability = choice.probability
+        result.judged = {
+            "fit": fit.label,
+            "scored": sorted(features.scored),
+            "chosen": choice.index,
+            "candidates": [
+                {**row, "supported_by": holders[i], "score": float(scores[i]) if math.isfinite(scores[i]) else None}
+                for i, row in enumerate(rows)
+            ],
+        }
+        spent = time.perf_counter() - tick
+        result.timings["judge"] = spent
+        result.timings["total"] = result.timings.get("total", 0.0) + spent
+        if risk is not None:
+            verdict = abstention(
+                fit, choice.probability if choice.probability is not None else math.nan, risk, self.source
+            )
+            result.abstention = verdict.to_dict()
+            if verdict.abstained:
+                result.answer = None
+        return result
+
+
+def _holders(texts: list[str], evidence: Evidence) -> list[list[str]]:
+    """Per candidate, the members whose passages hold it (a whole-word match, normalised), in pool order."""
+    joined = {name: f" {normalize_answer(' '.join(passages))} " for name, passages in evidence.passages.items()}
+    out = []
+    for text in texts:
+        needle = f" {normalize_answer(text)} "
+        out.append([name for name, passages in joined.items() if needle.strip() and needle in passages])
+    return out
+
+
+def judge_stage(config: EnsembleConfig, generation: GenerationStage, templates: PromptTemplates) -> JudgeStage | None:
+    """The judge stage of a config whose `judge:` names a judge voter's weights (None otherwise): the voter
+    loaded and checked against the config (ConfigError naming each difference): the same members, the same
+    span rule and K as its training records, and a fit for what the config scores."""
+    if config.judge is None or config.judge.weights is None:
+        return None
+    path = config.resolve_path(config.judge.weights)
+    voter = JudgeVoter.load(path)
+    voter.source_ = str(path)
+    members = judged_members(config)
+    if sorted(voter.members) != sorted(members):
+        raise ConfigError(
+            f"the judge voter {path} was trained for members {', '.join(voter.members)}; the judge weighs "
+            f"{', '.join(members)}"
+        )
+    trained = voter.metadata_.get("judge") or {}
+    for key in ("rule", "k"):
+        if key in trained and trained[key] != getattr(config.judge, key):
+            raise ConfigError(
+                f"the judge voter {path} was trained on candidates with {key} {trained[key]!r}; the config's "
+                f"judge.{key} is {getattr(config.judge, key)!r}"
+            )
+    scored = (
+        frozenset(("scores", "passages") if config.judge.passages else ("scores",))
+        if config.judge.score
+        else frozenset()
+    )
+    if not any(fit.needs <= scored for fit in voter.fits):
+        fits = "; ".join(f"{fit.label} needs {', '.join(sorted(fit.needs))}" for fit in voter.fits)
+        what = ", ".join(sorted(scored)) or "nothing"
+        raise ConfigError(f"the judge voter {path} has no fit for what judge: scores ({what}): {fits}")
+    return JudgeStage(voter, config, generation, templates)

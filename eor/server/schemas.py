@@ -90,10 +90,31 @@ class Abstention(BaseModel):
     reason: str = Field(description="why, in words")
 
 
+class JudgeCandidate(BaseModel):
+    text: str
+    members: list[str] = Field(description="the members that wrote it; empty for a span of the passages")
+    rule: str = Field(description="what proposed it: `members`, or the span rule (voters.candidates)")
+    supported_by: list[str] = Field(description="the members whose passages hold it (the evidence behind it)")
+    score: float | None = Field(description="the judge's log-odds that it is right; null: it did not compete")
+    scores: dict[str, dict[str, float]] = Field(
+        description="the reader's likelihood of it under each prompt (a member's name, or `#` and a passage id for "
+        "a passage alone): total and mean token log-probability, the least, the token count"
+    )
+
+
+class JudgeReport(BaseModel):
+    fit: str = Field(description="the judge voter's fit that chose: its feature families and competing spans")
+    scored: list[str] = Field(description="what the reader scored: `scores` (the members' prompts), `passages`")
+    chosen: int = Field(description="the chosen candidate's position in `candidates`")
+    candidates: list[JudgeCandidate]
+
+
 class AnswerResponse(BaseModel):
     id: str
     question: str
-    answer: str | None = Field(description="the chosen member's answer; null when eor abstained")
+    answer: str | None = Field(
+        description="the chosen answer (a member's, or with a judge voter a candidate); null when eor abstained"
+    )
     abstained: bool = Field(description="eor declined to answer at the risk asked for (see abstention)")
     probability: float | None = Field(
         description="P(right): the probability that the answer is right, calibrated on the training records; null "
@@ -118,6 +139,11 @@ class AnswerResponse(BaseModel):
     )
     cascade: CascadeReport | None = Field(
         default=None, description="with a cascade weights file: the members it ran and skipped, and why it stopped"
+    )
+    judge: JudgeReport | None = Field(
+        default=None,
+        description="with a judge voter (config judge.weights): the candidates it chose among; the answer may be a "
+        "span of the passages that no member wrote",
     )
     explanation: dict[str, Any] | None = Field(default=None, description="with explain only")
 

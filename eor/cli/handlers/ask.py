@@ -25,10 +25,50 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(json.dumps(body, ensure_ascii=False, indent=2))
     else:
         print(format_result(result))
-        if explanation is not None:
+        if explanation is not None and result.judged is not None:
+            print(format_judged(result.judged))
+        elif explanation is not None:
             print("\nwhy (the vote's account of each member):")
             print(json.dumps(explanation["members"], ensure_ascii=False, indent=2))
     return 0
+
+
+def _chosen(result) -> tuple[str, str]:
+    """The chosen answer (also when declined) and to whom it is credited, in words."""
+    if result.judged is None:
+        return result.members[result.member].answer, f"given by {', '.join(result.given_by)}"
+    candidate = result.judged["candidates"][result.judged["chosen"]]
+    if candidate["members"]:
+        return candidate["text"], f"given by {', '.join(candidate['members'])}; chosen by the judge"
+    holders = ", ".join(candidate["supported_by"]) or "no member"
+    return candidate["text"], f"a span of the passages of {holders}, no member wrote it; chosen by the judge"
+
+
+def format_judged(judged: dict) -> str:
+    """The judge's candidates: who wrote each, whose passages hold it, its log-odds (chosen first: `*`)."""
+    rows = [
+        (
+            "*" if i == judged["chosen"] else " ",
+            c["text"],
+            ", ".join(c["members"]) or "(span)",
+            ", ".join(c["supported_by"]) or "-",
+            "-" if c["score"] is None else f"{c['score']:.2f}",
+        )
+        for i, c in enumerate(judged["candidates"])
+    ]
+    widths = [min(max(len(header), *(len(row[k]) for row in rows)), 40) for k, header in
+              ((1, "candidate"), (2, "written by"), (3, "in the passages of"))]  # fmt: skip
+    scored = ", ".join(judged["scored"]) or "none (text alone)"
+    lines = [f"\nthe judge's candidates (fit {judged['fit']}; the reader's scores: {scored}):"]
+    lines.append(
+        f"  {'candidate':<{widths[0]}}  {'written by':<{widths[1]}}  {'in the passages of':<{widths[2]}}  log-odds"
+    )
+    for mark, *cells, score in rows:
+        shown = [
+            cell if len(cell) <= width else cell[: width - 1] + "…" for cell, width in zip(cells, widths, strict=True)
+        ]
+        lines.append(f"{mark} {shown[0]:<{widths[0]}}  {shown[1]:<{widths[1]}}  {shown[2]:<{widths[2]}}  {score}")
+    return "\n".join(lines)
 
 
 def format_result(result) -> str:
@@ -38,12 +78,11 @@ def format_result(result) -> str:
     ]
     width = max(len("member"), *(len(r[0]) for r in rows))
     answer_width = min(max(len("answer"), *(len(r[1]) for r in rows)), 60)
+    chosen, credit = _chosen(result)
     if result.abstained:
-        declined = result.members[result.member].answer
-        givers = ", ".join(result.given_by)
-        answer = f"I don't know: {result.abstention['reason']}   (declined the answer {declined!r} of {givers})"
+        answer = f"I don't know: {result.abstention['reason']}   (declined the answer {chosen!r}, {credit})"
     else:
-        answer = f"{result.answer}   (given by {', '.join(result.given_by)})"
+        answer = f"{result.answer}   ({credit})"
     lines = [f"Question: {result.question}", f"Answer:   {answer}"]
     if result.probability is not None:
         lines.append(f"P(right): {result.probability:.2f}")
@@ -58,9 +97,10 @@ def format_result(result) -> str:
         mark = "*" if name in result.given_by else " "
         shown = answer if len(answer) <= answer_width else answer[: answer_width - 1] + "…"
         lines.append(f"{mark} {name:<{width}}  {shown:<{answer_width}}  {score}")
+    judged = f", judge {result.timings['judge']:.2f}" if "judge" in result.timings else ""
     lines.append(
         f"\n{result.timings['total']:.2f} s per question "
-        f"(retrieval {result.timings['retrieval']:.2f}, generation {result.timings['generation']:.2f})"
+        f"(retrieval {result.timings['retrieval']:.2f}, generation {result.timings['generation']:.2f}{judged})"
     )
     if result.cascade is not None:
         skipped = f"; not run: {', '.join(result.cascade['skipped'])}" if result.cascade["skipped"] else ""

@@ -129,7 +129,8 @@ function show(result) {
   const explanation = result.explanation || { members: {} };
   $("results").hidden = false;
   const answer = $("answer");
-  const chosen = result.members[result.member];
+  const judged = result.judge ? result.judge.candidates[result.judge.chosen] : null;
+  const chosen = judged ? { answer: judged.text } : result.members[result.member];
   if (result.abstained) {
     answer.replaceChildren(element("strong", "I don't know"), ` — ${result.abstention.reason}`);
   } else {
@@ -137,14 +138,18 @@ function show(result) {
   }
   $("probability").textContent = probabilityText(result);
   const reasons = result.degraded_reasons || {};
-  const givers = (result.given_by || [result.member]).join(", ");
+  const givers = judged && !judged.members.length
+    ? `no member (a span of the passages of ${judged.supported_by.join(", ") || "no member"})`
+    : (result.given_by || [result.member]).join(", ");
   const parts = [result.abstained ? `declined the answer of ${givers}: ${chosen.answer}` : `given by ${givers}`];
+  if (judged) parts.push(`chosen by the judge (${result.judge.fit})`);
   if (result.degraded.length) parts.push(`left out: ${result.degraded.join(", ")}`);
   if (result.cascade) parts.push(`cascade ${result.cascade.reason}`);
   else if ((result.skipped || []).length) parts.push(`not needed: ${result.skipped.join(", ")}`);
   $("answer-note").textContent = parts.join("; ");
   const names = pool.length ? pool : Object.keys(result.members).concat(result.degraded, result.skipped || []);
   fillMembers(names, result, explanation, reasons);
+  fillCandidates(result.judge);
   fillHeatmap(Object.keys(result.members), explanation);
   fillEvidence(names, result, reasons);
 }
@@ -189,6 +194,31 @@ function fillMembers(names, result, explanation, reasons) {
     row.append(element("td", output ? number(output.seconds, 2) : "–", "num"));
     body.append(row);
   }
+}
+
+function fillCandidates(judge) {
+  $("judge").hidden = !judge;
+  const body = $("candidates").tBodies[0];
+  body.replaceChildren();
+  if (!judge) return;
+  judge.candidates.forEach((candidate, index) => {
+    const row = element("tr", null, index === judge.chosen ? "chosen" : "");
+    const head = element("th", candidate.text);
+    head.scope = "row";
+    row.append(head);
+    row.append(element("td", candidate.members.join(", ") || "(span)"));
+    row.append(element("td", candidate.supported_by.join(", ") || "–"));
+    row.append(element("td", number(candidate.score, 2), "num"));
+    row.append(element("td", bestLikelihood(candidate.scores), "num"));
+    body.append(row);
+  });
+}
+
+function bestLikelihood(scores) {
+  const entries = Object.entries(scores || {});
+  if (!entries.length) return "–";
+  const [prompt, best] = entries.reduce((a, b) => (b[1].logprob > a[1].logprob ? b : a));
+  return `${Math.exp(best.logprob).toFixed(3)} (${prompt})`;
 }
 
 function confidenceText(confidence) {

@@ -1,0 +1,121 @@
+"""Answering with a judge voter (config `judge.weights`, eor.pipeline.judging.JudgeStage): every member runs, the
+reader scores the candidates, the voter's fit for what was scored chooses, and the answer shows its
+candidates wherever it appears (`eor ask`, `--json`, `--explain`); a config that asks for scores its voter has
+no fit for is refused at start, and without scores the text fit answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eor.cli import main
+from eor.core.errors import ConfigError
+from eor.pipeline.abstention import thresholds
+from eor.pipeline.ensemble import Ensemble
+from tests.test_judge_records import MEMBERS, _config
+from voters.judge_features import Evidence, judge_features
+from voters.judge_selector import JudgeSelector, JudgeVoter
+
+QUESTION = "who painted the mona lisa"
+
+
+def _training(rng: np.random.Generator, n: int = 60) -> tuple[list, list]:
+    """Questions of three candidates (two members' answers, a span); the right one is the likeliest under every
+    member's prompt, by a margin drawn at random."""
+    questions, labels = [], []
+    for i in range(n):
+        right = i % 3
+        candidates = []
+        for c, (text, members) in enumerate((("a", [MEMBERS[0]]), ("b", MEMBERS[1:]), ("c", []))):
+            total = -1.0 if c == right else -1.0 - float(rng.uniform(0.5, 3))
+            summary = {"logprob": total, "mean_logprob": total, "min_logprob": total, "tokens": 1}
+            scores = {m: summary for m in MEMBERS}
+            candidates.append({"text": text, "members": members, "rule": "members" if members else "entities",
+                               "scores": scores})  # fmt: skip
+        evidence = Evidence("q", {MEMBERS[0]: "a", MEMBERS[1]: "b", MEMBERS[2]: "b"}, {m: ["a b c"] for m in MEMBERS})
+        questions.append(judge_features(candidates, MEMBERS, evidence))
+        labels.append(np.arange(3) == right)
+    return questions, labels
+
+
+def _fit(families: tuple[str, ...], questions: list, labels: list) -> JudgeSelector:
+    fit = JudgeSelector(families, 3).fit(questions, labels)
+    choices = [fit.choose(q) for q in questions]
+    right = [bool(r[c.index]) for c, r in zip(choices, labels, strict=True)]
+    fit.calibrate(choices, right)
+    probability = [fit.choose(q).probability for q in questions]
+    fit.thresholds_, fit.delta_ = [t.to_dict() for t in thresholds(probability, right)], 0.1
+    return fit
+
+
+@pytest.fixture(scope="module")
+def weights(tmp_path_factory) -> Path:
+    questions, labels = _training(np.random.default_rng(0))
+    voter = JudgeVoter([_fit(("votes", "scores"), questions, labels), _fit(("votes",), questions, labels)], MEMBERS)
+    return voter.save(tmp_path_factory.mktemp("judge") / "judge.json", judge={"rule": "entities", "k": 3})
+
+
+def _judged(tmp_path: Path, weights: Path, extra: str = "", name: str = "judged") -> Path:
+    return _config(tmp_path, judge=f"judge: {{rule: entities, k: 3, weights: {weights}{extra}}}", name=name)
+
+
+def test_the_judge_answers_with_the_candidate_it_chooses_and_says_so(weights, tmp_path, capsys):
+    ensemble = Ensemble.from_config(_judged(tmp_path, weights), cache=False)
+    result = ensemble.answer(QUESTION)
+    judged = result.judged
+    assert (
+        judged is not None and judged["fit"] == "votes+scores, 3 spans" and judged["scored"] == ["passages", "scores"]
+    )
+    candidates = judged["candidates"]
+    chosen = candidates[judged["chosen"]]
+    assert result.answer == chosen["text"] and 0 < result.probability < 1
+    assert not result.skipped and set(result.members) == set(MEMBERS)  # the judge weighs every member
+    for member in MEMBERS:  # each member's answer is a candidate, with its writers
+        if result.members[member].answer.strip():
+            assert any(member in c["members"] for c in candidates)
+    for candidate in candidates:
+        assert set(candidate["scores"]) >= set(MEMBERS) and candidate["score"] is not None
+    # the chosen candidate has the highest log-odds, and the member credited is a writer or holds it in passages
+    assert chosen["score"] == max(c["score"] for c in candidates)
+    assert result.member in (chosen["members"] or chosen["supported_by"] or [result.member])
+    assert result.given_by == chosen["members"]
+    assert result.timings["judge"] > 0 and result.timings["total"] >= result.timings["judge"]
+    body = result.to_dict()
+    assert body["judge"]["chosen"] == judged["chosen"] and json.dumps(body)
+    assert ensemble.explain(result)["judge"] == judged
+
+    capsys.readouterr()
+    assert main(["ask", QUESTION, "--config", str(_judged(tmp_path, weights)), "--no-cache", "--explain"]) == 0
+    shown = capsys.readouterr().out
+    assert "chosen by the judge" in shown and "the judge's candidates (fit votes+scores, 3 spans" in shown
+    assert main(["ask", QUESTION, "--config", str(_judged(tmp_path, weights)), "--no-cache", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["judge"]["candidates"]
+
+
+def test_without_scores_the_text_fit_answers_and_a_missing_fit_is_refused(weights, tmp_path):
+    plain = Ensemble.from_config(_judged(tmp_path, weights, ", score: false", "plain"), cache=False)
+    result = plain.answer(QUESTION)
+    assert result.judged["fit"] == "votes, 3 spans" and result.judged["scored"] == []
+    assert all(not c["scores"] for c in result.judged["candidates"])
+    assert plain.generation.score_stats.requests == 0  # no reader time after the members'
+    alone = JudgeVoter.load(weights)
+    alone.fits = alone.fits[:1]  # the scored fit alone
+    only = alone.save(tmp_path / "scored-only.json", judge={"rule": "entities", "k": 3})
+    with pytest.raises(ConfigError, match="has no fit for what judge: scores \\(nothing\\)"):
+        Ensemble.from_config(_judged(tmp_path, only, ", score: false", "refused"), cache=False)
+    with pytest.raises(ConfigError, match="trained on candidates with k 3; the config's judge.k is 5"):
+        Ensemble.from_config(_config(tmp_path, judge=f"judge: {{k: 5, weights: {weights}}}", name="k5"), cache=False)
+
+
+def test_at_a_risk_the_judge_abstains_by_its_fit_thresholds(weights, tmp_path):
+    ensemble = Ensemble.from_config(_judged(tmp_path, weights, name="risky"), cache=False)
+    fit = JudgeVoter.load(weights).fits[0]
+    lowest = min(row["alpha"] for row in fit.thresholds if row["threshold"] is not None)
+    result = ensemble.answer(QUESTION, risk=lowest)
+    verdict = result.abstention
+    assert verdict is not None and verdict["alpha"] == lowest
+    assert result.abstained == (result.probability < verdict["threshold"])
+    assert (result.answer is None) == result.abstained
