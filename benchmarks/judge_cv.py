@@ -52,8 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--json", help="write the tables here")
+    parser.add_argument(
+        "--rates", default="281,60", help="the reader's prompt and generated tokens per second (default 281,60)"
+    )
+    parser.add_argument("--no-costs", action="store_true", help="leave out the costs (they load the reader)")
     args = parser.parse_args(argv)
-    members = load_config(args.config).members
+    config = load_config(args.config)
+    members = config.members
     records = [r for r in read_records(args.records) if r.answers]
     questions = judged_questions(records, members)
     scored = frozenset.intersection(*(q.features.scored for q in questions))  # what every question holds
@@ -87,12 +92,58 @@ def main(argv: list[str] | None = None) -> int:
     for level, report in nested.items():
         print(f"  {level:<16} ECE {report['ece']:.3f}   coverage {100 * report['coverage']:.1f}%   "
               f"error {report['error']}   settings {', '.join(report['settings'])}")  # fmt: skip
+    costs = None if args.no_costs else _costs(args.records, config, records, _rates(args.rates))
+    if costs is not None:
+        print(f"reader seconds per question at {args.rates} (prompt, generated tokens per second), every member run:")
+        for name, seconds in costs.items():
+            print(f"  {name:<30} {seconds:6.2f}")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(
-                {"questions": len(questions), "seed": args.seed, "rows": table, "nested": nested}, handle, indent=1
+                {"questions": len(questions), "seed": args.seed, "rows": table, "nested": nested, "seconds": costs},
+                handle,
+                indent=1,
             )
     return 0
+
+
+def _rates(text: str) -> dict[str, float]:
+    prompt, generated = (float(value) for value in text.split(","))
+    return {"prompt": prompt, "generated": generated}
+
+
+def _costs(path, config, records, rates) -> dict[str, float] | None:
+    """Mean reader seconds per question at `rates`: every member's answer replayed in pool order
+    (eor.runs.costs.prompt_replay), and the judge's scoring at each level (eor.runs.costs.scoring_seconds)
+    where every record holds scores."""
+    from eor.core.prompts import templates_for
+    from eor.pipeline.judging import passages_read
+    from eor.readers import build_reader
+    from eor.runs.costs import prompt_replay, scoring_seconds
+    from eor.runs.run_data import load_run
+
+    reader = build_reader(config.reader)
+    chunk = config.reader.llama_cpp.prefix_chunk
+    run = load_run(path, config.members)
+    rows = [run.ids.index(record.id) for record in records]
+    members = prompt_replay(run, reader.chat_tokens, rates, chunk).spent(range(len(config.members)))[rows]
+    out = {"members": float(members.mean())}
+    if any(record.judge is None for record in records):
+        return out
+    templates = templates_for(config)
+    for level, passages in (("scores", False), ("scores+passages", True)):
+        seconds = []
+        for record in records:
+            outputs = {m: record.members[m] for m in config.members}
+            prompts = {m: output.prompt for m, output in outputs.items() if output.prompt}
+            if passages:
+                for passage in (p for p in passages_read(outputs) if p.get("id") is not None):
+                    pair = (str(passage.get("title", "")), str(passage.get("text", "")))
+                    prompts["#" + str(passage["id"])] = templates.answer_prompt(record.question, [pair])
+            candidates = record.judge["candidates"]
+            seconds.append(scoring_seconds(candidates, prompts, list(outputs), reader.chat_tokens, rates, chunk))
+        out[f"+ scoring: {level}"] = float(np.mean(seconds))
+    return out
 
 
 def _right(answer: str, golds) -> bool:

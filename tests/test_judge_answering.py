@@ -13,8 +13,10 @@ import pytest
 
 from eor.cli import main
 from eor.core.errors import ConfigError
+from eor.core.json_ready import json_ready
 from eor.pipeline.abstention import thresholds
 from eor.pipeline.ensemble import Ensemble
+from eor.server.schemas import AnswerResponse
 from tests.test_judge_records import MEMBERS, _config
 from voters.judge_features import Evidence, judge_features
 from voters.judge_selector import JudgeSelector, JudgeVoter
@@ -85,6 +87,9 @@ def test_the_judge_answers_with_the_candidate_it_chooses_and_says_so(weights, tm
     assert result.timings["judge"] > 0 and result.timings["total"] >= result.timings["judge"]
     body = result.to_dict()
     assert body["judge"]["chosen"] == judged["chosen"] and json.dumps(body)
+    # what /v1/answer and the OpenAI endpoint's `eor` object send (eor.server.app._result_body) fits the schema
+    sent = AnswerResponse.model_validate({"degraded": [], "degraded_reasons": {}, **json_ready(body)})
+    assert sent.judge is not None and sent.judge.candidates[judged["chosen"]].text == result.answer
     assert ensemble.explain(result)["judge"] == judged
 
     capsys.readouterr()

@@ -209,3 +209,15 @@ def test_eor_train_judge_writes_a_voter_with_a_fit_per_level(scored_records, tmp
         load_voter(out)
     assert main(["train", str(train), "--voter", "judge", "--out", str(out), "--max-loss", "0.5"]) != 0
     assert "--voter judge does not use --max-loss" in capsys.readouterr().err
+
+
+def test_scoring_seconds_by_hand():
+    from eor.runs.costs import scoring_seconds
+
+    candidates = [{"scores": {"A": {"tokens": 2}, "#p": {"tokens": 3}}}, {"scores": {"A": {"tokens": 1}}}]
+    prompts = {"A": "x y z", "#p": "x y w v"}  # scored in text order: #p first
+    rates = {"prompt": 3.0, "generated": 1.0}
+    # #p: its 4 tokens and 3 behind it; A, whose state the reader holds: the 3 tokens behind it alone
+    assert scoring_seconds(candidates, prompts, ["A"], str.split, rates, 2) == pytest.approx(10 / 3)
+    # A evaluated too: it keeps the 2-token chunk it shares with #p and evaluates its last token
+    assert scoring_seconds(candidates, prompts, [], str.split, rates, 2) == pytest.approx(11 / 3)

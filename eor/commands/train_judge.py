@@ -43,6 +43,12 @@ def train_judge(
     loaded = [record for record in read_records(records) if record.answers]
     identity = _judge_identity(loaded, records)
     names = members or (config.members if config is not None else None) or _members(identity, loaded, records)
+    scored_for = (identity or {}).get("members")
+    if scored_for is not None and sorted(scored_for) != sorted(names):
+        raise ConfigError(
+            f"{records}: the records were scored for members {', '.join(scored_for)}; training asks for "
+            f"{', '.join(names)}"
+        )
     skip = demonstration_ids(config) if config is not None else set()
     questions = judged_questions([r for r in loaded if r.id not in skip], names, *_candidate_rule(identity))
     if warning := small_data_warning(len(questions), "training the judge voter"):

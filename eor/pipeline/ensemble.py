@@ -91,7 +91,7 @@ class Ensemble:
         _check_pool(self.voter, config, self.reader)
         # with `judge.weights`, the judge voter answers after every member (eor.pipeline.judging)
         self.judging = judge_stage(config, self.generation, self.templates)
-        check_config_risk(self.judging or self.voting, config.voter.risk)
+        check_config_risk(self, config.voter.risk)
         self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
 
     @classmethod
@@ -113,6 +113,13 @@ class Ensemble:
     def select(self, members: Sequence[str] | None) -> list[str]:
         """The members to run, in the ensemble's order: all of them for None, else the named subset."""
         return self.members if members is None else _subset(self.members, members)
+
+    def check_risk(self, risk: float | None, *, every_member: bool = False) -> float | None:
+        """`risk` checked against the thresholds of what answers (the judge voter's fits, else the voter's
+        P(right), VoteStage.check_risk): InputError when they cannot decline at it."""
+        if self.judging is not None:
+            return self.judging.check_risk(risk)
+        return self.voting.check_risk(risk, every_member=every_member)
 
     @property
     def voting(self) -> VoteStage:
@@ -170,12 +177,11 @@ class Ensemble:
             return []
         names = self.select(members)
         timeout = check_timeout(member_timeout)
+        risk = self.check_risk(risk, every_member=not (lazy and runs_in_steps(self.voter)))
         if self.judging is not None:  # the judge weighs every member's answer: no lazy vote, no cascade steps
-            risk = self.judging.check_risk(risk)
             results = answering_for(self, lazy=False, members=members).answer(items, names, timeout, strict)
             warn_degraded(results)
             return [self.judging.decide(result, risk) for result in results]
-        risk = self.voting.check_risk(risk, every_member=not (lazy and runs_in_steps(self.voter)))
         results = answering_for(self, lazy=lazy, members=members).answer(items, names, timeout, strict)
         warn_degraded(results)
         return [self.voting.judge(result, risk) for result in results]

@@ -93,11 +93,11 @@ def _check_reader(reader: ReaderConfig) -> None:
         check_backend(reader, reader.backend)
 
 
-def check_config_risk(voting: Any, risk: float | None) -> None:
-    """The config's `voter.risk` needs the voter's thresholds (`voting`: the ensemble's VoteStage): a
-    ConfigError at start, not at the first answer."""
+def check_config_risk(answering: Any, risk: float | None) -> None:
+    """The config's `voter.risk` needs the thresholds of what answers (`answering.check_risk`: the ensemble's):
+    a ConfigError at start, not at the first answer."""
     try:
-        voting.check_risk(risk)
+        answering.check_risk(risk)
     except InputError as exc:
         raise ConfigError(f"voter.risk: {exc}") from None
 

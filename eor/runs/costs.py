@@ -28,6 +28,9 @@ reader (llama.cpp) keeps whole `chunk`-token chunks of the prefix a prompt share
 (eor.readers.llamacpp.reusable_prefix), recomputed from the recorded answer prompts in the reader's own
 tokens. A member whose retrieval generated first (PK's document, @CP's summary: its recorded prompt tokens
 exceed its answer prompt's) keeps nothing, since its own generation ran just before its answer.
+
+The reader as judge (eor.pipeline.judging) costs `scoring_seconds`: the candidates' tokens behind each prompt,
+at the prompt rate, and the prompts the reader does not hold from answering (the passages alone).
 """
 
 from __future__ import annotations
@@ -257,3 +260,28 @@ def prompt_replay(
     tokens = [[tokens_of(prompt) for prompt in row if prompt is not None] for row in data.prompts]
     reused = np.array([[e.get("reused", 0) for e in row if e is not None] for row in data.tokens], dtype=float)
     return PromptReplay(tokens, counts[..., 0] + reused, counts[..., 1].astype(float), chunk, dict(rates))
+
+
+def scoring_seconds(
+    candidates: Sequence[Mapping[str, Any]],
+    prompts: Mapping[str, str],
+    held: Sequence[str],
+    tokenize: Callable[[str], Sequence[int]],
+    rates: Mapping[str, float],
+    chunk: int,
+) -> float:
+    """The reader seconds of scoring one question's candidates (a record's `judge["candidates"]`, each with
+    its token count under each prompt) under `prompts` (name → prompt text), in the order the judge scores
+    them (eor.pipeline.judging: sorted by text): every candidate's tokens behind each prompt, end of turn
+    included, at the prompt rate; and each prompt's own tokens, less the chunks it keeps from the prompt
+    before, unless the reader holds its state (`held`: the members' prompts it just evaluated to answer,
+    eor.readers.llamacpp_states), when it evaluates none of them."""
+    tokens = 0
+    before: list[int] = []
+    for name in sorted(prompts, key=lambda name: prompts[name]):
+        text = list(tokenize(prompts[name]))
+        if name not in held:
+            tokens += len(text) - reusable_prefix(before, text, chunk)
+        before = text
+        tokens += sum(int((c.get("scores") or {}).get(name, {}).get("tokens", 0)) for c in candidates)
+    return reader_seconds(float(tokens), 0.0, rates)

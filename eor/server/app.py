@@ -152,7 +152,7 @@ async def _answered(
         _check_members(worker.ensemble, members, settings)
         risk = default_risk if risk is None else risk
         if risk is not None:  # 422 before the question queues
-            worker.ensemble.voting.check_risk(risk, every_member=not settings.lazy or members is not None)
+            worker.ensemble.check_risk(risk, every_member=not settings.lazy or members is not None)
     waiting = asyncio.wrap_future(worker.submit(item, members, explain, risk))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.request_timeout
