@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from eor.cli import main
-from eor.core.errors import ConfigError
+from eor.core.errors import ConfigError, InputError
 from eor.core.json_ready import json_ready
 from eor.pipeline.abstention import thresholds
 from eor.pipeline.ensemble import Ensemble
@@ -57,7 +57,7 @@ def _fit(families: tuple[str, ...], questions: list, labels: list) -> JudgeSelec
 def weights(tmp_path_factory) -> Path:
     questions, labels = _training(np.random.default_rng(0))
     voter = JudgeVoter([_fit(("votes", "scores"), questions, labels), _fit(("votes",), questions, labels)], MEMBERS)
-    return voter.save(tmp_path_factory.mktemp("judge") / "judge.json", judge={"rule": "entities", "k": 3})
+    return voter.save(tmp_path_factory.mktemp("judge") / "judge.json", candidates={"rule": "entities", "k": 3})
 
 
 def _judged(tmp_path: Path, weights: Path, extra: str = "", name: str = "judged") -> Path:
@@ -82,7 +82,8 @@ def test_the_judge_answers_with_the_candidate_it_chooses_and_says_so(weights, tm
         assert set(candidate["scores"]) >= set(MEMBERS) and candidate["score"] is not None
     # the chosen candidate has the highest log-odds, and the member credited is a writer or holds it in passages
     assert chosen["score"] == max(c["score"] for c in candidates)
-    assert result.member in (chosen["members"] or chosen["supported_by"] or [result.member])
+    credited = chosen["members"] or chosen["supported_by"]  # a writer, else a member whose passages hold it
+    assert not credited or result.member == credited[0]
     assert result.given_by == chosen["members"]
     assert result.timings["judge"] > 0 and result.timings["total"] >= result.timings["judge"]
     body = result.to_dict()
@@ -108,19 +109,29 @@ def test_without_scores_the_text_fit_answers_and_a_missing_fit_is_refused(weight
     assert plain.generation.score_stats.requests == 0  # no reader time after the members'
     alone = JudgeVoter.load(weights)
     alone.fits = alone.fits[:1]  # the scored fit alone
-    only = alone.save(tmp_path / "scored-only.json", judge={"rule": "entities", "k": 3})
+    only = alone.save(tmp_path / "scored-only.json", candidates={"rule": "entities", "k": 3})
     with pytest.raises(ConfigError, match="has no fit for what judge: scores \\(nothing\\)"):
         Ensemble.from_config(_judged(tmp_path, only, ", score: false", "refused"), cache=False)
     with pytest.raises(ConfigError, match="trained on candidates with k 3; the config's judge.k is 5"):
         Ensemble.from_config(_config(tmp_path, judge=f"judge: {{k: 5, weights: {weights}}}", name="k5"), cache=False)
 
 
-def test_at_a_risk_the_judge_abstains_by_its_fit_thresholds(weights, tmp_path):
-    ensemble = Ensemble.from_config(_judged(tmp_path, weights, name="risky"), cache=False)
-    fit = JudgeVoter.load(weights).fits[0]
-    lowest = min(row["alpha"] for row in fit.thresholds if row["threshold"] is not None)
-    result = ensemble.answer(QUESTION, risk=lowest)
-    verdict = result.abstention
-    assert verdict is not None and verdict["alpha"] == lowest
-    assert result.abstained == (result.probability < verdict["threshold"])
-    assert (result.answer is None) == result.abstained
+def test_at_a_risk_the_judge_abstains_by_its_fit_thresholds_and_refuses_a_subset(weights, tmp_path):
+    voter = JudgeVoter.load(weights)
+    for fit in voter.fits:  # at most 0.1 wrong: decline every question; at most 0.3: answer every question
+        fit.thresholds_ = [
+            {"alpha": 0.1, "threshold": None, "coverage": 0.0, "error": None, "p_value": None},
+            {"alpha": 0.3, "threshold": 0.0, "coverage": 1.0, "error": 0.2, "p_value": 0.01},
+        ]
+    strict = voter.save(tmp_path / "strict.json", candidates={"rule": "entities", "k": 3})
+    ensemble = Ensemble.from_config(_judged(tmp_path, strict, name="risky"), cache=False)
+    declined, answered = ensemble.answer(QUESTION, risk=0.1), ensemble.answer(QUESTION, risk=0.3)
+    assert declined.abstained and declined.answer is None and declined.abstention["alpha"] == 0.1
+    assert declined.judged is not None  # the candidates are still there to see
+    assert (
+        not answered.abstained and answered.answer == answered.judged["candidates"][answered.judged["chosen"]]["text"]
+    )
+    with pytest.raises(InputError, match="below the lowest error rate"):
+        ensemble.answer(QUESTION, risk=0.05)
+    with pytest.raises(InputError, match="judge voter, which weighs the answers of every member"):
+        ensemble.answer(QUESTION, members=MEMBERS[:2])

@@ -118,7 +118,10 @@ def test_the_selector_learns_which_likelihood_tells_and_serialises():
     copy = JudgeSelector.from_document(json.loads(json.dumps(selector.to_document())))
     assert [copy.choose(f).index for f, _ in test] == [selector.choose(f).index for f, _ in test]
     members_only = JudgeSelector(families=("scores",), spans=0).fit([f for f, _ in train], [r for _, r in train])
-    assert all(members_only.choose(f).index == 0 for f, _ in test)  # the span never competes
+    assert all(members_only.decision(f)[1] == -np.inf for f, _ in test)  # the span never competes
+    assert all(members_only.choose(f).index == 0 for f, _ in test)
+    nobody = judge_features([CANDIDATES[1]], ["A"], Evidence("q", {"A": ""}, {"A": ["Lyon"]}))  # a span alone
+    assert members_only.choose(nobody) is None and selector.choose(nobody).index == 0
     assert selector.choose(test[0][0]).probability is None  # not calibrated yet
     assert selector.choose(judge_features([], ["A"], Evidence("q", {"A": ""}, {"A": []}))) is None
     with pytest.raises(InputError, match="not fitted"):
@@ -171,8 +174,14 @@ def test_training_chooses_a_setting_by_cross_validation_and_calibrates_it():
     assert report.table[fit.label] == max(report.table.values()) > 0.9
     assert len(fit.thresholds_) > 0 and fit.calibration_ is not None
     voter, reports = train_judge_voter(questions, ["A"], k=3, seed=0)
-    assert [r.level for r in reports] == ["scores", "text"]  # no passages scored: that level is skipped
+    assert [r.level for r in reports] == ["scores", "text"]  # no passages scored: that level is left out
     assert voter.fits[0].needs == {"scores"} and voter.fits[1].needs == frozenset()
+    # records scored in part: the scored fit learns from the scored questions, the text fit from them all
+    unscored = [JudgedQuestion(f"u{i}", *_question(i % 3 == 0, rng, scored=False)) for i in range(40)]
+    mixed, reports = train_judge_voter(questions + unscored, ["A"], k=3, seed=0)
+    assert [len(r.right) for r in reports] == [90, 130]
+    few, reports = train_judge_voter(questions[:30] + unscored, ["A"], k=3, seed=0)
+    assert [r.level for r in reports] == ["text"]  # 30 scored questions are too few for a fit of their own
 
 
 @pytest.fixture(scope="module")

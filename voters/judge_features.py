@@ -23,7 +23,7 @@ scores: the reader's likelihood under the members' prompts
     lp:<member>        L(c|p_member) − max_c' L(c'|p_member)        (0 for the likeliest candidate)
     mean:<member>      L̄(c|p_member) − max_c' L̄(c'|p_member)
     mix:members        log Σ_m exp L(c|p_m) − max_c' (same)         (RAG-Sequence over the members' prompts)
-    rank:members       rank of c by mix:members among the candidates (0 = first), over the candidates
+    rank:members       rank of c by mix:members among the n candidates over n − 1 (0 = first, 1 = last)
     margin:members     mix:members of c minus that of the best other candidate
 passages: the reader's likelihood under each passage alone
     mix:passages       log Σ_p exp L(c|p) − max_c' (same), over the passages alone

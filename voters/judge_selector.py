@@ -10,9 +10,9 @@ the highest of several log-odds is over-confident by construction.
 
 `JudgeVoter` holds several fits, richest first, and answers with the first whose likelihood families the
 question's scores hold (`fit_for`): a fit with the reader's scores where there are scores, one on the text
-alone where the reader gave none (an OpenAI-compatible server without log-probabilities, records scored by
-no one, a config that answers without scoring). A question no fit covers is refused with an error that names
-what is missing; never answered by a fit that reads zeros where it learned scores.
+alone where the reader gave none (records scored by no one, a config that answers without scoring, as one
+must with an OpenAI-compatible server that returns no log-probabilities). A question no fit covers is refused
+with an error that names what is missing, never answered by a fit that learned from scores the question lacks.
 
 Only plain numbers are learned, so a fitted voter is a JSON document (`to_document`, `from_document`).
 """
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
+from scipy.special import expit
 
 from eor.core.errors import ConfigError, InputError
 from voters.judge_features import FAMILIES, SCORED_FAMILIES, JudgeFeatures, family_prefixes
@@ -126,10 +127,12 @@ class JudgeSelector:
         return np.where(self.competing(features), scores, -np.inf)
 
     def choose(self, features: JudgeFeatures) -> Choice | None:
-        """The chosen candidate with its log-odds, margin and P(right) (None when the question has none)."""
+        """The chosen candidate with its log-odds, margin and P(right) (None when no candidate competes)."""
         if not len(features.texts):
             return None
         scores = self.decision(features)
+        if not np.isfinite(scores).any():  # e.g. no member wrote anything and no span competes
+            return None
         index = int(np.argmax(scores))
         others = np.delete(scores, index)
         margin = float(scores[index] - others.max()) if len(others) and np.isfinite(others.max()) else 0.0
@@ -145,7 +148,7 @@ class JudgeSelector:
         calibration = self.calibration_
         x = (np.asarray(evidence, dtype=float) - calibration["mean"]) / calibration["scale"]
         z = float(x @ calibration["coef"] + calibration["intercept"])
-        return 1.0 / (1.0 + math.exp(-z))
+        return float(expit(z))
 
     def calibrate(self, choices: Sequence[Choice], right: Sequence[bool]) -> Self:
         """Fit P(right) on out-of-fold choices (from fits that did not see their questions) and whether each

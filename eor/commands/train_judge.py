@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from eor.core.config import load_config
+from eor.core.config import JudgeConfig, load_config
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import pct, small_data_warning
 from eor.learning.judge_training import JudgedQuestion, accuracy, judged_questions, train_judge_voter
+from eor.pipeline.judging import judged_members
 from eor.pipeline.members import demonstration_ids
 from eor.pipeline.validation import validate
 from eor.runs.records import read_records
@@ -42,7 +43,7 @@ def train_judge(
         validate(config)
     loaded = [record for record in read_records(records) if record.answers]
     identity = _judge_identity(loaded, records)
-    names = members or (config.members if config is not None else None) or _members(identity, loaded, records)
+    names = members or (judged_members(config) if config is not None else None) or _members(identity, loaded, records)
     scored_for = (identity or {}).get("members")
     if scored_for is not None and sorted(scored_for) != sorted(names):
         raise ConfigError(
@@ -62,9 +63,11 @@ def train_judge(
         risks = {round(float(row["alpha"]), 6): row for row in fit.thresholds_}
         shown = [_risk_text(risks[r]) for r in REPORTED_RISKS if r in risks]
         lines.append(f"  {'':<16} P(right) thresholds: {'; '.join(shown)}")
+    rule, k = _candidate_rule(identity)
     meta: dict[str, Any] = {
         "records": str(records),
         "judge": identity,
+        "candidates": {"rule": rule, "k": k},  # what live answering must make them with (eor.pipeline.judging)
         "training": {
             "questions": len(questions),
             "scored": scored,
@@ -77,7 +80,11 @@ def train_judge(
     if pool is not None:
         meta["pool"] = pool
     if dev is not None:
-        lines += _dev_lines(voter, judged_questions(list(read_records(dev)), names, *_candidate_rule(identity)), meta)
+        held = [record for record in read_records(dev) if record.answers]
+        other = _judge_identity(held, dev)
+        if other is not None and identity is not None and other != identity:
+            raise InputError(f"{dev} was scored by another judge than {records}: {other} against {identity}")
+        lines += _dev_lines(voter, judged_questions(held, names, *_candidate_rule(identity)), meta)
     voter.save(out, **meta)
     lines.append(f"weights written to {out}")
     return "\n".join(lines)
@@ -92,12 +99,14 @@ def _judge_identity(records: list[Any], source: Path) -> dict[str, Any] | None:
     return next(iter(identities.values()), None)
 
 
-def _candidate_rule(identity: dict[str, Any] | None) -> tuple[str, int]:
-    """The span rule and K that unscored questions' candidates are made with: the scored records', else the
-    default's."""
+def _candidate_rule(identity: dict[str, Any] | None) -> tuple[str | None, int]:
+    """The span rule (None: the members' answers alone) and K of the candidates: the scored records', else
+    JudgeConfig's defaults (for unscored questions, made from their text)."""
     if identity is None:
-        return "entities", 10
-    return str(identity["rule"]), int(identity["k"])
+        defaults = JudgeConfig()
+        return defaults.rule, defaults.k
+    rule = identity.get("rule")
+    return (None if rule is None else str(rule)), int(identity["k"])
 
 
 def _members(identity: dict[str, Any] | None, records: list[Any], source: Path) -> list[str]:

@@ -24,7 +24,9 @@ class LlamaCppOptions:
     """`reader.llama_cpp`: `context_tokens`, the context window; `threads` (default: llama.cpp's choice) and
     `batch_threads` (prompt evaluation; default `threads`); `prefix_chunk`, the chunk size U of deterministic
     prefix reuse (0: every prompt from an empty KV cache); `parallel`, the prompts of one call decoded
-    together when each may generate more than `parallel_min_tokens` tokens (1: one at a time)."""
+    together when each may generate more than `parallel_min_tokens` tokens (1: one at a time);
+    `prompt_states_mb`, the megabytes of the latest prompts' KV states kept so that the reader as judge scores
+    behind a prompt without evaluating it again (eor.readers.llamacpp_states; 0: none)."""
 
     context_tokens: int = 8192
     threads: int | None = None
@@ -32,6 +34,7 @@ class LlamaCppOptions:
     prefix_chunk: int = 64
     parallel: int = 1
     parallel_min_tokens: int = 64
+    prompt_states_mb: int = 96
 
 
 @dataclass

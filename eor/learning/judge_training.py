@@ -27,7 +27,7 @@ from eor.core.errors import InputError
 from eor.pipeline.abstention import DELTA, thresholds
 from voters.candidates import candidates
 from voters.folds import folds as fold_parts
-from voters.judge_features import Evidence, JudgeFeatures, judge_features
+from voters.judge_features import SCORED_FAMILIES, Evidence, JudgeFeatures, judge_features
 from voters.judge_selector import Choice, JudgeSelector, JudgeVoter
 
 JUDGE = "judge"  # `eor train --voter judge`
@@ -39,6 +39,8 @@ LEVELS: dict[str, tuple[str, ...]] = {
 }
 GRID_SPANS = (0, 5, 10)
 TYPE_FAMILY = "type"
+#: a level's fit is trained only from this many questions holding its scores up (10 per fold of 5)
+MIN_QUESTIONS = 50
 
 Progress = Callable[[str], None]
 
@@ -64,7 +66,7 @@ class Setting:
 
 
 def judged_questions(
-    records: Iterable[Any], members: Sequence[str], rule: str = "entities", k: int = 10
+    records: Iterable[Any], members: Sequence[str], rule: str | None = "entities", k: int = 10
 ) -> list[JudgedQuestion]:
     """Each record with gold answers as a judged question: its `judge` candidates and scores where it has them,
     else its candidates made from its text (`rule`, `k`; voters.candidates) with no scores."""
@@ -162,11 +164,12 @@ def train_fit(
     seen = [without_scores(q, LEVELS[level]) for q in questions]
     setting, table, choices = choose_setting(seen, settings_grid(level), k, seed)
     fit = setting.build().fit([q.features for q in seen], [q.right for q in seen])
-    answered = [i for i, c in enumerate(choices) if c is not None]
     right = accuracy(seen, choices).astype(bool)
-    fit.calibrate([choices[i] for i in answered], right[answered])  # type: ignore[misc]
+    made = [(c, r) for c, r in zip(choices, right, strict=True) if c is not None]
+    fit.calibrate([c for c, _ in made], [r for _, r in made])
     probability = _cross_fitted(choices, right, fold_parts(len(seen), k, seed))
-    fit.thresholds_ = [t.to_dict() for t in thresholds(probability[answered], right[answered], delta=DELTA)]
+    # a question without a choice is never answered: its P(right) is NaN, below every threshold
+    fit.thresholds_ = [t.to_dict() for t in thresholds(probability, right, delta=DELTA)]
     fit.delta_ = DELTA
     return fit, FitReport(level, table, fit.label, choices, probability, right)
 
@@ -176,8 +179,8 @@ def _cross_fitted(choices: Sequence[Choice | None], right: np.ndarray, parts: Se
     probability = np.full(len(choices), np.nan)
     for held in parts:
         out = set(held.tolist())
-        others = [i for i in range(len(choices)) if i not in out and choices[i] is not None]
-        scratch = JudgeSelector(("votes",), 0).calibrate([choices[i] for i in others], right[others])  # type: ignore[misc]
+        others = [(c, bool(right[i])) for i, c in enumerate(choices) if i not in out and c is not None]
+        scratch = JudgeSelector(("votes",), 0).calibrate([c for c, _ in others], [r for _, r in others])
         for i in held:
             choice = choices[i]
             if choice is not None:
@@ -193,18 +196,28 @@ def train_judge_voter(
     seed: int = 0,
     progress: Progress | None = None,
 ) -> tuple[JudgeVoter, list[FitReport]]:
-    """A judge voter with one fit per likelihood level the training questions hold (richest first)."""
+    """A judge voter with one fit per likelihood level (richest first), each trained on the questions that
+    hold the level's scores (`holding`); a level that fewer than MIN_QUESTIONS hold is left out."""
     fits, reports = [], []
     for level in levels:
-        needs = set(LEVELS[level]) & {"scores", "passages"}
-        lacking = sum(not needs <= q.features.scored for q in questions)
-        if lacking:
+        held = holding(questions, level)
+        if len(held) < MIN_QUESTIONS:
             if progress is not None:
-                progress(f"{level}: skipped, {lacking} training questions lack the reader's {', '.join(sorted(needs))}")
+                progress(
+                    f"{level}: left out, {len(held)} training questions hold its scores (fewer than {MIN_QUESTIONS})"
+                )
             continue
-        fit, report = train_fit(questions, level, k, seed)
+        fit, report = train_fit(held, level, k, seed)
         fits.append(fit)
         reports.append(report)
         if progress is not None:
-            progress(f"{level}: {report.chosen}, {100 * report.table[report.chosen]:.1f} EM out of fold")
+            em = 100 * report.table[report.chosen]
+            progress(f"{level}: {report.chosen}, {em:.1f} EM out of fold on {len(held)} questions")
     return JudgeVoter(fits, members), reports
+
+
+def holding(questions: Sequence[JudgedQuestion], level: str) -> list[JudgedQuestion]:
+    """The questions whose candidates were scored as `level` reads them (a question without candidates holds
+    every level: it is answered by none)."""
+    needs = frozenset(LEVELS[level]) & frozenset(SCORED_FAMILIES)
+    return [q for q in questions if not q.features.texts or needs <= q.features.scored]

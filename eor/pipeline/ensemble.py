@@ -179,6 +179,11 @@ class Ensemble:
         timeout = check_timeout(member_timeout)
         risk = self.check_risk(risk, every_member=not (lazy and runs_in_steps(self.voter)))
         if self.judging is not None:  # the judge weighs every member's answer: no lazy vote, no cascade steps
+            if members is not None and set(names) != set(self.judging.members):
+                raise InputError(
+                    "this pool answers with a judge voter, which weighs the answers of every member it was trained "
+                    "on: ask without `members`"
+                )
             results = answering_for(self, lazy=False, members=members).answer(items, names, timeout, strict)
             warn_degraded(results)
             return [self.judging.decide(result, risk) for result in results]

@@ -132,8 +132,8 @@ class JudgeStage:
         self.settings = config.judge
         self.generation = generation
         self.templates = templates
-        self.members = judged_members(config)
-        self.source = str(getattr(voter, "source_", "the judge's weights file"))
+        self.members = list(voter.members)  # the training records' order (`judge_stage` checks the names)
+        self.source = voter.source_ or "the judge's weights file"
 
     def check_risk(self, risk: float | None) -> float | None:
         """`risk` checked against the fits' thresholds (InputError: none, or none at or below it)."""
@@ -154,7 +154,10 @@ class JudgeStage:
         evidence = Evidence.from_outputs(result.question, outputs)
         features = judge_features(rows, self.members, evidence)
         choice, fit = self.voter.choose(features)
-        if choice is None:  # no member wrote anything and no span was found: the member vote's answer stands
+        if choice is None:  # no candidate competes (no member wrote anything, no span): nothing to stand behind
+            if risk is not None:
+                result.abstention = abstention(fit, math.nan, risk, self.source).to_dict()
+                result.answer = None
             return result
         scores = fit.decision(features)
         holders = _holders(features.texts, evidence)
@@ -185,12 +188,14 @@ class JudgeStage:
 
 
 def _holders(texts: list[str], evidence: Evidence) -> list[list[str]]:
-    """Per candidate, the members whose passages hold it (a whole-word match, normalised), in pool order."""
-    joined = {name: f" {normalize_answer(' '.join(passages))} " for name, passages in evidence.passages.items()}
+    """Per candidate, the members one of whose passages holds it (a whole-word match, normalised, as
+    voters.judge_features counts support), in pool order."""
+    read = {name: [f" {normalize_answer(p)} " for p in passages] for name, passages in evidence.passages.items()}
     out = []
     for text in texts:
         needle = f" {normalize_answer(text)} "
-        out.append([name for name, passages in joined.items() if needle.strip() and needle in passages])
+        held = [name for name, passages in read.items() if needle.strip() and any(needle in p for p in passages)]
+        out.append(held)
     return out
 
 
@@ -209,7 +214,7 @@ def judge_stage(config: EnsembleConfig, generation: GenerationStage, templates: 
             f"the judge voter {path} was trained for members {', '.join(voter.members)}; the judge weighs "
             f"{', '.join(members)}"
         )
-    trained = voter.metadata_.get("judge") or {}
+    trained = voter.metadata_.get("candidates") or {}
     for key in ("rule", "k"):
         if key in trained and trained[key] != getattr(config.judge, key):
             raise ConfigError(

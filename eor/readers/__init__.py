@@ -30,6 +30,7 @@ def _llamacpp(config: ReaderConfig) -> Reader:
         prefix_chunk=options.prefix_chunk,
         parallel=options.parallel,
         parallel_min_tokens=options.parallel_min_tokens,
+        prompt_states=options.prompt_states_mb * 2**20,
         record_confidence=config.confidence,
     )
 

@@ -121,9 +121,13 @@ class AnswerResponse(BaseModel):
         "when the voter's weights file has none"
     )
     abstention: Abstention | None = Field(default=None, description="with a risk only: answered or declined, why")
-    member: str = Field(description="the chosen member (its answer is in members even when eor abstained)")
+    member: str = Field(
+        description="the chosen member (its answer is in members even when eor abstained); with a judge voter, a "
+        "member that wrote the chosen candidate, or for a span the first member whose passages hold it"
+    )
     given_by: list[str] = Field(
-        description="every member that gave the chosen answer (equal once normalised), the chosen member first"
+        description="every member that gave the chosen answer (equal once normalised), the chosen member first; "
+        "with a judge voter, the members that wrote it (none for a span)"
     )
     members: dict[str, MemberAnswer] = Field(description="every member that ran and took part in the vote")
     timings: dict[str, float] = Field(description="seconds per question: retrieval, generation, voting, total")
