@@ -218,6 +218,19 @@ def test_eor_train_judge_writes_a_voter_with_a_fit_per_level(scored_records, tmp
         load_voter(out)
     assert main(["train", str(train), "--voter", "judge", "--out", str(out), "--max-loss", "0.5"]) != 0
     assert "--voter judge does not use --max-loss" in capsys.readouterr().err
+    # eor bench: the judge's report, paired with the shipped cascade on the same held-out records
+    cascade = ROOT / "docs/weights/nq-offline-cascade.json"
+    report = tmp_path / "report"
+    assert main(["bench", str(held), "--weights", str(out), "--against", str(cascade), "--out", str(report)]) == 0
+    summary = capsys.readouterr().out
+    bench = json.loads((report / "report.json").read_text())
+    assert bench["questions"] == 40 and bench["fits_used"] == {voter.fits[0].label: 40}
+    assert bench["judge"]["em"] == pytest.approx(voter.metadata_["dev"]["em"])  # the same answers as --dev gave
+    assert bench["oracle"]["candidates"] >= bench["judge"]["em"] and "vs_against" in bench
+    assert bench["top_r_train"]["member"] == voter.metadata_["top_r_train"]["member"]
+    assert "judge − it" in summary and (report / "report.md").is_file()
+    assert main(["bench", str(held), "--weights", str(out), "--frontier", "--out", str(report)]) != 0
+    assert "not --frontier" in capsys.readouterr().err
 
 
 def test_scoring_seconds_by_hand():

@@ -58,6 +58,12 @@ def voter_kinds() -> dict[str, Any]:
     return dict(VOTER_KINDS.items())
 
 
+def weights_kind(path: str | Path) -> str:
+    """The voter kind a weights file holds (`paper` for files written before there was more than one)."""
+    kind = read_document(path).get("voter", "paper")
+    return kind if isinstance(kind, str) else repr(kind)
+
+
 def load_voter(path: str | Path, members: Sequence[str] | None = None) -> Any:
     """The fitted voter of a weights file (its path in `source_`); `members` (the pool's names, any order) must
     be the file's."""

@@ -7,9 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eor.bench.judge import judge_lines, judge_report, write_judge_report
 from eor.bench.report import build_report, write_report
+from eor.core.errors import ConfigError
 from eor.core.formatting import pct, ratio, small_data_warning
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
+from eor.learning.judge_training import JUDGE
+from voters.loading import weights_kind
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +32,33 @@ def bench(
     members: Sequence[str] | None = None,
     design: str | Path | None = None,
     frontier: bool = False,
+    against: str | Path | None = None,
 ) -> str:
     """`eor bench`: write report.json, report.md, report.html and the figures into `out_dir`; a short summary to print.
 
     `metrics` chooses the similarity metrics of the uniform voter used when no `weights` file is given
     (default em, f1, cosine); `members`: the members of the records to benchmark (default all); `design`: a
     pool design to show (`eor design`'s design.json); `frontier`: also the frontier of member subsets;
-    see eor.bench.report.build_report for the rest.
+    see eor.bench.report.build_report for the rest. A judge voter's weights file gets its own report
+    (eor.bench.judge: report.json and report.md), with `against` another weights file's voter paired with it.
     """
-
+    if weights is not None and weights_kind(weights) == JUDGE:
+        other = {"--metric": metric != "em", "--metrics": metrics, "--config": members, "--design": design,
+                 "--frontier": frontier}  # fmt: skip
+        given = [flag for flag, value in other.items() if value]
+        if given:
+            raise ConfigError(
+                f"a judge voter's benchmark takes --against, --seed and --resamples, not {', '.join(given)}"
+            )
+        judged = judge_report(records_dir, weights, against=against, seed=seed, resamples=resamples)
+        if warning := small_data_warning(judged["questions"], "a benchmark"):
+            log.warning(warning)
+        files = [path.name for path in write_judge_report(judged, out_dir)]
+        return "\n".join([*judge_lines(judged), f"written to {out_dir}: {', '.join(files)}"])
+    if against is not None:
+        raise ConfigError(
+            "--against pairs a judge voter's answers with another voter's: give a judge voter's --weights"
+        )
     report = build_report(
         records_dir,
         weights,

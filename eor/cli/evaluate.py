@@ -43,6 +43,11 @@ def add_bench(commands: Commands) -> None:
         "--max-subsets", type=positive_int, default=1000, help="member subsets per pool size (upper bound)"
     )
     bench.add_argument(
+        "--against",
+        metavar="WEIGHTS",
+        help="with a judge voter's --weights: another weights file's voter on the same records, paired with it",
+    )
+    bench.add_argument(
         "--frontier",
         action="store_true",
         help="also the accuracy-cost frontier of member subsets (a selector cross-validated per subset)",

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from eor.core.answers import exact_match
 from eor.core.config import JudgeConfig, load_config
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import pct, small_data_warning
@@ -76,6 +77,7 @@ def train_judge(
             "levels": {r.level: {"chosen": r.chosen, "em": r.table} for r in reports},
         },
     }
+    meta["top_r_train"] = _top_r(loaded, names)
     pool = recorded_pool(records)
     if pool is not None:
         meta["pool"] = pool
@@ -118,6 +120,15 @@ def _members(identity: dict[str, Any] | None, records: list[Any], source: Path) 
     if records:
         return list(records[0].members)
     raise ConfigError(f"{source}: no record to train on")
+
+
+def _top_r(records: list[Any], members: list[str]) -> dict[str, Any]:
+    """The member best on the training records by exact match (ties: the first), and its EM."""
+    right = [[m in r.members and any(exact_match(r.members[m].answer, g) for g in r.answers) for m in members]
+             for r in records]  # fmt: skip
+    means = np.mean(np.asarray(right, dtype=float), axis=0)
+    best = int(np.argmax(means))
+    return {"member": members[best], "em": float(means[best])}
 
 
 def _risk_text(row: dict[str, Any]) -> str:

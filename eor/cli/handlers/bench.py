@@ -32,6 +32,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 members=load_config(args.config).members if args.config else None,
                 design=args.design,
                 frontier=args.frontier,
+                against=args.against,
             )
         )
     return 0

@@ -1,0 +1,177 @@
+"""`eor bench` with a judge voter's weights file (voters.judge_selector): its answers on records whose candidates
+the reader scored (`eor run` with a `judge:` section; records without scores are answered by the text fit),
+beside the oracles of the members' answers and of the candidates, Top R (train: the member best on the voter's
+training records) and, with `against`, another weights file's voter on the same records, paired (exact McNemar,
+bootstrap interval of the difference); and the judge's P(right): calibration, and at each error rate its
+fits' thresholds were chosen for, the share answered and the error among the answered.
+
+Correctness is exact match against the gold answers (what the judge was trained and calibrated for).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eor.bench.selective import calibration_noise, summary
+from eor.bench.stats import Bootstrap, paired_test
+from eor.bench.voting import vote
+from eor.core.answers import exact_match
+from eor.core.atomic import write_text_atomically
+from eor.core.errors import InputError
+from eor.core.formatting import pct
+from eor.core.json_ready import json_ready
+from eor.learning.judge_training import judged_questions
+from eor.runs.records import read_records
+from eor.runs.run_data import load_run
+from voters.judge_selector import JudgeVoter
+
+
+def judge_report(
+    records: str | Path, weights: str | Path, *, against: str | Path | None = None, seed: int = 0, resamples: int = 1000
+) -> dict[str, Any]:
+    """The report (JSON-ready) of the judge voter of `weights` on `records`; see the module."""
+    voter = JudgeVoter.load(weights)
+    loaded = [record for record in read_records(records) if record.answers]
+    if not loaded:
+        raise InputError(f"{records}: no record has gold answers to benchmark on")
+    candidates = voter.metadata_.get("candidates") or {}
+    made = {(r.judge["identity"].get("rule"), r.judge["identity"].get("k")) for r in loaded if r.judge}
+    expected = (candidates.get("rule"), candidates.get("k"))
+    if made and made != {expected}:
+        raise InputError(
+            f"{records}: candidates made with (rule, k) {sorted(made, key=str)}; the voter's are {expected}"
+        )
+    questions = judged_questions(loaded, voter.members, *expected)
+    hits, probability, used, thresholds = [], [], {}, []
+    for question in questions:
+        choice, fit = voter.choose(question.features)
+        hits.append(choice is not None and bool(question.right[choice.index]))
+        probability.append(np.nan if choice is None or choice.probability is None else choice.probability)
+        used[fit.label] = used.get(fit.label, 0) + 1
+        thresholds.append({round(float(row["alpha"]), 6): row["threshold"] for row in fit.thresholds})
+    right = np.asarray(hits, dtype=float)
+    draws = Bootstrap.draw(len(right), resamples, seed)
+    members = np.array(
+        [[m in r.members and _right(r.members[m].answer, r.answers) for m in voter.members] for r in loaded], float
+    )
+    report: dict[str, Any] = {
+        "kind": "judge",
+        "records": str(records),
+        "weights": str(weights),
+        "questions": len(questions),
+        "scored": sum(bool(q.features.scored) for q in questions),
+        "fits_used": used,
+        "judge": {"em": float(right.mean()), "ci": draws.interval(right)},
+        "oracle": {
+            "members": float(members.max(axis=1).mean()),
+            "candidates": float(np.mean([q.right.any() for q in questions])),
+        },
+    }
+    top = (voter.metadata_.get("top_r_train") or {}).get("member")
+    if top in voter.members:
+        column = members[:, voter.members.index(top)]
+        report["top_r_train"] = {"member": top, "em": float(column.mean()), "ci": draws.interval(column)}
+        report["vs_top_r_train"] = paired_test(right, column, draws)
+    if against is not None:
+        other = _against(records, against, [r.id for r in loaded])
+        report["against"] = {"weights": str(against), "em": float(other.mean()), "ci": draws.interval(other)}
+        report["vs_against"] = paired_test(right, other, draws)
+    report["selective"] = _selective(np.asarray(probability, dtype=float), right.astype(bool), thresholds, seed)
+    return report
+
+
+def _right(answer: str, golds: list[str]) -> bool:
+    return any(exact_match(answer, gold) for gold in golds)
+
+
+def _against(records: str | Path, weights: str | Path, ids: list[str]) -> np.ndarray:
+    """Per question (in `ids`' order), whether the voter of `weights` (a member voter) answers it right."""
+    data = load_run(records)
+    voted = vote(data, weights)
+    where = {question_id: q for q, question_id in enumerate(data.ids)}
+    missing = [question_id for question_id in ids if question_id not in where]
+    if missing:
+        raise InputError(f"{records}: {len(missing)} questions have no record the voter of {weights} can read")
+    chosen = [data.answers[where[i]][int(voted.chosen[where[i]])] for i in ids]
+    golds = [data.golds[where[i]] for i in ids]
+    return np.array([_right(answer, gold) for answer, gold in zip(chosen, golds, strict=True)], dtype=float)
+
+
+def _selective(
+    probability: np.ndarray, right: np.ndarray, thresholds: list[dict[float, Any]], seed: int
+) -> dict[str, Any] | None:
+    """P(right)'s calibration and, per error rate, each question's own fit's threshold applied."""
+    known = ~np.isnan(probability)
+    if not known.any():
+        return None
+    levels = []
+    for alpha in sorted({alpha for row in thresholds for alpha in row}):
+        answered = np.array(
+            [p >= row[alpha] if row.get(alpha) is not None and not np.isnan(p) else False
+             for p, row in zip(probability, thresholds, strict=True)]
+        )  # fmt: skip
+        n = int(answered.sum())
+        levels.append(
+            {"alpha": alpha, "coverage": n / len(right), "error": None if not n else float(1 - right[answered].mean())}
+        )
+    return {
+        **summary(probability[known], right[known]),
+        "ece_noise": calibration_noise(probability[known], seed),
+        "risk_levels": levels,
+    }
+
+
+def write_judge_report(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
+    """Write `report.json` and `report.md` into `out_dir`, atomically; the paths written."""
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    document, markdown = folder / "report.json", folder / "report.md"
+    write_text_atomically(document, json.dumps(json_ready(report), indent=2, ensure_ascii=False) + "\n")
+    write_text_atomically(markdown, judge_markdown(report))
+    return [document, markdown]
+
+
+def judge_markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown."""
+    lines = ["# The judge voter", "", *judge_lines(report)]
+    return "\n".join(lines) + "\n"
+
+
+def judge_lines(report: dict[str, Any]) -> list[str]:
+    """The report in a few lines (EM with intervals, the paired differences, P(right), abstention)."""
+    judge = report["judge"]
+    used = ", ".join(f"{label}: {count}" for label, count in report["fits_used"].items())
+    lines = [
+        f"{report['questions']} questions ({report['scored']} scored by the reader); fits used: {used}",
+        f"judge: EM {pct(judge['em'])} [{pct(judge['ci'][0])}, {pct(judge['ci'][1])}]; oracle of the members' "
+        f"answers {pct(report['oracle']['members'])}, of the candidates {pct(report['oracle']['candidates'])}",
+    ]
+    for key, test, label in (("top_r_train", "vs_top_r_train", "Top R (train)"), ("against", "vs_against", None)):
+        entry = report.get(key)
+        if entry is None:
+            continue
+        name = label or f"against {entry['weights']}"
+        member = f" {entry['member']}" if "member" in entry else ""
+        paired = report[test]
+        low, high = paired["ci"]
+        lines.append(
+            f"{name}{member}: EM {pct(entry['em'])}; judge − it = {pct(paired['difference'])} points "
+            f"[{pct(low)}, {pct(high)}], {paired['test'].replace('_', ' ')} p = {paired['p_value']:.3g}"
+        )
+    selective = report.get("selective")
+    if selective:
+        lines.append(
+            f"P(right): ECE {selective['ece']:.3f} (a calibrated P's noise here {selective['ece_noise']['mean']:.3f}), "
+            f"AURC {selective['aurc']:.3f} (a constant's {selective['aurc_constant']:.3f})"
+        )
+        levels = "; ".join(
+            f"{row['alpha']:g}: {pct(row['coverage'])}% answered, error {pct(row['error'])}"
+            for row in selective["risk_levels"]
+            if row["alpha"] in (0.2, 0.3, 0.4)
+        )
+        lines.append(f"abstention (error rate asked: coverage, realised error): {levels}")
+    return lines
