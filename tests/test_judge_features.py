@@ -56,6 +56,13 @@ def test_features_by_hand():
     assert row["mix:passages"].tolist() == [-1, 0] and row["best:passages"].tolist() == [-1, 0]
     assert row["rank:members"].tolist() == [0, 1]
     assert row["margin:members"].tolist() == pytest.approx([gap, -gap])
+    # absolute, for P(right): the best mean under a member's prompt, the mixture, the best mean under a passage
+    assert row["abs:mean"].tolist() == [-0.5, -0.5]
+    assert row["abs:mix"].tolist() == pytest.approx(
+        [math.log(math.exp(-1) + math.exp(-2)), math.log(math.exp(-3) + math.exp(-1))]
+    )
+    assert row["abs:passages"].tolist() == [-0.75, -0.25]
+    assert row["abs:distinct"].tolist() == pytest.approx([1 / 3, 1 / 3])  # one answer among three members
 
 
 def test_evidence_features_of_a_sentence_and_a_span_inside_it():

@@ -29,10 +29,18 @@ passages: the reader's likelihood under each passage alone
     mix:passages       log Σ_p exp L(c|p) − max_c' (same), over the passages alone
     best:passages      max_p L(c|p) − max_c' max_p L(c'|p)
 
-Relative values (to the question's best candidate) make a question's features comparable with another's:
-a long prompt or a rare answer lowers every candidate's likelihood alike. A prompt the scores lack (a member
-that failed, or no scoring at all) gives its features the value 0 for every candidate; `scored` says which
-likelihood families the scores hold, so that a voter can tell a missing family from a zero.
+absolute (not for choosing: for P(right), voters.judge_selector)
+    abs:mean           max over the members' prompts of L̄(c|p)
+    abs:mix            log Σ_m exp L(c|p_m)
+    abs:passages       max over the passages alone of L̄(c|p)
+    abs:distinct       the number of distinct non-empty answers of the members / M
+
+Relative values (to the question's best candidate) make a question's features comparable with another's for
+choosing: a long prompt or a rare answer lowers every candidate's likelihood alike. How likely the chosen
+candidate is at all, and how split the members are, say how sure the choice is: P(right) reads them. A prompt
+the scores lack (a member that failed, or no scoring at all) gives its features the value 0 for every
+candidate; `scored` says which likelihood families the scores hold, so that a voter can tell a missing family
+from a zero.
 """
 
 from __future__ import annotations
@@ -59,6 +67,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 }
 #: the families that need the reader's scores (the others read text only)
 SCORED_FAMILIES = ("scores", "passages")
+#: what P(right) reads besides a fit's own features (voters.judge_selector), by the family whose scores it needs
+#: (None: the text's): absolute values, which the relative features above leave out on purpose
+ABSOLUTE = {"abs:mean": "scores", "abs:mix": "scores", "abs:passages": "passages", "abs:distinct": None}
 
 # The question types an answer's shape can be checked against, first match wins (lower-cased question).
 _QUESTION_TYPES = (
@@ -134,7 +145,8 @@ def feature_names(members: Sequence[str]) -> list[str]:
     names = [f"wrote:{m}" for m in members] + ["agreement", "span", "log_length"]
     names += ["support:passages", "top:passage", "inside:members", "in_question", "type:match", "type:clash"]
     names += [f"lp:{m}" for m in members] + [f"mean:{m}" for m in members]
-    return names + ["mix:members", "rank:members", "margin:members", "mix:passages", "best:passages"]
+    names += ["mix:members", "rank:members", "margin:members", "mix:passages", "best:passages"]
+    return names + list(ABSOLUTE)
 
 
 def family_prefixes(families: Sequence[str]) -> tuple[str, ...]:
@@ -173,6 +185,14 @@ def judge_features(
     alone = [_scores(candidates, p, "logprob") for p in passages]
     columns.append(_relative(_logsumexp(alone)) if alone else np.zeros(n))
     columns.append(_relative(np.nanmax(np.vstack(alone), axis=0)) if alone else np.zeros(n))
+    # absolute: how likely the reader finds the candidate at all, and how split the members are (P(right))
+    prompted = [means[m] for m in members if not np.isnan(means[m]).all()]
+    columns.append(np.nan_to_num(np.nanmax(np.vstack(prompted), axis=0), nan=0.0) if prompted else np.zeros(n))
+    columns.append(np.nan_to_num(_logsumexp(present), nan=0.0) if present else np.zeros(n))
+    alone_means = [_scores(candidates, p, "mean_logprob") for p in passages]
+    columns.append(np.nan_to_num(np.nanmax(np.vstack(alone_means), axis=0), nan=0.0) if alone else np.zeros(n))
+    distinct = len({normalize_answer(evidence.answers.get(m, "")) for m in members} - {""})
+    columns.append(np.full(n, distinct / max(len(members), 1)))
     texts = [str(c["text"]) for c in candidates]
     return JudgeFeatures(texts, np.column_stack(columns), names, _scored(candidates, members))
 

@@ -5,8 +5,9 @@
 `families` learns P(candidate right) from training questions; the members' answers and the first `spans` span
 candidates (the rule's order) compete, and the one with the highest log-odds is chosen (ties to the first: the
 members' answers come first, in pool order). Its P(right) is a logistic on the chosen candidate's log-odds,
-its margin over the best other candidate and its own features, fitted on out-of-fold choices (`calibrate`):
-the highest of several log-odds is over-confident by construction.
+its margin over the best other candidate, its own features and the absolute ones the fit's scores give
+(voters.judge_features.ABSOLUTE: how likely the reader finds it at all, how split the members are), fitted on
+out-of-fold choices (`calibrate`): the highest of several log-odds is over-confident by construction.
 
 `JudgeVoter` holds several fits, richest first, and answers with the first whose likelihood families the
 question's scores hold (`fit_for`): a fit with the reader's scores where there are scores, one on the text
@@ -29,7 +30,7 @@ import numpy as np
 from scipy.special import expit
 
 from eor.core.errors import ConfigError, InputError
-from voters.judge_features import FAMILIES, SCORED_FAMILIES, JudgeFeatures, family_prefixes
+from voters.judge_features import ABSOLUTE, FAMILIES, SCORED_FAMILIES, JudgeFeatures, family_prefixes
 from voters.weights_file import header, read_document, write_document
 
 ALL_FAMILIES = tuple(FAMILIES)
@@ -72,6 +73,11 @@ class JudgeSelector:
     def label(self) -> str:
         """Names the fit in answers and reports, e.g. `votes+evidence+scores, 10 spans`."""
         return f"{'+'.join(self.families)}, {self.spans} span{'s' if self.spans != 1 else ''}"
+
+    @property
+    def absolute(self) -> list[str]:
+        """The absolute features P(right) reads besides this fit's own: those of the scores it reads."""
+        return [name for name, family in ABSOLUTE.items() if family is None or family in self.needs]
 
     def missing(self, features: JudgeFeatures) -> list[str]:
         """The likelihood families this fit reads that `features` lack (sorted)."""
@@ -138,7 +144,8 @@ class JudgeSelector:
         margin = float(scores[index] - others.max()) if len(others) and np.isfinite(others.max()) else 0.0
         columns = [features.names.index(name) for name in self.names_]
         row = (features.matrix[index, columns] - self.mean_) / self.scale_
-        evidence = (float(scores[index]), margin, *(float(v) for v in row))
+        absolute = features.matrix[index, [features.names.index(name) for name in self.absolute]]
+        evidence = (float(scores[index]), margin, *(float(v) for v in row), *(float(v) for v in absolute))
         return Choice(index, features.texts[index], float(scores[index]), margin, evidence, self.probability(evidence))
 
     def probability(self, evidence: Sequence[float]) -> float | None:
@@ -153,7 +160,7 @@ class JudgeSelector:
     def calibrate(self, choices: Sequence[Choice], right: Sequence[bool]) -> Self:
         """Fit P(right) on out-of-fold choices (from fits that did not see their questions) and whether each
         was right: a logistic (L2, C = 1) on each choice's evidence, standardised: its log-odds, its margin over
-        the best other candidate and its own features."""
+        the best other candidate, its own features and the absolute ones (`absolute`)."""
         from sklearn.linear_model import LogisticRegression
 
         x = np.array([choice.evidence for choice in choices], dtype=float)
