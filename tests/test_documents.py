@@ -1,0 +1,172 @@
+"""Documents into passages (eor.documents): real files written by real libraries inside the test (reportlab's
+PDFs, pypdf's encryption, python-docx's DOCX, HTML pages with navigation and footers, Markdown with headings),
+read by the extractors as a user's files would be: the right page and heading on every passage, ids stable
+across runs, the navigation out of every passage, and bad files told apart from good ones."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+
+import pytest
+
+from eor.documents.extract import DocumentError, extract
+from eor.documents.split import file_digest, split_document
+
+SENTENCE = "The retriever returns passages that the reader reads before it answers the question."  # 13 words
+
+
+def _pdf(pages: list[str], title: str = "A Study of Readers") -> bytes:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4)
+    pdf.setTitle(title)
+    for text in pages:
+        y = 800
+        for line in text.split("\n"):
+            pdf.drawString(72, y, line)
+            y -= 14
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def _encrypted(data: bytes, password: str) -> bytes:
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    writer.encrypt(user_password=password, owner_password="owner")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_a_pdf_page_by_page_with_its_title_and_a_page_without_text(tmp_path):
+    path = tmp_path / "study.pdf"
+    path.write_bytes(_pdf(["Page one talks about BM25 ranking.", "", "Page three explains MRLR, the measure."]))
+    document = extract(path)
+    assert document.title == "A Study of Readers"
+    assert [(s.page, s.text) for s in document.sections] == [
+        (1, "Page one talks about BM25 ranking."),
+        (3, "Page three explains MRLR, the measure."),
+    ]
+    assert document.warnings == ["page 2 has no text (an image-only page?)"]
+    passages = split_document(document, "papers/study.pdf", file_digest(path.read_bytes()))
+    assert [(p.page, p.source, p.title) for p in passages] == [(1, "papers/study.pdf", "A Study of Readers")] + [
+        (3, "papers/study.pdf", "A Study of Readers")
+    ]
+
+
+def test_an_encrypted_pdf_is_refused_unless_it_needs_no_password(tmp_path):
+    plain = _pdf(["Secret findings about retrievers."])
+    locked = tmp_path / "locked.pdf"
+    locked.write_bytes(_encrypted(plain, "secret"))
+    with pytest.raises(DocumentError, match="locked.pdf: encrypted with a password"):
+        extract(locked)
+    open_one = tmp_path / "owner-only.pdf"  # encrypted, with an empty user password: anyone may read it
+    open_one.write_bytes(_encrypted(plain, ""))
+    assert extract(open_one).sections[0].text == "Secret findings about retrievers."
+
+
+def test_a_damaged_file_and_an_unknown_format_are_errors_naming_the_file(tmp_path):
+    damaged = tmp_path / "damaged.pdf"
+    damaged.write_bytes(_pdf(["Some text."])[:200])
+    with pytest.raises(DocumentError, match="damaged.pdf: cannot read it as PDF"):
+        extract(damaged)
+    sheet = tmp_path / "table.xlsx"
+    sheet.write_bytes(b"PK\x03\x04")
+    with pytest.raises(DocumentError, match=r"table.xlsx: unknown format '.xlsx'; known: .docx, .htm, .html"):
+        extract(sheet)
+
+
+def test_a_docx_by_its_headings_and_tables(tmp_path):
+    from docx import Document
+
+    word = Document()
+    word.add_heading("Retriever Inconsistency", 0)
+    word.add_paragraph("An introduction to the subject.")
+    word.add_heading("Measures", 1)
+    word.add_paragraph("MRLR measures how often a retriever loses where another wins.")
+    table = word.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "measure", "meaning"
+    table.cell(1, 0).text, table.cell(1, 1).text = "RWR", "relative win rate"
+    path = tmp_path / "notes.docx"
+    word.save(str(path))
+    document = extract(path)
+    assert document.title == "Retriever Inconsistency"
+    assert [(s.heading, s.text) for s in document.sections] == [
+        ("Retriever Inconsistency", "An introduction to the subject."),
+        (
+            "Measures",
+            "MRLR measures how often a retriever loses where another wins.\n\n"
+            "measure | meaning\n\nRWR | relative win rate",
+        ),
+    ]
+    titles = [p.title for p in split_document(document, "notes.docx", "d")]
+    assert titles == ["Retriever Inconsistency", "Retriever Inconsistency — Measures"]
+
+
+NAVIGATION = "Home | Products | About us | Contact the sales team"
+FOOTER = "Copyright 2026 Example Corp. All rights reserved. Privacy policy."
+
+
+def _page(title: str, body: str) -> str:
+    return f"""<!doctype html><html><head><title>{title} - Example site</title></head><body>
+<header><nav><ul><li><a href="/">Home</a></li><li><a href="/p">Products</a></li><li><a href="/a">About us</a></li>
+<li><a href="/c">Contact the sales team</a></li></ul></nav></header>
+<main><article><h1>{title}</h1>{body}</article></main>
+<footer><p>{FOOTER}</p></footer></body></html>"""
+
+
+def test_html_keeps_the_main_text_and_its_headings_and_leaves_navigation_and_footer_out(tmp_path):
+    body = f"<p>{SENTENCE} {SENTENCE}</p><h2>Ensembles</h2><p>Several retrievers feed one reader; a voter picks.</p>"
+    path = tmp_path / "page.html"
+    path.write_text(_page("Reading Passages", body), encoding="utf-8")
+    document = extract(path)
+    assert document.title == "Reading Passages"
+    assert [s.heading for s in document.sections] == ["Reading Passages", "Ensembles"]
+    passages = split_document(document, "page.html", file_digest(path.read_bytes()))
+    text = " ".join(p.text + " " + p.title for p in passages)
+    assert "Several retrievers feed one reader" in text
+    for word in ("Products", "About us", "sales team", "Copyright", "Privacy"):
+        assert word not in text
+
+
+def test_markdown_sections_and_passages_of_about_a_hundred_words_with_offsets(tmp_path):
+    long = " ".join([SENTENCE] * 20)  # 260 words in one paragraph
+    path = tmp_path / "guide.md"
+    path.write_text(f"# Guide\n\nShort intro.\n\n## Long part\n\n{long}\n\n- a list item\n", encoding="utf-8")
+    document = extract(path)
+    assert [s.heading for s in document.sections] == ["Guide", "Long part"]
+    passages = split_document(document, "guide.md", file_digest(path.read_bytes()))
+    assert passages[0].text == "Short intro." and passages[0].title == "Guide"
+    long_ones = [p for p in passages if p.heading == "Long part"]
+    # the long paragraph in three passages of at most 100 words cut between sentences, the list item apart
+    assert [len(p.text.split()) for p in long_ones] == [91, 91, 78, 3]  # 7 + 7 + 6 sentences of 13 words
+    assert all(p.text.endswith(".") for p in long_ones[:3]) and long_ones[3].text == "a list item"
+    section = document.sections[1].text
+    assert all(section[p.start : p.end] == p.text for p in long_ones)
+
+
+def test_ids_depend_on_the_relative_path_content_and_index_alone(tmp_path):
+    data = b"# T\n\nOne.\n\n## U\n\nTwo."
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "x.md").write_bytes(data)
+    ids = [[p.id for p in split_document(extract(f / "x.md"), "x.md", file_digest(data))] for f in (a, b)]
+    assert ids[0] == ids[1] and len(set(ids[0])) == 2
+    assert all(len(i) == 16 and int(i, 16) >= 0 for i in ids[0])
+    assert ids[0][0] == hashlib.sha256(f"x.md\0{file_digest(data)}\0{0}".encode()).hexdigest()[:16]
+    changed = split_document(extract(a / "x.md"), "x.md", file_digest(data + b"!"))
+    assert not set(p.id for p in changed) & set(ids[0])
+
+
+def test_text_in_another_encoding_is_read_with_a_warning(tmp_path):
+    path = tmp_path / "old.txt"
+    path.write_bytes("Café au lait, crème brûlée.".encode("latin-1"))
+    document = extract(path)
+    assert document.sections[0].text == "Café au lait, crème brûlée."
+    assert document.warnings == ["not UTF-8 (byte 3): read as Latin-1"]
