@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 
 import pytest
 
@@ -170,3 +171,96 @@ def test_text_in_another_encoding_is_read_with_a_warning(tmp_path):
     document = extract(path)
     assert document.sections[0].text == "Café au lait, crème brûlée."
     assert document.warnings == ["not UTF-8 (byte 3): read as Latin-1"]
+
+
+def _folder(root):
+    """A folder of a user's files: Markdown, text, HTML, a PDF, a DOCX, an encrypted PDF, an image, a subfolder."""
+    from docx import Document
+
+    (root / "notes").mkdir(parents=True)
+    (root / "guide.md").write_text(f"# Guide\n\n{SENTENCE}\n\n## Setup\n\nInstall it first.\n", encoding="utf-8")
+    (root / "notes" / "todo.txt").write_text("Read the eRAG paper again.\n", encoding="utf-8")
+    (root / "page.html").write_text(_page("Voting", f"<p>{SENTENCE} {SENTENCE}</p>"), encoding="utf-8")
+    (root / "study.pdf").write_bytes(_pdf(["First page.", "Second page."]))
+    (root / "locked.pdf").write_bytes(_encrypted(_pdf(["Hidden."]), "secret"))
+    (root / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (root / ".hidden.md").write_text("# Not imported\n", encoding="utf-8")
+    word = Document()
+    word.add_heading("Report", 1)
+    word.add_paragraph("The report's only paragraph.")
+    word.save(str(root / "notes" / "report.docx"))
+
+
+def test_a_folder_becomes_a_corpus_and_bad_files_are_told_not_fatal(tmp_path):
+    from eor.documents.folder import import_folder, manifest_path
+    from retrievers.corpus import load_corpus
+
+    root = tmp_path / "docs"
+    _folder(root)
+    told: list[str] = []
+    summary = import_folder(root, tmp_path / "corpus.jsonl", warn=told.append, progress=False)
+    assert summary.read == ["guide.md", "notes/report.docx", "notes/todo.txt", "page.html", "study.pdf"]
+    assert set(summary.skipped) == {"locked.pdf", "photo.png"}
+    assert told == [
+        "locked.pdf: skipped, encrypted with a password",
+        "photo.png: skipped, unknown format '.png'; known: .docx, .htm, .html, .markdown, .md, .pdf, .text, .txt",
+    ]
+    lines = [json.loads(line) for line in (tmp_path / "corpus.jsonl").read_text().splitlines()]
+    assert summary.passages == len(lines) and [p["source"] for p in lines] == sorted(p["source"] for p in lines)
+    assert {(p["source"], p["page"]) for p in lines if p["source"] == "study.pdf"} == {
+        ("study.pdf", 1),
+        ("study.pdf", 2),
+    }
+    assert [p["title"] for p in lines if p["source"] == "guide.md"] == ["Guide", "Guide — Setup"]
+    assert len(load_corpus(tmp_path / "corpus.jsonl")) == len(lines)  # a corpus eor reads as any other
+    manifest = json.loads(manifest_path(tmp_path / "corpus.jsonl").read_text())
+    assert set(manifest["files"]) == set(summary.read) and manifest["words"] == 100
+
+
+def test_importing_again_keeps_unchanged_files_and_equals_a_fresh_import(tmp_path):
+    from eor.documents.folder import import_folder
+
+    root = tmp_path / "docs"
+    _folder(root)
+    corpus = tmp_path / "corpus.jsonl"
+    import_folder(root, corpus, progress=False)
+    (root / "guide.md").write_text("# Guide\n\nRewritten from scratch.\n", encoding="utf-8")
+    (root / "notes" / "todo.txt").unlink()
+    (root / "new.md").write_text("# New\n\nA new file.\n", encoding="utf-8")
+    again = import_folder(root, corpus, progress=False)
+    assert again.read == ["guide.md", "new.md"] and again.removed == ["notes/todo.txt"]
+    assert again.kept == ["notes/report.docx", "page.html", "study.pdf"]
+    fresh = tmp_path / "fresh.jsonl"
+    import_folder(root, fresh, progress=False)
+    assert corpus.read_bytes() == fresh.read_bytes()
+    texts = [json.loads(line)["text"] for line in corpus.read_text().splitlines()]
+    assert "Rewritten from scratch." in texts and "Read the eRAG paper again." not in texts
+    untouched = import_folder(root, corpus, progress=False)  # nothing changed: nothing is read
+    assert untouched.read == [] and corpus.read_bytes() == fresh.read_bytes()
+
+
+def test_globs_choose_the_files_and_a_size_limit_skips_big_ones(tmp_path):
+    from eor.documents.folder import import_folder, walk
+
+    root = tmp_path / "docs"
+    _folder(root)
+    assert walk(root, ["*.md"], []) == ["guide.md"]
+    assert walk(root, ["notes/**"], ["*.docx"]) == ["notes/todo.txt"]
+    assert walk(root, ["**"], ["*.pdf", "*.png", "notes/*"]) == ["guide.md", "page.html"]
+    summary = import_folder(root, tmp_path / "c.jsonl", include=["*.md", "*.txt"], max_bytes=40, progress=False)
+    assert summary.read == ["notes/todo.txt"] and summary.skipped["guide.md"].endswith("over the limit of 40")
+
+
+def test_eor_import_corpus_takes_a_folder(tmp_path, capsys):
+    from eor.cli import main
+
+    root = tmp_path / "docs"
+    _folder(root)
+    assert main(["import-corpus", str(root), "--out", str(tmp_path / "c.jsonl"), "--exclude", "*.png"]) == 0
+    out, err = capsys.readouterr()
+    assert "passages written to" in out and "(5 read, 0 unchanged, 0 removed, 1 skipped files)" in out
+    told = [line[line.index("warning:") :] for line in err.splitlines() if "warning:" in line]
+    assert told == ["warning: locked.pdf: skipped, encrypted with a password"]
+    (tmp_path / "empty").mkdir()
+    assert main(["import-corpus", str(tmp_path / "empty"), "--out", str(tmp_path / "e.jsonl")]) == 1
+    assert "0 passages written" in capsys.readouterr().out

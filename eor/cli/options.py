@@ -50,6 +50,13 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    return value
+
+
 def token_rates(text: str) -> dict[str, float]:
     """An argparse type: PROMPT,GENERATED tokens per second, both finite and > 0 (`--rates 281,60`)."""
     prompt, comma, generated = text.partition(",")

@@ -5,12 +5,15 @@ where) and the parser of `eor cache` (every persistent cache; its handlers: eor.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from eor.cli.options import Commands, limit_option, out_option
+from eor.cli.options import Commands, limit_option, out_option, positive_float, positive_int
 from eor.commands.importers import read_passages, read_questions, write_jsonl
 from eor.commands.starter import init_folder
+from eor.core.errors import ConfigError
 from eor.core.models import PACKAGED_MODELS
+from eor.documents.folder import import_folder
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -26,10 +29,35 @@ def cmd_import_questions(args: argparse.Namespace) -> int:
 
 
 def cmd_import_corpus(args: argparse.Namespace) -> int:
-    passages = read_passages(Path(args.file), limit=args.limit)
+    source = Path(args.file)
+    if source.is_dir():
+        return _import_folder(source, args)
+    if args.include or args.exclude:
+        raise ConfigError("--include and --exclude choose the files of a folder; give a folder")
+    passages = read_passages(source, limit=args.limit)
     write_jsonl(passages, Path(args.out))
     print(f"{len(passages)} passages of {args.file} written to {args.out}")
     return 0
+
+
+def _import_folder(folder: Path, args: argparse.Namespace) -> int:
+    """A folder of documents into a corpus, kept current (eor.documents.folder); exit status 1 when no
+    passage was written."""
+    from tqdm.auto import tqdm
+
+    if args.limit is not None:
+        raise ConfigError("--limit applies to a passage file; a folder is imported whole (choose with --include)")
+    summary = import_folder(
+        folder,
+        Path(args.out),
+        include=args.include or ["**"],
+        exclude=args.exclude or [],
+        words=args.words,
+        max_bytes=int(args.max_mb * 2**20),
+        warn=lambda line: tqdm.write(f"warning: {line}", file=sys.stderr),  # above the progress bar
+    )
+    print("\n".join(summary.lines()))
+    return 0 if summary.passages else 1
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -61,11 +89,25 @@ def add_imports(commands: Commands) -> None:
     limit_option(questions)
     questions.set_defaults(handler="eor.cli.start:cmd_import_questions")
     corpus = commands.add_parser(
-        "import-corpus", help="a tab-separated passage file (DPR's psgs_w100.tsv) into a corpus"
+        "import-corpus",
+        help="a folder of documents (PDF, HTML, DOCX, Markdown, text), or a tab-separated passage file (DPR's "
+        "psgs_w100.tsv), into a corpus",
     )
-    corpus.add_argument("file", help="tab-separated with a header naming id, text and title (.gz too)")
-    out_option(corpus, "the corpus file to write (JSON Lines: id, title, text)")
+    corpus.add_argument(
+        "file",
+        help="a folder (imported again: only new and changed files are read), or a tab-separated file with a "
+        "header naming id, text and title (.gz too)",
+    )
+    out_option(corpus, "the corpus file to write (JSON Lines: id, title, text; for a folder also source, page, ...)")
     limit_option(corpus, "passages")
+    corpus.add_argument("--include", action="append", metavar="GLOB", help="a folder's files to import (default all)")
+    corpus.add_argument("--exclude", action="append", metavar="GLOB", help="a folder's files to leave out")
+    corpus.add_argument(
+        "--words", type=positive_int, default=100, help="the words of a passage of a folder's documents (default 100)"
+    )
+    corpus.add_argument(
+        "--max-mb", type=positive_float, default=100.0, help="a folder's files over this size are skipped (default 100)"
+    )
     corpus.set_defaults(handler="eor.cli.start:cmd_import_corpus")
 
 

@@ -60,8 +60,8 @@ def extract(path: Path, data: bytes | None = None) -> Document:
     raw = path.read_bytes() if data is None else data
     try:
         return extractor(raw, path.name)
-    except DocumentError:
-        raise
+    except DocumentError as exc:  # what the extractor found wrong, in its words
+        raise DocumentError(f"{path}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - a damaged file fails in the library, in its own way
         raise DocumentError(f"{path}: cannot read it as {suffix[1:].upper()} ({type(exc).__name__}: {exc})") from None
 
@@ -158,7 +158,7 @@ def pdf(data: bytes, name: str) -> Document:
 
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted and not reader.decrypt(""):
-        raise DocumentError(f"{name}: encrypted with a password")
+        raise DocumentError("encrypted with a password")
     metadata = reader.metadata
     title = (metadata.title if metadata is not None and metadata.title else "") or _stem(name)
     sections, warnings = [], []
