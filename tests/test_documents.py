@@ -55,7 +55,7 @@ def test_a_pdf_page_by_page_with_its_title_and_a_page_without_text(tmp_path):
     ]
     assert document.warnings == ["page 2 has no text (an image-only page?)"]
     passages = split_document(document, "papers/study.pdf", file_digest(path.read_bytes()))
-    assert [(p.page, p.source, p.title) for p in passages] == [(1, "papers/study.pdf", "A Study of Readers")] + [
+    assert [(p.page, p.file, p.title) for p in passages] == [(1, "papers/study.pdf", "A Study of Readers")] + [
         (3, "papers/study.pdf", "A Study of Readers")
     ]
 
@@ -206,12 +206,12 @@ def test_a_folder_becomes_a_corpus_and_bad_files_are_told_not_fatal(tmp_path):
         "photo.png: skipped, unknown format '.png'; known: .docx, .htm, .html, .markdown, .md, .pdf, .text, .txt",
     ]
     lines = [json.loads(line) for line in (tmp_path / "corpus.jsonl").read_text().splitlines()]
-    assert summary.passages == len(lines) and [p["source"] for p in lines] == sorted(p["source"] for p in lines)
-    assert {(p["source"], p["page"]) for p in lines if p["source"] == "study.pdf"} == {
+    assert summary.passages == len(lines) and [p["file"] for p in lines] == sorted(p["file"] for p in lines)
+    assert {(p["file"], p["page"]) for p in lines if p["file"] == "study.pdf"} == {
         ("study.pdf", 1),
         ("study.pdf", 2),
     }
-    assert [p["title"] for p in lines if p["source"] == "guide.md"] == ["Guide", "Guide — Setup"]
+    assert [p["title"] for p in lines if p["file"] == "guide.md"] == ["Guide", "Guide — Setup"]
     assert len(load_corpus(tmp_path / "corpus.jsonl")) == len(lines)  # a corpus eor reads as any other
     manifest = json.loads(manifest_path(tmp_path / "corpus.jsonl").read_text())
     assert set(manifest["files"]) == set(summary.read) and manifest["words"] == 100

@@ -3,7 +3,7 @@
 The folder is walked recursively in a fixed order (relative paths, `/`-separated, sorted), files kept by
 include and exclude globs (matched on the relative path; `**` crosses folders). Each file is read by its format
 (eor.documents.extract) and split into passages (eor.documents.split); the corpus is JSON Lines (`id`, `title`,
-`text`, and the passage's `source`, `page`, `heading`, `start`, `end`), in path order, then reading order.
+`text`, and the passage's `file`, `page`, `heading`, `start`, `end`), in path order, then reading order.
 
 **Kept current.** Beside the corpus, `<corpus>.manifest.json` records each file's content digest and its
 passage count. Imported again, a file whose digest is unchanged keeps its passages as they are (read back from
@@ -75,7 +75,7 @@ def import_folder(
     out = Path(corpus)
     summary = ImportSummary(out)
     previous = _previous(out, words)
-    kept_lines = _lines_by_source(out) if previous else {}
+    kept_lines = _lines_by_file(out) if previous else {}
     files: dict[str, dict[str, Any]] = {}
     lines: list[str] = []
     for relative in _progress(walk(root, include, exclude), progress):
@@ -168,14 +168,14 @@ def _previous(corpus: Path, words: int) -> dict[str, dict[str, Any]]:
     return dict(manifest.get("files") or {})
 
 
-def _lines_by_source(corpus: Path) -> dict[str, list[str]]:
+def _lines_by_file(corpus: Path) -> dict[str, list[str]]:
     """The previous corpus's lines, by the file they came from."""
     out: dict[str, list[str]] = {}
     with corpus.open(encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
-                source = json.loads(line).get("source")
-                out.setdefault(str(source), []).append(line.rstrip("\n"))
+                file = json.loads(line).get("file")
+                out.setdefault(str(file), []).append(line.rstrip("\n"))
     return out
 
 

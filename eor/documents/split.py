@@ -3,8 +3,8 @@ passages by default) by langchain-text-splitters' recursive splitter, which cuts
 lines, sentences, clauses and words, never inside a word; a section shorter than that is one passage.
 
 Each passage carries its title (the document's title, and the section heading where there is one: the title
-a reader and BM25 see), its source file (the path relative to the imported folder, `/`-separated), its page
-(PDF), the section heading, and its character offsets in the section's text. Its id is a digest of the
+a reader and BM25 see), its `file` (the path relative to the imported folder, `/`-separated), its page (PDF),
+the section heading, and its character offsets in the section's text. Its id is a digest of the
 relative path, the file's content digest and the passage's index in the file: the same file gives the same
 ids on every machine and every run, and a changed file gives new ones.
 """
@@ -31,7 +31,7 @@ class DocumentPassage:
     id: str
     title: str
     text: str
-    source: str
+    file: str
     page: int | None
     heading: str
     start: int
@@ -46,14 +46,14 @@ def file_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def passage_id(source: str, digest: str, index: int) -> str:
+def passage_id(file: str, digest: str, index: int) -> str:
     """A passage's id: 16 hex digits of sha256(relative path, content digest, index)."""
-    return hashlib.sha256(f"{source}\0{digest}\0{index}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{file}\0{digest}\0{index}".encode()).hexdigest()[:16]
 
 
-def split_document(document: Document, source: str, digest: str, words: int = DEFAULT_WORDS) -> list[DocumentPassage]:
-    """The passages of `document` (from the file `source`, relative and `/`-separated, whose content digest is
-    `digest`), about `words` words each, in reading order."""
+def split_document(document: Document, file: str, digest: str, words: int = DEFAULT_WORDS) -> list[DocumentPassage]:
+    """The passages of `document` (from `file`, its path relative to the folder, `/`-separated, whose content
+    digest is `digest`), about `words` words each, in reading order."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     if words < 1:
@@ -76,7 +76,7 @@ def split_document(document: Document, source: str, digest: str, words: int = DE
             index = len(out)
             out.append(
                 DocumentPassage(
-                    passage_id(source, digest, index), title, text, source, section.page, section.heading, start,
+                    passage_id(file, digest, index), title, text, file, section.page, section.heading, start,
                     start + len(text),
                 )
             )  # fmt: skip
