@@ -11,7 +11,7 @@ closes each run with its documents or its error. Operators pass the run managers
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, overload
 
 from langchain_core.callbacks import CallbackManager, CallbackManagerForRetrieverRun
@@ -228,6 +228,16 @@ class NoRetrieval(SourceRetriever):
         return [[] for _ in queries]
 
 
-def passage(text: str, *, id: str, title: str = "", source: str, score: float | None = None) -> Document:
-    """A passage as a LangChain Document with eor's metadata keys."""
-    return Document(page_content=text, metadata={"id": id, "title": title, "source": source, "score": score})
+def passage(
+    text: str,
+    *,
+    id: str,
+    title: str = "",
+    source: str,
+    score: float | None = None,
+    cite: Mapping[str, Any] | None = None,
+) -> Document:
+    """A passage as a LangChain Document with eor's metadata keys (`cite`: the file and page it comes from, for a
+    passage of an imported document)."""
+    metadata = {"id": id, "title": title, "source": source, "score": score, **(cite or {})}
+    return Document(page_content=text, metadata=metadata)

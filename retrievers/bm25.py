@@ -51,7 +51,7 @@ class BM25Retriever(SourceRetriever):
         from tqdm.auto import tqdm
 
         passages = tqdm(self._corpus, total=len(self._corpus), desc=desc, unit="passage")
-        return (f"{title} {text}" for _, title, text in passages)
+        return (f"{p.title} {p.text}" for p in passages)
 
     def _bm25s(self) -> BM25Index:
         corpus = self._corpus
@@ -96,8 +96,10 @@ class BM25Retriever(SourceRetriever):
         return results
 
     def _passage(self, row: int, score: float) -> Document:
-        pid, title, text = self._corpus[row]
-        return passage(text, id=pid, title=title, source=self.source_name, score=score)
+        found = self._corpus[row]
+        return passage(
+            found.text, id=found.id, title=found.title, source=self.source_name, score=score, cite=found.cite
+        )
 
 
 def _top_indices(scores: np.ndarray, depth: int) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""A JSON Lines corpus (`id`, `title`, `text`) read from disk, one passage at a time.
+"""A JSON Lines corpus (`id`, `title`, `text`; for imported documents also `file` and `page`, which cite the
+passage's origin) read from disk, one passage at a time.
 
 A corpus is opened through an index of byte offsets, built by one validating pass over the file the first
 time the file is seen and kept in the index store (`<cache>/indexes/corpus-<sha256>`, memory-mapped): the
@@ -24,7 +25,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,6 +41,11 @@ class Passage(NamedTuple):
     id: str
     title: str
     text: str
+    cite: dict[str, Any] | None = None  # where it comes from, for a passage of an imported document: file, page
+
+
+#: the fields of a corpus line that cite a passage's origin (eor.documents: one's own documents)
+CITATION_FIELDS = ("file", "page")
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,7 +88,8 @@ class Corpus:
             pid = str(record["id"])
         else:  # its line number, as the validating pass named it
             pid = str(int(self.lines[row]) if self.lines is not None else row + 1)
-        return Passage(pid, str(record.get("title") or ""), record["text"])
+        cite = {key: record[key] for key in CITATION_FIELDS if record.get(key) is not None}
+        return Passage(pid, str(record.get("title") or ""), record["text"], cite or None)
 
 
 _OPENED: dict[tuple[str, int, int, int], Corpus] = {}

@@ -139,8 +139,8 @@ class DenseRetriever(SourceRetriever):
             nonlocal tower
             tower = tower or _tower(self.index_encoder, self.pooling, self.max_length)
             rows = corpus.rows(start, end)  # read from disk a shard at a time
-            titles = [f"{prefix}{title}" if title else "" for _, title, _ in rows]
-            texts = [text if title else f"{prefix}{text}" for _, title, text in rows]
+            titles = [f"{prefix}{p.title}" if p.title else "" for p in rows]
+            texts = [p.text if p.title else f"{prefix}{p.text}" for p in rows]
             return tower.encode_passages(titles, texts, batch_size=self.batch_size, normalize=self.normalize)
 
         encoding = {key: value for key, value in meta.items() if key not in ("index", "train_size")}
@@ -172,8 +172,8 @@ class DenseRetriever(SourceRetriever):
             order = np.lexsort((row_ids, -row_scores))  # best first; ties keep corpus order
             results.append(
                 [
-                    passage(text, id=pid, title=title, source=self.source_name, score=float(score))
-                    for (pid, title, text), score in zip(
+                    passage(p.text, id=p.id, title=p.title, source=self.source_name, score=float(score), cite=p.cite)
+                    for p, score in zip(
                         (corpus[i] for i in row_ids[order].tolist()), row_scores[order].tolist(), strict=True
                     )
                 ]

@@ -264,3 +264,21 @@ def test_eor_import_corpus_takes_a_folder(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["import-corpus", str(tmp_path / "empty"), "--out", str(tmp_path / "e.jsonl")]) == 1
     assert "0 passages written" in capsys.readouterr().out
+
+
+def test_retrieved_passages_of_an_imported_folder_cite_their_file_and_page(tmp_path):
+    from eor.documents.folder import import_folder
+    from eor.pipeline.stages.reading import _passage_dict
+    from retrievers.bm25 import BM25Retriever
+
+    root = tmp_path / "docs"
+    _folder(root)
+    import_folder(root, tmp_path / "corpus.jsonl", progress=False)
+    found = BM25Retriever(corpus_path=str(tmp_path / "corpus.jsonl"), depth=1).invoke("second page")
+    assert found[0].metadata["file"] == "study.pdf" and found[0].metadata["page"] == 2
+    assert _passage_dict(found[0]) | {"score": None} == {
+        "id": found[0].metadata["id"], "title": "A Study of Readers", "text": "Second page.", "score": None,
+        "file": "study.pdf", "page": 2,
+    }  # fmt: skip
+    todo = BM25Retriever(corpus_path=str(tmp_path / "corpus.jsonl"), depth=1).invoke("eRAG paper")
+    assert todo[0].metadata["file"] == "notes/todo.txt" and "page" not in todo[0].metadata  # no pages in text

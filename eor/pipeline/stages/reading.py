@@ -140,12 +140,16 @@ class ReadingStage:
 
 
 def _passage_dict(document: Any) -> dict[str, Any]:
-    """A passage as records and the API hold it; `url` only for passages that have one (web pages)."""
+    """A passage as records and the API hold it; `url` only for passages that have one (web pages), `file` and
+    `page` only for passages of imported documents (eor.documents)."""
     meta = document.metadata
     passage = {"id": meta.get("id"), "title": meta.get("title", ""), "text": document.page_content}
     passage["score"] = meta.get("score")
     if meta.get("url"):
         passage["url"] = str(meta["url"])
+    for key in ("file", "page"):
+        if meta.get(key) is not None:
+            passage[key] = meta[key]
     return passage
 
 
