@@ -236,8 +236,12 @@ def passage(
     source: str,
     score: float | None = None,
     cite: Mapping[str, Any] | None = None,
+    generated: bool = False,
 ) -> Document:
     """A passage as a LangChain Document with eor's metadata keys (`cite`: the file and page it comes from, for a
-    passage of an imported document)."""
+    passage of an imported document; `generated`: written by the reader, PK's document or @CP's summary, so
+    never a source to cite)."""
     metadata = {"id": id, "title": title, "source": source, "score": score, **(cite or {})}
+    if generated:
+        metadata["generated"] = True
     return Document(page_content=text, metadata=metadata)

@@ -193,7 +193,7 @@ class Compress(EorRetriever):
         results: list[list[Document]] = [[] for _ in queries]
         for (i, _, _), summary in zip(todo, summaries, strict=True):
             digest = hashlib.sha1(summary.encode()).hexdigest()[:12]
-            results[i] = [passage(summary.strip(), id=f"CP:{digest}", source=self.notation)]
+            results[i] = [passage(summary.strip(), id=f"CP:{digest}", source=self.notation, generated=True)]
         return results
 
 

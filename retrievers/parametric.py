@@ -31,7 +31,7 @@ class ParametricRetriever(SourceRetriever):
         prompts = [templates.parametric_prompt(query) for query in queries]
         outputs = reader.generate(prompts, max_tokens=self.max_tokens)
         return [
-            [passage(text.strip(), id=_generated_id(self.source_name, text), source=self.source_name)]
+            [passage(text.strip(), id=_generated_id(self.source_name, text), source=self.source_name, generated=True)]
             if text.strip()
             else []
             for text in outputs

@@ -282,3 +282,24 @@ def test_retrieved_passages_of_an_imported_folder_cite_their_file_and_page(tmp_p
     }  # fmt: skip
     todo = BM25Retriever(corpus_path=str(tmp_path / "corpus.jsonl"), depth=1).invoke("eRAG paper")
     assert todo[0].metadata["file"] == "notes/todo.txt" and "page" not in todo[0].metadata  # no pages in text
+
+
+def test_an_answer_cites_the_passages_it_comes_from_and_the_reader_s_own_knowledge_none():
+    from eor.core.results import MemberOutput, Result
+
+    study = {"id": "a1", "title": "A Study", "text": "MRLR measures losses.", "file": "study.pdf", "page": 3}
+    other = {"id": "b2", "title": "Notes", "text": "Unrelated text.", "file": "notes.md"}
+    written = {"id": "PK:0123456789ab", "title": "", "text": "MRLR measures losses.", "generated": True}
+    members = {
+        "BM25@2": MemberOutput("losses", [study, other]),
+        "PK": MemberOutput("losses", [written]),
+        "ReFree": MemberOutput("wins"),
+    }
+    result = Result("q1", "what does MRLR measure", "losses", "BM25@2", members, {"total": 1.0})
+    assert result.sources == [  # the passage that holds the answer; PK's own document is no source
+        {"member": "BM25@2", "id": "a1", "title": "A Study", "file": "study.pdf", "page": 3}
+    ]
+    alone = Result("q1", "what does MRLR measure", "wins", "ReFree", members, {"total": 1.0})
+    assert alone.sources == []  # the reader's own knowledge
+    declined = Result("q1", "q", None, "BM25@2", members, {"total": 1.0})
+    assert declined.sources == [] and result.to_dict()["sources"] == result.sources

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eor.core.answers import normalize_answer
+from eor.core.answers import contains, normalize_answer
 from eor.core.errors import InputError
 
 
@@ -211,6 +211,23 @@ class Result:
             if name != self.member and chosen and normalize_answer(output.answer) == chosen
         ]
 
+    @property
+    def sources(self) -> list[dict[str, Any]]:
+        """Where the chosen answer comes from: among the passages of the members credited with it (`given_by`;
+        for a judge voter's span, the members whose passages hold it), those that hold the answer (normalised,
+        whole words), else all of them; a document the reader wrote (PK's, @CP's) is never a source. Each:
+        the member, the passage's id and title, and its file and page (imported documents) or url (web
+        pages) where it has them. Empty when eor declined or the answer is the reader's own knowledge."""
+        if self.answer is None:
+            return []
+        credited = self.given_by
+        if self.judged is not None and not credited:
+            credited = list(self.judged["candidates"][self.judged["chosen"]]["supported_by"])
+        read = [(name, p) for name in credited for p in self.members[name].passages if not p.get("generated")]
+        holding = [(name, p) for name, p in read if contains(str(p.get("text", "")), self.answer) == 1.0]
+        keys = ("id", "title", "file", "page", "url")
+        return [{"member": name, **{k: p[k] for k in keys if p.get(k) is not None}} for name, p in holding or read]
+
     def to_dict(self) -> dict[str, Any]:
         """The object `eor ask --json` prints (`given_by`: every member that gave the chosen answer; `degraded`
         and `degraded_reasons` only when a member failed,
@@ -224,6 +241,7 @@ class Result:
             "probability": None if self.probability is None else round(self.probability, 4),
             "member": self.member,
             "given_by": self.given_by,
+            "sources": self.sources,
             "members": {name: {**output.record(), "score": output.score} for name, output in self.members.items()},
             "timings": self.timings,
         }

@@ -90,6 +90,15 @@ class Abstention(BaseModel):
     reason: str = Field(description="why, in words")
 
 
+class Source(BaseModel):
+    member: str = Field(description="the member whose passage it is")
+    id: str | None = Field(default=None, description="the passage's id in the corpus")
+    title: str | None = Field(default=None, description="the passage's title")
+    file: str | None = Field(default=None, description="an imported document's path relative to its folder")
+    page: int | None = Field(default=None, description="the page of a PDF")
+    url: str | None = Field(default=None, description="a web page's address")
+
+
 class JudgeCandidate(BaseModel):
     text: str
     members: list[str] = Field(description="the members that wrote it; empty for a span of the passages")
@@ -128,6 +137,11 @@ class AnswerResponse(BaseModel):
     given_by: list[str] = Field(
         description="every member that gave the chosen answer (equal once normalised), the chosen member first; "
         "with a judge voter, the members that wrote it (none for a span)"
+    )
+    sources: list[Source] = Field(
+        default_factory=list,
+        description="the passages the answer comes from (those of the members credited with it that hold it); "
+        "empty when eor declined or the answer is the reader's own knowledge (ReFree, PK)",
     )
     members: dict[str, MemberAnswer] = Field(description="every member that ran and took part in the vote")
     timings: dict[str, float] = Field(description="seconds per question: retrieval, generation, voting, total")

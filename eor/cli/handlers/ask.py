@@ -44,6 +44,19 @@ def _chosen(result) -> tuple[str, str]:
     return candidate["text"], f"a span of the passages of {holders}, no member wrote it; chosen by the judge"
 
 
+def _sources(result) -> str:
+    """The answer's sources in a line: file and page (or url, or title) and passage id of each."""
+    sources = result.sources
+    if not sources:
+        return "none: the reader's own knowledge (no passage)"
+    shown = []
+    for source in sources:
+        where = source.get("file") or source.get("url") or source.get("title") or "passage"
+        page = f" p. {source['page']}" if source.get("page") is not None else ""
+        shown.append(f"{where}{page} [{source.get('id')}]")
+    return "; ".join(dict.fromkeys(shown))
+
+
 def format_judged(judged: dict) -> str:
     """The judge's candidates: who wrote each, whose passages hold it, its log-odds (chosen first: `*`)."""
     rows = [
@@ -84,6 +97,8 @@ def format_result(result) -> str:
     else:
         answer = f"{result.answer}   ({credit})"
     lines = [f"Question: {result.question}", f"Answer:   {answer}"]
+    if not result.abstained:
+        lines.append(f"Sources:  {_sources(result)}")
     if result.probability is not None:
         lines.append(f"P(right): {result.probability:.2f}")
     if result.abstention is not None and not result.abstained:

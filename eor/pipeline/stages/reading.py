@@ -141,7 +141,8 @@ class ReadingStage:
 
 def _passage_dict(document: Any) -> dict[str, Any]:
     """A passage as records and the API hold it; `url` only for passages that have one (web pages), `file` and
-    `page` only for passages of imported documents (eor.documents)."""
+    `page` only for passages of imported documents (eor.documents), `generated` only for documents the reader
+    wrote (PK's, @CP's: never a source of an answer)."""
     meta = document.metadata
     passage = {"id": meta.get("id"), "title": meta.get("title", ""), "text": document.page_content}
     passage["score"] = meta.get("score")
@@ -150,6 +151,8 @@ def _passage_dict(document: Any) -> dict[str, Any]:
     for key in ("file", "page"):
         if meta.get(key) is not None:
             passage[key] = meta[key]
+    if meta.get("generated"):
+        passage["generated"] = True
     return passage
 
 
