@@ -8,12 +8,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from pathlib import Path
 
 import pytest
 
 from eor.documents.extract import DocumentError, extract
 from eor.documents.split import file_digest, split_document
 
+ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "The retriever returns passages that the reader reads before it answers the question."  # 13 words
 
 
@@ -303,3 +305,33 @@ def test_an_answer_cites_the_passages_it_comes_from_and_the_reader_s_own_knowled
     assert alone.sources == []  # the reader's own knowledge
     declined = Result("q1", "q", None, "BM25@2", members, {"total": 1.0})
     assert declined.sources == [] and result.to_dict()["sources"] == result.sources
+    from eor.cli.handlers.ask import _sources
+
+    assert _sources(result) == "study.pdf p. 3 [a1]"
+    assert _sources(alone) == "none: the reader's own knowledge (no passage)"
+
+
+def test_the_seed_papers_as_a_folder_answer_what_mrlr_measures_and_cite_the_paper(tmp_path, capsys):
+    from eor.cli import main
+
+    papers = ROOT.parent / "shared" / "papers"
+    if not papers.is_dir():
+        pytest.skip("the shared papers folder is not next to the project")
+    corpus = tmp_path / "papers.jsonl"
+    assert main(["import-corpus", str(papers), "--out", str(corpus)]) == 0
+    config = tmp_path / "papers.yaml"
+    config.write_text(
+        f"""name: papers
+reader: {{model: smollm2-135m, max_tokens: 16, llama_cpp: {{context_tokens: 2048}}}}
+corpus: {{path: {corpus}}}
+members: [BM25@1]
+voter: {{metrics: [em]}}
+"""
+    )
+    capsys.readouterr()
+    assert main(["ask", "what does MRLR measure", "--config", str(config), "--no-cache", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    cited = answer["sources"]
+    assert [source["file"] for source in cited] == ["eor-retriever-inconsistency.txt"]
+    passages = {p["id"]: p for p in answer["members"]["BM25@1"]["passages"]}
+    assert "MRLR" in passages[cited[0]["id"]]["text"]
