@@ -335,3 +335,16 @@ voter: {{metrics: [em]}}
     assert [source["file"] for source in cited] == ["eor-retriever-inconsistency.txt"]
     passages = {p["id"]: p for p in answer["members"]["BM25@1"]["passages"]}
     assert "MRLR" in passages[cited[0]["id"]]["text"]
+
+
+def test_eor_init_with_documents_imports_them_as_the_corpus(tmp_path, capsys):
+    from eor.cli import main
+
+    root = tmp_path / "docs"
+    _folder(root)
+    assert main(["init", str(tmp_path / "pool"), "--documents", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "passages written to" in out and "only new and changed files are read" in out
+    sources = {json.loads(line)["file"] for line in (tmp_path / "pool" / "corpus.jsonl").read_text().splitlines()}
+    assert sources == {"guide.md", "notes/report.docx", "notes/todo.txt", "page.html", "study.pdf"}
+    assert "corpus.jsonl" in (tmp_path / "pool" / "config.yaml").read_text()

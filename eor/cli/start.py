@@ -17,7 +17,8 @@ from eor.documents.folder import import_folder
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    print(init_folder(Path(args.folder), force=args.force))
+    documents = Path(args.documents) if args.documents else None
+    print(init_folder(Path(args.folder), force=args.force, documents=documents))
     return 0
 
 
@@ -77,6 +78,9 @@ def add_init(commands: Commands) -> None:
     init = commands.add_parser("init", help="a folder to start from: an editable config, a corpus, questions")
     init.add_argument("folder", help="the folder to write (created if missing)")
     init.add_argument("--force", action="store_true", help="write config.yaml again if it exists")
+    init.add_argument(
+        "--documents", metavar="FOLDER", help="import this folder of documents as the corpus (eor import-corpus)"
+    )
     init.set_defaults(handler="eor.cli.start:cmd_init")
 
 

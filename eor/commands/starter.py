@@ -10,13 +10,15 @@ from pathlib import Path
 from eor.core.atomic import write_text_atomically
 from eor.core.config import default_config_path, package_file
 from eor.core.errors import InputError
+from eor.documents.folder import import_folder
 
 CORPUS_LINE = re.compile(r"^(\s*path:\s*)eor:demo/corpus\.jsonl.*$", re.M)
 
 
-def init_folder(folder: Path, force: bool = False) -> str:
+def init_folder(folder: Path, force: bool = False, documents: Path | None = None) -> str:
     """Write DIR/config.yaml, DIR/corpus.jsonl and DIR/questions.jsonl; return what to do next. An existing
-    config is kept unless `force`; an existing corpus or questions file is always kept."""
+    config is kept unless `force`; an existing corpus or questions file is always kept, but for `documents`:
+    a folder of documents imported as the corpus (eor.documents.folder; imported again, kept current)."""
     config = folder / "config.yaml"
     if config.exists() and not force:
         raise InputError(f"{config} exists; --force writes it again")
@@ -26,12 +28,20 @@ def init_folder(folder: Path, force: bool = False) -> str:
         raise InputError(f"{default_config_path()}: no corpus path to point at the new folder")
     text = re.sub(r"^name: .*$", f"name: {folder.name or 'mine'}", text, count=1, flags=re.M)
     folder.mkdir(parents=True, exist_ok=True)
+    imported = []
+    if documents is not None:
+        summary = import_folder(documents, folder / "corpus.jsonl")
+        if not summary.passages:
+            raise InputError(f"{documents}: no passage could be read from it (see the warnings above)")
+        imported = [*summary.lines(), f"  again after editing {documents}: eor import-corpus {documents} --out "
+                    f"{folder / 'corpus.jsonl'} (only new and changed files are read)"]  # fmt: skip
     write_text_atomically(config, text)
     for name in ("corpus.jsonl", "questions.jsonl"):
         if not (folder / name).exists():
             shutil.copyfile(package_file(f"demo/{name}"), folder / name)
     return "\n".join(
-        [
+        imported
+        + [
             f"wrote {config} (the default pool: seven members over {folder / 'corpus.jsonl'})",
             f"  corpus:    {folder / 'corpus.jsonl'} — the demo passages; put yours there (one JSON object per line:",
             '             {"id": "...", "title": "...", "text": "..."}; passages of about 100 words work best)',
