@@ -348,3 +348,38 @@ def test_eor_init_with_documents_imports_them_as_the_corpus(tmp_path, capsys):
     sources = {json.loads(line)["file"] for line in (tmp_path / "pool" / "corpus.jsonl").read_text().splitlines()}
     assert sources == {"guide.md", "notes/report.docx", "notes/todo.txt", "page.html", "study.pdf"}
     assert "corpus.jsonl" in (tmp_path / "pool" / "config.yaml").read_text()
+
+
+def test_the_server_shows_the_imported_files_behind_its_key_and_nothing_else(tmp_path):
+    import requests
+
+    from eor.core.config import load_config
+    from eor.documents.folder import import_folder
+    from eor.server import create_app
+    from eor.server.settings import ServerSettings
+    from tests.test_server import LiveServer, StandIn
+
+    root = tmp_path / "docs"
+    _folder(root)
+    (tmp_path / "secret.txt").write_text("not imported")
+    import_folder(root, tmp_path / "corpus.jsonl", progress=False)
+    config = tmp_path / "served.yaml"
+    config.write_text(
+        f"""name: served
+reader: {{model: smollm2-135m}}
+corpus: {{path: {tmp_path / "corpus.jsonl"}, documents: {root}}}
+members: [BM25@1]
+"""
+    )
+    app = create_app(load_config(config), ServerSettings(api_key="k3y"), loader=StandIn)
+    with LiveServer(app) as server:
+        key = {"Authorization": "Bearer k3y"}
+        got = requests.get(f"{server.url}/v1/documents/study.pdf", headers=key, timeout=10)
+        assert got.status_code == 200 and got.content == (root / "study.pdf").read_bytes()
+        assert got.headers["content-type"] == "application/pdf" and "sandbox" in got.headers["content-security-policy"]
+        nested = requests.get(f"{server.url}/v1/documents/notes/todo.txt", headers=key, timeout=10)
+        assert nested.text == (root / "notes" / "todo.txt").read_text()
+        assert requests.get(f"{server.url}/v1/documents/study.pdf", timeout=10).status_code == 401
+        for outside in ("../secret.txt", "%2E%2E/secret.txt", "photo.png", "locked.pdf", "missing.md"):
+            refused = requests.get(f"{server.url}/v1/documents/{outside}", headers=key, timeout=10)
+            assert refused.status_code == 404, outside  # only what the manifest lists, inside the folder

@@ -114,9 +114,12 @@ class ReaderConfig:
 
 @dataclass
 class CorpusConfig:
-    """A JSON Lines corpus with `id`, `title` and `text` fields."""
+    """A JSON Lines corpus with `id`, `title` and `text` fields. `documents`: the folder it was imported from
+    (eor import-corpus FOLDER), whose files `eor serve` shows behind its API key, so the explorer links each
+    passage to its file and page."""
 
     path: str = ""
+    documents: str = ""
 
 
 @dataclass

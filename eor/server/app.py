@@ -28,6 +28,7 @@ from eor.core.errors import InputError
 from eor.core.json_ready import json_ready
 from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.validation import validate
+from eor.server.documents import DocumentFolder, add_document_route
 from eor.server.errors import ApiError, BodyLimit, install_error_handlers
 from eor.server.explorer import add_explorer
 from eor.server.schemas import (
@@ -86,6 +87,7 @@ def create_app(
     _document_limits(app, config, settings)
     v1 = [Depends(_authoriser(settings))]
     add_explorer(app, settings, v1)
+    add_document_route(app, DocumentFolder.of(config), v1)
     _add_answer_routes(app, worker, settings, models, v1, config.voter.risk)
     _add_model_routes(app, models, v1)
     _add_health_route(app, worker, models)

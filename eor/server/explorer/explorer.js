@@ -305,6 +305,27 @@ function fillEvidence(names, result, reasons) {
   }
 }
 
+// The imported document a passage cites, fetched with the API key (GET /v1/documents/FILE) and opened at its
+// page: a plain link would not send the key.
+function documentLink(file, page) {
+  const label = page ? `${file}, page ${page}` : file;
+  const button = element("button", label, "document-link");
+  button.type = "button";
+  button.title = "Open the document this passage comes from";
+  button.addEventListener("click", async () => {
+    try {
+      const path = file.split("/").map(encodeURIComponent).join("/");
+      const response = await fetch(`/v1/documents/${path}`, { headers: headers() });
+      if (!response.ok) throw new Error(`${response.status}: ${(await response.json()).error.message}`);
+      const url = URL.createObjectURL(await response.blob());
+      window.open(page ? `${url}#page=${page}` : url, "_blank", "noopener");
+    } catch (error) {
+      say($("status"), `Cannot open ${file}: ${error.message || error}`, true);
+    }
+  });
+  return button;
+}
+
 function passageItem(passage, answer) {
   const item = element("li");
   const head = element("div");
@@ -318,6 +339,7 @@ function passageItem(passage, answer) {
   } else {
     head.append(element("span", title, "passage-head"));
   }
+  if (passage.file) head.append(documentLink(passage.file, passage.page));
   const meta = [passage.id ? `id ${passage.id}` : null, passage.score !== null && passage.score !== undefined ?
     `score ${number(passage.score, 3)}` : null, passage.url || null].filter(Boolean).join(" · ");
   if (meta) head.append(element("span", meta, "passage-meta"));
