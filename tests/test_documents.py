@@ -383,3 +383,31 @@ members: [BM25@1]
         for outside in ("../secret.txt", "%2E%2E/secret.txt", "photo.png", "locked.pdf", "missing.md"):
             refused = requests.get(f"{server.url}/v1/documents/{outside}", headers=key, timeout=10)
             assert refused.status_code == 404, outside  # only what the manifest lists, inside the folder
+
+
+@pytest.mark.parametrize("fault", ["kill", "enospc"])
+def test_a_kill_or_a_full_disk_during_an_import_leaves_the_previous_corpus_whole(tmp_path, fault):
+    import os
+    import subprocess
+    import sys
+
+    from eor.documents.folder import import_folder, manifest_path
+    from retrievers.corpus import load_corpus
+
+    root = tmp_path / "docs"
+    _folder(root)
+    corpus = tmp_path / "corpus.jsonl"
+    import_folder(root, corpus, progress=False)
+    before, manifest = corpus.read_bytes(), manifest_path(corpus).read_bytes()
+    (root / "guide.md").write_text("# Guide\n\nChanged.\n", encoding="utf-8")
+    point = "file-write:1" if fault == "kill" else "file-write:1:enospc"  # the corpus's own write
+    command = [sys.executable, "-m", "eor.cli", "import-corpus", str(root), "--out", str(corpus)]
+    done = subprocess.run(command, env={**os.environ, "EOR_FAILPOINTS": point}, capture_output=True, timeout=120)
+    assert done.returncode != 0
+    assert corpus.read_bytes() == before and manifest_path(corpus).read_bytes() == manifest
+    assert len(load_corpus(corpus)) == before.count(b"\n")  # usable as it was
+    if fault == "enospc":  # a full disk is told and cleans up; a kill leaves only a hidden temporary file
+        assert b"no space left on the device writing" in done.stderr
+        assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    again = import_folder(root, corpus, progress=False)  # the next import completes the change
+    assert again.read == ["guide.md"] and b"Changed." in corpus.read_bytes()
