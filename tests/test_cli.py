@@ -56,6 +56,7 @@ def test_ask_json(tmp_path, isolated_cache, capsys) -> None:
         "probability",
         "member",
         "given_by",
+        "sources",
         "members",
         "timings",
         "stages",

@@ -132,6 +132,7 @@ def test_nothing_failing_keeps_the_result_object_unchanged(ensemble) -> None:
         "probability",
         "member",
         "given_by",
+        "sources",
         "members",
         "timings",
         "stages",
