@@ -224,14 +224,16 @@ def test_importing_again_keeps_unchanged_files_and_equals_a_fresh_import(tmp_pat
 
     root = tmp_path / "docs"
     _folder(root)
+    (root / "scan.pdf").write_bytes(_pdf([""]))  # an image-only page: no passage, a warning
     corpus = tmp_path / "corpus.jsonl"
-    import_folder(root, corpus, progress=False)
+    first = import_folder(root, corpus, progress=False)
+    assert "scan.pdf" in first.read and "scan.pdf: page 1 has no text (an image-only page?)" in first.warnings
     (root / "guide.md").write_text("# Guide\n\nRewritten from scratch.\n", encoding="utf-8")
     (root / "notes" / "todo.txt").unlink()
     (root / "new.md").write_text("# New\n\nA new file.\n", encoding="utf-8")
     again = import_folder(root, corpus, progress=False)
     assert again.read == ["guide.md", "new.md"] and again.removed == ["notes/todo.txt"]
-    assert again.kept == ["notes/report.docx", "page.html", "study.pdf"]
+    assert again.kept == ["notes/report.docx", "page.html", "scan.pdf", "study.pdf"]
     fresh = tmp_path / "fresh.jsonl"
     import_folder(root, fresh, progress=False)
     assert corpus.read_bytes() == fresh.read_bytes()

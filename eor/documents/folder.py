@@ -180,8 +180,12 @@ def _lines_by_file(corpus: Path) -> dict[str, list[str]]:
 
 
 def _reused(lines: list[str] | None, relative: str, digest: str, old: dict[str, Any] | None) -> list[str] | None:
-    """The previous lines of an unchanged file, if they are exactly its passages (their ids say so)."""
-    if lines is None or old is None or old.get("digest") != digest or len(lines) != old.get("passages"):
+    """The previous lines of an unchanged file, if they are exactly its passages (their ids say so; a file
+    without passages, an image-only PDF, has none to check)."""
+    if old is None or old.get("digest") != digest:
+        return None
+    lines = lines or []
+    if len(lines) != old.get("passages"):
         return None
     ids = [json.loads(line).get("id") for line in lines]
     return lines if ids == [passage_id(relative, digest, i) for i in range(len(lines))] else None
