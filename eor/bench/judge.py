@@ -21,6 +21,7 @@ from eor.bench.stats import Bootstrap, paired_test
 from eor.bench.voting import vote
 from eor.core.answers import exact_match
 from eor.core.atomic import write_text_atomically
+from eor.core.config import JudgeConfig
 from eor.core.errors import InputError
 from eor.core.formatting import pct
 from eor.core.json_ready import json_ready
@@ -38,9 +39,10 @@ def judge_report(
     loaded = [record for record in read_records(records) if record.answers]
     if not loaded:
         raise InputError(f"{records}: no record has gold answers to benchmark on")
-    candidates = voter.metadata_.get("candidates") or {}
+    defaults = JudgeConfig()
+    candidates = voter.metadata_.get("candidates") or {"rule": defaults.rule, "k": defaults.k}
     made = {(r.judge["identity"].get("rule"), r.judge["identity"].get("k")) for r in loaded if r.judge}
-    expected = (candidates.get("rule"), candidates.get("k"))
+    expected = (candidates.get("rule"), int(candidates.get("k", defaults.k)))
     if made and made != {expected}:
         raise InputError(
             f"{records}: candidates made with (rule, k) {sorted(made, key=str)}; the voter's are {expected}"
