@@ -48,7 +48,10 @@ def judge_report(
             f"{records}: candidates made with (rule, k) {sorted(made, key=str)}; the voter's are {expected}"
         )
     questions = judged_questions(loaded, voter.members, *expected)
-    hits, probability, used, thresholds = [], [], {}, []
+    hits: list[bool] = []
+    probability: list[float] = []
+    used: dict[str, int] = {}
+    thresholds: list[dict[float, Any]] = []
     for question in questions:
         choice, fit = voter.choose(question.features)
         hits.append(choice is not None and bool(question.right[choice.index]))

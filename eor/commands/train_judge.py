@@ -139,7 +139,8 @@ def _risk_text(row: dict[str, Any]) -> str:
 
 def _dev_lines(voter: JudgeVoter, questions: list[JudgedQuestion], meta: dict[str, Any]) -> list[str]:
     """The voter on held-out questions: EM, and how many each fit answered."""
-    hits, used = [], {}
+    hits: list[float] = []
+    used: dict[str, int] = {}
     for question in questions:
         choice, fit = voter.choose(question.features)
         hits.append(accuracy([question], [choice])[0])

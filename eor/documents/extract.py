@@ -98,7 +98,7 @@ def markdown_sections(text: str) -> list[Section]:
 
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
     sections: list[Section] = []
-    heading, blocks = "", []
+    heading, blocks = "", list[str]()
     in_heading = False
     for token in tokens:
         if token.type == "heading_open":
@@ -134,7 +134,7 @@ def docx(data: bytes, name: str) -> Document:
     file = Docx(io.BytesIO(data))
     title = (file.core_properties.title or "").strip()
     sections: list[Section] = []
-    heading, paragraphs = "", []
+    heading, paragraphs = "", list[str]()
     for paragraph in file.paragraphs:
         style = paragraph.style.name if paragraph.style is not None else ""
         text = paragraph.text.strip()
