@@ -28,10 +28,10 @@ def test_every_passage_read_from_disk_equals_its_line_of_the_file() -> None:
     lines = [json.loads(line) for line in NQ_CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert len(corpus) == len(lines) == 3600
     expected = [(str(line["id"]), line.get("title") or "", line["text"]) for line in lines]
-    assert [tuple(passage) for passage in corpus] == expected  # streamed, in shards
+    assert [tuple(passage) for passage in corpus] == [(*row, None) for row in expected]  # streamed, in shards
     for row in (0, 1, 1799, 3599):
-        assert tuple(corpus[row]) == expected[row]  # one pread each
-    assert [tuple(p) for p in corpus.rows(3590, 4000)] == expected[3590:]
+        assert tuple(corpus[row]) == (*expected[row], None)  # one pread each; no file or page cited
+    assert [(p.id, p.title, p.text) for p in corpus.rows(3590, 4000)] == expected[3590:]
     with pytest.raises(IndexError, match="3600 passages"):
         corpus[3600]
 
@@ -41,7 +41,7 @@ def test_blank_lines_missing_ids_and_unicode_line_separators(tmp_path) -> None:
     file = tmp_path / "c.jsonl"
     file.write_text("\n".join(rows) + "\n", encoding="utf-8")
     corpus = load_corpus(file)  # a passage without an id is named by its line, blank lines counted
-    assert [tuple(p) for p in corpus] == [("1", "", "first"), ("7", "", "a\u2028b"), ("6", "", "x")]
+    assert [(p.id, p.title, p.text) for p in corpus] == [("1", "", "first"), ("7", "", "a\u2028b"), ("6", "", "x")]
     assert corpus[2].id == "6" and corpus.rows(1, 3)[1].id == "6"
     clash = tmp_path / "d.jsonl"
     clash.write_text('{"id": "3", "text": "a"}\n\n{"text": "b"}\n')

@@ -57,7 +57,7 @@ def reference(demo_corpus) -> tuple[np.ndarray, np.ndarray]:
 
     corpus = load_corpus(demo_corpus)
     model = load_sentence_encoder("minilm-l6")
-    texts = [f"{t}. {x}" if t else x for t, x in ((title, text) for _, title, text in corpus)]
+    texts = [f"{t}. {x}" if t else x for t, x in ((p.title, p.text) for p in corpus)]
     passages = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
     return passages, model.encode(QUESTIONS, normalize_embeddings=True, convert_to_numpy=True)
 
