@@ -210,7 +210,9 @@ def test_eor_train_judge_writes_a_voter_with_a_fit_per_level(scored_records, tmp
 
     train, held = scored_records
     out = tmp_path / "judge.json"
+    pool = str(ROOT / "configs/nq-offline.yaml")  # the pool's config: its members, though it has no judge section
     command = ["train", str(train), "--voter", "judge", "--out", str(out), "--dev", str(held), "--inner-folds", "3"]
+    command += ["--config", pool]
     assert main(command) == 0
     report = capsys.readouterr().out
     voter = JudgeVoter.load(out)

@@ -44,7 +44,8 @@ def train_judge(
         validate(config)
     loaded = [record for record in read_records(records) if record.answers]
     identity = _judge_identity(loaded, records)
-    names = members or (judged_members(config) if config is not None else None) or _members(identity, loaded, records)
+    pool = None if config is None else (config.members if config.judge is None else judged_members(config))
+    names = members or pool or _members(identity, loaded, records)
     scored_for = (identity or {}).get("members")
     if scored_for is not None and sorted(scored_for) != sorted(names):
         raise ConfigError(
