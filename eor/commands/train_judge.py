@@ -44,8 +44,8 @@ def train_judge(
         validate(config)
     loaded = [record for record in read_records(records) if record.answers]
     identity = _judge_identity(loaded, records)
-    pool = None if config is None else (config.members if config.judge is None else judged_members(config))
-    names = members or pool or _members(identity, loaded, records)
+    weighed = None if config is None else (config.members if config.judge is None else judged_members(config))
+    names = members or weighed or _members(identity, loaded, records)
     scored_for = (identity or {}).get("members")
     if scored_for is not None and sorted(scored_for) != sorted(names):
         raise ConfigError(
