@@ -114,35 +114,23 @@ def _rates(text: str) -> dict[str, float]:
 
 def _costs(path, config, records, rates) -> dict[str, float] | None:
     """Mean reader seconds per question at `rates`: every member's answer replayed in pool order
-    (eor.runs.costs.prompt_replay), and the judge's scoring at each level (eor.runs.costs.scoring_seconds)
+    (eor.runs.costs.prompt_replay), and the judge's scoring at each level (eor.learning.judge_cascade.scoring_costs)
     where every record holds scores."""
-    from eor.core.prompts import templates_for
-    from eor.pipeline.judging import passages_read
+    from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
     from eor.readers import build_reader
-    from eor.runs.costs import prompt_replay, scoring_seconds
+    from eor.runs.costs import prompt_replay
     from eor.runs.run_data import load_run
 
-    reader = build_reader(config.reader)
+    tokenize = chat_tokenizer(build_reader(config.reader))
     chunk = config.reader.llama_cpp.prefix_chunk
     run = load_run(path, config.members)
     rows = [run.ids.index(record.id) for record in records]
-    members = prompt_replay(run, reader.chat_tokens, rates, chunk).spent(range(len(config.members)))[rows]
+    members = prompt_replay(run, tokenize, rates, chunk).spent(range(len(config.members)))[rows]
     out = {"members": float(members.mean())}
     if any(record.judge is None for record in records):
         return out
-    templates = templates_for(config)
     for level, passages in (("scores", False), ("scores+passages", True)):
-        seconds = []
-        for record in records:
-            outputs = {m: record.members[m] for m in config.members}
-            prompts = {m: output.prompt for m, output in outputs.items() if output.prompt}
-            if passages:
-                for passage in (p for p in passages_read(outputs) if p.get("id") is not None):
-                    pair = (str(passage.get("title", "")), str(passage.get("text", "")))
-                    prompts["#" + str(passage["id"])] = templates.answer_prompt(record.question, [pair])
-            candidates = record.judge["candidates"]
-            seconds.append(scoring_seconds(candidates, prompts, list(outputs), reader.chat_tokens, rates, chunk))
-        out[f"+ scoring: {level}"] = float(np.mean(seconds))
+        out[f"+ scoring: {level}"] = float(scoring_costs(records, config, tokenize, rates, passages=passages).mean())
     return out
 
 

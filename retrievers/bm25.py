@@ -61,7 +61,7 @@ class BM25Retriever(SourceRetriever):
         def build(tmp: Path) -> None:
             build_index(self._texts("BM25 index"), tmp, k1=self.k1, b=self.b)  # type: ignore[arg-type]
 
-        return BM25Index(load_or_build(folder, meta, build))
+        return BM25Index(load_or_build(folder, meta, build, source=corpus.path))
 
     def _rank_bm25(self) -> object:
         corpus = self._corpus
@@ -75,7 +75,7 @@ class BM25Retriever(SourceRetriever):
                 pickle.dump(BM25Okapi(tokens, k1=self.k1, b=self.b), handle)
 
         meta = {"kind": "bm25", "corpus_sha256": corpus.sha256, "k1": self.k1, "b": self.b, "version": 1}
-        with (load_or_build(folder, meta, build) / "bm25.pkl").open("rb") as handle:
+        with (load_or_build(folder, meta, build, source=corpus.path) / "bm25.pkl").open("rb") as handle:
             return pickle.load(handle)  # our own cache file, written above
 
     def scores(self, query: str) -> np.ndarray:

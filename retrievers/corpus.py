@@ -18,6 +18,7 @@ modification time, then read from a stamp), which keys every index built over it
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -109,7 +110,8 @@ def load_corpus(path: str | Path) -> Corpus:
     try:
         sha256 = file_sha256(file)
         meta = {"kind": "corpus", "corpus_sha256": sha256, "bytes": info.st_size, "version": OFFSETS_VERSION}
-        folder = load_or_build(index_folder("corpus", sha256), meta, lambda tmp: _write_offsets(file, tmp))
+        build = functools.partial(_write_offsets, file)
+        folder = load_or_build(index_folder("corpus", sha256), meta, build, source=file)
         offsets = np.load(folder / "offsets.npy", mmap_mode="r")
         lines = np.load(folder / "lines.npy", mmap_mode="r") if (folder / "lines.npy").is_file() else None
     except BaseException:

@@ -24,6 +24,7 @@ same corpus and encoder is converted without encoding the corpus again.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -39,10 +40,15 @@ from eor.core.models import PACKAGED_MODELS, load_sentence_encoder, resolve_mode
 from retrievers.base import SourceRetriever, passage
 from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build
+from retrievers.vector_cache import VectorCache, passage_key
+
+log = logging.getLogger(__name__)
 
 INDEX_FILE = "index.faiss"
 ENCODE_SHARD = 4096  # passages per saved shard of vectors while the corpus is encoded
 INDEX_VERSION = 2
+#: what a passage's vector depends on besides its title and text (the vector cache's settings)
+ENCODING_KEYS = ("encoder", "passage_prefix", "pooling", "max_length", "normalize", "version")
 Pooling = Literal["auto", "mean", "cls", "pooler"]
 
 
@@ -67,6 +73,7 @@ class DenseRetriever(SourceRetriever):
     passage_prefix: str = ""
     _corpus: Corpus = PrivateAttr()
     _index: Any = PrivateAttr()
+    _encoded: dict[str, int] = PrivateAttr(default_factory=dict)  # the last build's passages encoded and cached
 
     @model_validator(mode="after")
     def _towers_come_in_pairs(self) -> DenseRetriever:
@@ -122,29 +129,53 @@ class DenseRetriever(SourceRetriever):
             index = _faiss_index(vectors, self.index_factory, self.train_size)
             faiss.write_index(index, str(tmp / INDEX_FILE))
 
-        folder = load_or_build(folder, meta, build)
+        folder = load_or_build(folder, meta, build, source=corpus.path)
         shutil.rmtree(folder.with_name(folder.name + ".partial"), ignore_errors=True)
         self._index = faiss.read_index(str(folder / INDEX_FILE))
         if "IVF" in self.index_factory:
             faiss.ParameterSpace().set_index_parameter(self._index, "nprobe", self.nprobe)
 
     def _encode_corpus(self, partial: Path, meta: dict[str, Any]) -> np.ndarray:
-        """Every passage's vector, encoded in shards kept in `partial` (resumed from there)."""
+        """Every passage's vector, encoded in shards kept in `partial` (resumed from there); a passage the
+        vector cache holds for the same encoding settings is read from it, not encoded (retrievers.vector_cache),
+        so a corpus that changed encodes only its new passages."""
         corpus = self._corpus
         # The prefix goes before whatever comes first: the title, or the text of an untitled passage.
         prefix = self.passage_prefix
         tower = None
+        cache = VectorCache()
+        settings = json.dumps({key: meta[key] for key in ENCODING_KEYS}, sort_keys=True)
+        counts = {"encoded": 0, "cached": 0}
 
         def encode(start: int, end: int) -> np.ndarray:
             nonlocal tower
-            tower = tower or _tower(self.index_encoder, self.pooling, self.max_length)
             rows = corpus.rows(start, end)  # read from disk a shard at a time
             titles = [f"{prefix}{p.title}" if p.title else "" for p in rows]
             texts = [p.text if p.title else f"{prefix}{p.text}" for p in rows]
-            return tower.encode_passages(titles, texts, batch_size=self.batch_size, normalize=self.normalize)
+            keys = [passage_key(title, text) for title, text in zip(titles, texts, strict=True)]
+            found = cache.get_many(settings, keys)
+            missing = [i for i, key in enumerate(keys) if key not in found]
+            if missing:
+                tower = tower or _tower(self.index_encoder, self.pooling, self.max_length)
+                vectors = tower.encode_passages(
+                    [titles[i] for i in missing], [texts[i] for i in missing],
+                    batch_size=self.batch_size, normalize=self.normalize,
+                )  # fmt: skip
+                made = {
+                    keys[i]: np.asarray(vector, dtype=np.float32) for i, vector in zip(missing, vectors, strict=True)
+                }
+                cache.put_many(settings, made.items())
+                found.update(made)
+            counts["encoded"] += len(missing)
+            counts["cached"] += len(keys) - len(missing)
+            return np.stack([found[key] for key in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
 
         encoding = {key: value for key, value in meta.items() if key not in ("index", "train_size")}
-        return encode_in_shards(partial, encoding, len(corpus), encode)
+        vectors = encode_in_shards(partial, encoding, len(corpus), encode)
+        log.info("dense index of %s: %d passages encoded, %d from the vector cache (%s)", corpus.path,
+                 counts["encoded"], counts["cached"], cache.path)  # fmt: skip
+        self._encoded = dict(counts)
+        return vectors
 
     @property
     def index(self) -> Any:

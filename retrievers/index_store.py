@@ -18,12 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from eor.core.atomic import write_text_atomically
 from eor.core.errors import DiskFullError, is_disk_full
 from eor.core.faults import failpoint
 from eor.core.models import cache_dir
 
 log = logging.getLogger(__name__)
 FILES = "files"  # the meta's key for {file name: size in bytes}
+#: the file in the index store naming, per corpus file and kind of index, its latest index (`_supersede`)
+LINEAGE = "lineage.json"
 
 
 def index_root() -> Path:
@@ -36,8 +39,12 @@ def index_folder(kind: str, corpus_sha256: str, encoder: str = "") -> Path:
     return index_root() / name
 
 
-def load_or_build(folder: Path, meta: dict[str, Any], build: Callable[[Path], None]) -> Path:
+def load_or_build(
+    folder: Path, meta: dict[str, Any], build: Callable[[Path], None], source: Path | None = None
+) -> Path:
     """Return `folder` holding a finished index for `meta`, building it with `build(tmp_folder)` if needed.
+    With `source`, the corpus file it indexes: an index of the same kind and settings built for an earlier
+    version of that file (another corpus digest) is superseded, and removed (`supersede`).
 
     An index whose stored meta differs (another corpus, encoder or version), or whose files' sizes differ
     from those its meta recorded, is rebuilt with a one-line warning; a build that fails or is interrupted
@@ -46,7 +53,7 @@ def load_or_build(folder: Path, meta: dict[str, Any], build: Callable[[Path], No
     others wait on a lock beside it, then load what was built.
     """
     if _problem(folder, meta) is None:
-        return folder
+        return _supersede(folder, source)
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         lock = (folder.parent / f".{folder.name}.lock").open("a")
@@ -56,10 +63,38 @@ def load_or_build(folder: Path, meta: dict[str, Any], build: Callable[[Path], No
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time (Ray workers share a cache); the rest wait
         problem = _problem(folder, meta)  # another process may have built it meanwhile
         if problem is None:
-            return folder
+            return _supersede(folder, source)
         if problem:
             log.warning("index %s %s; rebuilding it", folder, problem)
-        return _build(folder, meta, build)
+        return _supersede(_build(folder, meta, build), source)
+
+
+def _supersede(folder: Path, source: Path | None) -> Path:
+    """Record `folder` as the index of its kind and settings for the corpus file `source` (LINEAGE: by the
+    file's resolved path), and remove the folder recorded before it, an index of an earlier version of that
+    file; `folder` itself. A process still reading the old index keeps what it opened (its files stay readable
+    until closed)."""
+    if source is None:
+        return folder
+    kind, _, rest = folder.name.partition("-")
+    settings = rest.partition("-")[2]  # the name less the corpus digest: `<kind>-<digest>[-<settings>]`
+    key = f"{kind}|{settings}|{Path(source).resolve()}"
+    record = folder.parent / LINEAGE
+    with (folder.parent / f".{LINEAGE}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            lineage = json.loads(record.read_text()) if record.is_file() else {}
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            lineage = {}  # a damaged record forgets what it knew; indexes are rebuilt, never lost
+        before = lineage.get(key)
+        if before == folder.name:
+            return folder
+        if before and (folder.parent / before).is_dir():
+            shutil.rmtree(folder.parent / before, ignore_errors=True)
+            log.info("index %s superseded by %s (a new version of %s): removed", before, folder.name, source)
+        lineage[key] = folder.name
+        write_text_atomically(record, json.dumps(lineage, indent=2, sort_keys=True))
+    return folder
 
 
 def _build(folder: Path, meta: dict[str, Any], build: Callable[[Path], None]) -> Path:
@@ -120,7 +155,10 @@ def report() -> str:
     """The index store's folders, each with its kind and size on disk (as `eor cache stats` prints it)."""
     root = index_root()
     folders = sorted(folder for folder in root.iterdir() if folder.is_dir()) if root.is_dir() else []
-    lines = [f"index store: {root} (never evicted; remove a folder to rebuild it)"]
+    lines = [
+        f"index store: {root} (never evicted, but an index of an earlier version of a corpus file is removed once "
+        "its new version is indexed; remove a folder to rebuild it)"
+    ]
     total = 0
     for folder in folders:
         size = sum(_bytes(file) for file in folder.rglob("*"))

@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from eor.cli import main
@@ -17,6 +18,7 @@ from eor.core import cache_policy
 from eor.core.cache_policy import DEFAULT_MAX_BYTES, least_recently_used, memo, size_bound
 from eor.core.errors import CacheError
 from eor.runs.generation_cache import GenerationCache
+from retrievers.vector_cache import VectorCache, passage_key
 from retrievers.web.cache import WebCache
 from voters.similarity.cache import PairScoreCache
 
@@ -143,10 +145,11 @@ def test_cache_stats_lists_every_cache(isolated_cache, capsys, monkeypatch) -> N
     monkeypatch.setenv("EOR_CACHE_MAX_BYTES", "1MB")
     assert main(["cache", "stats"]) == 0  # nothing yet: every cache said empty, nothing created
     out = capsys.readouterr().out
-    assert out.count("entries: 0 (no file yet)") == 5 and not isolated_cache.exists()
+    assert out.count("entries: 0 (no file yet)") == 6 and not isolated_cache.exists()
 
     PairScoreCache().put_many("m", [(("a", "b"), 0.5)])
     WebCache().put_page("https://x", POLICY, {"text": "x"})
+    VectorCache().put_many("settings", [(passage_key("t", "x"), np.ones(4, dtype=np.float32))])
     (isolated_cache / "models").mkdir()
     (isolated_cache / "models" / "model.gguf").write_bytes(b"\0" * 2048)
     assert main(["cache", "stats"]) == 0
@@ -155,12 +158,13 @@ def test_cache_stats_lists_every_cache(isolated_cache, capsys, monkeypatch) -> N
         ("generation cache", "generations.sqlite"),
         ("pair-score cache", "pair_scores.sqlite"),
         ("web cache", "web"),
+        ("passage vector cache", "vectors.sqlite"),
         ("index store", "indexes"),
         ("packaged models", "models"),
         ("model file hashes", "hashes"),
     ]:
         assert f"{name}: {isolated_cache / path}" in out
-    assert out.count("of a bound of 1.0 MB") == 2  # pair scores and web (the generation cache has no file)
+    assert out.count("of a bound of 1.0 MB") == 3  # pair scores, web, vectors (the generation cache has no file)
     assert "entries: 1\nsize on disk: 2.0 KB (never evicted" in out
 
 
@@ -172,6 +176,9 @@ def test_cache_clear_names_the_cache(isolated_cache, capsys) -> None:
     assert main(["cache", "clear", "--which", "pair-scores"]) == 0
     assert "deleted 1 entries of the pair-score cache" in capsys.readouterr().out
     assert len(PairScoreCache()) == 0 and WebCache().report().entries == 0
+    VectorCache().put_many("settings", [(passage_key("t", "x"), np.ones(4, dtype=np.float32))])
+    assert main(["cache", "clear", "--which", "vectors"]) == 0
+    assert "deleted 1 entries of the passage vector cache" in capsys.readouterr().out and len(VectorCache()) == 0
     assert main(["cache", "clear", "--which", "web", "--reader", "r"]) == 1
     assert "--cache and --reader name generations" in capsys.readouterr().err
 

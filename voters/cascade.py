@@ -34,7 +34,9 @@ from eor.core.errors import ConfigError, InputError
 from voters import cascade_file
 from voters.batch import Golds, Passages, VoteBatch
 from voters.cascade_fit import (
+    REPEATS,
     STOP_TARGETS,
+    LastStep,
     OperatingPoint,
     SelectorSettings,
     StepScores,
@@ -150,10 +152,12 @@ class Cascade(VoterEstimator):
 
     # -- fitting ------------------------------------------------------------------------------------------
 
-    def fit(self, X: VoteBatch, y: Golds | None = None) -> Self:
+    def fit(self, X: VoteBatch, y: Golds | None = None, last: LastStep | None = None) -> Self:
         """Learn the cascade on batch X (voters.batch: answers, passages, question texts, and each member's
         cost per question, e.g. recorded reader seconds; the reader's confidence, features of every step's
-        selector when `confidence` and X holds it) against the gold answers `y` (None: X's own)."""
+        selector when `confidence` and X holds it) against the gold answers `y` (None: X's own). With `last`
+        (voters.cascade_fit.LastStep, over X's questions), the questions that no step stops answer with it:
+        the threshold is chosen for that cascade."""
         self._check_params()
         X = X.with_golds(y)
         if X.costs is None:
@@ -168,7 +172,9 @@ class Cascade(VoterEstimator):
         costs = np.asarray(whole.costs, dtype=float)
         settings = SelectorSettings(tuple(self.metrics), float(self.C), self.correctness, self.metric_params)
         scores = StepScores(blocks, labels, names, rows, settings, self.folds, self.seed)
-        fitted = fit_steps(scores, costs, max_loss=self.max_loss, budget=self.budget, stop_on=self.stop_on)
+        fitted = fit_steps(
+            scores, costs, max_loss=self.max_loss, budget=self.budget, stop_on=self.stop_on, repeats=REPEATS, last=last
+        )
         cascade_file.take_fit(self, fitted, names, costs[rows], X.cost_unit)
         return self
 

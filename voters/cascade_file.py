@@ -49,6 +49,7 @@ def take_fit(cascade: Cascade, fitted: CascadeFit, names: list[str], costs: np.n
     ]
     cascade.threshold_ = fitted.chosen.threshold
     cascade.operating_points_ = list(fitted.held_out.points)
+    cascade.held_out_ = fitted.held_out  # each threshold's held-out answers (not saved: for training's reports)
     cascade.chosen_point_ = fitted.chosen
     cascade.full_accuracy_ = fitted.held_out.full_accuracy
     cascade.full_cost_ = fitted.held_out.full_cost

@@ -20,6 +20,10 @@ order search and the steps of the chosen order share their fits.
    `REPEATS` K-fold splits and replayed on each held-out fold, so every t of THRESHOLDS has a held-out
    accuracy, loss against the full pool's selector and cost. Under `max_loss` the cheapest t from which on
    every higher t loses at most max_loss is chosen; under `budget` the t of least loss within the budget.
+
+A cascade may end in a `LastStep` of its own (the reader as judge, eor.learning.judge_cascade): a question that
+no step stops answers with that step's choice at that step's extra cost, and "the full pool" above is that
+step on every question. Its correctness per question is held out on the same repeated splits.
 """
 
 from __future__ import annotations
@@ -310,30 +314,61 @@ class OperatingPoint:
         }
 
 
+@dataclass(frozen=True)
+class LastStep:
+    """What answers the questions a cascade runs to its end, instead of the last step's selector: per training
+    row (the rows of `StepScores`), whether its choice is right, held out on each of the REPEATS splits
+    (`right` (repeats, R): repeat r's choice from a fit on the other folds of `folds(R, K, seed + r)`), and its
+    cost on top of every member's (`cost` (R,), in the members' cost unit)."""
+
+    right: np.ndarray
+    cost: np.ndarray
+    probability: np.ndarray | None = None  # (repeats, R): its P(right) of each held-out choice, where it gives one
+
+
 @dataclass
 class HeldOut:
-    """Every threshold's operating point, and the full pool's selector, on held-out training questions."""
+    """Every threshold's operating point, and the full pool's selector, on held-out training questions; and per
+    threshold, repeat and row (T, repeats, R) whether the answer was right and its P(right) (the stopping
+    step's calibrated P when the cascade stops on `right`, the last step's own where it answered; NaN else)."""
 
     points: list[OperatingPoint]
     full_accuracy: float
     full_cost: float
+    right: np.ndarray | None = None
+    probability: np.ndarray | None = None
+    steps: np.ndarray | None = None  # (T, repeats, R): the steps run (the last step's count: no step stopped)
 
 
 def held_out_points(
-    scores: StepScores, costs: np.ndarray, stop_on: str, repeats: int = REPEATS, thresholds=THRESHOLDS
+    scores: StepScores,
+    costs: np.ndarray,
+    stop_on: str,
+    repeats: int = REPEATS,
+    thresholds=THRESHOLDS,
+    last: LastStep | None = None,
 ) -> HeldOut:
     """Each threshold's held-out figures: for each of `repeats` K-fold splits of the rows of `scores`, the
-    cascade is searched and fitted on the other folds and replayed on the held-out one."""
+    cascade is searched and fitted on the other folds and replayed on the held-out one (with `last`, the
+    questions no step stops take its choice and its cost)."""
     n_rows = len(scores.rows)
+    if last is not None and (np.shape(last.right) != (repeats, n_rows) or np.shape(last.cost) != (n_rows,)):
+        raise InputError(f"the last step holds {np.shape(last.right)} choices for {repeats} repeats × {n_rows} rows")
     right = np.zeros((len(thresholds), repeats, n_rows))
     spent = np.zeros_like(right)
     steps_run = np.zeros_like(right)
+    probability = np.full_like(right, np.nan)
     full_right = np.zeros((repeats, n_rows))
     for repeat in range(repeats):
         for held in folds(n_rows, len(scores.parts), scores.seed + repeat):
-            outcome = _held_out_fold(scores, costs, stop_on, held, thresholds)
+            ending = None
+            if last is not None:
+                given = None if last.probability is None else last.probability[repeat, held]
+                ending = LastStep(last.right[repeat, held], last.cost[held], given)
+            outcome = _held_out_fold(scores, costs, stop_on, held, thresholds, ending)
             full_right[repeat, held] = outcome[0]
-            right[:, repeat, held], spent[:, repeat, held], steps_run[:, repeat, held] = outcome[1:]
+            right[:, repeat, held], spent[:, repeat, held], steps_run[:, repeat, held] = outcome[1:4]
+            probability[:, repeat, held] = outcome[4]
     full = float(full_right.mean())
     points = [
         OperatingPoint(
@@ -346,14 +381,19 @@ def held_out_points(
         )
         for t, threshold in enumerate(thresholds)
     ]
-    return HeldOut(points, full, float(spent[-1].mean()))
+    return HeldOut(points, full, float(spent[-1].mean()), right.astype(bool), probability, steps_run.astype(int))
 
 
 def _held_out_fold(
-    scores: StepScores, costs: np.ndarray, stop_on: str, held: np.ndarray, thresholds: Sequence[float]
+    scores: StepScores,
+    costs: np.ndarray,
+    stop_on: str,
+    held: np.ndarray,
+    thresholds: Sequence[float],
+    last: LastStep | None = None,
 ) -> tuple[np.ndarray, ...]:
-    """On the held-out questions of one fold: the full pool's selector right, and per threshold the cascade
-    (searched on the other rows) right, its cost and the members it ran."""
+    """On the held-out questions of one fold: the full pool's selector (or `last`, at these questions) right,
+    and per threshold the cascade (searched on the other rows) right, its cost and the members it ran."""
     test = scores.rows[held]
     inner = StepScores(
         scores.blocks,
@@ -372,13 +412,25 @@ def _held_out_fold(
     probability, picks, _ = step_probabilities(scores.blocks, steps, test)
     cumulative = np.cumsum(np.asarray(costs, dtype=float)[test][:, found.order], axis=1)
     index = np.arange(len(test))
-    right, spent, steps_run = [], [], []
+    final = len(found.order) - 1
+    right, spent, steps_run, given = [], [], [], []
     for threshold in thresholds:
         stops = stop_steps(probability, threshold)
-        right.append(scores.labels[test, picks[index, stops]])
-        spent.append(cumulative[index, stops])
+        chosen = scores.labels[test, picks[index, stops]]
+        cost = cumulative[index, stops]
+        # the stopping step's P is P(right) only when the steps stop on `right`
+        said = probability[index, stops] if stop_on == "right" else np.full(len(test), np.nan)
+        if last is not None:
+            ended = stops == final
+            chosen = np.where(ended, last.right, chosen)
+            cost = np.where(ended, cost + last.cost, cost)
+            said = np.where(ended, np.nan if last.probability is None else last.probability, said)
+        right.append(chosen)
+        spent.append(cost)
         steps_run.append(stops + 1)
-    return scores.labels[test, picks[:, -1]], np.array(right), np.array(spent), np.array(steps_run)
+        given.append(said)
+    full = scores.labels[test, picks[:, -1]] if last is None else np.asarray(last.right, dtype=bool)
+    return full, np.array(right), np.array(spent), np.array(steps_run), np.array(given)
 
 
 def choose_point(points: Sequence[OperatingPoint], max_loss: float | None, budget: float | None) -> OperatingPoint:
@@ -424,15 +476,16 @@ def fit_steps(
     budget: float | None = None,
     stop_on: str = "auto",
     repeats: int = REPEATS,
+    last: LastStep | None = None,
 ) -> CascadeFit:
     """The cascade of the training rows of `scores`, its threshold chosen on held-out folds (`choose_point`).
     `stop_on="auto"` tries every stop target and keeps the one whose chosen point is cheapest (under a
-    budget: loses least), held out too."""
+    budget: loses least), held out too. With `last`, the questions no step stops answer with it."""
     if stop_on != "auto" and stop_on not in STOP_TARGETS:
         raise ConfigError(f"stop_on must be auto or one of {', '.join(STOP_TARGETS)}, got {stop_on!r}")
     tried = {}
     for target in STOP_TARGETS if stop_on == "auto" else (stop_on,):
-        held_out = held_out_points(scores, costs, target, repeats)
+        held_out = held_out_points(scores, costs, target, repeats, last=last)
         tried[target] = (held_out, choose_point(held_out.points, max_loss, budget))
     rank = (lambda p: (p.loss, p.cost)) if budget is not None else (lambda p: (p.cost, p.loss))
     target = min(tried, key=lambda name: rank(tried[name][1]))  # ties: the first target

@@ -8,12 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from eor.bench.judge import judge_lines, judge_report, write_judge_report
+from eor.bench.judge_cascade import judge_cascade_lines, judge_cascade_report
 from eor.bench.report import build_report, write_report
+from eor.core.config import load_config
 from eor.core.errors import ConfigError
 from eor.core.formatting import pct, ratio, small_data_warning
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
 from eor.learning.judge_training import JUDGE
+from eor.pipeline.judging import LAST_STEP, scored_families
 from voters.loading import weights_kind
+from voters.weights_file import read_document
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +37,7 @@ def bench(
     design: str | Path | None = None,
     frontier: bool = False,
     against: str | Path | None = None,
+    config: str | Path | None = None,
 ) -> str:
     """`eor bench`: write report.json, report.md, report.html and the figures into `out_dir`; a short summary to print.
 
@@ -40,21 +45,20 @@ def bench(
     (default em, f1, cosine); `members`: the members of the records to benchmark (default all); `design`: a
     pool design to show (`eor design`'s design.json); `frontier`: also the frontier of member subsets;
     see eor.bench.report.build_report for the rest. A judge voter's weights file gets its own report
-    (eor.bench.judge: report.json and report.md), with `against` another weights file's voter paired with it.
+    (eor.bench.judge: report.json and report.md), with `against` another weights file's voter paired with it and
+    `config` (the config's path) what its `judge:` scores; so does a cascade trained with the judge as its last
+    step, with `config` naming that judge (eor.bench.judge_cascade).
     """
-    if weights is not None and weights_kind(weights) == JUDGE:
-        other = {"--metric": metric != "em", "--metrics": metrics, "--config": members, "--design": design,
-                 "--frontier": frontier}  # fmt: skip
+    judged_by = _judged_by(weights)
+    if judged_by is not None:
+        other = {"--metric": metric != "em", "--metrics": metrics, "--design": design, "--frontier": frontier}
         given = [flag for flag, value in other.items() if value]
         if given:
             raise ConfigError(
-                f"a judge voter's benchmark takes --against, --seed and --resamples, not {', '.join(given)}"
+                f"a judge voter's benchmark takes --config, --against, --seed and --resamples, not {', '.join(given)}"
             )
-        judged = judge_report(records_dir, weights, against=against, seed=seed, resamples=resamples)
-        if warning := small_data_warning(judged["questions"], "a benchmark"):
-            log.warning(warning)
-        files = [path.name for path in write_judge_report(judged, out_dir)]
-        return "\n".join([*judge_lines(judged), f"written to {out_dir}: {', '.join(files)}"])
+        assert weights is not None
+        return _judge_bench(judged_by, records_dir, out_dir, weights, config, against, seed, resamples)
     if against is not None:
         raise ConfigError(
             "--against pairs a judge voter's answers with another voter's: give a judge voter's --weights"
@@ -121,3 +125,43 @@ def _selective_lines(sel: dict[str, Any] | None) -> list[str]:
         f"{skill}, AURC {sel['aurc']:.3f} (a constant's {sel['aurc_constant']:.3f})",
         f"abstention (error rate asked: coverage, realised error): {levels}",
     ]
+
+
+def _judge_bench(
+    judged_by: str,
+    records_dir: str | Path,
+    out_dir: str | Path,
+    weights: str | Path,
+    config: str | Path | None,
+    against: str | Path | None,
+    seed: int,
+    resamples: int,
+) -> str:
+    """The judge's report (eor.bench.judge), or that of a cascade ending with the judge (eor.bench.judge_cascade),
+    written into `out_dir`; its summary lines."""
+    if judged_by == "cascade":
+        if config is None:
+            raise ConfigError(f"{weights} is a cascade ending with the judge: give --config, the config naming it")
+        judged = judge_cascade_report(records_dir, weights, config, against=against, seed=seed, resamples=resamples)
+        lines = judge_cascade_lines(judged)
+    else:
+        scored = None if config is None else scored_families(load_config(config))
+        judged = judge_report(records_dir, weights, scored=scored, against=against, seed=seed, resamples=resamples)
+        lines = judge_lines(judged)
+    if warning := small_data_warning(judged["questions"], "a benchmark"):
+        log.warning(warning)
+    files = [path.name for path in write_judge_report(judged, out_dir)]
+    return "\n".join([*lines, f"written to {out_dir}: {', '.join(files)}"])
+
+
+def _judged_by(weights: str | Path | None) -> str | None:
+    """`judge` for a judge voter's weights file, `cascade` for a cascade trained with the judge as its last
+    step, None for any other voter."""
+    if weights is None:
+        return None
+    kind = weights_kind(weights)
+    if kind == JUDGE:
+        return JUDGE
+    if kind == "cascade" and LAST_STEP in (read_document(weights).get("meta") or {}):
+        return "cascade"
+    return None

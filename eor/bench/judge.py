@@ -11,6 +11,7 @@ Correctness is exact match against the gold answers (what the judge was trained 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,29 +26,81 @@ from eor.core.config import JudgeConfig
 from eor.core.errors import InputError
 from eor.core.formatting import pct
 from eor.core.json_ready import json_ready
-from eor.learning.judge_training import judged_questions
+from eor.learning.judge_training import JudgedQuestion, judged_questions, without_scores
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
 from voters.judge_selector import JudgeVoter
 
 
 def judge_report(
-    records: str | Path, weights: str | Path, *, against: str | Path | None = None, seed: int = 0, resamples: int = 1000
+    records: str | Path,
+    weights: str | Path,
+    *,
+    against: str | Path | None = None,
+    seed: int = 0,
+    resamples: int = 1000,
+    scored: frozenset[str] | None = None,
 ) -> dict[str, Any]:
-    """The report (JSON-ready) of the judge voter of `weights` on `records`; see the module."""
+    """The report (JSON-ready) of the judge voter of `weights` on `records`; see the module. `scored`: the
+    likelihood families live answering scores (a config's `judge:`, eor.learning.judge_cascade.scored_families;
+    None: whatever the records hold), so that each question is answered by the fit the config would use."""
     voter = JudgeVoter.load(weights)
     loaded = [record for record in read_records(records) if record.answers]
     if not loaded:
         raise InputError(f"{records}: no record has gold answers to benchmark on")
+    judged = judge_choices(loaded, voter, records, scored)
+    right = judged.right.astype(float)
+    draws = Bootstrap.draw(len(right), resamples, seed)
+    members = np.array(
+        [[m in r.members and _right(r.members[m].answer, r.answers) for m in voter.members] for r in loaded], float
+    )
+    report: dict[str, Any] = {
+        "kind": "judge",
+        "records": str(records),
+        "weights": str(weights),
+        "questions": len(judged.questions),
+        "scored": sum(bool(q.features.scored) for q in judged.questions),
+        "fits_used": judged.used,
+        "judge": {"em": float(right.mean()), "ci": draws.interval(right)},
+        "oracle": {
+            "members": float(members.max(axis=1).mean()),
+            "candidates": float(np.mean([q.right.any() for q in judged.questions])),
+        },
+    }
+    report.update(baselines(voter, records, loaded, right, members, draws, against))
+    report["selective"] = selective(judged.probability, right.astype(bool), judged.thresholds, seed)
+    return report
+
+
+@dataclass
+class JudgeChoices:
+    """The judge voter on recorded questions: per question its candidates (eor.learning.judge_training), whether
+    its choice is right, its P(right) (NaN without a choice) and its fit's abstention thresholds by error rate;
+    how many questions each fit answered."""
+
+    questions: list[JudgedQuestion]
+    right: np.ndarray
+    probability: np.ndarray
+    thresholds: list[dict[float, Any]]
+    used: dict[str, int]
+
+
+def judge_choices(
+    loaded: list[Any], voter: JudgeVoter, source: str | Path, scored: frozenset[str] | None = None
+) -> JudgeChoices:
+    """The judge voter's choice on each record of `loaded` (with gold answers), its candidates made as the
+    voter's training made them (refused otherwise), scores limited to the families `scored` (None: all)."""
     defaults = JudgeConfig()
     candidates = voter.metadata_.get("candidates") or {"rule": defaults.rule, "k": defaults.k}
     made = {(r.judge["identity"].get("rule"), r.judge["identity"].get("k")) for r in loaded if r.judge}
     expected = (candidates.get("rule"), int(candidates.get("k", defaults.k)))
     if made and made != {expected}:
         raise InputError(
-            f"{records}: candidates made with (rule, k) {sorted(made, key=str)}; the voter's are {expected}"
+            f"{source}: candidates made with (rule, k) {sorted(made, key=str)}; the voter's are {expected}"
         )
     questions = judged_questions(loaded, voter.members, *expected)
+    if scored is not None:
+        questions = [without_scores(question, scored) for question in questions]
     hits: list[bool] = []
     probability: list[float] = []
     used: dict[str, int] = {}
@@ -58,35 +111,31 @@ def judge_report(
         probability.append(np.nan if choice is None or choice.probability is None else choice.probability)
         used[fit.label] = used.get(fit.label, 0) + 1
         thresholds.append({round(float(row["alpha"]), 6): row["threshold"] for row in fit.thresholds})
-    right = np.asarray(hits, dtype=float)
-    draws = Bootstrap.draw(len(right), resamples, seed)
-    members = np.array(
-        [[m in r.members and _right(r.members[m].answer, r.answers) for m in voter.members] for r in loaded], float
-    )
-    report: dict[str, Any] = {
-        "kind": "judge",
-        "records": str(records),
-        "weights": str(weights),
-        "questions": len(questions),
-        "scored": sum(bool(q.features.scored) for q in questions),
-        "fits_used": used,
-        "judge": {"em": float(right.mean()), "ci": draws.interval(right)},
-        "oracle": {
-            "members": float(members.max(axis=1).mean()),
-            "candidates": float(np.mean([q.right.any() for q in questions])),
-        },
-    }
+    return JudgeChoices(questions, np.asarray(hits, bool), np.asarray(probability, float), thresholds, used)
+
+
+def baselines(
+    voter: JudgeVoter,
+    records: str | Path,
+    loaded: list[Any],
+    right: np.ndarray,
+    members: np.ndarray,
+    draws: Bootstrap,
+    against: str | Path | None,
+) -> dict[str, Any]:
+    """Top R (train: the judge's training records' best member) and `against` (another weights file's voter
+    on the same records), each with its EM and the paired test of `right` against it."""
+    out: dict[str, Any] = {}
     top = (voter.metadata_.get("top_r_train") or {}).get("member")
     if top in voter.members:
         column = members[:, voter.members.index(top)]
-        report["top_r_train"] = {"member": top, "em": float(column.mean()), "ci": draws.interval(column)}
-        report["vs_top_r_train"] = paired_test(right, column, draws)
+        out["top_r_train"] = {"member": top, "em": float(column.mean()), "ci": draws.interval(column)}
+        out["vs_top_r_train"] = paired_test(right, column, draws)
     if against is not None:
         other = _against(records, against, [r.id for r in loaded])
-        report["against"] = {"weights": str(against), "em": float(other.mean()), "ci": draws.interval(other)}
-        report["vs_against"] = paired_test(right, other, draws)
-    report["selective"] = _selective(np.asarray(probability, dtype=float), right.astype(bool), thresholds, seed)
-    return report
+        out["against"] = {"weights": str(against), "em": float(other.mean()), "ci": draws.interval(other)}
+        out["vs_against"] = paired_test(right, other, draws)
+    return out
 
 
 def _right(answer: str, golds: list[str]) -> bool:
@@ -106,7 +155,7 @@ def _against(records: str | Path, weights: str | Path, ids: list[str]) -> np.nda
     return np.array([_right(answer, gold) for answer, gold in zip(chosen, golds, strict=True)], dtype=float)
 
 
-def _selective(
+def selective(
     probability: np.ndarray, right: np.ndarray, thresholds: list[dict[float, Any]], seed: int
 ) -> dict[str, Any] | None:
     """P(right)'s calibration and, per error rate, each question's own fit's threshold applied."""

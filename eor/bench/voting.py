@@ -12,6 +12,7 @@ import numpy as np
 from eor.bench.data import RunData
 from eor.core.errors import ConfigError, InputError
 from eor.pipeline.answering import runs_in_steps
+from eor.pipeline.judging import ends_with_judge
 from voters.batch import VoteBatch
 from voters.loading import choose_voter
 from voters.right import RightModel, choice_evidence
@@ -78,12 +79,16 @@ class Vote:
         return str(entry["member"]) if isinstance(entry, dict) and entry.get("member") else None
 
 
-def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str] | None = None) -> Vote:
+def vote(
+    data: RunData, weights: str | Path | None = None, metrics: Sequence[str] | None = None, *, with_judge: bool = False
+) -> Vote:
     """Run EoR over the records: the weights file's voter, or a uniform one over `metrics` (default: those of
     `Voter.uniform`); voters.loading.choose_voter decides.
 
     A weights file trained on a sub-pool of the records' members votes among those members only; a weights
-    file naming members the records lack is an error.
+    file naming members the records lack is an error. A cascade trained with the judge as its last step
+    (eor.pipeline.judging.ends_with_judge) is refused unless `with_judge` (the caller answers its last step
+    with the judge: eor.bench.judge_cascade): its last step's selector never answers.
     """
 
     if weights is not None and metrics is not None:
@@ -91,6 +96,11 @@ def vote(data: RunData, weights: str | Path | None = None, metrics: Sequence[str
     path = Path(weights) if weights is not None else None
     uniform = {"metrics": tuple(metrics)} if metrics else {}
     voter = choose_voter(path, data.names, sub_pool=True, **uniform)
+    if not with_judge and ends_with_judge(voter) is not None:
+        raise ConfigError(
+            f"{path} is a cascade whose last step is the judge: benchmark it with the config that names that judge "
+            "(eor bench RECORDS --weights CASCADE.json --config CONFIG, judge: {weights: ..., after: cascade})"
+        )
     members = _voting_members(voter, data, path)
     columns = [data.names.index(name) for name in members]
     answers = [[row[c] for c in columns] for row in data.answers]

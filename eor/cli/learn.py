@@ -30,6 +30,13 @@ def add_train(commands: Commands) -> None:
     )
     _cost_options(train)
     train.add_argument(
+        "--judge",
+        metavar="JUDGE.json",
+        help="with --voter cascade: the judge voter (eor train --voter judge) answers the questions no step stops, "
+        "after the reader scores their candidates; the threshold is chosen for that cascade (needs --config and "
+        "records the judge's scores grew)",
+    )
+    train.add_argument(
         "--cv", type=fold_count, metavar="K", help="first report K-fold cross-validation of every voter against Top R"
     )
     train.add_argument(

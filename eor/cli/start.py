@@ -124,7 +124,7 @@ def add_models(commands: Commands) -> None:
 
 def add_cache(commands: Commands) -> None:
     cache = commands.add_parser(
-        "cache", help="eor's caches (generations, pair scores, web, indexes, models): stats, clear"
+        "cache", help="eor's caches (generations, pair scores, web, passage vectors, indexes, models): stats, clear"
     )
     actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
     stats = actions.add_parser(
@@ -136,7 +136,7 @@ def add_cache(commands: Commands) -> None:
     clear = actions.add_parser("clear", help="delete cached generations (all, or one reader's), or another cache")
     clear.add_argument(
         "--which",
-        choices=("generations", "pair-scores", "web"),
+        choices=("generations", "pair-scores", "web", "vectors"),
         default="generations",
         help="the cache to empty (default: generations; the others at their default place)",
     )

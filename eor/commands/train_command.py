@@ -95,7 +95,7 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
         meta["pool"] = identity
     lines.append(f"voter: {name}; weights written to {out}")
     lines += _scores(fitted, arrays, name, meta, options.metric)
-    lines += _probability_lines(calibrated, options.metric, data.questions, options.inner_folds)
+    lines += probability_lines(calibrated, options.metric, data.questions, options.inner_folds)
     if options.dev is not None:
         lines += _dev_scores(fitted, load_run(options.dev, data.names), meta, options.metric, options.seed)
     fitted.save(out, **meta)
@@ -322,14 +322,14 @@ def _scores(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any], met
         f"uniform {pct(meta['uniform']['train'])}, best single member {top['member']} {pct(top['train'])}"
     ]
     if hasattr(voter, "order_"):
-        lines += _cascade_lines(voter, metric, arrays.costs.rates if arrays.costs is not None else None)
+        lines += cascade_lines(voter, metric, arrays.costs.rates if arrays.costs is not None else None)
     if hasattr(voter, "active_members_"):
         kept = [f"{arrays.data.names[i]} ({voter.retriever_weights_[i]:.2f})" for i in voter.active_members_]
         lines.append(f"members kept: {', '.join(kept)}; pooling {voter.pooling_}")
     return lines
 
 
-def _cascade_lines(cascade: Any, metric: str, rates: dict[str, float] | None) -> list[str]:
+def cascade_lines(cascade: Any, metric: str, rates: dict[str, float] | None) -> list[str]:
     """The cascade's order, threshold and operating points (held out on the training records); costs from
     tokens at `rates`."""
     chosen = cascade.chosen_point_
@@ -355,7 +355,7 @@ def _cascade_lines(cascade: Any, metric: str, rates: dict[str, float] | None) ->
     return lines
 
 
-def _probability_lines(calibrated: Calibrated | None, metric: str, questions: int, folds: int) -> list[str]:
+def probability_lines(calibrated: Calibrated | None, metric: str, questions: int, folds: int) -> list[str]:
     """P(right) out of fold on the training records, and the abstention thresholds chosen on it."""
     if calibrated is None:
         least = PROBABILITY_QUESTIONS_PER_FOLD * folds

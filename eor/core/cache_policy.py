@@ -8,7 +8,8 @@ Where: in eor's cache folder, `eor.core.models.cache_dir()` ($EOR_CACHE, else $X
 | reader generations | `generations.sqlite` (`--cache`, `EOR_GENERATION_CACHE`) | bounded | eor.runs.generation_cache |
 | similarity pair scores | `pair_scores.sqlite` (a voter's `cache_dir`) | bounded | voters.similarity.cache |
 | web results and pages | `web/` (a web source's `cache_path`) | bounded | retrievers.web.cache |
-| retrieval indexes | `indexes/` | never evicted | retrievers.index_store |
+| passage vectors | `vectors.sqlite` | bounded | retrievers.vector_cache |
+| retrieval indexes | `indexes/` | never evicted; superseded versions removed | retrievers.index_store |
 | packaged models put together | `models/` | never evicted | eor.core.models |
 | sha256 stamps of model files | `hashes/` | never evicted | eor.core.models |
 
@@ -21,7 +22,10 @@ entry's bytes are its file's size.
 Eviction: after a write that takes a cache past its bound, its least recently used entries (by their last
 read or write, stored with them, so every process's use counts) are deleted until the rest hold EVICT_TO of
 the bound (`least_recently_used`). Indexes and models are never evicted: rebuilding one costs minutes and
-they are few; `eor cache stats` shows their size, and removing a folder rebuilds it on next use.
+they are few; `eor cache stats` shows their size, and removing a folder rebuilds it on next use. An index built
+for a new version of a corpus file supersedes the one of the file's earlier version, which is removed
+(retrievers.index_store); the passage vector cache keeps the vectors both versions share, so the new index
+encodes only the new passages.
 
 Reported: `eor cache stats` lists every cache of the table at its default place, each with its path,
 entries, bytes and bound (`CacheReport`), and the generation cache's entries per reader.

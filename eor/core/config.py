@@ -216,7 +216,10 @@ class JudgeConfig:
     `weights`: the judge voter (`eor train --voter judge`) that `eor ask`, `eor serve` and `Ensemble` answer
     with: every member runs, then the voter chooses among the candidates. `score: false` answers without the
     reader's scores (the voter's fit on the text alone: no reader time after the members'); `passages: false`
-    scores under the members' prompts only (the prompts the members just evaluated)."""
+    scores under the members' prompts only (the prompts the members just evaluated). `after`: `members` (every
+    member runs, then the judge) or `cascade` (the config's voter is a cascade trained with this judge as its
+    last step, `eor train --voter cascade --judge`: its steps answer the questions they stop, the judge those it
+    runs to its end)."""
 
     rule: str | None = "entities"
     k: int = 10
@@ -224,6 +227,7 @@ class JudgeConfig:
     members: list[str] | None = None
     weights: str | None = None
     score: bool = True
+    after: str = "members"
 
 
 @dataclass

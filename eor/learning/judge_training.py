@@ -167,14 +167,14 @@ def train_fit(
     right = accuracy(seen, choices).astype(bool)
     made = [(c, r) for c, r in zip(choices, right, strict=True) if c is not None]
     fit.calibrate([c for c, _ in made], [r for _, r in made])
-    probability = _cross_fitted(choices, right, fold_parts(len(seen), k, seed))
+    probability = cross_fitted(choices, right, fold_parts(len(seen), k, seed))
     # a question without a choice is never answered: its P(right) is NaN, below every threshold
     fit.thresholds_ = [t.to_dict() for t in thresholds(probability, right, delta=DELTA)]
     fit.delta_ = DELTA
     return fit, FitReport(level, table, fit.label, choices, probability, right)
 
 
-def _cross_fitted(choices: Sequence[Choice | None], right: np.ndarray, parts: Sequence[np.ndarray]) -> np.ndarray:
+def cross_fitted(choices: Sequence[Choice | None], right: np.ndarray, parts: Sequence[np.ndarray]) -> np.ndarray:
     """Each question's P(right) from a calibration fitted on the other parts' choices (NaN where no choice)."""
     probability = np.full(len(choices), np.nan)
     for held in parts:

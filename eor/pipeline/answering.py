@@ -156,6 +156,8 @@ class InSteps:
         stages = report_stages(clock, usage, 1, members=len(report["ran"]), skipped=report["skipped"])
         group = LAST if decision.last else EARLY
         probability = ensemble.voting.probability(decision.scores, ballots(outputs), decision.member, group)
+        if probability is None and decision.event == "right":  # no P(right) model: the step's, calibrated on it
+            probability = decision.probability
         vote = Decision(decision.member, dict(decision.scores), probability)
         result = build_result(item, outputs, vote, failed, report["skipped"], stages)
         result.cascade = report

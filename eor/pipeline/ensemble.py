@@ -32,7 +32,7 @@ from eor.core.errors import ConfigError, InputError
 from eor.core.prompts import templates_for
 from eor.core.results import MemberOutput, Record, Result
 from eor.pipeline.answering import Clock, answering_for, runs_in_steps
-from eor.pipeline.judging import judge_stage
+from eor.pipeline.judging import check_voter_with_judge, judge_stage, reached_end
 from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.pool import pool_identity, warn_if_foreign
 from eor.pipeline.stages.failures import Failures, warn_degraded
@@ -89,8 +89,10 @@ class Ensemble:
         self.reading = ReadingStage(self.generation, self.prompts, config.max_document_words)
         self.voter = voter if voter is not None else config_voter(config)
         _check_pool(self.voter, config, self.reader)
-        # with `judge.weights`, the judge voter answers after every member (eor.pipeline.judging)
-        self.judging = judge_stage(config, self.generation, self.templates)
+        # with `judge.weights`, the judge voter answers after every member, or after a cascade's last step
+        # (eor.pipeline.judging)
+        check_voter_with_judge(self.voter, config)
+        self.judging = judge_stage(config, self.generation, self.templates, self.voter)
         check_config_risk(self, config.voter.risk)
         self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
 
@@ -178,15 +180,19 @@ class Ensemble:
         names = self.select(members)
         timeout = check_timeout(member_timeout)
         risk = self.check_risk(risk, every_member=not (lazy and runs_in_steps(self.voter)))
-        if self.judging is not None:  # the judge weighs every member's answer: no lazy vote, no cascade steps
-            if members is not None and set(names) != set(self.judging.members):
+        if self.judging is not None:  # the judge weighs every member's answer, after every member or a cascade's end
+            steps = lazy and self.judging.after_cascade
+            if not steps and members is not None and set(names) != set(self.judging.members):
                 raise InputError(
                     "this pool answers with a judge voter, which weighs the answers of every member it was trained "
                     "on: ask without `members`"
                 )
-            results = answering_for(self, lazy=False, members=members).answer(items, names, timeout, strict)
+            results = answering_for(self, lazy=steps, members=members).answer(items, names, timeout, strict)
             warn_degraded(results)
-            return [self.judging.decide(result, risk) for result in results]
+            return [
+                self.judging.decide(result, risk) if reached_end(result) else self.judging.stopped(result, risk)
+                for result in results
+            ]
         results = answering_for(self, lazy=lazy, members=members).answer(items, names, timeout, strict)
         warn_degraded(results)
         return [self.voting.judge(result, risk) for result in results]

@@ -13,7 +13,9 @@ name, or `#` and the passage's id for a passage alone.
 `JudgeStage` answers with a judge voter (voters.judge_selector, `judge.weights`): after the members answered,
 the question's candidates are scored as above (the members' prompts were just evaluated, and the reader keeps
 their states: eor.readers.llamacpp_states), the voter's fit for what was scored chooses among them, and its
-P(right) and abstention thresholds decide whether to answer.
+P(right) and abstention thresholds decide whether to answer. With `judge.after: cascade` the config's voter is a
+cascade trained with this judge as its last step (`eor train --voter cascade --judge`, eor.learning.judge_cascade):
+its steps answer the questions they stop, and the judge answers those it runs to its end (`reached_end`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from eor.core.answers import normalize_answer
 from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.likelihood import Likelihood
+from eor.core.models import sha256_of
 from eor.core.prompts import PromptTemplates, templates_for
 from eor.core.results import MemberOutput, Result
 from eor.pipeline.abstention import abstention
@@ -64,6 +67,15 @@ def judge_identity(config: EnsembleConfig, settings: JudgeConfig, reader_identit
         "passages": settings.passages,
         "templates": templates_digest(templates_for(config)),
     }
+
+
+def scored_families(config: EnsembleConfig) -> frozenset[str]:
+    """The likelihood families (voters.judge_features) the config's `judge:` scores live: none without
+    `judge.score` (or without a judge), the members' prompts, and with `judge.passages` the passages alone."""
+    settings = config.judge
+    if settings is None or not settings.score:
+        return frozenset()
+    return frozenset(("scores", "passages") if settings.passages else ("scores",))
 
 
 def judged_members(config: EnsembleConfig) -> list[str]:
@@ -119,28 +131,99 @@ def judge(
     return [Judged(candidate, {name: scored[name][index] for name in prompts}) for index, candidate in enumerate(found)]
 
 
+#: what the judge answers after (`judge.after`): every member, or a cascade's last step
+AFTER = ("members", "cascade")
+#: the weights-file metadata key of a cascade trained with the judge as its last step (eor.learning.judge_cascade)
+LAST_STEP = "last_step"
+
+
+def ends_with_judge(voter: Any) -> dict[str, Any] | None:
+    """The judge a cascade was trained to end with (its weights file's `meta.last_step`); None for any other
+    voter."""
+    entry = (getattr(voter, "metadata_", None) or {}).get(LAST_STEP)
+    return dict(entry) if isinstance(entry, Mapping) else None
+
+
+def reached_end(result: Result) -> bool:
+    """Whether every member the answering ran for `result` was asked: no cascade, or one run to its end."""
+    return result.cascade is None or not result.cascade.get("skipped")
+
+
+def check_voter_with_judge(voter: Any, config: EnsembleConfig) -> None:
+    """A cascade trained with the judge as its last step answers only beside that judge (`judge.weights`, the
+    same file by digest, `judge.after: cascade`); `judge.after: cascade` needs such a cascade. ConfigError
+    naming what to change."""
+    entry = ends_with_judge(voter)
+    settings = config.judge
+    after = settings.after if settings is not None else "members"
+    if after not in AFTER:
+        raise ConfigError(f"judge.after must be one of {', '.join(AFTER)}, not {after!r}")
+    source = getattr(voter, "source_", None) or "the voter's weights file"
+    if entry is None:
+        if after == "cascade":
+            raise ConfigError(
+                f"judge.after: cascade needs a cascade trained with the judge as its last step (eor train --voter "
+                f"cascade --judge ...); {source} is not one"
+            )
+        return
+    if settings is None or settings.weights is None or after != "cascade":
+        raise ConfigError(
+            f"{source} is a cascade whose last step is the judge {entry.get('weights')}: answer with it beside "
+            "that judge (judge: {weights: ..., after: cascade}), never with its last step's selector"
+        )
+    judge_path = config.resolve_path(settings.weights)
+    if entry.get("sha256") != sha256_of(judge_path):
+        raise ConfigError(
+            f"the cascade {source} was trained with the judge {entry.get('weights')} as its last step, not with "
+            f"{judge_path} (their digests differ): train the cascade again with this judge"
+        )
+
+
 class JudgeStage:
     """The judge voter deciding each question after its members answered (`decide`): the question's candidates
     (`judge`), their features (voters.judge_features), the voter's fit for what the reader scored, its choice,
     P(right) and, at a risk, abstention by the fit's thresholds (eor.pipeline.abstention)."""
 
     def __init__(
-        self, voter: JudgeVoter, config: EnsembleConfig, generation: GenerationStage, templates: PromptTemplates
+        self,
+        voter: JudgeVoter,
+        config: EnsembleConfig,
+        generation: GenerationStage,
+        templates: PromptTemplates,
+        early: StepRisk | None = None,
+        late: StepRisk | None = None,
     ) -> None:
         assert config.judge is not None  # `judge_stage` builds one only for a config with a judge
         self.voter = voter
+        # after a cascade: the abstention thresholds of the answers its steps stop at, and of the judge's
+        self.early, self.late = early, late
         self.settings = config.judge
         self.generation = generation
         self.templates = templates
         self.members = list(voter.members)  # the training records' order (`judge_stage` checks the names)
         self.source = voter.source_ or "the judge's weights file"
+        self.after_cascade = self.settings.after == "cascade"  # the cascade's steps first (check_voter_with_judge)
 
     def check_risk(self, risk: float | None) -> float | None:
         """`risk` checked against the fits' thresholds (InputError: none, or none at or below it)."""
         if risk is not None:
             for fit in self.voter.fits:
                 abstention(fit, 1.0, risk, f"the judge voter {self.source} ({fit.label})")
+            if self.after_cascade:
+                abstention(self.early, 1.0, risk, "the cascade before the judge")
+                abstention(self.late, 1.0, risk, "the cascade's judge")
         return risk
+
+    def stopped(self, result: Result, risk: float | None = None) -> Result:
+        """`result` answered by a step of the cascade before the judge (its P(right) the step's), declined at
+        `risk` below the cascade's threshold for it."""
+        if risk is not None:
+            probability = math.nan if result.probability is None else result.probability
+            verdict = abstention(self.early, probability, risk, "the cascade before the judge")
+            result.abstention = verdict.to_dict()
+            if verdict.abstained:
+                result.answer = None
+        return result
 
     def decide(self, result: Result, risk: float | None = None) -> Result:
         """`result` answered by the judge: its answer the chosen candidate, `member` a member that wrote it (for
@@ -156,7 +239,7 @@ class JudgeStage:
         choice, fit = self.voter.choose(features)
         if choice is None:  # no candidate competes (no member wrote anything, no span): nothing to stand behind
             if risk is not None:
-                result.abstention = abstention(fit, math.nan, risk, self.source).to_dict()
+                result.abstention = abstention(self.late or fit, math.nan, risk, self.source).to_dict()
                 result.answer = None
             return result
         scores = fit.decision(features)
@@ -178,8 +261,8 @@ class JudgeStage:
         result.timings["judge"] = spent
         result.timings["total"] = result.timings.get("total", 0.0) + spent
         if risk is not None:
-            verdict = abstention(
-                fit, choice.probability if choice.probability is not None else math.nan, risk, self.source
+            verdict = abstention(  # after a cascade, the thresholds chosen for the judge's share of its questions
+                self.late or fit, choice.probability if choice.probability is not None else math.nan, risk, self.source
             )
             result.abstention = verdict.to_dict()
             if verdict.abstained:
@@ -199,35 +282,52 @@ def _holders(texts: list[str], evidence: Evidence) -> list[list[str]]:
     return out
 
 
-def judge_stage(config: EnsembleConfig, generation: GenerationStage, templates: PromptTemplates) -> JudgeStage | None:
+@dataclass(frozen=True)
+class StepRisk:
+    """Abstention thresholds (eor.pipeline.abstention) of one kind of answer of a cascade trained with the judge
+    as its last step, chosen on that kind's held-out answers (`meta.last_step.risk`, eor.learning.judge_cascade):
+    `stopped`, the answers its steps stop at, or `judged`, the judge's on the questions it runs to its end."""
+
+    thresholds: list[dict[str, Any]]
+    delta: float | None
+    correctness: str = "em"
+
+    @classmethod
+    def of(cls, voter: Any, kind: str) -> StepRisk | None:
+        risk = (ends_with_judge(voter) or {}).get("risk")
+        if not isinstance(risk, Mapping):
+            return None
+        return cls([dict(row) for row in risk.get(kind) or []], risk.get("delta"), risk.get("correctness", "em"))
+
+
+def judge_stage(
+    config: EnsembleConfig, generation: GenerationStage, templates: PromptTemplates, voter: Any = None
+) -> JudgeStage | None:
     """The judge stage of a config whose `judge:` names a judge voter's weights (None otherwise): the voter
     loaded and checked against the config (ConfigError naming each difference): the same members, the same
-    span rule and K as its training records, and a fit for what the config scores."""
+    span rule and K as its training records, and a fit for what the config scores. `voter`: the config's own
+    voter, a cascade trained with the judge as its last step under `judge.after: cascade`."""
     if config.judge is None or config.judge.weights is None:
         return None
     path = config.resolve_path(config.judge.weights)
-    voter = JudgeVoter.load(path)
-    voter.source_ = str(path)
+    judge = JudgeVoter.load(path)
+    judge.source_ = str(path)
     members = judged_members(config)
-    if sorted(voter.members) != sorted(members):
+    if sorted(judge.members) != sorted(members):
         raise ConfigError(
-            f"the judge voter {path} was trained for members {', '.join(voter.members)}; the judge weighs "
+            f"the judge voter {path} was trained for members {', '.join(judge.members)}; the judge weighs "
             f"{', '.join(members)}"
         )
-    trained = voter.metadata_.get("candidates") or {}
+    trained = judge.metadata_.get("candidates") or {}
     for key in ("rule", "k"):
         if key in trained and trained[key] != getattr(config.judge, key):
             raise ConfigError(
                 f"the judge voter {path} was trained on candidates with {key} {trained[key]!r}; the config's "
                 f"judge.{key} is {getattr(config.judge, key)!r}"
             )
-    scored = (
-        frozenset(("scores", "passages") if config.judge.passages else ("scores",))
-        if config.judge.score
-        else frozenset()
-    )
-    if not any(fit.needs <= scored for fit in voter.fits):
-        fits = "; ".join(f"{fit.label} needs {', '.join(sorted(fit.needs))}" for fit in voter.fits)
+    scored = scored_families(config)
+    if not any(fit.needs <= scored for fit in judge.fits):
+        fits = "; ".join(f"{fit.label} needs {', '.join(sorted(fit.needs))}" for fit in judge.fits)
         what = ", ".join(sorted(scored)) or "nothing"
         raise ConfigError(f"the judge voter {path} has no fit for what judge: scores ({what}): {fits}")
-    return JudgeStage(voter, config, generation, templates)
+    return JudgeStage(judge, config, generation, templates, StepRisk.of(voter, "stopped"), StepRisk.of(voter, "judged"))

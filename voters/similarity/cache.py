@@ -13,16 +13,14 @@ scores count as used least recently.
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from eor.core.cache_policy import BoundedTable, CacheReport, roll_back, size_bound
+from eor.core.cache_policy import BoundedTable
 from eor.core.models import cache_dir
-
-log = logging.getLogger(__name__)
+from eor.core.sqlite_cache import SqliteCache, write
 
 FILE_NAME = "pair_scores.sqlite"
 SCHEMA_VERSION = 1  # 1: `used` (last read or write) and `usage` (the scores' bytes), for the size bound
@@ -36,22 +34,18 @@ _SCHEMA = (
 )
 
 
-class PairScoreCache:
+class PairScoreCache(SqliteCache):
     """Pair scores stored in `folder/pair_scores.sqlite` (default folder: eor's cache folder; created when
     needed), held under `max_bytes` (see the module)."""
 
-    def __init__(self, folder: str | Path | None = None, max_bytes: int | str | None = None):
-        self.folder = cache_dir() if folder is None else Path(folder).expanduser()
-        self.path = self.folder / FILE_NAME
-        self.max_bytes = size_bound(max_bytes)
+    FILE_NAME = FILE_NAME
+    NAME = "pair-score cache"
+    BOUND = _BOUND
+    SCHEMA = _SCHEMA
+    SCHEMA_VERSION = SCHEMA_VERSION
 
-    def _connect(self) -> sqlite3.Connection:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        connection.execute("PRAGMA recursive_triggers = ON")  # REPLACE's delete keeps `usage` exact
-        if connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            _initialise(connection)
-        return connection
+    def __init__(self, folder: str | Path | None = None, max_bytes: int | str | None = None):
+        super().__init__(cache_dir() if folder is None else Path(folder).expanduser(), max_bytes)
 
     def get_many(self, metric: str, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
         """The cached scores of those `pairs` that are in the cache (each read counts as a use)."""
@@ -71,7 +65,7 @@ class PairScoreCache:
             if rows:
                 now = time.time()
                 uses = [(now, metric, a, b) for a, b, _ in rows]
-                _write(connection, "UPDATE scores SET used = ? WHERE metric = ? AND a = ? AND b = ?", uses)
+                write(connection, "UPDATE scores SET used = ? WHERE metric = ? AND a = ? AND b = ?", uses)
         finally:
             connection.close()
         return {(a, b): float(score) for a, b, score in rows}
@@ -84,77 +78,17 @@ class PairScoreCache:
             return
         connection = self._connect()
         try:
-            _write(connection, "INSERT OR REPLACE INTO scores (metric, a, b, score, used) VALUES (?, ?, ?, ?, ?)", rows)
-            if deleted := _BOUND.evict(connection, self.max_bytes):
-                log.info("pair-score cache %s: %d least recently used scores deleted (bound %d bytes)", self.path,
-                         deleted, self.max_bytes)  # fmt: skip
+            self._store(
+                connection, "INSERT OR REPLACE INTO scores (metric, a, b, score, used) VALUES (?, ?, ?, ?, ?)", rows
+            )
         finally:
             connection.close()
 
-    def __len__(self) -> int:
-        if not self.path.exists():
-            return 0
-        connection = self._connect()
-        try:
-            return int(connection.execute("SELECT COUNT(*) FROM scores").fetchone()[0])
-        finally:
-            connection.close()
-
-    def report(self) -> CacheReport:
-        """Its lines in `eor cache stats` (looking creates no file)."""
-        if not self.path.exists():
-            return CacheReport("pair-score cache", str(self.path), max_bytes=self.max_bytes, found=False)
-        connection = self._connect()
-        try:
-            entries = int(connection.execute("SELECT COUNT(*) FROM scores").fetchone()[0])
-            in_use = _BOUND.bytes_in_use(connection)
-        finally:
-            connection.close()
-        return CacheReport(
-            "pair-score cache", str(self.path), entries, self.path.stat().st_size, in_use, self.max_bytes
-        )
-
-    def clear(self) -> int:
-        """Delete every score and shrink the file; how many were deleted."""
-        if not self.path.exists():
-            return 0
-        connection = self._connect()
-        try:
-            deleted = _write(connection, "DELETE FROM scores", [()])
-            connection.execute("VACUUM")
-        finally:
-            connection.close()
-        return deleted
-
-
-def _write(connection: sqlite3.Connection, statement: str, rows: list[tuple]) -> int:
-    """`statement` over `rows` in one transaction; how many rows of `scores` it changed."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        changed = connection.executemany(statement, rows).rowcount  # (not counting the triggers' rows)
-    except BaseException:
-        roll_back(connection)
-        raise
-    connection.execute("COMMIT")
-    return changed
-
-
-def _initialise(connection: sqlite3.Connection) -> None:
-    """Create the schema, or upgrade a file of schema 0 (no `used`), in one transaction (another process may
-    have done it meanwhile)."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        if connection.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-            columns = {row[1] for row in connection.execute("PRAGMA table_info(scores)")}
-            if columns and "used" not in columns:
-                connection.execute("ALTER TABLE scores ADD COLUMN used REAL NOT NULL DEFAULT 0")
-            for statement in _SCHEMA:
-                connection.execute(statement)
-            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except BaseException:
-        roll_back(connection)
-        raise
-    connection.execute("COMMIT")
+    def _upgrade(self, connection: sqlite3.Connection) -> None:
+        """A file of schema 0 (no `used`) gets the column; its scores count as used least recently."""
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(scores)")}
+        if columns and "used" not in columns:
+            connection.execute("ALTER TABLE scores ADD COLUMN used REAL NOT NULL DEFAULT 0")
 
 
 def as_cache(cache: PairScoreCache | str | Path | None) -> PairScoreCache | None:

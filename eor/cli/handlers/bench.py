@@ -33,6 +33,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 design=args.design,
                 frontier=args.frontier,
                 against=args.against,
+                config=args.config,
             )
         )
     return 0

@@ -1,5 +1,5 @@
 """What `eor cache stats` and `eor cache clear` do, over every persistent cache of eor.core.cache_policy (the
-pair-score cache lives in `voters`, whose import loads numpy)."""
+pair-score cache lives in `voters` and the vector cache in `retrievers`, whose imports load numpy)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,16 @@ from eor.core.errors import InputError
 from eor.core.models import hashes_dir, models_dir
 from eor.runs.generation_cache import ENV_VARIABLE, GenerationCache, default_cache_path, format_stats
 from retrievers.index_store import report as index_store_report
+from retrievers.vector_cache import VectorCache
 from retrievers.web.cache import WebCache
 from voters.similarity.cache import PairScoreCache
 
 #: what `eor cache clear --which` names beside `generations`: a cache with `clear()` and `report()`
-CLEARABLE: dict[str, type[PairScoreCache] | type[WebCache]] = {"pair-scores": PairScoreCache, "web": WebCache}
+CLEARABLE: dict[str, type[PairScoreCache] | type[WebCache] | type[VectorCache]] = {
+    "pair-scores": PairScoreCache,
+    "web": WebCache,
+    "vectors": VectorCache,
+}
 
 
 def cmd_cache_stats(args: argparse.Namespace) -> int:
@@ -26,7 +31,7 @@ def cmd_cache_stats(args: argparse.Namespace) -> int:
     else:
         with GenerationCache(path) as cache:
             blocks = [format_stats(cache.stats())]
-    reports = [PairScoreCache().report(), WebCache().report()]
+    reports = [PairScoreCache().report(), WebCache().report(), VectorCache().report()]
     blocks += ["\n".join(report.lines()) for report in reports]
     blocks.append(index_store_report())
     kept = [CacheReport.kept("packaged models", models_dir()), CacheReport.kept("model file hashes", hashes_dir())]

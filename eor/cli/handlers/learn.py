@@ -8,6 +8,7 @@ from pathlib import Path
 from eor.commands.design_command import design
 from eor.commands.train_command import TrainOptions, train
 from eor.commands.train_judge import train_judge
+from eor.commands.train_judge_cascade import train_judge_cascade
 from eor.core.errors import ConfigError
 from eor.learning.judge_training import JUDGE
 from voters.similarity import parse_metric_spec
@@ -37,7 +38,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         pool_config=Path(args.config) if args.config else None,
         confidence=not args.no_confidence,
     )
-    print(train(Path(args.records), Path(args.out), options))
+    if args.judge:
+        print(train_judge_cascade(Path(args.records), Path(args.out), Path(args.judge), options))
+    else:
+        print(train(Path(args.records), Path(args.out), options))
     return 0
 
 
@@ -46,6 +50,7 @@ def _judge_options(args: argparse.Namespace) -> dict:
     defaults = {
         "metric": "em", "metrics": "em,f1,cosine", "pooling": "mean", "grounding": False, "restarts": 4,
         "cv": None, "max_loss": None, "budget": None, "cost": "auto", "rates": None, "no_confidence": False,
+        "judge": None,
     }  # fmt: skip
     given = [name for name, default in defaults.items() if getattr(args, name, default) != default]
     if given:

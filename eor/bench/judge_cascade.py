@@ -1,0 +1,146 @@
+"""`eor bench --weights CASCADE.json --config C` for a cascade trained with the judge as its last step
+(eor.learning.judge_cascade), replayed on records whose candidates the reader scored: each question's answer is
+the step the cascade stops at, or the judge's choice (the fit for what the config's `judge:` scores) where it
+runs every step; its reader seconds are the steps' members' (token counts at the cascade's training rates) and,
+where the judge answers, the replayed scoring of its candidates at the same rates. Beside it: the judge on
+every question, the oracles, Top R (train) and `against`, paired; P(right) (the cascade's steps', the
+judge's fit where it answers) with its calibration and each error rate's abstention.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eor.bench.judge import _right, baselines, judge_choices, judge_lines, selective
+from eor.bench.stats import Bootstrap
+from eor.bench.voting import vote
+from eor.core.config import load_config
+from eor.core.errors import ConfigError, InputError
+from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
+from eor.pipeline.judging import check_voter_with_judge, ends_with_judge, scored_families
+from eor.readers import build_reader
+from eor.runs.costs import member_costs
+from eor.runs.records import read_records
+from eor.runs.run_data import load_run
+from voters.batch import VoteBatch
+from voters.cascade import step_positions
+from voters.cascade_fit import step_probabilities, stop_steps
+from voters.judge_selector import JudgeVoter
+
+
+def judge_cascade_report(
+    records: str | Path,
+    weights: str | Path,
+    config_path: str | Path,
+    *,
+    against: str | Path | None = None,
+    seed: int = 0,
+    resamples: int = 1000,
+) -> dict[str, Any]:
+    """The report (JSON-ready) of the cascade of `weights` ending with the judge of `config_path`'s `judge:`."""
+    config = load_config(config_path)
+    if config.judge is None or config.judge.weights is None:
+        raise ConfigError(f"{config_path} names no judge (judge: {{weights: ..., after: cascade}})")
+    data = load_run(records, config.members)
+    voted = vote(data, weights, with_judge=True)
+    cascade = voted.voter
+    cascade.source_ = str(weights)
+    check_voter_with_judge(cascade, config)
+    judge = JudgeVoter.load(config.resolve_path(config.judge.weights))
+    by_id = {record.id: record for record in read_records(records)}
+    loaded = [by_id[question] for question in data.ids]
+    if not all(record.answers for record in loaded):
+        raise InputError(f"{records}: every question needs gold answers to benchmark on")
+    judged = judge_choices(loaded, judge, records, scored_families(config))
+    assert voted.stops is not None  # a cascade's replay
+    ended = voted.stops == len(cascade.steps_) - 1
+    answers = [data.answers[q][int(c)] for q, c in enumerate(voted.chosen)]
+    early = np.array([_right(answer, data.golds[q]) for q, answer in enumerate(answers)], bool)
+    right = np.where(ended, judged.right, early)
+    rates = (cascade.metadata_.get("costs") or {}).get("rates") or {}
+    cost = _seconds(data, cascade, voted.stops, ended, [loaded[i] for i in np.flatnonzero(ended)], config, rates)
+    draws = Bootstrap.draw(len(right), resamples, seed)
+    members = np.array([[_right(answer, data.golds[q]) for answer in row] for q, row in enumerate(data.answers)], float)
+    report: dict[str, Any] = {
+        "kind": "judge-cascade",
+        "records": str(records),
+        "weights": str(weights),
+        "judge_weights": str(config.judge.weights),
+        "questions": len(loaded),
+        "cascade": {
+            "em": float(right.mean()),
+            "ci": draws.interval(right.astype(float)),
+            "cost": float(cost.mean()),
+            "cost_p90": float(np.percentile(cost, 90)),
+            "members_run": float((voted.stops + 1).mean()),
+            "judged": float(ended.mean()),
+            "rates": dict(rates),
+        },
+        "judge": {"em": float(judged.right.mean()), "ci": draws.interval(judged.right.astype(float))},
+        "oracle": {
+            "members": float(members.max(axis=1).mean()),
+            "candidates": float(np.mean([q.right.any() for q in judged.questions])),
+        },
+        "fits_used": judged.used,
+    }
+    report.update(baselines(judge, records, loaded, right.astype(float), members, draws, against))
+    probability, thresholds = _probability(data, cascade, ended, judged)
+    report["selective"] = selective(probability, right, thresholds, seed)
+    return report
+
+
+def _seconds(
+    data: Any, cascade: Any, stops: np.ndarray, ended: np.ndarray, judged: list[Any], config: Any, rates: dict
+) -> np.ndarray:
+    """Per question, the reader seconds at `rates`: the members of the steps run (token counts), and where the
+    judge answered (`judged`, those records in order) the replayed scoring of their candidates."""
+    if not rates:
+        raise InputError(f"{cascade.source_}: the cascade's file holds no token rates (meta.costs.rates) to replay at")
+    costs = member_costs(data, "tokens", dict(rates))
+    columns = [data.names.index(name) for name in cascade.members_]
+    spent = cascade.spent(costs.matrix[:, columns], stops)
+    if judged:
+        tokenize = chat_tokenizer(build_reader(config.reader))
+        passages = "passages" in scored_families(config)
+        spent[ended] += scoring_costs(judged, config, tokenize, rates, passages=passages)
+    return spent
+
+
+def _probability(data: Any, cascade: Any, ended: np.ndarray, judged: Any) -> tuple[np.ndarray, list[dict]]:
+    """Per question, P(right) and the abstention thresholds by error rate of what answered it: the step the
+    cascade stopped at (its calibrated P) and the thresholds chosen for the answers its steps stop at, or the
+    judge's fit's P and the thresholds chosen for the judge's share (the weights file's `meta.last_step.risk`)."""
+    risk = (ends_with_judge(cascade) or {}).get("risk") or {}
+    if cascade.stop_on_ != "right" or not risk:
+        raise InputError("the cascade's file holds no P(right) of its steps (stop_on right) or no thresholds")
+    columns = [data.names.index(name) for name in cascade.members_]
+    batch = VoteBatch(
+        [[row[c] for c in columns] for row in data.answers],
+        [[row[c] for c in columns] for row in data.passages],
+        data.texts,
+        confidence=[[row[c] for c in columns] for row in data.confidence] or None,
+    )
+    blocks, rows = batch.blocks(cascade.metric_names_, cascade.metric_params, confidence=cascade.uses_confidence_)
+    steps, _, _ = step_probabilities(blocks, step_positions(cascade), rows)
+    stops = stop_steps(steps, cascade.threshold_)
+    probability = np.where(ended, judged.probability, steps[np.arange(len(rows)), stops])
+    own = {
+        kind: {round(float(row["alpha"]), 6): row["threshold"] for row in risk[kind]} for kind in ("stopped", "judged")
+    }
+    thresholds = [own["judged"] if ended[q] else own["stopped"] for q in range(len(ended))]
+    return probability, thresholds
+
+
+def judge_cascade_lines(report: dict[str, Any]) -> list[str]:
+    """The report in a few lines."""
+    cascade = report["cascade"]
+    low, high = cascade["ci"]
+    head = [
+        f"cascade ending with the judge: EM {100 * cascade['em']:.1f} [{100 * low:.1f}, {100 * high:.1f}] at "
+        f"{cascade['cost']:.2f} s of reader time per question (p90 {cascade['cost_p90']:.2f}; "
+        f"{cascade['members_run']:.2f} members run; the judge answered {100 * cascade['judged']:.1f}%)",
+    ]
+    return head + judge_lines(report)

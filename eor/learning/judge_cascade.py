@@ -1,0 +1,125 @@
+"""A cascade whose last step is the reader as judge: the members run in the cascade's order and a step whose
+P(right) reaches the threshold answers, as in voters.cascade; a question that no step stops has every member's
+answer, and instead of the last step's selector the reader scores its candidates under the members' prompts
+(the prompts it has just evaluated: eor.pipeline.judging) and the judge voter (voters.judge_selector) chooses
+among them. The scoring is paid only on the questions the cascade runs to its end.
+
+Everything is learned on the training records alone, by the cascade's own procedure (voters.cascade_fit): the
+order and each step's selector and calibration (`stop_on="right"`: a step stops when its leading answer is
+likely right, the judge being what it would otherwise ask), and one threshold chosen on repeated held-out
+folds, where a question no step stops counts the judge's choice from a fit that did not see it (the judge
+voter's own setting, chosen by its training, refitted on the other folds: `last_step`) and the scoring's
+replayed seconds on top of every member's (`scoring_costs`). The judge's answers are those of its fit for
+what the config scores (`passages: false`: the members' prompts alone, `scored_families`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eor.core.config import EnsembleConfig
+from eor.core.errors import ConfigError, InputError
+from eor.core.models import sha256_of
+from eor.core.prompts import templates_for
+from eor.learning.judge_training import JudgedQuestion, Setting, accuracy, cross_fitted, out_of_fold, without_scores
+from eor.pipeline.judging import passages_read
+from eor.runs.costs import scoring_seconds
+from voters.cascade_fit import REPEATS, LastStep
+from voters.folds import folds as fold_parts
+from voters.judge_features import PASSAGE
+from voters.judge_selector import JudgeSelector, JudgeVoter
+
+
+def judge_fit(voter: JudgeVoter, scored: frozenset[str]) -> JudgeSelector:
+    """The voter's fit for candidates scored with `scored` (its first fit that needs no more)."""
+    for fit in voter.fits:
+        if fit.needs <= scored:
+            return fit
+    what = ", ".join(sorted(scored)) or "nothing"
+    raise ConfigError(f"the judge voter has no fit for candidates scored with {what}")
+
+
+def last_step(
+    questions: Sequence[JudgedQuestion],
+    fit: JudgeSelector,
+    cost: np.ndarray,
+    *,
+    folds: int,
+    seed: int,
+    repeats: int = REPEATS,
+) -> LastStep:
+    """The judge as a cascade's last step over the training `questions` (in the cascade's row order, seen with
+    the families `fit` reads): per repeat r, each question's choice by `fit`'s setting refitted on the other
+    folds of the cascade's split r (voters.folds with `seed + r`), right or not; and `cost`, each question's
+    scoring seconds."""
+    seen = [without_scores(q, fit.needs) for q in questions]
+    setting = Setting(tuple(fit.families), fit.spans)
+    right = np.zeros((repeats, len(seen)), dtype=bool)
+    probability = np.full((repeats, len(seen)), np.nan)
+    for repeat in range(repeats):
+        parts = fold_parts(len(seen), folds, seed + repeat)
+        choices = out_of_fold(seen, setting, parts)
+        right[repeat] = accuracy(seen, choices).astype(bool)
+        probability[repeat] = cross_fitted(choices, right[repeat], parts)
+    costs = np.asarray(cost, dtype=float)
+    if costs.shape != (len(seen),) or not np.all(np.isfinite(costs)):
+        raise InputError(f"the judge's scoring costs must be {len(seen)} finite numbers, one per question")
+    return LastStep(right, costs, probability)
+
+
+def chat_tokenizer(reader: Any) -> Callable[[str], Sequence[int]]:
+    """The reader's chat tokens of a prompt, what the judge's scoring is counted in (ConfigError for a reader
+    that cannot count them: the llama.cpp reader can)."""
+    tokenize = getattr(reader, "chat_tokens", None)
+    if not callable(tokenize):
+        raise ConfigError(
+            "the judge's scoring is replayed in the reader's own chat tokens: it needs a llama.cpp reader"
+        )
+    return tokenize
+
+
+def scoring_costs(
+    records: Sequence[Any],
+    config: EnsembleConfig,
+    tokenize: Callable[[str], Sequence[int]],
+    rates: Mapping[str, float],
+    *,
+    passages: bool,
+) -> np.ndarray:
+    """Per record, the reader seconds at `rates` of scoring its recorded candidates as the judge does live
+    (eor.runs.costs.scoring_seconds): under every member's prompt, whose state the reader holds, and with
+    `passages` under each passage alone in the config's reading template. `tokenize`: the reader's chat
+    tokens of a prompt."""
+    templates = templates_for(config)
+    chunk = config.reader.llama_cpp.prefix_chunk
+    seconds = []
+    for record in records:
+        if record.judge is None:
+            raise InputError(f"question {record.id} holds no scores of the judge (eor run with a judge: section)")
+        outputs = {name: record.members[name] for name in config.members if name in record.members}
+        prompts = {name: output.prompt for name, output in outputs.items() if output.prompt}
+        if passages:
+            for passage in (p for p in passages_read(outputs) if p.get("id") is not None):
+                pair = (str(passage.get("title", "")), str(passage.get("text", "")))
+                prompts[PASSAGE + str(passage["id"])] = templates.answer_prompt(record.question, [pair])
+        candidates = record.judge["candidates"]
+        seconds.append(scoring_seconds(candidates, prompts, list(outputs), tokenize, rates, chunk))
+    return np.asarray(seconds, dtype=float)
+
+
+def last_step_meta(path: Path, fit: JudgeSelector, step: LastStep) -> dict[str, Any]:
+    """What a cascade ending with the judge records of it: the judge's weights file (path and digest: live
+    answering refuses another), the fit that answers, and the mean scoring cost on the training questions."""
+    return {
+        "voter": "judge",
+        "weights": str(path),
+        "sha256": sha256_of(path),
+        "fit": fit.label,
+        "scored": sorted(fit.needs),
+        "cost": float(np.mean(step.cost)) if len(step.cost) else 0.0,
+        "held_out_em": float(step.right.mean()) if step.right.size else 0.0,
+    }

@@ -1,0 +1,184 @@
+"""A cascade whose last step is the reader as judge (eor.learning.judge_cascade, `judge.after: cascade`): held-out
+figures count the judge's choice and cost where no step stops (hand-checked against the plain cascade's), live
+answering runs the steps and asks the judge only where they run to the end, abstention reads the thresholds
+chosen for that cascade, a mismatched pair (another judge, a plain cascade, a judge-ended cascade without its
+judge) is refused, and `eor train --voter cascade --judge` / `eor bench --config` run on shipped records."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eor.bench.voting import vote
+from eor.cli import main
+from eor.core.errors import ConfigError, InputError
+from eor.core.models import sha256_of
+from eor.pipeline.ensemble import Ensemble
+from eor.runs.run_data import load_run
+from tests.conftest import ROOT
+from tests.test_cascade import hand_cascade_document, selector_document
+from tests.test_judge_answering import QUESTION, weights  # noqa: F401 - the judge voter's fixture
+from tests.test_judge_records import MEMBERS, _config
+from voters.batch import VoteBatch
+from voters.cascade_fit import THRESHOLDS, LastStep, SelectorSettings, StepScores, held_out_points
+
+ORDER = [MEMBERS[1], MEMBERS[2], MEMBERS[0]]  # BM25@1 > Wiki@2 > ReFree
+
+
+def _batch(n: int = 60, seed: int = 0) -> tuple[VoteBatch, np.ndarray]:
+    """Three members answering from {a, b, c}, gold a; costs 1, 2, 3 per question."""
+    rng = np.random.default_rng(seed)
+    answers = [[str(rng.choice(["a", "b", "c"], p=[0.5, 0.3, 0.2])) for _ in range(3)] for _ in range(n)]
+    batch = VoteBatch(answers, [[["x"]] * 3] * n, ["q"] * n, golds=[["a"]] * n)
+    return batch, np.tile([1.0, 2.0, 3.0], (n, 1))
+
+
+def _scores(batch: VoteBatch) -> StepScores:
+    blocks, rows = batch.blocks(("em",), None, confidence=False)
+    labels = batch.correctness("em") >= 0.5
+    return StepScores(blocks, labels, ["m0", "m1", "m2"], rows, SelectorSettings(("em",)), 5, 0)
+
+
+def test_held_out_points_take_the_last_steps_choice_and_cost_where_no_step_stops():
+    batch, costs = _batch()
+    scores = _scores(batch)
+    plain = held_out_points(scores, costs, "right", repeats=2)
+    rng = np.random.default_rng(1)
+    right = rng.random((2, len(batch))) < 0.7
+    given = rng.random((2, len(batch)))
+    last = LastStep(right, np.full(len(batch), 0.5), given)
+    ended = held_out_points(scores, costs, "right", repeats=2, last=last)
+    never = len(THRESHOLDS) - 1  # +inf: every question runs every step, the last step answers all
+    assert THRESHOLDS[never] == math.inf
+    assert np.array_equal(ended.right[never], right) and np.allclose(ended.probability[never], given)
+    assert ended.points[never].cost == pytest.approx(6.5) and ended.full_cost == pytest.approx(6.5)
+    assert ended.full_accuracy == pytest.approx(right.mean()) and plain.full_cost == pytest.approx(6.0)
+    # where a step stops, the answer, its P(right) and its cost are the plain cascade's
+    for t in range(never):
+        early = ended.probability[t] != given  # the rows no step stopped carry the last step's own P
+        assert np.array_equal(ended.right[t][early], plain.right[t][early])
+        assert np.allclose(ended.probability[t][early], plain.probability[t][early])
+        assert np.array_equal(ended.right[t][~early], right[~early])
+    assert ended.points[never].members_run == 3.0
+    with pytest.raises(InputError, match="choices for 2 repeats"):
+        held_out_points(scores, costs, "right", repeats=2, last=LastStep(right[:1], last.cost))
+
+
+def _cascade_document(judge: Path, threshold: float | None, thresholds: list[dict]) -> dict:
+    """test_cascade's hand cascade over this pool: order BM25@1 > Wiki@2 > ReFree, P = σ(z) of the leader, z = 1
+    at every step (P = 0.731); stopping on P(right) and ending with `judge` (its digest), whose risk thresholds
+    are `thresholds` for both kinds of answer."""
+    document = hand_cascade_document(threshold)
+    document.update(members=MEMBERS, order=ORDER, stop_on="right")
+    for j, step in enumerate(document["steps"]):
+        step["members"] = ORDER[: j + 1]
+        step["selector"] = selector_document(ORDER[: j + 1], {}, 1.0)
+    risk = {
+        "procedure": "learn-then-test",
+        "delta": 0.1,
+        "correctness": "em",
+        "stopped": thresholds,
+        "judged": thresholds,
+    }
+    document["meta"] = {
+        "last_step": {
+            "voter": "judge",
+            "weights": str(judge),
+            "sha256": sha256_of(judge),
+            "fit": "votes+scores",
+            "risk": risk,
+        }
+    }
+    return document
+
+
+RISKS = [  # at most 0.1 wrong: decline every early answer; at most 0.3: answer from P ≥ 0.7 (0.731 passes)
+    {"alpha": 0.1, "threshold": None, "coverage": 0.0, "error": None, "p_value": None},
+    {"alpha": 0.3, "threshold": 0.7, "coverage": 0.5, "error": 0.2, "p_value": 0.01},
+]
+
+
+def _pair(tmp_path: Path, judge: Path, threshold: float | None, after: str = "cascade", name: str = "pair") -> Path:
+    cascade = tmp_path / f"{name}-cascade.json"
+    cascade.write_text(json.dumps(_cascade_document(judge, threshold, RISKS)))
+    config = _config(tmp_path, judge=f"judge: {{rule: entities, k: 3, weights: {judge}, after: {after}}}", name=name)
+    config.write_text(config.read_text().replace("voter: {metrics: [em, f1]}", f"voter: {{weights: {cascade}}}"))
+    return config
+
+
+def test_the_steps_answer_what_they_stop_and_the_judge_what_runs_to_the_end(weights, tmp_path):  # noqa: F811
+    early = Ensemble.from_config(_pair(tmp_path, weights, 0.5, name="early"), cache=False)
+    stopped = early.answer(QUESTION)  # P = 0.731 ≥ 0.5 after BM25@1
+    assert stopped.cascade["ran"] == ["BM25@1"] and stopped.judged is None
+    assert stopped.probability == pytest.approx(1 / (1 + math.exp(-1)))  # the step's P(right): no model beside it
+    assert early.answer(QUESTION, risk=0.3).answer is not None
+    declined = early.answer(QUESTION, risk=0.1)  # the cascade's own thresholds: none at 0.1
+    assert declined.abstained and declined.abstention["alpha"] == 0.1
+    to_end = Ensemble.from_config(_pair(tmp_path, weights, None, name="end"), cache=False)
+    judged = to_end.answer(QUESTION)  # never early: every member, then the judge
+    assert judged.cascade["skipped"] == [] and judged.judged is not None
+    assert judged.answer == judged.judged["candidates"][judged.judged["chosen"]]["text"]
+    every = early.answer(QUESTION, lazy=False)  # every member asked (--all-members): the judge answers
+    assert every.cascade is None and every.judged is not None and set(every.members) == set(MEMBERS)
+
+
+def test_a_judge_ended_cascade_answers_only_beside_its_judge(weights, tmp_path):  # noqa: F811
+    with pytest.raises(ConfigError, match="whose last step is the judge"):  # its last step's selector never answers
+        Ensemble.from_config(_pair(tmp_path, weights, 0.5, after="members", name="members"), cache=False)
+    other = tmp_path / "other-judge.json"
+    other.write_text(Path(weights).read_text().replace('"members"', '"members" ', 1))  # the same voter, other bytes
+    config = _pair(tmp_path, weights, 0.5, name="other")
+    config.write_text(config.read_text().replace(f"weights: {weights},", f"weights: {other},"))
+    with pytest.raises(ConfigError, match="their digests differ"):
+        Ensemble.from_config(config, cache=False)
+    plain = json.loads((tmp_path / "other-cascade.json").read_text())
+    plain["meta"] = {}
+    (tmp_path / "other-cascade.json").write_text(json.dumps(plain))
+    config.write_text(config.read_text().replace(f"weights: {other},", f"weights: {weights},"))
+    with pytest.raises(ConfigError, match="needs a cascade trained with the judge as its last step"):
+        Ensemble.from_config(config, cache=False)
+
+
+def _subset(source: Path, out: Path, start: int, stop: int) -> Path:
+    """Records `start`-`stop` of a shipped records file, with the config and pool it names."""
+    assert main(["records", "unpack", str(source), "--out", str(out)]) == 0
+    lines = (out / "records.jsonl").read_text().splitlines()[start:stop]
+    (out / "records.jsonl").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, capsys):
+    records = ROOT / "docs" / "records" / "nq-train.jsonl.gz"
+    train = _subset(records, tmp_path / "train", 0, 150)
+    held = _subset(records, tmp_path / "held", 450, 520)  # training questions the cascade below never saw
+    out, config = tmp_path / "jc.json", ROOT / "configs" / "nq-judge.yaml"
+    judge = ROOT / "docs" / "weights" / "nq-offline-judge.json"
+    flags = ["--config", str(config), "--budget", "2.5", "--rates", "281,60", "--no-confidence", "--metrics", "em,f1"]
+    assert main(["train", str(train), "--voter", "cascade", "--judge", str(judge), "--out", str(out), *flags]) == 0
+    shown = capsys.readouterr().out
+    assert "cascade ending with the judge" in shown and "abstention thresholds" in shown
+    document = json.loads(out.read_text())
+    entry = document["meta"]["last_step"]
+    assert entry["sha256"] == sha256_of(judge) and entry["fit"].startswith("votes+evidence+scores")
+    assert entry["cost"] > 0 and {row["alpha"] for row in entry["risk"]["judged"]} >= {0.1, 0.3}
+    assert document["stop_on"] == "right" and document["chosen"]["cost"] <= 2.5
+    with pytest.raises(ConfigError, match="whose last step is the judge"):  # never replayed without its judge
+        vote(load_run(held, document["members"]), out)
+    paired = ROOT / "docs" / "weights" / "nq-offline-cascade.json"
+    runs = ["bench", str(held), "--weights", str(out), "--out", str(tmp_path / "report"), "--against", str(paired)]
+    with_config = ["--config", str(tmp_path / "pair.yaml")]
+    pair = config.read_text().replace("passages: false", "passages: false\n  after: cascade")
+    pair = pair.replace("../docs/weights/nq-offline-judge.json", str(judge)).replace(
+        "../../shared", str(ROOT.parent / "shared")
+    )
+    (tmp_path / "pair.yaml").write_text(pair.replace("pooling: mean", f"pooling: mean\n  weights: {out}"))
+    assert main([*runs, *with_config]) == 0
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    cascade = report["cascade"]
+    assert report["kind"] == "judge-cascade" and report["questions"] == 70 and 0 < cascade["judged"] < 1
+    assert 1 <= cascade["members_run"] <= 7 and cascade["cost"] > 0 and report["fits_used"]
+    assert report["selective"]["risk_levels"] and "vs_against" in report
