@@ -195,8 +195,9 @@ def judge_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def judge_lines(report: dict[str, Any]) -> list[str]:
-    """The report in a few lines (EM with intervals, the paired differences, P(right), abstention)."""
+def judge_lines(report: dict[str, Any], voter: str = "judge") -> list[str]:
+    """The report in a few lines (EM with intervals, the paired differences of `voter`'s answers, P(right),
+    abstention)."""
     judge = report["judge"]
     used = ", ".join(f"{label}: {count}" for label, count in report["fits_used"].items())
     lines = [
@@ -213,7 +214,7 @@ def judge_lines(report: dict[str, Any]) -> list[str]:
         paired = report[test]
         low, high = paired["ci"]
         lines.append(
-            f"{name}{member}: EM {pct(entry['em'])}; judge − it = {pct(paired['difference'])} points "
+            f"{name}{member}: EM {pct(entry['em'])}; {voter} − it = {pct(paired['difference'])} points "
             f"[{pct(low)}, {pct(high)}], {paired['test'].replace('_', ' ')} p = {paired['p_value']:.3g}"
         )
     selective = report.get("selective")

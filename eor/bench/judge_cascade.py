@@ -70,6 +70,7 @@ def judge_cascade_report(
         "weights": str(weights),
         "judge_weights": str(config.judge.weights),
         "questions": len(loaded),
+        "scored": sum(bool(q.features.scored) for q in judged.questions),
         "cascade": {
             "em": float(right.mean()),
             "ci": draws.interval(right.astype(float)),
@@ -143,4 +144,4 @@ def judge_cascade_lines(report: dict[str, Any]) -> list[str]:
         f"{cascade['cost']:.2f} s of reader time per question (p90 {cascade['cost_p90']:.2f}; "
         f"{cascade['members_run']:.2f} members run; the judge answered {100 * cascade['judged']:.1f}%)",
     ]
-    return head + judge_lines(report)
+    return head + judge_lines(report, voter="the cascade")
