@@ -9,6 +9,7 @@ EOR_SCREENSHOTS when set.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -101,29 +102,16 @@ def reports(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def server(browser, reports, tmp_path_factory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("serve")
+@contextlib.contextmanager
+def serving(arguments: list[str], folder: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`eor serve` with `arguments` on a free port of 127.0.0.1 (its cache and log in `folder`), once healthy:
+    its base URL. Stopped after; its log must hold no traceback."""
     port = free_port()
     log = folder / "server.log"
-    env = {**os.environ, "EOR_E2E_KEY": KEY, "EOR_CACHE": str(folder / "cache")}
-    command = [
-        sys.executable,
-        "-m",
-        "eor.cli",
-        "serve",
-        "--config",
-        str(ROOT / "configs/default.yaml"),
-        "--port",
-        str(port),
-        "--api-key-env",
-        "EOR_E2E_KEY",
-        "--reports",
-        str(reports),
-        "--all-members",
-    ]
+    environment = {**os.environ, "EOR_CACHE": str(folder / "cache"), **(env or {})}
+    command = [sys.executable, "-m", "eor.cli", "serve", *arguments, "--port", str(port)]
     with log.open("w") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=environment)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300
@@ -142,6 +130,15 @@ def server(browser, reports, tmp_path_factory) -> Iterator[str]:
         process.terminate()
         process.wait(30)
     assert "Traceback" not in log.read_text()
+
+
+@pytest.fixture(scope="module")
+def server(browser, reports, tmp_path_factory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("serve")
+    arguments = ["--config", str(ROOT / "configs/default.yaml"), "--api-key-env", "EOR_E2E_KEY"]
+    arguments += ["--reports", str(reports), "--all-members"]
+    with serving(arguments, folder, {"EOR_E2E_KEY": KEY}) as base:
+        yield base
 
 
 def _watch(page) -> list[str]:
@@ -323,31 +320,8 @@ def cascade_server(browser, tmp_path_factory) -> Iterator[str]:
     }
     weights = folder / "cascade.json"
     weights.write_text(json.dumps(document))
-    port = free_port()
-    log = folder / "server.log"
-    env = {**os.environ, "EOR_CACHE": str(folder / "cache")}
-    command = [sys.executable, "-m", "eor.cli", "serve", "--config", str(ROOT / "configs/default.yaml")]
-    command += ["--weights", str(weights), "--port", str(port)]
-    with log.open("w") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert process.poll() is None, log.read_text()[-3000:]
-            time.sleep(0.3)
-        else:
-            raise RuntimeError("the server did not get ready:\n" + log.read_text()[-3000:])
+    with serving(["--config", str(ROOT / "configs/default.yaml"), "--weights", str(weights)], folder) as base:
         yield base
-    finally:
-        process.terminate()
-        process.wait(30)
-    assert "Traceback" not in log.read_text()
 
 
 def test_the_page_shows_p_right_and_an_abstention_plainly(browser, cascade_server, shots):
@@ -375,3 +349,54 @@ def test_the_page_shows_p_right_and_an_abstention_plainly(browser, cascade_serve
     assert "(the threshold for at most 0.2 wrong: none)" in page.inner_text("#probability")
     page.screenshot(path=str(shots / "explorer-abstention.png"), full_page=True)
     assert problems == []
+
+
+@pytest.fixture(scope="module")
+def documents_server(browser, tmp_path_factory) -> Iterator[tuple[str, Path]]:
+    """`eor serve` over a folder of documents imported as the corpus (a two-page PDF and a Markdown file), with
+    the folder named in the config (`corpus.documents`) and a bearer key: BM25@1 and SmolLM2."""
+    from eor.documents.folder import import_folder
+    from tests.test_documents import _pdf
+
+    folder = tmp_path_factory.mktemp("serve-documents")
+    root = folder / "papers"
+    root.mkdir()
+    (root / "notes.md").write_text("# Notes\n\nThe Mona Lisa was painted by Leonardo da Vinci.\n", encoding="utf-8")
+    (root / "study.pdf").write_bytes(_pdf(["A page about rivers.", "The Mona Lisa hangs in the Louvre in Paris."]))
+    import_folder(root, folder / "corpus.jsonl", progress=False)
+    config = folder / "papers.yaml"
+    config.write_text(
+        f"""name: papers
+reader: {{model: smollm2-135m, max_tokens: 16, llama_cpp: {{context_tokens: 2048}}}}
+corpus: {{path: {folder / "corpus.jsonl"}, documents: {root}}}
+members: [BM25@1]
+voter: {{metrics: [em]}}
+"""
+    )
+    with serving(["--config", str(config), "--api-key-env", "EOR_E2E_KEY"], folder, {"EOR_E2E_KEY": KEY}) as base:
+        yield base, root
+
+
+def test_a_passage_opens_the_document_it_comes_from_at_its_page(browser, documents_server, shots):
+    base, root = documents_server
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems = _watch(page)
+    page.goto(base + "/")
+    page.wait_for_function("() => document.getElementById('pool').textContent.startsWith('Pool of 1')")
+    page.fill("#api-key", KEY)
+    page.fill("#question", "in which paris museum does the mona lisa hang")
+    page.press("#question", "Enter")
+    page.wait_for_selector("#results:not([hidden])", timeout=WAIT_MS)
+    summary = page.locator("#evidence details[data-member='BM25@1'] > summary")
+    summary.click()
+    button = page.locator("#evidence details[data-member='BM25@1'] .document-link").first
+    assert button.inner_text() == "study.pdf, page 2"  # the passage BM25 ranks first: the PDF's second page
+    with page.context.expect_page() as opened:
+        button.click()
+    document = opened.value
+    document.wait_for_load_state()
+    assert document.url.startswith("blob:") and document.url.endswith("#page=2")
+    fetched = document.evaluate("async () => new Uint8Array(await (await fetch(location.href)).arrayBuffer()).length")
+    assert fetched == (root / "study.pdf").stat().st_size  # the file itself, fetched with the key
+    page.screenshot(path=str(shots / "explorer-documents.png"), full_page=True)
+    assert [p for p in problems if "blob:" not in p] == []  # the document opens from a blob of this page
