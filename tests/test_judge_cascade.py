@@ -182,3 +182,16 @@ def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, caps
     assert report["kind"] == "judge-cascade" and report["questions"] == 70 and 0 < cascade["judged"] < 1
     assert 1 <= cascade["members_run"] <= 7 and cascade["cost"] > 0 and report["fits_used"]
     assert report["selective"]["risk_levels"] and "vs_against" in report
+
+
+def test_the_shipped_judge_ended_cascade_pairs_with_the_shipped_judge():
+    from eor.core.config import load_config
+    from eor.pipeline.judging import check_voter_with_judge
+    from voters.loading import load_voter
+
+    config = load_config(ROOT / "configs" / "nq-judge-cascade.yaml")
+    cascade = load_voter(config.resolve_path(config.voter.weights), config.members)
+    check_voter_with_judge(cascade, config)  # the same judge, by digest
+    entry = cascade.metadata_["last_step"]
+    assert cascade.stop_on_ == "right" and cascade.chosen_point_.cost <= 2.5 and entry["fit"].endswith("10 spans")
+    assert config.judge.passages is False and "scores" in entry["scored"] and "passages" not in entry["scored"]
