@@ -72,28 +72,36 @@ def load_or_build(
 def _supersede(folder: Path, source: Path | None) -> Path:
     """Record `folder` as the index of its kind and settings for the corpus file `source` (LINEAGE: by the
     file's resolved path), and remove the folder recorded before it, an index of an earlier version of that
-    file; `folder` itself. A process still reading the old index keeps what it opened (its files stay readable
-    until closed)."""
+    file, unless another corpus file's record still names it (two files of the same content share an index);
+    `folder` itself. A process still reading the old index keeps what it opened (its files stay readable until
+    closed); one building it holds its lock, which the removal waits for. A store that cannot be written (read
+    only, shared) is left as it is: pruning is housekeeping, never a reason to fail a load."""
     if source is None:
         return folder
     kind, _, rest = folder.name.partition("-")
     settings = rest.partition("-")[2]  # the name less the corpus digest: `<kind>-<digest>[-<settings>]`
     key = f"{kind}|{settings}|{Path(source).resolve()}"
     record = folder.parent / LINEAGE
-    with (folder.parent / f".{LINEAGE}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            lineage = json.loads(record.read_text()) if record.is_file() else {}
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            lineage = {}  # a damaged record forgets what it knew; indexes are rebuilt, never lost
-        before = lineage.get(key)
-        if before == folder.name:
-            return folder
-        if before and (folder.parent / before).is_dir():
-            shutil.rmtree(folder.parent / before, ignore_errors=True)
-            log.info("index %s superseded by %s (a new version of %s): removed", before, folder.name, source)
-        lineage[key] = folder.name
-        write_text_atomically(record, json.dumps(lineage, indent=2, sort_keys=True))
+    try:
+        with (folder.parent / f".{LINEAGE}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                lineage = json.loads(record.read_text()) if record.is_file() else {}
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                lineage = {}  # a damaged record forgets what it knew; indexes are rebuilt, never lost
+            before = lineage.get(key)
+            if before == folder.name:
+                return folder
+            lineage[key] = folder.name
+            write_text_atomically(record, json.dumps(lineage, indent=2, sort_keys=True))
+            if before and before not in lineage.values() and (folder.parent / before).is_dir():
+                with (folder.parent / f".{before}.lock").open("a") as building:
+                    fcntl.flock(building, fcntl.LOCK_EX)  # not while another process builds it
+                    shutil.rmtree(folder.parent / before, ignore_errors=True)
+                (folder.parent / f".{before}.lock").unlink(missing_ok=True)
+                log.info("index %s superseded by %s (a new version of %s): removed", before, folder.name, source)
+    except OSError as exc:
+        log.debug("index store %s: superseded indexes not pruned (%s)", folder.parent, exc)
     return folder
 
 

@@ -58,20 +58,23 @@ def test_held_out_points_take_the_last_steps_choice_and_cost_where_no_step_stops
     assert ended.points[never].cost == pytest.approx(6.5) and ended.full_cost == pytest.approx(6.5)
     assert ended.full_accuracy == pytest.approx(right.mean()) and plain.full_cost == pytest.approx(6.0)
     # where a step stops, the answer, its P(right) and its cost are the plain cascade's
+    assert np.array_equal(ended.steps, plain.steps)  # the same steps stop (the last step changes no stop)
     for t in range(never):
-        early = ended.probability[t] != given  # the rows no step stopped carry the last step's own P
+        early = plain.steps[t] < 3  # no step stopped the others: the last step answers them, with its own P
         assert np.array_equal(ended.right[t][early], plain.right[t][early])
         assert np.allclose(ended.probability[t][early], plain.probability[t][early])
         assert np.array_equal(ended.right[t][~early], right[~early])
+        assert np.array_equal(ended.probability[t][~early], given[~early])
     assert ended.points[never].members_run == 3.0
     with pytest.raises(InputError, match="choices for 2 repeats"):
         held_out_points(scores, costs, "right", repeats=2, last=LastStep(right[:1], last.cost))
 
 
-def _cascade_document(judge: Path, threshold: float | None, thresholds: list[dict]) -> dict:
+def _cascade_document(judge: Path, threshold: float | None, stopped: list[dict], judged: list[dict]) -> dict:
     """test_cascade's hand cascade over this pool: order BM25@1 > Wiki@2 > ReFree, P = σ(z) of the leader, z = 1
-    at every step (P = 0.731); stopping on P(right) and ending with `judge` (its digest), whose risk thresholds
-    are `thresholds` for both kinds of answer."""
+    at every step (P = 0.731); stopping on P(right) and ending with `judge` (its digest and its fit for scores
+    under the members' prompts and the passages alone), with the risk thresholds `stopped` for its steps' answers
+    and `judged` for the judge's."""
     document = hand_cascade_document(threshold)
     document.update(members=MEMBERS, order=ORDER, stop_on="right")
     for j, step in enumerate(document["steps"]):
@@ -81,30 +84,34 @@ def _cascade_document(judge: Path, threshold: float | None, thresholds: list[dic
         "procedure": "learn-then-test",
         "delta": 0.1,
         "correctness": "em",
-        "stopped": thresholds,
-        "judged": thresholds,
+        "stopped": stopped,
+        "judged": judged,
     }
     document["meta"] = {
         "last_step": {
             "voter": "judge",
             "weights": str(judge),
             "sha256": sha256_of(judge),
-            "fit": "votes+scores",
+            "fit": "votes+scores, 3 spans",
             "risk": risk,
         }
     }
     return document
 
 
-RISKS = [  # at most 0.1 wrong: decline every early answer; at most 0.3: answer from P ≥ 0.7 (0.731 passes)
+RISKS = [  # the steps' answers: at most 0.1 wrong, decline every one; at most 0.3, answer from P ≥ 0.7 (0.731 passes)
     {"alpha": 0.1, "threshold": None, "coverage": 0.0, "error": None, "p_value": None},
     {"alpha": 0.3, "threshold": 0.7, "coverage": 0.5, "error": 0.2, "p_value": 0.01},
+]
+JUDGED = [  # the judge's answers after the steps: the other way round, so that the two cannot be swapped unseen
+    {"alpha": 0.1, "threshold": 0.0, "coverage": 1.0, "error": 0.05, "p_value": 0.01},
+    {"alpha": 0.3, "threshold": None, "coverage": 0.0, "error": None, "p_value": None},
 ]
 
 
 def _pair(tmp_path: Path, judge: Path, threshold: float | None, after: str = "cascade", name: str = "pair") -> Path:
     cascade = tmp_path / f"{name}-cascade.json"
-    cascade.write_text(json.dumps(_cascade_document(judge, threshold, RISKS)))
+    cascade.write_text(json.dumps(_cascade_document(judge, threshold, RISKS, JUDGED)))
     config = _config(tmp_path, judge=f"judge: {{rule: entities, k: 3, weights: {judge}, after: {after}}}", name=name)
     config.write_text(config.read_text().replace("voter: {metrics: [em, f1]}", f"voter: {{weights: {cascade}}}"))
     return config
@@ -122,8 +129,14 @@ def test_the_steps_answer_what_they_stop_and_the_judge_what_runs_to_the_end(weig
     judged = to_end.answer(QUESTION)  # never early: every member, then the judge
     assert judged.cascade["skipped"] == [] and judged.judged is not None
     assert judged.answer == judged.judged["candidates"][judged.judged["chosen"]]["text"]
+    sure, unsure = to_end.answer(QUESTION, risk=0.1), to_end.answer(QUESTION, risk=0.3)  # the judged thresholds
+    assert sure.answer == judged.answer and sure.abstention["threshold"] == 0.0
+    assert unsure.abstained and unsure.abstention["threshold"] is None
     every = early.answer(QUESTION, lazy=False)  # every member asked (--all-members): the judge answers
     assert every.cascade is None and every.judged is not None and set(every.members) == set(MEMBERS)
+    own = {row["alpha"]: row["threshold"] for row in early.judging.voter.fits[0].thresholds}
+    at_risk = early.answer(QUESTION, lazy=False, risk=0.3)  # not after the steps: the judge's fit's own thresholds
+    assert at_risk.abstention["threshold"] == own[0.3]
 
 
 def test_a_judge_ended_cascade_answers_only_beside_its_judge(weights, tmp_path):  # noqa: F811
@@ -135,6 +148,10 @@ def test_a_judge_ended_cascade_answers_only_beside_its_judge(weights, tmp_path):
     config.write_text(config.read_text().replace(f"weights: {weights},", f"weights: {other},"))
     with pytest.raises(ConfigError, match="their digests differ"):
         Ensemble.from_config(config, cache=False)
+    unscored = _pair(tmp_path, weights, 0.5, name="unscored")  # another fit would answer: refused
+    unscored.write_text(unscored.read_text().replace("after: cascade", "after: cascade, score: false"))
+    with pytest.raises(ConfigError, match="trained with the judge's fit 'votes\\+scores, 3 spans'"):
+        Ensemble.from_config(unscored, cache=False)
     plain = json.loads((tmp_path / "other-cascade.json").read_text())
     plain["meta"] = {}
     (tmp_path / "other-cascade.json").write_text(json.dumps(plain))

@@ -248,6 +248,16 @@ class JudgeVoter:
         self.metadata_: dict[str, Any] = {}
         self.source_: str | None = None  # the weights file it was loaded from
 
+    def fit_scoring(self, scored: frozenset[str]) -> JudgeSelector:
+        """The fit that answers candidates scored with the likelihood families `scored` (its first fit that
+        needs no more); InputError when none does."""
+        for fit in self.fits:
+            if fit.needs <= scored:
+                return fit
+        raise InputError(
+            f"this judge voter has no fit for candidates scored with {', '.join(sorted(scored)) or 'nothing'}"
+        )
+
     def fit_for(self, features: JudgeFeatures) -> JudgeSelector:
         """The first fit whose likelihood families `features` hold; InputError naming what each fit lacks."""
         for fit in self.fits:

@@ -143,14 +143,14 @@ def _judge_bench(
         if config is None:
             raise ConfigError(f"{weights} is a cascade ending with the judge: give --config, the config naming it")
         judged = judge_cascade_report(records_dir, weights, config, against=against, seed=seed, resamples=resamples)
-        lines = judge_cascade_lines(judged)
+        lines, title = judge_cascade_lines(judged), "The cascade ending with the judge"
     else:
         scored = None if config is None else scored_families(load_config(config))
         judged = judge_report(records_dir, weights, scored=scored, against=against, seed=seed, resamples=resamples)
-        lines = judge_lines(judged)
+        lines, title = judge_lines(judged), "The judge voter"
     if warning := small_data_warning(judged["questions"], "a benchmark"):
         log.warning(warning)
-    files = [path.name for path in write_judge_report(judged, out_dir)]
+    files = [path.name for path in write_judge_report(judged, out_dir, title, lines)]
     return "\n".join([*lines, f"written to {out_dir}: {', '.join(files)}"])
 
 

@@ -22,11 +22,10 @@ from eor.bench.stats import Bootstrap, paired_test
 from eor.bench.voting import vote
 from eor.core.answers import exact_match
 from eor.core.atomic import write_text_atomically
-from eor.core.config import JudgeConfig
 from eor.core.errors import InputError
 from eor.core.formatting import pct
 from eor.core.json_ready import json_ready
-from eor.learning.judge_training import JudgedQuestion, judged_questions, without_scores
+from eor.learning.judge_training import JudgedQuestion, candidate_rule, judged_questions, without_scores
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
 from voters.judge_selector import JudgeVoter
@@ -90,15 +89,7 @@ def judge_choices(
 ) -> JudgeChoices:
     """The judge voter's choice on each record of `loaded` (with gold answers), its candidates made as the
     voter's training made them (refused otherwise), scores limited to the families `scored` (None: all)."""
-    defaults = JudgeConfig()
-    candidates = voter.metadata_.get("candidates") or {"rule": defaults.rule, "k": defaults.k}
-    made = {(r.judge["identity"].get("rule"), r.judge["identity"].get("k")) for r in loaded if r.judge}
-    expected = (candidates.get("rule"), int(candidates.get("k", defaults.k)))
-    if made and made != {expected}:
-        raise InputError(
-            f"{source}: candidates made with (rule, k) {sorted(made, key=str)}; the voter's are {expected}"
-        )
-    questions = judged_questions(loaded, voter.members, *expected)
+    questions = judged_questions(loaded, voter.members, *candidate_rule(voter, loaded, source))
     if scored is not None:
         questions = [without_scores(question, scored) for question in questions]
     hits: list[bool] = []
@@ -179,20 +170,18 @@ def selective(
     }
 
 
-def write_judge_report(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
-    """Write `report.json` and `report.md` into `out_dir`, atomically; the paths written."""
+def write_judge_report(
+    report: dict[str, Any], out_dir: str | Path, title: str = "The judge voter", lines: list[str] | None = None
+) -> list[Path]:
+    """Write `report.json` and `report.md` (`title`, then `lines`: by default `judge_lines`) into `out_dir`,
+    atomically; the paths written."""
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     document, markdown = folder / "report.json", folder / "report.md"
     write_text_atomically(document, json.dumps(json_ready(report), indent=2, ensure_ascii=False) + "\n")
-    write_text_atomically(markdown, judge_markdown(report))
+    shown = judge_lines(report) if lines is None else lines
+    write_text_atomically(markdown, "\n".join([f"# {title}", "", *shown]) + "\n")
     return [document, markdown]
-
-
-def judge_markdown(report: dict[str, Any]) -> str:
-    """The report as Markdown."""
-    lines = ["# The judge voter", "", *judge_lines(report)]
-    return "\n".join(lines) + "\n"
 
 
 def judge_lines(report: dict[str, Any], voter: str = "judge") -> list[str]:

@@ -63,7 +63,7 @@ def judge_cascade_report(
     rates = (cascade.metadata_.get("costs") or {}).get("rates") or {}
     cost = _seconds(data, cascade, voted.stops, ended, [loaded[i] for i in np.flatnonzero(ended)], config, rates)
     draws = Bootstrap.draw(len(right), resamples, seed)
-    members = np.array([[_right(answer, data.golds[q]) for answer in row] for q, row in enumerate(data.answers)], float)
+    members = _members_right(data, judge.members)
     report: dict[str, Any] = {
         "kind": "judge-cascade",
         "records": str(records),
@@ -93,6 +93,12 @@ def judge_cascade_report(
     return report
 
 
+def _members_right(data: Any, names: list[str]) -> np.ndarray:
+    """(Q, M): whether each member of `names` (in that order, as `baselines` reads them) answered right."""
+    columns = [data.names.index(name) for name in names]
+    return np.array([[_right(row[c], data.golds[q]) for c in columns] for q, row in enumerate(data.answers)], float)
+
+
 def _seconds(
     data: Any, cascade: Any, stops: np.ndarray, ended: np.ndarray, judged: list[Any], config: Any, rates: dict
 ) -> np.ndarray:
@@ -103,10 +109,10 @@ def _seconds(
     costs = member_costs(data, "tokens", dict(rates))
     columns = [data.names.index(name) for name in cascade.members_]
     spent = cascade.spent(costs.matrix[:, columns], stops)
-    if judged:
+    scored = scored_families(config)
+    if judged and "scores" in scored:  # what live answering pays to score (nothing with judge.score false)
         tokenize = chat_tokenizer(build_reader(config.reader))
-        passages = "passages" in scored_families(config)
-        spent[ended] += scoring_costs(judged, config, tokenize, rates, passages=passages)
+        spent[ended] += scoring_costs(judged, config, tokenize, rates, passages="passages" in scored)
     return spent
 
 

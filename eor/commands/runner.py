@@ -34,12 +34,14 @@ from eor.core.errors import ConfigError, EorError, InputError
 from eor.core.results import Record, Vote
 from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.executor import LOCAL, Executor, RunJob
+from eor.pipeline.judging import ends_with_judge
 from eor.pipeline.pool import identity_differences, member_identity, pool_identity
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
 from eor.pipeline.stages.voting import ballots
 from eor.readers import build_reader
 from eor.runs.generation_cache import CacheSetting, open_cache
 from eor.runs.run_folder import CONFIG_FILE, POOL_FILE, RECORDS_FILE, RunFolder
+from voters.loading import load_voter
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,13 @@ def run(
     this runs here, whatever the executor. `executor`: where the questions are answered (eor.pipeline.executor)."""
     config = load_config(config_path)
     config.voter.weights = None  # the recorded vote is --weights' (uniform without), never the config's default
+    if config.judge is not None:
+        config.judge.after = "members"  # records hold every member's answer: no cascade's steps come first
+    if weights is not None and ends_with_judge(load_voter(weights)) is not None:
+        raise ConfigError(
+            f"{weights} is a cascade whose last step is the judge: it answers live (eor ask, eor serve) and is "
+            "replayed by eor bench --config; eor run records every member, with another voter's vote"
+        )
     questions = load_questions(data, limit=limit)
     size = config.batch_size if batch_size is None else batch_size
     if size < 1:

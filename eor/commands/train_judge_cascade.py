@@ -23,8 +23,8 @@ from eor.core.config import EnsembleConfig, JudgeConfig, load_config
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import pct, small_data_warning
 from eor.learning.crossval import build_candidate, vote_arrays
-from eor.learning.judge_cascade import chat_tokenizer, judge_fit, last_step, last_step_meta, scoring_costs
-from eor.learning.judge_training import judged_questions
+from eor.learning.judge_cascade import chat_tokenizer, last_step, last_step_meta, scoring_costs
+from eor.learning.judge_training import candidate_rule, judged_questions
 from eor.pipeline.abstention import DELTA, thresholds
 from eor.pipeline.judging import LAST_STEP, scored_families
 from eor.pipeline.members import demonstration_ids
@@ -62,14 +62,18 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
     if arrays.costs is None or arrays.costs.unit != "tokens" or not rates:
         raise InputError(f"{records}: the judge's scoring is priced in reader seconds from token counts, and so are "
                          "the members' here: records with token counts, --cost tokens or auto")  # fmt: skip
-    questions = _judged(records, data.ids, voter, config)
-    fit = judge_fit(voter, scored_families(_with_judge(config)))
+    questions = _judged(records, data.ids, voter)
+    scored = scored_families(_with_judge(config))
+    fit = voter.fit_scoring(scored)
     reader = build_reader(config.reader)
     cascade = build_candidate("cascade", settings).template(arrays)
     cascade.stop_on = "right"  # a step stops when its leader is likely right; else the judge weighs the candidates
     log.info("the judge's held-out choices on %d training questions (%s)", len(questions), fit.label)
-    cost = scoring_costs(
-        _ordered(records, data.ids), config, chat_tokenizer(reader), rates, passages="passages" in fit.needs
+    ordered = _ordered(records, data.ids)
+    cost = (  # what live answering pays: scores under the members' prompts, and the passages alone if it scores them
+        scoring_costs(ordered, config, chat_tokenizer(reader), rates, passages="passages" in scored)
+        if "scores" in scored
+        else np.zeros(len(ordered))
     )
     ending = last_step(questions, fit, cost, folds=cascade.folds, seed=cascade.seed)
     log.info("the cascade's order, steps and threshold, held out with the judge as its last step")
@@ -110,12 +114,12 @@ def answered_held_out(cascade: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def risk_document(probability: np.ndarray, right: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
     """The abstention thresholds (eor.pipeline.abstention, learn then test) of each kind of answer, chosen on
     its held-out answers: `stopped` (a step's) and `judged` (the judge's, on the questions the cascade runs to
-    its end, a harder lot than all questions its own fit's thresholds were chosen on). Each kind's guarantee
-    holds for its answers, so it holds for their union."""
+    its end, a harder lot than all questions its own fit's thresholds were chosen on), each at δ/2: both kinds'
+    guarantees hold at once with probability 1 − δ (a union bound), and then so does their union's."""
     kinds = {"stopped": ~ended, "judged": ended}
-    chosen = {kind: [t.to_dict() for t in thresholds(probability[rows], right[rows], delta=DELTA)]
+    chosen = {kind: [t.to_dict() for t in thresholds(probability[rows], right[rows], delta=DELTA / 2)]
               for kind, rows in kinds.items()}  # fmt: skip
-    return {"procedure": "learn-then-test", "delta": DELTA, "correctness": "em", **chosen}
+    return {"procedure": "learn-then-test", "delta": DELTA / 2, "correctness": "em", **chosen}
 
 
 def risk_lines(probability: np.ndarray, right: np.ndarray, ended: np.ndarray, risk: dict[str, Any]) -> list[str]:
@@ -133,7 +137,7 @@ def risk_lines(probability: np.ndarray, right: np.ndarray, ended: np.ndarray, ri
             for row in risk[kind] if row["alpha"] in (0.1, 0.2, 0.3, 0.4)
         )  # fmt: skip
         lines.append(
-            f"abstention thresholds, {kind} ({int(rows.sum())} questions; learn then test, δ {DELTA:g}): {levels}"
+            f"abstention thresholds, {kind} ({int(rows.sum())} questions; learn then test, δ {DELTA / 2:g}): {levels}"
         )
     return lines
 
@@ -152,20 +156,15 @@ def _ordered(records: Path, ids: list[str]) -> list[Any]:
     return [by_id[question] for question in ids]
 
 
-def _judged(records: Path, ids: list[str], voter: JudgeVoter, config: EnsembleConfig) -> list[Any]:
+def _judged(records: Path, ids: list[str], voter: JudgeVoter) -> list[Any]:
     """The judged questions (eor.learning.judge_training) of `ids`, in that order, candidates made as the judge
-    voter's training made them; every one must hold the reader's scores."""
+    voter's training made them (refused otherwise); every one must hold the reader's scores."""
     ordered = _ordered(records, ids)
     unscored = [record.id for record in ordered if record.judge is None]
     if unscored:
         raise InputError(f"{records}: {len(unscored)} question(s) hold no scores of the judge, e.g. {unscored[0]} "
                          "(eor run with a judge: section grows them)")  # fmt: skip
-    made = voter.metadata_.get("candidates") or {}
-    defaults = _with_judge(config).judge
-    assert defaults is not None
-    questions = judged_questions(
-        ordered, voter.members, made.get("rule", defaults.rule), int(made.get("k", defaults.k))
-    )
+    questions = judged_questions(ordered, voter.members, *candidate_rule(voter, ordered, records))
     if len(questions) != len(ids):
         raise InputError(f"{records}: every training question needs gold answers")
     return questions

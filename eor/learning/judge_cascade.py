@@ -31,16 +31,7 @@ from eor.runs.costs import scoring_seconds
 from voters.cascade_fit import REPEATS, LastStep
 from voters.folds import folds as fold_parts
 from voters.judge_features import PASSAGE
-from voters.judge_selector import JudgeSelector, JudgeVoter
-
-
-def judge_fit(voter: JudgeVoter, scored: frozenset[str]) -> JudgeSelector:
-    """The voter's fit for candidates scored with `scored` (its first fit that needs no more)."""
-    for fit in voter.fits:
-        if fit.needs <= scored:
-            return fit
-    what = ", ".join(sorted(scored)) or "nothing"
-    raise ConfigError(f"the judge voter has no fit for candidates scored with {what}")
+from voters.judge_selector import JudgeSelector
 
 
 def last_step(

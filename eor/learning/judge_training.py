@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from eor.core.answers import exact_match
+from eor.core.config import JudgeConfig
 from eor.core.errors import InputError
 from eor.pipeline.abstention import DELTA, thresholds
 from voters.candidates import candidates
@@ -88,6 +89,21 @@ def judged_questions(
     if not out:
         raise InputError("no record has gold answers to train the judge voter on")
     return out
+
+
+def candidate_rule(voter: JudgeVoter, records: Sequence[Any], source: Any) -> tuple[str | None, int]:
+    """The span rule (None: the members' answers alone) and K the voter's training made its candidates with
+    (its `meta.candidates`, else JudgeConfig's defaults); InputError when the scored `records` (of `source`)
+    hold candidates made otherwise."""
+    defaults = JudgeConfig()
+    made = voter.metadata_.get("candidates") or {"rule": defaults.rule, "k": defaults.k}
+    expected = (made.get("rule"), int(made.get("k", defaults.k)))
+    found = {(r.judge["identity"].get("rule"), r.judge["identity"].get("k")) for r in records if r.judge}
+    if found and found != {expected}:
+        raise InputError(
+            f"{source}: candidates made with (rule, k) {sorted(found, key=str)}; the voter's are {expected}"
+        )
+    return expected
 
 
 def without_scores(question: JudgedQuestion, keep: Iterable[str] = ()) -> JudgedQuestion:

@@ -38,7 +38,7 @@ from eor.pipeline.pool import templates_digest
 from eor.pipeline.stages.generation import GenerationStage
 from voters.candidates import Candidate, candidates
 from voters.judge_features import PASSAGE, Evidence, judge_features
-from voters.judge_selector import JudgeVoter
+from voters.judge_selector import JudgeSelector, JudgeVoter
 
 
 @dataclass(frozen=True)
@@ -172,10 +172,22 @@ def check_voter_with_judge(voter: Any, config: EnsembleConfig) -> None:
             "that judge (judge: {weights: ..., after: cascade}), never with its last step's selector"
         )
     judge_path = config.resolve_path(settings.weights)
+    if not judge_path.is_file():
+        raise ConfigError(f"judge.weights: no file {judge_path}")
     if entry.get("sha256") != sha256_of(judge_path):
         raise ConfigError(
             f"the cascade {source} was trained with the judge {entry.get('weights')} as its last step, not with "
             f"{judge_path} (their digests differ): train the cascade again with this judge"
+        )
+    try:
+        fit = JudgeVoter.load(judge_path).fit_scoring(scored_families(config)).label
+    except InputError:
+        fit = None
+    if fit != entry.get("fit"):
+        raise ConfigError(
+            f"the cascade {source} was trained with the judge's fit {entry.get('fit')!r} as its last step; what "
+            f"this config's judge: scores ({', '.join(sorted(scored_families(config))) or 'nothing'}) is answered "
+            f"by {fit!r}: set judge.score and judge.passages as the cascade was trained"
         )
 
 
@@ -214,6 +226,11 @@ class JudgeStage:
                 abstention(self.late, 1.0, risk, "the cascade's judge")
         return risk
 
+    def _thresholds(self, result: Result, fit: JudgeSelector) -> Any:
+        """What declines a judged answer: after a cascade's steps (`result.cascade`), the thresholds chosen for
+        the judge's share of the cascade's questions; else (every member asked) the fit's own."""
+        return self.late if self.late is not None and result.cascade is not None else fit
+
     def stopped(self, result: Result, risk: float | None = None) -> Result:
         """`result` answered by a step of the cascade before the judge (its P(right) the step's), declined at
         `risk` below the cascade's threshold for it."""
@@ -239,7 +256,7 @@ class JudgeStage:
         choice, fit = self.voter.choose(features)
         if choice is None:  # no candidate competes (no member wrote anything, no span): nothing to stand behind
             if risk is not None:
-                result.abstention = abstention(self.late or fit, math.nan, risk, self.source).to_dict()
+                result.abstention = abstention(self._thresholds(result, fit), math.nan, risk, self.source).to_dict()
                 result.answer = None
             return result
         scores = fit.decision(features)
@@ -261,8 +278,11 @@ class JudgeStage:
         result.timings["judge"] = spent
         result.timings["total"] = result.timings.get("total", 0.0) + spent
         if risk is not None:
-            verdict = abstention(  # after a cascade, the thresholds chosen for the judge's share of its questions
-                self.late or fit, choice.probability if choice.probability is not None else math.nan, risk, self.source
+            verdict = abstention(
+                self._thresholds(result, fit),
+                choice.probability if choice.probability is not None else math.nan,
+                risk,
+                self.source,
             )
             result.abstention = verdict.to_dict()
             if verdict.abstained:

@@ -39,10 +39,25 @@ def cmd_train(args: argparse.Namespace) -> int:
         confidence=not args.no_confidence,
     )
     if args.judge:
+        _refuse(args, "--judge", CASCADE_WITH_JUDGE_FLAGS, ": a cascade ending with the judge learns on exact match")
         print(train_judge_cascade(Path(args.records), Path(args.out), Path(args.judge), options))
     else:
         print(train(Path(args.records), Path(args.out), options))
     return 0
+
+
+#: flags a cascade ending with the judge does not take, at their defaults: it is trained and held out on exact
+#: match (the judge's objective), reports no dev score and no K-fold table, and its steps are selectors
+CASCADE_WITH_JUDGE_FLAGS = {"metric": "em", "pooling": "mean", "grounding": False, "restarts": 4, "cv": None,
+                            "dev": None}  # fmt: skip
+
+
+def _refuse(args: argparse.Namespace, what: str, defaults: dict, why: str = "") -> None:
+    """A ConfigError naming each flag of `defaults` given another value, which `what` does not use (`why`)."""
+    given = [name for name, default in defaults.items() if getattr(args, name, default) != default]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise ConfigError(f"{what} does not use {flags}{why}")
 
 
 def _judge_options(args: argparse.Namespace) -> dict:
@@ -52,10 +67,7 @@ def _judge_options(args: argparse.Namespace) -> dict:
         "cv": None, "max_loss": None, "budget": None, "cost": "auto", "rates": None, "no_confidence": False,
         "judge": None,
     }  # fmt: skip
-    given = [name for name, default in defaults.items() if getattr(args, name, default) != default]
-    if given:
-        flags = ", ".join("--" + name.replace("_", "-") for name in given)
-        raise ConfigError(f"--voter judge does not use {flags}: it chooses its own features by cross-validation")
+    _refuse(args, "--voter judge", defaults, ": it chooses its own features by cross-validation")
     return {
         "pool_config": Path(args.config) if args.config else None,
         "folds": args.inner_folds,
