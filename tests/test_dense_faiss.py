@@ -94,7 +94,7 @@ def test_index_is_written_with_its_meta_and_read_back(built, demo_corpus, monkey
         raise AssertionError("the index was rebuilt")
 
     real = index_store.load_or_build
-    monkeypatch.setattr("retrievers.dense.load_or_build", lambda f, m, b: real(f, m, no_rebuild))
+    monkeypatch.setattr("retrievers.dense.load_or_build", lambda f, m, b, **given: real(f, m, no_rebuild, **given))
     monkeypatch.setattr(dense, "_tower_backend", lambda name: pytest.fail("an encoder was asked about passages"))
     loaded = DenseRetriever(corpus_path=str(demo_corpus), depth=10)
     assert read == [str(folder / "index.faiss")]

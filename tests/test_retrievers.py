@@ -109,7 +109,7 @@ def test_index_is_persisted_and_reused(demo_corpus, isolated_cache, monkeypatch)
         raise AssertionError("the index was rebuilt")
 
     real = index_store.load_or_build
-    monkeypatch.setattr("retrievers.dense.load_or_build", lambda f, m, b: real(f, m, no_rebuild))
+    monkeypatch.setattr("retrievers.dense.load_or_build", lambda f, m, b, **given: real(f, m, no_rebuild, **given))
     second = DenseRetriever(corpus_path=str(demo_corpus))
     query = "what is the largest planet in the solar system"
     assert _ids(second.invoke(query)) == _ids(first.invoke(query))
@@ -126,11 +126,13 @@ def test_changed_corpus_gets_a_new_index(tmp_path, isolated_cache) -> None:
     ]
     corpus = write_jsonl(tmp_path / "c.jsonl", fruit)
     assert _ids(BM25Retriever(corpus_path=str(corpus), depth=1).invoke("yellow")) == ["b"]
+    (before,) = (isolated_cache / "indexes").glob("bm25s-*")
     fruit[1] = {"id": "b", "title": "Bananas", "text": "Bananas are long fruit."}
     fruit[2] = {"id": "c", "title": "Lemons", "text": "Lemons are yellow and sour."}
     write_jsonl(corpus, fruit)
     assert _ids(BM25Retriever(corpus_path=str(corpus), depth=1).invoke("yellow")) == ["c"]
-    assert len(list((isolated_cache / "indexes").glob("bm25s-*"))) == 2  # beside each version's offsets index
+    (after,) = (isolated_cache / "indexes").glob("bm25s-*")  # the earlier version's index superseded and removed
+    assert after != before and not before.exists()
 
 
 @pytest.mark.parametrize(
