@@ -398,7 +398,8 @@ def test_a_report_opens_with_the_provenance_of_packed_records(tmp_path):
     assert report["provenance"] == {
         "members": origin["members"],
         "reader": origin["reader"],
-        "corpus": f"{origin['corpus']['file']} ({origin['corpus']['bytes']:,} bytes)",
+        "corpus": f"{origin['corpus']['file']} ({origin['corpus']['bytes']:,} bytes), "
+        f"sha256 {origin['corpus']['sha256'][:16]}",  # the corpus's version
         "config": "nq-dev-records",  # the records grew by the designed pool (docs/pool-design.md)
     }
     assert "sha256:" in origin["reader"] and report["questions"] == 10

@@ -66,6 +66,7 @@ from eor.evaluation.error_breakdown import (
 )
 from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against, rwr_matrix
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, upper_bound_by_pool_size
+from eor.pipeline.pool import describe_corpus
 from eor.runs.run_folder import recorded_config, recorded_pool
 from voters.right import RightModel
 
@@ -235,7 +236,7 @@ def provenance(records: str | Path) -> dict[str, Any]:
     return {
         "members": pool.get("members"),
         "reader": pool.get("reader"),
-        "corpus": f"{corpus['file']} ({corpus['bytes']:,} bytes)" if corpus and corpus.get("bytes") else None,
+        "corpus": describe_corpus(corpus) if corpus and corpus.get("bytes") else None,  # its version: sha256
         "config": config.get("name"),
     }
 

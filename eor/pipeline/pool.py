@@ -67,7 +67,9 @@ def differences(trained: dict[str, Any], pool: dict[str, Any]) -> list[str]:
     if trained.get("reader") and trained.get("reader") != pool.get("reader"):
         found.append(f"reader {trained['reader']!r}, this pool's is {pool.get('reader')!r}")
     if trained.get("corpus") and not same_corpus(trained.get("corpus"), pool.get("corpus")):
-        found.append(f"corpus {_corpus(trained['corpus'])}, this pool's is {_corpus(pool.get('corpus'))}")
+        found.append(
+            f"corpus {describe_corpus(trained['corpus'])}, this pool's is {describe_corpus(pool.get('corpus'))}"
+        )
     return found
 
 
@@ -126,7 +128,7 @@ def identity_differences(recorded: dict[str, Any], current: dict[str, Any]) -> l
 
 
 def _shown(key: str, value: Any) -> str:
-    return _corpus(value) if key == "corpus" else json.dumps(value, sort_keys=True, default=str)[:200]
+    return describe_corpus(value) if key == "corpus" else json.dumps(value, sort_keys=True, default=str)[:200]
 
 
 def templates_digest(templates: Any) -> str:
@@ -144,7 +146,8 @@ def warn_if_foreign(voter: Any, pool: dict[str, Any], source: str = "the weights
     return found
 
 
-def _corpus(corpus: Any) -> str:
+def describe_corpus(corpus: Any) -> str:
+    """A recorded corpus identity as one phrase: its file, size and the start of its sha256 (its version)."""
     if not isinstance(corpus, dict):
         return "none"
     size = corpus.get("bytes")
