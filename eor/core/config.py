@@ -259,6 +259,8 @@ class EnsembleConfig:
         data.pop("base_dir")
         if self.judge is None:  # as configs without the judge were always saved
             data.pop("judge")
+        elif self.judge.after == "members":  # at its default, as configs were saved before it existed
+            data["judge"].pop("after")
         if self.corpus is not None:
             data["corpus"]["path"] = str(self.resolve_path(self.corpus.path))
         if self.voter.weights:
