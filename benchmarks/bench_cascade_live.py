@@ -56,6 +56,7 @@ def run_arm(config: str, weights: str, data: str, limit: int, lazy: bool, out: s
                 "members_run": len(result.members) + len(result.degraded),
                 "em": max((exact_match(result.answer, gold) for gold in question.answers), default=0.0),
                 "reason": (result.cascade or {}).get("reason"),
+                "judged": result.judged is not None,  # a judge chose among the candidates (docs/judge.md)
             }
         )
         print(f"{len(rows):3d} {wall:6.2f} s  {result.answer[:40]!r}", file=sys.stderr, flush=True)
@@ -102,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         p90 = np.percentile([r["seconds"] for r in rows], 90)
         em = 100 * np.mean([r["em"] for r in rows])
         run = np.mean([r["members_run"] for r in rows])
-        print(f"  {arm:<10} {seconds[arm]:6.2f} s per question (p90 {p90:.2f}), EM {em:.1f}, members run {run:.2f}")
+        judged = sum(r.get("judged", False) for r in rows)
+        print(
+            f"  {arm:<10} {seconds[arm]:6.2f} s per question (p90 {p90:.2f}), EM {em:.1f}, members run {run:.2f}, "
+            f"judged {judged}"
+        )
     ratio = seconds[names[0]] / seconds[names[-1]]
     print(f"  {names[0]} / {names[-1]} wall time: {ratio:.2f}×; same answer on {same}/{len(first)}")
     if args.out:

@@ -37,9 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     batch = VoteBatch(data.answers, data.passages, data.texts, confidence=data.confidence or None)
     _, stops = cascade.replay(batch)
     found = choice_evidence(cascade, batch)
-    probability = model.probability(found)
+    fits = model.fit_names(found)
+    probability = model.probability(found, fits)
     right = correctness_matrix(data.answers, data.golds, args.metric)[np.arange(data.questions), found.pick] >= 0.5
-    levels = [row for row in model.thresholds if row["alpha"] in (0.2, 0.3, 0.4)]
+    levels = [row for row in model.fit().thresholds if row["alpha"] in (0.2, 0.3, 0.4)]
+    if set(fits) != {model.fit().name}:
+        raise SystemExit(f"{args.records}: P(right) by the fits {sorted(set(fits))}; this table reads one")
     header = f"{'stopped after':<16} {'group':<6} {'questions':>9} {'mean P':>7} {'right':>6}"
     header += "".join(f"  answered at {row['alpha']:g}" for row in levels)
     print(f"{data.questions} questions of {args.records}, {args.metric}; P(right) of {args.weights}")

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from eor.core.confidence import Confidence, StepRecorder, token_logprob, top_margin
+from eor.core.errors import InputError
 
 PROMPT = "Generate a background document to answer the given question. who painted the mona lisa"
 
@@ -202,7 +203,7 @@ def test_ask_json_carries_each_members_confidence(tmp_path, isolated_cache, caps
         assert confidence["tokens"] == output["tokens"]["generated"] >= 1
 
 
-def test_the_selector_learns_from_confidence_and_votes_without_it():
+def test_the_selector_learns_from_confidence_and_refuses_to_vote_without_it():
     """Two members always disagree; the right one is the one the reader was surer of. Only the confidence
     features can tell them apart: with them the selector is always right, without them it cannot be."""
     from voters.batch import VoteBatch
@@ -229,10 +230,18 @@ def test_the_selector_learns_from_confidence_and_votes_without_it():
     truth = np.array([int(row[1].startswith("right")) for row in answers])
     assert (sure.predict(batch) == truth).all()
     assert 0.3 < (plain.predict(batch) == truth).mean() < 0.7
-    # without confidence at vote time its features count for nothing (the training means): a vote, no error
-    blind = sure.decision_scores(answers[:2], passages[:2], questions[:2])
-    assert blind.shape == (2, 2) and np.isfinite(blind).all()
-    np.testing.assert_allclose(sure.decision_function(VoteBatch(answers[:2], passages[:2], questions[:2])), blind)
+    # without confidence at vote time it refuses, naming what is missing, rather than fill in a value; the plain
+    # selector votes
+    with pytest.raises(InputError, match=r"fitted with the reader's confidence .* 2 of 2 question\(s\) have none"):
+        sure.decision_scores(answers[:2], passages[:2], questions[:2])
+    with pytest.raises(InputError, match="eor train --no-confidence"):
+        sure.decision_function(VoteBatch(answers[:2], passages[:2], questions[:2]))
+    half = [confidence[0], [None, None]]  # one question with it, one without
+    with pytest.raises(InputError, match=r"1 of 2 question\(s\)"):
+        sure.decision_function(VoteBatch(answers[:2], passages[:2], questions[:2], confidence=half))
+    one = [[confidence[0][0], None]]  # an answer without it beside one with it: as in training
+    assert np.isfinite(sure.decision_scores(answers[:1], passages[:1], questions[:1], confidence=one)).all()
+    assert np.isfinite(plain.decision_scores(answers[:2], passages[:2], questions[:2])).all()
     # the weights file says it was trained with them, and loads so
     from voters import selector_file
     from voters.selector import AnswerSelector as Loaded

@@ -335,6 +335,7 @@ def test_the_page_shows_p_right_and_an_abstention_plainly(browser, cascade_serve
     api = requests.post(f"{cascade_server}/v1/answer", json={"question": QUESTION}, timeout=600).json()
     assert page.inner_text("#answer strong") == api["answer"] and not api["abstained"]
     assert page.inner_text("#probability").startswith(f"P(right) {api['probability']:.2f}: the chance")
+    assert api["probability_fit"] == "no confidence" and 'by its fit "no confidence"' in page.inner_text("#probability")
 
     page.fill("#risk", "0.25")  # the file's α 0.2 has no threshold: every question is declined
     page.press("#question", "Enter")

@@ -16,7 +16,20 @@ from eor.core.errors import ConfigError, InputError
 from tests.conftest import ROOT
 from tests.test_cascade import QUESTION, cascade_config, hand_cascade_document
 from tests.test_lazy_voting import Scripted
-from voters.right import ALL, EARLY, FEATURES, LAST, Evidence, RightModel, evidence, fit_right
+from voters.right import (
+    ALL,
+    EARLY,
+    FEATURES,
+    FITS,
+    LAST,
+    WITH_CONFIDENCE,
+    WITHOUT_CONFIDENCE,
+    Evidence,
+    RightFit,
+    RightModel,
+    evidence,
+    fit_right,
+)
 
 
 def sigmoid(x: float) -> float:
@@ -76,22 +89,58 @@ def test_a_small_group_is_served_by_the_pooled_fit():
     assert set(groups) == {ALL, EARLY}  # ten LAST rows: fewer than MIN_GROUP
 
 
+def both_fits(found: Evidence, right: np.ndarray, thresholds: list[dict]) -> RightModel:
+    """A RightModel with a fit per feature set, each fitted on every row of `found` (4 folds)."""
+    parts = [np.arange(k, len(found), 4) for k in range(4)]
+    fits = {
+        name: RightFit(name, fit_right(found, right, parts, FITS[name])[0], len(found), thresholds, "em", 0.1)
+        for name in FITS
+    }
+    return RightModel("em", fits, len(found), 4, 0)
+
+
 def test_a_probability_section_round_trips_and_malformed_ones_are_refused():
     found, right = rows(120)
-    groups, _ = fit_right(found, right, [np.arange(k, 120, 4) for k in range(4)])
-    model = RightModel("em", groups, 120, 4, 0, [{"alpha": 0.3, "threshold": 0.55, "coverage": 0.4}], 0.1)
+    model = both_fits(found, right, [{"alpha": 0.3, "threshold": 0.55, "coverage": 0.4}])
     again = RightModel.from_dict(json.loads(json.dumps(model.to_dict())), "here")
     assert np.allclose(again.probability(found), model.probability(found))
     broken = model.to_dict()
-    del broken["groups"][ALL]
+    del broken["fits"][WITH_CONFIDENCE]["groups"][ALL]
     with pytest.raises(ConfigError, match="must include 'all'"):
         RightModel.from_dict(broken, "here")
     with pytest.raises(ConfigError, match="malformed"):
         RightModel.from_dict({"groups": {}}, "here")
     bad_threshold = model.to_dict()
-    bad_threshold["risk"]["thresholds"] = [{"alpha": 1.5, "threshold": 0.5}]
+    bad_threshold["fits"][WITHOUT_CONFIDENCE]["risk"]["thresholds"] = [{"alpha": 1.5, "threshold": 0.5}]
     with pytest.raises(ConfigError, match="alpha in"):
         RightModel.from_dict(bad_threshold, "here")
+    other = model.to_dict()
+    other["fits"][WITHOUT_CONFIDENCE]["features"] = list(FEATURES)
+    with pytest.raises(ConfigError, match="not this eor's"):
+        RightModel.from_dict(other, "here")
+
+
+def test_a_choice_without_confidence_is_scored_by_the_fit_without_it_never_by_a_filled_in_value():
+    found, right = rows(200)
+    unknown = np.isin(np.array(FEATURES), [f for f in FEATURES if f not in FITS[WITHOUT_CONFIDENCE]])
+    features = found.features.copy()
+    features[::2, unknown] = np.nan  # every other choice: the reader's confidence unknown
+    mixed = Evidence(found.pick, features, found.group)
+    model = both_fits(found, right, [{"alpha": 0.3, "threshold": 0.5, "coverage": 0.4}])
+    names = model.fit_names(mixed)
+    assert (names[::2] == WITHOUT_CONFIDENCE).all() and (names[1::2] == WITH_CONFIDENCE).all()
+    p = model.probability(mixed)
+    alone = RightModel("em", {WITHOUT_CONFIDENCE: model.fits[WITHOUT_CONFIDENCE]}, 200, 4, 0)
+    assert np.allclose(p[::2], alone.probability(mixed)[::2])  # the fit without confidence, as if alone
+    assert np.allclose(p[1::2], model.probability(found)[1::2])  # the others as they were
+    assert not np.allclose(p[::2], model.probability(found)[::2])  # not the fit with confidence
+    # a weights file from before fits per feature set holds the fit with confidence only: refused, by name
+    fitted = {"questions": 200, "folds": 4, "seed": 0}
+    old = model.fits[WITH_CONFIDENCE].to_dict() | {"correctness": "em", "fit": fitted}
+    legacy = RightModel.from_dict(json.loads(json.dumps(old)), "old.json")
+    assert list(legacy.fits) == [WITH_CONFIDENCE] and np.allclose(legacy.probability(found), model.probability(found))
+    with pytest.raises(InputError, match=r"fitted only with the reader's confidence .* 100 of 200 choices lack it"):
+        legacy.probability(mixed)
 
 
 # -- figures of a probability ---------------------------------------------------------------------------------
@@ -140,9 +189,9 @@ def test_a_perfectly_calibrated_probability_shows_only_noise():
 # -- the decision at answer time ----------------------------------------------------------------------------------
 
 
-def model_with(thresholds: list[dict]) -> RightModel:
+def model_with(thresholds: list[dict]) -> RightFit:
     found, right = rows(60)
-    return RightModel("em", fit_right(found, right, [np.arange(60)])[0], 60, 5, 0, thresholds)
+    return RightFit(WITH_CONFIDENCE, fit_right(found, right, [np.arange(60)])[0], 60, thresholds, "em", None)
 
 
 def test_the_largest_stored_error_rate_not_above_the_risk_decides():
@@ -176,18 +225,20 @@ def test_training_stores_p_right_and_thresholds_that_hold_on_training(tmp_path):
     options = TrainOptions(voter="selector", metrics=("em", "f1"), pool_config=seven, confidence=False)
     printed = train(records, out, options)
     assert "P(right) (em) out of fold on 600 training questions" in printed and "abstention thresholds" in printed
+    assert "confidence (fitted on 600, scores 600 above; alone ECE" in printed
+    assert "no confidence (fitted on 600, scores 0 above; alone ECE" in printed
     voter = load_voter(out)
     model = RightModel.from_voter(voter)
-    assert (
-        model.correctness == "em" and model.questions == 600 and [t["alpha"] for t in model.thresholds] == list(ALPHAS)
-    )
-    for row in model.thresholds:  # on the training questions' out-of-fold P, each kept its rate
-        assert row["threshold"] is None or row["error"] <= row["alpha"]
-    coverage = [row["coverage"] for row in model.thresholds]
-    assert coverage == sorted(coverage) and coverage[-1] > 0.5  # a higher risk answers more
+    assert model.correctness == "em" and model.questions == 600 and list(model.fits) == list(FITS)
+    for fit in model.fits.values():
+        assert fit.questions == 600 and [t["alpha"] for t in fit.thresholds] == list(ALPHAS)
+        for row in fit.thresholds:  # on the training questions' out-of-fold P, each kept its rate
+            assert row["threshold"] is None or row["error"] <= row["alpha"]
+        coverage = [row["coverage"] for row in fit.thresholds]
+        assert coverage == sorted(coverage) and coverage[-1] > 0.5  # a higher risk answers more
     report = build_report(records, out, metric="em", members=voter.members_, resamples=50, max_subsets=5)
     sel = report["selective"]
-    assert sel["calibrated_on"] == "em" and len(sel["reliability"]) == 10
+    assert sel["calibrated_on"] == "em" and len(sel["reliability"]) == 10 and sel["fits"] == {WITH_CONFIDENCE: 600}
     assert sel["aurc"] < sel["aurc_constant"] and sel["brier_skill"] > 0
     assert [row["alpha"] for row in sel["risk_levels"]] == list(ALPHAS)
 
@@ -196,21 +247,27 @@ def test_training_stores_p_right_and_thresholds_that_hold_on_training(tmp_path):
 
 
 def probability_section(thresholds: list[dict]) -> dict:
-    """P(right) = σ(−2 + z − alone) (means 0, scales 1, other weights 0): the hand cascade stops after BM25@1
-    (z = 2, alone) at σ(−1) = 0.269."""
-    coef = dict.fromkeys(FEATURES, 0.0) | {"score": 1.0, "alone": -1.0}
+    """P(right) = σ(−2 + z − alone) (means 0, scales 1, other weights 0), by the fit without the reader's
+    confidence (the scripted reader reports none): the hand cascade stops after BM25@1 (z = 2, alone) at
+    σ(−1) = 0.269."""
+    features = FITS[WITHOUT_CONFIDENCE]
+    coef = dict.fromkeys(features, 0.0) | {"score": 1.0, "alone": -1.0}
     group = {
         "intercept": -2.0,
         "coef": coef,
-        "mean": dict.fromkeys(FEATURES, 0.0),
-        "scale": dict.fromkeys(FEATURES, 1.0),
+        "mean": dict.fromkeys(features, 0.0),
+        "scale": dict.fromkeys(features, 1.0),
+    }
+    fit = {
+        "features": list(features),
+        "questions": 600,
+        "groups": {ALL: group},
+        "risk": {"procedure": "learn-then-test", "delta": 0.1, "thresholds": thresholds},
     }
     return {
         "correctness": "em",
-        "features": list(FEATURES),
-        "groups": {ALL: group},
         "fit": {"questions": 600, "folds": 5, "seed": 0, "out_of_fold": True},
-        "risk": {"procedure": "learn-then-test", "delta": 0.1, "thresholds": thresholds},
+        "fits": {WITHOUT_CONFIDENCE: fit},
     }
 
 
@@ -239,6 +296,7 @@ def test_an_abstention_through_the_python_api(tmp_path, isolated_cache):
     ensemble = Ensemble(config, reader=Scripted("Leonardo da Vinci"), voter=voter, cache=False)
     answered = ensemble.answer(QUESTION)
     assert answered.probability == pytest.approx(sigmoid(-1), abs=1e-4) and not answered.abstained
+    assert answered.probability_fit == WITHOUT_CONFIDENCE == answered.to_dict()["probability_fit"]
     assert answered.answer == "Leonardo da Vinci" and "abstention" not in answered.to_dict()
     at_three = ensemble.answer(QUESTION, risk=0.35)  # α 0.3: threshold 0.25 ≤ 0.269: answered
     assert not at_three.abstained and at_three.abstention["alpha"] == 0.3
@@ -361,3 +419,47 @@ def test_a_config_risk_is_checked_at_start(tmp_path, isolated_cache):
     path.write_text(path.read_text().replace("risk: 0.3", "risk: 1.5"))
     with pytest.raises(ConfigError, match="'voter.risk' must lie in"):
         load_config(path)
+
+
+def test_the_shipped_cascade_on_records_without_confidence_says_which_fit_scored_them(tmp_path):
+    """The issue's case: the same answers, with and without the reader's confidence in the records. With it,
+    the fit with confidence scores every question; without it, the fit without confidence does (as its own
+    cross-fitted training rows were scored), never the fit with confidence on filled-in values; a weights file
+    from before fits per feature set refuses the records without it, naming what is missing."""
+    import dataclasses
+
+    from eor.bench.voting import vote
+    from eor.runs.run_data import load_run
+    from voters.right import choice_evidence
+
+    shipped = ROOT / "docs" / "weights" / "nq-offline-cascade.json"
+    data = load_run(ROOT / "docs" / "records" / "nq-train.jsonl.gz").subset(list(range(120)))
+    blind = dataclasses.replace(data, confidence=[[None] * len(row) for row in data.confidence])
+    seen, unseen = vote(data, shipped), vote(blind, shipped)
+    assert (seen.chosen == unseen.chosen).all()  # the same answers: the shipped cascade reads no confidence
+    assert set(seen.fits) == {WITH_CONFIDENCE} and set(unseen.fits) == {WITHOUT_CONFIDENCE}
+    model = RightModel.from_voter(unseen.voter)
+    alone = RightModel(model.correctness, {WITHOUT_CONFIDENCE: model.fits[WITHOUT_CONFIDENCE]}, 600, 5, 0)
+    assert alone.fit_names(choice_evidence(seen.voter, _batch(data, seen))).tolist() == [WITHOUT_CONFIDENCE] * 120
+    assert np.allclose(unseen.probability, alone.probability(choice_evidence(seen.voter, _batch(data, seen))))
+    document = json.loads(shipped.read_text(encoding="utf-8"))
+    probability = document["meta"]["probability"]
+    old = probability["fits"][WITH_CONFIDENCE] | {"correctness": "em", "fit": probability["fit"]}
+    document["meta"]["probability"] = old  # as weights files were written before fits per feature set
+    legacy = tmp_path / "legacy.json"
+    legacy.write_text(json.dumps(document), encoding="utf-8")
+    assert np.allclose(vote(data, legacy).probability, seen.probability)
+    with pytest.raises(InputError, match="fitted only with the reader's confidence"):
+        vote(blind, legacy)
+
+
+def _batch(data, voted):
+    from voters.batch import VoteBatch
+
+    columns = [data.names.index(name) for name in voted.members]
+    return VoteBatch(
+        [[row[c] for c in columns] for row in data.answers],
+        [[row[c] for c in columns] for row in data.passages],
+        data.texts,
+        confidence=[[row[c] for c in columns] for row in data.confidence],
+    )

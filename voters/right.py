@@ -17,11 +17,11 @@ is judged on is the same for every voter, computed from the scores and what the 
                      mean and minimum token log-probability, the first token's margin
     conf:agreeing_best, conf:agreeing_mean the best and the mean of conf:mean over the members giving it
 
-and P(right) = σ(a_g + w_g · x) on standardised features x (an unknown confidence: the training mean), a
-logistic regression (scikit-learn, L2, C = 1) per group g of questions: "all" for a voter that runs every
-member; for a cascade (voters.cascade) also "early" (it stopped before its last step) and "last" (it ran every
-member because no earlier step was confident: those questions are harder than their last step says). "all" is
-fitted on every row and serves a group with fewer than MIN_GROUP rows.
+and P(right) = σ(a_g + w_g · x) on standardised features x, a logistic regression (scikit-learn, L2, C = 1) per
+group g of questions: "all" for a voter that runs every member; for a cascade (voters.cascade) also "early" (it
+stopped before its last step) and "last" (it ran every member because no earlier step was confident: those
+questions are harder than their last step says). "all" is fitted on every row and serves a group with fewer
+than MIN_GROUP rows.
 
 **Fitted out of fold** (`fit_right`). The rows are one per training question, each from a voter fitted on the
 other folds of a K-fold split (eor.learning.calibration's `out_of_fold_evidence`): the shipped logistic is fitted on
@@ -30,7 +30,16 @@ cross-fitted on the same folds: a question's probability comes from a logistic f
 and from the voter fitted on the other folds, so neither saw the question itself (the other rows' evidence came
 from voters that did: the usual approximation of cross-fitting, as in cross-conformal prediction).
 
-`RightModel` is that fitted logistic with what it was fitted on, and the thresholds of eor.pipeline.abstention; the
+**A fit per feature set** (`FITS`). Records made before the reader's confidence was recorded, and a reader that
+reports none (an OpenAI-compatible server without log-probabilities), give a choice without the conf features.
+No feature is filled in: P(right) holds a fit for each feature set it may meet, each fitted and given its
+thresholds by the same procedure on the rows that have its features: "confidence" (every feature, on the rows
+whose chosen answer has the reader's confidence) and "no confidence" (the conf features left out, on every row).
+A choice is scored by the richest fit whose features it has (`RightModel.fit_names`), and what answers says
+which (`Result.probability_fit`, the bench report's `selective.fits`); a choice that no fit covers (a weights
+file from before fits per feature set, given no confidence) is refused with an error naming what is missing.
+
+`RightModel` is those fits with what they were fitted on, each with the thresholds of eor.pipeline.abstention; the
 weights file stores it in `meta.probability` for every voter kind (`to_dict`, `from_voter`).
 """
 
@@ -38,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -66,6 +75,11 @@ FEATURES = (
     "conf:agreeing_best",
     "conf:agreeing_mean",
 )
+#: the reader's confidence in the chosen answer and in the answers agreeing with it
+CONFIDENCE = ("conf:mean", "conf:min", "conf:margin", "conf:agreeing_best", "conf:agreeing_mean")
+#: the feature sets a P(right) is fitted for, richest first: a choice is scored by the first whose features it has
+WITH_CONFIDENCE, WITHOUT_CONFIDENCE = "confidence", "no confidence"
+FITS = {WITH_CONFIDENCE: FEATURES, WITHOUT_CONFIDENCE: tuple(f for f in FEATURES if f not in CONFIDENCE)}
 #: the group of a voter that runs every member, and a cascade's two groups
 ALL, EARLY, LAST = "all", "early", "last"
 GROUPS = (ALL, EARLY, LAST)
@@ -177,69 +191,71 @@ def choice_evidence(voter: Any, X: VoteBatch) -> Evidence:
 
 @dataclass(frozen=True)
 class Logistic:
-    """σ(intercept + coef · (x − mean) / scale), NaN features at their training mean."""
+    """σ(intercept + coef · (x − mean) / scale) on the named `features` of a row of FEATURES."""
 
     intercept: float
     coef: tuple[float, ...]
     mean: tuple[float, ...]
     scale: tuple[float, ...]
+    features: tuple[str, ...] = FEATURES
 
-    def probability(self, features: np.ndarray) -> np.ndarray:
-        x = np.asarray(features, dtype=float).reshape(-1, len(self.coef))
-        mean = np.asarray(self.mean)
-        z = (np.where(np.isnan(x), mean, x) - mean) / np.asarray(self.scale)
+    def probability(self, rows: np.ndarray) -> np.ndarray:
+        """P per row of FEATURES (Q, len(FEATURES)); the logistic's own features must be known."""
+        x = np.asarray(rows, dtype=float).reshape(-1, len(FEATURES))[:, _columns(self.features)]
+        if np.isnan(x).any():
+            raise InputError("a row lacks a feature its P(right) fit was fitted on (RightModel.fit_names chooses)")
+        z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
         return 1.0 / (1.0 + np.exp(-(self.intercept + z @ np.asarray(self.coef))))
 
     def to_dict(self) -> dict[str, Any]:
+        arrays = {"coef": self.coef, "mean": self.mean, "scale": self.scale}
         return {
             "intercept": self.intercept,
-            **{key: dict(zip(FEATURES, values, strict=True)) for key, values in self._arrays().items()},
+            **{key: dict(zip(self.features, values, strict=True)) for key, values in arrays.items()},
         }
 
-    def _arrays(self) -> dict[str, tuple[float, ...]]:
-        return {"coef": self.coef, "mean": self.mean, "scale": self.scale}
-
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Logistic:
-        arrays = {key: tuple(float(data[key][name]) for name in FEATURES) for key in ("coef", "mean", "scale")}
+    def from_dict(cls, data: Mapping[str, Any], features: tuple[str, ...]) -> Logistic:
+        arrays = {key: tuple(float(data[key][name]) for name in features) for key in ("coef", "mean", "scale")}
         if not all(np.isfinite(v).all() for v in arrays.values()) or min(arrays["scale"]) <= 0:
             raise ValueError("coefficients, means and scales must be finite, scales above 0")
-        return cls(float(data["intercept"]), arrays["coef"], arrays["mean"], arrays["scale"])
+        return cls(float(data["intercept"]), arrays["coef"], arrays["mean"], arrays["scale"], features)
 
 
-def fit_logistic(features: np.ndarray, right: np.ndarray) -> Logistic:
-    """scikit-learn's L2 logistic regression (C = 1) on standardised features (NaN: the column's mean); one
-    class (or none): a constant probability (the share right, kept within [0.001, 0.999])."""
+def _columns(features: Sequence[str]) -> list[int]:
+    return [FEATURES.index(name) for name in features]
+
+
+def fit_logistic(rows: np.ndarray, right: np.ndarray, features: tuple[str, ...] = FEATURES) -> Logistic:
+    """scikit-learn's L2 logistic regression (C = 1) on the standardised `features` of rows of FEATURES, which
+    must be known; one class (or none): a constant probability (the share right, kept within [0.001, 0.999])."""
     from sklearn.linear_model import LogisticRegression
 
-    x = np.asarray(features, dtype=float).reshape(-1, len(FEATURES))
+    x = np.asarray(rows, dtype=float).reshape(-1, len(FEATURES))[:, _columns(features)]
+    if np.isnan(x).any():
+        raise InputError("P(right) is fitted on rows that have its features (fit_right keeps them)")
     labels = np.asarray(right, dtype=bool)
-    known = ~np.isnan(x)
-    mean = np.where(known.any(axis=0), np.nansum(x, axis=0) / np.maximum(known.sum(axis=0), 1), 0.0)
-    x = np.where(known, x, mean)
-    scale = x.std(axis=0) if len(x) else np.ones(len(FEATURES))
+    mean = x.mean(axis=0) if len(x) else np.zeros(len(features))
+    scale = x.std(axis=0) if len(x) else np.ones(len(features))
     scale[scale == 0] = 1.0
     if labels.all() or not labels.any():
         share = float(np.clip(labels.mean() if len(labels) else 0.5, 1e-3, 1 - 1e-3))
-        zero = (0.0,) * len(FEATURES)
-        return Logistic(float(np.log(share / (1 - share))), zero, tuple(map(float, mean)), tuple(map(float, scale)))
+        zero = (0.0,) * len(features)
+        intercept = float(np.log(share / (1 - share)))
+        return Logistic(intercept, zero, tuple(map(float, mean)), tuple(map(float, scale)), features)
     model = LogisticRegression(C=1.0, max_iter=2000).fit((x - mean) / scale, labels)
-    return Logistic(
-        float(model.intercept_[0]),
-        tuple(float(c) for c in model.coef_[0]),
-        tuple(map(float, mean)),
-        tuple(map(float, scale)),
-    )
+    coef = tuple(float(c) for c in model.coef_[0])
+    return Logistic(float(model.intercept_[0]), coef, tuple(map(float, mean)), tuple(map(float, scale)), features)
 
 
-def fit_groups(rows: Evidence, right: np.ndarray) -> dict[str, Logistic]:
+def fit_groups(rows: Evidence, right: np.ndarray, features: tuple[str, ...] = FEATURES) -> dict[str, Logistic]:
     """ALL's logistic on every row, and one per other group with at least MIN_GROUP rows."""
     right = np.asarray(right, dtype=bool)
-    groups = {ALL: fit_logistic(rows.features, right)}
+    groups = {ALL: fit_logistic(rows.features, right, features)}
     for name in sorted(set(rows.group) - {ALL}):
         mask = rows.group == name
         if mask.sum() >= MIN_GROUP:
-            groups[str(name)] = fit_logistic(rows.features[mask], right[mask])
+            groups[str(name)] = fit_logistic(rows.features[mask], right[mask], features)
     return groups
 
 
@@ -252,58 +268,116 @@ def apply_groups(groups: Mapping[str, Logistic], rows: Evidence) -> np.ndarray:
     return out
 
 
-@dataclass
-class RightModel:
-    """A fitted P(right): a logistic per group, the correctness it predicts, how it was fitted, and the
-    abstention thresholds chosen on its out-of-fold probabilities (eor.pipeline.abstention.RiskThreshold dicts)."""
+def has_features(rows: Evidence, name: str) -> np.ndarray:
+    """Per row: whether it has every feature of fit `name` (FITS)."""
+    return ~np.isnan(rows.features[:, _columns(FITS[name])]).any(axis=1)
 
-    correctness: str
+
+@dataclass(frozen=True)
+class RightFit:
+    """The P(right) of one feature set (FITS): a logistic per group, the training rows it was fitted on, and the
+    abstention thresholds chosen on its out-of-fold probabilities (eor.pipeline.abstention.RiskThreshold dicts),
+    for `correctness` at `delta` (what eor.pipeline.abstention reads)."""
+
+    name: str
     groups: dict[str, Logistic]
     questions: int
-    folds: int
-    seed: int
-    thresholds: list[dict[str, Any]] = field(default_factory=list)
-    delta: float | None = None
-
-    def probability(self, rows: Evidence) -> np.ndarray:
-        return apply_groups(self.groups, rows)
+    thresholds: list[dict[str, Any]]
+    correctness: str
+    delta: float | None
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "correctness": self.correctness,
-            "features": list(FEATURES),
-            "groups": {name: model.to_dict() for name, model in self.groups.items()},
-            "fit": {"questions": self.questions, "folds": self.folds, "seed": self.seed, "out_of_fold": True},
+            "features": list(FITS[self.name]),
+            "questions": self.questions,
+            "groups": {group: model.to_dict() for group, model in self.groups.items()},
             "risk": {"procedure": "learn-then-test", "delta": self.delta, "thresholds": self.thresholds},
         }
 
     @classmethod
-    def from_dict(cls, data: Any, source: str) -> RightModel:
-        try:
-            if list(data["features"]) != list(FEATURES):
-                raise ValueError(f"features {data['features']} are not this eor's {list(FEATURES)}")
-            groups = {str(name): Logistic.from_dict(d) for name, d in data["groups"].items()}
-            fit, risk = data["fit"], data.get("risk") or {}
-            model = cls(
-                str(data["correctness"]),
-                groups,
-                int(fit["questions"]),
-                int(fit["folds"]),
-                int(fit["seed"]),
-                [dict(row) for row in risk.get("thresholds") or []],
-                None if risk.get("delta") is None else float(risk["delta"]),
+    def from_dict(cls, name: str, data: Mapping[str, Any], correctness: str) -> RightFit:
+        if name not in FITS:
+            raise ValueError(f"fit {name!r} is not among this eor's: {', '.join(FITS)}")
+        if list(data["features"]) != list(FITS[name]):
+            raise ValueError(f"fit {name!r} has features {data['features']}, not this eor's {list(FITS[name])}")
+        groups = {str(group): Logistic.from_dict(d, FITS[name]) for group, d in data["groups"].items()}
+        risk = data.get("risk") or {}
+        delta = None if risk.get("delta") is None else float(risk["delta"])
+        thresholds = [dict(row) for row in risk.get("thresholds") or []]
+        return cls(name, groups, int(data["questions"]), thresholds, correctness, delta)
+
+
+@dataclass
+class RightModel:
+    """A fitted P(right): a fit per feature set it was fitted for (RightFit, FITS), the correctness they predict
+    and how they were fitted (seeded K-fold split)."""
+
+    correctness: str
+    fits: dict[str, RightFit]
+    questions: int
+    folds: int
+    seed: int
+
+    def fit_names(self, rows: Evidence) -> np.ndarray:
+        """Per row, the fit that scores it: the richest this model holds whose features the row has. InputError
+        naming what is missing when a row has the features of none."""
+        names = np.full(len(rows), "", dtype=object)
+        for name in FITS:
+            if name in self.fits:
+                names[(names == "") & has_features(rows, name)] = name
+        if (names == "").any():
+            lacking = sorted(set(CONFIDENCE) - set(FITS[WITHOUT_CONFIDENCE]))
+            raise InputError(
+                f"this P(right) was fitted only with the reader's confidence ({', '.join(self.fits)}), and "
+                f"{int((names == '').sum())} of {len(rows)} choices lack it ({', '.join(lacking)}): records made "
+                "before confidence was recorded, or a reader that reports none; train the voter again with this eor "
+                "(its P(right) then holds a fit without confidence) or answer without a risk"
             )
+        return names.astype(str)
+
+    def probability(self, rows: Evidence, names: np.ndarray | None = None) -> np.ndarray:
+        """P(right) per row by the fit `names` gives it (default: `fit_names`)."""
+        names = self.fit_names(rows) if names is None else names
+        out = np.zeros(len(rows))
+        for name in set(names):
+            mask = names == name
+            out[mask] = apply_groups(self.fits[str(name)].groups, rows.take(np.flatnonzero(mask)))
+        return out
+
+    def fit(self, name: str | None = None) -> RightFit:
+        """The fit called `name` (None: the richest held): what eor.pipeline.abstention reads."""
+        return self.fits[name] if name is not None else self.fits[next(n for n in FITS if n in self.fits)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "correctness": self.correctness,
+            "fit": {"questions": self.questions, "folds": self.folds, "seed": self.seed, "out_of_fold": True},
+            "fits": {name: fit.to_dict() for name, fit in self.fits.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str) -> RightModel:
+        """From `to_dict`'s form, or the one fit (every feature, with confidence) of weights files made before
+        fits per feature set."""
+        try:
+            correctness, fit = str(data["correctness"]), data["fit"]
+            found = data["fits"] if "fits" in data else {WITH_CONFIDENCE: {**data, "questions": fit["questions"]}}
+            fits = {str(name): RightFit.from_dict(str(name), d, correctness) for name, d in found.items()}
+            model = cls(correctness, fits, int(fit["questions"]), int(fit["folds"]), int(fit["seed"]))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"weights file {source!r}: its probability section is malformed: {exc!r}") from None
-        if not all(_threshold_row(row) for row in model.thresholds):
-            raise ConfigError(
-                f"weights file {source!r}: each abstention threshold needs an alpha in (0, 1), a threshold in "
-                "[0, 1] or null and its training coverage"
-            )
-        if ALL not in groups or any(name not in GROUPS for name in groups):
-            raise ConfigError(
-                f"weights file {source!r}: probability groups must include {ALL!r}, among {', '.join(GROUPS)}"
-            )
+        for one in fits.values():
+            if not all(_threshold_row(row) for row in one.thresholds):
+                raise ConfigError(
+                    f"weights file {source!r}: each abstention threshold needs an alpha in (0, 1), a threshold in "
+                    "[0, 1] or null and its training coverage"
+                )
+            if ALL not in one.groups or any(name not in GROUPS for name in one.groups):
+                raise ConfigError(
+                    f"weights file {source!r}: probability groups must include {ALL!r}, among {', '.join(GROUPS)}"
+                )
+        if not fits:
+            raise ConfigError(f"weights file {source!r}: its probability section holds no fit")
         return model
 
     @classmethod
@@ -325,9 +399,11 @@ def _threshold_row(row: Mapping[str, Any]) -> bool:
     )
 
 
-def fit_right(rows: Evidence, right: np.ndarray, parts: Sequence[np.ndarray]) -> tuple[dict[str, Logistic], np.ndarray]:
-    """(the logistic of every group fitted on every row, the cross-fitted out-of-fold P(right) per row):
-    each part's probabilities from the logistics fitted on the other parts' rows."""
+def fit_right(
+    rows: Evidence, right: np.ndarray, parts: Sequence[np.ndarray], features: tuple[str, ...] = FEATURES
+) -> tuple[dict[str, Logistic], np.ndarray]:
+    """(the logistic of every group on `features` fitted on every row, the cross-fitted out-of-fold P(right)
+    per row): each part's probabilities from the logistics fitted on the other parts' rows."""
     right = np.asarray(right, dtype=bool)
     if len(right) != len(rows):
         raise InputError(f"{len(rows)} rows of evidence but {len(right)} labels")
@@ -335,5 +411,5 @@ def fit_right(rows: Evidence, right: np.ndarray, parts: Sequence[np.ndarray]) ->
     every = np.arange(len(rows))
     for held in parts:
         train = np.setdiff1d(every, held)
-        out[held] = apply_groups(fit_groups(rows.take(train), right[train]), rows.take(held))
-    return fit_groups(rows, right), out
+        out[held] = apply_groups(fit_groups(rows.take(train), right[train], features), rows.take(held))
+    return fit_groups(rows, right, features), out

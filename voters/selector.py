@@ -113,15 +113,28 @@ class AnswerSelector(VoterEstimator):
         features = candidate_features(
             tensor, answers, passages, questions, self.metrics, self.members_, member_index, wanted
         )
-        return self._with_unknown_confidence(features)
+        return self._checked_confidence(features)
 
-    def _with_unknown_confidence(self, features: FeatureSet) -> FeatureSet:
-        """`features`, with NaN confidence features where the selector was fitted with them and none is
-        known: filled with the training means, they then count for nothing."""
-        if not self.uses_confidence_ or len(features.names) == len(self.feature_names_):
+    def _checked_confidence(self, features: FeatureSet) -> FeatureSet:
+        """`features`, checked to hold the reader's confidence where the selector was fitted with it: InputError
+        naming what is missing for a question none of whose answers has it (no value is filled in for a feature
+        set the selector never met; an answer without it among others that have it is as in training: the
+        training mean)."""
+        if not self.uses_confidence_:
             return features
-        unknown = np.full((*features.matrix.shape[:2], len(CONFIDENCE_FEATURES)), np.nan)
-        return FeatureSet(self.feature_names_, np.concatenate([features.matrix, unknown], axis=2))
+        given = features.names[-len(CONFIDENCE_FEATURES) :] == list(CONFIDENCE_FEATURES)
+        questions = features.matrix.shape[0]
+        first = -len(CONFIDENCE_FEATURES)  # conf:mean
+        lacking = questions if not given else int(np.isnan(features.matrix[:, :, first]).all(axis=1).sum())
+        if lacking:
+            raise InputError(
+                f"this selector was fitted with the reader's confidence among its features "
+                f"({', '.join(CONFIDENCE_FEATURES)}), and {lacking} of {questions} question(s) have none for any "
+                "answer: records made before confidence was recorded, or a reader that reports none (an "
+                "OpenAI-compatible server without log-probabilities); train one without it (eor train "
+                "--no-confidence) to vote on them"
+            )
+        return features
 
     def _batch_features(self, X: VoteBatch, names: Sequence[str], confidence: bool) -> FeatureSet:
         """The features of every member's answers on batch X (computed over its whole batch and taken at its
@@ -172,7 +185,7 @@ class AnswerSelector(VoterEstimator):
         if X.n_members != self.n_members_:
             raise InputError(f"the selector has {self.n_members_} members, the answers come from {X.n_members}")
         features = self._batch_features(X, self.members_, self.uses_confidence_)
-        return self.feature_scores(self._with_unknown_confidence(features).matrix)
+        return self.feature_scores(self._checked_confidence(features).matrix)
 
     def predict(self, X: VoteBatch) -> np.ndarray:
         """The chosen member's position per question (the highest log-odds; ties to the lowest)."""

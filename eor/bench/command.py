@@ -124,7 +124,7 @@ def _selective_lines(sel: dict[str, Any] | None) -> list[str]:
         f"P(right): ECE {sel['ece']:.3f} (a calibrated P's noise here {sel['ece_noise']['mean']:.3f}), Brier skill "
         f"{skill}, AURC {sel['aurc']:.3f} (a constant's {sel['aurc_constant']:.3f})",
         f"abstention (error rate asked: coverage, realised error): {levels}",
-    ]
+    ] + [f"P(right) by its fit {name!r} on {count} questions" for name, count in (sel.get("fits") or {}).items()]
 
 
 def _judge_bench(

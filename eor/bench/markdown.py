@@ -348,7 +348,7 @@ def selective_section(report: dict[str, Any]) -> list[str]:
         "",
         f"The voter's probability that its answer is right (calibrated on the training records for "
         f"{metric_label(sel['calibrated_on'])}), judged here by {label} on {sel['questions']} questions "
-        f"({pct(sel['accuracy'])} right):",
+        f"({pct(sel['accuracy'])} right), {_fits_used(sel.get('fits'))}:",
         "",
         *table(
             ["figure", "P(right)", "a constant P"],
@@ -375,18 +375,30 @@ def selective_section(report: dict[str, Any]) -> list[str]:
             [
                 [
                     f"{row['alpha']:g}",
-                    "none" if row["threshold"] is None else f"{row['threshold']:.2f}",
+                    _by_fit(row["threshold"], lambda t: "none" if t is None else f"{t:.2f}"),
                     str(row["answered"]),
                     pct(row["coverage"]),
                     pct(row["error"]),
                     "–" if row["error_ci"] is None else f"[{pct(row['error_ci'][0])}, {pct(row['error_ci'][1])}]",
-                    pct(row["train_coverage"]),
+                    _by_fit(row["train_coverage"], pct),
                 ]
                 for row in sel["risk_levels"]
             ],
         ),
     ]
     return lines
+
+
+def _fits_used(fits: dict[str, int] | None) -> str:
+    """Which of the P(right) fits (voters.right.FITS) scored how many questions."""
+    if not fits:
+        return "one fit"
+    return "scored by its fit " + ", ".join(f"{name!r} ({count})" for name, count in fits.items())
+
+
+def _by_fit(value: Any, show: Any) -> str:
+    """A threshold row's value, or each fit's (`name: value`) when several fits judged the questions."""
+    return "; ".join(f"{name}: {show(v)}" for name, v in value.items()) if isinstance(value, dict) else show(value)
 
 
 def design_section(report: dict[str, Any]) -> list[str]:

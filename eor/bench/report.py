@@ -150,7 +150,7 @@ def build_report(
         report = _assemble(records_dir, scored, matrix, errors, upper, seed, max_subsets)
         report["cost"] = cost
         report["selective"] = selective.section(
-            voted.probability, eor_scores[metric], metric, RightModel.from_voter(voted.voter)
+            voted.probability, eor_scores[metric], metric, RightModel.from_voter(voted.voter), voted.fits
         )
         if shown_design is not None:
             report["design"] = shown_design

@@ -105,10 +105,14 @@ def clopper_pearson(errors: int, n: int, level: float = 0.95) -> tuple[float, fl
     return low, high
 
 
-def at_threshold(probability: Any, right: Any, threshold: float | None) -> dict[str, Any]:
-    """Coverage and error among answered where P ≥ threshold (None: nothing answered)."""
+def at_threshold(probability: Any, right: Any, threshold: Any) -> dict[str, Any]:
+    """Coverage and error among answered where P ≥ threshold (None: nothing answered), or per question where
+    P is at least its own threshold (an array; NaN: not answered)."""
     p, y = _pairs(probability, right)
-    answered = np.zeros(len(p), dtype=bool) if threshold is None else p >= threshold
+    if threshold is None:
+        answered = np.zeros(len(p), dtype=bool)
+    else:
+        answered = p >= np.nan_to_num(np.asarray(threshold, dtype=float), nan=np.inf)
     n, errors = int(answered.sum()), int((1 - y[answered]).sum())
     return {
         "threshold": threshold,
@@ -145,24 +149,43 @@ def calibration_noise(probability: Any, seed: int = 0, draws: int = 2000, bins: 
     return {"mean": float(values.mean()), "p95": float(np.percentile(values, 95))}
 
 
-def section(probability: np.ndarray | None, right: np.ndarray, metric: str, model: Any) -> dict[str, Any] | None:
+def section(
+    probability: np.ndarray | None, right: np.ndarray, metric: str, model: Any, fits: np.ndarray | None = None
+) -> dict[str, Any] | None:
     """`eor bench`'s report section of a voter's P(right) (None without one): `summary`, the ECE of a perfectly
-    calibrated P on these questions (`calibration_noise`), the risk–coverage curve, and for each error rate
-    of the weights file's thresholds the coverage and realised error among answered questions."""
+    calibrated P on these questions (`calibration_noise`), the risk–coverage curve, how many questions each of
+    its fits scored (`fits`, voters.right.FITS), and for each error rate of the weights file's thresholds the
+    coverage and realised error among answered questions, each question judged by its own fit's threshold."""
     if probability is None:
         return None
     p = np.asarray(probability, dtype=float)
     y = np.asarray(right, dtype=float) >= 0.5
     coverage, risk = risk_coverage(p, y)
-    levels = [
-        {"alpha": row["alpha"], **at_threshold(p, y, row["threshold"]), "train_coverage": row["coverage"]}
-        for row in model.thresholds
-    ]
+    names = np.full(len(p), model.fit().name) if fits is None else np.asarray(fits, dtype=str)
+    used = list(dict.fromkeys(names.tolist())) or [model.fit().name]
+    levels = []
+    for row in model.fit().thresholds:
+        at = {name: _at_alpha(model.fit(name).thresholds, row["alpha"]) for name in used}
+        own = np.array([np.nan if at[n]["threshold"] is None else at[n]["threshold"] for n in names], dtype=float)
+        level = {"alpha": row["alpha"], **at_threshold(p, y, own)}
+        level["threshold"], level["train_coverage"] = _by_fit(at, "threshold"), _by_fit(at, "coverage")
+        levels.append(level)
     return {
         "metric": metric,
         "calibrated_on": model.correctness,
+        "fits": {name: int((names == name).sum()) for name in used},
         **summary(p, y),
         "ece_noise": calibration_noise(p),
         "risk_coverage": {"coverage": coverage, "risk": risk},
         "risk_levels": levels,
     }
+
+
+def _by_fit(at: dict[str, dict[str, Any]], key: str) -> Any:
+    """One fit's value of `key`, or each fit's by name when several judged these questions."""
+    return next(iter(at.values()))[key] if len(at) == 1 else {name: row[key] for name, row in at.items()}
+
+
+def _at_alpha(thresholds: list[dict[str, Any]], alpha: float) -> dict[str, Any]:
+    """A fit's threshold row at `alpha` (every fit is given the same grid of error rates)."""
+    return next(row for row in thresholds if row["alpha"] == alpha)

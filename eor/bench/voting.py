@@ -42,6 +42,7 @@ class Vote:
     weights_file: Path | None
     stops: np.ndarray | None = None  # a cascade's: the step each question stopped at
     probability: np.ndarray | None = None  # P(right) of each chosen answer, where the weights file has one
+    fits: np.ndarray | None = None  # the P(right) fit that gave each (voters.right.FITS)
 
     def describe(self) -> dict[str, Any]:
         """The voter's settings for the report (`weights` holds the learned weights separately)."""
@@ -115,14 +116,15 @@ def vote(
     else:
         picks = voter.predict(batch)
     chosen = np.asarray([columns[int(p)] for p in picks], dtype=int)
-    probability = None
+    probability = fits = None
     model = RightModel.from_voter(voter)
     if model is not None and data.questions:
         found = choice_evidence(voter, batch)
         if not np.array_equal(np.asarray([columns[int(p)] for p in found.pick]), chosen):
             raise RuntimeError("the voter's P(right) scored other answers than it chose")
-        probability = model.probability(found)
-    return Vote(chosen=chosen, voter=voter, members=members, weights_file=path, stops=stops, probability=probability)
+        fits = model.fit_names(found)
+        probability = model.probability(found, fits)
+    return Vote(chosen, voter, members, path, stops, probability, fits)
 
 
 def _voting_members(voter: Any, data: RunData, path: Path | None) -> list[str]:

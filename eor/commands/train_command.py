@@ -361,19 +361,28 @@ def probability_lines(calibrated: Calibrated | None, metric: str, questions: int
         least = PROBABILITY_QUESTIONS_PER_FOLD * folds
         return [f"P(right): not fitted: {questions} training questions, fewer than {least} ({folds} folds)"]
     figures = summary(calibrated.probability, calibrated.right)
-    levels = ", ".join(
-        f"{row['alpha']:g}: "
-        + ("none" if row["threshold"] is None else f"P ≥ {row['threshold']:.2f} ({pct(row['coverage'])}%)")
-        for row in calibrated.model.thresholds
-        if row["alpha"] in REPORTED_RISKS
-    )
     skill = figures["brier_skill"]
-    return [
+    lines = [
         f"P(right) ({metric}) out of fold on {figures['questions']} training questions: ECE {figures['ece']:.3f}, "
         f"Brier skill {'-' if skill is None else f'{skill:.3f}'}, AURC {figures['aurc']:.3f} "
         f"(a constant's {figures['aurc_constant']:.3f})",
-        f"abstention thresholds (Learn then Test, δ {DELTA:g}; error rate: threshold (coverage)): {levels}",
+        f"abstention thresholds (Learn then Test, δ {DELTA:g}; error rate: threshold (coverage)), per fit:",
     ]
+    for fit in calibrated.model.fits.values():
+        levels = ", ".join(
+            f"{row['alpha']:g}: "
+            + ("none" if row["threshold"] is None else f"P ≥ {row['threshold']:.2f} ({pct(row['coverage'])}%)")
+            for row in fit.thresholds
+            if row["alpha"] in REPORTED_RISKS
+        )
+        own = calibrated.by_fit[fit.name]
+        alone = summary(own[~np.isnan(own)], calibrated.right[~np.isnan(own)])
+        scored = int((calibrated.fits == fit.name).sum())
+        lines.append(
+            f"  {fit.name} (fitted on {fit.questions}, scores {scored} above; alone ECE {alone['ece']:.3f}, "
+            f"AURC {alone['aurc']:.3f}): {levels}"
+        )
+    return lines
 
 
 def _threshold(value: float | None) -> str:

@@ -171,10 +171,10 @@ class Result:
     the members left out of the vote because they failed (`degraded`: name -> reason), the members a lazy
     vote did not need to run (`skipped`), what each stage did (`stages`, per question of its batch), for a
     cascade which members it ran and skipped and why it stopped (`cascade`), the probability that the answer is
-    right where the voter has one (`probability`), at a risk asked for whether eor declined (`abstention`), and
-    with a judge voter the candidates it chose among (`judged`; the answer may then be a span of the passages
-    that no member wrote, `member` the first whose passages hold it). The chosen member's answer stays in
-    `members` when eor declined."""
+    right where the voter has one (`probability`) and which of its fits gave it (`probability_fit`), at a risk
+    asked for whether eor declined (`abstention`), and with a judge voter the candidates it chose among
+    (`judged`; the answer may then be a span of the passages that no member wrote, `member` the first whose
+    passages hold it). The chosen member's answer stays in `members` when eor declined."""
 
     id: str
     question: str
@@ -189,6 +189,7 @@ class Result:
     stages: dict[str, Any] = field(default_factory=dict)
     cascade: dict[str, Any] | None = None  # which members a cascade ran and skipped, and why it stopped
     probability: float | None = None  # P(right) of the answer (voters.right); None: the voter has none
+    probability_fit: str | None = None  # the fit that gave it (voters.right.FITS, a judge's level; None: a step's)
     abstention: dict[str, Any] | None = None  # at a risk asked for: eor.pipeline.abstention.Abstention.to_dict()
     judged: dict[str, Any] | None = None  # with a judge voter: its candidates and choice (eor.pipeline.judging)
 
@@ -231,6 +232,7 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         """The object `eor ask --json` prints (`given_by`: every member that gave the chosen answer; `degraded`
         and `degraded_reasons` only when a member failed,
+        `probability_fit` only when a P(right) fit gave the probability (voters.right.FITS),
         `skipped` only when a lazy vote or a cascade stopped early, `cascade` only for a cascade, `abstention`
         only when a risk was asked for, `judge` only with a judge voter; `answer` is null when eor abstained)."""
         data = {
@@ -245,6 +247,8 @@ class Result:
             "members": {name: {**output.record(), "score": output.score} for name, output in self.members.items()},
             "timings": self.timings,
         }
+        if self.probability_fit is not None:
+            data["probability_fit"] = self.probability_fit
         if self.stages:
             data["stages"] = self.stages
         if self.skipped:

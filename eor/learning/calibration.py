@@ -3,7 +3,10 @@ thresholds chosen on it (eor.pipeline.abstention): what `eor train` stores in a 
 
 Each training question's evidence comes from the candidate (eor.learning.crossval) fitted on the other folds of a
 seeded K-fold split; the logistic of every group is fitted on every question's evidence, and the
-out-of-fold probabilities that the thresholds are chosen on are cross-fitted on the same folds.
+out-of-fold probabilities that the thresholds are chosen on are cross-fitted on the same folds. This is done for
+each feature set of voters.right.FITS on the questions whose choice has its features (the fit with the reader's
+confidence only where at least MIN_ROWS_PER_FOLD of them per fold have it), so that a choice without confidence
+is scored by a fit that never saw one, not by a filled-in value.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import numpy as np
 from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate
 from eor.pipeline.abstention import DELTA, thresholds
 from voters.folds import fold_split
-from voters.right import Evidence, RightModel, fit_right
+from voters.right import FITS, Evidence, RightFit, RightModel, fit_right, has_features
+
+#: a feature set's P(right) is fitted only where at least this many training questions per fold have its features
+MIN_ROWS_PER_FOLD = 10
 
 
 def out_of_fold_evidence(
@@ -37,22 +43,54 @@ def out_of_fold_evidence(
 @dataclass
 class Calibrated:
     """A voter's fitted P(right) (voters.right.RightModel, thresholds included) and, per training question,
-    its out-of-fold P(right) and whether the voter's answer was right."""
+    its out-of-fold P(right), the fit that scored it and whether the voter's answer was right; and each fit's
+    own out-of-fold P(right) on the questions it was fitted on (NaN elsewhere)."""
 
     model: RightModel
     probability: np.ndarray
     right: np.ndarray
+    fits: np.ndarray
+    by_fit: dict[str, np.ndarray]
 
 
 def calibrate(
     arrays: VoteArrays, name: str, settings: VoteSettings, k: int, seed: int, progress: Progress | None = None
 ) -> Calibrated:
     """P(right) of the named candidate on the training `arrays` (voters.right: evidence out of fold over a
-    seeded k-fold split, the logistic cross-fitted on the same folds), and the thresholds of
-    eor.pipeline.abstention on its out-of-fold probabilities, for `settings.correctness`."""
+    seeded k-fold split), calibrated on it (`calibrate_rows`) for `settings.correctness`."""
     rows, parts = out_of_fold_evidence(arrays, name, settings, k, seed, progress)
     right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
-    groups, probability = fit_right(rows, right, parts)
-    chosen = [threshold.to_dict() for threshold in thresholds(probability, right)]
-    model = RightModel(settings.correctness, groups, len(rows), k, seed, chosen, DELTA)
-    return Calibrated(model, probability, right)
+    return calibrate_rows(rows, right, parts, settings.correctness, k, seed)
+
+
+def calibrate_rows(
+    rows: Evidence,
+    right: np.ndarray,
+    parts: list[np.ndarray],
+    correctness: str,
+    k: int,
+    seed: int,
+    delta: float = DELTA,
+) -> Calibrated:
+    """Each feature set's logistic (voters.right.FITS) on the out-of-fold evidence `rows` that have its features,
+    cross-fitted on the folds `parts` (positions in `rows`), and the thresholds of eor.pipeline.abstention at
+    `delta` on each fit's out-of-fold probabilities."""
+    fits: dict[str, RightFit] = {}
+    by_fit: dict[str, np.ndarray] = {}
+    probability, names = np.full(len(rows), np.nan), np.full(len(rows), "", dtype=object)
+    for fit in FITS:  # richest first: a question's out-of-fold P is the fit's that would score it
+        keep = np.flatnonzero(has_features(rows, fit))
+        if len(keep) < MIN_ROWS_PER_FOLD * k:
+            continue
+        position = np.full(len(rows), -1)
+        position[keep] = np.arange(len(keep))
+        held = [position[np.intersect1d(part, keep)] for part in parts]
+        groups, found = fit_right(rows.take(keep), right[keep], held, FITS[fit])
+        chosen = [threshold.to_dict() for threshold in thresholds(found, right[keep], delta=delta)]
+        fits[fit] = RightFit(fit, groups, len(keep), chosen, correctness, delta)
+        by_fit[fit] = np.full(len(rows), np.nan)
+        by_fit[fit][keep] = found
+        fresh = keep[names[keep] == ""]
+        probability[fresh], names[fresh] = found[position[fresh]], fit
+    model = RightModel(correctness, fits, len(rows), k, seed)
+    return Calibrated(model, probability, np.asarray(right, dtype=bool), names.astype(str), by_fit)

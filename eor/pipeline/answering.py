@@ -155,10 +155,11 @@ class InSteps:
         outputs = {name: outputs[name] for name in ensemble.members if name in outputs}
         stages = report_stages(clock, usage, 1, members=len(report["ran"]), skipped=report["skipped"])
         group = LAST if decision.last else EARLY
-        probability = ensemble.voting.probability(decision.scores, ballots(outputs), decision.member, group)
-        if probability is None and decision.event == "right":  # no P(right) model: the step's, calibrated on it
+        fitted = ensemble.voting.probability(decision.scores, ballots(outputs), decision.member, group)
+        probability, fit = fitted or (None, None)
+        if fitted is None and decision.event == "right":  # no P(right) model: the step's, calibrated on it
             probability = decision.probability
-        vote = Decision(decision.member, dict(decision.scores), probability)
+        vote = Decision(decision.member, dict(decision.scores), probability, fit)
         result = build_result(item, outputs, vote, failed, report["skipped"], stages)
         result.cascade = report
         return result
@@ -206,6 +207,7 @@ def build_result(
         skipped=skipped,
         stages=stages,
         probability=decision.probability,
+        probability_fit=decision.fit,
     )
 
 

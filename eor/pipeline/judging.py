@@ -264,7 +264,7 @@ class JudgeStage:
         writers = rows[choice.index]["members"]
         result.member = writers[0] if writers else next(iter(holders[choice.index]), result.member)
         result.answer = choice.text
-        result.probability = choice.probability
+        result.probability, result.probability_fit = choice.probability, fit.label
         result.judged = {
             "fit": fit.label,
             "scored": sorted(features.scored),

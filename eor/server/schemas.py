@@ -129,6 +129,12 @@ class AnswerResponse(BaseModel):
         description="P(right): the probability that the answer is right, calibrated on the training records; null "
         "when the voter's weights file has none"
     )
+    probability_fit: str | None = Field(
+        default=None,
+        description="which of the voter's P(right) fits gave it: 'confidence' (with the reader's confidence in the "
+        "answer) or 'no confidence' (a reader or records without it); with a judge voter, the likelihood level its "
+        "fit read ('scores+passages', 'scores', 'text'); absent where a cascade step's own calibration gave it",
+    )
     abstention: Abstention | None = Field(default=None, description="with a risk only: answered or declined, why")
     member: str = Field(
         description="the chosen member (its answer is in members even when eor abstained); with a judge voter, a "

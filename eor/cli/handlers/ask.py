@@ -100,7 +100,8 @@ def format_result(result) -> str:
     if not result.abstained:
         lines.append(f"Sources:  {_sources(result)}")
     if result.probability is not None:
-        lines.append(f"P(right): {result.probability:.2f}")
+        fit = "" if result.probability_fit is None else f"   (its fit {result.probability_fit!r})"
+        lines.append(f"P(right): {result.probability:.2f}{fit}")
     if result.abstention is not None and not result.abstained:
         lines.append(f"Risk:     {result.abstention['reason']}")
     lines += [

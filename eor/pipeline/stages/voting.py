@@ -41,12 +41,14 @@ def ballots(outputs: Mapping[str, MemberOutput]) -> dict[str, Ballot]:
 
 @dataclass(frozen=True)
 class Decision:
-    """The chosen member, every voting member's decision score (None when its weight drops it), and the
-    probability that the chosen answer is right (None when the voter has no P(right), voters.right)."""
+    """The chosen member, every voting member's decision score (None when its weight drops it), the
+    probability that the chosen answer is right (None when the voter has no P(right), voters.right) and the
+    P(right) fit that gave it (voters.right.FITS; None: a cascade step's own calibration)."""
 
     member: str
     scores: dict[str, float | None]
     probability: float | None = None
+    fit: str | None = None
 
 
 class VoteStage:
@@ -64,9 +66,10 @@ class VoteStage:
 
     def probability(
         self, scores: Mapping[str, float | None], ballots: Mapping[str, Ballot], member: str, group: str = ALL
-    ) -> float | None:
-        """P(right) of `member`'s answer, chosen by decision `scores` (by member; None: dropped) over `ballots`,
-        in `group` (voters.right: ALL, or a cascade's EARLY/LAST); None when the voter has no P(right)."""
+    ) -> tuple[float, str] | None:
+        """(P(right) of `member`'s answer, chosen by decision `scores` (by member; None: dropped) over `ballots`,
+        in `group` (voters.right: ALL, or a cascade's EARLY/LAST), the fit that scored it); None when the voter
+        has no P(right). InputError when the answers lack what every fit of it needs."""
         if self.right is None:
             return None
         names = list(scores)
@@ -79,7 +82,8 @@ class VoteStage:
             group,
             [names.index(member)],
         )
-        return float(self.right.probability(found)[0])
+        fit = self.right.fit_names(found)
+        return float(self.right.probability(found, fit)[0]), str(fit[0])
 
     def vote(self, ballots: Sequence[Mapping[str, Ballot]], questions: Sequence[str]) -> list[Decision]:
         groups: dict[tuple[str, ...], list[int]] = {}
@@ -98,9 +102,8 @@ class VoteStage:
             for row, i, best in zip(scores, index, choose(scores), strict=True):
                 kept = {name: float(row[m]) if math.isfinite(row[m]) else None for m, name in enumerate(voting)}
                 member = voting[int(best)]
-                decisions[i] = Decision(
-                    member, kept, None if self.stops else self.probability(kept, ballots[i], member)
-                )
+                found = None if self.stops else self.probability(kept, ballots[i], member)
+                decisions[i] = Decision(member, kept, *(found or (None, None)))
         return decisions  # type: ignore[return-value]
 
     # -- abstention (eor.pipeline.abstention) -------------------------------------------------------------------------
@@ -109,7 +112,7 @@ class VoteStage:
         """`risk` (None: answer every question); InputError when it is outside (0, 1), below the voter's lowest
         error rate, the voter holds no thresholds, or it is a cascade asked to vote over `every_member`."""
         if risk is not None:
-            abstention(self.right, 1.0, risk, self._source())
+            abstention(None if self.right is None else self.right.fit(), 1.0, risk, self._source())
             if every_member and self.stops:
                 raise InputError(
                     "a risk needs the cascade to choose the members (its P(right) is calibrated for the answers "
@@ -123,7 +126,8 @@ class VoteStage:
         if risk is None:
             return result
         probability = math.nan if result.probability is None else result.probability
-        verdict = abstention(self.right, probability, risk, self._source())
+        fit = None if self.right is None else self.right.fit(result.probability_fit)
+        verdict = abstention(fit, probability, risk, self._source())
         result.abstention = verdict.to_dict()
         if verdict.abstained:
             result.answer = None

@@ -159,7 +159,8 @@ function probabilityText(result) {
   const p = result.probability.toFixed(2);
   const risk = result.abstention ? ` (the threshold for at most ${result.abstention.alpha} wrong: ` +
     `${result.abstention.threshold === null ? "none" : result.abstention.threshold.toFixed(2)})` : "";
-  return `P(right) ${p}: the chance that this answer is right, calibrated on the training questions${risk}`;
+  const fit = result.probability_fit ? `, by its fit "${result.probability_fit}"` : "";
+  return `P(right) ${p}: the chance that this answer is right, calibrated on the training questions${fit}${risk}`;
 }
 
 function status(name, result, account, reasons) {
