@@ -25,6 +25,7 @@ from tests.test_judge_answering import QUESTION, weights  # noqa: F401 - the jud
 from tests.test_judge_records import MEMBERS, _config
 from voters.batch import VoteBatch
 from voters.cascade_fit import THRESHOLDS, LastStep, SelectorSettings, StepScores, held_out_points
+from voters.right import FITS, WITHOUT_CONFIDENCE
 
 ORDER = [MEMBERS[1], MEMBERS[2], MEMBERS[0]]  # BM25@1 > Wiki@2 > ReFree
 
@@ -70,11 +71,26 @@ def test_held_out_points_take_the_last_steps_choice_and_cost_where_no_step_stops
         held_out_points(scores, costs, "right", repeats=2, last=LastStep(right[:1], last.cost))
 
 
+def _stopped_probability(thresholds: list[dict]) -> dict:
+    """The cascade's P(right) of its steps' answers (voters.right, the fit without the reader's confidence):
+    σ(z) of the chosen answer's score z (means 0, scales 1, other weights 0), with `thresholds`."""
+    features = FITS[WITHOUT_CONFIDENCE]
+    group = {
+        "intercept": 0.0,
+        "coef": dict.fromkeys(features, 0.0) | {"score": 1.0},
+        "mean": dict.fromkeys(features, 0.0),
+        "scale": dict.fromkeys(features, 1.0),
+    }
+    risk = {"procedure": "learn-then-test", "delta": 0.05, "thresholds": thresholds}
+    fit = {"features": list(features), "questions": 600, "groups": {"all": group}, "risk": risk}
+    return {"correctness": "em", "fit": {"questions": 600, "folds": 5, "seed": 0}, "fits": {WITHOUT_CONFIDENCE: fit}}
+
+
 def _cascade_document(judge: Path, threshold: float | None, stopped: list[dict], judged: list[dict]) -> dict:
     """test_cascade's hand cascade over this pool: order BM25@1 > Wiki@2 > ReFree, P = σ(z) of the leader, z = 1
     at every step (P = 0.731); stopping on P(right) and ending with `judge` (its digest and its fit for scores
-    under the members' prompts and the passages alone), with the risk thresholds `stopped` for its steps' answers
-    and `judged` for the judge's."""
+    under the members' prompts and the passages alone), with the cascade's P(right) σ(z) and thresholds `stopped`
+    for its steps' answers, and the risk thresholds `judged` for the judge's."""
     document = hand_cascade_document(threshold)
     document.update(members=MEMBERS, order=ORDER, stop_on="right")
     for j, step in enumerate(document["steps"]):
@@ -84,17 +100,17 @@ def _cascade_document(judge: Path, threshold: float | None, stopped: list[dict],
         "procedure": "learn-then-test",
         "delta": 0.1,
         "correctness": "em",
-        "stopped": stopped,
         "judged": judged,
     }
     document["meta"] = {
+        "probability": _stopped_probability(stopped),
         "last_step": {
             "voter": "judge",
             "weights": str(judge),
             "sha256": sha256_of(judge),
             "fit": "votes+scores, 3 spans",
             "risk": risk,
-        }
+        },
     }
     return document
 
@@ -121,7 +137,8 @@ def test_the_steps_answer_what_they_stop_and_the_judge_what_runs_to_the_end(weig
     early = Ensemble.from_config(_pair(tmp_path, weights, 0.5, name="early"), cache=False)
     stopped = early.answer(QUESTION)  # P = 0.731 ≥ 0.5 after BM25@1
     assert stopped.cascade["ran"] == ["BM25@1"] and stopped.judged is None
-    assert stopped.probability == pytest.approx(1 / (1 + math.exp(-1)))  # the step's P(right): no model beside it
+    assert stopped.probability == pytest.approx(1 / (1 + math.exp(-1)))  # the cascade's P(right) of its answer
+    assert stopped.probability_fit == WITHOUT_CONFIDENCE
     assert early.answer(QUESTION, risk=0.3).answer is not None
     declined = early.answer(QUESTION, risk=0.1)  # the cascade's own thresholds: none at 0.1
     assert declined.abstained and declined.abstention["alpha"] == 0.1
@@ -177,11 +194,14 @@ def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, caps
     flags = ["--config", str(config), "--budget", "2.5", "--rates", "281,60", "--no-confidence", "--metrics", "em,f1"]
     assert main(["train", str(train), "--voter", "cascade", "--judge", str(judge), "--out", str(out), *flags]) == 0
     shown = capsys.readouterr().out
-    assert "cascade ending with the judge" in shown and "abstention thresholds" in shown
+    assert "cascade ending with the judge" in shown and "P(right) of the judge's answers, held out on" in shown
     document = json.loads(out.read_text())
     entry = document["meta"]["last_step"]
     assert entry["sha256"] == sha256_of(judge) and entry["fit"].startswith("votes+evidence+scores")
     assert entry["cost"] > 0 and {row["alpha"] for row in entry["risk"]["judged"]} >= {0.1, 0.3}
+    assert "stopped" not in entry["risk"] and "P(right) of the steps' answers (confidence)" in shown
+    stopped = document["meta"]["probability"]  # the steps' answers' P(right): a fit per feature set, at δ/2
+    assert set(stopped["fits"]) == set(FITS) and stopped["fits"][WITHOUT_CONFIDENCE]["risk"]["delta"] == 0.05
     assert document["stop_on"] == "right" and document["chosen"]["cost"] <= 2.5
     with pytest.raises(ConfigError, match="whose last step is the judge"):  # never replayed without its judge
         vote(load_run(held, document["members"]), out)
@@ -198,6 +218,8 @@ def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, caps
     cascade = report["cascade"]
     assert report["kind"] == "judge-cascade" and report["questions"] == 70 and 0 < cascade["judged"] < 1
     assert 1 <= cascade["members_run"] <= 7 and cascade["cost"] > 0 and report["fits_used"]
+    used = report["selective"]["fits"]  # the records hold confidence: the steps' answers by the fit with it
+    assert set(used) == {"confidence", "the judge"} and sum(used.values()) == 70
     assert report["selective"]["risk_levels"] and "vs_against" in report
 
 

@@ -26,9 +26,8 @@ from eor.runs.costs import member_costs
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
 from voters.batch import VoteBatch
-from voters.cascade import step_positions
-from voters.cascade_fit import step_probabilities, stop_steps
 from voters.judge_selector import JudgeVoter
+from voters.right import RightModel, choice_evidence
 
 
 def judge_cascade_report(
@@ -88,8 +87,9 @@ def judge_cascade_report(
         "fits_used": judged.used,
     }
     report.update(baselines(judge, records, loaded, right.astype(float), members, draws, against))
-    probability, thresholds = _probability(data, cascade, ended, judged)
+    probability, thresholds, used = _probability(data, cascade, ended, judged)
     report["selective"] = selective(probability, right, thresholds, seed)
+    report["selective"]["fits"] = used
     return report
 
 
@@ -116,13 +116,20 @@ def _seconds(
     return spent
 
 
-def _probability(data: Any, cascade: Any, ended: np.ndarray, judged: Any) -> tuple[np.ndarray, list[dict]]:
-    """Per question, P(right) and the abstention thresholds by error rate of what answered it: the step the
-    cascade stopped at (its calibrated P) and the thresholds chosen for the answers its steps stop at, or the
-    judge's fit's P and the thresholds chosen for the judge's share (the weights file's `meta.last_step.risk`)."""
+def _probability(
+    data: Any, cascade: Any, ended: np.ndarray, judged: Any
+) -> tuple[np.ndarray, list[dict], dict[str, int]]:
+    """Per question, P(right) and the abstention thresholds by error rate of what answered it: the cascade's
+    P(right) of the answer its steps stopped at (voters.right, `meta.probability`: the fit for what the records
+    hold) and that fit's thresholds, or the judge's fit's P and the thresholds chosen for the judge's share
+    (`meta.last_step.risk.judged`); and how many questions each P(right) fit scored (`the judge` for its)."""
+    model = RightModel.from_voter(cascade)
     risk = (ends_with_judge(cascade) or {}).get("risk") or {}
-    if cascade.stop_on_ != "right" or not risk:
-        raise InputError("the cascade's file holds no P(right) of its steps (stop_on right) or no thresholds")
+    if model is None or "judged" not in risk:
+        raise InputError(
+            f"{cascade.source_}: the cascade's file holds no P(right) of its steps' answers (meta.probability) or "
+            "no thresholds of the judge's (meta.last_step.risk): train it again with this eor"
+        )
     columns = [data.names.index(name) for name in cascade.members_]
     batch = VoteBatch(
         [[row[c] for c in columns] for row in data.answers],
@@ -130,15 +137,19 @@ def _probability(data: Any, cascade: Any, ended: np.ndarray, judged: Any) -> tup
         data.texts,
         confidence=[[row[c] for c in columns] for row in data.confidence] or None,
     )
-    blocks, rows = batch.blocks(cascade.metric_names_, cascade.metric_params, confidence=cascade.uses_confidence_)
-    steps, _, _ = step_probabilities(blocks, step_positions(cascade), rows)
-    stops = stop_steps(steps, cascade.threshold_)
-    probability = np.where(ended, judged.probability, steps[np.arange(len(rows)), stops])
-    own = {
-        kind: {round(float(row["alpha"]), 6): row["threshold"] for row in risk[kind]} for kind in ("stopped", "judged")
-    }
-    thresholds = [own["judged"] if ended[q] else own["stopped"] for q in range(len(ended))]
-    return probability, thresholds
+    stopped = np.flatnonzero(~ended)
+    found = choice_evidence(cascade, batch).take(stopped)
+    fits = model.fit_names(found)
+    probability = np.asarray(judged.probability, dtype=float).copy()
+    probability[stopped] = model.probability(found, fits)
+    judge = {round(float(row["alpha"]), 6): row["threshold"] for row in risk["judged"]}
+    own = {name: {round(float(row["alpha"]), 6): row["threshold"] for row in model.fit(name).thresholds} for name in
+           set(fits)}  # fmt: skip
+    thresholds = [judge] * len(ended)
+    for row, name in zip(stopped, fits, strict=True):
+        thresholds[row] = own[name]
+    used = {name: int((fits == name).sum()) for name in sorted(set(fits))} | {"the judge": int(ended.sum())}
+    return probability, thresholds, used
 
 
 def judge_cascade_lines(report: dict[str, Any]) -> list[str]:
@@ -150,4 +161,5 @@ def judge_cascade_lines(report: dict[str, Any]) -> list[str]:
         f"{cascade['cost']:.2f} s of reader time per question (p90 {cascade['cost_p90']:.2f}; "
         f"{cascade['members_run']:.2f} members run; the judge answered {100 * cascade['judged']:.1f}%)",
     ]
-    return head + judge_lines(report, voter="the cascade")
+    used = ", ".join(f"{name} on {count}" for name, count in report["selective"].get("fits", {}).items())
+    return head + judge_lines(report, voter="the cascade") + [f"P(right) by its fits: {used}"]

@@ -22,8 +22,9 @@ from eor.commands.train_options import TrainOptions
 from eor.core.config import EnsembleConfig, JudgeConfig, load_config
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import pct, small_data_warning
+from eor.learning.calibration import Calibrated
 from eor.learning.crossval import build_candidate, vote_arrays
-from eor.learning.judge_cascade import chat_tokenizer, last_step, last_step_meta, scoring_costs
+from eor.learning.judge_cascade import chat_tokenizer, last_step, last_step_meta, scoring_costs, stopped_calibration
 from eor.learning.judge_training import candidate_rule, judged_questions
 from eor.pipeline.abstention import DELTA, thresholds
 from eor.pipeline.judging import LAST_STEP, scored_families
@@ -79,11 +80,14 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
     log.info("the cascade's order, steps and threshold, held out with the judge as its last step")
     cascade.fit(arrays.take(np.arange(arrays.questions)), last=ending)
     cascade.train_score_ = cascade.chosen_point_.accuracy  # held out (a replay would not count the judge)
+    log.info("P(right) of the steps' answers, out of fold with the judge as the last step")
+    stopped = stopped_calibration(arrays, settings, ending)
     probability, right, ended = answered_held_out(cascade)
-    entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(probability, right, ended)}
+    entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(probability[ended], right[ended])}
     meta: dict[str, Any] = {
         "records": str(records),
         "chosen_voter": "cascade",
+        "probability": stopped.model.to_dict(),
         LAST_STEP: entry,
         "costs": training_costs(arrays.costs, data.names),
         "pool": pool_identity(config, reader),
@@ -95,7 +99,7 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
         f"scoring {entry['cost']:.2f} s per question it answers (replayed), its held-out EM "
         f"{pct(entry['held_out_em'])} on every question",
         *cascade_lines(cascade, "em", rates),
-        *risk_lines(probability, right, ended, entry["risk"]),
+        *risk_lines(stopped, probability[ended], right[ended], entry["risk"]),
         f"weights written to {out}",
     ]
     return "\n".join(lines)
@@ -111,33 +115,35 @@ def answered_held_out(cascade: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return held.probability[index, 0], held.right[index, 0], ended
 
 
-def risk_document(probability: np.ndarray, right: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
-    """The abstention thresholds (eor.pipeline.abstention, learn then test) of each kind of answer, chosen on
-    its held-out answers: `stopped` (a step's) and `judged` (the judge's, on the questions the cascade runs to
-    its end, a harder lot than all questions its own fit's thresholds were chosen on), each at δ/2: both kinds'
-    guarantees hold at once with probability 1 − δ (a union bound), and then so does their union's."""
-    kinds = {"stopped": ~ended, "judged": ended}
-    chosen = {kind: [t.to_dict() for t in thresholds(probability[rows], right[rows], delta=DELTA / 2)]
-              for kind, rows in kinds.items()}  # fmt: skip
-    return {"procedure": "learn-then-test", "delta": DELTA / 2, "correctness": "em", **chosen}
+def risk_document(probability: np.ndarray, right: np.ndarray) -> dict[str, Any]:
+    """The abstention thresholds (eor.pipeline.abstention, learn then test) of the judge's answers, chosen on its
+    held-out answers on the questions the cascade runs to its end (a harder lot than all questions, which its
+    own fit's thresholds were chosen on), at δ/2: with the steps' answers' thresholds at the other δ/2
+    (`meta.probability`, eor.learning.judge_cascade.stopped_calibration), both kinds' guarantees hold at once
+    with probability 1 − δ (a union bound), and then so does their union's."""
+    judged = [t.to_dict() for t in thresholds(probability, right, delta=DELTA / 2)]
+    return {"procedure": "learn-then-test", "delta": DELTA / 2, "correctness": "em", "judged": judged}
 
 
-def risk_lines(probability: np.ndarray, right: np.ndarray, ended: np.ndarray, risk: dict[str, Any]) -> list[str]:
-    """P(right)'s held-out calibration and each kind's thresholds at the reported error rates."""
-    known = ~np.isnan(probability)
-    figures = summary(probability[known], right[known])
-    lines = [
-        f"P(right) held out on {int(known.sum())} training questions (the stopping step's, or the judge's): ECE "
-        f"{figures['ece']:.3f}, AURC {figures['aurc']:.3f} (a constant's {figures['aurc_constant']:.3f})"
-    ]
-    for kind, rows in (("stopped", ~ended), ("judged", ended)):
+def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, risk: dict[str, Any]) -> list[str]:
+    """P(right)'s held-out calibration and thresholds at the reported error rates: of the steps' answers (per
+    feature set's fit) and of the judge's."""
+    lines = []
+    kinds = [(f"the steps' answers ({fit.name})", stopped.by_fit[fit.name], stopped.right, fit.thresholds)
+             for fit in stopped.model.fits.values()]  # fmt: skip
+    kinds.append(("the judge's answers", probability, right, risk["judged"]))
+    for kind, found, labels, chosen in kinds:
+        known = ~np.isnan(found)
+        figures = summary(found[known], labels[known])
         levels = ", ".join(
             f"{row['alpha']:g}: " + ("none" if row["threshold"] is None else f"P ≥ {row['threshold']:.2f} "
                                      f"({pct(row['coverage'])}%)")
-            for row in risk[kind] if row["alpha"] in (0.1, 0.2, 0.3, 0.4)
+            for row in chosen if row["alpha"] in (0.1, 0.2, 0.3, 0.4)
         )  # fmt: skip
         lines.append(
-            f"abstention thresholds, {kind} ({int(rows.sum())} questions; learn then test, δ {DELTA / 2:g}): {levels}"
+            f"P(right) of {kind}, held out on {int(known.sum())} training questions: ECE {figures['ece']:.3f}, AURC "
+            f"{figures['aurc']:.3f} (a constant's {figures['aurc_constant']:.3f}); thresholds (learn then test, "
+            f"δ {DELTA / 2:g}): {levels}"
         )
     return lines
 

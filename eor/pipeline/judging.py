@@ -39,6 +39,7 @@ from eor.pipeline.stages.generation import GenerationStage
 from voters.candidates import Candidate, candidates
 from voters.judge_features import PASSAGE, Evidence, judge_features
 from voters.judge_selector import JudgeSelector, JudgeVoter
+from voters.right import RightModel
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ class JudgeStage:
         config: EnsembleConfig,
         generation: GenerationStage,
         templates: PromptTemplates,
-        early: StepRisk | None = None,
+        early: RightModel | None = None,
         late: StepRisk | None = None,
     ) -> None:
         assert config.judge is not None  # `judge_stage` builds one only for a config with a judge
@@ -222,7 +223,7 @@ class JudgeStage:
             for fit in self.voter.fits:
                 abstention(fit, 1.0, risk, f"the judge voter {self.source} ({fit.label})")
             if self.after_cascade:
-                abstention(self.early, 1.0, risk, "the cascade before the judge")
+                abstention(None if self.early is None else self.early.fit(), 1.0, risk, "the cascade before the judge")
                 abstention(self.late, 1.0, risk, "the cascade's judge")
         return risk
 
@@ -232,11 +233,12 @@ class JudgeStage:
         return self.late if self.late is not None and result.cascade is not None else fit
 
     def stopped(self, result: Result, risk: float | None = None) -> Result:
-        """`result` answered by a step of the cascade before the judge (its P(right) the step's), declined at
-        `risk` below the cascade's threshold for it."""
+        """`result` answered by a step of the cascade before the judge (its P(right) the cascade's, voters.right,
+        by the fit `result.probability_fit`), declined at `risk` below that fit's threshold."""
         if risk is not None:
             probability = math.nan if result.probability is None else result.probability
-            verdict = abstention(self.early, probability, risk, "the cascade before the judge")
+            fit = None if self.early is None else self.early.fit(result.probability_fit)
+            verdict = abstention(fit, probability, risk, "the cascade before the judge")
             result.abstention = verdict.to_dict()
             if verdict.abstained:
                 result.answer = None
@@ -304,20 +306,21 @@ def _holders(texts: list[str], evidence: Evidence) -> list[list[str]]:
 
 @dataclass(frozen=True)
 class StepRisk:
-    """Abstention thresholds (eor.pipeline.abstention) of one kind of answer of a cascade trained with the judge
-    as its last step, chosen on that kind's held-out answers (`meta.last_step.risk`, eor.learning.judge_cascade):
-    `stopped`, the answers its steps stop at, or `judged`, the judge's on the questions it runs to its end."""
+    """Abstention thresholds (eor.pipeline.abstention) of the judge's answers in a cascade trained with the judge
+    as its last step, chosen on its held-out answers on the questions the cascade runs to its end
+    (`meta.last_step.risk.judged`, eor.commands.train_judge_cascade); the answers its steps stop at have the
+    cascade's own P(right) and thresholds (`meta.probability`, voters.right)."""
 
     thresholds: list[dict[str, Any]]
     delta: float | None
     correctness: str = "em"
 
     @classmethod
-    def of(cls, voter: Any, kind: str) -> StepRisk | None:
+    def of(cls, voter: Any) -> StepRisk | None:
         risk = (ends_with_judge(voter) or {}).get("risk")
         if not isinstance(risk, Mapping):
             return None
-        return cls([dict(row) for row in risk.get(kind) or []], risk.get("delta"), risk.get("correctness", "em"))
+        return cls([dict(row) for row in risk.get("judged") or []], risk.get("delta"), risk.get("correctness", "em"))
 
 
 def judge_stage(
@@ -350,4 +353,5 @@ def judge_stage(
         fits = "; ".join(f"{fit.label} needs {', '.join(sorted(fit.needs))}" for fit in judge.fits)
         what = ", ".join(sorted(scored)) or "nothing"
         raise ConfigError(f"the judge voter {path} has no fit for what judge: scores ({what}): {fits}")
-    return JudgeStage(judge, config, generation, templates, StepRisk.of(voter, "stopped"), StepRisk.of(voter, "judged"))
+    early = None if voter is None else RightModel.from_voter(voter)  # P(right) of the answers its steps stop at
+    return JudgeStage(judge, config, generation, templates, early, StepRisk.of(voter))
