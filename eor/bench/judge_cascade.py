@@ -25,9 +25,8 @@ from eor.readers import build_reader
 from eor.runs.costs import member_costs
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
-from voters.batch import VoteBatch
 from voters.judge_selector import JudgeVoter
-from voters.right import RightModel, choice_evidence
+from voters.right import RightModel
 
 
 def judge_cascade_report(
@@ -87,9 +86,7 @@ def judge_cascade_report(
         "fits_used": judged.used,
     }
     report.update(baselines(judge, records, loaded, right.astype(float), members, draws, against))
-    probability, thresholds, used = _probability(data, cascade, ended, judged)
-    report["selective"] = selective(probability, right, thresholds, seed)
-    report["selective"]["fits"] = used
+    report["selective"] = _selective(voted, ended, judged, right, seed)
     return report
 
 
@@ -116,39 +113,34 @@ def _seconds(
     return spent
 
 
-def _probability(
-    data: Any, cascade: Any, ended: np.ndarray, judged: Any
-) -> tuple[np.ndarray, list[dict], dict[str, int]]:
+def _selective(voted: Any, ended: np.ndarray, judged: Any, right: np.ndarray, seed: int) -> dict[str, Any] | None:
+    """The report's P(right) section (eor.bench.judge.selective) with how many questions each fit scored."""
+    probability, thresholds, used = _probability(voted, ended, judged)
+    section = selective(probability, right, thresholds, seed)
+    return None if section is None else {**section, "fits": used}
+
+
+def _probability(voted: Any, ended: np.ndarray, judged: Any) -> tuple[np.ndarray, list[dict], dict[str, int]]:
     """Per question, P(right) and the abstention thresholds by error rate of what answered it: the cascade's
-    P(right) of the answer its steps stopped at (voters.right, `meta.probability`: the fit for what the records
-    hold) and that fit's thresholds, or the judge's fit's P and the thresholds chosen for the judge's share
-    (`meta.last_step.risk.judged`); and how many questions each P(right) fit scored (`the judge` for its)."""
+    P(right) of the answer its steps stopped at (voters.right, `meta.probability`, as the vote computed it with
+    the fit for what the records hold) and that fit's thresholds, or the judge's fit's P and the thresholds
+    chosen for the judge's share (`meta.last_step.risk.judged`); and how many questions each P(right) fit scored
+    (`the judge` for its own)."""
+    cascade = voted.voter
     model = RightModel.from_voter(cascade)
     risk = (ends_with_judge(cascade) or {}).get("risk") or {}
-    if model is None or "judged" not in risk:
+    if model is None or voted.probability is None or "judged" not in risk:
         raise InputError(
             f"{cascade.source_}: the cascade's file holds no P(right) of its steps' answers (meta.probability) or "
             "no thresholds of the judge's (meta.last_step.risk): train it again with this eor"
         )
-    columns = [data.names.index(name) for name in cascade.members_]
-    batch = VoteBatch(
-        [[row[c] for c in columns] for row in data.answers],
-        [[row[c] for c in columns] for row in data.passages],
-        data.texts,
-        confidence=[[row[c] for c in columns] for row in data.confidence] or None,
-    )
-    stopped = np.flatnonzero(~ended)
-    found = choice_evidence(cascade, batch).take(stopped)
-    fits = model.fit_names(found)
-    probability = np.asarray(judged.probability, dtype=float).copy()
-    probability[stopped] = model.probability(found, fits)
+    probability = np.where(ended, judged.probability, voted.probability)
     judge = {round(float(row["alpha"]), 6): row["threshold"] for row in risk["judged"]}
-    own = {name: {round(float(row["alpha"]), 6): row["threshold"] for row in model.fit(name).thresholds} for name in
-           set(fits)}  # fmt: skip
-    thresholds = [judge] * len(ended)
-    for row, name in zip(stopped, fits, strict=True):
-        thresholds[row] = own[name]
-    used = {name: int((fits == name).sum()) for name in sorted(set(fits))} | {"the judge": int(ended.sum())}
+    fits = [str(name) for name in voted.fits[~ended]]
+    own = {name: {round(float(row["alpha"]), 6): row["threshold"] for row in model.fit(name).thresholds}
+           for name in set(fits)}  # fmt: skip
+    thresholds = [judge if ended[q] else own[str(voted.fits[q])] for q in range(len(ended))]
+    used = {name: fits.count(name) for name in sorted(own)} | {"the judge": int(ended.sum())}
     return probability, thresholds, used
 
 

@@ -22,9 +22,9 @@ from eor.commands.train_options import TrainOptions
 from eor.core.config import EnsembleConfig, JudgeConfig, load_config
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import pct, small_data_warning
-from eor.learning.calibration import Calibrated
+from eor.learning.calibration import Calibrated, stopped_calibration
 from eor.learning.crossval import build_candidate, vote_arrays
-from eor.learning.judge_cascade import chat_tokenizer, last_step, last_step_meta, scoring_costs, stopped_calibration
+from eor.learning.judge_cascade import chat_tokenizer, last_step, last_step_meta, scoring_costs
 from eor.learning.judge_training import candidate_rule, judged_questions
 from eor.pipeline.abstention import DELTA, thresholds
 from eor.pipeline.judging import LAST_STEP, scored_families
@@ -43,17 +43,7 @@ log = logging.getLogger(__name__)
 def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOptions) -> str:
     """Train the cascade ending with the judge voter of `judge` on `records`, save it as `out` and give back the
     report's lines."""
-    if options.voter != "cascade":
-        raise ConfigError(f"--judge trains a cascade whose last step is the judge: use it with --voter cascade, "
-                          f"not --voter {options.voter}")  # fmt: skip
-    if options.pool_config is None:
-        raise ConfigError("--judge needs --config: the pool, what its judge scores and the reader whose tokens count")
-    config = load_config(options.pool_config)
-    validate(config)
-    voter = JudgeVoter.load(judge)
-    if sorted(voter.members) != sorted(config.members):
-        raise ConfigError(f"the judge {judge} weighs {', '.join(voter.members)}; {options.pool_config} has "
-                          f"{', '.join(config.members)}")  # fmt: skip
+    config, voter = _pool_and_judge(options, judge)
     data = load_run(records, config.members).without(demonstration_ids(config))
     if warning := small_data_warning(data.questions, "training a cascade"):
         log.warning(warning)
@@ -105,6 +95,23 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
     return "\n".join(lines)
 
 
+def _pool_and_judge(options: TrainOptions, judge: Path) -> tuple[EnsembleConfig, JudgeVoter]:
+    """The pool's config (validated) and the judge voter, checked to suit each other and the options
+    (ConfigError naming what does not)."""
+    if options.voter != "cascade":
+        raise ConfigError(f"--judge trains a cascade whose last step is the judge: use it with --voter cascade, "
+                          f"not --voter {options.voter}")  # fmt: skip
+    if options.pool_config is None:
+        raise ConfigError("--judge needs --config: the pool, what its judge scores and the reader whose tokens count")
+    config = load_config(options.pool_config)
+    validate(config)
+    voter = JudgeVoter.load(judge)
+    if sorted(voter.members) != sorted(config.members):
+        raise ConfigError(f"the judge {judge} weighs {', '.join(voter.members)}; {options.pool_config} has "
+                          f"{', '.join(config.members)}")  # fmt: skip
+    return config, voter
+
+
 def answered_held_out(cascade: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """At the cascade's chosen threshold, on the first repeat's held-out folds: each training question's
     P(right) of its answer (the stopping step's calibration, or the judge's), whether it was right, and whether
@@ -119,7 +126,7 @@ def risk_document(probability: np.ndarray, right: np.ndarray) -> dict[str, Any]:
     """The abstention thresholds (eor.pipeline.abstention, learn then test) of the judge's answers, chosen on its
     held-out answers on the questions the cascade runs to its end (a harder lot than all questions, which its
     own fit's thresholds were chosen on), at δ/2: with the steps' answers' thresholds at the other δ/2
-    (`meta.probability`, eor.learning.judge_cascade.stopped_calibration), both kinds' guarantees hold at once
+    (`meta.probability`, eor.learning.calibration.stopped_calibration), both kinds' guarantees hold at once
     with probability 1 − δ (a union bound), and then so does their union's."""
     judged = [t.to_dict() for t in thresholds(probability, right, delta=DELTA / 2)]
     return {"procedure": "learn-then-test", "delta": DELTA / 2, "correctness": "em", "judged": judged}

@@ -1,5 +1,6 @@
 """A voter candidate's P(right) on training records (voters.right), fitted out of fold, and the abstention
-thresholds chosen on it (eor.pipeline.abstention): what `eor train` stores in a weights file's `meta.probability`.
+thresholds chosen on it (eor.pipeline.abstention): what `eor train` stores in a weights file's `meta.probability`;
+for a cascade ending with the judge, that of the answers its steps stop at (`stopped_calibration`).
 
 Each training question's evidence comes from the candidate (eor.learning.crossval) fitted on the other folds of a
 seeded K-fold split; the logistic of every group is fitted on every question's evidence, and the
@@ -17,8 +18,9 @@ import numpy as np
 
 from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate
 from eor.pipeline.abstention import DELTA, thresholds
+from voters.cascade_fit import LastStep
 from voters.folds import fold_split
-from voters.right import FITS, Evidence, RightFit, RightModel, fit_right, has_features
+from voters.right import EARLY, FITS, Evidence, RightFit, RightModel, choice_evidence, fit_right, has_features
 
 #: a feature set's P(right) is fitted only where at least this many training questions per fold have its features
 MIN_ROWS_PER_FOLD = 10
@@ -82,15 +84,46 @@ def calibrate_rows(
         keep = np.flatnonzero(has_features(rows, fit))
         if len(keep) < MIN_ROWS_PER_FOLD * k:
             continue
-        position = np.full(len(rows), -1)
-        position[keep] = np.arange(len(keep))
-        held = [position[np.intersect1d(part, keep)] for part in parts]
-        groups, found = fit_right(rows.take(keep), right[keep], held, FITS[fit])
+        groups, found = fit_right(rows.take(keep), right[keep], within(parts, keep, len(rows)), FITS[fit])
         chosen = [threshold.to_dict() for threshold in thresholds(found, right[keep], delta=delta)]
         fits[fit] = RightFit(fit, groups, len(keep), chosen, correctness, delta)
         by_fit[fit] = np.full(len(rows), np.nan)
         by_fit[fit][keep] = found
         fresh = keep[names[keep] == ""]
-        probability[fresh], names[fresh] = found[position[fresh]], fit
+        probability[fresh], names[fresh] = found[np.searchsorted(keep, fresh)], fit
     model = RightModel(correctness, fits, len(rows), k, seed)
     return Calibrated(model, probability, np.asarray(right, dtype=bool), names.astype(str), by_fit)
+
+
+def within(parts: list[np.ndarray], keep: np.ndarray, n: int) -> list[np.ndarray]:
+    """The folds `parts` (positions among `n` rows) as positions among the rows `keep` (ascending)."""
+    position = np.full(n, -1)
+    position[keep] = np.arange(len(keep))
+    return [position[np.intersect1d(part, keep)] for part in parts]
+
+
+def stopped_calibration(
+    arrays: VoteArrays, settings: VoteSettings, ending: LastStep, progress: Progress | None = None
+) -> Calibrated:
+    """P(right) of the answers the steps of a cascade ending with the judge stop at (voters.right, group EARLY):
+    each training question's evidence from the cascade refitted, with the judge as its last step (`ending`, the
+    judge's held-out choices on the whole training split), on the other folds of the cascade's seeded K-fold
+    split, kept where a step stopped; each feature set's fit cross-fitted on the same folds, with thresholds at
+    δ/2 (the judge's share takes the other half: `eor.commands.train_judge_cascade.risk_document`)."""
+    shape = build_candidate("cascade", settings).template(arrays)  # its folds and seed
+    n, k, seed = arrays.questions, shape.folds, shape.seed
+    pieces, parts = [], []
+    for fold, (train, held) in enumerate(fold_split(n, k, seed).split(), start=1):
+        cascade = build_candidate("cascade", settings).template(arrays)
+        cascade.stop_on = "right"
+        given = None if ending.probability is None else ending.probability[:, train]
+        cascade.fit(arrays.take(train), last=LastStep(ending.right[:, train], ending.cost[train], given))
+        pieces.append(choice_evidence(cascade, arrays.take(held)))
+        parts.append(np.asarray(held))
+        if progress is not None:
+            progress(f"the steps' P(right), fold {fold}/{k}")
+    rows = Evidence.concatenate(pieces).take(np.argsort(np.concatenate(parts), kind="stable"))
+    stopped = np.flatnonzero(rows.group == EARLY)
+    right = arrays.correctness[np.arange(n), rows.pick] >= 0.5
+    held_out = within(parts, stopped, n)
+    return calibrate_rows(rows.take(stopped), right[stopped], held_out, settings.correctness, k, seed, DELTA / 2)

@@ -14,7 +14,7 @@ what the config scores (`passages: false`: the members' prompts alone, `scored_f
 
 P(right) of the answers the steps stop at is today's cascade's (voters.right: the evidence of the stopping
 step's choice, the reader's confidence included, a fit per feature set), fitted out of fold with the judge as
-the last step (`stopped_calibration`); the judge's answers take its fit's P(right).
+the last step (eor.learning.calibration.stopped_calibration); the judge's answers take its fit's P(right).
 """
 
 from __future__ import annotations
@@ -29,18 +29,13 @@ from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.models import sha256_of
 from eor.core.prompts import templates_for
-from eor.learning.calibration import Calibrated, calibrate_rows
-from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate
 from eor.learning.judge_training import JudgedQuestion, Setting, accuracy, cross_fitted, out_of_fold, without_scores
-from eor.pipeline.abstention import DELTA
 from eor.pipeline.judging import passages_read
 from eor.runs.costs import scoring_seconds
 from voters.cascade_fit import REPEATS, LastStep
-from voters.folds import fold_split
 from voters.folds import folds as fold_parts
 from voters.judge_features import PASSAGE
 from voters.judge_selector import JudgeSelector
-from voters.right import EARLY, Evidence, choice_evidence
 
 
 def last_step(
@@ -69,35 +64,6 @@ def last_step(
     if costs.shape != (len(seen),) or not np.all(np.isfinite(costs)):
         raise InputError(f"the judge's scoring costs must be {len(seen)} finite numbers, one per question")
     return LastStep(right, costs, probability)
-
-
-def stopped_calibration(
-    arrays: VoteArrays, settings: VoteSettings, ending: LastStep, progress: Progress | None = None
-) -> Calibrated:
-    """P(right) of the answers the steps of a cascade ending with the judge stop at (voters.right, group EARLY):
-    each training question's evidence from the cascade refitted, with the judge as its last step (`ending`, the
-    judge's held-out choices on the whole training split), on the other folds of the cascade's seeded K-fold
-    split, kept where a step stopped; each feature set's fit cross-fitted on the same folds, with thresholds at
-    δ/2 (the judge's share takes the other half: `eor.commands.train_judge_cascade.risk_document`)."""
-    template = build_candidate("cascade", settings).template(arrays)
-    n, k, seed = arrays.questions, template.folds, template.seed
-    pieces, parts = [], []
-    for fold, (train, held) in enumerate(fold_split(n, k, seed).split(), start=1):
-        cascade = build_candidate("cascade", settings).template(arrays)
-        cascade.stop_on = "right"
-        given = None if ending.probability is None else ending.probability[:, train]
-        cascade.fit(arrays.take(train), last=LastStep(ending.right[:, train], ending.cost[train], given))
-        pieces.append(choice_evidence(cascade, arrays.take(held)))
-        parts.append(np.asarray(held))
-        if progress is not None:
-            progress(f"the steps' P(right), fold {fold}/{k}")
-    rows = Evidence.concatenate(pieces).take(np.argsort(np.concatenate(parts), kind="stable"))
-    stopped = np.flatnonzero(rows.group == EARLY)
-    position = np.full(n, -1)
-    position[stopped] = np.arange(len(stopped))
-    right = arrays.correctness[np.arange(n), rows.pick] >= 0.5
-    held_out = [position[np.intersect1d(part, stopped)] for part in parts]
-    return calibrate_rows(rows.take(stopped), right[stopped], held_out, settings.correctness, k, seed, DELTA / 2)
 
 
 def chat_tokenizer(reader: Any) -> Callable[[str], Sequence[int]]:
