@@ -167,6 +167,31 @@ def test_selective_figures_by_hand():
     assert selective.at_threshold(p, y, None)["answered"] == 0
 
 
+def test_each_question_is_declined_by_its_own_fits_threshold_in_the_bench_section():
+    """Four questions, two scored by the fit with confidence (threshold 0.75 at α 0.3) and two by the fit without
+    (no threshold at α 0.3): only the first fit's questions at or above 0.75 are answered; the section says how
+    many each fit scored and each fit's threshold."""
+    from eor.bench import selective
+
+    found, right = rows(60)
+    rich = [{"alpha": 0.3, "threshold": 0.75, "coverage": 0.4}]
+    poor = [{"alpha": 0.3, "threshold": None, "coverage": 0.0}]
+    model = both_fits(found, right, rich)
+    model.fits[WITHOUT_CONFIDENCE] = RightFit(WITHOUT_CONFIDENCE, model.fits[WITHOUT_CONFIDENCE].groups, 60, poor,
+                                              "em", 0.1)  # fmt: skip
+    p = np.array([0.9, 0.8, 0.95, 0.7])
+    y = np.array([1, 0, 1, 1], dtype=bool)
+    names = np.array([WITH_CONFIDENCE, WITHOUT_CONFIDENCE, WITHOUT_CONFIDENCE, WITH_CONFIDENCE])
+    section = selective.section(p, y, "em", model, names)
+    assert section["fits"] == {WITH_CONFIDENCE: 2, WITHOUT_CONFIDENCE: 2}
+    (level,) = section["risk_levels"]
+    assert level["answered"] == 1 and level["error"] == 0.0  # 0.9 (with); not 0.95 (without: no threshold)
+    assert level["threshold"] == {WITH_CONFIDENCE: 0.75, WITHOUT_CONFIDENCE: None}
+    assert level["train_coverage"] == {WITH_CONFIDENCE: 0.4, WITHOUT_CONFIDENCE: 0.0}
+    single = selective.section(p, y, "em", model)  # no fits given: the richest fit's threshold, one value
+    assert single["risk_levels"][0]["threshold"] == 0.75 and single["risk_levels"][0]["answered"] == 3
+
+
 def test_the_exact_interval_is_scipys():
     from scipy.stats import binomtest
 
