@@ -108,3 +108,19 @@ def test_an_interrupted_scoring_goes_on_where_it_stopped(recorded, tmp_path) -> 
     assert _run(config, out) == 0
     assert _lines(out) == full
     assert all(c["rule"] == "members" for r in full for c in r["judge"]["candidates"])
+
+
+def test_a_run_answers_without_the_judge_voter_so_that_each_question_is_scored_once(tmp_path) -> None:
+    """A config whose judge names a voter records every member's answer and the vote of --weights: the questions
+    are answered without the judge stage (which would score each question live, only for the records' growth
+    to score it again); the scoring settings, and the config saved with the records, stay as they were."""
+    from eor.commands.runner import _answering
+    from eor.core.config import load_config
+
+    config = load_config(_config(tmp_path, judge="judge: {rule: entities, k: 3, passages: false, weights: j.json}"))
+    answering = _answering(config)
+    assert answering.judge is not None and answering.judge.weights is None
+    assert (answering.judge.rule, answering.judge.k, answering.judge.passages) == ("entities", 3, False)
+    assert config.judge is not None and config.judge.weights == "j.json"  # the records' own config is untouched
+    plain = load_config(_config(tmp_path, name="plain"))
+    assert _answering(plain) is plain

@@ -86,7 +86,7 @@ def run(
         notes.append(_counted(stats, ensemble, lambda: grow_records(ensemble, folder, size)))
     elif recorded is not None:  # the same run resumed (its corpus elsewhere): checked, no index built
         reader = _resumed_reader(folder, config, weights, recorded)
-    job = RunJob(config, weights, cache, questions, size, ensemble)
+    job = RunJob(_answering(config), weights, cache, questions, size, ensemble)
     answered = _answer_new(folder, job, executor, retry_failed, stats, notes)
     ensemble = answered.ensemble
     if retry_failed and ensemble is not None:
@@ -104,6 +104,14 @@ def run(
         lines.append(cache_summary(stats, None if store is None else store.where, executor))
         _save_generation(folder, stats, answered, grew=recorded is not None)
     return "\n".join(lines)
+
+
+def _answering(config: EnsembleConfig) -> EnsembleConfig:
+    """The config the questions are answered with: the recorded vote is --weights' (never the config's judge
+    voter, which would score every question live only for `grow_by_scores` to score it again)."""
+    if config.judge is None or config.judge.weights is None:
+        return config
+    return dataclasses.replace(config, judge=dataclasses.replace(config.judge, weights=None))
 
 
 @dataclasses.dataclass(frozen=True)
