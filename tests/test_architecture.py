@@ -1,7 +1,9 @@
 """The layering rules of docs/architecture.md, checked on the source (nothing is imported):
 
 - no import circle among the modules of `eor`, `retrievers` and `voters`, counting imports inside functions
-  (an import of `a.b.c` also runs the packages `a` and `a.b`, so those count too);
+  (an import of `a.b.c` also runs the packages `a` and `a.b`, so those count too) and imports under
+  `if TYPE_CHECKING:` (as edges to the modules they name: a class cut into halves that import each other is
+  one class);
 - a project module is imported inside a function only where that module, through what it imports at its
   top, loads a heavy dependency (`HEAVY`) that the importing module does not already load: the lazy import
   is what keeps `eor --help` instant;
@@ -10,7 +12,7 @@
 - sizes: no module over 500 lines, no function over 60, no class over 250, and at most 15 imports of project
   modules inside functions (`importlib.import_module` and `__import__` calls counted), with no exceptions.
 
-Imports under `if TYPE_CHECKING:` never run and are not counted.
+Imports under `if TYPE_CHECKING:` never run: they count for circles alone.
 """
 
 from __future__ import annotations
@@ -81,12 +83,13 @@ def _parents(module: str) -> list[str]:
 
 
 class _Imports:
-    """Per module: the project modules it names in imports at its top and inside functions, and the
-    third-party packages it imports at its top."""
+    """Per module: the project modules it names in imports at its top, inside functions and under
+    `if TYPE_CHECKING:`, and the third-party packages it imports at its top."""
 
     def __init__(self) -> None:
         self.top: dict[str, set[str]] = defaultdict(set)
         self.inner: dict[str, set[str]] = defaultdict(set)
+        self.typing: dict[str, set[str]] = defaultdict(set)
         self.third_party: dict[str, set[str]] = defaultdict(set)
         for module, path in MODULES.items():
             self._scan(module, path)
@@ -115,6 +118,9 @@ class _Imports:
         def walk(node: ast.AST, inside: bool) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    for node in ast.walk(ast.Module(body=child.body, type_ignores=[])):
+                        if isinstance(node, ast.Import | ast.ImportFrom):
+                            self.typing[module].update(self._targets(module, path, node)[0])
                     for branch in child.orelse:
                         walk(branch, inside)
                     continue
@@ -161,8 +167,8 @@ def _loads_heavy(module: str) -> frozenset[str]:
 
 
 def _circles() -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan), over top and inner imports."""
-    edges = {module: IMPORTS.edges(module, inner=True) for module in MODULES}
+    """Strongly connected components of more than one module (Tarjan), over top, inner and typing imports."""
+    edges = {module: IMPORTS.edges(module, inner=True) | IMPORTS.typing[module] - {module} for module in MODULES}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -196,7 +202,7 @@ def _circles() -> list[list[str]]:
     return found
 
 
-def test_no_import_circles_counting_imports_inside_functions() -> None:
+def test_no_import_circles_counting_imports_inside_functions_and_for_typing() -> None:
     assert _circles() == []
 
 

@@ -33,7 +33,8 @@ from eor.core.data import Question, load_questions
 from eor.core.errors import ConfigError, EorError, InputError
 from eor.core.results import Record, Vote
 from eor.pipeline.ensemble import Ensemble
-from eor.pipeline.executor import LOCAL, Executor, RunJob
+from eor.pipeline.executor import LOCAL
+from eor.pipeline.jobs import Executor, RunJob
 from eor.pipeline.judging import ends_with_judge
 from eor.pipeline.pool import identity_differences, member_identity, pool_identity
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats

@@ -31,7 +31,8 @@ from eor.erag.generation import Request, generate, make_generator
 from eor.erag.metrics import MetricSpec, parse_metric, score
 from eor.erag.output import write_erag, write_utility
 from eor.erag.utility import evaluate_utility
-from eor.pipeline.executor import LOCAL, Executor
+from eor.pipeline.executor import LOCAL
+from eor.pipeline.jobs import Executor
 from eor.pipeline.members import source_pool
 from eor.pipeline.stages.generation import GenerationStage
 from eor.runs.generation_cache import CacheSetting, GenerationCache, open_cache
