@@ -58,8 +58,8 @@ def trained_paper_voter(train_path: Path, names: list[str]):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.bench.stats import Bootstrap, paired_test
     from eor.core.correctness import correctness_matrix
+    from eor.evaluation.stats import Bootstrap, paired_test
     from eor.runs.costs import member_costs, trained_rates, unit_label
     from eor.runs.run_data import load_run
     from voters import VoteBatch, load_voter

@@ -158,7 +158,7 @@ def _fixed(questions, families, spans: int, parts) -> np.ndarray:
 def _nested(questions, level: str, parts, seed: int) -> tuple[np.ndarray, dict]:
     """The level's fit trained on each outer training part (inner choice, calibration, thresholds) answering the
     held-out part; its hits, and P(right) on the held-out answers."""
-    from eor.bench.selective import ece
+    from eor.evaluation.selective import ece
     from eor.learning.judge_training import accuracy, train_fit, without_scores
 
     hits = np.zeros(len(questions))

@@ -62,7 +62,7 @@ def summary(entry: dict[str, Any]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.bench.stats import Bootstrap, paired_test
+    from eor.evaluation.stats import Bootstrap, paired_test
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("design", help="eor design's folder (pool.yaml, cascade.json, selector.json, design.json)")

@@ -42,9 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from sklearn.base import clone  # noqa: E402
 
-from eor.bench.stats import Bootstrap, paired_test  # noqa: E402
 from eor.core.answers import normalize_answer  # noqa: E402
 from eor.core.config import load_config  # noqa: E402
+from eor.evaluation.stats import Bootstrap, paired_test  # noqa: E402
 from eor.runs.run_data import RunData, load_run  # noqa: E402
 from voters.batch import VoteBatch  # noqa: E402
 from voters.folds import folds  # noqa: E402

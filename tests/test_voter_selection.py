@@ -340,6 +340,30 @@ def test_eor_train_auto_cv_and_named_voters(tmp_path, capsys):
     assert "unknown voter 'oracle'" in capsys.readouterr().err
 
 
+def test_one_uniform_baseline_with_the_same_pooling_on_training_and_dev(tmp_path, capsys):
+    # `eor train` scores one uniform voter (the settings' metrics and pooling) on the training records and on
+    # dev. Over em and f1, max pooling chooses the first answer of each row below, right every time; mean
+    # pooling would choose "paris france" and "new york" (their pooled similarity to the others is higher),
+    # right on half the questions.
+    rows = [["red fox", "red", "fox", "red fox jumps"], ["a b c", "a", "b", "c"],
+            ["paris", "paris france", "france", "lyon"], ["new york city", "york", "new york", "boston"]]  # fmt: skip
+    names = ["A", "B", "C", "D"]
+    assert Voter.uniform(4, metrics=("em", "f1"), pooling="mean").predict(VoteBatch(rows)).tolist() == [0, 0, 1, 2]
+
+    def run(folder: Path, copies: int) -> Path:
+        answers = rows * copies
+        golds = [[row[0]] for row in answers]
+        passages = [[["nothing"]] * 4 for _ in answers]
+        return write_run(folder, answers, golds, passages, [f"q{i}?" for i in range(len(answers))], names=names)
+
+    weights = tmp_path / "top.json"
+    args = ["train", str(run(tmp_path / "train", 20)), "--out", str(weights), "--voter", "top", "--metrics", "em,f1"]
+    assert main([*args, "--pooling", "max", "--dev", str(run(tmp_path / "dev", 10))]) == 0
+    output = capsys.readouterr().out
+    assert json.loads(weights.read_text())["meta"]["uniform"] == {"train": 1.0, "dev": 1.0}
+    assert "uniform 100.0" in output
+
+
 def test_metric_spec_parsing():
     assert parse_metric_spec("em, f1,cosine") == (["em", "f1", "cosine"], {})
     assert parse_metric_spec("{em: {}, bertscore: {num_layers: 6}, nli: {model: /m, combine: max}}") == (

@@ -111,7 +111,7 @@ def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str])
 
 
 def _selective_lines(sel: dict[str, Any] | None) -> list[str]:
-    """EoR's P(right) (eor.bench.selective): calibration, AURC, and each error rate of the weights file."""
+    """EoR's P(right) (eor.bench.probability): calibration, AURC, and each error rate of the weights file."""
     if not sel:
         return []
     skill = "–" if sel["brier_skill"] is None else f"{sel['brier_skill']:.3f}"

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from eor.bench.judge import _right, baselines, judge_choices, judge_lines, selective
-from eor.bench.stats import Bootstrap
 from eor.bench.voting import vote
 from eor.core.config import load_config
 from eor.core.errors import ConfigError, InputError
+from eor.evaluation.stats import Bootstrap
 from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
 from eor.pipeline.judging import check_voter_with_judge, ends_with_judge, scored_families
 from eor.readers import build_reader

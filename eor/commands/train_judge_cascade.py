@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.selective import summary
-from eor.commands.train_command import cascade_lines
 from eor.commands.train_options import TrainOptions
+from eor.commands.train_report import cascade_lines
 from eor.core.config import EnsembleConfig, JudgeConfig, load_config
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import pct, small_data_warning
+from eor.evaluation.selective import summary
 from eor.learning.calibration import Calibrated, stopped_calibration
 from eor.learning.crossval import build_candidate, vote_arrays
 from eor.learning.judge_cascade import chat_tokenizer, last_step, last_step_meta, scoring_costs
