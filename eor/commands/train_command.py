@@ -21,7 +21,7 @@ import numpy as np
 from eor.bench.selective import summary
 from eor.bench.stats import Bootstrap, paired_test
 from eor.commands.train_options import TrainOptions
-from eor.core.config import EnsembleConfig, load_config
+from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import pct, small_data_warning
 from eor.learning.calibration import Calibrated, calibrate
@@ -44,7 +44,7 @@ from eor.learning.crossval import (
 from eor.pipeline.abstention import DELTA
 from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import pool_identity
-from eor.pipeline.validation import validate
+from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import token_counts, training_costs, unit_label
 from eor.runs.run_data import RunData, load_run
@@ -73,7 +73,8 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     """Train the voter that `options` asks for on the run records `records`, save it as the weights file
     `out` and give back the report's lines."""
     name = options.checked_voter()
-    data = _training_data(records, options, _pool_config(options.pool_config))
+    pool = _pool_config(options)
+    data = _training_data(records, options, pool)
     if options.rates is not None and token_counts(data) is None:  # before any similarity is computed
         raise InputError(f"--rates prices token counts, and {records} lacks them for some member (records of old runs)")
     settings = options.vote_settings()
@@ -90,7 +91,7 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     meta.update(_run_meta(Path(records)))
     if arrays.costs is not None:  # the cost model of the training records (eor.runs.costs), for bench and lazy voting
         meta["costs"] = training_costs(arrays.costs, arrays.data.names)
-    identity = _pool(Path(records), options.pool_config, data.names)
+    identity = _pool(Path(records), options.pool_config, pool, data.names)
     if identity is not None:
         meta["pool"] = identity
     lines.append(f"voter: {name}; weights written to {out}")
@@ -102,13 +103,12 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     return "\n".join(lines)
 
 
-def _pool_config(path: Path | None) -> EnsembleConfig | None:
-    """The pool's config (`--config`), loaded and checked (eor.pipeline.validation); None without one."""
-    if path is None:
-        return None
-    config = load_config(path)
-    validate(config)
-    return config
+def _pool_config(options: TrainOptions) -> EnsembleConfig | None:
+    """The pool's config: `options.pool`, else the file of `--config` through the door (eor.pipeline.validation);
+    None without one."""
+    if options.pool is not None or options.pool_config is None:
+        return options.pool
+    return load_valid_config(options.pool_config)
 
 
 def _training_data(records: Path, options: TrainOptions, pool: EnsembleConfig | None) -> RunData:
@@ -290,14 +290,16 @@ def _run_meta(records: Path) -> dict[str, Any]:
     return {"reader": config.get("reader", {}).get("model"), "dataset": Path(corpus).name if corpus else None}
 
 
-def _pool(records: Path, pool_config: Path | None, names: list[str]) -> dict[str, Any] | None:
-    """The identity of the records' pool: from `pool_config` (its reader built for its identity, which for
-    llama.cpp hashes the model file without loading it), else the run's pool.json, else None."""
+def _pool(
+    records: Path, pool_config: Path | None, config: EnsembleConfig | None, names: list[str]
+) -> dict[str, Any] | None:
+    """The identity of the records' pool: from `config`, that of `pool_config` (its reader built for its
+    identity, which for llama.cpp hashes the model file without loading it), else the run's pool.json, else
+    None."""
 
-    if pool_config is None:
+    if config is None:
         return recorded_pool(records)
 
-    config = load_config(pool_config)
     if sorted(config.members) != sorted(names):
         raise ConfigError(f"{pool_config} has members {', '.join(config.members)}; the records have {', '.join(names)}")
     return pool_identity(config, build_reader(config.reader))
