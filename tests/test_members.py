@@ -11,7 +11,7 @@ from eor import Ensemble
 from eor.core.config import load_config
 from eor.core.prompts import PromptTemplates, templates_for
 from eor.erag.evaluate import Request, make_generator
-from eor.erag.run import prepare
+from eor.erag.run import prepare, valid_config
 from eor.pipeline.members import source_pool
 from tests.conftest import DEMO
 
@@ -45,7 +45,8 @@ def test_erag_prompts_equal_the_ensembles(config_path, tmp_path, smollm2, isolat
 
     data = tmp_path / "questions.jsonl"
     data.write_text(json.dumps({"question": QUESTION, "answers": ["camouflage"]}) + "\n")
-    setup = prepare(config_path, data, "BM25", depth=2, limit=None, progress=lambda *_: _Bar(), cache=False)
+    config = valid_config(config_path, "BM25")
+    setup = prepare(config, data, "BM25", depth=2, limit=None, progress=lambda *_: _Bar(), cache=False)
     generator = make_generator(setup.reader, templates=setup.templates)
     documents = setup.documents[next(iter(setup.documents))]
     single = Request(QUESTION, ((documents[0].metadata["title"], documents[0].page_content),))

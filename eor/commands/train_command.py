@@ -18,7 +18,7 @@ from typing import Any
 
 from eor.commands.train_options import TrainOptions
 from eor.commands.train_report import choice_lines, dev_lines, probability_lines, score_lines
-from eor.core.config import EnsembleConfig, load_config
+from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
 from eor.learning.crossval import vote_arrays
 from eor.learning.training import (
@@ -32,7 +32,7 @@ from eor.learning.training import (
     with_costs,
 )
 from eor.pipeline.pool import pool_identity
-from eor.pipeline.validation import validate
+from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import token_counts, training_costs
 from eor.runs.run_data import load_run
@@ -43,7 +43,8 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     """Train the voter that `options` asks for on the run records `records`, save it as the weights file
     `out` and give back the report's lines."""
     name = options.checked_voter()
-    data = training_records(records, options.members, _pool_config(options.pool_config), options.confidence)
+    pool = _pool_config(options)
+    data = training_records(records, options.members, pool, options.confidence)
     if options.rates is not None and token_counts(data) is None:  # before any similarity is computed
         raise InputError(f"--rates prices token counts, and {records} lacks them for some member (records of old runs)")
     settings = options.vote_settings()
@@ -64,7 +65,7 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     meta.update(_run_meta(Path(records)))
     if choice.arrays.costs is not None:  # the cost model of the training records, for bench and lazy voting
         meta["costs"] = training_costs(choice.arrays.costs, data.names)
-    identity = _pool(Path(records), options.pool_config, data.names)
+    identity = _pool(Path(records), options.pool_config, pool, data.names)
     if identity is not None:
         meta["pool"] = identity
     lines = choice_lines(choice, options.metric)
@@ -83,13 +84,12 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     return "\n".join(lines)
 
 
-def _pool_config(path: Path | None) -> EnsembleConfig | None:
-    """The pool's config (`--config`), loaded and checked (eor.pipeline.validation); None without one."""
-    if path is None:
-        return None
-    config = load_config(path)
-    validate(config)
-    return config
+def _pool_config(options: TrainOptions) -> EnsembleConfig | None:
+    """The pool's config: `options.pool`, else the file of `--config` through the door (eor.pipeline.validation);
+    None without one."""
+    if options.pool is not None or options.pool_config is None:
+        return options.pool
+    return load_valid_config(options.pool_config)
 
 
 def _choice_meta(choice: Any) -> dict[str, Any]:
@@ -128,14 +128,16 @@ def _run_meta(records: Path) -> dict[str, Any]:
     return {"reader": config.get("reader", {}).get("model"), "dataset": Path(corpus).name if corpus else None}
 
 
-def _pool(records: Path, pool_config: Path | None, names: list[str]) -> dict[str, Any] | None:
-    """The identity of the records' pool: from `pool_config` (its reader built for its identity, which for
-    llama.cpp hashes the model file without loading it), else the run's pool.json, else None."""
+def _pool(
+    records: Path, pool_config: Path | None, config: EnsembleConfig | None, names: list[str]
+) -> dict[str, Any] | None:
+    """The identity of the records' pool: from `config`, that of `pool_config` (its reader built for its
+    identity, which for llama.cpp hashes the model file without loading it), else the run's pool.json, else
+    None."""
 
-    if pool_config is None:
+    if config is None:
         return recorded_pool(records)
 
-    config = load_config(pool_config)
     if sorted(config.members) != sorted(names):
         raise ConfigError(f"{pool_config} has members {', '.join(config.members)}; the records have {', '.join(names)}")
     return pool_identity(config, build_reader(config.reader))

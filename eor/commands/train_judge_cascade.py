@@ -18,7 +18,7 @@ import numpy as np
 
 from eor.commands.train_options import TrainOptions
 from eor.commands.train_report import cascade_lines
-from eor.core.config import EnsembleConfig, JudgeConfig, load_config
+from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import pct, small_data_warning
 from eor.evaluation.selective import summary
@@ -30,7 +30,7 @@ from eor.pipeline.abstention import DELTA, thresholds
 from eor.pipeline.judging import LAST_STEP, scored_families
 from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import pool_identity
-from eor.pipeline.validation import validate
+from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import training_costs
 from eor.runs.records import read_records
@@ -103,8 +103,7 @@ def _pool_and_judge(options: TrainOptions, judge: Path) -> tuple[EnsembleConfig,
                           f"not --voter {options.voter}")  # fmt: skip
     if options.pool_config is None:
         raise ConfigError("--judge needs --config: the pool, what its judge scores and the reader whose tokens count")
-    config = load_config(options.pool_config)
-    validate(config)
+    config = load_valid_config(options.pool_config)  # the door
     voter = JudgeVoter.load(judge)
     if sorted(voter.members) != sorted(config.members):
         raise ConfigError(f"the judge {judge} weighs {', '.join(voter.members)}; {options.pool_config} has "

@@ -30,6 +30,7 @@ from eor.core.data import Question, make_question
 from eor.core.errors import ConfigError, InputError
 from eor.core.prompts import templates_for
 from eor.core.results import MemberOutput, Record, Result
+from eor.pipeline import validation
 from eor.pipeline.answering import answering_for, runs_in_steps
 from eor.pipeline.judging import check_voter_with_judge, judge_stage, reached_end
 from eor.pipeline.members import member_templates, source_pool
@@ -40,7 +41,7 @@ from eor.pipeline.stages.generation import GenerationStage, GenerationStats
 from eor.pipeline.stages.reading import ReadingStage
 from eor.pipeline.stages.retrieval import MemberTimeoutError, RetrievalStage
 from eor.pipeline.stages.voting import VoteStage
-from eor.pipeline.validation import check_config_risk, check_timeout, validate
+from eor.pipeline.validation import check_config_risk, check_timeout
 from eor.readers import build_reader
 from eor.runs.costs import expected_seconds
 from eor.runs.generation_cache import CacheSetting, open_cache
@@ -66,13 +67,16 @@ class Ensemble:
         voter: Any = None,
         cache: CacheSetting = True,
         retrieval_config: RunnableConfig | None = None,
+        validated: bool = False,
     ) -> None:
         """cache: where generations are cached (eor.runs.generation_cache): True, the default file (or none when
         EOR_GENERATION_CACHE=off); a file path; a GenerationCache; False or None: no cache. A reader without
         an `identity` is never cached. retrieval_config: a LangChain `RunnableConfig` (e.g. `{"callbacks":
-        [handler]}`) that every member's retrieval runs under (eor.pipeline.stages.retrieval)."""
+        [handler]}`) that every member's retrieval runs under (eor.pipeline.stages.retrieval). validated: the
+        caller's door validated `config` already (eor.pipeline.validation); else it is validated here."""
 
-        validate(config)  # before loading any model: a mistake fails at once
+        if not validated:  # the door: before loading any model, a mistake fails at once
+            validation.validate(config)
         self.config = config
         self.templates = templates_for(config)
         self.prompts = member_templates(config)  # each member's answer prompts (its variant's, if it names one)
@@ -100,14 +104,21 @@ class Ensemble:
 
     @classmethod
     def from_config(
-        cls, path: str | Path | EnsembleConfig, weights: str | Path | None = None, **kwargs: Any
+        cls,
+        path: str | Path | EnsembleConfig,
+        weights: str | Path | None = None,
+        *,
+        validated: bool = False,
+        **kwargs: Any,
     ) -> Ensemble:
         """The ensemble of a config (a file, or one loaded); `weights`: the voter's weights file, in place of
-        the config's `voter.weights` (see `config_voter`)."""
+        the config's `voter.weights` (see `config_voter`); `validated` as for `Ensemble`."""
         config = path if isinstance(path, EnsembleConfig) else load_config(path)
+        if not validated:  # the door, before the weights file is read
+            validation.validate(config)
         if weights is not None:
             kwargs.setdefault("voter", config_voter(config, weights))
-        return cls(config, **kwargs)
+        return cls(config, validated=True, **kwargs)
 
     @property
     def members(self) -> list[str]:

@@ -127,7 +127,8 @@ class ShardWorker:
         ensemble_config = from_dict(EnsembleConfig, config, "config")
         if ensemble_config.reader.llama_cpp.threads is None:  # llama.cpp on the CPUs Ray gave this worker
             ensemble_config.reader.llama_cpp.threads = threads
-        self.ensemble = Ensemble.from_config(ensemble_config, weights=weights, cache=cache)
+        # validated by the door of `eor run` (eor.commands.runner), whose config this is
+        self.ensemble = Ensemble.from_config(ensemble_config, weights=weights, cache=cache, validated=True)
 
     def answer(self, questions: list[Any], batch_size: int) -> tuple[list[Record], dict[str, Any]]:
         """The records of `questions`, answered `batch_size` at a time, and what the generation stage did."""
