@@ -127,7 +127,7 @@ class DenseRetriever(SourceRetriever):
             vectors = _previous_vectors(folder, meta)
             if vectors is None:
                 vectors = self._encode_corpus(folder.with_name(folder.name + ".partial"), meta)
-            index = _faiss_index(vectors, self.index_factory, self.train_size)
+            index = faiss_index(vectors, self.index_factory, self.train_size)
             faiss.write_index(index, str(tmp / INDEX_FILE))
 
         folder = load_or_build(folder, meta, build, source=corpus.path)
@@ -177,6 +177,12 @@ class DenseRetriever(SourceRetriever):
                  counts["encoded"], counts["cached"], cache.path)  # fmt: skip
         self._encoded = dict(counts)
         return vectors
+
+    @property
+    def encoded(self) -> dict[str, int]:
+        """The last build's passages encoded and read from the vector cache (`encoded`, `cached`); empty when
+        the index was loaded."""
+        return dict(self._encoded)
 
     @property
     def index(self) -> Any:
@@ -243,7 +249,9 @@ def encode_in_shards(
     return np.concatenate(shards) if shards else np.zeros((0, 0), dtype=np.float32)
 
 
-def _faiss_index(vectors: np.ndarray, factory: str, train_size: int = 100_000) -> Any:
+def faiss_index(vectors: np.ndarray, factory: str, train_size: int = 100_000) -> Any:
+    """The FAISS index the retriever searches, over `vectors` by inner product: `Flat` (exact) or a FAISS
+    factory string, trained on up to `train_size` of the rows (seeded) where the factory needs training."""
     import faiss
 
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)

@@ -22,6 +22,11 @@
   modules inside functions (`importlib.import_module` and `__import__` calls counted), with no exceptions.
 
 Imports under `if TYPE_CHECKING:` never run: they count for circles alone.
+
+`benchmarks` is a client of the project's public API, held to its function size (no function over 60 lines):
+it edits no `sys.path` (its modules run as `python -m benchmarks.NAME` from the repository root), imports no
+private name (`_name`) of the project and reaches no private attribute (the source cannot tell a project
+object from another, so none at all); the tests import its modules as modules, not by file path.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+BENCHMARKS = ROOT / "benchmarks"
 
 #: the modules of `eor` that `retrievers` and `voters` may import, which import nothing else of the project:
 #: the package `eor.core`, the leaves' layer of docs/architecture.md
@@ -469,3 +475,98 @@ def test_the_policy_lists_every_memo_it_makes_and_makes_every_memo_it_lists() ->
     assert sorted(set(listed) ^ _State().memos) == [], "memos made but not listed, or listed but not made"
     docstring = ast.get_docstring(ast.parse(MODULES[POLICY].read_text(encoding="utf-8"))) or ""
     assert [name for name in listed if f"`{name}`" not in docstring] == [], "missing from the policy's docstring"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _trees(folder: Path) -> dict[str, ast.Module]:
+    return {path.name: ast.parse(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.py"))}
+
+
+def _long_functions(folder: Path) -> dict[str, int]:
+    """The functions over MAX_FUNCTION_LINES of the modules in `folder` ("module:function" -> its lines)."""
+    return {
+        f"{name}:{node.name}": node.end_lineno - node.lineno + 1
+        for name, tree in _trees(folder).items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    }
+
+
+def _sys_path_edits(folder: Path) -> list[str]:
+    """Where the modules in `folder` name `sys.path` (or import `path` from `sys`)."""
+    return sorted(
+        f"{name}:{node.lineno}"
+        for name, tree in _trees(folder).items()
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Attribute) and node.attr == "path" and ast.unparse(node.value) == "sys")
+        or (isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name == "path" for a in node.names))
+    )
+
+
+def _private_import(node: ast.Import | ast.ImportFrom) -> bool:
+    """Whether `node` imports a private module of the project, or a private name from a project module."""
+    if isinstance(node, ast.Import):
+        modules, names = [alias.name for alias in node.names], []
+    else:
+        modules, names = [node.module or ""], [alias.name for alias in node.names]
+    project = [module for module in modules if module.split(".")[0] in PACKAGES]
+    return any(_private(part) for module in project for part in module.split(".")) or bool(
+        project and any(map(_private, names))
+    )
+
+
+def _private_names(folder: Path) -> list[str]:
+    """Where the modules in `folder` import a private name or module of the project, or reach a private
+    attribute (`x._name`, `getattr(x, "_name")`) of anything."""
+    found = []
+    for name, tree in _trees(folder).items():
+        for node in ast.walk(tree):
+            reached = (isinstance(node, ast.Import | ast.ImportFrom) and _private_import(node)) or (
+                isinstance(node, ast.Attribute) and _private(node.attr)
+            )
+            reached = reached or (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) == "getattr"
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+                and _private(node.args[1].value)
+            )
+            if reached:
+                found.append(f"{name}:{getattr(node, 'lineno', 0)}: {ast.unparse(node)}")
+    return sorted(found)
+
+
+def _benchmarks_loaded_by_path(folder: Path) -> list[str]:
+    """Where the modules in `folder` load a file of benchmarks/ by its path (importlib, runpy)."""
+    loaders = ("spec_from_file_location", "run_path", "SourceFileLoader")
+    return sorted(
+        f"{name}:{node.lineno}"
+        for name, tree in _trees(folder).items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func).split(".")[-1] in loaders
+        and "benchmarks" in ast.unparse(node)
+    )
+
+
+def test_no_benchmark_function_over_the_function_size() -> None:
+    assert _long_functions(BENCHMARKS) == {}, "over the limit (name: its lines)"
+
+
+def test_the_benchmarks_edit_no_sys_path() -> None:
+    assert _sys_path_edits(BENCHMARKS) == []
+
+
+def test_the_benchmarks_use_no_private_name_of_the_project() -> None:
+    assert _private_names(BENCHMARKS) == []
+
+
+def test_the_tests_import_the_benchmarks_as_modules() -> None:
+    assert (BENCHMARKS / "__init__.py").is_file()
+    assert _benchmarks_loaded_by_path(ROOT / "tests") == []
