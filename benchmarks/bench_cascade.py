@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from eor.evaluation.stats import Bootstrap, paired_test
 from eor.core.correctness import correctness_matrix
+from eor.evaluation.stats import Bootstrap, paired_test
 from eor.learning.crossval import VoteSettings, build_candidate, vote_arrays
 from eor.runs.costs import MemberCosts, member_costs, trained_rates, unit_label
 from eor.runs.run_data import RunData, load_run

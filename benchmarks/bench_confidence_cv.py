@@ -16,9 +16,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from eor.evaluation.stats import Bootstrap, paired_test
 from eor.core.config import load_config
 from eor.core.errors import InputError
+from eor.evaluation.stats import Bootstrap, paired_test
 from eor.learning.crossval import VoteSettings, out_of_fold, vote_arrays
 from eor.runs.run_data import load_run
 

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from eor.evaluation.selective import ece
 from eor.core.answers import exact_match
 from eor.core.config import EnsembleConfig, load_config
 from eor.core.results import Record
+from eor.evaluation.selective import ece
 from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
 from eor.learning.judge_training import (
     LEVELS,

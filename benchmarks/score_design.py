@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from eor.evaluation.stats import Bootstrap, paired_test
 from eor.core.config import load_config
 from eor.core.correctness import correctness_matrix
+from eor.evaluation.stats import Bootstrap, paired_test
 from eor.learning.judge_cascade import chat_tokenizer
 from eor.readers import build_reader
 from eor.runs.costs import prompt_replay

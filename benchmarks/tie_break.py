@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from eor.evaluation.stats import Bootstrap, paired_test
 from eor.core.answers import normalize_answer
 from eor.core.config import load_config
+from eor.evaluation.stats import Bootstrap, paired_test
 from eor.runs.run_data import RunData, load_run
 from voters.batch import VoteBatch
 from voters.folds import folds
