@@ -33,7 +33,7 @@ from eor.erag.output import write_erag, write_utility
 from eor.erag.utility import evaluate_utility
 from eor.pipeline.executor import LOCAL
 from eor.pipeline.jobs import Executor
-from eor.pipeline.members import source_pool
+from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.stages.generation import GenerationStage
 from eor.pipeline.validation import check_member, load_valid_config
 from eor.runs.generation_cache import CacheSetting, GenerationCache, open_cache
@@ -103,10 +103,12 @@ def prepare(
     if unanswered:
         raise InputError(f"{data}: question {unanswered[0]!r} has no 'answers'; document labels need gold answers")
     store = open_run_cache(cache)
-    templates = templates_for(config)  # the ensemble's prompts: eRAG labels what members read
+    # the ensemble's prompts: PK and @CP generate with the config's, and eRAG labels with the member's own answer
+    # prompt (its prompt variant's when its name ends with one, eor.pipeline.members.member_templates)
+    templates = member_templates(config, [member])[member]
     reader = executor.reader(config.reader)
     stage = GenerationStage(reader, store)
-    pool = source_pool(config, stage, templates=templates, depth=max(config.retrieval_depth, depth))
+    pool = source_pool(config, stage, templates=templates_for(config), depth=max(config.retrieval_depth, depth))
     retriever = pool.build(member)
     documents: dict[str, list[Any]] = {}
     bar = progress("retrieval", len(questions))
