@@ -19,9 +19,7 @@ from eor.pipeline.stages.failures import Failures
 from eor.pipeline.stages.generation import metering
 from eor.pipeline.stages.reading import ReadingStage, RetrievalCost
 from eor.pipeline.stages.retrieval import RetrievalStage
-
-#: weight of the latest measurement in a member's running cost (exponential moving average).
-COST_SMOOTHING = 0.3
+from eor.runs.costs import running_mean
 
 
 class Clock:
@@ -40,9 +38,9 @@ class Clock:
 
 
 class RunningCosts:
-    """Each member's expected seconds per question: as measured in this process (an exponential moving
-    average, `COST_SMOOTHING`), else `prior(name)` (eor.runs.costs.expected_seconds: the voter's training
-    records, else the member's notation)."""
+    """Each member's expected seconds per question: as measured in this process (eor.runs.costs.running_mean),
+    else `prior(name)` (eor.runs.costs.expected_seconds: the voter's training records, else the member's
+    notation)."""
 
     def __init__(self, prior: Callable[[str], float]) -> None:
         self.prior = prior
@@ -58,8 +56,7 @@ class RunningCosts:
             for name, member in output.items():
                 if member.seconds is None:
                     continue
-                before, now = self.measured.get(name), member.seconds
-                self.measured[name] = now if before is None else (1 - COST_SMOOTHING) * before + COST_SMOOTHING * now
+                self.measured[name] = running_mean(self.measured.get(name), member.seconds)
 
 
 class MemberRunner:

@@ -1,9 +1,10 @@
 """The one cost model: what running a member costs on a question, in reader seconds.
 
 Every cost eor reports or optimises comes from here: `eor bench`'s cost section and figures, the cascade's
-member costs (`eor train`), the pool design's replay (`eor design`), the planner (`eor plan`, eor.commands.cost_model)
-and the live ensemble's order of lazy voting (`Ensemble.cost`). One formula turns tokens into seconds,
-`reader_seconds`; `describe_rates` states the rates wherever a figure from tokens is printed.
+member costs (`eor train`), the pool design's replay (`eor design`), the planner (`eor plan`,
+eor.commands.cost_model), the live ensemble's order of lazy voting (`Ensemble.cost`) and the server's drain
+(`running_mean`). One formula turns tokens into seconds, `reader_seconds`; `describe_rates` states the rates
+wherever a figure from tokens is printed.
 
 Two measures:
 
@@ -148,6 +149,17 @@ def expected_seconds(name: str, voter: Any) -> float:
     stored = (getattr(voter, "metadata_", None) or {}).get("costs") or {}
     trained = (stored.get("members") or {}).get(name)
     return float(trained) if trained is not None else notation_prior(name)
+
+
+#: weight of the latest measurement in a running cost (an exponential moving average)
+RECENT_WEIGHT = 0.3
+
+
+def running_mean(previous: float | None, latest: float, weight: float = RECENT_WEIGHT) -> float:
+    """A running cost after the measurement `latest`: `latest` itself at first, then the exponential moving
+    average (1 − weight) · previous + weight · latest. A live ensemble's members (eor.pipeline.running) and the
+    server's seconds per question (eor.server.worker) follow their measured costs with it."""
+    return latest if previous is None else (1 - weight) * previous + weight * latest
 
 
 def notation_prior(name: str) -> float:
