@@ -1,4 +1,4 @@
-# Set-up and everyday commands. `make demo` and `make test` are the two commands of the README.
+# Set-up and everyday commands. `make demo` and `make test` are the README's set-up (`make slow`: the long tests).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin

@@ -186,6 +186,8 @@ def run_child(mode: str, rest: list[str]) -> None:
     report: dict[str, Any] = {}
     if mode == "build":
         corpus = Path(rest[0])
+        if rest[1] not in ("bm25s", "rank-bm25"):
+            raise SystemExit(f"unknown BM25 engine {rest[1]!r}: bm25s or rank-bm25")
         engine: Literal["bm25s", "rank-bm25"] = "rank-bm25" if rest[1] == "rank-bm25" else "bm25s"
         started = time.perf_counter()
         from eor.core.models import file_sha256

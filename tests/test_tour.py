@@ -4,7 +4,7 @@ README's short tour is part of it.
 Each line of the tour's code block is one command (comments stripped); `source .venv/bin/activate` is
 replaced by putting this interpreter's `bin/` first on PATH, and `eor serve` (which runs until stopped) is
 started, asked for its page and `/healthz`, and stopped. Afterwards `git status` shows nothing the tour
-wrote: it writes only under `runs/` (ignored). The run is marked slow (about 5 minutes on 2 cores: the reader
+wrote: it writes only under `runs/` (ignored). The run is marked slow (about 2.5 minutes on 2 cores: the reader
 answers real questions); CI runs it after the default suite (`make slow`). The README's short tour is checked
 fast: each of its commands is one of the full tour's, in the same order, so the README shows no command that
 the slow run does not run.
