@@ -1,4 +1,4 @@
-# Set-up and everyday commands. `make demo` and `make test` are the two commands of the README.
+# Set-up and everyday commands. `make demo` and `make test` are the README's set-up (`make slow`: the long tests).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -27,9 +27,9 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed browser
 	EOR_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
 
-# What a newcomer does first, checked end to end (slow, outside the default suite): the README's tour as
-# written from the repository root, and a fresh non-editable install answering from another directory; and
-# `eor design` end to end on the shipped records.
+# What a newcomer does first, checked end to end (slow, outside the default suite): the full tour of
+# docs/tour.md (the README's is part of it) as written from the repository root, and a fresh non-editable
+# install answering from another directory; and `eor design` end to end on the shipped records.
 slow: $(VENV)/.installed
 	$(BIN)/python -m pytest -m slow tests/test_tour.py tests/test_install.py tests/test_design.py
 

@@ -6,7 +6,7 @@ includes loading the reader and the encoders, retrieval and voting: what a user 
 The indexes of the config's BM25 and dense sources are built first, untimed, so the first run does not pay
 for them. The cache file lives in a temporary folder; the user's cache is not touched.
 
-    python benchmarks/bench_cache.py [--config configs/default.yaml] [--data eor/demo/questions.jsonl] [--limit 10]
+    python -m benchmarks.bench_cache [--config configs/default.yaml] [--data eor/demo/questions.jsonl] [--limit 10]
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eor.core.config import load_config
+from eor.pipeline.members import source_pool
+from retrievers import notation
+
 ROOT = Path(__file__).resolve().parent.parent
 INDEXED_TYPES = ("bm25", "dense")
 
 
 def warm_indexes(config_path: Path) -> list[str]:
     """Build (or load) the persisted index of every BM25 and dense source the members use; returns their names."""
-    from eor.core.config import load_config
-    from eor.pipeline.members import source_pool
-    from retrievers import notation
-
     config = load_config(config_path)
     pool = source_pool(config, None)  # no reader: only the indexes are built
     specs = pool.specs

@@ -11,7 +11,7 @@ questions), so nothing here is chosen on the scored records. The difference of t
 own threshold against the full-pool selector comes with its paired bootstrap 95% interval and an exact
 McNemar test.
 
-    python benchmarks/bench_cascade.py [--train R] [--dev R] [--cascade W] [--selector W] [--out FILE.json]
+    python -m benchmarks.bench_cascade [--train R] [--dev R] [--cascade W] [--selector W] [--out FILE.json]
 
 Defaults: docs/records/nq-train.jsonl.gz, docs/records/nq-dev.jsonl.gz, docs/weights/nq-offline-cascade.json
 and docs/weights/nq-offline-auto.json.
@@ -22,8 +22,16 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from eor.core.correctness import correctness_matrix
+from eor.evaluation.stats import Bootstrap, paired_test
+from eor.learning.crossval import VoteSettings, build_candidate, vote_arrays
+from eor.runs.costs import MemberCosts, member_costs, trained_rates, unit_label
+from eor.runs.run_data import RunData, load_run
+from voters import VoteBatch, load_voter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,7 +45,7 @@ def shown(path: str) -> str:
 LOSSES = (0.0, 0.25, 0.5, 1.0, 2.0)
 
 
-def figures(chosen: np.ndarray, spent: np.ndarray, run: np.ndarray, em: np.ndarray, f1: np.ndarray) -> dict:
+def figures(chosen: np.ndarray, spent: np.ndarray, run: np.ndarray, em: np.ndarray, f1: np.ndarray) -> dict[str, float]:
     rows = np.arange(len(chosen))
     return {
         "em": float(em[rows, chosen].mean()),
@@ -48,22 +56,13 @@ def figures(chosen: np.ndarray, spent: np.ndarray, run: np.ndarray, em: np.ndarr
     }
 
 
-def trained_paper_voter(train_path: Path, names: list[str]):
+def trained_paper_voter(train_path: Path, names: list[str]) -> Any:
     """The paper's voter (section 4.2, em/f1/cosine, mean pooling) fitted on the training records."""
-    from eor.learning.crossval import VoteSettings, build_candidate, vote_arrays
-    from eor.runs.run_data import load_run
-
     arrays = vote_arrays(load_run(train_path, names), VoteSettings())
     return build_candidate("paper", VoteSettings()).fit(arrays, np.arange(arrays.questions)).estimator
 
 
-def main(argv: list[str] | None = None) -> int:
-    from eor.bench.stats import Bootstrap, paired_test
-    from eor.core.correctness import correctness_matrix
-    from eor.runs.costs import member_costs, trained_rates, unit_label
-    from eor.runs.run_data import load_run
-    from voters import VoteBatch, load_voter
-
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train", default=str(ROOT / "docs/records/nq-train.jsonl.gz"))
     parser.add_argument("--dev", default=str(ROOT / "docs/records/nq-dev.jsonl.gz"))
@@ -71,8 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--selector", default=str(ROOT / "docs/weights/nq-offline-auto.json"))
     parser.add_argument("--cost", default="auto", choices=["auto", "seconds", "tokens"])
     parser.add_argument("--out", help="also write the figures as JSON")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     cascade = load_voter(args.cascade)
     names = list(cascade.members_)
     data = load_run(args.dev, names)
@@ -81,15 +83,42 @@ def main(argv: list[str] | None = None) -> int:
     # seconds), as the cascade was trained: never refitted on dev
     rates = trained_rates(cascade) or member_costs(load_run(args.train, names), args.cost).rates
     costs = member_costs(data, args.cost, rates)
+    batch = VoteBatch(
+        data.answers, data.passages, data.texts, confidence=data.confidence if data.has_confidence else None
+    )
+    full = selector.predict(batch)
+    systems, own = replayed_systems(args, data, costs, cascade, batch, full)
+    rows = np.arange(data.questions)
+    em = correctness_matrix(data.answers, data.golds, "em")
+    test = paired_test(em[rows, own], em[rows, full], Bootstrap.draw(data.questions, 2000, 0))
+    agree = float(np.mean([data.answers[q][own[q]] == data.answers[q][full[q]] for q in rows]))
+    pool = costs.matrix.sum(axis=1)
+    print_table(args.dev, data.questions, costs, pool, systems, test, agree)
+    if args.out:
+        document = {
+            "questions": data.questions,
+            "records": shown(args.dev),
+            "cost_unit": costs.unit,
+            "rates": costs.rates,
+            "pool_cost": float(pool.mean()),
+            "systems": systems,
+            "cascade_minus_selector": {key: test[key] for key in ("difference", "ci", "p_value", "test")},
+            "same_answer": agree,
+        }
+        Path(args.out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def replayed_systems(
+    args: argparse.Namespace, data: RunData, costs: MemberCosts, cascade: Any, batch: VoteBatch, full: np.ndarray
+) -> tuple[dict[str, dict[str, float]], np.ndarray]:
+    """Each system's figures (the selector's choices `full`), and the cascade's choices at its own threshold."""
+    names = data.names
     em = correctness_matrix(data.answers, data.golds, "em")
     f1 = correctness_matrix(data.answers, data.golds, "f1")
     pool = costs.matrix.sum(axis=1)
     everyone = np.full(data.questions, float(len(names)))
     systems = {}
-    batch = VoteBatch(
-        data.answers, data.passages, data.texts, confidence=data.confidence if data.has_confidence else None
-    )
-    full = selector.predict(batch)
     systems["selector, every member"] = figures(full, pool, everyone, em, f1)
     paper = trained_paper_voter(Path(args.train), names).predict(batch)
     systems["paper's voter, every member"] = figures(paper, pool, everyone, em, f1)
@@ -106,12 +135,20 @@ def main(argv: list[str] | None = None) -> int:
             own = chosen
     if own is None:
         own = cascade.predict(batch)
-    rows = np.arange(data.questions)
-    test = paired_test(em[rows, own], em[rows, full], Bootstrap.draw(data.questions, 2000, 0))
-    agree = float(np.mean([data.answers[q][own[q]] == data.answers[q][full[q]] for q in rows]))
+    return systems, own
 
+
+def print_table(
+    dev: str,
+    questions: int,
+    costs: MemberCosts,
+    pool: np.ndarray,
+    systems: dict[str, dict[str, float]],
+    test: dict[str, Any],
+    agree: float,
+) -> None:
     unit = unit_label(costs.unit, costs.rates) + (", fitted on the training records" if costs.rates else "")
-    print(f"{data.questions} questions of {args.dev}; cost per question in {unit}, every member {pool.mean():.2f}")
+    print(f"{questions} questions of {dev}; cost per question in {unit}, every member {pool.mean():.2f}")
     print(f"{'system':<44} {'EM':>6} {'F1':>6} {'cost':>7} {'p90':>7} {'share':>6} {'members':>8}")
     for label, row in systems.items():
         print(
@@ -124,19 +161,6 @@ def main(argv: list[str] | None = None) -> int:
         f"[{100 * low:+.1f}, {100 * high:+.1f}], exact McNemar p {test['p_value']:.3g}; same answer on "
         f"{100 * agree:.1f}% of the questions"
     )
-    if args.out:
-        document = {
-            "questions": data.questions,
-            "records": shown(args.dev),
-            "cost_unit": costs.unit,
-            "rates": costs.rates,
-            "pool_cost": float(pool.mean()),
-            "systems": systems,
-            "cascade_minus_selector": {key: test[key] for key in ("difference", "ci", "p_value", "test")},
-            "same_answer": agree,
-        }
-        Path(args.out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    return 0
 
 
 if __name__ == "__main__":

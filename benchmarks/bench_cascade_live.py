@@ -8,8 +8,8 @@ the generation cache off (every prompt is generated):
   the rest skipped once the cascade stops);
 - `full`: the config with the full-pool selector's weights file, every member run (`eor ask --all-members`).
 
-    python benchmarks/bench_cascade_live.py [--config C] [--data Q.jsonl] [--limit 30] [--out FILE.json]
-    python benchmarks/bench_cascade_live.py --compare today configs/nq-offline.yaml \\
+    python -m benchmarks.bench_cascade_live [--config C] [--data Q.jsonl] [--limit 30] [--out FILE.json]
+    python -m benchmarks.bench_cascade_live --compare today configs/nq-offline.yaml \\
         docs/weights/nq-offline-cascade.json lazy --compare designed D/pool.yaml D/cascade.json lazy
 
 Defaults: configs/nq-offline.yaml, the first 30 questions of ../shared/data/nq/dev.jsonl,
@@ -22,13 +22,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from eor.core.answers import exact_match
+from eor.core.data import load_questions
+from eor.pipeline.ensemble import Ensemble
 
 ROOT = Path(__file__).resolve().parent.parent
 WARM_UP = "who wrote the odyssey"
@@ -36,17 +42,15 @@ WARM_UP = "who wrote the odyssey"
 
 def run_arm(config: str, weights: str, data: str, limit: int, lazy: bool, out: str) -> None:
     """One arm, in this process: load, warm up, then answer each question with the cache off."""
-    from eor.core.answers import exact_match
-    from eor.core.data import load_questions
-    from eor.pipeline.ensemble import Ensemble
-
     ensemble = Ensemble.from_config(config, weights=weights, cache=False)
     ensemble.answer(WARM_UP, lazy=False)  # every model loaded (reader, encoder, indexes) before the clock
-    rows = []
+    rows: list[dict[str, Any]] = []
     for question in load_questions(Path(data), limit=limit):
         started = time.perf_counter()
         result = ensemble.answer(question, lazy=lazy)
         wall = time.perf_counter() - started
+        answer = result.answer  # None where eor abstained: no exact match
+        em = 0.0 if answer is None else max((exact_match(answer, gold) for gold in question.answers), default=0.0)
         rows.append(
             {
                 "id": question.id,
@@ -54,12 +58,13 @@ def run_arm(config: str, weights: str, data: str, limit: int, lazy: bool, out: s
                 "member": result.member,
                 "seconds": wall,
                 "members_run": len(result.members) + len(result.degraded),
-                "em": max((exact_match(result.answer, gold) for gold in question.answers), default=0.0),
+                "em": em,
                 "reason": (result.cascade or {}).get("reason"),
                 "judged": result.judged is not None,  # a judge chose among the candidates (docs/judge.md)
             }
         )
-        print(f"{len(rows):3d} {wall:6.2f} s  {result.answer[:40]!r}", file=sys.stderr, flush=True)
+        shown = answer if answer is None else answer[:40]
+        print(f"{len(rows):3d} {wall:6.2f} s  {shown!r}", file=sys.stderr, flush=True)
     Path(out).write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
@@ -87,12 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         run_arm(config, weights, args.data, args.limit, mode == "lazy", args.child_out)
         return 0
     specs = args.compare or [["full", args.config, args.full, "all"], ["cascade", args.config, args.cascade, "lazy"]]
-    arms = {}
+    arms: dict[str, list[dict[str, Any]]] = {}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryDirectory() as folder:
         for spec in specs:
             out = str(Path(folder) / f"{spec[0]}.json")
-            command = [sys.executable, __file__, "--child", *spec, "--child-out", out]
-            subprocess.run([*command, "--data", args.data, "--limit", str(args.limit)], check=True)
+            command = [sys.executable, "-m", "benchmarks.bench_cascade_live", "--child", *spec, "--child-out", out]
+            subprocess.run([*command, "--data", args.data, "--limit", str(args.limit)], check=True, env=env)
             arms[spec[0]] = json.loads(Path(out).read_text(encoding="utf-8"))
     names = list(arms)
     first, second = arms[names[0]], arms[names[-1]]

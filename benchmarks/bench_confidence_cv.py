@@ -3,7 +3,7 @@ cross-validation on training records (folds by question, seeded; both on the sam
 out-of-fold exact match, Top R chosen in each fold, and the paired difference with its bootstrap 95% interval
 and exact McNemar test. Records only: seconds, no reader.
 
-    python benchmarks/bench_confidence_cv.py [RECORDS] [--config CONFIG] [--folds 5] [--seed 0] [--out FILE.json]
+    python -m benchmarks.bench_confidence_cv [RECORDS] [--config CONFIG] [--folds 5] [--seed 0] [--out FILE.json]
 
 Default: docs/records/nq-train.jsonl.gz (its records must hold each member's confidence); `--config`: that
 config's members only (records that grew beyond its pool, as the NQ records did: configs/nq-offline.yaml).
@@ -16,6 +16,12 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from eor.core.config import load_config
+from eor.core.errors import InputError
+from eor.evaluation.stats import Bootstrap, paired_test
+from eor.learning.crossval import VoteSettings, out_of_fold, vote_arrays
+from eor.runs.run_data import load_run
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,12 +32,6 @@ def shown(path: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.bench.stats import Bootstrap, paired_test
-    from eor.core.config import load_config
-    from eor.core.errors import InputError
-    from eor.learning.crossval import VoteSettings, out_of_fold, vote_arrays
-    from eor.runs.run_data import load_run
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="?", default=str(ROOT / "docs/records/nq-train.jsonl.gz"))
     parser.add_argument("--config", help="this config's members only (records that grew beyond its pool)")

@@ -27,7 +27,7 @@ page cache was dropped. `--profile SIZES`: where a warm query's time goes (summi
 on 160,000, added in chunks; build seconds, bytes on disk, and a fresh process's query p50/p95 (nprobe 16,
 one query at a time) and peak memory.
 
-    python benchmarks/bench_corpus_scale.py --sizes 100k,1M,5M --rank-bm25 100k,1M --ask 1M --dense 1M,5M \
+    python -m benchmarks.bench_corpus_scale --sizes 100k,1M,5M --rank-bm25 100k,1M --ask 1M --dense 1M,5M \
         --work /tmp/eor-scale --json docs/scale-corpus.json
 """
 
@@ -41,12 +41,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+# The project's modules are imported inside the functions that use them: each child process measures its own
+# cold start (seconds and peak memory) from what it imports.
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 NQ_DEV = ROOT.parent / "shared" / "data" / "nq" / "dev.jsonl"
 VOCABULARY = 2_000_000
 EXPONENT = 1.07
@@ -168,7 +170,8 @@ def load_average() -> float:
 def child(args: list[str], cache: Path, out: Path | None = None) -> dict[str, Any]:
     """Run this script's `--child` mode in a fresh process; returns the JSON it prints last on stderr."""
     env = {**os.environ, "EOR_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", *args]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))  # this checkout
+    command = [sys.executable, "-m", "benchmarks.bench_corpus_scale", "--child", *args]
     started = time.perf_counter()
     with open(out or os.devnull, "w") as stdout:
         done = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env)
@@ -182,7 +185,10 @@ def child(args: list[str], cache: Path, out: Path | None = None) -> dict[str, An
 def run_child(mode: str, rest: list[str]) -> None:
     report: dict[str, Any] = {}
     if mode == "build":
-        corpus, engine = Path(rest[0]), rest[1]
+        corpus = Path(rest[0])
+        if rest[1] not in ("bm25s", "rank-bm25"):
+            raise SystemExit(f"unknown BM25 engine {rest[1]!r}: bm25s or rank-bm25")
+        engine: Literal["bm25s", "rank-bm25"] = "rank-bm25" if rest[1] == "rank-bm25" else "bm25s"
         started = time.perf_counter()
         from eor.core.models import file_sha256
 
@@ -259,17 +265,16 @@ def retrieval(work: Path, cache: Path, config: Path, questions: Path, cold: bool
 def postings(cache: Path, corpus: Path, questions: Path) -> dict[str, Any]:
     os.environ["EOR_CACHE"] = str(cache)
     from retrievers.bm25 import BM25Retriever
-    from retrievers.bm25_index import BM25Index, tokenize
+    from retrievers.bm25_index import tokenize
 
-    retriever = BM25Retriever(corpus_path=str(corpus))
-    index = retriever._scorer
-    assert isinstance(index, BM25Index)
+    index = BM25Retriever(corpus_path=str(corpus)).index
+    assert index is not None  # the bm25s engine's
     lengths = [
         length for line in questions.open() for length in index.posting_lengths(tokenize(json.loads(line)["question"]))
     ]
     terms = [len(tokenize(json.loads(line)["question"])) for line in questions.open()]
     return {
-        "vocabulary": len(index._vocab),
+        "vocabulary": index.vocabulary_size,
         "terms_per_question": round(statistics.mean(terms), 2),
         "posting_length_median": int(np.median(lengths)),
         "posting_length_mean": int(np.mean(lengths)),
@@ -345,7 +350,7 @@ def profile(count: int, args: argparse.Namespace, questions: Path) -> dict[str, 
 
 
 def _profile(corpus: Path, questions: Path) -> dict[str, Any]:
-    from retrievers.bm25 import BM25Retriever, _top_indices
+    from retrievers.bm25 import BM25Retriever, top_indices
 
     retriever = BM25Retriever(corpus_path=str(corpus))
     texts = [json.loads(line)["question"] for line in questions.open()][:200]
@@ -356,10 +361,10 @@ def _profile(corpus: Path, questions: Path) -> dict[str, Any]:
         first = time.perf_counter()
         scores = retriever.scores(text)
         second = time.perf_counter()
-        top = _top_indices(scores, 20)
+        top = top_indices(scores, 20)
         third = time.perf_counter()
         for row in top.tolist():
-            retriever._passage(row, float(scores[row]))
+            retriever.document(row, float(scores[row]))
         spent["scores_ms"] += second - first
         spent["top20_ms"] += third - second
         spent["read_ms"] += time.perf_counter() - third

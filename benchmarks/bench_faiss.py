@@ -2,7 +2,7 @@
 
 The shared corpus (`../shared/data/corpus/wiki-nq.jsonl`) is encoded once by the real `DenseRetriever`
 (exact `Flat` index, the default); every other index is built from the same vectors by the function the
-retriever builds with (`retrievers.dense._faiss_index`) and searched with the same query vectors (the NQ dev
+retriever builds with (`retrievers.dense.faiss_index`) and searched with the same query vectors (the NQ dev
 questions). Per index: build seconds (training and adding), bytes per passage (the index as written by
 FAISS, divided by the passages), search milliseconds per query (all queries in one call, best of 3),
 recall@10 against the exact top 10, and the share of questions with a gold passage in the top 10.
@@ -11,7 +11,7 @@ recall@10 against the exact top 10, and the share of questions with a gold passa
 (Gaussian noise of the vectors' own spread, renormalised), to show the trade-off where an index outgrows
 exact search. The copies are synthetic: recall is measured against exact search over them too.
 
-    python benchmarks/bench_faiss.py [--scale 100] [--out docs/faiss.json]
+    python -m benchmarks.bench_faiss [--scale 100] [--out docs/faiss.json]
 """
 
 from __future__ import annotations
@@ -19,16 +19,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import faiss
 import numpy as np
 
+from eor.core.data import load_questions
+from retrievers.corpus import load_corpus
+from retrievers.dense import DenseRetriever, faiss_index
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 CORPUS = ROOT.parent / "shared" / "data" / "corpus" / "wiki-nq.jsonl"
 QUESTIONS = ROOT.parent / "shared" / "data" / "nq" / "dev.jsonl"
 SETTINGS = [  # (factory, nprobe)
@@ -43,13 +46,11 @@ SETTINGS = [  # (factory, nprobe)
 SCALED = [("Flat", None), ("IVF1024,Flat", 8), ("IVF1024,Flat", 32), ("IVF1024,PQ32", 32), ("HNSW32", None)]
 
 
-def measure(vectors: np.ndarray, queries: np.ndarray, factory: str, nprobe: int | None, exact: np.ndarray) -> dict:
-    import faiss
-
-    from retrievers.dense import _faiss_index
-
+def measure(
+    vectors: np.ndarray, queries: np.ndarray, factory: str, nprobe: int | None, exact: np.ndarray
+) -> dict[str, Any]:
     started = time.perf_counter()
-    index = _faiss_index(vectors, factory)
+    index = faiss_index(vectors, factory)
     built = time.perf_counter() - started
     if nprobe is not None:
         faiss.ParameterSpace().set_index_parameter(index, "nprobe", nprobe)
@@ -74,12 +75,6 @@ def measure(vectors: np.ndarray, queries: np.ndarray, factory: str, nprobe: int 
 
 
 def run(scale: int) -> dict[str, Any]:
-    import faiss
-
-    from eor.core.data import load_questions
-    from retrievers.corpus import load_corpus
-    from retrievers.dense import DenseRetriever
-
     faiss.omp_set_num_threads(1)  # one core: comparable figures whatever else runs
     wiki = DenseRetriever(corpus_path=str(CORPUS), depth=10)
     vectors = wiki.index.reconstruct_n(0, wiki.index.ntotal)
@@ -119,8 +114,6 @@ def run(scale: int) -> dict[str, Any]:
 
 
 def _flat_search(vectors: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    import faiss
-
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(vectors)
     return index.search(queries, 10)

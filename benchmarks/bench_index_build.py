@@ -5,7 +5,7 @@ builds touch each passage once; the dense Flat index keeps 384 float32 numbers p
 Each corpus is built in an empty cache folder (`EOR_CACHE` set to a temporary one), so nothing cached is
 read; the first load is the build, the second the load of what it persisted.
 
-    python benchmarks/bench_index_build.py [CORPUS.jsonl ...] [--json out.json]
+    python -m benchmarks.bench_index_build [CORPUS.jsonl ...] [--json out.json]
 
 Default: the demo corpus and, when present, ../shared/data/corpus/wiki-nq.jsonl.
 """
@@ -18,6 +18,11 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+from retrievers.bm25 import BM25Retriever
+from retrievers.corpus import load_corpus
+from retrievers.dense import DenseRetriever
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULTS = [ROOT / "eor/demo/corpus.jsonl", ROOT.parent / "shared/data/corpus/wiki-nq.jsonl"]
@@ -28,13 +33,9 @@ def folder_bytes(folder: Path, kind: str) -> int:
     return sum(path.stat().st_size for path in (folder / "indexes").rglob("*") if path.is_file() and kind in str(path))
 
 
-def measure(corpus: Path) -> dict:
-    from retrievers.bm25 import BM25Retriever
-    from retrievers.corpus import load_corpus
-    from retrievers.dense import DenseRetriever
-
+def measure(corpus: Path) -> dict[str, Any]:
     passages = len(load_corpus(corpus))
-    row: dict = {"corpus": corpus.name, "passages": passages}
+    row: dict[str, Any] = {"corpus": corpus.name, "passages": passages}
     with tempfile.TemporaryDirectory() as cache:
         os.environ["EOR_CACHE"] = cache
         for kind, build in (("bm25", BM25Retriever), ("dense", DenseRetriever)):

@@ -6,7 +6,7 @@ uniform voter of the pool), the members of each question are run lazily in order
 members cannot change the chosen answer, whatever they would answer. Every lazy answer is compared with the
 full vote's, and the recorded seconds of the members that did not have to run are counted as saved.
 
-    python benchmarks/bench_lazy_voting.py [RECORDS ...] [--weights W.json ...] [--config CONFIG]
+    python -m benchmarks.bench_lazy_voting [RECORDS ...] [--weights W.json ...] [--config CONFIG]
 
 Defaults: the records and weights files kept in docs/records and docs/weights.
 """
@@ -16,21 +16,34 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from eor.core.config import load_config
+from eor.core.results import Record
+from eor.runs.records import read_records
+from eor.runs.run_data import RunData, load_run
+from voters import VoteBatch, Voter, load_voter
+from voters.lazy import simulate, supports_lazy_voting
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def member_seconds(records: list, names: list[str]) -> np.ndarray:
-    """Mean recorded seconds per member (retrieval, its own generations and the answer)."""
-    return np.array([np.mean([r.members[name].seconds for r in records]) for name in names])
+def recorded_seconds(record: Record, name: str) -> float:
+    """The member's recorded seconds on the record's question (retrieval, its own generations and the answer)."""
+    seconds = record.members[name].seconds
+    if seconds is None:
+        raise SystemExit(f"{record.id}: no recorded seconds of {name}, nothing to replay")
+    return seconds
 
 
-def replay(data, records: list, voter) -> dict:
-    from voters import VoteBatch
-    from voters.lazy import simulate
+def member_seconds(records: list[Record], names: list[str]) -> np.ndarray:
+    """Mean recorded seconds per member."""
+    return np.array([np.mean([recorded_seconds(r, name) for r in records]) for name in names])
 
+
+def replay(data: RunData, records: list[Record], voter: Any) -> dict[str, Any]:
     names = list(voter.members_)
     columns = [data.names.index(name) for name in names]
     answers = [[row[c] for c in columns] for row in data.answers]
@@ -43,7 +56,7 @@ def replay(data, records: list, voter) -> dict:
     for q in range(data.questions):
         answer, ran = simulate(voter, answers[q], passages[q], order)
         same += answer == answers[q][int(full[q])]
-        seconds = [by_id[data.ids[q]].members[name].seconds for name in names]
+        seconds = [recorded_seconds(by_id[data.ids[q]], name) for name in names]
         total_seconds += sum(seconds)
         saved_seconds += sum(s for m, s in enumerate(seconds) if m not in ran)
         members_run += len(ran)
@@ -62,12 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", nargs="*", help="weights files (default: docs/weights/*.json)")
     parser.add_argument("--config", help="this config's members only, in every records file (records that grew)")
     args = parser.parse_args(argv)
-    from eor.core.config import load_config
-    from eor.runs.records import read_records
-    from eor.runs.run_data import load_run
-    from voters import Voter, load_voter
-    from voters.lazy import supports_lazy_voting
-
     record_files = args.records or sorted(str(p) for p in (ROOT / "docs" / "records").glob("*.jsonl.gz"))
     weight_files = (
         args.weights if args.weights is not None else sorted(str(p) for p in (ROOT / "docs" / "weights").glob("*.json"))

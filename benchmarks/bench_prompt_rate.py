@@ -9,7 +9,7 @@ one setting, side by side in one process:
 - the model requantized to Q4_0 (`--q4-0`), which llama.cpp repacks for its AVX2/AVX-512 matrix kernels. A
   requantized model answers differently: this measures what the kernels would give, not a setting to use.
 
-    python benchmarks/bench_prompt_rate.py [--questions 4] [--q4-0]
+    python -m benchmarks.bench_prompt_rate [--questions 4] [--q4-0]
 """
 
 from __future__ import annotations
@@ -20,14 +20,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import llama_cpp
+
+from eor.core.models import resolve_model
+from eor.core.prompts import PromptTemplates
+from eor.readers.llamacpp import LlamaCppReader
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
 
 
 def prompts(count: int) -> list[str]:
-    from eor.core.prompts import PromptTemplates
-
     templates = PromptTemplates()
     corpus = [json.loads(line) for _, line in zip(range(200), open(SHARED / "corpus" / "wiki-nq.jsonl"), strict=False)]
     questions = [
@@ -41,24 +46,21 @@ def prompts(count: int) -> list[str]:
     return out
 
 
-def rate(model: Path, texts: list[str], **settings) -> tuple[float, int, float]:
+def rate(model: Path, texts: list[str], **settings: Any) -> tuple[float, int, float]:
     """(prompt tokens/s, prompt tokens, seconds) over `texts`, each from an empty KV cache."""
-    from eor.readers.llamacpp import LlamaCppReader
-
     reader = LlamaCppReader(model, context_tokens=4096, **settings)
     reader.generate_timed(["warm up"], 1)
     tokens, seconds = 0, 0.0
     for text in texts:
-        reader._llm.forget()  # every prompt from an empty cache: the rate of evaluation, not of reuse
+        reader.forget()  # every prompt from an empty cache: the rate of evaluation, not of reuse
         output = reader.generate_timed([text], 1)[0]
+        assert output.prompt_tokens is not None and output.prompt_seconds is not None  # llama.cpp counts them
         tokens += output.prompt_tokens
         seconds += output.prompt_seconds
     return tokens / seconds, tokens, seconds
 
 
 def requantized_q4_0(model: Path, folder: Path) -> Path:
-    import llama_cpp
-
     target = folder / (model.stem + ".q4_0.gguf")
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0
@@ -74,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="qwen2.5-0.5b")
     parser.add_argument("--q4-0", action="store_true", help="also measure a Q4_0 copy of the model")
     args = parser.parse_args(argv)
-    from eor.core.models import resolve_model
-
     model = Path(resolve_model(args.model))
     texts = prompts(args.questions)
     runs = [(f"U={u}", model, {"prefix_chunk": u if u != 512 else 0}) for u in (32, 64, 128, 256, 512)]

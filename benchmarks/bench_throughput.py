@@ -13,12 +13,12 @@ each phase (the run's `generation.json`), and the floor of the work: distinct pr
 generated tokens / generation rate, with the rates the first path measured. Every member's answer of every
 path is checked against the first path's. The BM25 and dense indexes are built first, untimed.
 
-    python benchmarks/bench_throughput.py --config configs/nq-offline16.yaml --data ../shared/data/nq/dev.jsonl \
+    python -m benchmarks.bench_throughput --config configs/nq-offline16.yaml --data ../shared/data/nq/dev.jsonl \
         --limit 10 [--json out.json]
 
 The cost of recording the reader's confidence (each token's log-probability, on by default):
 
-    python benchmarks/bench_throughput.py --path silent:confidence=false --only reuse silent --limit 20
+    python -m benchmarks.bench_throughput --path silent:confidence=false --only reuse silent --limit 20
 """
 
 from __future__ import annotations
@@ -32,10 +32,9 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks.bench_cache import records, timed_eor_run, warm_indexes
 
-from bench_cache import records, timed_eor_run, warm_indexes  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 PATHS = {"fresh": {"prefix_chunk": 0}, "reuse": {"prefix_chunk": 64}}
 
@@ -43,7 +42,7 @@ PATHS = {"fresh": {"prefix_chunk": 0}, "reuse": {"prefix_chunk": 64}}
 def parse_path(text: str) -> tuple[str, dict[str, Any]]:
     """`NAME:key=value,key=value` -> (NAME, {key: value}) with YAML-typed values."""
     name, _, settings = text.partition(":")
-    options = {}
+    options: dict[str, Any] = {}
     for item in filter(None, settings.split(",")):
         key, _, value = item.partition("=")
         options[key.strip()] = yaml.safe_load(value)
@@ -79,7 +78,39 @@ def run_path(config: Path, data: Path, limit: int, out: Path) -> dict[str, Any]:
 
 
 def answers(folder: Path) -> dict[tuple[str, str], str]:
+    """Every member's answer of a run folder's records, by (question id, member)."""
     return {(r["id"], name): m["answer"] for r in records(folder) for name, m in r["members"].items()}
+
+
+def compare(rows: dict[str, dict[str, Any]], config: Path, limit: int, data: Path) -> None:
+    """Print each path's figures against the first path's, and add them to its row."""
+    first = next(iter(rows))
+    base = rows[first]
+    prompt_rate = base["prompt_tokens"] / base["prompt_seconds"]
+    generation_rate = base["generated_tokens"] / base["generation_seconds"]
+    print(
+        f"{config.name}, {limit} questions of {data.name}, cache off; rates of `{first}`: "
+        f"{prompt_rate:.0f} prompt tokens/s, {generation_rate:.1f} generated tokens/s"
+    )
+    header = (
+        f"{'path':<10} {'wall s':>8} {'speed-up':>8} {'prompt tok':>10} {'kept tok':>9} {'prompt s':>9} "
+        f"{'gen tok':>8} {'gen s':>7} {'floor s':>8} {'same answers':>13}"
+    )
+    print(header)
+    for name, row in rows.items():
+        floor = row["prompt_tokens"] / prompt_rate + row["generated_tokens"] / generation_rate
+        same = sum(row["answers"].get(key) == value for key, value in base["answers"].items())
+        row.update(
+            floor_seconds=round(floor, 1),
+            same_answers=same,
+            members_answers=len(base["answers"]),
+            speedup=round(base["wall_seconds"] / row["wall_seconds"], 2),
+        )
+        print(
+            f"{name:<10} {row['wall_seconds']:>8.1f} {row['speedup']:>7.2f}x {row['prompt_tokens']:>10} "
+            f"{row['reused_tokens']:>9} {row['prompt_seconds']:>9.1f} {row['generated_tokens']:>8} "
+            f"{row['generation_seconds']:>7.1f} {floor:>8.1f} {same:>6}/{len(base['answers'])}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,33 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             rows[name]["reader"] = reader
             rows[name]["answers"] = answers(folder / name)
 
-    first = next(iter(rows))
-    base = rows[first]
-    prompt_rate = base["prompt_tokens"] / base["prompt_seconds"]
-    generation_rate = base["generated_tokens"] / base["generation_seconds"]
-    print(
-        f"{args.config.name}, {args.limit} questions of {args.data.name}, cache off; rates of `{first}`: "
-        f"{prompt_rate:.0f} prompt tokens/s, {generation_rate:.1f} generated tokens/s"
-    )
-    header = (
-        f"{'path':<10} {'wall s':>8} {'speed-up':>8} {'prompt tok':>10} {'kept tok':>9} {'prompt s':>9} "
-        f"{'gen tok':>8} {'gen s':>7} {'floor s':>8} {'same answers':>13}"
-    )
-    print(header)
-    for name, row in rows.items():
-        floor = row["prompt_tokens"] / prompt_rate + row["generated_tokens"] / generation_rate
-        same = sum(row["answers"].get(key) == value for key, value in base["answers"].items())
-        row.update(
-            floor_seconds=round(floor, 1),
-            same_answers=same,
-            members_answers=len(base["answers"]),
-            speedup=round(base["wall_seconds"] / row["wall_seconds"], 2),
-        )
-        print(
-            f"{name:<10} {row['wall_seconds']:>8.1f} {row['speedup']:>7.2f}x {row['prompt_tokens']:>10} "
-            f"{row['reused_tokens']:>9} {row['prompt_seconds']:>9.1f} {row['generated_tokens']:>8} "
-            f"{row['generation_seconds']:>7.1f} {floor:>8.1f} {same:>6}/{len(base['answers'])}"
-        )
+    compare(rows, args.config, args.limit, args.data)
     if args.json:
         for row in rows.values():
             row.pop("answers")

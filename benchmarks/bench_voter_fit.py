@@ -7,7 +7,7 @@ then `Voter.fit` on that batch runs the whole Nelder-Mead search with its restar
 objective evaluations that recompute the similarities (as a naive implementation would, with the encoder
 already loaded and no disk cache) are timed and extrapolated to the number of evaluations the fit used.
 
-    python benchmarks/bench_voter_fit.py [--questions 1566] [--members 16] [--metrics em,f1,cosine]
+    python -m benchmarks.bench_voter_fit [--questions 1566] [--members 16] [--metrics em,f1,cosine]
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ import sys
 import time
 
 import numpy as np
+
+from voters import VoteBatch, Voter, correctness_matrix, similarity_tensor
+from voters.scoring import VoteScorer, choose
 
 WORDS = (
     "river city king queen war battle song album film novel river mountain island church bridge station "
@@ -30,7 +33,8 @@ WORDS = (
 def synthetic(n_questions: int, n_members: int, seed: int) -> tuple[list[list[str]], list[list[str]]]:
     rng = np.random.default_rng(seed)
     accuracy = np.linspace(0.15, 0.5, n_members)
-    answers, golds = [], []
+    answers: list[list[str]] = []
+    golds: list[list[str]] = []
     for _ in range(n_questions):
         gold = " ".join(rng.choice(WORDS, size=rng.integers(1, 4)))
         distractors = [
@@ -43,6 +47,32 @@ def synthetic(n_questions: int, n_members: int, seed: int) -> tuple[list[list[st
     return answers, golds
 
 
+def recompute_seconds(
+    args: argparse.Namespace, answers: list[list[str]], correct: np.ndarray, voter: Voter, fit_seconds: float
+) -> None:
+    """Time objective evaluations that recompute the similarities, extrapolated to the fit's evaluations."""
+    metrics = tuple(args.metrics.split(","))
+    evaluations = voter.n_evaluations_
+    rows = np.arange(len(answers))
+
+    def recomputing_objective(metric_weights: np.ndarray, retriever_weights: np.ndarray) -> float:
+        fresh = similarity_tensor(answers, metrics)  # what the precomputed tensor saves, every evaluation
+        scores = VoteScorer(fresh).scores(metric_weights, retriever_weights, pooling=args.pooling)
+        return float(correct[rows, choose(scores)].mean())
+
+    started = time.perf_counter()
+    for _ in range(args.recompute_evals):
+        recomputing_objective(voter.metric_weights_, voter.retriever_weights_)
+    recompute_per_eval = (time.perf_counter() - started) / args.recompute_evals
+    extrapolated = recompute_per_eval * evaluations
+    print(
+        f"objective recomputing similarities: {recompute_per_eval:.2f} s per evaluation "
+        f"({args.recompute_evals} timed) -> {extrapolated:,.0f} s ({extrapolated / 3600:.2f} h) extrapolated "
+        f"to {evaluations} evaluations"
+    )
+    print(f"ratio recompute / precomputed tensor: {extrapolated / fit_seconds:,.0f}x")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=1566)
@@ -53,11 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     metrics = tuple(args.metrics.split(","))
-
-    from voters import VoteBatch, Voter, correctness_matrix, similarity_tensor
-    from voters.scoring import VoteScorer, choose
-
-    print("command:", shlex.join([sys.executable, *sys.argv]))
+    print("command:", shlex.join([sys.executable, "-m", "benchmarks.bench_voter_fit", *sys.argv[1:]]))
     answers, golds = synthetic(args.questions, args.members, args.seed)
     correct = correctness_matrix(answers, golds)
     batch = VoteBatch(answers, golds=golds)
@@ -85,24 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{len(voter.active_members_)} of {args.members} members active"
     )
 
-    rows = np.arange(len(answers))
-
-    def recomputing_objective(metric_weights: np.ndarray, retriever_weights: np.ndarray) -> float:
-        fresh = similarity_tensor(answers, metrics)  # what the precomputed tensor saves, every evaluation
-        scores = VoteScorer(fresh).scores(metric_weights, retriever_weights, pooling=args.pooling)
-        return float(correct[rows, choose(scores)].mean())
-
-    started = time.perf_counter()
-    for _ in range(args.recompute_evals):
-        recomputing_objective(voter.metric_weights_, voter.retriever_weights_)
-    recompute_per_eval = (time.perf_counter() - started) / args.recompute_evals
-    extrapolated = recompute_per_eval * evaluations
-    print(
-        f"objective recomputing similarities: {recompute_per_eval:.2f} s per evaluation "
-        f"({args.recompute_evals} timed) -> {extrapolated:,.0f} s ({extrapolated / 3600:.2f} h) extrapolated "
-        f"to {evaluations} evaluations"
-    )
-    print(f"ratio recompute / precomputed tensor: {extrapolated / fit_seconds:,.0f}x")
+    recompute_seconds(args, answers, correct, voter, fit_seconds)
     print(f"fit under 10 s: {'yes' if fit_seconds < 10 else 'NO'}")
 
 

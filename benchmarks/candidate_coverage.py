@@ -5,7 +5,7 @@ candidates per question and the seconds the rule took per question.
 "Gold among the candidates" is exact match (SQuAD normalisation) of some candidate with some gold answer; the
 ceiling, "gold in the passages", is a gold answer occurring as whole words in a passage some member read.
 
-    python benchmarks/candidate_coverage.py docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml
+    python -m benchmarks.candidate_coverage docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml
         [--k 5,10,20,40] [--json FILE]
 """
 
@@ -15,14 +15,14 @@ import argparse
 import json
 import time
 
+from eor.core.answers import contains, exact_match
+from eor.core.config import load_config
+from eor.pipeline.judging import passages_read
+from eor.runs.records import read_records
+from voters.candidates import SPAN_RULES, candidates
+
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.core.answers import contains, exact_match
-    from eor.core.config import load_config
-    from eor.pipeline.judging import passages_read
-    from eor.runs.records import read_records
-    from voters.candidates import SPAN_RULES, candidates
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", help="records (a run folder or .jsonl[.gz])")
     parser.add_argument("--config", help="the pool's config: its members alone (records that grew beyond it)")

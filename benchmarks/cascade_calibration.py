@@ -2,7 +2,7 @@
 voters.right), the questions, the mean P(right) against the share right, and how many of them each error rate
 of the weights file answers. From records alone, in seconds.
 
-    python benchmarks/cascade_calibration.py [--config configs/nq-offline.yaml]
+    python -m benchmarks.cascade_calibration [--config configs/nq-offline.yaml]
         [--weights docs/weights/nq-offline-cascade.json] [--records docs/records/nq-dev.jsonl.gz] [--metric em]
 """
 
@@ -13,16 +13,16 @@ from pathlib import Path
 
 import numpy as np
 
+from eor.core.config import load_config
+from eor.core.correctness import correctness_matrix
+from eor.runs.run_data import load_run
+from voters import VoteBatch, load_voter
+from voters.right import RightModel, choice_evidence
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.core.config import load_config
-    from eor.core.correctness import correctness_matrix
-    from eor.runs.run_data import load_run
-    from voters import VoteBatch, load_voter
-    from voters.right import RightModel, choice_evidence
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(ROOT / "configs/nq-offline.yaml"), help="the pool's config")
     parser.add_argument("--weights", default=str(ROOT / "docs/weights/nq-offline-cascade.json"), help="a cascade")
@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(args.config)
     cascade = load_voter(args.weights, members=config.members)
     model = RightModel.from_voter(cascade)
+    if model is None:
+        raise SystemExit(f"{args.weights}: the weights file holds no P(right) (meta.probability)")
     data = load_run(args.records, config.members)
     batch = VoteBatch(data.answers, data.passages, data.texts, confidence=data.confidence or None)
     _, stops = cascade.replay(batch)

@@ -5,7 +5,7 @@ pool and its answer prompt rebuilt; passage ids and the prompt must be byte-iden
 
 Run it before a long recording continues after a change to retrieval or prompts lands:
 
-    python benchmarks/check_recorded_retrieval.py runs/nq16-train400 --config configs/nq-offline16.yaml -n 5
+    python -m benchmarks.check_recorded_retrieval runs/nq16-train400 --config configs/nq-offline16.yaml -n 5
 
 Prints one line per member and exits 1 on any difference.
 """
@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from eor.core.config import load_config
+from eor.pipeline.members import member_templates, source_pool
+from eor.runs.records import iter_records
+from retrievers import notation
 
 
-def _same(found: list, recorded: list) -> bool:
+def _same(found: list[tuple[str, float | None]], recorded: list[tuple[str, float | None]]) -> bool:
     """The same passage ids, with scores within 1e-5 relative: a dense encoder's float32 query vector differs
     in its last digits with the batch it was encoded in (a run encodes a batch of questions; this check, one)."""
     if [pid for pid, _ in found] != [pid for pid, _ in recorded]:
@@ -32,11 +33,6 @@ def _same(found: list, recorded: list) -> bool:
 
 
 def main() -> int:
-    from eor.core.config import load_config
-    from eor.pipeline.members import member_templates, source_pool
-    from eor.runs.records import iter_records
-    from retrievers import notation
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", help="a run folder or records file")
     parser.add_argument("--config", required=True, help="the config the records were made with")

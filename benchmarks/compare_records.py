@@ -6,7 +6,7 @@ template changed), or when the former reader path (`prefix_chunk: 0`: every prom
 512-token batches) reproduces the old answer on the same prompt (`--explain`, which loads the reader of
 `--config`); any other difference is a determinism bug.
 
-    python benchmarks/compare_records.py OLD NEW [--explain --config configs/nq-offline.yaml] [--out FILE.json]
+    python -m benchmarks.compare_records OLD NEW [--explain --config configs/nq-offline.yaml] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -14,16 +14,23 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
+
+from eor.core.config import load_config
+from eor.core.prompts import clean_answer
+from eor.core.results import Record
+from eor.readers import build_reader
+from eor.runs.records import read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def differences(old: list, new: list) -> tuple[dict, list[dict]]:
+def differences(old: list[Record], new: list[Record]) -> tuple[dict[str, dict[str, int]], list[dict[str, Any]]]:
     """(per member: compared and identical answers, the differences), over the questions both hold; `old` and
     `new` are records (eor.core.results.Record)."""
     newer = {record.id: record for record in new}
     counts: dict[str, list[int]] = {}
-    found = []
+    found: list[dict[str, Any]] = []
     for record in old:
         other = newer.get(record.id)
         if other is None:
@@ -50,12 +57,8 @@ def differences(old: list, new: list) -> tuple[dict, list[dict]]:
     return {name: {"compared": c, "identical": i} for name, (c, i) in counts.items()}, found
 
 
-def explain(found: list[dict], config_path: Path) -> None:
+def explain(found: list[dict[str, Any]], config_path: Path) -> None:
     """Generate each differing same-prompt answer again with the former path (prefix_chunk 0)."""
-    from eor.core.config import load_config
-    from eor.core.prompts import clean_answer
-    from eor.readers import build_reader
-
     config = load_config(config_path)
     config.reader.llama_cpp.prefix_chunk = 0
     reader = build_reader(config.reader)
@@ -69,8 +72,6 @@ def explain(found: list[dict], config_path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.runs.records import read_records
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old", help="records (run folder or .jsonl[.gz]) of the earlier run")
     parser.add_argument("new", help="records of the later run")

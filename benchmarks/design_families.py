@@ -8,7 +8,7 @@ as `eor design` does (5 repeated 5-fold splits, eor.learning.design.SplitScores)
 with the standard error, the oracle, and reader seconds per question with every member run in order
 (eor.runs.costs.PromptReplay at the rates given). Records only: the reader's tokenizer, no generation.
 
-    python benchmarks/design_families.py RECORDS --config configs/nq-candidates.yaml \\
+    python -m benchmarks.design_families RECORDS --config configs/nq-candidates.yaml \\
         [--base configs/nq-offline.yaml] [--rates 281,60] [--repeats 5] [--out FILE.json]
 """
 
@@ -19,14 +19,24 @@ import json
 from pathlib import Path
 from typing import Any
 
+from eor.cli.options import token_rates
+from eor.core.config import load_config
+from eor.learning.crossval import VoteSettings, vote_arrays
+from eor.learning.design import SplitScores, paired, pool_cost
+from eor.learning.judge_cascade import chat_tokenizer
+from eor.pipeline.members import demonstration_ids
+from eor.readers import build_reader
+from eor.runs.costs import PromptReplay, prompt_replay
+from eor.runs.run_data import load_run
+from retrievers import notation
+from voters.cascade_fit import SelectorSettings
+
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ("prompt variant", "fusion", "other encoder", "one passage other than the first")
 
 
 def family(name: str, dense_sources: set[str]) -> str | None:
     """The family of a candidate member (None: none of them)."""
-    from retrievers import notation
-
     tree = notation.parse(name)
     nodes = list(notation.walk(tree))
     if notation.variant_of(tree) is not None:
@@ -40,17 +50,7 @@ def family(name: str, dense_sources: set[str]) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    from eor.cli.options import token_rates
-    from eor.core.config import load_config
-    from eor.learning.crossval import VoteSettings, vote_arrays
-    from eor.learning.design import SplitScores, paired, pool_cost
-    from eor.pipeline.members import demonstration_ids
-    from eor.readers import build_reader
-    from eor.runs.costs import prompt_replay
-    from eor.runs.run_data import load_run
-    from voters.cascade_fit import SelectorSettings
-
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", help="training records holding every candidate")
     parser.add_argument("--config", required=True, help="the candidates' config")
@@ -60,8 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="also write the figures as JSON")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     config = load_config(args.config)
     data = load_run(args.records, config.members).without(demonstration_ids(config))
     base = [data.names.index(name) for name in load_config(args.base).members]
@@ -72,24 +75,34 @@ def main(argv: list[str] | None = None) -> int:
         if m not in base and kind is not None:
             groups.setdefault(kind, []).append(m)
     replay = prompt_replay(
-        data, build_reader(config.reader).chat_tokens, args.rates, config.reader.llama_cpp.prefix_chunk
+        data, chat_tokenizer(build_reader(config.reader)), args.rates, config.reader.llama_cpp.prefix_chunk
     )
     arrays = vote_arrays(data, VoteSettings(confidence=False))
     labels = arrays.correctness >= 0.5
     scores = SplitScores(arrays.blocks, labels, data.names, SelectorSettings(), args.folds, args.repeats, args.seed)
-    reference = scores.right(base)
     pools = {"base pool": base}
     pools.update({f"base + {kind}": base + members for kind, members in groups.items()})
     pools["every candidate"] = list(range(len(data.names)))
-    rows: list[dict[str, Any]] = []
     print(f"{data.questions} questions; {args.repeats} × {args.folds}-fold cross-validation of the selector")
+    rows = pool_rows(pools, base, scores, replay, data.names)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"rates": args.rates, "pools": rows}, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def pool_rows(
+    pools: dict[str, list[int]], base: list[int], scores: SplitScores, replay: PromptReplay, names: list[str]
+) -> list[dict[str, Any]]:
+    """Each pool's figures against the base pool's, printed as a table."""
+    reference = scores.right(base)
+    rows: list[dict[str, Any]] = []
     print(f"{'pool':<44} {'members':>7} {'CV EM':>6} {'gain':>6} {'SE':>5} {'oracle':>7} {'s/q':>6}")
     for label, subset in pools.items():
         right = scores.right(subset)
         gain, se = paired(right, reference) if subset != base else (0.0, 0.0)
-        row = {
+        row: dict[str, Any] = {
             "pool": label,
-            "members": [data.names[m] for m in subset],
+            "members": [names[m] for m in subset],
             "cv_em": float(right.mean()),
             "gain": gain,
             "se": se,
@@ -101,9 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{label:<44} {len(subset):>7} {100 * row['cv_em']:6.1f} {100 * gain:+6.1f} {100 * se:5.1f} "
             f"{100 * row['oracle']:7.1f} {row['seconds']:6.2f}"
         )
-    if args.out:
-        Path(args.out).write_text(json.dumps({"rates": args.rates, "pools": rows}, indent=2) + "\n", encoding="utf-8")
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ after `--change` of the files changed and the folder imported again: the second 
 files' passages, read the rest from the vector cache (retrievers.vector_cache), and its corpus, BM25 index and
 vectors are compared with a fresh import indexed from an empty cache (byte for byte; vectors to 1e-6).
 
-    python benchmarks/documents_import.py [--files 200] [--json FILE]
-    python benchmarks/documents_import.py --files 250 --index --json docs/reports/documents-index.json
+    python -m benchmarks.documents_import [--files 200] [--json FILE]
+    python -m benchmarks.documents_import --files 250 --index --json docs/reports/documents-index.json
 """
 
 from __future__ import annotations
@@ -18,12 +18,21 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import random
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from docx import Document
+
+from eor.documents.extract import extract
+from eor.documents.folder import import_folder
+from eor.documents.split import file_digest, split_document
+from retrievers.bm25 import BM25Retriever
+from retrievers.dense import DenseRetriever
 
 WORDS = (
     "retriever reader passage question answer ensemble vote member corpus index dense sparse ranking score "
@@ -41,6 +50,7 @@ def _text(rng: random.Random, words: int) -> str:
 
 
 def _pdf(rng: random.Random, pages: int) -> bytes:
+    # reportlab is a development dependency (the `dev` extra): imported only to write PDFs
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
 
@@ -58,8 +68,6 @@ def _pdf(rng: random.Random, pages: int) -> bytes:
 
 
 def _docx(rng: random.Random, sections: int) -> bytes:
-    from docx import Document
-
     word = Document()
     for n in range(sections):
         word.add_heading(f"Section {n + 1}", 1)
@@ -95,10 +103,6 @@ def write_folder(root: Path, files: int, seed: int = 0) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.documents.extract import extract
-    from eor.documents.folder import import_folder
-    from eor.documents.split import file_digest, split_document
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=200, help="files of each kind (default 200)")
     parser.add_argument("--json", help="write the figures here")
@@ -139,12 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _indexes(corpus: Path) -> dict[str, float]:
-    """BM25 and the dense index of `corpus` built in the eor cache of the moment: seconds, and the passages
-    encoded and read from the vector cache."""
-    from retrievers.bm25 import BM25Retriever
-    from retrievers.dense import DenseRetriever
-
+def _indexes(corpus: Path) -> dict[str, Any]:
+    """BM25 and the dense index of `corpus` built in the eor cache of the moment: seconds, the passages
+    encoded and read from the vector cache, and the vectors."""
     tick = time.perf_counter()
     BM25Retriever(corpus_path=str(corpus), depth=5)
     bm25 = time.perf_counter() - tick
@@ -152,7 +153,7 @@ def _indexes(corpus: Path) -> dict[str, float]:
     dense = DenseRetriever(corpus_path=str(corpus), depth=5)
     seconds = time.perf_counter() - tick
     vectors = np.vstack([dense.index.reconstruct(i) for i in range(dense.index.ntotal)])
-    return {"bm25 seconds": bm25, "dense seconds": seconds, **dense._encoded, "vectors": vectors}  # type: ignore[dict-item]
+    return {"bm25 seconds": bm25, "dense seconds": seconds, **dense.encoded, "vectors": vectors}
 
 
 def _bm25_bytes(cache: Path) -> dict[str, bytes]:
@@ -163,10 +164,6 @@ def _bm25_bytes(cache: Path) -> dict[str, bytes]:
 def index_main(args: argparse.Namespace) -> int:
     """The import and both indexes, first and again after `args.change` of the files changed, against a fresh
     import indexed from an empty cache."""
-    import os
-
-    from eor.documents.folder import import_folder
-
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch)
         root, corpus, cache = base / "docs", base / "corpus.jsonl", base / "cache"

@@ -16,7 +16,7 @@ The passage encoder (all-MiniLM-L6-v2's shapes, the dense retriever's) encodes b
 tokens (default 128: the shared NQ corpus's passages are 118 wordpieces on average, 154 at the 90th
 percentile) in bf16; passages per second = batch / seconds, the mean of `--repeats` passes.
 
-    python benchmarks/gpu_rates.py [--arch qwen2.5-0.5b,qwen2.5-7b] [--batches 1,8,32,128]
+    python -m benchmarks.gpu_rates [--arch qwen2.5-0.5b,qwen2.5-7b] [--batches 1,8,32,128]
         [--prompt 512] [--generate 32] [--encoder-batches 256,1024] [--passage 128] [--device cuda]
         [--layers N] [--json FILE]
 
@@ -31,6 +31,8 @@ import platform
 import time
 from pathlib import Path
 from typing import Any
+
+# torch and transformers are imported inside the functions that use them: the test suite imports this module.
 
 #: the published shapes (config.json of each Hugging Face model).
 ARCHITECTURES: dict[str, dict[str, Any]] = {
@@ -56,7 +58,7 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
 
 
 #: all-MiniLM-L6-v2's shapes (the packaged dense encoder, eor.core.models).
-ENCODER = {
+ENCODER: dict[str, Any] = {
     "hidden_size": 384,
     "intermediate_size": 1536,
     "num_hidden_layers": 6,
@@ -70,10 +72,10 @@ def build(arch: str, device: str, layers: int | None) -> Any:
     """The architecture at random weights, bf16 on `device` (fp32 on a CPU), in evaluation mode."""
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    shapes = dict(ARCHITECTURES[arch])
+    shapes = {**ARCHITECTURES[arch], "max_position_embeddings": 32768, "rope_theta": 1_000_000.0}
     if layers:
         shapes["num_hidden_layers"] = layers
-    config = Qwen2Config(**shapes, max_position_embeddings=32768, rope_theta=1_000_000.0)
+    config = Qwen2Config(**shapes)
     return _on(device, lambda: AutoModelForCausalLM.from_config(config, attn_implementation="sdpa"))
 
 

@@ -15,7 +15,7 @@ em, f1 and cosine, without confidence, as shipped), and fixed settings adding on
 with no span and with 10 (what each family and the spans add; not chosen by anything). Differences against
 Top R are paired, with a 95% bootstrap interval (2,000 resamples of the questions).
 
-    python benchmarks/judge_cv.py docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml
+    python -m benchmarks.judge_cv docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml
         [--seed 0] [--folds 5] [--json FILE]
 """
 
@@ -23,8 +23,35 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from eor.core.answers import exact_match
+from eor.core.config import EnsembleConfig, load_config
+from eor.core.results import Record
+from eor.evaluation.selective import ece
+from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
+from eor.learning.judge_training import (
+    LEVELS,
+    JudgedQuestion,
+    Setting,
+    accuracy,
+    judged_questions,
+    out_of_fold,
+    train_fit,
+    without_scores,
+)
+from eor.readers import build_reader
+from eor.runs.costs import prompt_replay
+from eor.runs.records import read_records
+from eor.runs.run_data import load_run
+from voters.batch import VoteBatch
+from voters.folds import folds
+from voters.judge_features import SCORED_FAMILIES
+from voters.scoring import choose
+from voters.selector import AnswerSelector, fit_on_features
 
 ALPHA = 0.3
 ABLATIONS = (
@@ -37,13 +64,7 @@ ABLATIONS = (
 )
 
 
-def main(argv: list[str] | None = None) -> int:
-    from eor.core.config import load_config
-    from eor.learning.judge_training import LEVELS, judged_questions
-    from eor.runs.records import read_records
-    from voters.folds import folds
-    from voters.judge_features import SCORED_FAMILIES
-
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "records", help="records (a run folder or .jsonl[.gz]); the levels with scores need every record scored"
@@ -56,30 +77,17 @@ def main(argv: list[str] | None = None) -> int:
         "--rates", default="281,60", help="the reader's prompt and generated tokens per second (default 281,60)"
     )
     parser.add_argument("--no-costs", action="store_true", help="leave out the costs (they load the reader)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     config = load_config(args.config)
     members = config.members
     records = [r for r in read_records(args.records) if r.answers]
     questions = judged_questions(records, members)
-    scored = frozenset.intersection(*(q.features.scored for q in questions))  # what every question holds
     parts = folds(len(questions), args.folds, args.seed)
-    member_right = np.array([[_right(r.members[m].answer, r.answers) for m in members] for r in records], bool)
-    rows: dict[str, np.ndarray] = {"Top R": _top_r(member_right, parts)}
-    rows["oracle (members)"] = member_right.any(axis=1).astype(float)
-    rows["oracle (candidates)"] = np.array([q.right.any() for q in questions], float)
-    rows["today's selector"] = _todays_selector(args.records, members, records, parts)
-    for families in ABLATIONS:
-        if not set(families) & set(SCORED_FAMILIES) <= scored:
-            continue
-        for spans in (0, 10):
-            rows[f"fixed {'+'.join(families)}, {spans} spans"] = _fixed(questions, families, spans, parts)
-    nested = {}
-    for level, families in LEVELS.items():
-        if not set(families) & set(SCORED_FAMILIES) <= scored:
-            continue
-        hits, report = _nested(questions, level, parts, args.seed)
-        rows[f"judge voter: {level} (nested)"] = hits
-        nested[level] = report
+    rows, nested = _rows(args, members, records, questions, parts)
     base = rows["Top R"]
     print(f"{len(questions)} training questions, {args.folds}-fold cross-validation (seed {args.seed}), EM:")
     table = {}
@@ -107,20 +115,44 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _rows(
+    args: argparse.Namespace,
+    members: list[str],
+    records: list[Record],
+    questions: list[JudgedQuestion],
+    parts: list[np.ndarray],
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    """Each row's out-of-fold hits, and the nested judge voter's P(right) report per level."""
+    scored = frozenset.intersection(*(q.features.scored for q in questions))  # what every question holds
+    member_right = np.array([[_right(r.members[m].answer, r.answers) for m in members] for r in records], bool)
+    rows: dict[str, np.ndarray] = {"Top R": _top_r(member_right, parts)}
+    rows["oracle (members)"] = member_right.any(axis=1).astype(float)
+    rows["oracle (candidates)"] = np.array([q.right.any() for q in questions], float)
+    rows["today's selector"] = _todays_selector(args.records, members, records, parts)
+    for families in ABLATIONS:
+        if not set(families) & set(SCORED_FAMILIES) <= scored:
+            continue
+        for spans in (0, 10):
+            rows[f"fixed {'+'.join(families)}, {spans} spans"] = _fixed(questions, families, spans, parts)
+    nested = {}
+    for level, level_families in LEVELS.items():
+        if not set(level_families) & set(SCORED_FAMILIES) <= scored:
+            continue
+        hits, report = _nested(questions, level, parts, args.seed)
+        rows[f"judge voter: {level} (nested)"] = hits
+        nested[level] = report
+    return rows, nested
+
+
 def _rates(text: str) -> dict[str, float]:
     prompt, generated = (float(value) for value in text.split(","))
     return {"prompt": prompt, "generated": generated}
 
 
-def _costs(path, config, records, rates) -> dict[str, float] | None:
+def _costs(path: str, config: EnsembleConfig, records: list[Record], rates: dict[str, float]) -> dict[str, float]:
     """Mean reader seconds per question at `rates`: every member's answer replayed in pool order
     (eor.runs.costs.prompt_replay), and the judge's scoring at each level (eor.learning.judge_cascade.scoring_costs)
     where every record holds scores."""
-    from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
-    from eor.readers import build_reader
-    from eor.runs.costs import prompt_replay
-    from eor.runs.run_data import load_run
-
     tokenize = chat_tokenizer(build_reader(config.reader))
     chunk = config.reader.llama_cpp.prefix_chunk
     run = load_run(path, config.members)
@@ -134,13 +166,11 @@ def _costs(path, config, records, rates) -> dict[str, float] | None:
     return out
 
 
-def _right(answer: str, golds) -> bool:
-    from eor.core.answers import exact_match
-
+def _right(answer: str, golds: Sequence[str]) -> bool:
     return any(exact_match(answer, gold) for gold in golds)
 
 
-def _top_r(member_right: np.ndarray, parts) -> np.ndarray:
+def _top_r(member_right: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
     hits = np.zeros(len(member_right))
     for held in parts:
         train = np.setdiff1d(np.arange(len(member_right)), held)
@@ -149,18 +179,15 @@ def _top_r(member_right: np.ndarray, parts) -> np.ndarray:
     return hits
 
 
-def _fixed(questions, families, spans: int, parts) -> np.ndarray:
-    from eor.learning.judge_training import Setting, accuracy, out_of_fold
-
+def _fixed(questions: list[JudgedQuestion], families: Sequence[str], spans: int, parts: list[np.ndarray]) -> np.ndarray:
     return accuracy(questions, out_of_fold(questions, Setting(tuple(families), spans), parts))
 
 
-def _nested(questions, level: str, parts, seed: int) -> tuple[np.ndarray, dict]:
+def _nested(
+    questions: list[JudgedQuestion], level: str, parts: list[np.ndarray], seed: int
+) -> tuple[np.ndarray, dict[str, Any]]:
     """The level's fit trained on each outer training part (inner choice, calibration, thresholds) answering the
     held-out part; its hits, and P(right) on the held-out answers."""
-    from eor.bench.selective import ece
-    from eor.learning.judge_training import accuracy, train_fit, without_scores
-
     hits = np.zeros(len(questions))
     probability = np.full(len(questions), np.nan)
     answered = np.zeros(len(questions), dtype=bool)
@@ -188,14 +215,9 @@ def _nested(questions, level: str, parts, seed: int) -> tuple[np.ndarray, dict]:
     }
 
 
-def _todays_selector(path, members, records, parts) -> np.ndarray:
+def _todays_selector(path: str, members: list[str], records: list[Record], parts: list[np.ndarray]) -> np.ndarray:
     """Today's answer selector (voters.selector.fit_on_features on voters.features with em, f1 and cosine,
     without confidence, as the shipped selectors), out of fold on the same parts."""
-    from eor.runs.run_data import load_run
-    from voters.batch import VoteBatch
-    from voters.scoring import choose
-    from voters.selector import AnswerSelector, fit_on_features
-
     run = load_run(path, members)
     rows = [run.ids.index(record.id) for record in records]
     batch = VoteBatch(run.answers, run.passages, run.texts, golds=run.golds).take(rows)

@@ -11,7 +11,7 @@ For each question the judge gets wrong (exact match), the first of these that ho
 Beside them: how many right answers were spans no member wrote, and the questions the judge and another
 voter's weights file (`--against`, on the same records) get right alone.
 
-    python benchmarks/judge_lost.py RECORDS --weights JUDGE.json --config CONFIG [--against W.json]
+    python -m benchmarks.judge_lost RECORDS --weights JUDGE.json --config CONFIG [--against W.json]
 """
 
 from __future__ import annotations

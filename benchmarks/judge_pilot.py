@@ -5,7 +5,7 @@ candidates), the scored tokens, and, as a first look, how often the candidate wi
 right: under each member's prompt, and summed over the members' prompts (a mixture, as RAG-Sequence), against
 how often some candidate is right. Writes every score to a JSON Lines file.
 
-    python benchmarks/judge_pilot.py docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml
+    python -m benchmarks.judge_pilot docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml
         --limit 40 [--rule entities --k 10] --out runs/judge-pilot.jsonl
 """
 
@@ -15,18 +15,18 @@ import argparse
 import json
 import time
 
+import numpy as np
+from scipy.special import logsumexp
+
+from eor.core.answers import exact_match
+from eor.core.config import JudgeConfig, load_config
+from eor.pipeline.judging import judge
+from eor.pipeline.stages.generation import GenerationStage
+from eor.readers import build_reader
+from eor.runs.records import read_records
+
 
 def main(argv: list[str] | None = None) -> int:
-    import numpy as np
-    from scipy.special import logsumexp
-
-    from eor.core.answers import exact_match
-    from eor.core.config import JudgeConfig, load_config
-    from eor.pipeline.judging import judge
-    from eor.pipeline.stages.generation import GenerationStage
-    from eor.readers import build_reader
-    from eor.runs.records import read_records
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", help="records (a run folder or .jsonl[.gz])")
     parser.add_argument("--config", required=True, help="the pool's config (its members and reader)")

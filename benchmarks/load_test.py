@@ -7,7 +7,7 @@ and sends the next one, until T seconds have passed; requests already sent are w
 successful requests, and the errors by kind (4xx, 5xx, connection failures), plus how many answers named
 degraded members. The server's output goes to a log file beside the JSON results.
 
-    python benchmarks/load_test.py [--config configs/default.yaml] [--clients 8] [--duration 60]
+    python -m benchmarks.load_test [--config configs/default.yaml] [--clients 8] [--duration 60]
         [--endpoint answer|chat] [--members ReFree,BM25@3] [--out runs/load-test] [-- SERVE ARGS ...]
 
 Arguments after `--` go to `eor serve` unchanged (e.g. `-- --member-timeout 30 --max-batch 4`).
@@ -26,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import requests
@@ -112,6 +113,7 @@ def client_loop(
     while time.perf_counter() < end:
         question = questions[index % len(questions)]
         index += 1
+        body: dict[str, Any]
         if args.endpoint == "chat":
             path, body = "/v1/chat/completions", {"model": "eor", "messages": [{"role": "user", "content": question}]}
         else:

@@ -2,7 +2,7 @@
 or in none), or a right member the voter did not pick (a lone right member, and how many members gave the
 wrong answer it chose); for a cascade, where it stopped. Records only.
 
-    python benchmarks/lost_questions.py [--config configs/nq-designed.yaml]
+    python -m benchmarks.lost_questions [--config configs/nq-designed.yaml]
         [--weights docs/weights/nq-designed-cascade.json] [--records docs/records/nq-dev.jsonl.gz]
 """
 
@@ -14,17 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
+from eor.commands.design_command import in_context
+from eor.core.answers import normalize_answer
+from eor.core.config import load_config
+from eor.core.correctness import correctness_matrix
+from eor.runs.run_data import load_run
+from voters import VoteBatch, load_voter
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.commands.design_command import in_context
-    from eor.core.answers import normalize_answer
-    from eor.core.config import load_config
-    from eor.core.correctness import correctness_matrix
-    from eor.runs.run_data import load_run
-    from voters import VoteBatch, load_voter
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(ROOT / "configs/nq-designed.yaml"))
     parser.add_argument("--weights", default=str(ROOT / "docs/weights/nq-designed-cascade.json"))

@@ -16,7 +16,7 @@ Costs are the members' token counts at `--rates` (prompt, generated tokens per s
 records' own seconds), each member charged its own retrieval's generation (PK's document, @CP's summary), as
 eor.runs.costs counts them.
 
-    python benchmarks/nested_cv.py docs/records/nq16-train400.jsonl.gz [--config configs/nq-offline16.yaml]
+    python -m benchmarks.nested_cv docs/records/nq16-train400.jsonl.gz [--config configs/nq-offline16.yaml]
         [--limit 400] [--seeds 0,1,2] [--folds 5] [--max-loss 0.5,0.25,1,2] [--rates 281,60]
         [--no-confidence] [--json FILE]
 """
@@ -27,26 +27,33 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
+
+from eor.cli.options import token_rates
+from eor.core.answers import normalize_answer
+from eor.core.config import load_config
+from eor.evaluation.inconsistency import mrlr_against
+from eor.learning.crossval import (
+    AUTO,
+    CvResult,
+    VoteArrays,
+    VoteSettings,
+    build_candidate,
+    compare_with_top,
+    out_of_fold,
+    vote_arrays,
+)
+from eor.runs.costs import describe_rates
+from eor.runs.run_data import RunData, load_run
+from voters.folds import fold_split
 
 ROOT = Path(__file__).resolve().parent.parent
 VOTERS = ("top", "paper", "selector")
 
-if TYPE_CHECKING:
-    from eor.learning.crossval import CvResult, VoteArrays, VoteSettings
-    from eor.runs.run_data import RunData
 
-
-def main(argv: list[str] | None = None) -> int:
-    from eor.cli.options import token_rates
-    from eor.core.config import load_config
-    from eor.evaluation.inconsistency import mrlr_against
-    from eor.learning.crossval import AUTO, CvResult, VoteSettings, compare_with_top, out_of_fold, vote_arrays
-    from eor.runs.costs import describe_rates
-    from eor.runs.run_data import load_run
-
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", help="records (a run folder or .jsonl[.gz])")
     parser.add_argument("--config", help="the pool's config: its members alone (records that grew beyond it)")
@@ -61,8 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-confidence", action="store_true", help="leave the reader's confidence out")
     parser.add_argument("--json", help="write every figure here")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
     members = load_config(args.config).members if args.config else None
     data = load_run(args.records, members)
     if args.limit:
@@ -74,56 +85,69 @@ def main(argv: list[str] | None = None) -> int:
     if args.rates and arrays.costs is None:
         parser.error(f"--rates prices token counts, and {args.records} lacks them for some member")
     oracle = float(arrays.correctness.max(axis=1).mean())
-    members_correct = (arrays.correctness >= 0.5).T
     print(f"{data.questions} questions × {len(data.names)} members of {args.records}; oracle {100 * oracle:.1f} EM")
-    out: dict[str, object] = {"questions": data.questions, "members": data.names, "oracle": oracle, "seeds": {}}
+    seeds: dict[str, Any] = {}
+    out: dict[str, Any] = {"questions": data.questions, "members": data.names, "oracle": oracle, "seeds": seeds}
     if arrays.costs is not None:
         full = float(arrays.costs.matrix.sum(axis=1).mean())
         out["full_pool_cost"] = full
         out["cost_unit"] = describe_rates(arrays.costs.rates) if arrays.costs.rates else "recorded seconds"
         print(f"the full pool: {full:.2f} s per question, {out['cost_unit']}")
     for seed in [int(s) for s in args.seeds.split(",")]:
-        voters = out_of_fold(arrays, VOTERS, settings, args.folds, seed)
-        auto = out_of_fold(arrays, [AUTO], settings, args.folds, seed, inner_folds=args.folds)  # eor train's auto
-        scores, picks = {**voters.scores, **auto.scores}, {**voters.picks, **auto.picks}
-        result = CvResult(args.folds, seed, scores, auto.chosen, voters.costs, picks)
-        table = compare_with_top(result)
-        for name, row in table.items():
-            row["mrlr"] = mrlr_against(result.scores[name] >= 0.5, members_correct)
-            row.update(against_top(data, result, name))
-            if arrays.costs is not None:
-                row["least_cost"] = least_cost(arrays.costs.matrix, arrays.correctness, result.scores[name])
-        for loss, found in cascade_at(arrays, settings, losses, voters).items():
-            row = compare_with_top(found)["cascade"]
-            row["mrlr"] = mrlr_against(found.scores["cascade"] >= 0.5, members_correct)
-            row["minus_selector"] = row["mean"] - table["selector"]["mean"]
-            row.update(against_top(data, found, "cascade"))
-            table[f"cascade@{loss:g}"] = row
-        out["seeds"][str(seed)] = table  # type: ignore[index]
-        print(f"seed {seed} ({args.folds}-fold outer, {args.folds}-fold inner; Top R chosen in each fold):")
-        print(f"  {'voter':<12} {'EM':>6} {'− Top R':>8}  95% interval      McNemar p  MRLR   cost/question")
-        for name, row in table.items():
-            low, high = row["ci"]
-            cost = f"{row['cost']:.2f} s" if "cost" in row else "-"
-            if "minus_selector" in row and "full_pool_cost" in out:
-                share = row["cost"] / out["full_pool_cost"]  # type: ignore[operator]
-                cost += f" ({100 * share:.0f}% of the pool; − selector {100 * row['minus_selector']:+.1f})"
-            if "least_cost" in row and name == "selector":
-                cost += f" (least to be right where it is: {row['least_cost']:.2f} s)"
-            chosen = f"  (chose {', '.join(row['chosen_per_fold'])})" if row.get("chosen_per_fold") else ""
-            print(
-                f"  {name:<12} {100 * row['mean']:6.1f} {100 * row['minus_top']:+8.1f}  "
-                f"[{100 * low:+5.1f}, {100 * high:+5.1f}]  {row['p_value']:<9.3g}  {row['mrlr']:.3f}  {cost}{chosen}"
-            )
-        for name in ("selector", AUTO):
-            row = table[name]
-            print(f"  {name}: {len(row['wins'])} right where Top R is wrong, {len(row['losses'])} the other way;")
-            for side in ("wins", "losses"):
-                given = ", ".join(f"{member} {count}" for member, count in row[f"{side}_given_by"].items() if count)
-                print(f"    answers of its {side} given by: {given or 'none'}")
+        table = seed_table(data, arrays, settings, losses, args.folds, seed)
+        seeds[str(seed)] = table
+        print_table(table, args.folds, seed, out.get("full_pool_cost"))
         if args.json:  # after every seed: a run stopped later keeps the seeds done
             Path(args.json).write_text(json.dumps(out, indent=2, default=_plain) + "\n")
     return 0
+
+
+def seed_table(
+    data: RunData, arrays: VoteArrays, settings: VoteSettings, losses: list[float], k: int, seed: int
+) -> dict[str, dict[str, Any]]:
+    """Every voter's row, out of fold on the outer split of `seed`, against Top R."""
+    members_correct = (arrays.correctness >= 0.5).T
+    voters = out_of_fold(arrays, VOTERS, settings, k, seed)
+    auto = out_of_fold(arrays, [AUTO], settings, k, seed, inner_folds=k)  # eor train's auto
+    scores, picks = {**voters.scores, **auto.scores}, {**voters.picks, **auto.picks}
+    result = CvResult(k, seed, scores, auto.chosen, voters.costs, picks)
+    table = compare_with_top(result)
+    for name, row in table.items():
+        row["mrlr"] = mrlr_against(result.scores[name] >= 0.5, members_correct)
+        row.update(against_top(data, result, name))
+        if arrays.costs is not None:
+            row["least_cost"] = least_cost(arrays.costs.matrix, arrays.correctness, result.scores[name])
+    for loss, found in cascade_at(arrays, settings, losses, voters).items():
+        row = compare_with_top(found)["cascade"]
+        row["mrlr"] = mrlr_against(found.scores["cascade"] >= 0.5, members_correct)
+        row["minus_selector"] = row["mean"] - table["selector"]["mean"]
+        row.update(against_top(data, found, "cascade"))
+        table[f"cascade@{loss:g}"] = row
+    return table
+
+
+def print_table(table: dict[str, dict[str, Any]], k: int, seed: int, full_pool_cost: float | None) -> None:
+    print(f"seed {seed} ({k}-fold outer, {k}-fold inner; Top R chosen in each fold):")
+    print(f"  {'voter':<12} {'EM':>6} {'− Top R':>8}  95% interval      McNemar p  MRLR   cost/question")
+    for name, row in table.items():
+        low, high = row["ci"]
+        cost = f"{row['cost']:.2f} s" if "cost" in row else "-"
+        if "minus_selector" in row and full_pool_cost is not None:
+            share = row["cost"] / full_pool_cost
+            cost += f" ({100 * share:.0f}% of the pool; − selector {100 * row['minus_selector']:+.1f})"
+        if "least_cost" in row and name == "selector":
+            cost += f" (least to be right where it is: {row['least_cost']:.2f} s)"
+        chosen = f"  (chose {', '.join(row['chosen_per_fold'])})" if row.get("chosen_per_fold") else ""
+        print(
+            f"  {name:<12} {100 * row['mean']:6.1f} {100 * row['minus_top']:+8.1f}  "
+            f"[{100 * low:+5.1f}, {100 * high:+5.1f}]  {row['p_value']:<9.3g}  {row['mrlr']:.3f}  {cost}{chosen}"
+        )
+    for name in ("selector", AUTO):
+        row = table[name]
+        print(f"  {name}: {len(row['wins'])} right where Top R is wrong, {len(row['losses'])} the other way;")
+        for side in ("wins", "losses"):
+            given = ", ".join(f"{member} {count}" for member, count in row[f"{side}_given_by"].items() if count)
+            print(f"    answers of its {side} given by: {given or 'none'}")
 
 
 def cascade_at(arrays: VoteArrays, settings: VoteSettings, losses: list[float], top: CvResult) -> dict[float, CvResult]:
@@ -132,9 +156,6 @@ def cascade_at(arrays: VoteArrays, settings: VoteSettings, losses: list[float], 
     and answers the held-out fold at the threshold that each tolerance chooses from the same held-out operating
     points (`Cascade.at_loss`), as `eor train` reports its operating points: a fit per tolerance would differ
     only in the stop target it may pick, and costs as much again each time."""
-    from eor.learning.crossval import CvResult, build_candidate
-    from voters.folds import fold_split
-
     n = arrays.questions
     found = {
         loss: CvResult(
@@ -163,8 +184,6 @@ def against_top(data: RunData, result: CvResult, name: str) -> dict[str, object]
     wrong, `losses` the other way round, by question id), with how many of each set's picked answers each
     member gave (SQuAD-normalised; most first): which members its gains and losses rest on. Also each
     question's out-of-fold correctness and picked member, in record order."""
-    from eor.core.answers import normalize_answer
-
     right, top = result.scores[name] >= 0.5, result.scores["top"] >= 0.5
     picks = result.picks[name]
     found: dict[str, object] = {"correct": result.scores[name], "picked": [data.names[m] for m in picks]}
@@ -188,8 +207,8 @@ def least_cost(costs: np.ndarray, correctness: np.ndarray, right: np.ndarray) ->
     return float(np.where(right >= 0.5, cheapest_right, costs.min(axis=1)).mean())
 
 
-def _plain(value: object) -> object:
-    return value.tolist() if isinstance(value, np.ndarray) else float(value)  # type: ignore[arg-type]
+def _plain(value: Any) -> Any:
+    return value.tolist() if isinstance(value, np.ndarray) else float(value)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ questions with the answer in its context that it still answers wrong, what the w
 five words, containing a gold answer (right but verbose), another span of its context (a wrong extraction), or
 text found in none of its passages.
 
-    python benchmarks/reading_failures.py docs/records/nq16-train400.jsonl.gz --config configs/nq-offline16.yaml
+    python -m benchmarks.reading_failures docs/records/nq16-train400.jsonl.gz --config configs/nq-offline16.yaml
         [--rates 281,60] [--json FILE]
 """
 
@@ -17,21 +17,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from eor.cli.options import token_rates
+from eor.commands.design_command import in_context, reading_indicators
+from eor.core.config import load_config
+from eor.core.correctness import score_answer
+from eor.runs.costs import member_costs
+from eor.runs.run_data import load_run
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.cli.options import token_rates
-    from eor.commands.design_command import in_context, reading_indicators
-    from eor.core.config import load_config
-    from eor.core.correctness import score_answer
-    from eor.runs.costs import member_costs
-    from eor.runs.run_data import load_run
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", help="records (a run folder or .jsonl[.gz])")
     parser.add_argument("--config", help="the pool's config: its members alone (records that grew beyond it)")
@@ -43,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     costs = member_costs(data, "tokens" if args.rates else "auto", args.rates).matrix
     found = reading_indicators(Path(args.records), data)
     right, context = found["right"], found["in_context"]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m, name in enumerate(data.names):
         answers = [row[m] for row in data.answers]
         wasted = [q for q in range(data.questions) if context[q, m] and not right[q, m]]

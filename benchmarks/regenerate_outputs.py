@@ -5,11 +5,12 @@ weights and of uniform weights on the dev records (the cascade's also judged by 
 docs/pool-design.md (`eor design` at its rule and within 2.5 s: the table it prints, `design.json`, the chosen
 pool and its voters), and `erag.md` rendered from each shipped `erag.json`.
 
-Paths inside the outputs are the ones given on the command line, so run it from the repository root with
-the same OUT both times and move the first result aside before the second:
+Paths inside the outputs are the ones given on the command line, so run it from the repository root (where
+`python -m` imports this checkout's eor, whichever one the environment installed) with the same OUT both times
+and move the first result aside before the second:
 
-    python benchmarks/regenerate_outputs.py runs/outputs          # CPU only, no reader
-    mv runs/outputs runs/outputs-before; git checkout OTHER; python benchmarks/regenerate_outputs.py runs/outputs
+    python -m benchmarks.regenerate_outputs runs/outputs          # CPU only, no reader
+    mv runs/outputs runs/outputs-before; git checkout OTHER; python -m benchmarks.regenerate_outputs runs/outputs
     diff -r runs/outputs-before runs/outputs
 """
 
@@ -21,6 +22,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from eor.erag.report import erag_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 R = "docs/records"
@@ -88,9 +91,6 @@ DESIGNS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    sys.path.insert(0, str(ROOT))  # this checkout's eor, whichever one the environment installed
-    from eor.erag.report import erag_markdown
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="the folder to write (relative to the repository root; replaced)")
     args = parser.parse_args(argv)
@@ -98,6 +98,31 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(ROOT / out, ignore_errors=True)
     (ROOT / out / "weights").mkdir(parents=True)
     (ROOT / out / "printed").mkdir()
+    train_and_bench(out)
+    bench_uniform_and_judged(out)
+    for name, design_args in DESIGNS.items():
+        folder = out / name
+        eor(
+            "design",
+            f"{R}/nq-train.jsonl.gz",
+            *design_args,
+            "--out",
+            str(folder),
+            out_file=ROOT / out / "printed" / f"{name}.txt",
+        )
+        print(f"{name}: designed", flush=True)
+    for shipped in sorted((ROOT / "docs" / "reports").glob("*/erag.json")):
+        target = ROOT / out / "erag" / shipped.parent.name
+        target.mkdir(parents=True)
+        (target / "erag.md").write_text(
+            erag_markdown(json.loads(shipped.read_text(encoding="utf-8"))), encoding="utf-8"
+        )
+    print(f"written to {out}")
+    return 0
+
+
+def train_and_bench(out: Path) -> None:
+    """Each weights file of TRAINED trained, and benched on its dev records."""
     for name, (train_args, dev) in TRAINED.items():
         weights = out / "weights" / name
         eor("train", *train_args, "--out", str(weights), out_file=ROOT / out / "printed" / f"train-{name}.txt")
@@ -114,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             out_file=ROOT / out / "printed" / f"bench-{name}.txt",
         )
         print(f"{name}: trained and benched", flush=True)
+
+
+def bench_uniform_and_judged(out: Path) -> None:
+    """The uniform voter benched on each dev records, and the cascade judged by containment."""
     for dev in (f"{R}/nq-dev.jsonl.gz", f"{R}/nq16-dev.jsonl.gz"):
         stem = Path(dev).name.split(".")[0]
         eor(
@@ -139,25 +168,6 @@ def main(argv: list[str] | None = None) -> int:
         str(out / "reports" / "nq-offline-cascade-contains-judged"),
         out_file=ROOT / out / "printed" / "bench-nq-offline-cascade-contains-judged.txt",
     )
-    for name, design_args in DESIGNS.items():
-        folder = out / name
-        eor(
-            "design",
-            f"{R}/nq-train.jsonl.gz",
-            *design_args,
-            "--out",
-            str(folder),
-            out_file=ROOT / out / "printed" / f"{name}.txt",
-        )
-        print(f"{name}: designed", flush=True)
-    for shipped in sorted((ROOT / "docs" / "reports").glob("*/erag.json")):
-        target = ROOT / out / "erag" / shipped.parent.name
-        target.mkdir(parents=True)
-        (target / "erag.md").write_text(
-            erag_markdown(json.loads(shipped.read_text(encoding="utf-8"))), encoding="utf-8"
-        )
-    print(f"written to {out}")
-    return 0
 
 
 if __name__ == "__main__":

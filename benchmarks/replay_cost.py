@@ -3,7 +3,7 @@ recorded them (whatever prompt its batch put before each member's), and replayed
 its members (eor.runs.costs.PromptReplay: the prefix a prompt shares with the one before it, in whole chunks,
 recomputed from the recorded prompts in the reader's tokens); the whole pool likewise.
 
-    python benchmarks/replay_cost.py [--config configs/nq-offline.yaml] [--weights docs/weights/nq-offline-cascade.json]
+    python -m benchmarks.replay_cost [--config configs/nq-offline.yaml] [--weights docs/weights/nq-offline-cascade.json]
         [--records docs/records/nq-dev.jsonl.gz] [--rates 281,60]
 """
 
@@ -12,17 +12,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from eor.cli.options import token_rates
+from eor.core.config import load_config
+from eor.learning.judge_cascade import chat_tokenizer
+from eor.readers import build_reader
+from eor.runs.costs import member_costs, prompt_replay
+from eor.runs.run_data import load_run
+from voters import VoteBatch, load_voter
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.cli.options import token_rates
-    from eor.core.config import load_config
-    from eor.readers import build_reader
-    from eor.runs.costs import member_costs, prompt_replay
-    from eor.runs.run_data import load_run
-    from voters import VoteBatch, load_voter
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(ROOT / "configs/nq-offline.yaml"), help="the pool's config")
     parser.add_argument("--weights", default=str(ROOT / "docs/weights/nq-offline-cascade.json"), help="a cascade")
@@ -35,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(args.config)
     cascade = load_voter(args.weights, members=config.members)
     data = load_run(args.records, config.members)
-    replay = prompt_replay(data, build_reader(config.reader).chat_tokens, rates, config.reader.llama_cpp.prefix_chunk)
+    tokenize = chat_tokenizer(build_reader(config.reader))
+    replay = prompt_replay(data, tokenize, rates, config.reader.llama_cpp.prefix_chunk)
     _, stops = cascade.replay(VoteBatch(data.answers, data.passages, data.texts, confidence=data.confidence))
     order = [data.names.index(name) for name in cascade.order_]
     recorded = member_costs(data, "tokens", rates).matrix

@@ -8,7 +8,7 @@ against the baseline's (bootstrap 95% interval, exact McNemar p). The held-out r
 pool's members and the baseline's (records grown by the chosen members). The output names the commit it ran
 at, so that every scoring of dev is listed with its commit (docs/pool-design.md).
 
-    python benchmarks/score_design.py DESIGN_DIR RECORDS [--baseline-config configs/nq-offline.yaml]
+    python -m benchmarks.score_design DESIGN_DIR RECORDS [--baseline-config configs/nq-offline.yaml]
         [--baseline docs/weights/nq-offline-cascade.json] [--out FILE.json]
 """
 
@@ -22,22 +22,25 @@ from typing import Any
 
 import numpy as np
 
+from eor.core.config import load_config
+from eor.core.correctness import correctness_matrix
+from eor.evaluation.stats import Bootstrap, paired_test
+from eor.learning.judge_cascade import chat_tokenizer
+from eor.readers import build_reader
+from eor.runs.costs import prompt_replay
+from eor.runs.run_data import load_run
+from voters import VoteBatch, load_voter
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def replayed(config_path: Path, weights: Path, records: str, rates: dict[str, float]) -> dict[str, Any]:
     """A voter of a pool on `records`: per question right or not (EM) and seconds, replayed as it runs."""
-    from eor.core.config import load_config
-    from eor.core.correctness import correctness_matrix
-    from eor.readers import build_reader
-    from eor.runs.costs import prompt_replay
-    from eor.runs.run_data import load_run
-    from voters import VoteBatch, load_voter
-
     config = load_config(config_path)
     data = load_run(records, config.members)
     voter = load_voter(weights, members=config.members)
-    replay = prompt_replay(data, build_reader(config.reader).chat_tokens, rates, config.reader.llama_cpp.prefix_chunk)
+    tokenize = chat_tokenizer(build_reader(config.reader))
+    replay = prompt_replay(data, tokenize, rates, config.reader.llama_cpp.prefix_chunk)
     right = correctness_matrix(data.answers, data.golds, "em", data.texts) >= 0.5  # (Q, M)
     rows = np.arange(data.questions)
     if getattr(voter, "kind", None) == "cascade":
@@ -62,8 +65,6 @@ def summary(entry: dict[str, Any]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eor.bench.stats import Bootstrap, paired_test
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("design", help="eor design's folder (pool.yaml, cascade.json, selector.json, design.json)")
     parser.add_argument("records", help="held-out records holding the designed pool's and the baseline's members")

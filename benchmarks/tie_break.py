@@ -20,36 +20,32 @@ as it is. Every rule decides the same (tied) questions and leaves the others alo
 paired: each rule's score over all questions, on the tied ones, its change against `first` with a paired
 bootstrap 95% interval, and the exact McNemar p.
 
-    python benchmarks/tie_break.py docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml \\
+    python -m benchmarks.tie_break docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml \\
         --weights docs/weights/nq-offline.json        # the paper's voter as shipped
-    python benchmarks/tie_break.py docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml   # uniform
-    python benchmarks/tie_break.py docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml \\
+    python -m benchmarks.tie_break docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml   # uniform
+    python -m benchmarks.tie_break docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml \\
         --metrics em [--fit]                          # a uniform voter over EM alone [, and trained per fold]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from sklearn.base import clone
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from sklearn.base import clone  # noqa: E402
-
-from eor.bench.stats import Bootstrap, paired_test  # noqa: E402
-from eor.core.answers import normalize_answer  # noqa: E402
-from eor.core.config import load_config  # noqa: E402
-from eor.runs.run_data import RunData, load_run  # noqa: E402
-from voters.batch import VoteBatch  # noqa: E402
-from voters.folds import folds  # noqa: E402
-from voters.loading import choose_voter  # noqa: E402
-from voters.scoring import TIE_TOLERANCE  # noqa: E402
+from eor.core.answers import normalize_answer
+from eor.core.config import load_config
+from eor.evaluation.stats import Bootstrap, paired_test
+from eor.runs.run_data import RunData, load_run
+from voters.batch import VoteBatch
+from voters.folds import folds
+from voters.loading import choose_voter
+from voters.scoring import TIE_TOLERANCE
 
 Rule = Callable[[int, list[int], np.ndarray, np.ndarray | None], int]
 """(question, its tied members, the training rows, the fold voter's ω^r or None) -> the member it chooses."""
@@ -93,7 +89,7 @@ def rules(data: RunData, correct: np.ndarray) -> dict[str, Rule]:
     return {"first": first, "accuracy": accuracy, "weight": weight, "confidence": surest, "support": most_given}
 
 
-def study(data: RunData, fold_voter: FoldVoter, correct: np.ndarray, k: int = 5, seed: int = 0) -> dict:
+def study(data: RunData, fold_voter: FoldVoter, correct: np.ndarray, k: int = 5, seed: int = 0) -> dict[str, Any]:
     """Out-of-fold correctness (Q,) per rule, and the questions tied between different answers."""
     found = rules(data, correct)
     n = len(data.answers)
@@ -115,7 +111,7 @@ def voting_data(data: RunData, names: list[str]) -> RunData:
     """The run restricted to the voter's members, in its order."""
     columns = [data.names.index(name) for name in names]
 
-    def pick(rows: list) -> list:
+    def pick(rows: list[list[Any]]) -> list[list[Any]]:
         return [[row[c] for c in columns] for row in rows]
 
     return RunData(
@@ -130,7 +126,7 @@ def voting_data(data: RunData, names: list[str]) -> RunData:
     )
 
 
-def report(result: dict, metric: str) -> list[str]:
+def report(result: dict[str, Any], metric: str) -> list[str]:
     """The table: each rule's score, on the tied questions, and against `first`."""
     first = result["right"]["first"]
     n, differing = len(first), result["differing"]

@@ -6,7 +6,7 @@ Both runs are the real command with `--no-cache` (every prompt generated), one a
 indexes built beforehand (the pilot's first loading is not in its wall time either: `generation.json`
 measures the answering loop).
 
-    python benchmarks/validate_cost_model.py [--config configs/nq-offline.yaml] [--pilot 4] [--target 12]
+    python -m benchmarks.validate_cost_model [--config configs/nq-offline.yaml] [--pilot 4] [--target 12]
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "data" / "nq" / "dev.jsonl"
 
 

@@ -10,7 +10,6 @@ closes each run with its documents or its error. Operators pass the run managers
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, overload
 
@@ -21,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_config_list
 from pydantic import PrivateAttr
 
+from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import RetrieverError
 from retrievers import notation
 
@@ -173,9 +173,6 @@ def child_configs(run_managers: Sequence[CallbackManagerForRetrieverRun]) -> lis
     return [RunnableConfig(callbacks=run_manager.get_child()) for run_manager in run_managers]
 
 
-_MEMO_LOCK = threading.Lock()  # guards every source's memo (dict operations only; a lock per source would not copy)
-
-
 class SourceRetriever(EorRetriever):
     """A base source (BM25, Wiki, PK, ...): remembers its results per query, so members that share the
     source (`BM25@1`, `BM25@3`, `BM25@2&Wiki@2`) run it once per question.
@@ -185,7 +182,7 @@ class SourceRetriever(EorRetriever):
 
     source_name: str
     memo_size: int = 4096
-    _memo: dict[str, list[Document]] = PrivateAttr(default_factory=dict)
+    _memo: KeyedMemo[str, list[Document]] = PrivateAttr(default_factory=KeyedMemo)
 
     def to_node(self) -> notation.Node:
         return notation.Source(self.source_name)
@@ -194,9 +191,8 @@ class SourceRetriever(EorRetriever):
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
     ) -> list[list[Document]]:
         # A query asked twice in the batch is retrieved once, in the run of its first asking. The memo is
-        # shared by the threads of LangChain's default `batch`: it is read and written under a lock.
-        with _MEMO_LOCK:
-            results = {query: self._memo[query] for query in queries if query in self._memo}
+        # shared by the threads of LangChain's default `batch`: each read and write holds its lock.
+        results = {query: kept for query in queries if (kept := self._memo.get(query)) is not None}
         missing: dict[str, CallbackManagerForRetrieverRun] = {}
         for query, run_manager in zip(queries, run_managers, strict=True):
             if query not in results:
@@ -204,11 +200,8 @@ class SourceRetriever(EorRetriever):
         if missing:
             found = self._retrieve_uncached(list(missing), run_managers=list(missing.values()))
             results.update(zip(missing, found, strict=True))
-            with _MEMO_LOCK:
-                for query in missing:
-                    if len(self._memo) >= self.memo_size:
-                        self._memo.pop(next(iter(self._memo)))
-                    self._memo[query] = results[query]
+            for query in missing:
+                self._memo.keep(query, results[query], bound=self.memo_size)
         return [list(results[query]) for query in queries]
 
     def _retrieve_uncached(

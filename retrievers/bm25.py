@@ -23,7 +23,7 @@ from retrievers.bm25_index import INDEX_VERSION, STOPWORDS, BM25Index, build_ind
 from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build
 
-__all__ = ["STOPWORDS", "BM25Retriever", "tokenize"]
+__all__ = ["STOPWORDS", "BM25Retriever", "tokenize", "top_indices"]
 ENGINES = ("bm25s", "rank-bm25")
 DEFAULT_ENGINE: Literal["bm25s", "rank-bm25"] = "bm25s"
 
@@ -91,18 +91,24 @@ class BM25Retriever(SourceRetriever):
         results = []
         for query in queries:
             scores = self.scores(query)
-            top = _top_indices(scores, self.depth)
-            results.append([self._passage(int(i), float(scores[i])) for i in top])
+            top = top_indices(scores, self.depth)
+            results.append([self.document(int(i), float(scores[i])) for i in top])
         return results
 
-    def _passage(self, row: int, score: float) -> Document:
+    @property
+    def index(self) -> BM25Index | None:
+        """The bm25s index (None under the rank-bm25 engine)."""
+        return self._scorer if isinstance(self._scorer, BM25Index) else None
+
+    def document(self, row: int, score: float) -> Document:
+        """Passage `row` of the corpus as a retrieved Document with `score`."""
         found = self._corpus[row]
         return passage(
             found.text, id=found.id, title=found.title, source=self.source_name, score=score, cite=found.cite
         )
 
 
-def _top_indices(scores: np.ndarray, depth: int) -> np.ndarray:
+def top_indices(scores: np.ndarray, depth: int) -> np.ndarray:
     """Indices of the `depth` highest scores, best first; equal scores in corpus order.
 
     Only passages that share a term with the query score above 0 (BM25's idf is positive): they are the

@@ -205,6 +205,11 @@ class BM25Index:
             return np.zeros(len(self), dtype=np.float64)
         return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float64)
 
+    @property
+    def vocabulary_size(self) -> int:
+        """The distinct terms indexed."""
+        return len(self._vocab)
+
     def posting_lengths(self, tokens: list[str]) -> list[int]:
         """How many passages hold each token (0 for a token outside the vocabulary)."""
         indptr = self._bm25.scores["indptr"]

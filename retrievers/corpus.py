@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import InputError
 from eor.core.models import file_sha256
 from retrievers.index_store import index_folder, load_or_build
@@ -93,7 +94,7 @@ class Corpus:
         return Passage(pid, str(record.get("title") or ""), record["text"], cite or None)
 
 
-_OPENED: dict[tuple[str, int, int, int], Corpus] = {}
+_OPENED: KeyedMemo[tuple[str, int, int, int], Corpus] = KeyedMemo()
 
 
 def load_corpus(path: str | Path) -> Corpus:
@@ -104,9 +105,10 @@ def load_corpus(path: str | Path) -> Corpus:
     fd = os.open(file, os.O_RDONLY)
     info = os.fstat(fd)
     key = (str(file.resolve()), info.st_size, info.st_mtime_ns, info.st_ino)
-    if key in _OPENED:
+    kept = _OPENED.get(key)
+    if kept is not None:
         os.close(fd)
-        return _OPENED[key]
+        return kept
     try:
         sha256 = file_sha256(file)
         meta = {"kind": "corpus", "corpus_sha256": sha256, "bytes": info.st_size, "version": OFFSETS_VERSION}
@@ -117,9 +119,7 @@ def load_corpus(path: str | Path) -> Corpus:
     except BaseException:
         os.close(fd)
         raise
-    corpus = Corpus(file.resolve(), sha256, offsets, lines, fd)
-    _OPENED[key] = corpus
-    return corpus
+    return _OPENED.keep(key, Corpus(file.resolve(), sha256, offsets, lines, fd))
 
 
 def _write_offsets(file: Path, folder: Path) -> None:

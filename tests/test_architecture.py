@@ -1,16 +1,32 @@
 """The layering rules of docs/architecture.md, checked on the source (nothing is imported):
 
 - no import circle among the modules of `eor`, `retrievers` and `voters`, counting imports inside functions
-  (an import of `a.b.c` also runs the packages `a` and `a.b`, so those count too);
+  (an import of `a.b.c` also runs the packages `a` and `a.b`, so those count too) and imports under
+  `if TYPE_CHECKING:` (as edges to the modules they name: a class cut into halves that import each other is
+  one class);
 - a project module is imported inside a function only where that module, through what it imports at its
   top, loads a heavy dependency (`HEAVY`) that the importing module does not already load: the lazy import
   is what keeps `eor --help` instant;
 - `retrievers` and `voters` import from `eor` only its leaf modules (`LEAVES`: the package `eor.core`), which
   import no other part of the project;
+- in-process caches go through the memo policy (`eor.core.cache_policy`): a module- or class-level name bound to
+  a mutable container (a dict, list or set literal, comprehension or call, a defaultdict, OrderedDict, Counter,
+  deque or weak mapping, or a field whose default_factory makes one) that a function writes (item assignment or
+  deletion, augmented assignment, a mutating method on it or an item of it, `global` rebinding; found through
+  imports, `self` and `cls`) is a cache, and so is any use of functools' cache, lru_cache or cached_property;
+  every cache is a memo that the policy's `memo` or `KeyedMemo` makes and its MEMOS names, and MEMOS names
+  no other. Not caches: registries, written only inside functions named `register*` (and the functions within
+  them) or held by an `eor.core.registry.Registry` (no container's literal or call); and NOT_CACHES, state
+  whose entries cannot be made again (a lock, a count);
 - sizes: no module over 500 lines, no function over 60, no class over 250, and at most 15 imports of project
   modules inside functions (`importlib.import_module` and `__import__` calls counted), with no exceptions.
 
-Imports under `if TYPE_CHECKING:` never run and are not counted.
+Imports under `if TYPE_CHECKING:` never run: they count for circles alone.
+
+`benchmarks` is a client of the project's public API, held to its function size (no function over 60 lines):
+it edits no `sys.path` (its modules run as `python -m benchmarks.NAME` from the repository root), imports no
+private name (`_name`) of the project and reaches no private attribute (the source cannot tell a project
+object from another, so none at all); the tests import its modules as modules, not by file path.
 """
 
 from __future__ import annotations
@@ -62,6 +78,7 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+BENCHMARKS = ROOT / "benchmarks"
 
 #: the modules of `eor` that `retrievers` and `voters` may import, which import nothing else of the project:
 #: the package `eor.core`, the leaves' layer of docs/architecture.md
@@ -81,12 +98,13 @@ def _parents(module: str) -> list[str]:
 
 
 class _Imports:
-    """Per module: the project modules it names in imports at its top and inside functions, and the
-    third-party packages it imports at its top."""
+    """Per module: the project modules it names in imports at its top, inside functions and under
+    `if TYPE_CHECKING:`, and the third-party packages it imports at its top."""
 
     def __init__(self) -> None:
         self.top: dict[str, set[str]] = defaultdict(set)
         self.inner: dict[str, set[str]] = defaultdict(set)
+        self.typing: dict[str, set[str]] = defaultdict(set)
         self.third_party: dict[str, set[str]] = defaultdict(set)
         for module, path in MODULES.items():
             self._scan(module, path)
@@ -115,6 +133,9 @@ class _Imports:
         def walk(node: ast.AST, inside: bool) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    for node in ast.walk(ast.Module(body=child.body, type_ignores=[])):
+                        if isinstance(node, ast.Import | ast.ImportFrom):
+                            self.typing[module].update(self._targets(module, path, node)[0])
                     for branch in child.orelse:
                         walk(branch, inside)
                     continue
@@ -161,8 +182,8 @@ def _loads_heavy(module: str) -> frozenset[str]:
 
 
 def _circles() -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan), over top and inner imports."""
-    edges = {module: IMPORTS.edges(module, inner=True) for module in MODULES}
+    """Strongly connected components of more than one module (Tarjan), over top, inner and typing imports."""
+    edges = {module: IMPORTS.edges(module, inner=True) | IMPORTS.typing[module] - {module} for module in MODULES}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -196,7 +217,7 @@ def _circles() -> list[list[str]]:
     return found
 
 
-def test_no_import_circles_counting_imports_inside_functions() -> None:
+def test_no_import_circles_counting_imports_inside_functions_and_for_typing() -> None:
     assert _circles() == []
 
 
@@ -266,3 +287,286 @@ def _inner_import_count() -> int:
 
 def test_no_module_function_or_class_over_its_size_and_few_imports_inside_functions() -> None:
     assert _sizes() == {}, "over a limit (name: its size)"
+
+
+# -- in-process caches ------------------------------------------------------------------------------------
+
+#: the memo policy: its MEMOS names every in-process memo, each made by one of its constructors
+POLICY = "eor.core.cache_policy"
+MEMO_CONSTRUCTORS = frozenset({"memo", "Memo", "KeyedMemo"})
+#: module- or class-level state written after import that is no cache: its entries cannot be made again
+NOT_CACHES = {
+    "eor.core.faults._hits": "how often each failpoint was reached in this process: a count, nothing kept",
+    "eor.pipeline.stages.generation._LOCKS": "the one lock of each foreign reader, shared by every stage over it",
+}
+MUTABLE_TYPES = frozenset(
+    {"dict", "list", "set", "bytearray", "defaultdict", "OrderedDict", "Counter", "deque", "ChainMap"}
+    | {"WeakKeyDictionary", "WeakValueDictionary", "WeakSet"}
+)
+MUTATORS = frozenset(
+    {"__setitem__", "__delitem__", "add", "append", "appendleft", "clear", "discard", "extend", "extendleft"}
+    | {"insert", "pop", "popitem", "remove", "reverse", "setdefault", "sort", "update"}
+)
+FUNCTOOLS_CACHES = frozenset({"functools.cache", "functools.lru_cache", "functools.cached_property"})
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+LITERALS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+
+
+def _last_name(node: ast.expr) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+
+
+def _makes(value: ast.expr | None, kinds: frozenset[str]) -> bool:
+    """`value` makes one of `kinds`: calls it, or is a field whose default_factory is it or a lambda making it
+    (one per instance, declared at class level); for MUTABLE_TYPES, a literal or comprehension too."""
+    if kinds is MUTABLE_TYPES and isinstance(value, LITERALS):
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    factories = [keyword.value for keyword in value.keywords if keyword.arg == "default_factory"]
+    return _last_name(value.func) in kinds or any(
+        _last_name(factory) in kinds or (isinstance(factory, ast.Lambda) and _makes(factory.body, kinds))
+        for factory in factories
+    )
+
+
+def _container(node: ast.expr) -> ast.expr:
+    """The container an item belongs to: `X` of `X[key][other]`."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node
+
+
+def _bindings(body: list[ast.stmt]) -> list[tuple[str, ast.expr | None]]:
+    """(name, value) of the names a module's or class's own statements bind (not those of its functions)."""
+    found: list[tuple[str, ast.expr | None]] = []
+    for statement in body:
+        if isinstance(statement, ast.Assign):
+            found += [(target.id, statement.value) for target in statement.targets if isinstance(target, ast.Name)]
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            found.append((statement.target.id, statement.value))
+        elif isinstance(statement, ast.If | ast.Try | ast.With):
+            parts = [getattr(statement, part, []) for part in ("body", "orelse", "finalbody")]
+            found += _bindings([child for part in parts for child in part])
+    return found
+
+
+class _State:
+    """The project's module- and class-level state, from its source: the names (`module.NAME`,
+    `module.Class.name`) bound to mutable containers, and to memos of the policy (a `@memo` loader by its
+    qualified name); the names that functions write (through the module's imports; `self` and `cls` are
+    their class), except registries' writes; and the uses of functools' caches."""
+
+    def __init__(self) -> None:
+        self.mutable: set[str] = set()
+        self.memos: set[str] = set()
+        self.written: set[str] = set()
+        self.functools: set[str] = set()
+        for module, path in MODULES.items():
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            self.module, self.aliases = module, self._imports(tree)
+            self._bind(module, tree.body)
+            self._visit(tree, module, None, None, set())
+
+    @staticmethod
+    def _imports(tree: ast.Module) -> dict[str, str]:
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    aliases[alias.asname or alias.name.split(".")[0]] = (
+                        alias.name if alias.asname else alias.name.split(".")[0]
+                    )
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                aliases.update({alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names})
+        return aliases
+
+    def _resolve(self, node: ast.expr, owner: str | None) -> str | None:
+        if isinstance(node, ast.Name):
+            if node.id in ("self", "cls") and owner is not None:
+                return owner
+            return self.aliases.get(node.id, f"{self.module}.{node.id}")
+        if isinstance(node, ast.Attribute):
+            base = self._resolve(node.value, owner)
+            return base and f"{base}.{node.attr}"
+        return None
+
+    def _bind(self, prefix: str, body: list[ast.stmt]) -> None:
+        for name, value in _bindings(body):
+            if _makes(value, MUTABLE_TYPES):
+                self.mutable.add(f"{prefix}.{name}")
+            if _makes(value, MEMO_CONSTRUCTORS):
+                self.memos.add(f"{prefix}.{name}")
+
+    def _visit(self, node: ast.AST, prefix: str, owner: str | None, function: str | None, declared: set[str]) -> None:
+        """Walk `node`'s children; `function`: the innermost function around them (None at module or class
+        level), whose writes count unless it or a function around it is a registry's (`register*`)."""
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                if function is None:
+                    self._bind(f"{prefix}.{child.name}", child.body)
+                self._visit(child, f"{prefix}.{child.name}", f"{prefix}.{child.name}", function, declared)
+            elif isinstance(child, FUNCTIONS):
+                name = getattr(child, "name", "<lambda>")
+                for decorator in getattr(child, "decorator_list", []):
+                    called = decorator.func if isinstance(decorator, ast.Call) else decorator
+                    if _last_name(called) in MEMO_CONSTRUCTORS:
+                        self.memos.add(f"{prefix}.{name}")
+                inside = "register" if (function or "").startswith("register") else name
+                globals_ = {n for s in ast.walk(child) if isinstance(s, ast.Global) for n in s.names}
+                self._visit(child, f"{prefix}.{name}", owner, inside, globals_)
+            else:
+                if function is not None and not function.startswith("register"):
+                    self.written.update(self._writes(child, owner, declared))
+                if isinstance(child, ast.Name | ast.Attribute) and self._resolve(child, owner) in FUNCTOOLS_CACHES:
+                    self.functools.add(f"{prefix}: {ast.unparse(child)}")
+                self._visit(child, prefix, owner, function, declared)
+
+    def _writes(self, node: ast.AST, owner: str | None, declared: set[str]) -> list[str | None]:
+        """The names `node` writes: item assignment or deletion, augmented assignment, a mutating method's call
+        (on the container or an item of it: `X[key].append`), rebinding a name declared `global`."""
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
+            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+            found = [
+                self._resolve(_container(part.value), owner)
+                for target in targets
+                for part in ast.walk(target)
+                if isinstance(part, ast.Subscript) and isinstance(part.ctx, ast.Store | ast.Del)
+            ]
+            if isinstance(node, ast.AugAssign):
+                found.append(self._resolve(_container(node.target), owner))
+            return found + [
+                f"{self.module}.{target.id}"
+                for target in targets
+                if isinstance(target, ast.Name) and target.id in declared
+            ]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+            return [self._resolve(_container(node.func.value), owner)]
+        return []
+
+
+def _policy_memos() -> list[str]:
+    """The names MEMOS lists in the policy's source (each entry's first argument)."""
+    tree = ast.parse(MODULES[POLICY].read_text(encoding="utf-8"))
+    values = [value for name, value in _bindings(tree.body) if name == "MEMOS" and value is not None]
+    return [
+        entry.args[0].value
+        for value in values
+        for entry in ast.walk(value)
+        if isinstance(entry, ast.Call) and entry.args and isinstance(entry.args[0], ast.Constant)
+    ]
+
+
+def test_every_in_process_cache_is_a_memo_of_the_policy() -> None:
+    """No module- or class-level mutable container that a function writes, unless MEMOS lists it or it is
+    in NOT_CACHES, and no functools cache: the in-process caches are the policy's memos."""
+    state = _State()
+    unlisted = sorted((state.mutable & state.written) - set(_policy_memos()) - set(NOT_CACHES))
+    assert unlisted == [], "caches outside the memo policy (eor.core.cache_policy.MEMOS)"
+    assert sorted(state.functools) == [], "functools caches: make a memo of eor.core.cache_policy instead"
+    assert sorted(set(NOT_CACHES) - state.mutable) == [], "NOT_CACHES names state that is gone"
+
+
+def test_the_policy_lists_every_memo_it_makes_and_makes_every_memo_it_lists() -> None:
+    """MEMOS names each memo the policy's constructors make (`@memo` loaders, module- and class-level
+    KeyedMemos), once, and nothing else; the policy's docstring names each."""
+    listed = _policy_memos()
+    assert listed and len(listed) == len(set(listed)), "MEMOS names each memo once"
+    assert sorted(set(listed) ^ _State().memos) == [], "memos made but not listed, or listed but not made"
+    docstring = ast.get_docstring(ast.parse(MODULES[POLICY].read_text(encoding="utf-8"))) or ""
+    assert [name for name in listed if f"`{name}`" not in docstring] == [], "missing from the policy's docstring"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _trees(folder: Path) -> dict[str, ast.Module]:
+    return {path.name: ast.parse(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.py"))}
+
+
+def _long_functions(folder: Path) -> dict[str, int]:
+    """The functions over MAX_FUNCTION_LINES of the modules in `folder` ("module:function" -> its lines)."""
+    return {
+        f"{name}:{node.name}": node.end_lineno - node.lineno + 1
+        for name, tree in _trees(folder).items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    }
+
+
+def _sys_path_edits(folder: Path) -> list[str]:
+    """Where the modules in `folder` name `sys.path` (or import `path` from `sys`)."""
+    return sorted(
+        f"{name}:{node.lineno}"
+        for name, tree in _trees(folder).items()
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Attribute) and node.attr == "path" and ast.unparse(node.value) == "sys")
+        or (isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name == "path" for a in node.names))
+    )
+
+
+def _private_import(node: ast.Import | ast.ImportFrom) -> bool:
+    """Whether `node` imports a private module of the project, or a private name from a project module."""
+    if isinstance(node, ast.Import):
+        modules, names = [alias.name for alias in node.names], []
+    else:
+        modules, names = [node.module or ""], [alias.name for alias in node.names]
+    project = [module for module in modules if module.split(".")[0] in PACKAGES]
+    return any(_private(part) for module in project for part in module.split(".")) or bool(
+        project and any(map(_private, names))
+    )
+
+
+def _private_names(folder: Path) -> list[str]:
+    """Where the modules in `folder` import a private name or module of the project, or reach a private
+    attribute (`x._name`, `getattr(x, "_name")`) of anything."""
+    found = []
+    for name, tree in _trees(folder).items():
+        for node in ast.walk(tree):
+            reached = (isinstance(node, ast.Import | ast.ImportFrom) and _private_import(node)) or (
+                isinstance(node, ast.Attribute) and _private(node.attr)
+            )
+            reached = reached or (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) == "getattr"
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+                and _private(node.args[1].value)
+            )
+            if reached:
+                found.append(f"{name}:{getattr(node, 'lineno', 0)}: {ast.unparse(node)}")
+    return sorted(found)
+
+
+def _benchmarks_loaded_by_path(folder: Path) -> list[str]:
+    """Where the modules in `folder` load a file of benchmarks/ by its path (importlib, runpy)."""
+    loaders = ("spec_from_file_location", "run_path", "SourceFileLoader")
+    return sorted(
+        f"{name}:{node.lineno}"
+        for name, tree in _trees(folder).items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func).split(".")[-1] in loaders
+        and "benchmarks" in ast.unparse(node)
+    )
+
+
+def test_no_benchmark_function_over_the_function_size() -> None:
+    assert _long_functions(BENCHMARKS) == {}, "over the limit (name: its lines)"
+
+
+def test_the_benchmarks_edit_no_sys_path() -> None:
+    assert _sys_path_edits(BENCHMARKS) == []
+
+
+def test_the_benchmarks_use_no_private_name_of_the_project() -> None:
+    assert _private_names(BENCHMARKS) == []
+
+
+def test_the_tests_import_the_benchmarks_as_modules() -> None:
+    assert (BENCHMARKS / "__init__.py").is_file()
+    assert _benchmarks_loaded_by_path(ROOT / "tests") == []

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from eor.bench import bench, build_report, compare_reports, write_report
-from eor.bench.stats import Bootstrap, mcnemar_exact, paired_bootstrap, paired_test
 from eor.core.errors import ConfigError, InputError
+from eor.evaluation.stats import Bootstrap, mcnemar_exact, paired_bootstrap, paired_test
 
 # Four members over eight questions; answers are single words, so EM = F1 = containment everywhere.
 # 1 = the answer equals the gold:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from retrievers.bm25 import BM25Retriever, _top_indices
+from retrievers.bm25 import BM25Retriever, top_indices
 from retrievers.bm25_index import BM25Index, build_index, okapi_idf, tokenize
 from tests.conftest import ROOT, SHARED_DATA, write_jsonl
 
@@ -153,7 +153,7 @@ def test_the_top_passages_are_those_of_a_full_stable_sort() -> None:
             scores[rng.random(size) < 0.2] = -1.0
         depth = int(rng.integers(1, 25))
         expected = np.lexsort((np.arange(size), -scores))[:depth]
-        assert _top_indices(scores, depth).tolist() == expected.tolist(), (scores, depth)
+        assert top_indices(scores, depth).tolist() == expected.tolist(), (scores, depth)
 
 
 def test_passages_without_terms_and_a_corpus_of_stop_words(tmp_path, monkeypatch) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from eor.cli import main
 from eor.core import cache_policy
-from eor.core.cache_policy import DEFAULT_MAX_BYTES, least_recently_used, memo, size_bound
+from eor.core.cache_policy import DEFAULT_MAX_BYTES, KeyedMemo, least_recently_used, memo, size_bound
 from eor.core.errors import CacheError
 from eor.runs.generation_cache import GenerationCache
 from retrievers.vector_cache import VectorCache, passage_key
@@ -226,6 +226,18 @@ def test_threads_asking_for_one_model_load_it_once() -> None:
     for thread in threads:
         thread.join()
     assert loads == ["m"] and len({id(result) for result in results}) == 1
+
+
+def test_a_keyed_memo_keeps_by_key_drops_its_oldest_past_a_bound_and_copies_with_its_owner() -> None:
+    kept: KeyedMemo[str, list[int]] = KeyedMemo()
+    assert kept.get("a") is None and kept.keep("a", [1]) == [1] and kept.get("a") == [1]
+    assert kept.keep("a", [2]) == [2] and kept.get("a") == [2]  # replaced, still the oldest
+    kept.keep("b", [3], bound=2)
+    kept.keep("c", [4], bound=2)  # two kept: "a" goes
+    assert [kept.get(key) for key in "abc"] == [None, [3], [4]]
+    copied = pickle.loads(pickle.dumps(kept))  # no lock of its own: it pickles and copies with its owner
+    copied.clear()
+    assert copied.get("b") is None and kept.get("b") == [3]
 
 
 def test_web_cache_files_keep_their_format(tmp_path) -> None:

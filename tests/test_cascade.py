@@ -164,7 +164,7 @@ def test_members_after_the_stop_never_retrieve_nor_prompt(tmp_path, isolated_cac
 
     reader = Scripted("Leonardo da Vinci")
     ensemble = Ensemble(load_config(cascade_config(tmp_path)), reader=reader, voter=hand_cascade(), cache=False)
-    spy = ensemble.retrieval = Spy(ensemble.retrieval)
+    spy = ensemble.runner.retrieval = Spy(ensemble.runner.retrieval)
     result = ensemble.answer(QUESTION)  # grounded in BM25@1's passage (the Mona Lisa): one member
     assert spy.asked == ["BM25@1"] and len(reader.prompts) == 1
     assert result.answer == "Leonardo da Vinci" and list(result.members) == ["BM25@1"]
@@ -181,7 +181,7 @@ def test_members_after_the_stop_never_retrieve_nor_prompt(tmp_path, isolated_cac
     assert result.to_dict()["cascade"]["ran"] == ["BM25@1"] and "cascade" not in result.to_record().to_dict()
     # not grounded, but BM25@2 agrees: two members; ReFree never runs
     other = Ensemble(load_config(cascade_config(tmp_path)), reader=Scripted("Michelangelo"), voter=hand_cascade())
-    spy = other.retrieval = Spy(other.retrieval)
+    spy = other.runner.retrieval = Spy(other.runner.retrieval)
     result = other.answer(QUESTION)
     assert spy.asked == ["BM25@1", "BM25@2"] and result.skipped == ["ReFree"]
     assert result.members["BM25@1"].score == pytest.approx(2.0) and result.member == "BM25@1"

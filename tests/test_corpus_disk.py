@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import InputError
 from retrievers import corpus as corpus_module
 from retrievers.corpus import load_corpus
@@ -19,8 +20,8 @@ NQ_CORPUS = SHARED_DATA / "corpus" / "wiki-nq.jsonl"
 
 @pytest.fixture(autouse=True)
 def _fresh(isolated_cache, monkeypatch):
-    monkeypatch.setattr(corpus_module, "_OPENED", {})
-    monkeypatch.setattr("eor.core.models._DIGESTS", {})
+    monkeypatch.setattr(corpus_module, "_OPENED", KeyedMemo())
+    monkeypatch.setattr("eor.core.models._DIGESTS", KeyedMemo())
 
 
 def test_every_passage_read_from_disk_equals_its_line_of_the_file() -> None:
@@ -74,8 +75,8 @@ def test_the_hash_is_computed_once_per_file_version(tmp_path, monkeypatch) -> No
     file = tmp_path / "c.jsonl"
     file.write_text('{"id": "a", "text": "x"}\n')
     first = load_corpus(file).sha256
-    monkeypatch.setattr(corpus_module, "_OPENED", {})
-    monkeypatch.setattr("eor.core.models._DIGESTS", {})
+    monkeypatch.setattr(corpus_module, "_OPENED", KeyedMemo())
+    monkeypatch.setattr("eor.core.models._DIGESTS", KeyedMemo())
 
     def refuse(path):
         raise AssertionError("hashed again")
@@ -95,7 +96,7 @@ def test_a_truncated_offsets_index_is_rebuilt_with_one_warning(tmp_path, monkeyp
     folder = next((tmp_path / "cache" / "indexes").glob("corpus-*"))
     offsets = folder / "offsets.npy"
     offsets.write_bytes(offsets.read_bytes()[:100])
-    monkeypatch.setattr(corpus_module, "_OPENED", {})
+    monkeypatch.setattr(corpus_module, "_OPENED", KeyedMemo())
     with caplog.at_level(logging.WARNING):
         again = load_corpus(file)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -12,7 +12,7 @@ import pytest
 
 from eor.core.errors import ConfigError
 from retrievers import dense, index_store
-from retrievers.bm25 import _top_indices
+from retrievers.bm25 import top_indices
 from retrievers.corpus import load_corpus
 from retrievers.dense import DenseRetriever
 from retrievers.registry import BuildContext, SourcePool
@@ -33,7 +33,7 @@ def _ids(documents) -> list[str]:
 def _numpy_search(query_vectors: np.ndarray, passage_vectors: np.ndarray, depth: int) -> list[list[tuple[int, float]]]:
     """The exact search dense.py did before FAISS: scores = Q @ P.T, top `depth`, ties in corpus order."""
     scores = query_vectors @ passage_vectors.T
-    return [[(int(i), float(row[i])) for i in _top_indices(row, depth)] for row in scores]
+    return [[(int(i), float(row[i])) for i in top_indices(row, depth)] for row in scores]
 
 
 def _assert_same(documents, expected: list[tuple[int, float]], ids: list[str]) -> None:

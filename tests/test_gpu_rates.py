@@ -4,18 +4,13 @@ layer)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 
 import pytest
 
+from benchmarks import gpu_rates as rates
 from tests.conftest import ROOT
-
-_spec = importlib.util.spec_from_file_location("gpu_rates", ROOT / "benchmarks" / "gpu_rates.py")
-assert _spec is not None and _spec.loader is not None
-rates = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(rates)
 
 
 def test_rates_are_tokens_over_seconds_on_a_cpu(tmp_path):

@@ -128,7 +128,27 @@ def test_the_ensemble_stops_once_the_rest_cannot_change_the_answer(tmp_path, iso
     assert full.stages["generation"]["reader"]["generated"] == 4  # no cache here: every member's prompt again
     assert lazy.to_dict()["skipped"] == ["BM25@3"] and "skipped" not in lazy.to_record().to_dict()
     # measured costs replace the prior: the member order follows what this ensemble measured
-    assert set(ensemble.costs) == {"ReFree", "BM25@1", "BM25@2", "BM25@3"}
+    assert set(ensemble.runner.costs.measured) == {"ReFree", "BM25@1", "BM25@2", "BM25@3"}
+
+
+def test_the_vote_stage_is_built_once_per_ensemble(tmp_path, isolated_cache, monkeypatch):
+    # the vote stage reads the voter's P(right) model (voters.right) when it is built: once per ensemble, not
+    # once per member or question, whichever way the questions are answered
+    from eor.pipeline.stages import voting
+
+    built = []
+    original = voting.VoteStage.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(voting.VoteStage, "__init__", counted)
+    ensemble = lazy_ensemble(tmp_path, Scripted("Paris"), [0.2, 0.6, 0.6, 0.6])
+    for lazy in (True, False):
+        ensemble.answer("what is the capital of france", lazy=lazy)
+    ensemble.answer_batch(["what is the capital of france", "who painted the mona lisa"])
+    assert built == [ensemble.voting]
 
 
 def test_a_dissenting_member_keeps_the_vote_going_and_unbounded_voters_run_everyone(tmp_path, isolated_cache):

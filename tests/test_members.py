@@ -11,8 +11,8 @@ from eor import Ensemble
 from eor.core.config import load_config
 from eor.core.prompts import PromptTemplates, templates_for
 from eor.erag.evaluate import Request, make_generator
-from eor.erag.run import prepare
-from eor.pipeline.members import source_pool
+from eor.erag.run import prepare, valid_config
+from eor.pipeline.members import member_templates, source_pool
 from tests.conftest import DEMO
 
 QUESTION = "what do zebra stripes do"
@@ -45,7 +45,8 @@ def test_erag_prompts_equal_the_ensembles(config_path, tmp_path, smollm2, isolat
 
     data = tmp_path / "questions.jsonl"
     data.write_text(json.dumps({"question": QUESTION, "answers": ["camouflage"]}) + "\n")
-    setup = prepare(config_path, data, "BM25", depth=2, limit=None, progress=lambda *_: _Bar(), cache=False)
+    config = valid_config(config_path, "BM25")
+    setup = prepare(config, data, "BM25", depth=2, limit=None, progress=lambda *_: _Bar(), cache=False)
     generator = make_generator(setup.reader, templates=setup.templates)
     documents = setup.documents[next(iter(setup.documents))]
     single = Request(QUESTION, ((documents[0].metadata["title"], documents[0].page_content),))
@@ -54,6 +55,28 @@ def test_erag_prompts_equal_the_ensembles(config_path, tmp_path, smollm2, isolat
     assert generator.prompt(both) == result.members["BM25@2"].prompt  # and its end-to-end prompt
     document = member.prompt.split("\n\n", 1)[1].rsplit("\n\n", 1)[0]
     assert len(document.split(" ")) == 120  # cut as the config says, in both
+
+
+def test_erag_labels_a_prompt_variant_with_its_own_prompt(config_path, tmp_path, smollm2, isolated_cache):
+    # BM25@1:fewshot answers with the few-shot variant's prompt; eRAG labels its documents with that prompt,
+    # not the config's base prompt
+    text = config_path.read_text().replace("members: [BM25@1, BM25@2]", "members: [BM25@1, BM25@1:fewshot]")
+    variant = "prompts:\n  variants:\n    fewshot:\n      demonstrations:\n"
+    variant += "        - {question: what colour is the sky, answer: blue}\n"
+    config_path.write_text(text + variant)
+    ensemble = Ensemble(load_config(config_path), reader=smollm2, cache=False)
+    member = ensemble.answer(QUESTION, lazy=False).members["BM25@1:fewshot"]
+    assert "what colour is the sky" in member.prompt
+
+    data = tmp_path / "questions.jsonl"
+    data.write_text(json.dumps({"question": QUESTION, "answers": ["camouflage"]}) + "\n")
+    config = valid_config(config_path, "BM25@1:fewshot")
+    setup = prepare(config, data, "BM25@1:fewshot", depth=1, limit=None, progress=lambda *_: _Bar(), cache=False)
+    assert setup.templates == member_templates(config)["BM25@1:fewshot"] != templates_for(config)
+    generator = make_generator(setup.reader, templates=setup.templates)
+    (document,) = setup.documents[next(iter(setup.documents))]
+    single = Request(QUESTION, ((document.metadata["title"], document.page_content),))
+    assert generator.prompt(single) == member.prompt  # eRAG's label prompt: the variant's, as the ensemble sends
 
 
 def test_the_templates_and_pool_come_from_the_config(config_path):

@@ -1,4 +1,4 @@
-"""P(right) (voters.right), its figures (eor.bench.selective) and abstention at a risk (eor.pipeline.abstention) in
+"""P(right) (voters.right), its figures (eor.evaluation.selective) and abstention at a risk (eor.pipeline.abstention) in
 every interface: hand-worked evidence and figures, cross-fitting that never sees a question's own label, training on
 the shipped records, and an abstention through the Python API, `eor ask --json`, `/v1/answer` and the OpenAI
 endpoint with the official client."""
@@ -147,7 +147,7 @@ def test_a_choice_without_confidence_is_scored_by_the_fit_without_it_never_by_a_
 
 
 def test_selective_figures_by_hand():
-    from eor.bench import selective
+    from eor.evaluation import selective
 
     p = np.array([0.2, 0.9, 0.7, 0.8])
     y = np.array([0, 1, 0, 1], dtype=bool)
@@ -171,7 +171,7 @@ def test_each_question_is_declined_by_its_own_fits_threshold_in_the_bench_sectio
     """Four questions, two scored by the fit with confidence (threshold 0.75 at α 0.3) and two by the fit without
     (no threshold at α 0.3): only the first fit's questions at or above 0.75 are answered; the section says how
     many each fit scored and each fit's threshold."""
-    from eor.bench import selective
+    from eor.bench.probability import section
 
     found, right = rows(60)
     rich = [{"alpha": 0.3, "threshold": 0.75, "coverage": 0.4}]
@@ -182,20 +182,20 @@ def test_each_question_is_declined_by_its_own_fits_threshold_in_the_bench_sectio
     p = np.array([0.9, 0.8, 0.95, 0.7])
     y = np.array([1, 0, 1, 1], dtype=bool)
     names = np.array([WITH_CONFIDENCE, WITHOUT_CONFIDENCE, WITHOUT_CONFIDENCE, WITH_CONFIDENCE])
-    section = selective.section(p, y, "em", model, names)
-    assert section["fits"] == {WITH_CONFIDENCE: 2, WITHOUT_CONFIDENCE: 2}
-    (level,) = section["risk_levels"]
+    found_section = section(p, y, "em", model, names)
+    assert found_section["fits"] == {WITH_CONFIDENCE: 2, WITHOUT_CONFIDENCE: 2}
+    (level,) = found_section["risk_levels"]
     assert level["answered"] == 1 and level["error"] == 0.0  # 0.9 (with); not 0.95 (without: no threshold)
     assert level["threshold"] == {WITH_CONFIDENCE: 0.75, WITHOUT_CONFIDENCE: None}
     assert level["train_coverage"] == {WITH_CONFIDENCE: 0.4, WITHOUT_CONFIDENCE: 0.0}
-    single = selective.section(p, y, "em", model)  # no fits given: the richest fit's threshold, one value
+    single = section(p, y, "em", model)  # no fits given: the richest fit's threshold, one value
     assert single["risk_levels"][0]["threshold"] == 0.75 and single["risk_levels"][0]["answered"] == 3
 
 
 def test_the_exact_interval_is_scipys():
     from scipy.stats import binomtest
 
-    from eor.bench.selective import clopper_pearson
+    from eor.evaluation.selective import clopper_pearson
 
     for errors, n in ((0, 10), (3, 40), (40, 40), (17, 123)):
         interval = binomtest(errors, n).proportion_ci(0.95, method="exact")
@@ -203,7 +203,7 @@ def test_the_exact_interval_is_scipys():
 
 
 def test_a_perfectly_calibrated_probability_shows_only_noise():
-    from eor.bench.selective import calibration_noise, ece
+    from eor.evaluation.selective import calibration_noise, ece
 
     p = np.random.default_rng(1).uniform(0.1, 0.9, 414)
     noise = calibration_noise(p, draws=300)

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("reading_failures", ROOT / "benchmarks" / "reading_failures.py")
-assert _spec is not None and _spec.loader is not None
-reading_failures = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reading_failures)
+from benchmarks import reading_failures
 
 
 def _member(answer: str, passages: list[tuple[str, str]], seconds: float) -> dict:

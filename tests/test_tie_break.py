@@ -4,20 +4,16 @@ untied questions alone, and the documented figures of the shipped training recor
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks import tie_break
 from eor.runs.run_data import RunData
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("tie_break", ROOT / "benchmarks" / "tie_break.py")
-assert _spec is not None and _spec.loader is not None
-tie_break = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tie_break)
 
 
 def _run(answers: list[list[str]], confidence: list[list[float | None]] | None = None) -> RunData:

@@ -1,10 +1,13 @@
-"""The README's tour, run as written from the repository root with only what the repository ships.
+"""The tour of docs/tour.md, run as written from the repository root with only what the repository ships; the
+README's short tour is part of it.
 
 Each line of the tour's code block is one command (comments stripped); `source .venv/bin/activate` is
 replaced by putting this interpreter's `bin/` first on PATH, and `eor serve` (which runs until stopped) is
 started, asked for its page and `/healthz`, and stopped. Afterwards `git status` shows nothing the tour
-wrote: it writes only under `runs/` (ignored). Marked slow (about 5 minutes on 2 cores: the reader answers
-real questions); CI runs it after the default suite (`make tour`).
+wrote: it writes only under `runs/` (ignored). The run is marked slow (about 2.5 minutes on 2 cores: the reader
+answers real questions); CI runs it after the default suite (`make slow`). The README's short tour is checked
+fast: each of its commands is one of the full tour's, in the same order, so the README shows no command that
+the slow run does not run.
 """
 
 from __future__ import annotations
@@ -22,14 +25,18 @@ import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
+#: the full tour (run here) and the README's short one (a part of it), each the first bash block under its heading
+TOUR = (ROOT / "docs" / "tour.md", "## Every command")
+SHORT_TOUR = (ROOT / "README.md", "## A short tour")
 
 
-def tour_commands(readme: str) -> list[str]:
-    """The commands of the first code block under "## A short tour", comments and blank lines removed."""
-    section = readme.split("## A short tour", 1)[1]
+def tour_commands(page: Path, heading: str) -> list[str]:
+    """The commands of the first code block under `heading` in `page`, comments and blank lines removed."""
+    text = page.read_text(encoding="utf-8")
+    assert f"\n{heading}\n" in text, f"{page.name} has no {heading!r}"
+    section = text.split(f"\n{heading}\n", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S)
-    assert block, "the tour has no ```bash block"
+    assert block, f"{page.name}, {heading!r}: no ```bash block"
     commands = []
     for line in block.group(1).splitlines():
         command = line.split("  #", 1)[0].strip()
@@ -75,15 +82,26 @@ def serve_and_stop(command: str, env: dict[str, str], log: Path) -> None:
     assert "Traceback" not in log.read_text()
 
 
-def test_the_tour_parses() -> None:
-    commands = tour_commands((ROOT / "README.md").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("tour", [TOUR, SHORT_TOUR], ids=["docs/tour.md", "README.md"])
+def test_the_tour_parses(tour: tuple[Path, str]) -> None:
+    commands = tour_commands(*tour)
     assert commands[0] == "source .venv/bin/activate"
     assert all(c.startswith(("eor ", "source ")) for c in commands), commands
     assert not any("../shared" in c for c in commands), "the tour must run on what the repository ships"
 
 
+def test_the_short_tour_is_part_of_the_full_one() -> None:
+    """Every command of the README's tour is run by the slow test, after the commands it comes after there."""
+    full, short = tour_commands(*TOUR), tour_commands(*SHORT_TOUR)
+    missing = [command for command in short if command not in full]
+    assert not missing, f"README.md's tour shows commands docs/tour.md does not run: {missing}"
+    positions = [full.index(command) for command in short]
+    assert positions == sorted(positions), "README.md's tour runs its commands in another order than docs/tour.md"
+
+
+@pytest.mark.slow
 def test_the_tour_runs_as_written_and_writes_only_under_runs(tmp_path: Path) -> None:
-    commands = tour_commands((ROOT / "README.md").read_text(encoding="utf-8"))
+    commands = tour_commands(*TOUR)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     before = git_status()
     for command in commands:

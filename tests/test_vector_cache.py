@@ -58,15 +58,15 @@ def test_a_changed_corpus_encodes_only_its_changed_passages(tmp_path, monkeypatc
     corpus = tmp_path / "corpus.jsonl"
     rows = _corpus(corpus)
     first = DenseRetriever(corpus_path=str(corpus), depth=5)
-    assert first._encoded == {"encoded": len(rows), "cached": 0}
+    assert first.encoded == {"encoded": len(rows), "cached": 0}
     old = sorted(p.name for p in index_store.index_root().iterdir() if p.name.startswith("dense-"))
     _corpus(corpus, changed=3)
     second = DenseRetriever(corpus_path=str(corpus), depth=5)
-    assert second._encoded == {"encoded": 3, "cached": len(rows) - 3}
+    assert second.encoded == {"encoded": 3, "cached": len(rows) - 3}
     # the same vectors as an index built from an empty cache
     monkeypatch.setenv("EOR_CACHE", str(tmp_path / "empty"))
     fresh = DenseRetriever(corpus_path=str(corpus), depth=5)
-    assert fresh._encoded == {"encoded": len(rows), "cached": 0}
+    assert fresh.encoded == {"encoded": len(rows), "cached": 0}
     np.testing.assert_allclose(_vectors(second), _vectors(fresh), atol=1e-6)
     assert not np.allclose(_vectors(first)[:3], _vectors(second)[:3], atol=1e-3)  # the edited ones did change
     # the first version's index was superseded and removed; the new one is there

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks import nested_cv
 from eor.cli import main
 from eor.core.errors import ConfigError, InputError
 from eor.learning.crossval import (
@@ -244,15 +245,9 @@ def test_cross_validation_against_top_r_by_hand(tmp_path):
 def test_the_questions_a_voter_wins_and_loses_against_top_r_by_hand():
     """benchmarks/nested_cv.py's `against_top`: the questions where the voter is right and Top R wrong (and
     the other way), and which members gave the answers the voter picked there, SQuAD-normalised."""
-    import importlib.util
-
     from eor.learning.crossval import CvResult
     from eor.runs.run_data import RunData
 
-    spec = importlib.util.spec_from_file_location("nested_cv", Path(__file__).parent.parent / "benchmarks/nested_cv.py")
-    assert spec is not None and spec.loader is not None
-    nested_cv = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(nested_cv)
     answers = [["Paris", "paris", "Rome"], ["Lyon", "Paris", "Nice"], ["The Alps", "Jura", "alps."], ["a", "b", "c"]]
     data = RunData(["A", "B", "C"], ["q0", "q1", "q2", "q3"], answers, [["x"]] * 4, [], [], ["?"] * 4)
     scores = {"top": np.array([1.0, 1.0, 0.0, 0.0]), "vote": np.array([1.0, 0.0, 1.0, 0.0])}
@@ -338,6 +333,30 @@ def test_eor_train_auto_cv_and_named_voters(tmp_path, capsys):
 
     assert main(["train", str(train_dir), "--out", str(tmp_path / "x.json"), "--voter", "oracle"]) == 1
     assert "unknown voter 'oracle'" in capsys.readouterr().err
+
+
+def test_one_uniform_baseline_with_the_same_pooling_on_training_and_dev(tmp_path, capsys):
+    # `eor train` scores one uniform voter (the settings' metrics and pooling) on the training records and on
+    # dev. Over em and f1, max pooling chooses the first answer of each row below, right every time; mean
+    # pooling would choose "paris france" and "new york" (their pooled similarity to the others is higher),
+    # right on half the questions.
+    rows = [["red fox", "red", "fox", "red fox jumps"], ["a b c", "a", "b", "c"],
+            ["paris", "paris france", "france", "lyon"], ["new york city", "york", "new york", "boston"]]  # fmt: skip
+    names = ["A", "B", "C", "D"]
+    assert Voter.uniform(4, metrics=("em", "f1"), pooling="mean").predict(VoteBatch(rows)).tolist() == [0, 0, 1, 2]
+
+    def run(folder: Path, copies: int) -> Path:
+        answers = rows * copies
+        golds = [[row[0]] for row in answers]
+        passages = [[["nothing"]] * 4 for _ in answers]
+        return write_run(folder, answers, golds, passages, [f"q{i}?" for i in range(len(answers))], names=names)
+
+    weights = tmp_path / "top.json"
+    args = ["train", str(run(tmp_path / "train", 20)), "--out", str(weights), "--voter", "top", "--metrics", "em,f1"]
+    assert main([*args, "--pooling", "max", "--dev", str(run(tmp_path / "dev", 10))]) == 0
+    output = capsys.readouterr().out
+    assert json.loads(weights.read_text())["meta"]["uniform"] == {"train": 1.0, "dev": 1.0}
+    assert "em on dev (40 questions, %): voter 100.0, uniform 100.0," in output  # mean pooling: 50.0
 
 
 def test_metric_spec_parsing():
@@ -446,12 +465,6 @@ def test_nested_cv_cascade_at_several_tolerances_matches_one_fit_per_tolerance()
     """benchmarks/nested_cv.py's `cascade_at`: fitted once per outer fold at the first tolerance, it answers
     exactly as `out_of_fold`'s cascade fitted at that tolerance; at a looser one it runs no more members
     (the threshold `Cascade.at_loss` picks from the same held-out points is never higher)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("nested_cv", Path(__file__).parent.parent / "benchmarks/nested_cv.py")
-    assert spec is not None and spec.loader is not None
-    nested_cv = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(nested_cv)
     root = Path(__file__).parent.parent
     members = ["BM25@1", "Wiki@1", "BM25@3", "PK"]
     data = load_run(root / "docs/records/nq-train.jsonl.gz", members).subset(list(range(80)))

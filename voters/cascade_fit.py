@@ -38,7 +38,8 @@ from eor.core.errors import ConfigError, InputError
 from voters.features import CandidateBlocks, FeatureSet
 from voters.folds import folds
 from voters.scoring import choose
-from voters.selector import AnswerSelector, fit_on_features
+from voters.selector import AnswerSelector
+from voters.selector_model import fit_on_features
 
 #: the margin of a leading answer that no other candidate contradicts (and the cap of every margin).
 MARGIN_CAP = 10.0

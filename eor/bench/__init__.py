@@ -2,8 +2,10 @@
 
 `bench(records_dir, out_dir, ...)` writes `report.json`, `report.md`, `report.html` and PNG figures and returns
 a summary; `build_report` computes the report dict, `write_report` writes it, `compare_reports` diffs two reports.
-Modules: `data` (records as arrays), `voting` (the EoR system), `stats` (bootstrap and paired tests),
-`semantic` (the `semantic` correctness metric), `report`, `figures`, `markdown`, `html`, `compare`, `command`.
+Modules: `data` (records as arrays), `voting` (the EoR system), `cost` (members' costs and the frontier),
+`probability` (the P(right) section), `judge` and `judge_cascade` (a judge voter's sections), `report`,
+`figures`, `heatmaps`, `markdown`, `html`, `compare`, `command`. The statistics they report (paired tests,
+P(right)'s figures) are eor.evaluation's.
 Heavy imports (matplotlib, the sentence encoder) happen inside the functions that need them.
 """
 

@@ -10,7 +10,7 @@ from typing import Any
 from eor.bench.judge import judge_lines, judge_report, write_judge_report
 from eor.bench.judge_cascade import judge_cascade_lines, judge_cascade_report
 from eor.bench.report import build_report, write_report
-from eor.core.config import load_config
+from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError
 from eor.core.formatting import pct, ratio, small_data_warning
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
@@ -37,7 +37,7 @@ def bench(
     design: str | Path | None = None,
     frontier: bool = False,
     against: str | Path | None = None,
-    config: str | Path | None = None,
+    config: EnsembleConfig | None = None,
 ) -> str:
     """`eor bench`: write report.json, report.md, report.html and the figures into `out_dir`; a short summary to print.
 
@@ -46,8 +46,8 @@ def bench(
     pool design to show (`eor design`'s design.json); `frontier`: also the frontier of member subsets;
     see eor.bench.report.build_report for the rest. A judge voter's weights file gets its own report
     (eor.bench.judge: report.json and report.md), with `against` another weights file's voter paired with it and
-    `config` (the config's path) what its `judge:` scores; so does a cascade trained with the judge as its last
-    step, with `config` naming that judge (eor.bench.judge_cascade).
+    `config` (the pool's config, validated at the caller's door) what its `judge:` scores; so does a cascade
+    trained with the judge as its last step, with `config` naming that judge (eor.bench.judge_cascade).
     """
     judged_by = _judged_by(weights)
     if judged_by is not None:
@@ -111,7 +111,7 @@ def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str])
 
 
 def _selective_lines(sel: dict[str, Any] | None) -> list[str]:
-    """EoR's P(right) (eor.bench.selective): calibration, AURC, and each error rate of the weights file."""
+    """EoR's P(right) (eor.bench.probability): calibration, AURC, and each error rate of the weights file."""
     if not sel:
         return []
     skill = "–" if sel["brier_skill"] is None else f"{sel['brier_skill']:.3f}"
@@ -132,7 +132,7 @@ def _judge_bench(
     records_dir: str | Path,
     out_dir: str | Path,
     weights: str | Path,
-    config: str | Path | None,
+    config: EnsembleConfig | None,
     against: str | Path | None,
     seed: int,
     resamples: int,
@@ -145,7 +145,7 @@ def _judge_bench(
         judged = judge_cascade_report(records_dir, weights, config, against=against, seed=seed, resamples=resamples)
         lines, title = judge_cascade_lines(judged), "The cascade ending with the judge"
     else:
-        scored = None if config is None else scored_families(load_config(config))
+        scored = None if config is None else scored_families(config)
         judged = judge_report(records_dir, weights, scored=scored, against=against, seed=seed, resamples=resamples)
         lines, title = judge_lines(judged), "The judge voter"
     if warning := small_data_warning(judged["questions"], "a benchmark"):

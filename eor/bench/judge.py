@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.selective import calibration_noise, summary
-from eor.bench.stats import Bootstrap, paired_test
 from eor.bench.voting import vote
 from eor.core.answers import exact_match
 from eor.core.atomic import write_text_atomically
 from eor.core.errors import InputError
 from eor.core.formatting import pct
 from eor.core.json_ready import json_ready
+from eor.evaluation.selective import calibration_noise, summary
+from eor.evaluation.stats import Bootstrap, paired_test
 from eor.learning.judge_training import JudgedQuestion, candidate_rule, judged_questions, without_scores
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run

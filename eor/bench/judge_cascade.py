@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from eor.bench.judge import _right, baselines, judge_choices, judge_lines, selective
-from eor.bench.stats import Bootstrap
 from eor.bench.voting import vote
-from eor.core.config import load_config
+from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
+from eor.evaluation.stats import Bootstrap
 from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
 from eor.pipeline.judging import check_voter_with_judge, ends_with_judge, scored_families
 from eor.readers import build_reader
@@ -32,16 +32,17 @@ from voters.right import RightModel
 def judge_cascade_report(
     records: str | Path,
     weights: str | Path,
-    config_path: str | Path,
+    config: EnsembleConfig,
     *,
     against: str | Path | None = None,
     seed: int = 0,
     resamples: int = 1000,
 ) -> dict[str, Any]:
-    """The report (JSON-ready) of the cascade of `weights` ending with the judge of `config_path`'s `judge:`."""
-    config = load_config(config_path)
+    """The report (JSON-ready) of the cascade of `weights` ending with the judge of `config`'s `judge:`."""
     if config.judge is None or config.judge.weights is None:
-        raise ConfigError(f"{config_path} names no judge (judge: {{weights: ..., after: cascade}})")
+        raise ConfigError(
+            f"the config {config.name!r} (--config) names no judge (judge: {{weights: ..., after: cascade}})"
+        )
     data = load_run(records, config.members)
     voted = vote(data, weights, with_judge=True)
     cascade = voted.voter

@@ -335,7 +335,7 @@ def cost_section(report: dict[str, Any]) -> list[str]:
 
 
 def selective_section(report: dict[str, Any]) -> list[str]:
-    """The voter's P(right): calibration, risk–coverage and the weights file's error rates (eor.bench.selective)."""
+    """The voter's P(right): calibration, risk–coverage and the weights file's error rates (eor.bench.probability)."""
     sel = report.get("selective")
     if not sel:
         return []

@@ -13,7 +13,7 @@ gold answers:
   earliest member); `top_r_train`: the member best on the training records, named by the weights file
   (the fair baseline, since Top R is chosen on the very questions it is scored on), or null;
 - `oracle`: the upper bound (right whenever some member is right) and its gap to EoR and Top R;
-- `significance`: paired tests of EoR against Top R and Top R (train) (see eor.bench.stats);
+- `significance`: paired tests of EoR against Top R and Top R (train) (see eor.evaluation.stats);
 - `rwr`: `names` and `matrix` with row i, column j = RWR(i, j) (eq. 1);
 - `errors`: appendix B's breakdown: per member counts and rates of each error type, a partition of the
   questions for stacked bars, RWR_E matrices, and `filtered` (questions dropped by the >5-word filter);
@@ -24,7 +24,7 @@ gold answers:
 - `selective`: the voter's P(right) (voters.right) judged on these questions: reliability bins, ECE beside a
   perfectly calibrated P's, Brier skill, the risk–coverage curve and AURC beside a constant's, selective
   accuracy at 50/80/100% coverage, and the realised error and coverage at each error rate of the weights
-  file's thresholds (eor.bench.selective); null when the voter has no P(right).
+  file's thresholds (eor.bench.probability); null when the voter has no P(right).
 
 Every measure is a fraction in [0, 1]. An undefined ratio (zero denominator) is null, never 0. The
 report's `metric` (em by default) is the correctness indicator of RWR, the oracle, Top R, the error
@@ -44,13 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench import selective
 from eor.bench.cost import cost_section
 from eor.bench.data import RunData, load_run
 from eor.bench.figures import write_figures
 from eor.bench.html import report_html
 from eor.bench.markdown import render_markdown
-from eor.bench.stats import CONFIDENCE, DEFAULT_RESAMPLES, Bootstrap, paired_test
+from eor.bench.probability import section as probability_section
 from eor.bench.voting import Vote, vote
 from eor.core.atomic import write_text_atomically
 from eor.core.correctness import CORRECTNESS, correctness_matrix
@@ -65,6 +64,7 @@ from eor.evaluation.error_breakdown import (
     summarize_errors,
 )
 from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against, rwr_matrix
+from eor.evaluation.stats import CONFIDENCE, DEFAULT_RESAMPLES, Bootstrap, paired_test
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, upper_bound_by_pool_size
 from eor.pipeline.pool import describe_corpus
 from eor.runs.run_folder import recorded_config, recorded_pool
@@ -149,7 +149,7 @@ def build_report(
         )
         report = _assemble(records_dir, scored, matrix, errors, upper, seed, max_subsets)
         report["cost"] = cost
-        report["selective"] = selective.section(
+        report["selective"] = probability_section(
             voted.probability, eor_scores[metric], metric, RightModel.from_voter(voted.voter), voted.fits
         )
         if shown_design is not None:

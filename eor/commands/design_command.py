@@ -29,6 +29,7 @@ from eor.core.formatting import pct
 from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.learning.design import DEFAULT_FOLDS, DEFAULT_REPEATS, Design, SplitScores, design_pool
 from eor.pipeline.members import demonstration_ids
+from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import (
     MemberCosts,
@@ -61,7 +62,7 @@ def design(
     budget: float | None = None,
 ) -> str:
     """Design the pool (eor.learning.design) and write DIR's files; returns what `eor design` prints."""
-    config = load_config(config_path)
+    config = load_valid_config(config_path)  # the door
     data = load_run(records, config.members).without(demonstration_ids(config))  # the candidates, in order
     reader = build_reader(config.reader)
     if not hasattr(reader, "chat_tokens"):
@@ -123,6 +124,8 @@ def _train_voters(
     costs = replay.in_order(order, len(data.names))[:, order]
     member_costs = MemberCosts(costs, "tokens", recorded_seconds(data)[:, order], dict(rates))
     trained = []
+    # the chosen members of the config validated at the door, with its sources, prompts and reader: not a door
+    pool = load_config(out / POOL_CONFIG)
     for voter in ("selector", "cascade"):
         file = out / f"{voter}.json"
         options = TrainOptions(
@@ -131,6 +134,7 @@ def _train_voters(
             members=chosen,
             costs=member_costs,
             pool_config=out / POOL_CONFIG,
+            pool=pool,
             max_loss=max_loss,
             budget=budget if voter == "cascade" else None,
             confidence=False,

@@ -27,17 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from eor.commands.judge_records import grow_by_scores
-from eor.core.config import EnsembleConfig, from_dict, load_config
+from eor.core.config import EnsembleConfig, from_dict
 from eor.core.correctness import score_answer
 from eor.core.data import Question, load_questions
 from eor.core.errors import ConfigError, EorError, InputError
 from eor.core.results import Record, Vote
 from eor.pipeline.ensemble import Ensemble
-from eor.pipeline.executor import LOCAL, Executor, RunJob
+from eor.pipeline.executor import LOCAL
+from eor.pipeline.jobs import Executor, RunJob
 from eor.pipeline.judging import ends_with_judge
 from eor.pipeline.pool import identity_differences, member_identity, pool_identity
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
 from eor.pipeline.stages.voting import ballots
+from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.generation_cache import CacheSetting, open_cache
 from eor.runs.run_folder import CONFIG_FILE, POOL_FILE, RECORDS_FILE, RunFolder
@@ -61,7 +63,7 @@ def run(
     from the timings. `retry_failed`: afterwards, run again only the members that failed on a question
     (`degraded` in its record), merge what they answer now and vote again (see `retry_failed_members`);
     this runs here, whatever the executor. `executor`: where the questions are answered (eor.pipeline.executor)."""
-    config = load_config(config_path)
+    config = load_valid_config(config_path)  # the door: the ensembles below are built with validated=True
     config.voter.weights = None  # the recorded vote is --weights' (uniform without), never the config's default
     if config.judge is not None:
         config.judge.after = "members"  # records hold every member's answer: no cascade's steps come first
@@ -144,7 +146,7 @@ def _answer_new(
             folder.note_stretch(len(writer.done_ids))
         ensemble = job.ensemble
         if ensemble is None and (retry_failed or (todo and executor.answers_here)):
-            ensemble = Ensemble.from_config(job.config, weights=job.weights, cache=job.cache)
+            ensemble = Ensemble.from_config(job.config, weights=job.weights, cache=job.cache, validated=True)
         _save_pool(folder, job.config, ensemble)
         job = dataclasses.replace(job, questions=todo, ensemble=ensemble)
         answered = executor.answer(job) if todo else iter(())
@@ -267,7 +269,7 @@ def _growing_ensemble(
     become this config's before any record grows (records packed mid-way name the grown pool)."""
     reader = build_reader(config.reader)  # loads its model on first use: the check fails before any index builds
     check_growth(recorded, config, pool_identity(config, reader))
-    ensemble = Ensemble.from_config(config, weights=weights, cache=cache, reader=reader)
+    ensemble = Ensemble.from_config(config, weights=weights, cache=cache, reader=reader, validated=True)
     _save_config(folder, config, weights, replace=True)
     _save_pool(folder, config, ensemble)
     return ensemble

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 
 from eor.core.answers import exact_match
-from eor.core.config import JudgeConfig, load_config
+from eor.core.config import JudgeConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import pct, small_data_warning
 from eor.learning.judge_training import JudgedQuestion, accuracy, judged_questions, train_judge_voter
 from eor.pipeline.judging import judged_members
 from eor.pipeline.members import demonstration_ids
-from eor.pipeline.validation import validate
+from eor.pipeline.validation import load_valid_config
 from eor.runs.records import read_records
 from eor.runs.run_folder import recorded_config, recorded_pool
 from voters.judge_selector import JudgeVoter
@@ -38,10 +38,7 @@ def train_judge(
 ) -> str:  # fmt: skip
     """Train the judge voter on `records` (members: `members`, else the pool config's, else those the records'
     scores were made for), save it as the weights file `out` and give back the report's lines."""
-    config = None
-    if pool_config is not None:
-        config = load_config(pool_config)
-        validate(config)
+    config = None if pool_config is None else load_valid_config(pool_config)  # the door
     loaded = [record for record in read_records(records) if record.answers]
     identity = _judge_identity(loaded, records)
     weighed = None if config is None else (config.members if config.judge is None else judged_members(config))

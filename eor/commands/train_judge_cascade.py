@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.selective import summary
-from eor.commands.train_command import cascade_lines
 from eor.commands.train_options import TrainOptions
-from eor.core.config import EnsembleConfig, JudgeConfig, load_config
+from eor.commands.train_report import cascade_lines
+from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import pct, small_data_warning
+from eor.evaluation.selective import summary
 from eor.learning.calibration import Calibrated, stopped_calibration
 from eor.learning.crossval import build_candidate, vote_arrays
 from eor.learning.judge_cascade import chat_tokenizer, last_step, last_step_meta, scoring_costs
@@ -30,7 +30,7 @@ from eor.pipeline.abstention import DELTA, thresholds
 from eor.pipeline.judging import LAST_STEP, scored_families
 from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import pool_identity
-from eor.pipeline.validation import validate
+from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import training_costs
 from eor.runs.records import read_records
@@ -103,8 +103,7 @@ def _pool_and_judge(options: TrainOptions, judge: Path) -> tuple[EnsembleConfig,
                           f"not --voter {options.voter}")  # fmt: skip
     if options.pool_config is None:
         raise ConfigError("--judge needs --config: the pool, what its judge scores and the reader whose tokens count")
-    config = load_config(options.pool_config)
-    validate(config)
+    config = load_valid_config(options.pool_config)  # the door
     voter = JudgeVoter.load(judge)
     if sorted(voter.members) != sorted(config.members):
         raise ConfigError(f"the judge {judge} weighs {', '.join(voter.members)}; {options.pool_config} has "

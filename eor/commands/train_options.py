@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError
 from eor.learning.crossval import AUTO, DEFAULT_FOLDS, VoteSettings, candidate_names
 from eor.pipeline.validation import located
@@ -30,7 +31,9 @@ class TrainOptions:
     eor.runs.costs.MemberCosts over the members) in place of those the records give. pool_config: the config the
     records were run with, checked as every config is (eor.pipeline.validation): the weights file records the
     identity of its pool (eor.pipeline.pool; without it, the `pool.json` that `eor run` wrote beside the records),
-    and its members are those trained on unless `members` names others (default: all the records hold).
+    and its members are those trained on unless `members` names others (default: all the records hold). pool:
+    pool_config's file already loaded past a door (`eor design`'s pool.yaml, the chosen members of the config
+    it validated), not validated again.
     confidence: the selector's features may include the reader's confidence where the records hold it
     (voters.features); for the selector, the cascade and `auto` they are kept only when a cross-validation
     of the selector with and without them (`inner_folds`, the same folds) says they help
@@ -53,6 +56,7 @@ class TrainOptions:
     rates: dict[str, float] | None = None
     costs: Any = None
     pool_config: Path | None = None
+    pool: EnsembleConfig | None = None
     members: list[str] | None = None
     confidence: bool = True
     dev: Path | None = None

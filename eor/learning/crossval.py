@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from eor.bench.stats import Bootstrap, paired_test
 from eor.core.errors import ConfigError, InputError
 from eor.core.registry import Registry
+from eor.evaluation.stats import Bootstrap, paired_test
 from eor.runs.costs import MemberCosts, member_costs
 from eor.runs.run_data import RunData
 from voters import Voter

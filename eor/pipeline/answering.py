@@ -8,29 +8,26 @@
 - `InSteps`: question by question in the voter's own order, stopping when its rule says the leading answer
   is likely good enough (a voter that `decide`s step by step: voters.cascade).
 
-Each strategy reports what each stage took (`Result.stages`, `Result.timings`) and leaves a failed member out
+Each strategy sees what it needs (the members' runner, eor.pipeline.running, and the vote stage), never the
+ensemble. Each reports what each stage took (`Result.stages`, `Result.timings`) and leaves a failed member out
 of the vote with its reason (eor.pipeline.stages.failures); a question no member answered raises.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
-import time
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from eor.core.data import Question
 from eor.core.errors import InputError
 from eor.core.results import MemberOutput, Result
+from eor.pipeline.running import Clock, MemberRunner
 from eor.pipeline.stages.failures import Failures, no_member_left
 from eor.pipeline.stages.generation import GenerationStats, metering
-from eor.pipeline.stages.voting import Decision, ballots
+from eor.pipeline.stages.voting import Decision, VoteStage, ballots
 from voters.right import EARLY, LAST
-
-if TYPE_CHECKING:
-    from eor.pipeline.ensemble import Ensemble
 
 
 class Answering(Protocol):
@@ -44,40 +41,42 @@ def runs_in_steps(voter: Any) -> bool:
     return callable(getattr(voter, "decide", None)) and hasattr(voter, "order_")
 
 
-def answering_for(ensemble: Ensemble, *, lazy: bool, members: Sequence[str] | None) -> Answering:
-    """`lazy`: answer with the fewest members the voter allows (its steps, else a bound); else every member."""
-    if lazy and runs_in_steps(ensemble.voter):
+def answering_for(runner: MemberRunner, voting: VoteStage, *, lazy: bool, members: Sequence[str] | None) -> Answering:
+    """How to answer with `runner`'s members and `voting`'s voter. `lazy`: with the fewest members the voter
+    allows (its steps, else a bound); else every member. `members`: the subset asked for (None: all)."""
+    if lazy and runs_in_steps(voting.voter):
         if members is not None:
             raise InputError(
                 "this pool answers with a cascade, which chooses the members each question needs: ask without "
                 "`members`, or run every member (`eor ask/serve --all-members`) to vote over a subset"
             )
-        return InSteps(ensemble)
-    if lazy and ensemble.voting.lazy:
-        return Lazily(ensemble)
-    return EveryMember(ensemble)
+        return InSteps(runner, voting)
+    if lazy and voting.lazy:
+        return Lazily(runner, voting)
+    return EveryMember(runner, voting)
 
 
 class EveryMember:
-    def __init__(self, ensemble: Ensemble) -> None:
-        self.ensemble = ensemble
+    def __init__(self, runner: MemberRunner, voting: VoteStage) -> None:
+        self.runner = runner
+        self.voting = voting
 
     def answer(self, items: list[Question], names: list[str], timeout: float | None, strict: bool) -> list[Result]:
-        ensemble = self.ensemble
+        runner = self.runner
         texts = [item.question for item in items]
         failures = Failures.for_batch(len(items))
         clock = Clock()
         with metering() as usage:
             with clock("retrieval"):
-                documents, spent = ensemble.retrieve(names, texts, timeout, strict, failures)
+                documents, spent = runner.retrieve(names, texts, timeout, strict, failures)
             with clock("generation"):
-                outputs = ensemble.reading.read(documents, texts, spent, failures, strict)
+                outputs = runner.read(documents, texts, spent, failures, strict)
             for i, item in enumerate(items):
                 if not outputs[i]:
                     raise no_member_left(item, failures[i])
             with clock("voting"):
-                decisions = ensemble.voting.vote([ballots(output) for output in outputs], texts)
-        ensemble.learn_costs(outputs)
+                decisions = self.voting.vote([ballots(output) for output in outputs], texts)
+        runner.learn_costs(outputs)
         stages = report_stages(clock, usage, len(items), members=len(names))
         return [
             build_result(item, outputs[i], decision, failures[i], [], stages)
@@ -86,33 +85,34 @@ class EveryMember:
 
 
 class Lazily:
-    def __init__(self, ensemble: Ensemble) -> None:
-        self.ensemble = ensemble
+    def __init__(self, runner: MemberRunner, voting: VoteStage) -> None:
+        self.runner = runner
+        self.voting = voting
 
     def answer(self, items: list[Question], names: list[str], timeout: float | None, strict: bool) -> list[Result]:
         return [self._one(item, names, timeout, strict) for item in items]
 
     def _one(self, item: Question, names: list[str], timeout: float | None, strict: bool) -> Result:
-        ensemble = self.ensemble
-        needed = set(ensemble.voting.needed())
-        queue = sorted((name for name in names if name in needed), key=ensemble.cost)
+        runner, voting = self.runner, self.voting
+        needed = set(voting.needed())
+        queue = sorted((name for name in names if name in needed), key=runner.cost)
         failed: dict[str, str] = {}
         outputs: dict[str, MemberOutput] = {}
         leader = None
         clock = Clock()
         with metering() as usage:
             for position, name in enumerate(queue):
-                ensemble.run_member(name, item, timeout, strict, failed, outputs, clock)
+                runner.run_one(name, item, timeout, strict, failed, outputs, clock)
                 if name in outputs:
                     with clock("voting"):
-                        leader = ensemble.voting.settled(ballots(outputs), queue[position + 1 :])
+                        leader = voting.settled(ballots(outputs), queue[position + 1 :])
                     if leader is not None:
                         break
             if not outputs:
                 raise no_member_left(item, failed)
             with clock("voting"):
-                decision = ensemble.voting.vote([ballots(outputs)], [item.question])[0]
-        ensemble.learn_costs([outputs])
+                decision = voting.vote([ballots(outputs)], [item.question])[0]
+        runner.learn_costs([outputs])
         outputs = {name: outputs[name] for name in names if name in outputs}  # the pool's order, as in a full run
         member = leader if leader is not None else decision.member  # the leader has the full vote's answer
         skipped = [name for name in names if name not in outputs and name not in failed]
@@ -121,9 +121,10 @@ class Lazily:
 
 
 class InSteps:
-    def __init__(self, ensemble: Ensemble) -> None:
-        self.ensemble = ensemble
-        self.voter = ensemble.voter
+    def __init__(self, runner: MemberRunner, voting: VoteStage) -> None:
+        self.runner = runner
+        self.voting = voting
+        self.voter = voting.voter
 
     def answer(self, items: list[Question], names: list[str], timeout: float | None, strict: bool) -> list[Result]:
         return [self._one(item, timeout, strict) for item in items]
@@ -131,14 +132,14 @@ class InSteps:
     def _one(self, item: Question, timeout: float | None, strict: bool) -> Result:
         """The voter's members one step at a time until its stopping rule says the leading answer is likely
         good enough; the members after that step never retrieve nor prompt."""
-        ensemble = self.ensemble
+        runner = self.runner
         failed: dict[str, str] = {}
         outputs: dict[str, MemberOutput] = {}
         decision = None
         clock = Clock()
         with metering() as usage:
             for step, name in enumerate(self.voter.order_):
-                ensemble.run_member(name, item, timeout, strict, failed, outputs, clock)
+                runner.run_one(name, item, timeout, strict, failed, outputs, clock)
                 if outputs:
                     with clock("voting"):
                         cast = ballots(outputs)
@@ -150,12 +151,12 @@ class InSteps:
                         break
         if decision is None:
             raise no_member_left(item, failed)
-        ensemble.learn_costs([outputs])
+        runner.learn_costs([outputs])
         report = _steps_report(list(self.voter.order_), decision, outputs, failed)
-        outputs = {name: outputs[name] for name in ensemble.members if name in outputs}
+        outputs = {name: outputs[name] for name in self.voting.members if name in outputs}
         stages = report_stages(clock, usage, 1, members=len(report["ran"]), skipped=report["skipped"])
         group = LAST if decision.last else EARLY
-        fitted = ensemble.voting.probability(decision.scores, ballots(outputs), decision.member, group)
+        fitted = self.voting.probability(decision.scores, ballots(outputs), decision.member, group)
         probability, fit = fitted or (None, None)
         if fitted is None and decision.event == "right":  # no P(right) model: the step's, calibrated on it
             probability = decision.probability
@@ -209,21 +210,6 @@ def build_result(
         probability=decision.probability,
         probability_fit=decision.fit,
     )
-
-
-class Clock:
-    """Seconds per stage: `with clock("retrieval"): ...` adds the block's wall time to that stage."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {"retrieval": 0.0, "generation": 0.0, "voting": 0.0}
-
-    @contextlib.contextmanager
-    def __call__(self, stage: str) -> Iterator[None]:
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - started
 
 
 def report_stages(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,16 +30,18 @@ from eor.core.data import Question, make_question
 from eor.core.errors import ConfigError, InputError
 from eor.core.prompts import templates_for
 from eor.core.results import MemberOutput, Record, Result
-from eor.pipeline.answering import Clock, answering_for, runs_in_steps
+from eor.pipeline import validation
+from eor.pipeline.answering import answering_for, runs_in_steps
 from eor.pipeline.judging import check_voter_with_judge, judge_stage, reached_end
 from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.pool import pool_identity, warn_if_foreign
-from eor.pipeline.stages.failures import Failures, warn_degraded
-from eor.pipeline.stages.generation import GenerationStage, GenerationStats, metering
-from eor.pipeline.stages.reading import ReadingStage, RetrievalCost
+from eor.pipeline.running import MemberRunner, RunningCosts
+from eor.pipeline.stages.failures import warn_degraded
+from eor.pipeline.stages.generation import GenerationStage, GenerationStats
+from eor.pipeline.stages.reading import ReadingStage
 from eor.pipeline.stages.retrieval import MemberTimeoutError, RetrievalStage
 from eor.pipeline.stages.voting import VoteStage
-from eor.pipeline.validation import check_config_risk, check_timeout, validate
+from eor.pipeline.validation import check_config_risk, check_timeout
 from eor.readers import build_reader
 from eor.runs.costs import expected_seconds
 from eor.runs.generation_cache import CacheSetting, open_cache
@@ -54,9 +55,6 @@ __all__ = ["Ensemble", "MemberOutput", "MemberTimeoutError", "Result", "config_v
 
 log = logging.getLogger(__name__)
 
-#: weight of the latest measurement in a member's running cost (exponential moving average).
-COST_SMOOTHING = 0.3
-
 
 class Ensemble:
     """Members built from the paper's notation over named sources, one reader, one voter."""
@@ -69,13 +67,16 @@ class Ensemble:
         voter: Any = None,
         cache: CacheSetting = True,
         retrieval_config: RunnableConfig | None = None,
+        validated: bool = False,
     ) -> None:
         """cache: where generations are cached (eor.runs.generation_cache): True, the default file (or none when
         EOR_GENERATION_CACHE=off); a file path; a GenerationCache; False or None: no cache. A reader without
         an `identity` is never cached. retrieval_config: a LangChain `RunnableConfig` (e.g. `{"callbacks":
-        [handler]}`) that every member's retrieval runs under (eor.pipeline.stages.retrieval)."""
+        [handler]}`) that every member's retrieval runs under (eor.pipeline.stages.retrieval). validated: the
+        caller's door validated `config` already (eor.pipeline.validation); else it is validated here."""
 
-        validate(config)  # before loading any model: a mistake fails at once
+        if not validated:  # the door: before loading any model, a mistake fails at once
+            validation.validate(config)
         self.config = config
         self.templates = templates_for(config)
         self.prompts = member_templates(config)  # each member's answer prompts (its variant's, if it names one)
@@ -93,19 +94,31 @@ class Ensemble:
         # (eor.pipeline.judging)
         check_voter_with_judge(self.voter, config)
         self.judging = judge_stage(config, self.generation, self.templates, self.voter)
+        self.voting = VoteStage(self.voter, self.members)  # built once: it reads the voter's P(right) model
+        # what the answering strategies run members with (eor.pipeline.running): each member's expected seconds
+        # as this ensemble measures them, else from the voter's training records or the member's notation
+        self.runner = MemberRunner(
+            self.retrieval, self.reading, RunningCosts(lambda name: expected_seconds(name, self.voter))
+        )
         check_config_risk(self, config.voter.risk)
-        self.costs: dict[str, float] = {}  # measured seconds per member and question (moving average)
 
     @classmethod
     def from_config(
-        cls, path: str | Path | EnsembleConfig, weights: str | Path | None = None, **kwargs: Any
+        cls,
+        path: str | Path | EnsembleConfig,
+        weights: str | Path | None = None,
+        *,
+        validated: bool = False,
+        **kwargs: Any,
     ) -> Ensemble:
         """The ensemble of a config (a file, or one loaded); `weights`: the voter's weights file, in place of
-        the config's `voter.weights` (see `config_voter`)."""
+        the config's `voter.weights` (see `config_voter`); `validated` as for `Ensemble`."""
         config = path if isinstance(path, EnsembleConfig) else load_config(path)
+        if not validated:  # the door, before the weights file is read
+            validation.validate(config)
         if weights is not None:
             kwargs.setdefault("voter", config_voter(config, weights))
-        return cls(config, **kwargs)
+        return cls(config, validated=True, **kwargs)
 
     @property
     def members(self) -> list[str]:
@@ -122,10 +135,6 @@ class Ensemble:
         if self.judging is not None:
             return self.judging.check_risk(risk)
         return self.voting.check_risk(risk, every_member=every_member)
-
-    @property
-    def voting(self) -> VoteStage:
-        return VoteStage(self.voter, self.members)
 
     def answer(
         self,
@@ -187,77 +196,28 @@ class Ensemble:
                     "this pool answers with a judge voter, which weighs the answers of every member it was trained "
                     "on: ask without `members`"
                 )
-            results = answering_for(self, lazy=steps, members=members).answer(items, names, timeout, strict)
+            how = answering_for(self.runner, self.voting, lazy=steps, members=members)
+            results = how.answer(items, names, timeout, strict)
             warn_degraded(results)
             return [
                 self.judging.decide(result, risk) if reached_end(result) else self.judging.stopped(result, risk)
                 for result in results
             ]
-        results = answering_for(self, lazy=lazy, members=members).answer(items, names, timeout, strict)
+        how = answering_for(self.runner, self.voting, lazy=lazy, members=members)
+        results = how.answer(items, names, timeout, strict)
         warn_degraded(results)
         return [self.voting.judge(result, risk) for result in results]
-
-    def run_member(
-        self,
-        name: str,
-        item: Question,
-        timeout: float | None,
-        strict: bool,
-        failed: dict[str, str],
-        outputs: dict[str, MemberOutput],
-        clock: Clock,
-    ) -> None:
-        """One member on one question: its output into `outputs`, or its failure into `failed`."""
-        failures = Failures([failed])
-        with clock("retrieval"):
-            documents, spent = self.retrieve([name], [item.question], timeout, strict, failures)
-        with clock("generation"):
-            outputs.update(self.reading.read(documents, [item.question], spent, failures, strict)[0])
 
     def cost(self, name: str) -> float:
         """A member's expected seconds per question: measured by this ensemble when it has run, else its cost
         on the voter's training records, else a prior from its notation (eor.runs.costs.expected_seconds)."""
-        measured = self.costs.get(name)
-        return measured if measured is not None else expected_seconds(name, self.voter)
+        return self.runner.cost(name)
 
     def explain(self, result: Result) -> dict[str, Any]:
         """Why the vote chose its answer (see `explain_vote`); with a judge voter, its account too (`judge`:
         the candidates it chose among, eor.pipeline.judging)."""
         account = explain_vote(self.voter, self.members, result)
         return account if result.judged is None else {**account, "judge": result.judged}
-
-    def retrieve(
-        self, names: list[str], texts: list[str], timeout: float | None, strict: bool, failures: Failures
-    ) -> tuple[dict[tuple[str, int], list[Any]], dict[str, RetrievalCost]]:
-        """Per (member, question index) the member's documents, members first (a member that failed on a
-        question has no entry, its reason in `failures`), and what each member's retrieval cost per question of
-        the batch (seconds; the reader's work for PK's and @CP's documents)."""
-        documents: dict[tuple[str, int], list[Any]] = {}
-        spent: dict[str, RetrievalCost] = {}
-        for name in names:
-            tick = time.perf_counter()
-            with metering() as usage:
-                results = self.retrieval.retrieve(name, texts, timeout, strict)
-            spent[name] = RetrievalCost((time.perf_counter() - tick) / len(texts), usage, len(texts))
-            for i, result in enumerate(results):
-                if isinstance(result, Exception):
-                    failures.fail(i, name, result, "retrieval")
-                else:
-                    documents[name, i] = result
-        return documents, spent
-
-    def learn_costs(self, outputs: list[dict[str, MemberOutput]]) -> None:
-        """Fold each member's measured seconds into its running cost (exponential moving average)."""
-        for output in outputs:
-            for name, member in output.items():
-                if member.seconds is None:
-                    continue
-                before = self.costs.get(name)
-                self.costs[name] = (
-                    member.seconds
-                    if before is None
-                    else (1 - COST_SMOOTHING) * before + COST_SMOOTHING * member.seconds
-                )
 
 
 def explain_vote(voter: Any, pool: list[str], result: Result) -> dict[str, Any]:

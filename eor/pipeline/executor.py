@@ -5,57 +5,21 @@ question order with what the reader did for them, and it gives `eor erag` and `e
 `LocalExecutor` (the default) does both in this process; `RayExecutor` (eor.pipeline.ray_executor; Ray is the
 optional extra `eor[ray]` and is imported only then) answers shards of questions on ensemble actors and
 generates prompts on reader actors. Both answer questions with the one batching loop,
-`Ensemble.answer_records`. `build_executor` is the one place that maps `--executor` to a strategy.
+`Ensemble.answer_records`. `build_executor` is the one place that maps `--executor` to a strategy. What
+every executor is asked (`Executor`, a `RunJob`) is eor.pipeline.jobs's, which both strategies import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
-from eor.core.config import EnsembleConfig, ReaderConfig
+from eor.core.config import ReaderConfig
 from eor.core.errors import ConfigError
-from eor.core.results import Record
-from eor.pipeline.stages.generation import GenerationStats
+from eor.pipeline.jobs import Answers, Executor, RunJob
 from eor.readers import build_reader
 
 KINDS = ("local", "ray")
-
-Answers = Iterator[tuple[list[Record], GenerationStats]]
-"""Records in question order, a batch or shard at a time, each with what the generation stage did for it."""
-
-
-@dataclass(frozen=True)
-class RunJob:
-    """The questions `eor run` still has to answer, and what answering them needs: the ensemble built in
-    this process (None when the executor answers elsewhere), or what builds it elsewhere (the config, the
-    weights file and the generation cache setting)."""
-
-    config: EnsembleConfig
-    weights: str | None
-    cache: Any
-    questions: Sequence[Any]
-    batch_size: int
-    ensemble: Any = None
-
-
-class Executor(Protocol):
-    """What `eor run`, `eor erag` and `eor utility` need from wherever the work runs."""
-
-    answers_here: ClassVar[bool]
-    """Whether `answer` uses the ensemble built in this process (`RunJob.ensemble`)."""
-
-    summed_over: ClassVar[str | None]
-    """Where the generation stats of a run were summed from, for its summary (None: this process)."""
-
-    def answer(self, job: RunJob) -> Answers:
-        """The records of `job.questions` in their order."""
-        ...
-
-    def reader(self, config: ReaderConfig) -> Any:
-        """The reader of `config`, for `eor erag` and `eor utility`."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from eor.core.config import EnsembleConfig, ReaderConfig, from_dict
 from eor.core.errors import ConfigError, ExecutorError
 from eor.core.results import Record
 from eor.pipeline.ensemble import Ensemble
+from eor.pipeline.jobs import Answers, RunJob
 from eor.pipeline.stages.generation import GenerationStats
 from eor.readers import build_reader
 from eor.readers.base import BatchedReader, Generated, as_generated, capable
@@ -35,9 +36,6 @@ try:
     import ray
 except ImportError:  # the optional extra eor[ray]; RayExecutor says how to install it
     ray = None  # type: ignore[assignment]
-
-if TYPE_CHECKING:
-    from eor.pipeline.executor import Answers, RunJob
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +127,8 @@ class ShardWorker:
         ensemble_config = from_dict(EnsembleConfig, config, "config")
         if ensemble_config.reader.llama_cpp.threads is None:  # llama.cpp on the CPUs Ray gave this worker
             ensemble_config.reader.llama_cpp.threads = threads
-        self.ensemble = Ensemble.from_config(ensemble_config, weights=weights, cache=cache)
+        # validated by the door of `eor run` (eor.commands.runner), whose config this is
+        self.ensemble = Ensemble.from_config(ensemble_config, weights=weights, cache=cache, validated=True)
 
     def answer(self, questions: list[Any], batch_size: int) -> tuple[list[Record], dict[str, Any]]:
         """The records of `questions`, answered `batch_size` at a time, and what the generation stage did."""

@@ -12,10 +12,17 @@ ranges; `validate` checks what its values name:
 - `reader.backend`: a registered backend, with no option of another backend (`auto` is resolved from the
   model's files when the reader is built).
 
-The ensemble, `eor serve` (and `create_app`) and `eor train --config` call it. What needs a loaded object is
-checked where it loads: a source's parameters when the source is built, a weights file's members when it is
-read, `voter.risk` against the voter's thresholds (`check_config_risk`); and a member timeout is asked at
-run time (`check_timeout`, an InputError).
+A config is validated once, at its door, before any model loads; nothing past a door validates it again.
+A command's door is where it reads its config file, `load_valid_config` (eor ask, run, serve, retrieve,
+design, erag, utility, bench --config, and train's `--config` in `train`, `train_judge` and
+`train_judge_cascade`); Python's doors are `Ensemble(config)`, `Ensemble.from_config` and `create_app(config)`,
+which a door that validated already tells so (`validated=True`). Every call goes through this module's
+`validate`. Members named on a command line (`eor retrieve --members`, `eor erag --member`) are checked as
+the config's are (`check_member`).
+
+What needs a loaded object is checked where it loads: a source's parameters when the source is built, a
+weights file's members when it is read, `voter.risk` against the voter's thresholds (`check_config_risk`);
+and a member timeout is asked at run time (`check_timeout`, an InputError).
 """
 
 from __future__ import annotations
@@ -23,9 +30,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from eor.core.config import EnsembleConfig, ReaderConfig, VoterConfig
+from eor.core.config import EnsembleConfig, ReaderConfig, VoterConfig, load_config
 from eor.core.errors import ConfigError, InputError, RetrieverError
 from eor.core.prompts import check_variant, templates_for
 from eor.readers import check_backend
@@ -45,6 +53,13 @@ def validate(config: EnsembleConfig) -> None:
     _check_reader(config.reader)
 
 
+def load_valid_config(path: str | Path) -> EnsembleConfig:
+    """A command's door: the config of the file at `path` (eor.core.config.load_config), validated."""
+    config = load_config(path)
+    validate(config)
+    return config
+
+
 @contextmanager
 def located(where: str) -> Iterator[None]:
     """A mistake found inside the block, as a ConfigError whose message starts with `where`: the value's
@@ -56,20 +71,25 @@ def located(where: str) -> Iterator[None]:
 
 
 def _check_members(config: EnsembleConfig) -> None:
-    known = source_names(config.sources)
     for i, member in enumerate(config.members):
-        with located(f"members[{i}]"):
-            tree = notation.parse(member)  # the notation's own message names the member
-        unknown = sorted(notation.sources(tree) - known)
-        if unknown:
-            raise ConfigError(
-                f"members[{i}] {member!r}: unknown source(s) {', '.join(unknown)}; "
-                f"available: {', '.join(sorted(known))}"
-            )
-        variant = notation.variant_of(tree)
-        if variant is not None:
-            with located(f"members[{i}] {member!r}"):
-                check_variant(config.prompts, variant)
+        check_member(config, member, f"members[{i}]")
+
+
+def check_member(config: EnsembleConfig, member: str, where: str) -> None:
+    """ConfigError starting with `where` (a YAML path, or the flag that named the member) unless `member` is
+    valid notation over `config`'s sources, with only a prompt variant it has."""
+    with located(where):
+        tree = notation.parse(member)  # the notation's own message names the member
+    known = source_names(config.sources)
+    unknown = sorted(notation.sources(tree) - known)
+    if unknown:
+        raise ConfigError(
+            f"{where} {member!r}: unknown source(s) {', '.join(unknown)}; available: {', '.join(sorted(known))}"
+        )
+    variant = notation.variant_of(tree)
+    if variant is not None:
+        with located(f"{where} {member!r}"):
+            check_variant(config.prompts, variant)
 
 
 def _check_source_types(config: EnsembleConfig) -> None:

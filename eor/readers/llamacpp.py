@@ -299,6 +299,10 @@ class LlamaCppReader(BatchedReader):
             )
         return self._identity
 
+    def forget(self) -> None:
+        """Evaluate the next prompt from an empty KV cache: no prefix of the previous prompt is kept."""
+        self._llm.forget()
+
     def chat_tokens(self, prompt: str) -> list[int]:
         """The tokens the reader evaluates for `prompt` (the one-message chat it answers), without evaluating
         them: what replays of prefix reuse compare (eor.runs.costs)."""

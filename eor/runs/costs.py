@@ -1,9 +1,10 @@
 """The one cost model: what running a member costs on a question, in reader seconds.
 
 Every cost eor reports or optimises comes from here: `eor bench`'s cost section and figures, the cascade's
-member costs (`eor train`), the pool design's replay (`eor design`), the planner (`eor plan`, eor.commands.cost_model)
-and the live ensemble's order of lazy voting (`Ensemble.cost`). One formula turns tokens into seconds,
-`reader_seconds`; `describe_rates` states the rates wherever a figure from tokens is printed.
+member costs (`eor train`), the pool design's replay (`eor design`), the planner (`eor plan`,
+eor.commands.cost_model), the live ensemble's order of lazy voting (`Ensemble.cost`) and the server's drain
+(`running_mean`). One formula turns tokens into seconds, `reader_seconds`; `describe_rates` states the rates
+wherever a figure from tokens is printed.
 
 Two measures:
 
@@ -41,6 +42,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import InputError
 from eor.readers.llamacpp import reusable_prefix
 from eor.runs.run_data import RunData
@@ -149,6 +151,17 @@ def expected_seconds(name: str, voter: Any) -> float:
     return float(trained) if trained is not None else notation_prior(name)
 
 
+#: weight of the latest measurement in a running cost (an exponential moving average)
+RECENT_WEIGHT = 0.3
+
+
+def running_mean(previous: float | None, latest: float, weight: float = RECENT_WEIGHT) -> float:
+    """A running cost after the measurement `latest`: `latest` itself at first, then the exponential moving
+    average (1 − weight) · previous + weight · latest. A live ensemble's members (eor.pipeline.running) and the
+    server's seconds per question (eor.server.worker) follow their measured costs with it."""
+    return latest if previous is None else (1 - weight) * previous + weight * latest
+
+
 def notation_prior(name: str) -> float:
     """A member's cost before anything was measured, for ordering only: about a second per passage it reads,
     ten per generated background document or summary (PK, @CP), one for the question itself."""
@@ -181,13 +194,14 @@ class PromptReplay:
     generated: np.ndarray
     chunk: int
     rates: dict[str, float]
-    _kept: dict[tuple[int | None, int], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _kept: KeyedMemo[tuple[int | None, int], np.ndarray] = field(default_factory=KeyedMemo, repr=False, compare=False)
 
     def kept(self, previous: int | None, member: int) -> np.ndarray:
         """Per question, the prompt tokens `member` keeps when it runs right after `previous` (None: first)."""
-        if (previous, member) not in self._kept:
-            self._kept[previous, member] = self._count_kept(previous, member)
-        return self._kept[previous, member]
+        kept = self._kept.get((previous, member))
+        if kept is None:
+            kept = self._kept.keep((previous, member), self._count_kept(previous, member))
+        return kept
 
     def _count_kept(self, previous: int | None, member: int) -> np.ndarray:
         if previous is None:

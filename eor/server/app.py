@@ -26,8 +26,8 @@ from eor.core.config import EnsembleConfig
 from eor.core.data import Question, make_question
 from eor.core.errors import InputError
 from eor.core.json_ready import json_ready
+from eor.pipeline import validation
 from eor.pipeline.ensemble import Ensemble
-from eor.pipeline.validation import validate
 from eor.server.documents import DocumentFolder, add_document_route
 from eor.server.errors import ApiError, BodyLimit, install_error_handlers
 from eor.server.explorer import add_explorer
@@ -64,7 +64,8 @@ def create_app(
     loader: Callable[[], Any] | None = None,
     on_load_error: Callable[[BaseException], None] | None = None,
 ) -> FastAPI:
-    """The application serving the ensemble that `loader()` builds (default: `Ensemble(config)`)."""
+    """The application serving the ensemble that `loader()` builds (default: `Ensemble(config)`, the config
+    validated here); a caller's `loader` comes with a config its own door validated (`eor serve`'s)."""
     settings = settings or ServerSettings()
     worker = EnsembleWorker(loader or _default_loader(config), settings, on_load_error)
     models = list(dict.fromkeys([DEFAULT_MODEL, config.name]))
@@ -95,12 +96,12 @@ def create_app(
 
 
 def _default_loader(config: EnsembleConfig) -> Callable[[], Any]:
-    """`Ensemble(config)`, built on the worker thread; the config is checked now (eor.pipeline.validation), so a
-    mistake fails `create_app` rather than every request."""
-    validate(config)
+    """`Ensemble(config)`, built on the worker thread; the config is validated now, `create_app` its door
+    (eor.pipeline.validation), so a mistake fails `create_app` rather than every request."""
+    validation.validate(config)
 
     def load() -> Any:
-        return Ensemble(config)
+        return Ensemble(config, validated=True)
 
     return load
 

@@ -12,10 +12,9 @@ from typing import Any
 
 import uvicorn
 
-from eor.core.config import load_config
 from eor.core.errors import ConfigError, EorError
 from eor.pipeline.ensemble import Ensemble, config_voter
-from eor.pipeline.validation import validate
+from eor.pipeline.validation import load_valid_config
 from eor.runs.generation_cache import CacheSetting, open_cache
 from eor.server.app import create_app
 from eor.server.settings import ServerSettings
@@ -42,8 +41,7 @@ def serve(
             f"refusing to serve {settings.host} without an API key: anyone who can reach it could use the reader; "
             "give one with --api-key-env VAR, or pass --allow-unauthenticated"
         )
-    config = load_config(config_path)
-    validate(config)  # fail before the server starts, not in its log
+    config = load_valid_config(config_path)  # the door: fail before the server starts, not in its log
     generation_cache = open_cache(cache)  # likewise an unusable cache file
     voter = config_voter(config, weights)  # and a bad weights file
     if settings.api_key is None and not _is_loopback(settings.host):
@@ -59,7 +57,7 @@ def serve(
             server.should_exit = True
 
     def load() -> Ensemble:
-        ensemble = Ensemble(config, voter=voter, cache=generation_cache)
+        ensemble = Ensemble(config, voter=voter, cache=generation_cache, validated=True)
         warm_up(ensemble, settings)
         return ensemble
 

@@ -21,13 +21,12 @@ from typing import Any
 from eor.core.data import Question
 from eor.core.errors import EorError
 from eor.readers.base import capable
+from eor.runs.costs import running_mean
 from eor.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
 LOADING, READY, DRAINING, FAILED, STOPPED = "loading", "ready", "draining", "failed", "stopped"
-#: weight of the latest batch in the running mean of seconds per question
-RECENT = 0.3
 
 
 class NotReadyError(EorError):
@@ -206,11 +205,7 @@ class EnsembleWorker:
         return jobs[:fitting]
 
     def _measured(self, seconds: float, questions: int) -> None:
-        per_question = seconds / questions
-        previous = self.seconds_per_question
-        self.seconds_per_question = (
-            per_question if previous is None else RECENT * per_question + (1 - RECENT) * previous
-        )
+        self.seconds_per_question = running_mean(self.seconds_per_question, seconds / questions)
 
     def _answer(self, jobs: list[Job], members: tuple[str, ...] | None) -> None:
         started = time.monotonic()

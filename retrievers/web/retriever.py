@@ -12,6 +12,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import RetrieverError
 from retrievers.base import SourceRetriever
 from retrievers.web.backends import make_backend
@@ -85,7 +86,7 @@ class WebSearchRetriever(SourceRetriever):
     _fetcher: PageFetcher = PrivateAttr()
     _guard: UrlGuard = PrivateAttr()
     _store: WebCache = PrivateAttr()
-    _views: dict[tuple[tuple[str, Any], ...], WebSearchRetriever] = PrivateAttr(default_factory=dict)
+    _views: KeyedMemo[tuple[tuple[str, Any], ...], WebSearchRetriever] = PrivateAttr(default_factory=KeyedMemo)
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
@@ -248,9 +249,10 @@ class WebSearchRetriever(SourceRetriever):
 
     def _view(self, **changes: Any) -> WebSearchRetriever:
         key = tuple(sorted(changes.items()))
-        if key not in self._views:
+        view = self._views.get(key)
+        if view is None:
             view = self.model_copy(update=changes)
-            view._memo = {}
-            view._views = {}
-            self._views[key] = view
-        return self._views[key]
+            view._memo = KeyedMemo()
+            view._views = KeyedMemo()
+            self._views.keep(key, view)
+        return view

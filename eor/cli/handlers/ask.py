@@ -9,12 +9,14 @@ from eor.cli.options import cache_setting, config_path, member_names
 from eor.core.data import check_question
 from eor.core.json_ready import json_ready
 from eor.pipeline.ensemble import Ensemble
+from eor.pipeline.validation import load_valid_config
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     question = check_question(args.question)
     members = member_names(args.members)
-    ensemble = Ensemble.from_config(config_path(args.config), weights=args.weights, cache=cache_setting(args))
+    config = load_valid_config(config_path(args.config))  # the door
+    ensemble = Ensemble.from_config(config, weights=args.weights, cache=cache_setting(args), validated=True)
     risk = args.risk if args.risk is not None else ensemble.config.voter.risk
     result = ensemble.answer(question, members=members, lazy=not args.all_members, risk=risk)
     explanation = json_ready(ensemble.explain(result)) if args.explain else None

@@ -8,14 +8,15 @@ from pathlib import Path
 from eor.bench import bench, compare_reports
 from eor.bench.compare import compare_reports_html
 from eor.core.atomic import write_text_atomically
-from eor.core.config import load_config
 from eor.core.correctness import CORRECTNESS
 from eor.core.correctness.bem import NAME as BEM
 from eor.core.correctness.bem import BemCorrectness
+from eor.pipeline.validation import load_valid_config
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     metrics = tuple(args.metrics.split(",")) if args.metrics else None
+    pool = load_valid_config(args.config) if args.config else None  # the door
     with CORRECTNESS.scoped():  # --bem-model holds for this command only
         if args.bem_model:
             CORRECTNESS.register(BEM, BemCorrectness(args.bem_model), replace=True)
@@ -29,11 +30,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 resamples=args.resamples,
                 max_subsets=args.max_subsets,
-                members=load_config(args.config).members if args.config else None,
+                members=pool.members if pool is not None else None,
                 design=args.design,
                 frontier=args.frontier,
                 against=args.against,
-                config=args.config,
+                config=pool,
             )
         )
     return 0
