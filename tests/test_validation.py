@@ -15,7 +15,7 @@ from eor.core.config import load_config
 from eor.core.errors import ConfigError, InputError
 from eor.pipeline.ensemble import Ensemble, config_voter
 from eor.pipeline.validation import check_timeout, validate
-from eor.server.run import serve
+from eor.server.serving import serve
 from tests.conftest import ROOT
 from voters import Voter
 from voters.loading import choose_voter

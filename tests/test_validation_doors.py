@@ -105,7 +105,7 @@ def test_serve_validates_once_and_its_ensemble_does_not_again(config, calls, mon
         loader()  # what the worker thread does first
         return app
 
-    monkeypatch.setattr("eor.server.run.create_app", building)
+    monkeypatch.setattr("eor.server.serving.create_app", building)
     monkeypatch.setattr("eor.pipeline.ensemble.build_reader", _stop)
     with pytest.raises(Stop):
         main(["serve", "--config", str(config), "--no-cache"])

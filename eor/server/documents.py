@@ -18,7 +18,7 @@ from fastapi.responses import FileResponse
 
 from eor.core.config import EnsembleConfig
 from eor.documents.folder import manifest_path
-from eor.server.errors import ApiError
+from eor.server.http_errors import ApiError
 from eor.server.schemas import ErrorBody
 
 MEDIA = {

@@ -1,7 +1,7 @@
 """The explorer: a page at `/` to ask a question and see every member's answer, evidence and vote, and the
 benchmark reports of `--reports DIR`.
 
-The page is three files shipped in `eor/server/explorer/` (HTML, script, style) and served by eor itself,
+The page is three files shipped in `eor/server/explorer_page/` (HTML, script, style) and served by eor itself,
 with a Content-Security-Policy that lets it load nothing from anywhere else. It asks through the same
 `/v1` API as any client (`POST /v1/answer` with passages and the vote's explanation), so it sends the
 bearer key when the server has one; so do the two report routes:
@@ -20,7 +20,7 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from eor.bench.html import report_html
-from eor.server.errors import ApiError
+from eor.server.http_errors import ApiError
 from eor.server.reports import find_report, find_reports
 from eor.server.schemas import ErrorBody, ReportList
 from eor.server.settings import ServerSettings
@@ -36,7 +36,7 @@ HEADERS = {"Content-Security-Policy": POLICY, "X-Content-Type-Options": "nosniff
 
 
 def _asset(name: str) -> str:
-    return resources.files("eor.server").joinpath("explorer", name).read_text(encoding="utf-8")
+    return resources.files("eor.server").joinpath("explorer_page", name).read_text(encoding="utf-8")
 
 
 def add_explorer(app: FastAPI, settings: ServerSettings, dependencies: list[Any]) -> None:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from eor.cli.options import cache_setting, config_path
-from eor.server.run import serve
+from eor.server.serving import serve
 from eor.server.settings import ServerSettings, api_key_from_env
 
 
