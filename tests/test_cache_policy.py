@@ -19,7 +19,7 @@ from eor.core.cache_policy import DEFAULT_MAX_BYTES, KeyedMemo, least_recently_u
 from eor.core.errors import CacheError
 from eor.runs.generation_cache import GenerationCache
 from retrievers.vector_cache import VectorCache, passage_key
-from retrievers.web.cache import WebCache
+from retrievers.web.web_cache import WebCache
 from voters.similarity.cache import PairScoreCache
 
 POLICY = {"guard": "public", "max_bytes": 1000}

@@ -25,7 +25,7 @@ from retrievers import operators
 from retrievers.builtin_sources import WEB
 from retrievers.registry import BuildContext, SourcePool, source_types
 from retrievers.web.backends import make_backend
-from retrievers.web.extract import html_to_text, main_text, page_title
+from retrievers.web.page_text import html_to_text, main_text, page_title
 from retrievers.web.fetch import PageFetcher, PageFetchError
 from retrievers.web.guard import UrlGuard, UrlRefusedError
 from retrievers.web.retriever import WebSearchRetriever

@@ -3,9 +3,9 @@ their main text extracted, and laid out as passages; the source type ``web`` (re
 
 Pieces: `search` (the `SearchBackend` protocol, `SearchHit`, the backend registry: `serper`, the paper's
 Google search, and `searxng`, self-hostable), `guard` (which URLs may be fetched), `fetch` (bounded,
-concurrent HTTP with timeouts, byte cap, content-type check, guarded redirects), `extract` (trafilatura,
-with a plain fallback), `cache` (JSON files under ``cache_dir()/web``), `layout` (page heads or chunks),
-`retriever` (`WebSearchRetriever`).
+concurrent HTTP with timeouts, byte cap, content-type check, guarded redirects), `page_text` (a page's main
+text and title: trafilatura, with a plain fallback), `web_cache` (search results and pages as JSON files under
+``cache_dir()/web``), `layout` (page heads or chunks), `retriever` (`WebSearchRetriever`).
 
 How the paper's notation maps onto the source (decision)
 ---------------------------------------------------------
@@ -84,7 +84,7 @@ _EXPORTS = {
     "search_backend": "retrievers.web.backends",
     "UrlGuard": "retrievers.web.guard",
     "UrlRefusedError": "retrievers.web.guard",
-    "WebCache": "retrievers.web.cache",
+    "WebCache": "retrievers.web.web_cache",
     "WebPage": "retrievers.web.retriever",
     "WebSearchRetriever": "retrievers.web.retriever",
 }

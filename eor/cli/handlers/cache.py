@@ -12,7 +12,7 @@ from eor.core.models import hashes_dir, models_dir
 from eor.runs.generation_cache import ENV_VARIABLE, GenerationCache, default_cache_path, format_stats
 from retrievers.index_store import report as index_store_report
 from retrievers.vector_cache import VectorCache
-from retrievers.web.cache import WebCache
+from retrievers.web.web_cache import WebCache
 from voters.similarity.cache import PairScoreCache
 
 #: what `eor cache clear --which` names beside `generations`: a cache with `clear()` and `report()`
