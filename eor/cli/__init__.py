@@ -1,11 +1,13 @@
-"""The `eor` command line: one module per group of commands with their parsers (`answer`: ask, serve;
-`retrieve`; `runs`: run, plan, records; `learn`: train, design; `evaluate`: bench, compare, erag, utility;
-`start`: init, imports, models, cache), and the options they share (`options`).
+"""The `eor` command line: one module per group of commands with their parsers, each named `GROUP_commands`
+(`answer_commands`: ask, serve; `retrieve_commands`; `runs_commands`: run, plan, records; `learn_commands`:
+train, design; `evaluate_commands`: bench, compare, erag, utility; `start_commands`: init, imports, models,
+cache), and the options they share (`options`).
 
 A parser names its command's handler as "module:function" (its `handler` default), and `main` imports that
 module only when the command runs: so `eor --help` loads no heavy library. Handlers that need one (models,
 numpy, a web server) live in `eor.cli.handlers`, one module per set of commands that load the same
-libraries; the others stay beside their parsers.
+libraries, named after its command or commands (`handlers.learn`: train and design), never `_commands`, so a
+parser module and a handler module never share a name; the other handlers stay beside their parsers.
 
 `main` parses, configures logging once (a command's parser may set `log_level` and `log_format` as its
 defaults), runs the handler and turns eor's errors into one line on stderr and exit status 1.
@@ -20,27 +22,34 @@ import sys
 from collections.abc import Callable
 
 from eor import __version__
-from eor.cli import answer, evaluate, learn, retrieve, runs, start
+from eor.cli import (
+    answer_commands,
+    evaluate_commands,
+    learn_commands,
+    retrieve_commands,
+    runs_commands,
+    start_commands,
+)
 from eor.core.errors import EorError, InputError
 
 #: the order of `eor --help`
 COMMANDS = (
-    answer.add_ask,
-    retrieve.add_parser,
-    runs.add_run,
-    runs.add_plan,
-    learn.add_train,
-    learn.add_design,
-    evaluate.add_bench,
-    evaluate.add_compare,
-    answer.add_serve,
-    start.add_models,
-    evaluate.add_erag,
-    evaluate.add_utility,
-    start.add_cache,
-    runs.add_records,
-    start.add_init,
-    start.add_imports,
+    answer_commands.add_ask,
+    retrieve_commands.add_parser,
+    runs_commands.add_run,
+    runs_commands.add_plan,
+    learn_commands.add_train,
+    learn_commands.add_design,
+    evaluate_commands.add_bench,
+    evaluate_commands.add_compare,
+    answer_commands.add_serve,
+    start_commands.add_models,
+    evaluate_commands.add_erag,
+    evaluate_commands.add_utility,
+    start_commands.add_cache,
+    runs_commands.add_records,
+    start_commands.add_init,
+    start_commands.add_imports,
 )
 
 

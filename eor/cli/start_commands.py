@@ -81,7 +81,7 @@ def add_init(commands: Commands) -> None:
     init.add_argument(
         "--documents", metavar="FOLDER", help="import this folder of documents as the corpus (eor import-corpus)"
     )
-    init.set_defaults(handler="eor.cli.start:cmd_init")
+    init.set_defaults(handler="eor.cli.start_commands:cmd_init")
 
 
 def add_imports(commands: Commands) -> None:
@@ -91,7 +91,7 @@ def add_imports(commands: Commands) -> None:
     questions.add_argument("file", help="JSON Lines with question and answer(s), or question<TAB>[answers] (.gz too)")
     out_option(questions, "the questions file to write (JSON Lines: id, question, answers)")
     limit_option(questions)
-    questions.set_defaults(handler="eor.cli.start:cmd_import_questions")
+    questions.set_defaults(handler="eor.cli.start_commands:cmd_import_questions")
     corpus = commands.add_parser(
         "import-corpus",
         help="a folder of documents (PDF, HTML, DOCX, Markdown, text), or a tab-separated passage file (DPR's "
@@ -112,14 +112,14 @@ def add_imports(commands: Commands) -> None:
     corpus.add_argument(
         "--max-mb", type=positive_float, default=100.0, help="a folder's files over this size are skipped (default 100)"
     )
-    corpus.set_defaults(handler="eor.cli.start:cmd_import_corpus")
+    corpus.set_defaults(handler="eor.cli.start_commands:cmd_import_corpus")
 
 
 def add_models(commands: Commands) -> None:
     models = commands.add_parser(
         "models", help="the models that work offline: whether each is installed, where its files are, how to install it"
     )
-    models.set_defaults(handler="eor.cli.start:cmd_models")
+    models.set_defaults(handler="eor.cli.start_commands:cmd_models")
 
 
 def add_cache(commands: Commands) -> None:

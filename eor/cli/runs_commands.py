@@ -62,13 +62,13 @@ def add_records(commands: Commands) -> None:
     )
     pack.add_argument("run", help="run folder of `eor run` (records.jsonl, config.json, pool.json)")
     out_option(pack, "records file to write (.jsonl.gz); `eor train` and `eor bench` read it")
-    pack.set_defaults(handler="eor.cli.runs:cmd_records_pack")
+    pack.set_defaults(handler="eor.cli.runs_commands:cmd_records_pack")
     unpack = actions.add_parser(
         "unpack", help="a packed records file back into a run folder (records, config, pool) to resume or grow"
     )
     unpack.add_argument("file", help="packed records file (.jsonl.gz) of `eor records pack`")
     out_option(unpack, "run folder to create; `eor run --out` on it resumes the run or grows it by new members")
-    unpack.set_defaults(handler="eor.cli.runs:cmd_records_unpack")
+    unpack.set_defaults(handler="eor.cli.runs_commands:cmd_records_unpack")
 
 
 def add_plan(commands: Commands) -> None:
