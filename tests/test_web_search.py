@@ -25,9 +25,9 @@ from retrievers import operators
 from retrievers.builtin_sources import WEB
 from retrievers.registry import BuildContext, SourcePool, source_types
 from retrievers.web.backends import make_backend
-from retrievers.web.page_text import html_to_text, main_text, page_title
 from retrievers.web.fetch import PageFetcher, PageFetchError
 from retrievers.web.guard import UrlGuard, UrlRefusedError
+from retrievers.web.page_text import html_to_text, main_text, page_title
 from retrievers.web.retriever import WebSearchRetriever
 from retrievers.web.search import SearchHit
 from tests.webserver import ECHO_QUERY, LoopbackServer, page_server, searxng_server, serper_server

@@ -29,8 +29,8 @@ from eor.core.json_ready import json_ready
 from eor.pipeline import validation
 from eor.pipeline.ensemble import Ensemble
 from eor.server.documents import DocumentFolder, add_document_route
-from eor.server.http_errors import ApiError, BodyLimit, install_error_handlers
 from eor.server.explorer import add_explorer
+from eor.server.http_errors import ApiError, BodyLimit, install_error_handlers
 from eor.server.schemas import (
     AnswerRequest,
     AnswerResponse,

@@ -16,12 +16,12 @@ from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import RetrieverError
 from retrievers.base import SourceRetriever
 from retrievers.web.backends import make_backend
-from retrievers.web.web_cache import WebCache
-from retrievers.web.page_text import main_text, page_title
 from retrievers.web.fetch import DEFAULT_USER_AGENT, TEXT_TYPES, PageFetcher, PageFetchError, map_concurrently
 from retrievers.web.guard import UrlGuard, UrlRefusedError
 from retrievers.web.layout import first_words, page_chunks, page_head
+from retrievers.web.page_text import main_text, page_title
 from retrievers.web.search import SearchBackend, SearchHit
+from retrievers.web.web_cache import WebCache
 
 logger = logging.getLogger(__name__)
 
