@@ -1,4 +1,5 @@
-"""Source types (name -> SourceType) and the pool that builds members' retriever trees from the notation.
+"""The source-type registry (eor.core.registry: name -> SourceType) and the pool that builds members' retriever
+trees from the notation.
 
 The types are eor's own (retrievers.builtin_sources) and those other packages declare under the entry
 point group `eor.sources` (each entry point names a `retrievers.source_type.SourceType`), or that Python

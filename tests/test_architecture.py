@@ -19,7 +19,8 @@
   them) or held by an `eor.core.registry.Registry` (no container's literal or call); and NOT_CACHES, state
   whose entries cannot be made again (a lock, a count);
 - sizes: no module over 500 lines, no function over 60, no class over 250, and at most 15 imports of project
-  modules inside functions (`importlib.import_module` and `__import__` calls counted), with no exceptions.
+  modules inside functions (`importlib.import_module` and `__import__` calls counted), with no exceptions;
+- names: no two modules (`__init__` aside) share a file name, but for SHARED_NAMES, each with its reason.
 
 Imports under `if TYPE_CHECKING:` never run: they count for circles alone.
 
@@ -570,3 +571,36 @@ def test_the_benchmarks_use_no_private_name_of_the_project() -> None:
 def test_the_tests_import_the_benchmarks_as_modules() -> None:
     assert (BENCHMARKS / "__init__.py").is_file()
     assert _benchmarks_loaded_by_path(ROOT / "tests") == []
+
+
+#: file names that more than one module of `eor`, `retrievers` and `voters` still has, each with why; the
+#: names other helpers of issue 50 are renaming are "pending" (remove them once those renames are merged)
+SHARED_NAMES = {
+    "base.py": "each package's abstract base (eor.readers: a reader backend; retrievers.base: a plugin path)",
+    "registry.py": "each package's registry (eor.core: the Registry class; retrievers, voters.similarity: "
+    "its instances); retrievers.registry is a plugin path",
+    "cache.py": "eor.cli.handlers.cache is `eor cache`'s handler; voters/similarity/cache.py: pending",
+    "run.py": "eor.cli.handlers.run is `eor run`'s handler; eor/erag/run.py: pending",
+    "cost.py": "pending: eor/bench/cost.py, eor/erag/cost.py",
+    "data.py": "pending: eor/bench/data.py beside eor/core/data.py",
+    "generation.py": "pending: eor/erag/generation.py beside eor/pipeline/stages/generation.py",
+    "judge_cascade.py": "pending: eor/bench/judge_cascade.py beside eor/learning/judge_cascade.py",
+    "report.py": "pending: eor/bench/report.py, eor/erag/report.py",
+    "voting.py": "pending: eor/bench/voting.py beside eor/pipeline/stages/voting.py",
+}
+
+
+def _shared_names() -> dict[str, list[str]]:
+    paths: dict[str, list[str]] = defaultdict(list)
+    for path in MODULES.values():
+        if path.name != "__init__.py":
+            paths[path.name].append(str(path.relative_to(ROOT)))
+    return {name: sorted(found) for name, found in paths.items() if len(found) > 1}
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    shared = _shared_names()
+    unexplained = {name: found for name, found in shared.items() if name not in SHARED_NAMES}
+    assert not unexplained, f"modules that share a file name (rename one, docs/architecture.md): {unexplained}"
+    stale = sorted(set(SHARED_NAMES) - set(shared))
+    assert not stale, f"SHARED_NAMES lists names no longer shared: {stale}"
