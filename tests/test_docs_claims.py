@@ -23,7 +23,7 @@ DOC = ROOT / "docs" / "architecture.md"
 UNATOMIC = {
     ("eor/runs/records.py", "open"): "records are appended and synced batch by batch; a torn last line is repaired",
     ("eor/core/models.py", "open"): "pieces of a packaged model joined in a temporary file that is then moved",
-    ("eor/erag/cost.py", "write_text"): "a child process's spec and result in a temporary folder",
+    ("eor/erag/time_and_memory.py", "write_text"): "a child process's spec and result in a temporary folder",
     ("retrievers/index_store.py", "open"): "a lock file, never read",
     ("retrievers/index_store.py", "write_text"): "inside the index's temporary folder, renamed into place whole",
     ("retrievers/bm25.py", "open"): "inside the index's temporary folder, renamed into place whole",

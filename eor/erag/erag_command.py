@@ -25,11 +25,11 @@ from eor.core.data import Question, load_questions
 from eor.core.errors import InputError
 from eor.core.prompts import templates_for
 from eor.erag.correlation import correlate
-from eor.erag.cost import measure_costs
 from eor.erag.evaluate import as_passage, evaluate, get_downstream_metric
-from eor.erag.generation import Request, generate, make_generator
+from eor.erag.generators import Request, generate, make_generator
 from eor.erag.metrics import MetricSpec, parse_metric, score
 from eor.erag.output import write_erag, write_utility
+from eor.erag.time_and_memory import measure_costs
 from eor.erag.utility import evaluate_utility
 from eor.pipeline.executor import LOCAL
 from eor.pipeline.jobs import Executor
