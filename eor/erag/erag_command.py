@@ -36,7 +36,7 @@ from eor.pipeline.jobs import Executor
 from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.stages.generation import GenerationStage
 from eor.pipeline.validation import check_member, load_valid_config
-from eor.runs.generation_cache import CacheSetting, GenerationCache, open_cache
+from eor.runs.generation_cache import CacheSetting, GenerationCache, open_cache_or_memory
 from eor.runs.run_folder import RunFolder
 from voters.similarity import build_metric
 
@@ -69,13 +69,6 @@ def parse_ints(text: str, option: str) -> list[int]:
     return values
 
 
-def open_run_cache(cache: CacheSetting) -> GenerationCache:
-    """The run's cache: the shared file (or the one named), or a fresh in-memory one when caching is off
-    (a run still generates each distinct prompt once)."""
-    opened = open_cache(cache)
-    return opened if opened is not None else GenerationCache()
-
-
 def valid_config(config_path: Path, member: str) -> EnsembleConfig:
     """Both commands' door: the config validated (eor.pipeline.validation) and `--member` checked as its own
     members are, before any model loads."""
@@ -102,7 +95,7 @@ def prepare(
     unanswered = [q.id for q in questions if not q.answers]
     if unanswered:
         raise InputError(f"{data}: question {unanswered[0]!r} has no 'answers'; document labels need gold answers")
-    store = open_run_cache(cache)
+    store = open_cache_or_memory(cache)
     # the ensemble's prompts: PK and @CP generate with the config's, and eRAG labels with the member's own answer
     # prompt (its prompt variant's when its name ends with one, eor.pipeline.members.member_templates)
     templates = member_templates(config, [member])[member]
