@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from eor.erag.report import erag_markdown
+from eor.erag.erag_report import erag_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 R = "docs/records"

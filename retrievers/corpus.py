@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -52,7 +52,8 @@ CITATION_FIELDS = ("file", "page")
 
 @dataclass(frozen=True, eq=False)
 class Corpus:
-    """Passages of one corpus file, read from disk by row (`corpus[i]`, `corpus.rows(start, end)`, iteration)."""
+    """Passages of one corpus file, read from disk by row (`corpus[i]`, `corpus.rows(start, end)`, iteration)
+    or by id (`corpus.by_ids(ids)`)."""
 
     path: Path
     sha256: str
@@ -83,6 +84,20 @@ class Corpus:
         step = 4096
         for start in range(0, len(self), step):
             yield from self.rows(start, start + step)
+
+    def by_ids(self, ids: Iterable[str]) -> dict[str, Passage]:
+        """The passages whose ids are among `ids`, by id in corpus order (an id the corpus lacks is absent),
+        read in one sequential pass that stops once every id is found."""
+        wanted = set(ids)
+        found: dict[str, Passage] = {}
+        if not wanted:
+            return found
+        for passage in self:
+            if passage.id in wanted:
+                found[passage.id] = passage
+                if len(found) == len(wanted):
+                    break
+        return found
 
     def _passage(self, line: bytes, row: int) -> Passage:
         record = json.loads(line)

@@ -33,6 +33,12 @@ def test_every_passage_read_from_disk_equals_its_line_of_the_file() -> None:
     for row in (0, 1, 1799, 3599):
         assert tuple(corpus[row]) == (*expected[row], None)  # one pread each; no file or page cited
     assert [(p.id, p.title, p.text) for p in corpus.rows(3590, 4000)] == expected[3590:]
+    wanted = [expected[3599][0], "no such id", expected[5][0]]  # by id: in corpus order, a missing id absent
+    assert {pid: tuple(p)[:3] for pid, p in corpus.by_ids(wanted).items()} == {
+        expected[5][0]: expected[5],
+        expected[3599][0]: expected[3599],
+    }
+    assert list(corpus.by_ids(wanted)) == [expected[5][0], expected[3599][0]] and corpus.by_ids([]) == {}
     with pytest.raises(IndexError, match="3600 passages"):
         corpus[3600]
 

@@ -7,7 +7,9 @@
   `voters` to;
 - **one prompt builder**: only `eor.core.prompts` fills a prompt template (`<template>.format(...)`);
 - **one atomic write**: files are written through `eor.core.atomic`, except those listed in `UNATOMIC` with why;
-- **one cost model**: only `eor.runs.costs` turns tokens into seconds at the reader's rates (`rates["prompt"]`).
+- **one cost model**: only `eor.runs.costs` turns tokens into seconds at the reader's rates (`rates["prompt"]`);
+- **one batching loop**: above the components, only `eor.pipeline.jobs.batches` cuts a sequence a batch (or
+  shard) size at a time (`range(0, len(...), ...size)`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ DOC = ROOT / "docs" / "architecture.md"
 UNATOMIC = {
     ("eor/runs/records.py", "open"): "records are appended and synced batch by batch; a torn last line is repaired",
     ("eor/core/models.py", "open"): "pieces of a packaged model joined in a temporary file that is then moved",
-    ("eor/erag/cost.py", "write_text"): "a child process's spec and result in a temporary folder",
+    ("eor/erag/time_and_memory.py", "write_text"): "a child process's spec and result in a temporary folder",
     ("retrievers/index_store.py", "open"): "a lock file, never read",
     ("retrievers/index_store.py", "write_text"): "inside the index's temporary folder, renamed into place whole",
     ("retrievers/bm25.py", "open"): "inside the index's temporary folder, renamed into place whole",
@@ -161,6 +163,19 @@ def test_one_cost_model() -> None:
         if path != ROOT / "eor" / "runs" / "costs.py" and formula.search(path.read_text(encoding="utf-8"))
     )
     assert not elsewhere, f"token rates applied outside eor/runs/costs.py: {elsewhere}"
+
+
+def test_one_batching_loop() -> None:
+    loop = re.compile(r"range\(0,\s*len\([^)]*\),\s*[\w.]*size\)")
+    above_components = ("bench", "cli", "commands", "erag", "evaluation", "learning", "pipeline", "runs", "server")
+    elsewhere = sorted(
+        str(path.relative_to(ROOT))
+        for package in above_components
+        for path in (ROOT / "eor" / package).rglob("*.py")
+        if path != ROOT / "eor" / "pipeline" / "jobs.py" and loop.search(path.read_text(encoding="utf-8"))
+    )
+    assert not elsewhere, f"batches cut outside eor.pipeline.jobs.batches: {elsewhere}"
+    assert loop.search((ROOT / "eor" / "pipeline" / "jobs.py").read_text(encoding="utf-8"))
 
 
 def test_the_doc_names_only_modules_that_exist() -> None:

@@ -20,7 +20,14 @@ import pytest
 from eor.cli import main
 from eor.core.errors import CacheError, InputError, ReaderError
 from eor.pipeline.stages.generation import GenerationStage
-from eor.runs.generation_cache import Generation, GenerationCache, default_cache_path, generation_key, open_cache
+from eor.runs.generation_cache import (
+    Generation,
+    GenerationCache,
+    default_cache_path,
+    generation_key,
+    open_cache,
+    open_cache_or_memory,
+)
 from tests.conftest import DEMO, ROOT
 
 PROMPTS = ["Say hello.", "Name a colour.", "Say hello."]
@@ -349,6 +356,11 @@ def test_the_default_file_and_the_environment(tmp_path, monkeypatch) -> None:
     assert open_cache(True) is None and open_cache(False) is None and open_cache(None) is None
     assert open_cache(tmp_path / "x.sqlite").path == tmp_path / "x.sqlite"
     assert GenerationCache().path is None and bool(GenerationCache())  # in memory; truthy even when empty
+    # eRAG's and utility's opener: the same file where caching is on, a fresh in-memory cache where it is off
+    assert open_cache_or_memory(True).path is None and open_cache_or_memory(None).path is None
+    assert open_cache_or_memory(tmp_path / "x.sqlite").path == tmp_path / "x.sqlite"
+    kept = GenerationCache()
+    assert open_cache_or_memory(kept) is kept and open_cache_or_memory(False) is not open_cache_or_memory(False)
 
 
 # -- the commands ---------------------------------------------------------------------------------------

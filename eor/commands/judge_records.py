@@ -16,6 +16,7 @@ from typing import Any
 from eor.core.config import EnsembleConfig
 from eor.core.errors import InputError
 from eor.core.prompts import templates_for
+from eor.pipeline.jobs import batches
 from eor.pipeline.judging import judge, judge_identity, judged_members
 from eor.pipeline.stages.generation import GenerationStage
 from eor.runs.run_folder import RunFolder
@@ -58,8 +59,7 @@ def grow_by_scores(folder: RunFolder, config: EnsembleConfig, stage: GenerationS
     templates = templates_for(config)
     before = dataclasses.replace(stage.score_stats)
     with tqdm(total=len(todo), desc="judging", unit="q") as progress:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
+        for batch in batches(todo, batch_size):
             for record in batch:
                 outputs = {name: record.members[name] for name in identity["members"] if name in record.members}
                 judged = judge(stage, record.question, outputs, config.judge, templates)

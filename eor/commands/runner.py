@@ -34,7 +34,7 @@ from eor.core.errors import ConfigError, EorError, InputError
 from eor.core.results import Record, Vote
 from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.executor import LOCAL
-from eor.pipeline.jobs import Executor, RunJob
+from eor.pipeline.jobs import Executor, RunJob, batches
 from eor.pipeline.judging import ends_with_judge
 from eor.pipeline.pool import identity_differences, member_identity, pool_identity
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
@@ -334,8 +334,7 @@ def grow_records(ensemble: Any, folder: RunFolder, batch_size: int) -> str:
     added = 0
     with tqdm(total=count, desc="growing records", unit="q") as progress:
         for missing, group in lacking.items():
-            for start in range(0, len(group), batch_size):
-                batch = group[start : start + batch_size]
+            for batch in batches(group, batch_size):
                 for record, result in zip(batch, _answer_missing(ensemble, batch, list(missing)), strict=True):
                     added += len(result.members) if result is not None else 0
                     _merge(ensemble, record, result, missing)

@@ -2,18 +2,19 @@
 quality, and context utility (relevance propagation).
 
 Modules: `metrics` (the retrieval-metric registry: P, R, MAP, MRR, NDCG, Hit with `@k` cutoffs),
-`correlation` (Kendall's τ-b, Spearman's ρ, Pearson's r, NaN-aware), `generation` (requests to prompts,
+`correlation` (Kendall's τ-b, Spearman's ρ, Pearson's r, NaN-aware), `generators` (requests to prompts,
 batched and cached through the generation stage), `evaluate` (the eRAG API) and `utility` (U = (P(context) −
-P(0-shot)) / P(0-shot) against nDCG@k). The commands `eor erag` and `eor utility` live in `run` (with
-`output`: the files they write and the summaries they print; `cost`: eRAG vs end-to-end time and memory in
-child processes; `report`: Markdown; `plots`: figures); they are not imported here, so the API stays light.
+P(0-shot)) / P(0-shot) against nDCG@k). The commands `eor erag` and `eor utility` live in `erag_command` (with
+`output`: the files they write and the summaries they print; `time_and_memory`: eRAG vs end-to-end time and
+memory in child processes; `erag_report`: Markdown; `plots`: figures); they are not imported here, so the API
+stays light.
 """
 
 from __future__ import annotations
 
 from eor.erag.correlation import correlate, kendall_tau, pearson_r, spearman_rho
 from eor.erag.evaluate import EragResult, Labelling, ListScores, Passage, as_passage, evaluate
-from eor.erag.generation import Request, generate, make_generator
+from eor.erag.generators import Request, generate, make_generator
 from eor.erag.metrics import (
     RETRIEVAL_METRICS,
     MetricSpec,

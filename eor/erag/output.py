@@ -13,8 +13,8 @@ from typing import Any
 
 from eor.core.atomic import write_text_atomically
 from eor.core.json_ready import json_ready
+from eor.erag.erag_report import erag_markdown, utility_markdown
 from eor.erag.plots import plot_erag, plot_utility
-from eor.erag.report import erag_markdown, utility_markdown
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -39,7 +39,7 @@ from eor.core.json_ready import json_ready
 from eor.core.prompts import PromptTemplates
 from eor.erag.correlation import correlate
 from eor.erag.evaluate import Passage, as_passage
-from eor.erag.generation import Generator, Progress, Request, as_cache, generate, make_generator
+from eor.erag.generators import Generator, Progress, Request, as_cache, generate, make_generator
 from eor.erag.metrics import MetricSpec
 from eor.pipeline.stages.generation import GenerationStats
 from eor.runs.generation_cache import GenerationCache

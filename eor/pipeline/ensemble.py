@@ -32,6 +32,7 @@ from eor.core.prompts import templates_for
 from eor.core.results import MemberOutput, Record, Result
 from eor.pipeline import validation
 from eor.pipeline.answering import answering_for, runs_in_steps
+from eor.pipeline.jobs import batches
 from eor.pipeline.judging import check_voter_with_judge, judge_stage, reached_end
 from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.pool import pool_identity, warn_if_foreign
@@ -154,11 +155,12 @@ class Ensemble:
     def answer_records(
         self, questions: Sequence[Question], batch_size: int
     ) -> Iterator[tuple[list[Record], GenerationStats]]:
-        """`eor run`'s batching loop (in this process or on a Ray worker): the records of `questions`,
-        `batch_size` at a time, each batch with what the generation stage did for it."""
-        for start in range(0, len(questions), batch_size):
+        """`eor run`'s answers (in this process or on a Ray worker): the records of `questions`, `batch_size` at
+        a time (eor.pipeline.jobs.batches, the one batching loop), each batch with what the generation stage did
+        for it."""
+        for batch in batches(questions, batch_size):
             before = dataclasses.replace(self.generation.stats)
-            results = self.answer_batch(questions[start : start + batch_size])
+            results = self.answer_batch(batch)
             yield [result.to_record() for result in results], self.generation.stats.since(before)
 
     def answer_batch(

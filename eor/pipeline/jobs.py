@@ -1,4 +1,5 @@
-"""What an executor (eor.pipeline.executor) is asked: the `Executor` protocol and `eor run`'s `RunJob`.
+"""What an executor (eor.pipeline.executor) is asked: the `Executor` protocol, `eor run`'s `RunJob`, and
+`batches`, the one batching loop (questions a batch at a time).
 
 Both strategies import this module: `LocalExecutor` (eor.pipeline.executor) and `RayExecutor`
 (eor.pipeline.ray_executor), so neither imports the other's module for its types.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from eor.core.config import EnsembleConfig, ReaderConfig
 from eor.core.results import Record
@@ -16,6 +17,17 @@ from eor.pipeline.stages.generation import GenerationStats
 
 Answers = Iterator[tuple[list[Record], GenerationStats]]
 """Records in question order, a batch or shard at a time, each with what the generation stage did for it."""
+
+T = TypeVar("T")
+
+
+def batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
+    """The one batching loop: `items` in order, `size` at a time (the last batch may hold fewer). Questions
+    go through it wherever they are answered or retrieved a batch at a time: `Ensemble.answer_records` (`eor
+    run`, in this process or on a Ray worker), Ray's shards, the records that grow by members or by the judge's
+    scores, and the retrieval of `eor erag` and `eor utility`."""
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from eor.core.config import EnsembleConfig, ReaderConfig, from_dict
 from eor.core.errors import ConfigError, ExecutorError
 from eor.core.results import Record
 from eor.pipeline.ensemble import Ensemble
-from eor.pipeline.jobs import Answers, RunJob
+from eor.pipeline.jobs import Answers, RunJob, batches
 from eor.pipeline.stages.generation import GenerationStats
 from eor.readers import build_reader
 from eor.readers.base import BatchedReader, Generated, as_generated, capable
@@ -155,7 +155,7 @@ def answer_shards(
     weights = str(Path(weights).resolve()) if weights else None  # workers may start elsewhere
     cache = str(Path(cache).resolve()) if isinstance(cache, str | os.PathLike) else cache
     size = batch_size * executor.shard_batches
-    shards = [list(questions[start : start + size]) for start in range(0, len(questions), size)]
+    shards = list(batches(questions, size))
     actor = _actor_options(executor)
     workers = [
         actor(ShardWorker).remote(config.to_dict(), weights, cache, _threads(executor))

@@ -383,6 +383,14 @@ def open_cache(setting: CacheSetting = True) -> GenerationCache | None:
     raise CacheError(f"cache must be True, False, None, a file path or a GenerationCache, not {setting!r}")
 
 
+def open_cache_or_memory(setting: CacheSetting = True) -> GenerationCache:
+    """`open_cache`'s cache, or, where caching is off (False/None, `EOR_GENERATION_CACHE=off`), a fresh one in
+    memory for this run only, so a run still generates each distinct prompt once (`eor erag`, `eor utility`,
+    and eRAG's and utility's API). Callers that run without any cache when it is off use `open_cache`."""
+    opened = open_cache(setting)
+    return opened if opened is not None else GenerationCache()
+
+
 def format_stats(stats: CacheStats, *, limit: int = 20) -> str:
     """`eor cache stats` output: the file, entries, size against the bound, and entries per reader identity."""
     lines = stats.report().lines()

@@ -13,7 +13,6 @@ Outputs (eor.erag.output): JSON (the full result), Markdown (tables) and a PNG f
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,19 +24,21 @@ from eor.core.data import Question, load_questions
 from eor.core.errors import InputError
 from eor.core.prompts import templates_for
 from eor.erag.correlation import correlate
-from eor.erag.cost import measure_costs
 from eor.erag.evaluate import as_passage, evaluate, get_downstream_metric
-from eor.erag.generation import Request, generate, make_generator
+from eor.erag.generators import Request, generate, make_generator
 from eor.erag.metrics import MetricSpec, parse_metric, score
 from eor.erag.output import write_erag, write_utility
+from eor.erag.time_and_memory import measure_costs
 from eor.erag.utility import evaluate_utility
 from eor.pipeline.executor import LOCAL
-from eor.pipeline.jobs import Executor
+from eor.pipeline.jobs import Executor, batches
 from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.stages.generation import GenerationStage
+from eor.pipeline.stages.retrieval import RetrievalStage
 from eor.pipeline.validation import check_member, load_valid_config
-from eor.runs.generation_cache import CacheSetting, GenerationCache, open_cache
+from eor.runs.generation_cache import CacheSetting, GenerationCache, open_cache_or_memory
 from eor.runs.run_folder import RunFolder
+from retrievers.corpus import load_corpus
 from voters.similarity import build_metric
 
 DEFAULT_CUTOFFS = (1, 2, 3, 5, 10)
@@ -69,13 +70,6 @@ def parse_ints(text: str, option: str) -> list[int]:
     return values
 
 
-def open_run_cache(cache: CacheSetting) -> GenerationCache:
-    """The run's cache: the shared file (or the one named), or a fresh in-memory one when caching is off
-    (a run still generates each distinct prompt once)."""
-    opened = open_cache(cache)
-    return opened if opened is not None else GenerationCache()
-
-
 def valid_config(config_path: Path, member: str) -> EnsembleConfig:
     """Both commands' door: the config validated (eor.pipeline.validation) and `--member` checked as its own
     members are, before any model loads."""
@@ -102,21 +96,22 @@ def prepare(
     unanswered = [q.id for q in questions if not q.answers]
     if unanswered:
         raise InputError(f"{data}: question {unanswered[0]!r} has no 'answers'; document labels need gold answers")
-    store = open_run_cache(cache)
+    store = open_cache_or_memory(cache)
     # the ensemble's prompts: PK and @CP generate with the config's, and eRAG labels with the member's own answer
     # prompt (its prompt variant's when its name ends with one, eor.pipeline.members.member_templates)
     templates = member_templates(config, [member])[member]
     reader = executor.reader(config.reader)
     stage = GenerationStage(reader, store)
     pool = source_pool(config, stage, templates=templates_for(config), depth=max(config.retrieval_depth, depth))
-    retriever = pool.build(member)
+    retrieval = RetrievalStage({member: pool.build(member)})  # the ensemble's retrieval stage
     documents: dict[str, list[Any]] = {}
     bar = progress("retrieval", len(questions))
     try:
-        for start in range(0, len(questions), config.batch_size):
-            batch = questions[start : start + config.batch_size]
-            for question, docs in zip(batch, retriever.batch([q.question for q in batch]), strict=True):
-                documents[question.id] = list(docs)[:depth]
+        for batch in batches(questions, config.batch_size):  # the one batching loop
+            found = retrieval.retrieve(member, [q.question for q in batch], strict=True)
+            for question, docs in zip(batch, found, strict=True):
+                assert not isinstance(docs, Exception)  # strict: a failure raises
+                documents[question.id] = docs[:depth]
             bar.update(len(batch))
     finally:
         bar.close()
@@ -414,20 +409,12 @@ def _similarity(name: str) -> Any:
 
 
 def _gold_texts(config: EnsembleConfig, relevant: dict[str, list[str]]) -> dict[str, dict[str, str]]:
-    """The gold passages (id, title, text) found in the config's corpus, read once, only the ids needed."""
+    """The gold passages (id, title, text) found in the config's corpus (retrievers.corpus, the one corpus
+    reader), only the ids needed."""
     if not (config.corpus and config.corpus.path):
         return {}
     path = config.resolve_path(config.corpus.path)
     if not path.is_file():
         return {}
-    wanted = {pid for ids in relevant.values() for pid in ids}
-    found: dict[str, dict[str, str]] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            pid = str(row.get("id"))
-            if pid in wanted:
-                found[pid] = {"id": pid, "title": row.get("title") or "", "text": row.get("text") or ""}
-    return found
+    found = load_corpus(path).by_ids(pid for ids in relevant.values() for pid in ids)
+    return {pid: {"id": pid, "title": passage.title, "text": passage.text} for pid, passage in found.items()}

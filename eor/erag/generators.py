@@ -41,7 +41,7 @@ from typing import Any
 from eor.core.errors import InputError, ReaderError
 from eor.core.prompts import PromptTemplates, clean_answer
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats, metering
-from eor.runs.generation_cache import GenerationCache
+from eor.runs.generation_cache import GenerationCache, open_cache, open_cache_or_memory
 
 TextGenerator = Callable[[dict[str, list[str]]], Mapping[str, str]]
 Progress = Callable[[str, int], Any]
@@ -75,7 +75,7 @@ class _Generator:
             if cache is not None and self.reader.cache is not None and cache is not self.reader.cache:
                 raise InputError("the generation stage given has its own cache: pass cache=None, or that cache")
             return self.reader
-        return GenerationStage(self.reader, cache if cache is not None else GenerationCache())
+        return GenerationStage(self.reader, open_cache_or_memory(cache))
 
     def prompt(self, request: Request) -> str:
         raise NotImplementedError
@@ -280,4 +280,4 @@ def generate_on(
 def as_cache(cache: GenerationCache | str | Path | None) -> GenerationCache | None:
     """The cache an evaluation's `cache` argument names: a GenerationCache as it is, a path as its SQLite file,
     None as None (the generator's stage then holds a fresh in-memory one)."""
-    return cache if cache is None or isinstance(cache, GenerationCache) else GenerationCache(cache)
+    return open_cache(cache)
