@@ -178,3 +178,85 @@ def _is_attribute(name: str) -> bool:
     """`module.Name.attr`: a name inside a module (a class and its method)."""
     parts = name.split(".")
     return any(".".join(parts[:n]) in MODULES for n in range(1, len(parts) - 1))
+
+
+# -- the registries: eor's own entries are registered where the registry is defined ---------------------------
+
+#: what changes a registry: its methods, and the module-level helpers of its module that call them
+REGISTRY_METHODS = frozenset({"register", "add", "unregister", "scoped"})
+
+
+def _registries(files: dict[str, ast.Module]) -> dict[str, str]:
+    """Registry name -> the file that defines it (`NAME = Registry(...)` at a module's top)."""
+    found: dict[str, str] = {}
+    for file, tree in files.items():
+        for node in tree.body:
+            target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+            value = getattr(node, "value", None)
+            called = value.func if isinstance(value, ast.Call) else None
+            if isinstance(target, ast.Name) and isinstance(called, ast.Name) and called.id == "Registry":
+                found[target.id] = file
+    return found
+
+
+def _changes(node: ast.AST, registries: dict[str, str]) -> str | None:
+    """The registry that `node` changes (a call of its method on its name), or None."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    owner = node.func.value
+    if node.func.attr in REGISTRY_METHODS and isinstance(owner, ast.Name) and owner.id in registries:
+        return owner.id
+    return None
+
+
+def _helpers(files: dict[str, ast.Module], registries: dict[str, str]) -> dict[str, str]:
+    """Helper name -> registry: the functions at the top of a registry's module that change it
+    (`register_metric`, `search_backend`, ...)."""
+    helpers: dict[str, str] = {}
+    for name, file in registries.items():
+        for node in files[file].body:
+            if isinstance(node, ast.FunctionDef) and any(_changes(n, {name: file}) for n in ast.walk(node)):
+                helpers[node.name] = name
+    return helpers
+
+
+def _registry_calls(node: ast.AST, registries: dict[str, str], helpers: dict[str, str], *, deep: bool):
+    """(line, registry) of each call that changes a registry under `node`; `deep`: inside functions too, else
+    only what runs when the module is imported (its top, class bodies, decorators)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and not deep:
+            for decorator in getattr(child, "decorator_list", []):
+                yield from _registry_calls(ast.Expression(decorator), registries, helpers, deep=deep)
+            continue
+        if isinstance(child, ast.Call):
+            func = child.func
+            helper = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            registry = _changes(child, registries) or helpers.get(helper or "")
+            if registry is not None:
+                yield child.lineno, registry
+        yield from _registry_calls(child, registries, helpers, deep=deep)
+
+
+def test_eor_registers_its_own_entries_where_each_registry_is_defined() -> None:
+    files = _python_files()
+    registries = _registries(files)
+    assert {"SOURCE_TYPES", "OPERATORS", "METRICS", "POOLINGS", "CORRECTNESS", "VOTER_KINDS", "CANDIDATES"} | {
+        "READERS",
+        "SEARCH_BACKENDS",
+        "RETRIEVAL_METRICS",
+    } <= set(registries)
+    helpers = _helpers(files, registries)
+    elsewhere = sorted(
+        f"{file}:{line} {registry}"
+        for file, tree in files.items()
+        for line, registry in _registry_calls(tree, registries, helpers, deep=False)
+        if registries[registry] != file
+    )
+    assert not elsewhere, f"eor's entries registered outside their registry's module: {elsewhere}"
+    at_run_time = sorted(
+        f"{file}:{line} {registry}"
+        for file, tree in files.items()
+        if file.startswith(("eor/cli/", "eor/commands/"))
+        for line, registry in _registry_calls(tree, registries, helpers, deep=True)
+    )
+    assert not at_run_time, f"commands that change a registry: {at_run_time}"

@@ -11,6 +11,8 @@ from eor.bench.judge import judge_lines, judge_report, write_judge_report
 from eor.bench.judge_cascade import judge_cascade_lines, judge_cascade_report
 from eor.bench.report import build_report, write_report
 from eor.core.config import EnsembleConfig
+from eor.core.correctness.bem import NAME as BEM
+from eor.core.correctness.bem import BemCorrectness
 from eor.core.errors import ConfigError
 from eor.core.formatting import pct, ratio, small_data_warning
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
@@ -38,17 +40,18 @@ def bench(
     frontier: bool = False,
     against: str | Path | None = None,
     config: EnsembleConfig | None = None,
+    bem_model: str | None = None,
 ) -> str:
     """`eor bench`: write report.json, report.md, report.html and the figures into `out_dir`; a short summary to print.
 
     `metrics` chooses the similarity metrics of the uniform voter used when no `weights` file is given
     (default em, f1, cosine); `members`: the members of the records to benchmark (default all); `design`: a
     pool design to show (`eor design`'s design.json); `frontier`: also the frontier of member subsets;
-    see eor.bench.report.build_report for the rest. A judge voter's weights file gets its own report
-    (eor.bench.judge: report.json and report.md), with `against` another weights file's voter paired with it and
-    `config` (the pool's config, validated at the caller's door) what its `judge:` scores; so does a cascade
-    trained with the judge as its last step, with `config` naming that judge (eor.bench.judge_cascade).
-    """
+    `bem_model`: the answer-equivalence model of `metric` "bem" (eor.core.correctness.bem), for this call alone;
+    see eor.bench.report.build_report for the rest. A judge voter's weights file gets its own report (eor.bench.judge:
+    report.json and report.md), with `against` another weights file's voter paired with it and `config` (the pool's
+    config, validated at the caller's door) what its `judge:` scores; so does a cascade trained with the judge as
+    its last step, with `config` naming that judge (eor.bench.judge_cascade)."""
     judged_by = _judged_by(weights)
     if judged_by is not None:
         other = {"--metric": metric != "em", "--metrics": metrics, "--design": design, "--frontier": frontier}
@@ -75,6 +78,7 @@ def bench(
         members=members,
         frontier=frontier,
         design=design,
+        correctness=BemCorrectness(bem_model) if bem_model and metric == BEM else None,
     )
     if warning := small_data_warning(report["questions"], "a benchmark"):
         log.warning(warning)
