@@ -14,7 +14,7 @@ from eor.core.config import EnsembleConfig
 from eor.core.correctness.bem import NAME as BEM
 from eor.core.correctness.bem import BemCorrectness
 from eor.core.errors import ConfigError
-from eor.core.formatting import pct, ratio, small_data_warning
+from eor.core.formatting import fixed, pct, ratio, significant, small_data_warning
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
 from eor.learning.judge_training import JUDGE
 from eor.pipeline.judging import LAST_STEP, scored_families
@@ -105,7 +105,7 @@ def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str])
         lines.append(
             f"{label} {entry['member']}: {pct(entry[metric])} [{pct(low)}, {pct(high)}], MRLR "
             f"{ratio(entry['mrlr'])}; EoR − {label} = {pct(test['difference'])} points, "
-            f"{test['test'].replace('_', ' ')} p = {test['p_value']:.3g}"
+            f"{test['test'].replace('_', ' ')} p = {significant(test['p_value'], 3)}"
         )
     oracle = report["oracle"]
     lines.append(f"oracle {pct(oracle[metric])}: gap to EoR {pct(oracle['gap']['eor'])} points")
@@ -118,15 +118,16 @@ def _selective_lines(sel: dict[str, Any] | None) -> list[str]:
     """EoR's P(right) (eor.bench.probability): calibration, AURC, and each error rate of the weights file."""
     if not sel:
         return []
-    skill = "–" if sel["brier_skill"] is None else f"{sel['brier_skill']:.3f}"
+    skill = "–" if sel["brier_skill"] is None else fixed(sel["brier_skill"], 3)
     levels = "; ".join(
-        f"{row['alpha']:g}: {pct(row['coverage'])}% answered, error {pct(row['error'])}"
+        f"{significant(row['alpha'])}: {pct(row['coverage'])}% answered, error {pct(row['error'])}"
         for row in sel["risk_levels"]
         if row["alpha"] in (0.2, 0.3, 0.4)
     )
     return [
-        f"P(right): ECE {sel['ece']:.3f} (a calibrated P's noise here {sel['ece_noise']['mean']:.3f}), Brier skill "
-        f"{skill}, AURC {sel['aurc']:.3f} (a constant's {sel['aurc_constant']:.3f})",
+        f"P(right): ECE {fixed(sel['ece'], 3)} (a calibrated P's noise here {fixed(sel['ece_noise']['mean'], 3)}), "
+        "Brier skill "
+        f"{skill}, AURC {fixed(sel['aurc'], 3)} (a constant's {fixed(sel['aurc_constant'], 3)})",
         f"abstention (error rate asked: coverage, realised error): {levels}",
     ] + [f"P(right) by its fit {name!r} on {count} questions" for name, count in (sel.get("fits") or {}).items()]
 
