@@ -10,6 +10,11 @@
 - **one cost model**: only `eor.runs.costs` turns tokens into seconds at the reader's rates (`rates["prompt"]`);
 - **one batching loop**: above the components, only `eor.pipeline.jobs.batches` cuts a sequence a batch (or
   shard) size at a time (`range(0, len(...), ...size)`).
+- **the registries**: eor's own entries are registered in the module that defines the registry, and no module of
+  `eor.cli` or `eor.commands` changes a registry;
+- **one number format**: no float format spec written by hand in the packages the rule covers (`FORMATTED`),
+  except `HAND_FORMATTED`;
+- **the caches**: the page says where each cache of `eor.core.cache_policy` lives.
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ def test_the_layer_table_lists_every_module() -> None:
         "entry points",
         "commands and evaluation",
         "the pipeline",
-        "runs, records and caches",
+        "runs, records and the generation cache",
         "components",
         "leaves",
     ]
@@ -193,3 +198,137 @@ def _is_attribute(name: str) -> bool:
     """`module.Name.attr`: a name inside a module (a class and its method)."""
     parts = name.split(".")
     return any(".".join(parts[:n]) in MODULES for n in range(1, len(parts) - 1))
+
+
+# -- the registries: eor's own entries are registered where the registry is defined ---------------------------
+
+#: what changes a registry: its methods, and the module-level helpers of its module that call them
+REGISTRY_METHODS = frozenset({"register", "add", "unregister", "scoped"})
+
+
+def _registries(files: dict[str, ast.Module]) -> dict[str, str]:
+    """Registry name -> the file that defines it (`NAME = Registry(...)` at a module's top)."""
+    found: dict[str, str] = {}
+    for file, tree in files.items():
+        for node in tree.body:
+            target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+            value = getattr(node, "value", None)
+            called = value.func if isinstance(value, ast.Call) else None
+            if isinstance(target, ast.Name) and isinstance(called, ast.Name) and called.id == "Registry":
+                found[target.id] = file
+    return found
+
+
+def _changes(node: ast.AST, registries: dict[str, str]) -> str | None:
+    """The registry that `node` changes (a call of its method on its name), or None."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    owner = node.func.value
+    if node.func.attr in REGISTRY_METHODS and isinstance(owner, ast.Name) and owner.id in registries:
+        return owner.id
+    return None
+
+
+def _helpers(files: dict[str, ast.Module], registries: dict[str, str]) -> dict[str, str]:
+    """Helper name -> registry: the functions at the top of a registry's module that change it
+    (`register_metric`, `search_backend`, ...)."""
+    helpers: dict[str, str] = {}
+    for name, file in registries.items():
+        for node in files[file].body:
+            if isinstance(node, ast.FunctionDef) and any(_changes(n, {name: file}) for n in ast.walk(node)):
+                helpers[node.name] = name
+    return helpers
+
+
+def _registry_calls(node: ast.AST, registries: dict[str, str], helpers: dict[str, str], *, deep: bool):
+    """(line, registry) of each call that changes a registry under `node`; `deep`: inside functions too, else
+    only what runs when the module is imported (its top, class bodies, decorators)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and not deep:
+            for decorator in getattr(child, "decorator_list", []):
+                yield from _registry_calls(ast.Expression(decorator), registries, helpers, deep=deep)
+            continue
+        if isinstance(child, ast.Call):
+            func = child.func
+            helper = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            registry = _changes(child, registries) or helpers.get(helper or "")
+            if registry is not None:
+                yield child.lineno, registry
+        yield from _registry_calls(child, registries, helpers, deep=deep)
+
+
+def test_eor_registers_its_own_entries_where_each_registry_is_defined() -> None:
+    files = _python_files()
+    registries = _registries(files)
+    assert {"SOURCE_TYPES", "OPERATORS", "METRICS", "POOLINGS", "CORRECTNESS", "VOTER_KINDS", "CANDIDATES"} | {
+        "READERS",
+        "SEARCH_BACKENDS",
+        "RETRIEVAL_METRICS",
+    } <= set(registries)
+    helpers = _helpers(files, registries)
+    elsewhere = sorted(
+        f"{file}:{line} {registry}"
+        for file, tree in files.items()
+        for line, registry in _registry_calls(tree, registries, helpers, deep=False)
+        if registries[registry] != file
+    )
+    assert not elsewhere, f"eor's entries registered outside their registry's module: {elsewhere}"
+    at_run_time = sorted(
+        f"{file}:{line} {registry}"
+        for file, tree in files.items()
+        if file.startswith(("eor/cli/", "eor/commands/"))
+        for line, registry in _registry_calls(tree, registries, helpers, deep=True)
+    )
+    assert not at_run_time, f"commands that change a registry: {at_run_time}"
+
+
+# -- one number format: the floats that commands and reports show go through eor.core.formatting ---------------
+
+#: the packages whose printed and written figures the rule covers
+FORMATTED = ("eor/bench/", "eor/cli/", "eor/commands/", "eor/erag/", "eor/evaluation/", "eor/learning/")
+#: files of those packages that still write a float format by hand, and why
+HAND_FORMATTED = {
+    "eor/commands/cost_model.py": "converted later (being changed by other work)",
+}
+FLOAT_SPEC = re.compile(r"[eEfFgG%]$")
+
+
+def _float_specs(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, spec) of each f-string replacement field whose format spec presents a float (`.2f`, `+.1f`, `g`,
+    `.3g`, `.0%`, `e`, with any width, also when part of the spec is itself a replacement field)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+            parts = node.format_spec.values  # type: ignore[attr-defined]
+            spec = "".join(str(part.value) if isinstance(part, ast.Constant) else "{}" for part in parts)
+            if FLOAT_SPEC.search(spec):
+                found.append((node.lineno, spec))
+    return found
+
+
+def test_one_number_format() -> None:
+    by_hand = sorted(
+        f"{file}:{line} {spec!r}"
+        for file, tree in _python_files().items()
+        if file.startswith(FORMATTED) and file not in HAND_FORMATTED
+        for line, spec in _float_specs(tree)
+    )
+    assert not by_hand, f"floats formatted by hand, not by eor.core.formatting: {by_hand}"
+
+
+# -- the caches: the page says where each on-disk cache of the policy lives -------------------------------------
+
+
+def test_the_page_places_every_cache_of_the_policy() -> None:
+    policy = (ROOT / "eor" / "core" / "cache_policy.py").read_text(encoding="utf-8")
+    owners = {row.rsplit("|", 2)[-2].strip() for row in re.findall(r"^\|.*\| [\w.]+ \|$", policy, re.M)} - {"module"}
+    assert "voters.similarity.cache" in owners and "retrievers.web.web_cache" in owners
+    text = DOC.read_text(encoding="utf-8")
+    unplaced = sorted(owner for owner in owners if f"`{owner}`" not in text)
+    assert not unplaced, f"docs/architecture.md does not say where these caches live: {unplaced}"
+    runs = [names for layer, names in _layer_table() if layer.startswith("runs")]
+    cached_in_runs = [owner for owner in owners if owner.startswith("eor.runs.")]
+    assert runs and cached_in_runs == ["eor.runs.generation_cache"]  # the runs layer's only cache
+    built_on = {"voters/similarity/cache.py", "retrievers/vector_cache.py"}  # the page: built on SqliteCache
+    for file in built_on:
+        assert re.search(r"class \w+\(SqliteCache\)", (ROOT / file).read_text(encoding="utf-8")), file

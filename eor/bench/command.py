@@ -11,8 +11,10 @@ from eor.bench.judge import judge_lines, judge_report, write_judge_report
 from eor.bench.judge_cascade import judge_cascade_lines, judge_cascade_report
 from eor.bench.report import build_report, write_report
 from eor.core.config import EnsembleConfig
+from eor.core.correctness.bem import NAME as BEM
+from eor.core.correctness.bem import BemCorrectness
 from eor.core.errors import ConfigError
-from eor.core.formatting import pct, ratio, small_data_warning
+from eor.core.formatting import fixed, pct, ratio, significant, small_data_warning
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
 from eor.learning.judge_training import JUDGE
 from eor.pipeline.judging import LAST_STEP, scored_families
@@ -38,17 +40,18 @@ def bench(
     frontier: bool = False,
     against: str | Path | None = None,
     config: EnsembleConfig | None = None,
+    bem_model: str | None = None,
 ) -> str:
     """`eor bench`: write report.json, report.md, report.html and the figures into `out_dir`; a short summary to print.
 
     `metrics` chooses the similarity metrics of the uniform voter used when no `weights` file is given
     (default em, f1, cosine); `members`: the members of the records to benchmark (default all); `design`: a
     pool design to show (`eor design`'s design.json); `frontier`: also the frontier of member subsets;
-    see eor.bench.report.build_report for the rest. A judge voter's weights file gets its own report
-    (eor.bench.judge: report.json and report.md), with `against` another weights file's voter paired with it and
-    `config` (the pool's config, validated at the caller's door) what its `judge:` scores; so does a cascade
-    trained with the judge as its last step, with `config` naming that judge (eor.bench.judge_cascade).
-    """
+    `bem_model`: the answer-equivalence model of `metric` "bem" (eor.core.correctness.bem), for this call alone;
+    see eor.bench.report.build_report for the rest. A judge voter's weights file gets its own report (eor.bench.judge:
+    report.json and report.md), with `against` another weights file's voter paired with it and `config` (the pool's
+    config, validated at the caller's door) what its `judge:` scores; so does a cascade trained with the judge as
+    its last step, with `config` naming that judge (eor.bench.judge_cascade)."""
     judged_by = _judged_by(weights)
     if judged_by is not None:
         other = {"--metric": metric != "em", "--metrics": metrics, "--design": design, "--frontier": frontier}
@@ -75,6 +78,7 @@ def bench(
         members=members,
         frontier=frontier,
         design=design,
+        correctness=BemCorrectness(bem_model) if bem_model and metric == BEM else None,
     )
     if warning := small_data_warning(report["questions"], "a benchmark"):
         log.warning(warning)
@@ -101,7 +105,7 @@ def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str])
         lines.append(
             f"{label} {entry['member']}: {pct(entry[metric])} [{pct(low)}, {pct(high)}], MRLR "
             f"{ratio(entry['mrlr'])}; EoR − {label} = {pct(test['difference'])} points, "
-            f"{test['test'].replace('_', ' ')} p = {test['p_value']:.3g}"
+            f"{test['test'].replace('_', ' ')} p = {significant(test['p_value'], 3)}"
         )
     oracle = report["oracle"]
     lines.append(f"oracle {pct(oracle[metric])}: gap to EoR {pct(oracle['gap']['eor'])} points")
@@ -114,15 +118,16 @@ def _selective_lines(sel: dict[str, Any] | None) -> list[str]:
     """EoR's P(right) (eor.bench.probability): calibration, AURC, and each error rate of the weights file."""
     if not sel:
         return []
-    skill = "–" if sel["brier_skill"] is None else f"{sel['brier_skill']:.3f}"
+    skill = "–" if sel["brier_skill"] is None else fixed(sel["brier_skill"], 3)
     levels = "; ".join(
-        f"{row['alpha']:g}: {pct(row['coverage'])}% answered, error {pct(row['error'])}"
+        f"{significant(row['alpha'])}: {pct(row['coverage'])}% answered, error {pct(row['error'])}"
         for row in sel["risk_levels"]
         if row["alpha"] in (0.2, 0.3, 0.4)
     )
     return [
-        f"P(right): ECE {sel['ece']:.3f} (a calibrated P's noise here {sel['ece_noise']['mean']:.3f}), Brier skill "
-        f"{skill}, AURC {sel['aurc']:.3f} (a constant's {sel['aurc_constant']:.3f})",
+        f"P(right): ECE {fixed(sel['ece'], 3)} (a calibrated P's noise here {fixed(sel['ece_noise']['mean'], 3)}), "
+        "Brier skill "
+        f"{skill}, AURC {fixed(sel['aurc'], 3)} (a constant's {fixed(sel['aurc_constant'], 3)})",
         f"abstention (error rate asked: coverage, realised error): {levels}",
     ] + [f"P(right) by its fit {name!r} on {count} questions" for name, count in (sel.get("fits") or {}).items()]
 

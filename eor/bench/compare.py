@@ -17,7 +17,7 @@ from eor.bench.html import render_html
 from eor.bench.markdown import table
 from eor.bench.report import REPORT_FORMAT
 from eor.core.errors import InputError
-from eor.core.formatting import pct, ratio
+from eor.core.formatting import pct, ratio, signed, significant
 
 CHANGED = "*"
 
@@ -41,7 +41,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
 def _delta(a: float | None, b: float | None, scale: float = 100.0, digits: int = 1) -> str:
     if a is None or b is None:
         return "n/a"
-    return f"{scale * (b - a):+.{digits}f}"
+    return signed(scale * (b - a), digits)
 
 
 def _cells(a: dict[str, Any], b: dict[str, Any], measures: list[str]) -> tuple[list[str], bool]:
@@ -157,8 +157,8 @@ def _significance(first: dict[str, Any], second: dict[str, Any]) -> list[Block]:
         y = (second.get("significance") or {}).get(key)
         if x and y:
             out.append(
-                f"EoR − {label}: A {_delta(0.0, x['difference'])} (p = {x['p_value']:.3g}), "
-                f"B {_delta(0.0, y['difference'])} (p = {y['p_value']:.3g})"
+                f"EoR − {label}: A {_delta(0.0, x['difference'])} (p = {significant(x['p_value'], 3)}), "
+                f"B {_delta(0.0, y['difference'])} (p = {significant(y['p_value'], 3)})"
             )
     return ["", *out] if out else []
 

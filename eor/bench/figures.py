@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from eor.bench.heatmaps import as_array, heatmap, heatmap_size
+from eor.core.formatting import fixed, significant
 from eor.core.plotting import label_apart, plain_log_axis, pyplot
 from eor.runs.costs import describe_rates
 
@@ -120,11 +121,11 @@ def plot_upper_bound(report: dict[str, Any], path: Path) -> Path:
             linestyle="--",
             color="#c62828",
             linewidth=1.5,
-            label=f"best single member: {bound['best_single']} ({best:.1f})",
+            label=f"best single member: {bound['best_single']} ({fixed(best, 1)})",
         )
     if bound.get("eor") is not None:
         eor = 100 * bound["eor"]
-        ax.axhline(eor, linestyle=":", color="#2e7d32", linewidth=2, label=f"EoR ({eor:.1f})")
+        ax.axhline(eor, linestyle=":", color="#2e7d32", linewidth=2, label=f"EoR ({fixed(eor, 1)})")
     ax.set_xlabel("pool size (number of members)")
     ax.set_ylabel(f"oracle {metric} (%)")
     ax.set_xticks(sizes, [str(s) for s in sizes])
@@ -170,19 +171,19 @@ def _weight_circles(ax: Any, values: np.ndarray, active: np.ndarray) -> Any:
     dashed = {"facecolors": "none", "edgecolors": "#9e9e9e", "linestyle": "--"}
     ax.scatter(x[~active], np.zeros((~active).sum()), s=sizes[~active], linewidths=1.0, zorder=3, **dashed)
     for i, value in enumerate(values):
-        label = f"{value:.2f}" + ("" if active[i] else "\ndropped")
+        label = fixed(value, 2) + ("" if active[i] else "\ndropped")
         color = "black" if active[i] else "#757575"
         ax.text(i, -0.5, label, ha="center", va="top", fontsize=9, color=color)
     return scatter
 
 
 def _weights_title(weights: dict[str, Any]) -> str:
-    metric_weights = ", ".join(f"{k} {v:.2f}" for k, v in weights["metric_weights"].items())
+    metric_weights = ", ".join(f"{k} {fixed(v, 2)}" for k, v in weights["metric_weights"].items())
     if weights.get("grounding_weight") is not None:
-        metric_weights += f"; grounding $\\omega^g$ {weights['grounding_weight']:.2f}"
+        metric_weights += f"; grounding $\\omega^g$ {fixed(weights['grounding_weight'], 2)}"
     return (
         f"Learned retriever weights $\\omega^r$ (pooling {weights['pooling']}; members with "
-        f"$\\omega^r \\leq$ {weights['member_threshold']:g} are dropped)\nmetric weights: {metric_weights}"
+        f"$\\omega^r \\leq$ {significant(weights['member_threshold'])} are dropped)\nmetric weights: {metric_weights}"
     )
 
 
@@ -206,7 +207,7 @@ def plot_error_rates(report: dict[str, Any], path: Path) -> Path:
                 ax.text(
                     100 * (start + share / 2),
                     yi,
-                    f"{100 * share:.0f}",
+                    fixed(100 * share, 0),
                     ha="center",
                     va="center",
                     fontsize=8,
@@ -315,7 +316,7 @@ def _cascade_points(ax: Any, cascade: dict[str, Any] | None) -> None:
         [100 * p["accuracy"] for p in points],
         "-o",
         color="#2e7d32",
-        label="cascade at max loss " + ", ".join(f"{p['max_loss']:g}" for p in points),
+        label="cascade at max loss " + ", ".join(significant(p["max_loss"]) for p in points),
     )
 
 
@@ -408,18 +409,18 @@ def plot_selective(report: dict[str, Any], path: Path) -> Path | None:
     left.set_ylim(0, 1)
     left.set_xlabel("mean P(right) in the bin")
     left.set_ylabel(f"share right ({metric_label(sel['metric'])})")
-    left.set_title(f"Reliability, {len(bins)} equal-mass bins (ECE {sel['ece']:.3f})", fontsize=11)
+    left.set_title(f"Reliability, {len(bins)} equal-mass bins (ECE {fixed(sel['ece'], 3)})", fontsize=11)
     left.legend(loc="upper left", fontsize=8)
     curve = sel["risk_coverage"]
-    right.plot(curve["coverage"], curve["risk"], color="#1565c0", label=f"P(right) (AURC {sel['aurc']:.3f})")
+    right.plot(curve["coverage"], curve["risk"], color="#1565c0", label=f"P(right) (AURC {fixed(sel['aurc'], 3)})")
     right.axhline(
-        1 - sel["accuracy"], color="#90a4ae", linestyle="--", label=f"a constant P ({sel['aurc_constant']:.3f})"
+        1 - sel["accuracy"], color="#90a4ae", linestyle="--", label=f"a constant P ({fixed(sel['aurc_constant'], 3)})"
     )
     for row in sel["risk_levels"]:
         if row["error"] is not None and row["alpha"] in (0.2, 0.3, 0.4):
             right.scatter(row["coverage"], row["error"], color="#c62828", zorder=3)
             right.annotate(
-                f"α {row['alpha']:g}",
+                f"α {significant(row['alpha'])}",
                 (row["coverage"], row["error"]),
                 fontsize=8,
                 xytext=(4, -10),

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from eor.core.formatting import fixed
+
 
 def as_array(matrix: Sequence[Sequence[float | None]]) -> np.ndarray:
     """A report's square matrix (None where undefined) as floats, NaN where undefined."""
@@ -43,7 +45,7 @@ def heatmap(
                 ax.text(j, i, "–", ha="center", va="center", fontsize=font, color="#757575")
             else:
                 color = "white" if value > 0.6 * vmax else "black"
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=font, color=color)
+                ax.text(j, i, fixed(value, 2), ha="center", va="center", fontsize=font, color=color)
     label_font = 10 if n <= 10 else 8.5
     ax.set_xticks(range(n), names, rotation=45, ha="right", rotation_mode="anchor", fontsize=label_font)
     ax.set_yticks(range(n), names, fontsize=label_font)

@@ -21,7 +21,7 @@ from eor.bench.voting import vote
 from eor.core.answers import exact_match
 from eor.core.atomic import write_text_atomically
 from eor.core.errors import InputError
-from eor.core.formatting import pct
+from eor.core.formatting import fixed, pct, significant
 from eor.core.json_ready import json_ready
 from eor.evaluation.selective import calibration_noise, summary
 from eor.evaluation.stats import Bootstrap, paired_test
@@ -204,16 +204,17 @@ def judge_lines(report: dict[str, Any], voter: str = "judge") -> list[str]:
         low, high = paired["ci"]
         lines.append(
             f"{name}{member}: EM {pct(entry['em'])}; {voter} − it = {pct(paired['difference'])} points "
-            f"[{pct(low)}, {pct(high)}], {paired['test'].replace('_', ' ')} p = {paired['p_value']:.3g}"
+            f"[{pct(low)}, {pct(high)}], {paired['test'].replace('_', ' ')} p = {significant(paired['p_value'], 3)}"
         )
     selective = report.get("selective")
     if selective:
         lines.append(
-            f"P(right): ECE {selective['ece']:.3f} (a calibrated P's noise here {selective['ece_noise']['mean']:.3f}), "
-            f"AURC {selective['aurc']:.3f} (a constant's {selective['aurc_constant']:.3f})"
+            f"P(right): ECE {fixed(selective['ece'], 3)} (a calibrated P's noise here "
+            f"{fixed(selective['ece_noise']['mean'], 3)}), "
+            f"AURC {fixed(selective['aurc'], 3)} (a constant's {fixed(selective['aurc_constant'], 3)})"
         )
         levels = "; ".join(
-            f"{row['alpha']:g}: {pct(row['coverage'])}% answered, error {pct(row['error'])}"
+            f"{significant(row['alpha'])}: {pct(row['coverage'])}% answered, error {pct(row['error'])}"
             for row in selective["risk_levels"]
             if row["alpha"] in (0.2, 0.3, 0.4)
         )

@@ -18,6 +18,7 @@ from eor.bench.judge import _right, baselines, judge_choices, judge_lines, selec
 from eor.bench.voting import vote
 from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
+from eor.core.formatting import fixed
 from eor.evaluation.stats import Bootstrap
 from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
 from eor.pipeline.judging import check_voter_with_judge, ends_with_judge, scored_families
@@ -150,9 +151,10 @@ def judge_cascade_lines(report: dict[str, Any]) -> list[str]:
     cascade = report["cascade"]
     low, high = cascade["ci"]
     head = [
-        f"cascade ending with the judge: EM {100 * cascade['em']:.1f} [{100 * low:.1f}, {100 * high:.1f}] at "
-        f"{cascade['cost']:.2f} s of reader time per question (p90 {cascade['cost_p90']:.2f}; "
-        f"{cascade['members_run']:.2f} members run; the judge answered {100 * cascade['judged']:.1f}%)",
+        f"cascade ending with the judge: EM {fixed(100 * cascade['em'], 1)} [{fixed(100 * low, 1)}, "
+        f"{fixed(100 * high, 1)}] at "
+        f"{fixed(cascade['cost'], 2)} s of reader time per question (p90 {fixed(cascade['cost_p90'], 2)}; "
+        f"{fixed(cascade['members_run'], 2)} members run; the judge answered {fixed(100 * cascade['judged'], 1)}%)",
     ]
     used = ", ".join(f"{name} on {count}" for name, count in report["selective"].get("fits", {}).items())
     return head + judge_lines(report, voter="the cascade") + [f"P(right) by its fits: {used}"]

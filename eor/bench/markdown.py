@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from eor.bench.figures import metric_label
-from eor.core.formatting import DASH, pct, ratio
+from eor.core.formatting import DASH, fixed, pct, ratio, signed, significant
 from eor.runs.costs import describe_rates, unit_label
 
 
@@ -53,7 +53,7 @@ def accuracy_section(report: dict[str, Any]) -> list[str]:
     lines = [
         "## Accuracy (EoR paper, table 1)",
         "",
-        f"Percentages with bootstrap {report['bootstrap']['confidence']:.0%} intervals "
+        f"Percentages with bootstrap {pct(report['bootstrap']['confidence'], 0)}% intervals "
         f"({report['bootstrap']['resamples']} resamples of the questions, seed {report['seed']}). "
         f"MRWR / MRLR on {metric_label(report['metric'])}: the mean share of the other members' failures this "
         "one answers right / of this one's failures the others answer right (lower MRLR is better). "
@@ -106,7 +106,7 @@ def significance_section(report: dict[str, Any]) -> list[str]:
             m = test["mcnemar"]
             text += (
                 f"; exact McNemar: EoR alone right on {m['a_only']}, {member} alone right on {m['b_only']} "
-                f"questions, p = {test['p_value']:.3g}"
+                f"questions, p = {significant(test['p_value'], 3)}"
             )
         else:
             text += f"; paired bootstrap p = {ratio(test['p_value'])}"
@@ -163,7 +163,8 @@ def errors_section(report: dict[str, Any]) -> list[str]:
         "",
         f"{errors['questions']} questions kept; {errors['filtered']} filtered (some member's answer is longer "
         f"than {errors['max_answer_words']} words). An answer is correct when its {metric_label(errors['metric'])} "
-        f"score is at least {errors['correct_at']:g}. Counts (rate over the kept questions). The types overlap: "
+        f"score is at least {significant(errors['correct_at'])}. Counts (rate over the kept questions). The types "
+        "overlap: "
         "extraction error = gold and answer retrieved but wrong; lucky guess = right with neither retrieved. "
         "RWR_E heatmaps: `errors_rwr.png`; the numbers are in `report.json` under `errors.rwr`.",
         "",
@@ -204,17 +205,17 @@ def weights_section(report: dict[str, Any]) -> list[str]:
         return selector_section(weights)
     active = set(weights["active"])
     rows = [
-        [_escape(n), f"{w:.3f}", "yes" if n in active else "dropped"] for n, w in weights["retriever_weights"].items()
+        [_escape(n), fixed(w, 3), "yes" if n in active else "dropped"] for n, w in weights["retriever_weights"].items()
     ]
     meta = weights.get("meta", {})
-    details = [f"pooling {weights['pooling']}", f"threshold t = {weights['member_threshold']:g}"]
-    details.append("metric weights " + ", ".join(f"{k} {v:.3f}" for k, v in weights["metric_weights"].items()))
+    details = [f"pooling {weights['pooling']}", f"threshold t = {significant(weights['member_threshold'])}"]
+    details.append("metric weights " + ", ".join(f"{k} {fixed(v, 3)}" for k, v in weights["metric_weights"].items()))
     if weights.get("grounding_weight") is not None:
-        details.append(f"grounding weight ω^g {weights['grounding_weight']:.3f}")
+        details.append(f"grounding weight ω^g {fixed(weights['grounding_weight'], 3)}")
     if meta.get("objective"):
         details.append(f"objective {meta['objective']}")
     if weights.get("train_score") is not None:
-        details.append(f"train score {weights['train_score']:.4f}")
+        details.append(f"train score {fixed(weights['train_score'], 4)}")
     return [
         "## Learned retriever weights (figure 6)",
         "",
@@ -227,12 +228,12 @@ def weights_section(report: dict[str, Any]) -> list[str]:
 def selector_section(weights: dict[str, Any]) -> list[str]:
     """The learned answer selector's logistic-regression coefficients (on standardised features)."""
     rows = [
-        [_escape(name), f"{value:+.3f}"]
+        [_escape(name), signed(value, 3)]
         for name, value in sorted(weights["coefficients"].items(), key=lambda item: -abs(item[1]))
     ]
-    details = [f"metrics {', '.join(weights['metrics'])}", f"C = {weights['C']:g}"]
+    details = [f"metrics {', '.join(weights['metrics'])}", f"C = {significant(weights['C'])}"]
     if weights.get("train_score") is not None:
-        details.append(f"train score {weights['train_score']:.4f}")
+        details.append(f"train score {fixed(weights['train_score'], 4)}")
     return [
         "## Learned answer selector",
         "",
@@ -246,14 +247,14 @@ def selector_section(weights: dict[str, Any]) -> list[str]:
 def cascade_section(weights: dict[str, Any]) -> list[str]:
     """The learned cascade: its order, each step's calibration, and the threshold."""
     threshold = weights.get("threshold")
-    rule = "never stops early" if threshold is None else f"stops at the first step with P ≥ {threshold:.3f}"
+    rule = "never stops early" if threshold is None else f"stops at the first step with P ≥ {fixed(threshold, 3)}"
     rows = [
         [
             str(j + 1),
             _escape(step["members"][-1]),
-            f"{step['calibration']['intercept']:+.3f}",
-            f"{step['calibration']['top']:+.3f}",
-            f"{step['calibration']['margin']:+.3f}",
+            signed(step["calibration"]["intercept"], 3),
+            signed(step["calibration"]["top"], 3),
+            signed(step["calibration"]["margin"], 3),
         ]
         for j, step in enumerate(weights["steps"])
     ]
@@ -280,7 +281,7 @@ def _frontier_lines(cost: dict[str, Any], metric: str) -> list[str]:
         *table(
             ["members", metric_label(metric), "cost"],
             [
-                [", ".join(map(_escape, e["members"])), pct(e["accuracy"]), f"{e['seconds']:.2f}"]
+                [", ".join(map(_escape, e["members"])), pct(e["accuracy"]), fixed(e["seconds"], 2)]
                 for e in cost["frontier"]
             ],
         ),
@@ -296,14 +297,15 @@ def cost_section(report: dict[str, Any]) -> list[str]:
     unit = unit_label(cost["unit"], cost.get("rates"))
     if cost.get("rates_from"):
         unit += f", fitted on {cost['rates_from']}"
-    rows = [[_escape(name), pct(entry[metric]), f"{entry['seconds']:.2f}"] for name, entry in cost["members"].items()]
-    rows.append(["**EoR**", pct(report["eor"][metric]), f"{cost['eor_seconds']:.2f}"])
+    rows = [[_escape(name), pct(entry[metric]), fixed(entry["seconds"], 2)] for name, entry in cost["members"].items()]
+    rows.append(["**EoR**", pct(report["eor"][metric]), fixed(cost["eor_seconds"], 2)])
     lines = [
         "## Accuracy against cost",
         "",
-        f"Mean cost per question in {unit}: running every member costs {cost['pool_seconds']:.2f}; EoR's voter ran "
-        f"{cost['members_run']:.2f} members for {cost['eor_seconds']:.2f} (90th percentile "
-        f"{cost['eor_seconds_p90']:.2f}).",
+        f"Mean cost per question in {unit}: running every member costs {fixed(cost['pool_seconds'], 2)}; EoR's voter "
+        "ran "
+        f"{fixed(cost['members_run'], 2)} members for {fixed(cost['eor_seconds'], 2)} (90th percentile "
+        f"{fixed(cost['eor_seconds_p90'], 2)}).",
         "",
         *table(["member", metric_label(metric), "cost"], rows),
         "",
@@ -320,12 +322,12 @@ def cost_section(report: dict[str, Any]) -> list[str]:
                 ["max loss (points)", "threshold", metric_label(metric), "cost", "p90", "members run"],
                 [
                     [
-                        f"{p['max_loss']:g}",
-                        "inf" if p["threshold"] is None else f"{p['threshold']:.3f}",
+                        significant(p["max_loss"]),
+                        "inf" if p["threshold"] is None else fixed(p["threshold"], 3),
                         pct(p["accuracy"]),
-                        f"{p['seconds']:.2f}",
-                        f"{p['seconds_p90']:.2f}",
-                        f"{p['members_run']:.2f}",
+                        fixed(p["seconds"], 2),
+                        fixed(p["seconds_p90"], 2),
+                        fixed(p["members_run"], 2),
                     ]
                     for p in cascade["points"]
                 ],
@@ -340,8 +342,8 @@ def selective_section(report: dict[str, Any]) -> list[str]:
     if not sel:
         return []
     label = metric_label(sel["metric"])
-    skill = "–" if sel["brier_skill"] is None else f"{sel['brier_skill']:.3f}"
-    accuracy = ", ".join(f"{100 * float(c):.0f}%: {pct(v)}" for c, v in sel["selective_accuracy"].items())
+    skill = "–" if sel["brier_skill"] is None else fixed(sel["brier_skill"], 3)
+    accuracy = ", ".join(f"{fixed(100 * float(c), 0)}%: {pct(v)}" for c, v in sel["selective_accuracy"].items())
     noise = sel["ece_noise"]
     lines = [
         "## P(right) and abstention",
@@ -353,15 +355,15 @@ def selective_section(report: dict[str, Any]) -> list[str]:
         *table(
             ["figure", "P(right)", "a constant P"],
             [
-                ["ECE (10 equal-mass bins)", f"{sel['ece']:.3f}", "–"],
+                ["ECE (10 equal-mass bins)", fixed(sel["ece"], 3), "–"],
                 [
                     "ECE of a perfectly calibrated P here (noise: mean, 95th pct.)",
-                    f"{noise['mean']:.3f}, {noise['p95']:.3f}",
+                    f"{fixed(noise['mean'], 3)}, {fixed(noise['p95'], 3)}",
                     "–",
                 ],
-                ["Brier score", f"{sel['brier']:.3f}", "–"],
+                ["Brier score", fixed(sel["brier"], 3), "–"],
                 ["Brier skill (against the constant)", skill, "0"],
-                ["AURC (lower is better)", f"{sel['aurc']:.3f}", f"{sel['aurc_constant']:.3f}"],
+                ["AURC (lower is better)", fixed(sel["aurc"], 3), fixed(sel["aurc_constant"], 3)],
             ],
         ),
         "",
@@ -374,8 +376,8 @@ def selective_section(report: dict[str, Any]) -> list[str]:
             ["error rate asked", "threshold", "answered", "coverage", "error", "95% interval", "coverage on train"],
             [
                 [
-                    f"{row['alpha']:g}",
-                    _by_fit(row["threshold"], lambda t: "none" if t is None else f"{t:.2f}"),
+                    significant(row["alpha"]),
+                    _by_fit(row["threshold"], lambda t: "none" if t is None else fixed(t, 2)),
                     str(row["answered"]),
                     pct(row["coverage"]),
                     pct(row["error"]),
@@ -414,7 +416,7 @@ def design_section(report: dict[str, Any]) -> list[str]:
             pct(row["gold_passage"]),
             pct(row["answer_in_context"]),
             "-" if row["em_in_context"] is None else pct(row["em_in_context"]),
-            f"{row['seconds']:.2f}",
+            fixed(row["seconds"], 2),
         ]
         for row in design["candidates"]
     ]
@@ -423,8 +425,8 @@ def design_section(report: dict[str, Any]) -> list[str]:
             step["action"],
             _escape(step["member"]),
             pct(step["accuracy"]),
-            f"{100 * step['gain']:+.1f} ± {100 * step['se']:.1f}",
-            f"{step['cost']:.2f}",
+            f"{signed(100 * step['gain'], 1)} ± {fixed(100 * step['se'], 1)}",
+            fixed(step["cost"], 2),
             pct(step["oracle"]),
         ]
         for step in design["steps"][1:]

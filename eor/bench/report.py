@@ -52,7 +52,7 @@ from eor.bench.markdown import render_markdown
 from eor.bench.probability import section as probability_section
 from eor.bench.voting import Vote, vote
 from eor.core.atomic import write_text_atomically
-from eor.core.correctness import CORRECTNESS, correctness_matrix
+from eor.core.correctness import CORRECTNESS, CorrectnessFunction, correctness_matrix
 from eor.core.errors import InputError
 from eor.core.json_ready import json_ready
 from eor.evaluation.error_breakdown import (
@@ -108,6 +108,7 @@ def build_report(
     members: Sequence[str] | None = None,
     design: str | Path | None = None,
     frontier: bool = False,
+    correctness: CorrectnessFunction | None = None,
 ) -> dict[str, Any]:
     """Benchmark the members of a run and EoR on its records; a JSON-ready dict (see the module docstring).
 
@@ -119,6 +120,7 @@ def build_report(
     `members`: these members of the records only (records that grew beyond a pool), default all. `design`:
     `eor design`'s design.json, shown in the report (its path, candidates and frontier; `design.png`).
     `frontier`: also the cost section's frontier of member subsets (eor.bench.cost; slow, so on demand).
+    `correctness`: the function of `metric`, default the one registered under that name (`eor bench --bem-model`).
     """
     if metric not in CORRECTNESS:
         raise InputError(f"unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
@@ -128,9 +130,7 @@ def build_report(
         stage(0)
         data = load_run(records_dir, list(members) if members else None)
         stage(1)
-        _prime(metric, data)
-        # scores[measure]: (members, questions)
-        scores = {name: correctness_matrix(data.answers, data.golds, name, data.texts).T for name in measures}
+        scores = _scores(data, measures, metric, correctness)  # scores[measure]: (members, questions)
         stage(2)
         voted = vote(data, weights, metrics)
         questions = np.arange(data.questions)
@@ -174,10 +174,22 @@ def _stages(progress: bool) -> Iterator[Callable[[int], None]]:
         bar.update(1)
 
 
-def _prime(metric: str, data: RunData) -> None:
+def _scores(
+    data: RunData, measures: Sequence[str], metric: str, correctness: CorrectnessFunction | None
+) -> dict[str, np.ndarray]:
+    """Each measure's correctness, shape (members, questions); `correctness` scores `metric` when given."""
+    functions = {name: CORRECTNESS[name] for name in measures} | ({metric: correctness} if correctness else {})
+    _prime(functions[metric], data)
+    return {
+        name: correctness_matrix(data.answers, data.golds, name, data.texts, function=functions[name]).T
+        for name in measures
+    }
+
+
+def _prime(function: CorrectnessFunction, data: RunData) -> None:
     """Batch-encode every answer and gold once when the metric embeds texts (much faster than one by one)."""
 
-    prime = getattr(CORRECTNESS[metric], "prime", None)
+    prime = getattr(function, "prime", None)
     if prime is not None:
         prime([text for row in data.answers for text in row] + [text for row in data.golds for text in row])
 

@@ -25,7 +25,7 @@ from eor.core.atomic import write_text_atomically
 from eor.core.config import load_config
 from eor.core.correctness import score_answer
 from eor.core.errors import ConfigError, InputError
-from eor.core.formatting import pct
+from eor.core.formatting import fixed, pct, signed
 from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.learning.design import DEFAULT_FOLDS, DEFAULT_REPEATS, Design, SplitScores, design_pool
 from eor.pipeline.members import demonstration_ids
@@ -150,8 +150,8 @@ def _cascade_line(weights: Path) -> str:
     point = cascade["chosen"]
     return (
         f"cascade: {' > '.join(cascade['order'])}; held out on train {pct(point['accuracy'])} EM at "
-        f"{point['cost']:.2f} s per question (every member: {pct(cascade['full_accuracy'])} at "
-        f"{cascade['full_cost']:.2f} s)"
+        f"{fixed(point['cost'], 2)} s per question (every member: {pct(cascade['full_accuracy'])} at "
+        f"{fixed(cascade['full_cost'], 2)} s)"
     )
 
 
@@ -216,7 +216,7 @@ def format_table(table: list[dict[str, Any]]) -> list[str]:
         shown = "-" if row["em_in_context"] is None else pct(row["em_in_context"])
         lines.append(
             f"{row['member']:<34} {pct(row['em']):>6} {pct(row['gold_passage']):>6} "
-            f"{pct(row['answer_in_context']):>7} {shown:>7} {row['seconds']:6.2f}"
+            f"{pct(row['answer_in_context']):>7} {shown:>7} {fixed(row['seconds'], 2):>6}"
         )
     return lines
 
@@ -230,8 +230,8 @@ def format_path(result: Design) -> list[str]:
     ]
     for step in result.steps[1:]:
         lines.append(
-            f"  {step.action:<8} {step.member:<34} {pct(step.accuracy):>6} {100 * step.gain:+6.1f} "
-            f"{100 * step.se:5.1f} {step.cost:6.2f} {pct(step.oracle):>7}"
+            f"  {step.action:<8} {step.member:<34} {pct(step.accuracy):>6} {signed(100 * step.gain, 1):>6} "
+            f"{fixed(100 * step.se, 1):>5} {fixed(step.cost, 2):>6} {pct(step.oracle):>7}"
         )
     lines.append(f"chosen: {', '.join(result.chosen)}")
     return lines

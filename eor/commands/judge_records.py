@@ -15,6 +15,7 @@ from typing import Any
 
 from eor.core.config import EnsembleConfig
 from eor.core.errors import InputError
+from eor.core.formatting import fixed
 from eor.core.prompts import templates_for
 from eor.pipeline.jobs import batches
 from eor.pipeline.judging import judge, judge_identity, judged_members
@@ -69,5 +70,5 @@ def grow_by_scores(folder: RunFolder, config: EnsembleConfig, stage: GenerationS
     done = stage.score_stats.since(before)
     return (
         f"scored the candidates of {len(todo)} questions: {done.unique} continuations ({done.cache_hits} read back "
-        f"from the cache), {done.tokens} tokens scored in {done.seconds:.1f} s of reader time"
+        f"from the cache), {done.tokens} tokens scored in {fixed(done.seconds, 1)} s of reader time"
     )

@@ -31,6 +31,7 @@ from eor.core.config import EnsembleConfig, from_dict
 from eor.core.correctness import score_answer
 from eor.core.data import Question, load_questions
 from eor.core.errors import ConfigError, EorError, InputError
+from eor.core.formatting import fixed
 from eor.core.results import Record, Vote
 from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.executor import LOCAL
@@ -446,17 +447,17 @@ def cache_summary(stats: GenerationStats, cache_where: str | None, executor: Exe
     lines = [f"{where}: {stats.cache_hits} prompts read back, {stats.generated} generated{workers}"]
     if stats.prompt_tokens or stats.generated_tokens:
         lines.append(
-            f"reader: {stats.prompt_tokens} prompt tokens in {stats.prompt_seconds:.1f} s"
+            f"reader: {stats.prompt_tokens} prompt tokens in {fixed(stats.prompt_seconds, 1)} s"
             f" ({_rate(stats.prompt_tokens, stats.prompt_seconds)}; {stats.reused_tokens} more kept from the prompt"
             f" before), {stats.generated_tokens} generated tokens in"
-            f" {stats.generation_seconds:.1f} s ({_rate(stats.generated_tokens, stats.generation_seconds)});"
-            f" {stats.seconds:.1f} s in all"
+            f" {fixed(stats.generation_seconds, 1)} s ({_rate(stats.generated_tokens, stats.generation_seconds)});"
+            f" {fixed(stats.seconds, 1)} s in all"
         )
     return "\n".join(lines)
 
 
 def _rate(tokens: int, seconds: float) -> str:
-    return f"{tokens / seconds:.0f} tokens/s" if seconds > 0 else "rate unknown"
+    return f"{fixed(tokens / seconds, 0)} tokens/s" if seconds > 0 else "rate unknown"
 
 
 def exact_match_summary(records: list[Record]) -> list[str]:
@@ -471,4 +472,4 @@ def exact_match_summary(records: list[Record]) -> list[str]:
         if record.vote is not None:
             correct["EoR (vote)"] += score_answer("em", record.vote.answer, record.answers)
     lines = [f"exact match over {len(graded)} questions with answers:"]
-    return lines + [f"  {name:<24} {100 * value / len(graded):5.1f}" for name, value in correct.items()]
+    return lines + [f"  {name:<24} {fixed(100 * value / len(graded), 1):>5}" for name, value in correct.items()]

@@ -17,7 +17,7 @@ import numpy as np
 from eor.core.answers import exact_match
 from eor.core.config import JudgeConfig
 from eor.core.errors import ConfigError, InputError
-from eor.core.formatting import pct, small_data_warning
+from eor.core.formatting import fixed, pct, significant, small_data_warning
 from eor.learning.judge_training import JudgedQuestion, accuracy, judged_questions, train_judge_voter
 from eor.pipeline.judging import judged_members
 from eor.pipeline.members import demonstration_ids
@@ -131,8 +131,8 @@ def _top_r(records: list[Any], members: list[str]) -> dict[str, Any]:
 
 def _risk_text(row: dict[str, Any]) -> str:
     if row["threshold"] is None:
-        return f"α {row['alpha']:g}: abstain on all"
-    return f"α {row['alpha']:g}: P ≥ {row['threshold']:.2f} answers {pct(row['coverage'])}%"
+        return f"α {significant(row['alpha'])}: abstain on all"
+    return f"α {significant(row['alpha'])}: P ≥ {fixed(row['threshold'], 2)} answers {pct(row['coverage'])}%"
 
 
 def _dev_lines(voter: JudgeVoter, questions: list[JudgedQuestion], meta: dict[str, Any]) -> list[str]:

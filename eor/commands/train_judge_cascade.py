@@ -20,7 +20,7 @@ from eor.commands.train_options import TrainOptions
 from eor.commands.train_report import cascade_lines
 from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.errors import ConfigError, InputError
-from eor.core.formatting import pct, small_data_warning
+from eor.core.formatting import fixed, pct, significant, small_data_warning
 from eor.evaluation.selective import summary
 from eor.learning.calibration import Calibrated, stopped_calibration
 from eor.learning.crossval import build_candidate, vote_arrays
@@ -86,7 +86,7 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
     cascade.save(out, **meta)
     lines = [
         f"cascade ending with the judge {judge} ({fit.label}): {data.questions} training questions; the judge's "
-        f"scoring {entry['cost']:.2f} s per question it answers (replayed), its held-out EM "
+        f"scoring {fixed(entry['cost'], 2)} s per question it answers (replayed), its held-out EM "
         f"{pct(entry['held_out_em'])} on every question",
         *cascade_lines(cascade, "em", rates),
         *risk_lines(stopped, probability[ended], right[ended], entry["risk"]),
@@ -142,14 +142,16 @@ def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, 
         known = ~np.isnan(found)
         figures = summary(found[known], labels[known])
         levels = ", ".join(
-            f"{row['alpha']:g}: " + ("none" if row["threshold"] is None else f"P ≥ {row['threshold']:.2f} "
-                                     f"({pct(row['coverage'])}%)")
+            f"{significant(row['alpha'])}: "
+            + ("none" if row["threshold"] is None else f"P ≥ {fixed(row['threshold'], 2)} ({pct(row['coverage'])}%)")
             for row in chosen if row["alpha"] in (0.1, 0.2, 0.3, 0.4)
         )  # fmt: skip
         lines.append(
-            f"P(right) of {kind}, held out on {int(known.sum())} training questions: ECE {figures['ece']:.3f}, AURC "
-            f"{figures['aurc']:.3f} (a constant's {figures['aurc_constant']:.3f}); thresholds (learn then test, "
-            f"δ {DELTA / 2:g}): {levels}"
+            f"P(right) of {kind}, held out on {int(known.sum())} training questions: ECE {fixed(figures['ece'], 3)}, "
+            "AURC "
+            f"{fixed(figures['aurc'], 3)} (a constant's {fixed(figures['aurc_constant'], 3)}); thresholds (learn "
+            "then test, "
+            f"δ {significant(DELTA / 2)}): {levels}"
         )
     return lines
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.core.formatting import pct
+from eor.core.formatting import fixed, pct, signed, significant
 from eor.evaluation.selective import summary
 from eor.learning.calibration import Calibrated
 from eor.learning.crossval import VoteArrays
@@ -47,16 +47,17 @@ def format_cv(table: dict[str, dict[str, Any]], k: int, questions: int, metric: 
     for name, row in table.items():
         low, high = row["ci"]
         extra = f"  (chose {', '.join(row['chosen_per_fold'])})" if row.get("chosen_per_fold") else ""
-        cost = f"{row['cost']:8.2f} s" if row.get("cost") is not None else f"{'-':>10}"
+        cost = f"{fixed(row['cost'], 2):>8} s" if row.get("cost") is not None else f"{'-':>10}"
         lines.append(
-            f"  {name:<18} {100 * row['mean']:6.1f}  {100 * row['minus_top']:+8.1f}  "
-            f"[{100 * low:+5.1f}, {100 * high:+5.1f}]  {row['p_value']:<8.3g} {cost}{extra}"
+            f"  {name:<18} {fixed(100 * row['mean'], 1):>6}  {signed(100 * row['minus_top'], 1):>8}  "
+            f"[{signed(100 * low, 1):>5}, {signed(100 * high, 1):>5}]  {significant(row['p_value'], 3):<8} "
+            f"{cost}{extra}"
         )
     return lines
 
 
 def _selection_line(name: str, means: dict[str, float], k: int, metric: str) -> str:
-    ranked = ", ".join(f"{n} {100 * v:.1f}" for n, v in sorted(means.items(), key=lambda item: -item[1]))
+    ranked = ", ".join(f"{n} {fixed(100 * v, 1)}" for n, v in sorted(means.items(), key=lambda item: -item[1]))
     return f"auto chose {name} by {k}-fold cross-validation on the training records ({metric}: {ranked})"
 
 
@@ -79,7 +80,7 @@ def score_lines(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any],
     if hasattr(voter, "order_"):
         lines += cascade_lines(voter, metric, arrays.costs.rates if arrays.costs is not None else None)
     if hasattr(voter, "active_members_"):
-        kept = [f"{arrays.data.names[i]} ({voter.retriever_weights_[i]:.2f})" for i in voter.active_members_]
+        kept = [f"{arrays.data.names[i]} ({fixed(voter.retriever_weights_[i], 2)})" for i in voter.active_members_]
         lines.append(f"members kept: {', '.join(kept)}; pooling {voter.pooling_}")
     return lines
 
@@ -89,24 +90,26 @@ def cascade_lines(cascade: Any, metric: str, rates: dict[str, float] | None) -> 
     tokens at `rates`."""
     chosen = cascade.chosen_point_
     unit = unit_label(cascade.cost_unit_, rates)
-    threshold = "never early" if np.isinf(chosen.threshold) else f"P ≥ {chosen.threshold:.3f}"
+    threshold = "never early" if np.isinf(chosen.threshold) else f"P ≥ {fixed(chosen.threshold, 3)}"
     tried = "; ".join(
-        f"{name}: P ≥ {_threshold(point['threshold'])}, {point['cost']:.2f} s"
+        f"{name}: P ≥ {_threshold(point['threshold'])}, {fixed(point['cost'], 2)} s"
         for name, point in cascade.stop_targets_.items()
     )
     lines = [
         f"cascade order: {' > '.join(cascade.order_)}; stops at the first step with {threshold}",
         f"stop rule: {EVENT_LABELS.get(cascade.stop_on_, cascade.stop_on_)} (held-out cost by stop target: {tried})",
-        f"held out on train ({REPEATS}× {cascade.folds}-fold): {metric} {100 * chosen.accuracy:.1f} "
-        f"(full pool {100 * cascade.full_accuracy_:.1f}, loss {100 * chosen.loss:+.2f}) at {chosen.cost:.2f} {unit} "
-        f"per question, {100 * chosen.cost / cascade.full_cost_:.0f}% of the full pool's {cascade.full_cost_:.2f}; "
-        f"{chosen.members_run:.2f} members run",
+        f"held out on train ({REPEATS}× {cascade.folds}-fold): {metric} {fixed(100 * chosen.accuracy, 1)} "
+        f"(full pool {fixed(100 * cascade.full_accuracy_, 1)}, loss {signed(100 * chosen.loss, 2)}) at "
+        f"{fixed(chosen.cost, 2)} {unit} "
+        f"per question, {fixed(100 * chosen.cost / cascade.full_cost_, 0)}% of the full pool's "
+        f"{fixed(cascade.full_cost_, 2)}; "
+        f"{fixed(chosen.members_run, 2)} members run",
         f"operating points (held out on train): {'max loss':>8}  threshold  {metric:>5}  {'cost':>6}  members",
     ]
     for loss in OPERATING_LOSSES:
         point = cascade.at_loss(loss / 100)
-        figures = f"{100 * point.accuracy:5.1f}  {point.cost:6.2f}  {point.members_run:7.2f}"
-        lines.append(f"{'':38}{loss:8.2f}  {_threshold(point.threshold):>9}  {figures}")
+        figures = f"{fixed(100 * point.accuracy, 1):>5}  {fixed(point.cost, 2):>6}  {fixed(point.members_run, 2):>7}"
+        lines.append(f"{'':38}{fixed(loss, 2):>8}  {_threshold(point.threshold):>9}  {figures}")
     return lines
 
 
@@ -118,15 +121,16 @@ def probability_lines(calibrated: Calibrated | None, metric: str, questions: int
     figures = summary(calibrated.probability, calibrated.right)
     skill = figures["brier_skill"]
     lines = [
-        f"P(right) ({metric}) out of fold on {figures['questions']} training questions: ECE {figures['ece']:.3f}, "
-        f"Brier skill {'-' if skill is None else f'{skill:.3f}'}, AURC {figures['aurc']:.3f} "
-        f"(a constant's {figures['aurc_constant']:.3f})",
-        f"abstention thresholds (Learn then Test, δ {DELTA:g}; error rate: threshold (coverage)), per fit:",
+        f"P(right) ({metric}) out of fold on {figures['questions']} training questions: ECE "
+        f"{fixed(figures['ece'], 3)}, "
+        f"Brier skill {'-' if skill is None else f'{fixed(skill, 3)}'}, AURC {fixed(figures['aurc'], 3)} "
+        f"(a constant's {fixed(figures['aurc_constant'], 3)})",
+        f"abstention thresholds (Learn then Test, δ {significant(DELTA)}; error rate: threshold (coverage)), per fit:",
     ]
     for fit in calibrated.model.fits.values():
         levels = ", ".join(
-            f"{row['alpha']:g}: "
-            + ("none" if row["threshold"] is None else f"P ≥ {row['threshold']:.2f} ({pct(row['coverage'])}%)")
+            f"{significant(row['alpha'])}: "
+            + ("none" if row["threshold"] is None else f"P ≥ {fixed(row['threshold'], 2)} ({pct(row['coverage'])}%)")
             for row in fit.thresholds
             if row["alpha"] in REPORTED_RISKS
         )
@@ -134,14 +138,14 @@ def probability_lines(calibrated: Calibrated | None, metric: str, questions: int
         alone = summary(own[~np.isnan(own)], calibrated.right[~np.isnan(own)])
         scored = int((calibrated.fits == fit.name).sum())
         lines.append(
-            f"  {fit.name} (fitted on {fit.questions}, scores {scored} above; alone ECE {alone['ece']:.3f}, "
-            f"AURC {alone['aurc']:.3f}): {levels}"
+            f"  {fit.name} (fitted on {fit.questions}, scores {scored} above; alone ECE {fixed(alone['ece'], 3)}, "
+            f"AURC {fixed(alone['aurc'], 3)}): {levels}"
         )
     return lines
 
 
 def _threshold(value: float | None) -> str:
-    return "inf" if value is None or np.isinf(value) else f"{value:.3f}"
+    return "inf" if value is None or np.isinf(value) else fixed(value, 3)
 
 
 def dev_lines(figures: DevFigures, metric: str) -> list[str]:
@@ -158,9 +162,9 @@ def dev_lines(figures: DevFigures, metric: str) -> list[str]:
         test = figures.tests[key]
         low, high = test["ci"]
         lines.append(
-            f"voter − {label}: {100 * test['difference']:+.1f} points, 95% interval [{100 * low:+.1f}, "
-            f"{100 * high:+.1f}], {test['test']} p {test['p_value']:.3g}"
+            f"voter − {label}: {signed(100 * test['difference'], 1)} points, 95% interval [{signed(100 * low, 1)}, "
+            f"{signed(100 * high, 1)}], {test['test']} p {significant(test['p_value'], 3)}"
         )
     if figures.gap_closed is not None:
-        lines.append(f"share of the Top R (train) to oracle gap closed: {100 * figures.gap_closed:.0f}%")
+        lines.append(f"share of the Top R (train) to oracle gap closed: {fixed(100 * figures.gap_closed, 0)}%")
     return lines

@@ -1,6 +1,10 @@
-"""Numbers as eor prints them, one precision everywhere (reports, `eor bench`, `eor compare`, `eor train`):
-a fraction as a percentage with one decimal ("48.0"), a ratio such as MRLR with three significant digits
-("0.0362"), and "–" for a value that is undefined."""
+"""Numbers as eor prints them. Every float that the commands and reports show (eor.cli, eor.commands, eor.bench,
+eor.erag, eor.evaluation, eor.learning: printed lines, Markdown and HTML reports, figure labels) is formatted by a
+function here, so each kind of figure has one precision everywhere: a fraction as a percentage with one decimal
+("48.0"), a ratio such as MRLR with three significant digits ("0.0362"), and "–" for a value that is undefined;
+the other figures with the fixed, signed or significant digits their place asks for. `tests/test_docs_claims.py`
+checks that no float format spec is written by hand in those packages.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,22 @@ def ratio(value: float | None) -> str:
     return DASH if value is None else f"{value:.3g}"
 
 
+def fixed(value: float, digits: int) -> str:
+    """`value` with `digits` decimals ("0.25", "3.1", "12"): seconds, costs, scores, thresholds."""
+    return f"{value:.{digits}f}"
+
+
+def signed(value: float, digits: int) -> str:
+    """`value` with its sign and `digits` decimals ("+1.5", "-0.250"): a difference, a gain."""
+    return f"{value:+.{digits}f}"
+
+
+def significant(value: float, digits: int | None = None) -> str:
+    """`value` with `digits` significant digits, as few as it needs by default (Python's `g`: "0.05", "1e-05"):
+    a p-value, a risk level, a parameter as given."""
+    return f"{value:g}" if digits is None else f"{value:.{digits}g}"
+
+
 #: fewer questions than this and `eor train` and `eor bench` say how little the figures can tell
 SMALL_DATA = 100
 
@@ -28,6 +48,6 @@ def small_data_warning(questions: int, doing: str) -> str | None:
         return None
     half = 196 * (0.25 / max(questions, 1)) ** 0.5
     return (
-        f"warning: {doing} on {questions} questions only: an accuracy near 50% is known to ±{half:.0f} points "
+        f"warning: {doing} on {questions} questions only: an accuracy near 50% is known to ±{fixed(half, 0)} points "
         f"(95% interval), so differences below that are noise; {SMALL_DATA} or more questions are advised"
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from eor.core.formatting import fixed
+
 LABELLINGS = {
     "erag": "eRAG",
     "containment": "containment",
@@ -19,7 +21,7 @@ def _f(value: Any, digits: int = 3) -> str:
         return str(value)
     if isinstance(value, int):
         return str(value)
-    return f"{value:.{digits}f}"
+    return fixed(value, digits)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -29,7 +31,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _labels(values: list[float]) -> str:
-    return " ".join(str(int(v)) if v in (0, 1) else f"{v:.2f}" for v in values)
+    return " ".join(str(int(v)) if v in (0, 1) else fixed(v, 2) for v in values)
 
 
 def _labellings(data: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.core.atomic import write_text_atomically
+from eor.core.formatting import fixed
 from eor.core.json_ready import json_ready
 from eor.erag.erag_report import erag_markdown, utility_markdown
 from eor.erag.plots import plot_erag, plot_utility
@@ -90,4 +91,4 @@ def _mean(values: Any) -> float:
 
 
 def _fmt(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else fixed(value, 3)

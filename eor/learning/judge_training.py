@@ -25,6 +25,7 @@ import numpy as np
 from eor.core.answers import exact_match
 from eor.core.config import JudgeConfig
 from eor.core.errors import InputError
+from eor.core.formatting import fixed
 from eor.pipeline.abstention import DELTA, thresholds
 from voters.candidates import candidates
 from voters.folds import folds as fold_parts
@@ -228,7 +229,7 @@ def train_judge_voter(
         reports.append(report)
         if progress is not None:
             em = 100 * report.table[report.chosen]
-            progress(f"{level}: {report.chosen}, {em:.1f} EM out of fold on {len(held)} questions")
+            progress(f"{level}: {report.chosen}, {fixed(em, 1)} EM out of fold on {len(held)} questions")
     return JudgeVoter(fits, members), reports
 
 

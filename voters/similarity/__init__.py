@@ -1,16 +1,16 @@
 """Similarity metrics between two answers, found by name in one registry, and the similarity tensor.
 
-Registered: `em`, `f1` (strings), `cosine` (sentence embeddings), `bertscore` (BERTScore F1), `nli`
-(entailment probability, both directions). Heavy libraries load on first use, not on import.
+Registered in voters.similarity.registry: `em`, `f1` (strings), `cosine` (sentence embeddings), `bertscore`
+(BERTScore F1), `nli` (entailment probability, both directions). Heavy libraries load on first use, not on
+import.
 """
 
 from __future__ import annotations
 
-from voters.similarity import bertscore, cosine, lexical, nli  # noqa: F401  (they register the metrics)
 from voters.similarity.cache import PairScoreCache
+from voters.similarity.metric import SimilarityMetric
 from voters.similarity.registry import (
     METRICS,
-    SimilarityMetric,
     available_metrics,
     build_metric,
     build_metrics,

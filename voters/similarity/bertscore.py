@@ -16,7 +16,7 @@ import numpy as np
 
 from eor.core.cache_policy import memo
 from eor.core.models import resolve_model
-from voters.similarity.registry import SimilarityMetric, register_metric
+from voters.similarity.metric import SimilarityMetric
 
 
 def _location(model: str) -> str:
@@ -41,7 +41,6 @@ def _scorer(location: str, num_layers: int, device: str) -> Any:
     return BERTScorer(model_type=location, num_layers=num_layers, device=device)
 
 
-@register_metric("bertscore")
 class BertScoreSimilarity(SimilarityMetric):
     """BERTScore F1 (no idf, no baseline rescaling), clipped to [0, 1]."""
 

@@ -15,12 +15,11 @@ import numpy as np
 
 from eor.core.errors import ConfigError
 from eor.core.models import load_sentence_encoder
-from voters.similarity.registry import SimilarityMetric, register_metric
+from voters.similarity.metric import SimilarityMetric
 
 NEGATIVE_MODES = ("clip", "shift")
 
 
-@register_metric("cosine")
 class CosineSimilarity(SimilarityMetric):
     """Cosine of normalised sentence embeddings; each distinct string of a batch is encoded once."""
 

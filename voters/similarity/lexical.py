@@ -7,10 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from eor.core.answers import exact_match, token_f1
-from voters.similarity.registry import SimilarityMetric, register_metric
+from voters.similarity.metric import SimilarityMetric
 
 
-@register_metric("em")
 class ExactMatchSimilarity(SimilarityMetric):
     """1 when the SQuAD-normalised answers are equal, else 0."""
 
@@ -21,7 +20,6 @@ class ExactMatchSimilarity(SimilarityMetric):
         return np.array([exact_match(a, b) for a, b in pairs], dtype=float)
 
 
-@register_metric("f1")
 class TokenF1Similarity(SimilarityMetric):
     """SQuAD token F1 between the normalised answers (symmetric: precision and recall swap)."""
 

@@ -19,7 +19,7 @@ import numpy as np
 from eor.core.cache_policy import memo
 from eor.core.errors import ConfigError
 from eor.core.models import resolve_model
-from voters.similarity.registry import SimilarityMetric, register_metric
+from voters.similarity.metric import SimilarityMetric
 
 COMBINATIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "mean": lambda forward, backward: (forward + backward) / 2.0,
@@ -62,7 +62,6 @@ def _load(model: str, device: str) -> tuple[Any, Any]:
     return tokenizer, network
 
 
-@register_metric("nli")
 class NliSimilarity(SimilarityMetric):
     """Entailment probability of an NLI model, both directions combined."""
 

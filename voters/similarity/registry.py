@@ -1,54 +1,31 @@
-"""The similarity-metric registry (eor.core.registry): name -> factory, filled by the `register_metric` decorator
-(eor's metrics register themselves in the modules of this package, which its `__init__` imports) and by
-installed packages (entry points `eor.metrics`).
+"""The similarity-metric registry (eor.core.registry): name -> factory. eor's own metrics (`em`, `f1`, `cosine`,
+`bertscore`, `nli`) are registered here, below the registry, whatever was imported before; Python code adds
+more with the `register_metric` decorator, and installed packages through entry points `eor.metrics`.
 
-A metric scores a batch of answer pairs with values in [0, 1] (`score_pairs`). Its `cache_key` names the
-metric together with every parameter that changes its scores, so a disk cache never mixes two models.
+A metric (voters.similarity.metric.SimilarityMetric) scores a batch of answer pairs with values in [0, 1]
+(`score_pairs`).
 """
 
 from __future__ import annotations
 
 import inspect
-import json
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import Any
 
 from eor.core.errors import ConfigError
 from eor.core.registry import Registry
-
-
-class SimilarityMetric(ABC):
-    """A similarity between two answers in [0, 1], scored in batches of pairs."""
-
-    name: ClassVar[str] = ""
-    #: sim(a, b) == sim(b, a): only one order of each pair is scored (and cached).
-    symmetric: ClassVar[bool] = True
-    #: worth a disk cache (a model call); cheap string metrics say False.
-    cacheable: ClassVar[bool] = True
-
-    def params(self) -> dict[str, Any]:
-        """The parameters that change the scores (part of the cache key); batch size and device are not."""
-        return {}
-
-    def cache_key(self) -> str:
-        return f"{self.name}:{json.dumps(self.params(), sort_keys=True, default=str)}"
-
-    @abstractmethod
-    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """One score in [0, 1] per pair, as a float array of shape (len(pairs),)."""
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{key}={value!r}" for key, value in self.params().items())
-        return f"{type(self).__name__}({args})"
-
+from voters.similarity.bertscore import BertScoreSimilarity
+from voters.similarity.cosine import CosineSimilarity
+from voters.similarity.lexical import ExactMatchSimilarity, TokenF1Similarity
+from voters.similarity.metric import SimilarityMetric
+from voters.similarity.nli import NliSimilarity
 
 MetricFactory = Callable[..., SimilarityMetric]
 METRICS: Registry[MetricFactory] = Registry(
     "similarity metric", group="eor.metrics", accept=callable, expected="a metric factory"
 )
+for _factory in (BertScoreSimilarity, CosineSimilarity, ExactMatchSimilarity, TokenF1Similarity, NliSimilarity):
+    METRICS.register(_factory.name, _factory)
 
 
 def register_metric(name: str, *, replace: bool = False) -> Callable[[MetricFactory], MetricFactory]:

@@ -20,7 +20,8 @@ import numpy as np
 
 from eor.core.errors import InputError
 from voters.similarity.cache import PairScoreCache, as_cache
-from voters.similarity.registry import SimilarityMetric, build_metrics
+from voters.similarity.metric import SimilarityMetric
+from voters.similarity.registry import build_metrics
 
 log = logging.getLogger(__name__)
 

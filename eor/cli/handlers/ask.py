@@ -7,6 +7,7 @@ import json
 
 from eor.cli.options import cache_setting, config_path, member_names
 from eor.core.data import check_question
+from eor.core.formatting import fixed
 from eor.core.json_ready import json_ready
 from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.validation import load_valid_config
@@ -67,7 +68,7 @@ def format_judged(judged: dict) -> str:
             c["text"],
             ", ".join(c["members"]) or "(span)",
             ", ".join(c["supported_by"]) or "-",
-            "-" if c["score"] is None else f"{c['score']:.2f}",
+            "-" if c["score"] is None else fixed(c["score"], 2),
         )
         for i, c in enumerate(judged["candidates"])
     ]
@@ -89,7 +90,8 @@ def format_judged(judged: dict) -> str:
 def format_result(result) -> str:
     """The chosen answer, then a table of every member's answer and vote score."""
     rows = [
-        (name, out.answer, f"{out.score:.3f}" if out.score is not None else "-") for name, out in result.members.items()
+        (name, out.answer, fixed(out.score, 3) if out.score is not None else "-")
+        for name, out in result.members.items()
     ]
     width = max(len("member"), *(len(r[0]) for r in rows))
     answer_width = min(max(len("answer"), *(len(r[1]) for r in rows)), 60)
@@ -103,7 +105,7 @@ def format_result(result) -> str:
         lines.append(f"Sources:  {_sources(result)}")
     if result.probability is not None:
         fit = "" if result.probability_fit is None else f"   (its fit {result.probability_fit!r})"
-        lines.append(f"P(right): {result.probability:.2f}{fit}")
+        lines.append(f"P(right): {fixed(result.probability, 2)}{fit}")
     if result.abstention is not None and not result.abstained:
         lines.append(f"Risk:     {result.abstention['reason']}")
     lines += [
@@ -115,10 +117,11 @@ def format_result(result) -> str:
         mark = "*" if name in result.given_by else " "
         shown = answer if len(answer) <= answer_width else answer[: answer_width - 1] + "…"
         lines.append(f"{mark} {name:<{width}}  {shown:<{answer_width}}  {score}")
-    judged = f", judge {result.timings['judge']:.2f}" if "judge" in result.timings else ""
+    judged = f", judge {fixed(result.timings['judge'], 2)}" if "judge" in result.timings else ""
     lines.append(
-        f"\n{result.timings['total']:.2f} s per question "
-        f"(retrieval {result.timings['retrieval']:.2f}, generation {result.timings['generation']:.2f}{judged})"
+        f"\n{fixed(result.timings['total'], 2)} s per question "
+        f"(retrieval {fixed(result.timings['retrieval'], 2)}, generation "
+        f"{fixed(result.timings['generation'], 2)}{judged})"
     )
     if result.cascade is not None:
         skipped = f"; not run: {', '.join(result.cascade['skipped'])}" if result.cascade["skipped"] else ""

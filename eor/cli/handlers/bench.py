@@ -8,35 +8,30 @@ from pathlib import Path
 from eor.bench import bench, compare_reports
 from eor.bench.compare import compare_reports_html
 from eor.core.atomic import write_text_atomically
-from eor.core.correctness import CORRECTNESS
-from eor.core.correctness.bem import NAME as BEM
-from eor.core.correctness.bem import BemCorrectness
 from eor.pipeline.validation import load_valid_config
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     metrics = tuple(args.metrics.split(",")) if args.metrics else None
     pool = load_valid_config(args.config) if args.config else None  # the door
-    with CORRECTNESS.scoped():  # --bem-model holds for this command only
-        if args.bem_model:
-            CORRECTNESS.register(BEM, BemCorrectness(args.bem_model), replace=True)
-        print(
-            bench(
-                Path(args.records),
-                Path(args.out),
-                weights=args.weights,
-                metric=args.metric,
-                metrics=metrics,
-                seed=args.seed,
-                resamples=args.resamples,
-                max_subsets=args.max_subsets,
-                members=pool.members if pool is not None else None,
-                design=args.design,
-                frontier=args.frontier,
-                against=args.against,
-                config=pool,
-            )
+    print(
+        bench(
+            Path(args.records),
+            Path(args.out),
+            weights=args.weights,
+            metric=args.metric,
+            metrics=metrics,
+            seed=args.seed,
+            resamples=args.resamples,
+            max_subsets=args.max_subsets,
+            members=pool.members if pool is not None else None,
+            design=args.design,
+            frontier=args.frontier,
+            against=args.against,
+            config=pool,
+            bem_model=args.bem_model,  # for this command only: no registry changes
         )
+    )
     return 0
 
 

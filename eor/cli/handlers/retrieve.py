@@ -23,6 +23,7 @@ import numpy as np
 from eor.core.config import default_config_path
 from eor.core.data import check_question, load_questions
 from eor.core.errors import InputError
+from eor.core.formatting import fixed
 from eor.pipeline.members import member_list, source_pool
 from eor.pipeline.validation import check_member, load_valid_config
 from retrievers import notation
@@ -90,11 +91,11 @@ def _line(qid: str, question: str, member: str, documents: list, seconds: float,
 
 def _text(question: str, member: str, documents: list, seconds: float) -> str:
     count = f"{len(documents)} passage{'' if len(documents) == 1 else 's'}"
-    lines = [f"{member}: {question}  ({count}, {seconds * 1000:.1f} ms)"]
+    lines = [f"{member}: {question}  ({count}, {fixed(seconds * 1000, 1)} ms)"]
     for rank, doc in enumerate(documents, start=1):
         meta = doc.metadata
         score = meta.get("score")
-        shown = "-" if score is None else f"{score:.4f}"
+        shown = "-" if score is None else fixed(score, 4)
         text = " ".join(doc.page_content.split())
         text = text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
         lines.append(f"{rank:>3}. {meta.get('id')}  {shown}  [{meta.get('source')}]  {meta.get('title') or ''}: {text}")
@@ -105,4 +106,6 @@ def _summary(timings: dict[str, list[float]]) -> None:
     for member, seconds in timings.items():
         if seconds:
             p50, p95 = np.percentile(np.asarray(seconds) * 1000, [50, 95])
-            print(f"{member}: {len(seconds)} question(s), p50 {p50:.1f} ms, p95 {p95:.1f} ms", file=sys.stderr)
+            print(
+                f"{member}: {len(seconds)} question(s), p50 {fixed(p50, 1)} ms, p95 {fixed(p95, 1)} ms", file=sys.stderr
+            )

@@ -53,12 +53,15 @@ def correctness_matrix(
     golds: Sequence[Sequence[str]],
     metric: str = "em",
     questions: Sequence[str] | None = None,
+    *,
+    function: CorrectnessFunction | None = None,
 ) -> np.ndarray:
     """g(y_m, a) per question and member, shape (Q, M); each distinct answer of a question is scored once.
+    `function` scores in place of the one registered as `metric` (e.g. a `BemCorrectness` of a chosen model).
 
     A metric that judges an answer with its question (`needs_question`, e.g. `bem`: eor.core.correctness.bem) scores
     every distinct (question, answer, gold) triple in one call of its `score`, and needs `questions`."""
-    function = get_correctness(metric)
+    function = get_correctness(metric) if function is None else function
     if len(answers) != len(golds):
         raise InputError(f"got answers for {len(answers)} questions but gold answers for {len(golds)}")
     for q, gold in enumerate(golds):
