@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from eor.bench.judge import judge_choices
-from eor.bench.voting import vote
+from eor.bench.vote import vote
 from eor.core.answers import contains, exact_match
 from eor.core.config import load_config
 from eor.pipeline.judging import scored_families

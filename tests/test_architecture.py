@@ -574,19 +574,11 @@ def test_the_tests_import_the_benchmarks_as_modules() -> None:
 
 
 #: file names that more than one module of `eor`, `retrievers` and `voters` still has, each with why; the
-#: names other helpers of issue 50 are renaming are "pending" (remove them once those renames are merged)
+#: list only shrinks
 SHARED_NAMES = {
     "base.py": "each package's abstract base (eor.readers: a reader backend; retrievers.base: a plugin path)",
     "registry.py": "each package's registry (eor.core: the Registry class; retrievers, voters.similarity: "
     "its instances); retrievers.registry is a plugin path",
-    "cache.py": "eor.cli.handlers.cache is `eor cache`'s handler; voters/similarity/cache.py: pending",
-    "run.py": "eor.cli.handlers.run is `eor run`'s handler; eor/erag/run.py: pending",
-    "cost.py": "pending: eor/bench/cost.py, eor/erag/cost.py",
-    "data.py": "pending: eor/bench/data.py beside eor/core/data.py",
-    "generation.py": "pending: eor/erag/generation.py beside eor/pipeline/stages/generation.py",
-    "judge_cascade.py": "pending: eor/bench/judge_cascade.py beside eor/learning/judge_cascade.py",
-    "report.py": "pending: eor/bench/report.py, eor/erag/report.py",
-    "voting.py": "pending: eor/bench/voting.py beside eor/pipeline/stages/voting.py",
 }
 
 

@@ -20,7 +20,7 @@ from eor.core.errors import CacheError
 from eor.runs.generation_cache import GenerationCache
 from retrievers.vector_cache import VectorCache, passage_key
 from retrievers.web.web_cache import WebCache
-from voters.similarity.cache import PairScoreCache
+from voters.similarity.pair_score_cache import PairScoreCache
 
 POLICY = {"guard": "public", "max_bytes": 1000}
 

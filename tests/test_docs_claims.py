@@ -322,13 +322,13 @@ def test_one_number_format() -> None:
 def test_the_page_places_every_cache_of_the_policy() -> None:
     policy = (ROOT / "eor" / "core" / "cache_policy.py").read_text(encoding="utf-8")
     owners = {row.rsplit("|", 2)[-2].strip() for row in re.findall(r"^\|.*\| [\w.]+ \|$", policy, re.M)} - {"module"}
-    assert "voters.similarity.cache" in owners and "retrievers.web.web_cache" in owners
+    assert "voters.similarity.pair_score_cache" in owners and "retrievers.web.web_cache" in owners
     text = DOC.read_text(encoding="utf-8")
     unplaced = sorted(owner for owner in owners if f"`{owner}`" not in text)
     assert not unplaced, f"docs/architecture.md does not say where these caches live: {unplaced}"
     runs = [names for layer, names in _layer_table() if layer.startswith("runs")]
     cached_in_runs = [owner for owner in owners if owner.startswith("eor.runs.")]
     assert runs and cached_in_runs == ["eor.runs.generation_cache"]  # the runs layer's only cache
-    built_on = {"voters/similarity/cache.py", "retrievers/vector_cache.py"}  # the page: built on SqliteCache
+    built_on = {"voters/similarity/pair_score_cache.py", "retrievers/vector_cache.py"}  # the page: built on SqliteCache
     for file in built_on:
         assert re.search(r"class \w+\(SqliteCache\)", (ROOT / file).read_text(encoding="utf-8")), file

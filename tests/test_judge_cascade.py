@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eor.bench.voting import vote
+from eor.bench.vote import vote
 from eor.cli import main
 from eor.core.errors import ConfigError, InputError
 from eor.core.models import sha256_of

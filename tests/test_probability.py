@@ -453,7 +453,7 @@ def test_the_shipped_cascade_on_records_without_confidence_says_which_fit_scored
     from before fits per feature set refuses the records without it, naming what is missing."""
     import dataclasses
 
-    from eor.bench.voting import vote
+    from eor.bench.vote import vote
     from eor.runs.run_data import load_run
     from voters.right import choice_evidence
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.bench.judge import judge_lines, judge_report, write_judge_report
-from eor.bench.judge_cascade import judge_cascade_lines, judge_cascade_report
+from eor.bench.judge_cascade_report import judge_cascade_lines, judge_cascade_report
 from eor.bench.report import build_report, write_report
 from eor.core.config import EnsembleConfig
 from eor.core.correctness.bem import NAME as BEM
@@ -51,7 +51,7 @@ def bench(
     see eor.bench.report.build_report for the rest. A judge voter's weights file gets its own report (eor.bench.judge:
     report.json and report.md), with `against` another weights file's voter paired with it and `config` (the pool's
     config, validated at the caller's door) what its `judge:` scores; so does a cascade trained with the judge as
-    its last step, with `config` naming that judge (eor.bench.judge_cascade)."""
+    its last step, with `config` naming that judge (eor.bench.judge_cascade_report)."""
     judged_by = _judged_by(weights)
     if judged_by is not None:
         other = {"--metric": metric != "em", "--metrics": metrics, "--design": design, "--frontier": frontier}
@@ -142,7 +142,7 @@ def _judge_bench(
     seed: int,
     resamples: int,
 ) -> str:
-    """The judge's report (eor.bench.judge), or that of a cascade ending with the judge (eor.bench.judge_cascade),
+    """The judge's report (eor.bench.judge), or that of a cascade ending with the judge (eor.bench.judge_cascade_report),
     written into `out_dir`; its summary lines."""
     if judged_by == "cascade":
         if config is None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.voting import vote
+from eor.bench.vote import vote
 from eor.core.answers import exact_match
 from eor.core.atomic import write_text_atomically
 from eor.core.errors import InputError

@@ -45,12 +45,12 @@ from typing import Any
 import numpy as np
 
 from eor.bench.cost import cost_section
-from eor.bench.data import RunData, load_run
+from eor.runs.run_data import RunData, load_run
 from eor.bench.figures import write_figures
 from eor.bench.html import report_html
 from eor.bench.markdown import render_markdown
 from eor.bench.probability import section as probability_section
-from eor.bench.voting import Vote, vote
+from eor.bench.vote import Vote, vote
 from eor.core.atomic import write_text_atomically
 from eor.core.correctness import CORRECTNESS, CorrectnessFunction, correctness_matrix
 from eor.core.errors import InputError

@@ -6,7 +6,7 @@ Where: in eor's cache folder, `eor.core.models.cache_dir()` ($EOR_CACHE, else $X
 | cache | default place (elsewhere when named) | kept | module |
 |---|---|---|---|
 | reader generations | `generations.sqlite` (`--cache`, `EOR_GENERATION_CACHE`) | bounded | eor.runs.generation_cache |
-| similarity pair scores | `pair_scores.sqlite` (a voter's `cache_dir`) | bounded | voters.similarity.cache |
+| similarity pair scores | `pair_scores.sqlite` (a voter's `cache_dir`) | bounded | voters.similarity.pair_score_cache |
 | web results and pages | `web/` (a web source's `cache_path`) | bounded | retrievers.web.web_cache |
 | passage vectors | `vectors.sqlite` | bounded | retrievers.vector_cache |
 | retrieval indexes | `indexes/` | never evicted; superseded versions removed | retrievers.index_store |

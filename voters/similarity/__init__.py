@@ -7,7 +7,7 @@ import.
 
 from __future__ import annotations
 
-from voters.similarity.cache import PairScoreCache
+from voters.similarity.pair_score_cache import PairScoreCache
 from voters.similarity.metric import SimilarityMetric
 from voters.similarity.registry import (
     METRICS,

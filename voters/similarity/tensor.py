@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import InputError
-from voters.similarity.cache import PairScoreCache, as_cache
+from voters.similarity.pair_score_cache import PairScoreCache, as_cache
 from voters.similarity.metric import SimilarityMetric
 from voters.similarity.registry import build_metrics
 

@@ -13,7 +13,7 @@ from eor.runs.generation_cache import ENV_VARIABLE, GenerationCache, default_cac
 from retrievers.index_store import report as index_store_report
 from retrievers.vector_cache import VectorCache
 from retrievers.web.web_cache import WebCache
-from voters.similarity.cache import PairScoreCache
+from voters.similarity.pair_score_cache import PairScoreCache
 
 #: what `eor cache clear --which` names beside `generations`: a cache with `clear()` and `report()`
 CLEARABLE: dict[str, type[PairScoreCache] | type[WebCache] | type[VectorCache]] = {

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.data import RunData
+from eor.runs.run_data import RunData
 from eor.core.errors import ConfigError, InputError
 from eor.pipeline.answering import runs_in_steps
 from eor.pipeline.judging import ends_with_judge
@@ -89,7 +89,7 @@ def vote(
     A weights file trained on a sub-pool of the records' members votes among those members only; a weights
     file naming members the records lack is an error. A cascade trained with the judge as its last step
     (eor.pipeline.judging.ends_with_judge) is refused unless `with_judge` (the caller answers its last step
-    with the judge: eor.bench.judge_cascade): its last step's selector never answers.
+    with the judge: eor.bench.judge_cascade_report): its last step's selector never answers.
     """
 
     if weights is not None and metrics is not None:

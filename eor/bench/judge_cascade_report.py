@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from eor.bench.judge import _right, baselines, judge_choices, judge_lines, selective
-from eor.bench.voting import vote
+from eor.bench.vote import vote
 from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed
