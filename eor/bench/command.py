@@ -142,8 +142,8 @@ def _judge_bench(
     seed: int,
     resamples: int,
 ) -> str:
-    """The judge's report (eor.bench.judge), or that of a cascade ending with the judge (eor.bench.judge_cascade_report),
-    written into `out_dir`; its summary lines."""
+    """The judge's report (eor.bench.judge), or that of a cascade ending with the judge
+    (eor.bench.judge_cascade_report), written into `out_dir`; its summary lines."""
     if judged_by == "cascade":
         if config is None:
             raise ConfigError(f"{weights} is a cascade ending with the judge: give --config, the config naming it")

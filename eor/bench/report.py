@@ -45,7 +45,6 @@ from typing import Any
 import numpy as np
 
 from eor.bench.cost import cost_section
-from eor.runs.run_data import RunData, load_run
 from eor.bench.figures import write_figures
 from eor.bench.html import report_html
 from eor.bench.markdown import render_markdown
@@ -67,6 +66,7 @@ from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against,
 from eor.evaluation.stats import CONFIDENCE, DEFAULT_RESAMPLES, Bootstrap, paired_test
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, upper_bound_by_pool_size
 from eor.pipeline.pool import describe_corpus
+from eor.runs.run_data import RunData, load_run
 from eor.runs.run_folder import recorded_config, recorded_pool
 from voters.right import RightModel
 

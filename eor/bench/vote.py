@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from eor.runs.run_data import RunData
 from eor.core.errors import ConfigError, InputError
 from eor.pipeline.answering import runs_in_steps
 from eor.pipeline.judging import ends_with_judge
+from eor.runs.run_data import RunData
 from voters.batch import VoteBatch
 from voters.loading import choose_voter
 from voters.right import RightModel, choice_evidence

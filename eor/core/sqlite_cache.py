@@ -1,6 +1,6 @@
 """What eor's bounded caches of one SQLite file share (eor.core.cache_policy): the pair-score cache
-(voters.similarity.pair_score_cache) and the passage vector cache (retrievers.vector_cache). A subclass names its file, its
-table (a `BoundedTable`) and its schema; this class opens the file (creating or upgrading the schema in one
+(voters.similarity.pair_score_cache) and the passage vector cache (retrievers.vector_cache). A subclass names its
+file, its table (a `BoundedTable`) and its schema; this class opens the file (creating or upgrading the schema in one
 transaction), writes in transactions, evicts past the bound, counts, reports and clears.
 """
 

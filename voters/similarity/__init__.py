@@ -7,8 +7,8 @@ import.
 
 from __future__ import annotations
 
-from voters.similarity.pair_score_cache import PairScoreCache
 from voters.similarity.metric import SimilarityMetric
+from voters.similarity.pair_score_cache import PairScoreCache
 from voters.similarity.registry import (
     METRICS,
     available_metrics,

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import InputError
-from voters.similarity.pair_score_cache import PairScoreCache, as_cache
 from voters.similarity.metric import SimilarityMetric
+from voters.similarity.pair_score_cache import PairScoreCache, as_cache
 from voters.similarity.registry import build_metrics
 
 log = logging.getLogger(__name__)
