@@ -9,8 +9,9 @@ only in its `reader:` section:
 - further paths by `--path NAME:KEY=VALUE,...` (e.g. `--path u128:prefix_chunk=128`).
 
 Per path: wall seconds, the reader's prompt tokens evaluated and kept, generated tokens and the seconds of
-each phase (the run's `generation.json`), and the floor of the work: distinct prompt tokens / prompt rate +
-generated tokens / generation rate, with the rates the first path measured. Every member's answer of every
+each phase (the run's `generation.json`), and the floor of the work: the reader seconds of its prompt tokens
+evaluated and its generated tokens at the rates the first path measured (the cost model's
+`eor.runs.costs.measured_rates` and `reader_seconds`). Every member's answer of every
 path is checked against the first path's. The BM25 and dense indexes are built first, untimed.
 
     python -m benchmarks.bench_throughput --config configs/nq-offline16.yaml --data ../shared/data/nq/dev.jsonl \
@@ -33,6 +34,7 @@ from typing import Any
 import yaml
 
 from benchmarks.bench_cache import records, timed_eor_run, warm_indexes
+from eor.runs.costs import measured_rates, reader_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,11 +88,10 @@ def compare(rows: dict[str, dict[str, Any]], config: Path, limit: int, data: Pat
     """Print each path's figures against the first path's, and add them to its row."""
     first = next(iter(rows))
     base = rows[first]
-    prompt_rate = base["prompt_tokens"] / base["prompt_seconds"]
-    generation_rate = base["generated_tokens"] / base["generation_seconds"]
+    rates = measured_rates(base)
     print(
         f"{config.name}, {limit} questions of {data.name}, cache off; rates of `{first}`: "
-        f"{prompt_rate:.0f} prompt tokens/s, {generation_rate:.1f} generated tokens/s"
+        f"{rates['prompt']:.0f} prompt tokens/s, {rates['generated']:.1f} generated tokens/s"
     )
     header = (
         f"{'path':<10} {'wall s':>8} {'speed-up':>8} {'prompt tok':>10} {'kept tok':>9} {'prompt s':>9} "
@@ -98,7 +99,7 @@ def compare(rows: dict[str, dict[str, Any]], config: Path, limit: int, data: Pat
     )
     print(header)
     for name, row in rows.items():
-        floor = row["prompt_tokens"] / prompt_rate + row["generated_tokens"] / generation_rate
+        floor = reader_seconds(row["prompt_tokens"], row["generated_tokens"], rates)
         same = sum(row["answers"].get(key) == value for key, value in base["answers"].items())
         row.update(
             floor_seconds=round(floor, 1),

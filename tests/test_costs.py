@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from eor.bench.cost import cost_section
-from eor.commands.cost_model import Pilot, estimate
+from eor.bench.cost_section import cost_section
+from eor.commands.plan_command import Pilot, estimate
 from eor.runs.costs import (
     expected_seconds,
     member_costs,

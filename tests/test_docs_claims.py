@@ -7,13 +7,15 @@
   `voters` to;
 - **one prompt builder**: only `eor.core.prompts` fills a prompt template (`<template>.format(...)`);
 - **one atomic write**: files are written through `eor.core.atomic`, except those listed in `UNATOMIC` with why;
-- **one cost model**: only `eor.runs.costs` turns tokens into seconds at the reader's rates (`rates["prompt"]`);
+- **one cost model**: only `eor.runs.costs` turns tokens into seconds at the reader's rates (no division by a
+  rate elsewhere, `x / rates["prompt"]` or `x / prompt_rate`, benchmarks included) and gets a reader's rates (a
+  least-squares fit, or a `generation.json`'s tokens over its seconds); only `voters.spend` sums what a cascade
+  has spent step by step (a cumulative sum of costs).
 - **one batching loop**: above the components, only `eor.pipeline.jobs.batches` cuts a sequence a batch (or
   shard) size at a time (`range(0, len(...), ...size)`).
 - **the registries**: eor's own entries are registered in the module that defines the registry, and no module of
   `eor.cli` or `eor.commands` changes a registry;
-- **one number format**: no float format spec written by hand in the packages the rule covers (`FORMATTED`),
-  except `HAND_FORMATTED`;
+- **one number format**: no float format spec written by hand in the packages the rule covers (`FORMATTED`);
 - **the caches**: the page says where each cache of `eor.core.cache_policy` lives.
 """
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 import ast
 import re
 
-from tests.test_architecture import IMPORTS, LEAVES, MODULES, ROOT
+from tests.test_architecture import BENCHMARKS, IMPORTS, LEAVES, MODULES, ROOT
 
 DOC = ROOT / "docs" / "architecture.md"
 
@@ -159,15 +161,81 @@ def test_files_are_written_atomically() -> None:
     assert not stale, f"UNATOMIC lists writes that are gone: {stale}"
 
 
+COSTS = "eor/runs/costs.py"
+#: the keys of a run's `generation.json` whose ratios are the reader's rates (eor.runs.costs.measured_rates)
+TOKEN_KEYS, SECONDS_KEYS = {"prompt_tokens", "generated_tokens"}, {"prompt_seconds", "generation_seconds"}
+
+
+def _code_and_benchmarks() -> dict[str, ast.Module]:
+    return {
+        **_python_files(),
+        **{
+            str(path.relative_to(ROOT)): ast.parse(path.read_text(encoding="utf-8"))
+            for path in BENCHMARKS.rglob("*.py")
+        },
+    }
+
+
+def _divisions(tree: ast.Module) -> list[ast.BinOp]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)]
+
+
+def _named(node: ast.expr) -> str:
+    """The name a divisor is read from (`rate`, `self.rates`, `rates["prompt"]`: the name, attribute or the
+    subscripted value's), "" for a computed one (`1 - rate`)."""
+    match node:
+        case ast.Name(id=name) | ast.Attribute(attr=name):
+            return name
+        case ast.Subscript(value=value):
+            return _named(value)
+    return ""
+
+
+def _key(node: ast.expr) -> str | None:
+    """The string key of a subscript (`stats["prompt_tokens"]`), else None."""
+    match node:
+        case ast.Subscript(slice=ast.Constant(value=str(key))):
+            return key
+    return None
+
+
 def test_one_cost_model() -> None:
-    formula = re.compile(r"""rates\[["']prompt["']\]""")
-    elsewhere = sorted(
-        str(path.relative_to(ROOT))
-        for package in ("eor", "retrievers", "voters")
-        for path in (ROOT / package).rglob("*.py")
-        if path != ROOT / "eor" / "runs" / "costs.py" and formula.search(path.read_text(encoding="utf-8"))
+    by_rate, rates_measured = [], []
+    for file, tree in _code_and_benchmarks().items():
+        if file == COSTS:
+            continue
+        for node in _divisions(tree):
+            where = f"{file}:{node.lineno}: {ast.unparse(node)}"
+            if {"rate", "rates"} & set(_named(node.right).lower().split("_")):
+                by_rate.append(where)  # seconds from tokens by hand: eor.runs.costs.reader_seconds
+            if _key(node.left) in TOKEN_KEYS and _key(node.right) in SECONDS_KEYS:
+                rates_measured.append(where)  # a run's rates by hand: eor.runs.costs.measured_rates
+    assert not by_rate, f"tokens over a rate outside {COSTS} (use reader_seconds): {by_rate}"
+    assert not rates_measured, f"a reader's rates measured outside {COSTS} (use measured_rates): {rates_measured}"
+
+
+def test_one_rate_fit() -> None:
+    fits = sorted(
+        f"{file}:{node.lineno}"
+        for file, tree in _code_and_benchmarks().items()
+        if file != COSTS
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and ast.unparse(node.func).rpartition(".")[2] in ("nnls", "lstsq", "curve_fit")
     )
-    assert not elsewhere, f"token rates applied outside eor/runs/costs.py: {elsewhere}"
+    assert not fits, f"a least-squares fit outside {COSTS} (the rates are eor.runs.costs.fit_rates'): {fits}"
+
+
+def test_one_spend_function() -> None:
+    sums = sorted(
+        f"{file}:{node.lineno}: {ast.unparse(node)}"
+        for file, tree in _code_and_benchmarks().items()
+        if file != "voters/spend.py"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func).rpartition(".")[2] == "cumsum"
+        and "cost" in ast.unparse(node).lower()
+    )
+    assert not sums, f"a cascade's spend summed outside voters.spend.spend: {sums}"
 
 
 def test_one_batching_loop() -> None:
@@ -286,10 +354,6 @@ def test_eor_registers_its_own_entries_where_each_registry_is_defined() -> None:
 
 #: the packages whose printed and written figures the rule covers
 FORMATTED = ("eor/bench/", "eor/cli/", "eor/commands/", "eor/erag/", "eor/evaluation/", "eor/learning/")
-#: files of those packages that still write a float format by hand, and why
-HAND_FORMATTED = {
-    "eor/commands/cost_model.py": "converted later (being changed by other work)",
-}
 FLOAT_SPEC = re.compile(r"[eEfFgG%]$")
 
 
@@ -310,7 +374,7 @@ def test_one_number_format() -> None:
     by_hand = sorted(
         f"{file}:{line} {spec!r}"
         for file, tree in _python_files().items()
-        if file.startswith(FORMATTED) and file not in HAND_FORMATTED
+        if file.startswith(FORMATTED)
         for line, spec in _float_specs(tree)
     )
     assert not by_hand, f"floats formatted by hand, not by eor.core.formatting: {by_hand}"

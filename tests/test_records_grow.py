@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eor.cli import main
-from eor.commands.cost_model import Pilot
+from eor.commands.plan_command import Pilot
 from eor.core.errors import InputError
 from eor.runs.records import RECORDS_FILE, read_header, read_records
 from eor.runs.run_folder import recorded_pool

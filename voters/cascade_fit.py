@@ -40,6 +40,7 @@ from voters.folds import folds
 from voters.scoring import choose
 from voters.selector import AnswerSelector
 from voters.selector_model import fit_on_features
+from voters.spend import spend
 
 #: the margin of a leading answer that no other candidate contradicts (and the cap of every margin).
 MARGIN_CAP = 10.0
@@ -411,14 +412,14 @@ def _held_out_fold(
         for j in range(len(found.order))
     ]
     probability, picks, _ = step_probabilities(scores.blocks, steps, test)
-    cumulative = np.cumsum(np.asarray(costs, dtype=float)[test][:, found.order], axis=1)
+    rows = np.asarray(costs, dtype=float)[test]
     index = np.arange(len(test))
     final = len(found.order) - 1
     right, spent, steps_run, given = [], [], [], []
     for threshold in thresholds:
         stops = stop_steps(probability, threshold)
         chosen = scores.labels[test, picks[index, stops]]
-        cost = cumulative[index, stops]
+        cost = spend(rows, found.order, stops)
         # the stopping step's P is P(right) only when the steps stop on `right`
         said = probability[index, stops] if stop_on == "right" else np.full(len(test), np.nan)
         if last is not None:

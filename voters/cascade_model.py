@@ -52,6 +52,7 @@ from voters.protocol import confidence_kwargs
 from voters.right import EARLY, LAST
 from voters.selector import AnswerSelector
 from voters.selector_model import SELECTOR_CONSTRAINTS
+from voters.spend import spend
 
 KIND = "cascade"
 DEFAULT_MAX_LOSS = 0.005  # a fraction: 0.5 EM points
@@ -304,9 +305,7 @@ class CascadeModel(VoterEstimator):
     def spent(self, costs: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Per question, the cost of the members of the steps up to the one it stopped at; costs (R, M) per
         question and member, in `members_` order."""
-        positions = [self.members_.index(name) for name in self.order_]
-        cumulative = np.cumsum(np.asarray(costs, dtype=float)[:, positions], axis=1)
-        return cumulative[np.arange(len(stops)), np.asarray(stops, dtype=int)]
+        return spend(costs, [self.members_.index(name) for name in self.order_], stops)
 
     def covering_step(self, names: Sequence[str]) -> int:
         """The first step whose members include every one of `names`."""

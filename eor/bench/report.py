@@ -20,7 +20,7 @@ gold answers:
 - `upper_bound`: the oracle of member subsets per pool size (figure 5), summarised per size;
 - `weights`: the learned weights (figure 6) when a weights file is given;
 - `cost`: what members cost per question and what EoR's voter ran, the accuracy-versus-cost frontier of
-  member subsets and a cascade's operating points (eor.bench.cost); null when the records hold no seconds.
+  member subsets and a cascade's operating points (eor.bench.cost_section); null when the records hold no seconds.
 - `selective`: the voter's P(right) (voters.right) judged on these questions: reliability bins, ECE beside a
   perfectly calibrated P's, Brier skill, the risk–coverage curve and AURC beside a constant's, selective
   accuracy at 50/80/100% coverage, and the realised error and coverage at each error rate of the weights
@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.cost import cost_section
+from eor.bench.cost_section import cost_section
 from eor.bench.figures import write_figures
 from eor.bench.html import report_html
 from eor.bench.markdown import render_markdown
@@ -119,7 +119,7 @@ def build_report(
     upper bound (`max_subsets` subsets per pool size at most). `progress` shows a tqdm bar of the stages.
     `members`: these members of the records only (records that grew beyond a pool), default all. `design`:
     `eor design`'s design.json, shown in the report (its path, candidates and frontier; `design.png`).
-    `frontier`: also the cost section's frontier of member subsets (eor.bench.cost; slow, so on demand).
+    `frontier`: also the cost section's frontier of member subsets (eor.bench.cost_section; slow, so on demand).
     `correctness`: the function of `metric`, default the one registered under that name (`eor bench --bem-model`).
     """
     if metric not in CORRECTNESS:

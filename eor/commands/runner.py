@@ -4,7 +4,7 @@ The resolved config and the pool's identity are saved beside the records (eor.ru
 files); a re-run with the same folder skips the questions already done. `generation.json` holds what the
 reader did in the latest invocation: prompts generated and read back, prompt tokens evaluated and reused,
 generated tokens, and the seconds of each phase; with the questions answered and the wall seconds they took
-(a pilot for eor.commands.cost_model), and `grew` when the invocation grew records (its figures then count some
+(a pilot for eor.commands.plan_command), and `grew` when the invocation grew records (its figures then count some
 members only: no pilot).
 
 Records grow: a config that names every member of the folder's run and more runs only the members a
@@ -178,7 +178,8 @@ def _summary(folder: RunFolder, questions: list[Question], skipped: int) -> list
 
 def _save_generation(folder: RunFolder, stats: GenerationStats, answered: _Answered, *, grew: bool) -> None:
     """What the reader did in this invocation, with the questions answered and their wall seconds: a pilot for
-    eor.commands.cost_model, unless the invocation `grew` records (some members on recorded questions: not the pool)."""
+    eor.commands.plan_command, unless the invocation `grew` records (some members on recorded questions: not the
+    pool)."""
     done: dict[str, Any] = {"questions": answered.questions, "wall_seconds": round(answered.wall_seconds, 3)}
     if grew:
         done["grew"] = True

@@ -2,7 +2,7 @@
 
 Every cost eor reports or optimises comes from here: `eor bench`'s cost section and figures, the cascade's
 member costs (`eor train`), the pool design's replay (`eor design`), the planner (`eor plan`,
-eor.commands.cost_model), the live ensemble's order of lazy voting (`Ensemble.cost`) and the server's drain
+eor.commands.plan_command), the live ensemble's order of lazy voting (`Ensemble.cost`) and the server's drain
 (`running_mean`). One formula turns tokens into seconds, `reader_seconds`; `describe_rates` states the rates
 wherever a figure from tokens is printed.
 
@@ -13,7 +13,11 @@ Two measures:
 - `tokens`: the member's token counts (prompt tokens evaluated, generated tokens; records written since
   they were recorded hold them) at the reader's rates, cost = prompt / prompt_rate + generated /
   generation_rate, in seconds. Contention does not change a token count. The rates are given, or fitted to
-  the records' own seconds by non-negative least squares (the reader's mean rates over the run).
+  the records' own seconds by non-negative least squares (`fit_rates`: the reader's mean rates over the run).
+
+A reader's rates come from here only: `fit_rates` (records' per-member seconds, which do not split into the
+two phases) and `measured_rates` (a run's `generation.json`, whose seconds the reader split by phase: `eor
+plan`'s pilot).
 
 `member_costs(data, "auto")` uses tokens where every member of every question has them, else seconds.
 Records benchmarked with a weights file are charged at the rates of the voter's training records
@@ -96,6 +100,19 @@ def recorded_seconds(data: RunData) -> np.ndarray:
     if not data.seconds or any(value is None for row in data.seconds for value in row):
         raise InputError("the records lack members' seconds: costs need records written by `eor run`")
     return np.asarray(data.seconds, dtype=float)
+
+
+def measured_rates(stats: Mapping[str, Any]) -> dict[str, float]:
+    """The reader's rates (tokens per second) as a run measured them, each phase's tokens over its seconds:
+    `stats` holds `prompt_tokens`, `prompt_seconds`, `generated_tokens` and `generation_seconds` (a run
+    folder's `generation.json`, eor.runs.run_folder). `eor plan`'s pilot and benchmarks/bench_throughput take
+    their rates from here."""
+    if not stats.get("prompt_seconds") or not stats.get("generation_seconds"):
+        raise InputError("the reader reported no token timings (llama.cpp reports them; read from cache?)")
+    return {
+        "prompt": stats["prompt_tokens"] / stats["prompt_seconds"],
+        "generated": stats["generated_tokens"] / stats["generation_seconds"],
+    }
 
 
 def fit_rates(tokens: np.ndarray, seconds: np.ndarray) -> dict[str, float]:

@@ -17,7 +17,7 @@
                      (eor.pipeline.stages.generation.GenerationStats: prompts generated and read back, prompt tokens
                      evaluated and reused, generated tokens, the seconds of each phase), with "questions" (how
                      many it answered), "wall_seconds" (what they took) and "grew": true when it grew records
-                     (its figures then count some members only). `eor plan` reads it (eor.commands.cost_model).
+                     (its figures then count some members only). `eor plan` reads it (eor.commands.plan_command).
     made_by.json     a list, one entry per stretch of `eor run` that answered questions: {"started" (UTC, ISO
                      8601), "eor" (version), "commit" (git commit, "+changes" when tracked files differed; null
                      outside a checkout), "questions_done" (recorded before it)}. `eor records pack` puts it in

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from eor.commands.cost_model import Pilot, describe, estimate
+from eor.commands.plan_command import Pilot, describe, estimate
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
-"""What a benchmark will cost the reader: questions × (prompt and generated tokens per question) → reader
-seconds at a given throughput, and the wall time on a number of reader replicas (docs/scale.md).
+"""`eor plan`: what a benchmark will cost the reader. Questions × (prompt and generated tokens per question) →
+reader seconds at a given throughput, and the wall time on a number of reader replicas (docs/scale.md). The
+cost model is eor.runs.costs (the rates, the formula); this module reads the pilot, sums and prints.
 
 A pilot run (`eor run` on a few questions) gives everything measured on the user's own pool and hardware:
 its `generation.json` holds the prompt tokens the reader evaluated and the tokens it generated, with the
@@ -8,9 +9,9 @@ seconds of each phase, and the run's wall seconds. Then, for Q questions on R re
     reader seconds = Q × (P / prompt_rate + G / generation_rate)      (eor.runs.costs.reader_seconds)
     wall seconds   = reader seconds × overhead / R
 
-where P and G are the pilot's tokens per question, the rates are the pilot's (or those of the target
-hardware, e.g. a vLLM server's measured throughput) and `overhead` is the pilot's wall seconds over its reader
-seconds (retrieval, encoders, voting, loading: what is not the reader).
+where P and G are the pilot's tokens per question, the rates are the pilot's (eor.runs.costs.measured_rates)
+or those of the target hardware (e.g. a vLLM server's measured throughput) and `overhead` is the pilot's wall
+seconds over its reader seconds (retrieval, encoders, voting, loading: what is not the reader).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from eor.core.errors import InputError
-from eor.runs.costs import reader_seconds
+from eor.core.formatting import fixed
+from eor.runs.costs import measured_rates, reader_seconds
 from eor.runs.run_folder import GENERATION_FILE, RunFolder
 
 
@@ -56,16 +58,18 @@ class Pilot:
                 "theirs alone: a pilot is the whole pool run on a few questions into a new folder"
             )
         questions = stats.get("questions") or len(run.read_records())
-        if not stats.get("prompt_seconds") or not stats.get("generation_seconds"):
-            raise InputError(f"{file}: the reader reported no token timings (llama.cpp reports them; read from cache?)")
-        reader_seconds = stats["prompt_seconds"] + stats["generation_seconds"]
+        try:
+            rates = measured_rates(stats)
+        except InputError as error:
+            raise InputError(f"{file}: {error}") from None
+        reader = stats["prompt_seconds"] + stats["generation_seconds"]
         return cls(
             questions=questions,
             prompt_tokens=stats["prompt_tokens"] / questions,
             generated_tokens=stats["generated_tokens"] / questions,
-            prompt_rate=stats["prompt_tokens"] / stats["prompt_seconds"],
-            generation_rate=stats["generated_tokens"] / stats["generation_seconds"],
-            overhead=stats["wall_seconds"] / reader_seconds if stats.get("wall_seconds") else 1.0,
+            prompt_rate=rates["prompt"],
+            generation_rate=rates["generated"],
+            overhead=stats["wall_seconds"] / reader if stats.get("wall_seconds") else 1.0,
         )
 
 
@@ -105,11 +109,11 @@ def describe(estimate_: dict[str, Any]) -> str:
     e, p = estimate_, estimate_["pilot"]
     return "\n".join(
         [
-            f"pilot: {p['questions']} questions; per question {p['prompt_tokens']:.0f} prompt tokens and "
-            f"{p['generated_tokens']:.0f} generated tokens; wall / reader time {p['overhead']:.2f}",
-            f"{e['questions']} questions: {e['prompt_tokens']:,} prompt tokens at {e['prompt_rate']:.0f} tokens/s and "
-            f"{e['generated_tokens']:,} generated tokens at {e['generation_rate']:.1f} tokens/s",
-            f"reader time {e['reader_hours']:.2f} h; wall time on {e['replicas']} replica(s) "
-            f"{e['wall_hours']:.2f} h ({e['wall_seconds']:.0f} s)",
+            f"pilot: {p['questions']} questions; per question {fixed(p['prompt_tokens'], 0)} prompt tokens and "
+            f"{fixed(p['generated_tokens'], 0)} generated tokens; wall / reader time {fixed(p['overhead'], 2)}",
+            f"{e['questions']} questions: {e['prompt_tokens']:,} prompt tokens at {fixed(e['prompt_rate'], 0)} "
+            f"tokens/s and {e['generated_tokens']:,} generated tokens at {fixed(e['generation_rate'], 1)} tokens/s",
+            f"reader time {fixed(e['reader_hours'], 2)} h; wall time on {e['replicas']} replica(s) "
+            f"{fixed(e['wall_hours'], 2)} h ({fixed(e['wall_seconds'], 0)} s)",
         ]
     )

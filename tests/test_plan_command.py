@@ -1,4 +1,4 @@
-"""eor.commands.cost_model and `eor plan`: reader time from a pilot's tokens and rates, worked out by hand."""
+"""eor.commands.plan_command and `eor plan`: reader time from a pilot's tokens and rates, worked out by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from eor.cli import main
-from eor.commands.cost_model import Pilot, estimate
+from eor.commands.plan_command import Pilot, estimate
 from eor.core.errors import InputError
 
 
