@@ -2,9 +2,9 @@
 
 `bench(records_dir, out_dir, ...)` writes `report.json`, `report.md`, `report.html` and PNG figures and returns
 a summary; `build_report` computes the report dict, `write_report` writes it, `compare_reports` diffs two reports.
-Modules: `data` (records as arrays), `voting` (the EoR system), `cost` (members' costs and the frontier),
-`probability` (the P(right) section), `judge` and `judge_cascade` (a judge voter's sections), `report`,
-`figures`, `heatmaps`, `markdown`, `html`, `compare`, `command`. The statistics they report (paired tests,
+Modules: `vote` (the EoR system on the records, read by eor.runs.run_data), `cost_section` (members' costs and
+the frontier), `probability` (the P(right) section), `judge` and `judge_cascade_report` (a judge voter's sections),
+`report`, `figures`, `heatmaps`, `markdown`, `html`, `compare`, `command`. The statistics they report (paired tests,
 P(right)'s figures) are eor.evaluation's.
 Heavy imports (matplotlib, the sentence encoder) happen inside the functions that need them.
 """
