@@ -128,11 +128,18 @@ def test_sigterm_drains_the_requests_in_flight(server):
     base, process, log = server("--shutdown-grace", "600")  # ample on any machine: every question fits
     with ThreadPoolExecutor(3) as pool:
         futures = [pool.submit(_ask, base, q) for q in QUESTIONS[:3]]
-        _until_waiting(base, 2)  # all three accepted: one answering (each takes at least 1.5 s), two queued
+        _until_waiting(base, 2)  # at least two accepted and queued (each answer takes at least 1.5 s)
         process.send_signal(signal.SIGTERM)
         responses = [future.result() for future in futures]
-    assert [r.status_code for r in responses] == [200, 200, 200], [r.text[-300:] for r in responses]
-    assert all(r.json()["answer"] for r in responses)
+    # every accepted question is answered; one that reached the server only after SIGTERM (the third may, on a
+    # loaded machine: two can be queued before the worker takes one) is refused at the door, never accepted
+    answered = [r for r in responses if r.status_code == 200]
+    assert len(answered) >= 2 and all(r.json()["answer"] for r in answered), [r.text[-300:] for r in responses]
+    for refused in (r for r in responses if r.status_code != 200):
+        assert refused.status_code == 503, refused.text[-300:]
+        assert refused.json()["error"]["message"] == (
+            "the server is shutting down; try again shortly (another instance may answer)"
+        ), refused.text[-300:]
     # uvicorn finishes its shutdown, then lets the signal end the process (the usual exit status of SIGTERM)
     assert process.wait(60) in (0, -signal.SIGTERM), log.read_text()[-2000:]
     assert "Application shutdown complete" in log.read_text()
