@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -13,6 +15,7 @@ class LangChainSource(SourceRetriever):
     """Wraps a foreign `BaseRetriever`; its documents get eor's metadata keys where they lack them."""
 
     retriever: BaseRetriever
+    withholds: ClassVar[bool] = False  # no corpus ids to rank past (retrievers.withheld)
 
     def _retrieve_uncached(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]

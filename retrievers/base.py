@@ -23,6 +23,7 @@ from pydantic import PrivateAttr
 from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import RetrieverError
 from retrievers import notation
+from retrievers.withheld import withheld_of
 
 
 class EorRetriever(BaseRetriever):
@@ -178,11 +179,16 @@ class SourceRetriever(EorRetriever):
     source (`BM25@1`, `BM25@3`, `BM25@2&Wiki@2`) run it once per question.
 
     A subclass implements `_retrieve_uncached(queries, *, run_managers)`: the documents of queries it has
-    not answered yet, all in one call (`run_managers[i]` is the open run of `queries[i]`)."""
+    not answered yet, all in one call (`run_managers[i]` is the open run of `queries[i]`; a corpus source
+    leaves out the passages `retrievers.withheld.withheld_of(run_managers[i])` names)."""
 
     source_name: str
     memo_size: int = 4096
-    _memo: KeyedMemo[str, list[Document]] = PrivateAttr(default_factory=KeyedMemo)
+    # Whether the source serves a query whose passages are withheld (retrievers.withheld): a corpus source
+    # ranks past them, a source that reads no corpus has none to withhold; one that cannot (web search, a
+    # foreign retriever) sets False and refuses such a query.
+    withholds: ClassVar[bool] = True
+    _memo: KeyedMemo[tuple[str, tuple[str, ...]], list[Document]] = PrivateAttr(default_factory=KeyedMemo)
 
     def to_node(self) -> notation.Node:
         return notation.Source(self.source_name)
@@ -190,19 +196,26 @@ class SourceRetriever(EorRetriever):
     def _batch_relevant_documents(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
     ) -> list[list[Document]]:
-        # A query asked twice in the batch is retrieved once, in the run of its first asking. The memo is
-        # shared by the threads of LangChain's default `batch`: each read and write holds its lock.
-        results = {query: kept for query in queries if (kept := self._memo.get(query)) is not None}
-        missing: dict[str, CallbackManagerForRetrieverRun] = {}
-        for query, run_manager in zip(queries, run_managers, strict=True):
-            if query not in results:
-                missing.setdefault(query, run_manager)
+        # A query asked twice in the batch (with the same passages withheld) is retrieved once, in the run of
+        # its first asking. The memo is shared by the threads of LangChain's default `batch`: each read and
+        # write holds its lock.
+        keys = [(query, withheld_of(run_manager)) for query, run_manager in zip(queries, run_managers, strict=True)]
+        if not self.withholds and any(mask for _, mask in keys):
+            raise RetrieverError(
+                f"source {self.source_name!r} cannot withhold passages from a question (corpus ablation): only "
+                "corpus sources (BM25, dense, hybrid over them) and sources without a corpus (PK, ReFree) can"
+            )
+        results = {key: kept for key in keys if (kept := self._memo.get(key)) is not None}
+        missing: dict[tuple[str, tuple[str, ...]], CallbackManagerForRetrieverRun] = {}
+        for key, run_manager in zip(keys, run_managers, strict=True):
+            if key not in results:
+                missing.setdefault(key, run_manager)
         if missing:
-            found = self._retrieve_uncached(list(missing), run_managers=list(missing.values()))
+            found = self._retrieve_uncached([query for query, _ in missing], run_managers=list(missing.values()))
             results.update(zip(missing, found, strict=True))
-            for query in missing:
-                self._memo.keep(query, results[query], bound=self.memo_size)
-        return [list(results[query]) for query in queries]
+            for key in missing:
+                self._memo.keep(key, results[key], bound=self.memo_size)
+        return [list(results[key]) for key in keys]
 
     def _retrieve_uncached(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]

@@ -22,6 +22,7 @@ from retrievers.base import SourceRetriever, passage
 from retrievers.bm25_index import INDEX_VERSION, STOPWORDS, BM25Index, build_index, tokenize
 from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build
+from retrievers.withheld import keep, withheld_of
 
 __all__ = ["STOPWORDS", "BM25Retriever", "tokenize", "top_indices"]
 ENGINES = ("bm25s", "rank-bm25")
@@ -88,11 +89,16 @@ class BM25Retriever(SourceRetriever):
     def _retrieve_uncached(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
     ) -> list[list[Document]]:
+        # Withheld passages (a corpus ablation) are ranked past: the `depth` best of the others, ranked by the
+        # whole corpus's statistics (idf, mean length: the index is built once), exactly the full ranking with
+        # the withheld passages struck out.
         results = []
-        for query in queries:
+        for query, run_manager in zip(queries, run_managers, strict=True):
+            withheld = withheld_of(run_manager)
             scores = self.scores(query)
-            top = top_indices(scores, self.depth)
-            results.append([self.document(int(i), float(scores[i])) for i in top])
+            top = top_indices(scores, self.depth + len(withheld))
+            found = [self.document(int(i), float(scores[i])) for i in top]
+            results.append(keep(found, withheld, self.depth))
         return results
 
     @property

@@ -42,6 +42,7 @@ from retrievers.base import SourceRetriever, passage
 from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build
 from retrievers.vector_cache import VectorCache, passage_key
+from retrievers.withheld import keep, withheld_of
 
 log = logging.getLogger(__name__)
 
@@ -199,23 +200,23 @@ class DenseRetriever(SourceRetriever):
     def _retrieve_uncached(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]
     ) -> list[list[Document]]:
+        # Withheld passages (a corpus ablation) are searched past: the `depth` best of the others, with an exact
+        # (Flat) index the same list as an index built without them.
+        masks = [withheld_of(run_manager) for run_manager in run_managers]
         vectors = self.encode_queries(queries)
-        depth = min(self.depth, self._index.ntotal)
+        depth = min(self.depth + max(map(len, masks)), self._index.ntotal)
         scores, rows = self._index.search(vectors, depth)
         corpus = self._corpus
         results = []
-        for row_scores, row_ids in zip(scores, rows, strict=True):
-            keep = row_ids >= 0
-            row_scores, row_ids = row_scores[keep], row_ids[keep]
+        for row_scores, row_ids, withheld in zip(scores, rows, masks, strict=True):
+            found_rows = row_ids >= 0
+            row_scores, row_ids = row_scores[found_rows], row_ids[found_rows]
             order = np.lexsort((row_ids, -row_scores))  # best first; ties keep corpus order
-            results.append(
-                [
-                    passage(p.text, id=p.id, title=p.title, source=self.source_name, score=float(score), cite=p.cite)
-                    for p, score in zip(
-                        (corpus[i] for i in row_ids[order].tolist()), row_scores[order].tolist(), strict=True
-                    )
-                ]
-            )
+            found = [
+                passage(p.text, id=p.id, title=p.title, source=self.source_name, score=float(score), cite=p.cite)
+                for p, score in zip((corpus[i] for i in row_ids[order].tolist()), row_scores[order].tolist(), strict=True)
+            ]
+            results.append(keep(found, withheld, self.depth))
         return results
 
 

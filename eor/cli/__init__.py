@@ -37,6 +37,7 @@ COMMANDS = (
     answer_commands.add_ask,
     retrieve_commands.add_parser,
     runs_commands.add_run,
+    runs_commands.add_ablate,
     runs_commands.add_plan,
     learn_commands.add_train,
     learn_commands.add_design,

@@ -18,7 +18,11 @@ from eor.cli.options import (
     positive_int,
     weights_option,
 )
+from eor.core.data import load_questions
+from eor.core.formatting import fixed
+from eor.learning.ablation import write_ablated
 from eor.runs.run_folder import pack_records, unpack_records
+from retrievers.corpus import load_corpus
 
 
 def add_run(commands: Commands) -> None:
@@ -37,6 +41,31 @@ def add_run(commands: Commands) -> None:
     )
     cache_options(run)
     run.set_defaults(handler="eor.cli.handlers.run:cmd_run")
+
+
+def add_ablate(commands: Commands) -> None:
+    ablate = commands.add_parser(
+        "ablate",
+        help="a question file of ablated copies: each question with its gold passages and every passage holding a "
+        "gold answer withheld from retrieval (questions the corpus cannot answer; docs/abstention.md)",
+    )
+    data_option(ablate, "'question', 'answers' [, 'id', 'gold_passages']")
+    ablate.add_argument("--corpus", required=True, help="the corpus the pool retrieves from (JSON Lines)")
+    out_option(ablate, "question file to write; `eor run --data` on it withholds each copy's passages")
+    limit_option(ablate)
+    ablate.set_defaults(handler="eor.cli.runs_commands:cmd_ablate")
+
+
+def cmd_ablate(args: argparse.Namespace) -> int:
+    questions = load_questions(args.data, limit=args.limit)
+    summary = write_ablated(questions, load_corpus(args.corpus), Path(args.out))
+    print(
+        f"{summary['questions']} ablated copies of {args.data} written to {args.out}: of the corpus's "
+        f"{summary['passages']} passages, each withholds {summary['withheld_median']} (median; mean "
+        f"{fixed(summary['withheld_mean'], 1)}, most {summary['withheld_max']}): its gold passages and every passage "
+        "holding a gold answer"
+    )
+    return 0
 
 
 def cmd_records_pack(args: argparse.Namespace) -> int:

@@ -13,12 +13,29 @@ from eor.core.errors import InputError
 MAX_QUESTION_CHARS = 4000
 
 
+#: the question-file field of passage ids the question's retrieval leaves out (a corpus ablation:
+#: eor.learning.ablation; retrievers.withheld), and the field naming the question it was made from
+WITHHELD = "withheld"
+ABLATED_FROM = "ablated_from"
+
+
 @dataclass(frozen=True)
 class Question:
     id: str
     question: str
     answers: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def withheld(self) -> tuple[str, ...]:
+        """The passage ids no member of this question may read (sorted; empty unless it is an ablated copy)."""
+        return tuple(sorted(self.extra.get(WITHHELD) or ()))
+
+    @property
+    def origin(self) -> str:
+        """The id of the question this one was made from (an ablated copy's), else its own: a question and its
+        ablated copy fall in the same cross-validation fold."""
+        return str(self.extra.get(ABLATED_FROM) or self.id)
 
 
 def check_question(text: Any, where: str = "question") -> str:
@@ -73,6 +90,11 @@ def load_questions(path: str | Path, limit: int | None = None) -> list[Question]
             answers = [answers]
         if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
             raise InputError(f"{where}: 'answers' must be a list of strings")
+        withheld = record.get(WITHHELD)
+        if withheld is not None and (
+            not isinstance(withheld, list) or not all(isinstance(i, str) for i in withheld)
+        ):
+            raise InputError(f"{where}: '{WITHHELD}' must be a list of passage ids (strings)")
         given = record.pop("id", None)
         qid = str(given) if given is not None else question_id(text)
         if qid in seen:

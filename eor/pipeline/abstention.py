@@ -60,9 +60,16 @@ class RiskThreshold:
     coverage: float
     error: float | None
     p_value: float | None
+    # a threshold for a mix (`mixed_risk_threshold`): the unanswerable share it holds for, the bound it certified
+    share: float | None = None
+    bound: float | None = None
 
     def to_dict(self) -> dict[str, float | None]:
-        return asdict(self)
+        data = asdict(self)
+        for key in ("share", "bound"):
+            if data[key] is None:
+                del data[key]
+        return data
 
 
 def binomial_p_value(errors: int, answered: int, alpha: float) -> float:
@@ -111,6 +118,96 @@ def thresholds(
 ) -> list[RiskThreshold]:
     """`risk_threshold` for every alpha of `alphas`."""
     return [risk_threshold(probability, right, alpha, delta) for alpha in alphas]
+
+
+# -- a guarantee for a mix of answerable and unanswerable questions ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One kind of training question (answerable, or whose answer the corpus does not hold): each question's
+    out-of-fold P(right) and whether its answer was right."""
+
+    probability: np.ndarray
+    right: np.ndarray
+
+    def counts(self, threshold: float) -> tuple[int, int, int]:
+        """(questions, answered and wrong, answered and right) at `threshold`."""
+        answered = np.asarray(self.probability, dtype=float) >= threshold
+        right = np.asarray(self.right, dtype=bool)
+        return len(right), int((answered & ~right).sum()), int((answered & right).sum())
+
+
+def clopper_pearson(count: int, n: int, level: float, upper: bool) -> float:
+    """The exact one-sided bound on a binomial rate from `count` of `n`, holding with probability 1 − `level`:
+    the upper bound (beta quantile 1 − level of Beta(count + 1, n − count)) or the lower (quantile `level` of
+    Beta(count, n − count + 1)); 1 and 0 at the ends."""
+    from scipy.stats import beta
+
+    if upper:
+        return 1.0 if count >= n else float(beta.ppf(1 - level, count + 1, n - count))
+    return 0.0 if count <= 0 else float(beta.ppf(level, count, n - count + 1))
+
+
+@dataclass(frozen=True)
+class MixedBound:
+    """At one threshold: each stratum's bounds on its answered-and-wrong rate (upper) and answered-and-right rate
+    (lower), and the bound they give on the error among answered questions of a mix with `share` unanswerable."""
+
+    wrong: tuple[float, float]  # upper bounds: answerable, unanswerable
+    right: tuple[float, float]  # lower bounds: answerable, unanswerable
+
+    def error(self, share: float) -> float:
+        """The largest error among answered questions the bounds allow for a mix with `share` unanswerable: W/(W+R),
+        W and R each stratum's bound weighted by its share (1 when the bounds allow no right answer)."""
+        wrong = (1 - share) * self.wrong[0] + share * self.wrong[1]
+        right = (1 - share) * self.right[0] + share * self.right[1]
+        return 1.0 if wrong + right <= 0 else wrong / (wrong + right)
+
+
+def mixed_bound(answerable: Stratum, unanswerable: Stratum, threshold: float, delta: float) -> MixedBound:
+    """The four Clopper–Pearson bounds at `threshold`, each at δ/4: with probability at least 1 − δ all four hold
+    (a union bound), and then so does `MixedBound.error` at every share."""
+    bounds = []
+    for stratum in (answerable, unanswerable):
+        n, wrong, right = stratum.counts(threshold)
+        bounds.append(
+            (clopper_pearson(wrong, n, delta / 4, upper=True), clopper_pearson(right, n, delta / 4, upper=False))
+        )
+    return MixedBound((bounds[0][0], bounds[1][0]), (bounds[0][1], bounds[1][1]))
+
+
+def mixed_risk_threshold(
+    answerable: Stratum,
+    unanswerable: Stratum,
+    alpha: float,
+    share: float,
+    delta: float = DELTA,
+    grid: Sequence[float] = GRID,
+    min_coverage: float = MIN_COVERAGE,
+) -> RiskThreshold:
+    """The threshold for `alpha` on a mix where a share `share` of the questions have no answer in the corpus:
+    fixed-sequence testing from the highest λ of the grid down (as `risk_threshold`), H_λ rejected when the
+    bound of `mixed_bound` on the error among answered questions at `share` is at most α, a test of level δ
+    per λ. A λ answering less than `min_coverage` of the answerable questions is skipped. `coverage` and `error`
+    are the training mix's at `share` (each stratum's rates weighted by its share), `bound` the certified bound."""
+    if not 0 < alpha < 1 or not 0 < delta < 1 or not 0 <= share < 1:
+        raise InputError(f"alpha and delta must lie in (0, 1) and the share in [0, 1), got {alpha}, {delta}, {share}")
+    chosen = RiskThreshold(alpha, None, 0.0, None, None, share)
+    for threshold in sorted(grid, reverse=True):
+        counts = [stratum.counts(threshold) for stratum in (answerable, unanswerable)]
+        if counts[0][0] == 0 or counts[1][0] == 0:
+            raise InputError("each stratum needs at least one question")
+        if sum(counts[0][1:]) < min_coverage * counts[0][0]:
+            continue
+        bound = mixed_bound(answerable, unanswerable, threshold, delta).error(share)
+        if bound > alpha:
+            break
+        rates = [(wrong / n, (wrong + right) / n) for n, wrong, right in counts]
+        wrong_rate = (1 - share) * rates[0][0] + share * rates[1][0]
+        coverage = (1 - share) * rates[0][1] + share * rates[1][1]
+        chosen = RiskThreshold(alpha, float(threshold), coverage, wrong_rate / coverage, None, share, bound)
+    return chosen
 
 
 # -- the decision at answer time ----------------------------------------------------------------------------

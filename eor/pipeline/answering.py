@@ -68,7 +68,7 @@ class EveryMember:
         clock = Clock()
         with metering() as usage:
             with clock("retrieval"):
-                documents, spent = runner.retrieve(names, texts, timeout, strict, failures)
+                documents, spent = runner.retrieve(names, items, timeout, strict, failures)
             with clock("generation"):
                 outputs = runner.read(documents, texts, spent, failures, strict)
             for i, item in enumerate(items):

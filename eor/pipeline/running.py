@@ -69,17 +69,20 @@ class MemberRunner:
         self.costs = costs
 
     def retrieve(
-        self, names: list[str], texts: list[str], timeout: float | None, strict: bool, failures: Failures
+        self, names: list[str], items: list[Question], timeout: float | None, strict: bool, failures: Failures
     ) -> tuple[dict[tuple[str, int], list[Any]], dict[str, RetrievalCost]]:
         """Per (member, question index) the member's documents, members first (a member that failed on a
         question has no entry, its reason in `failures`), and what each member's retrieval cost per question of
-        the batch (seconds; the reader's work for PK's and @CP's documents)."""
+        the batch (seconds; the reader's work for PK's and @CP's documents). A question's `withheld` passages
+        (a corpus ablation) reach no member."""
         documents: dict[tuple[str, int], list[Any]] = {}
         spent: dict[str, RetrievalCost] = {}
+        texts = [item.question for item in items]
+        withheld = [item.withheld for item in items]
         for name in names:
             tick = time.perf_counter()
             with metering() as usage:
-                results = self.retrieval.retrieve(name, texts, timeout, strict)
+                results = self.retrieval.retrieve(name, texts, timeout, strict, withheld)
             spent[name] = RetrievalCost((time.perf_counter() - tick) / len(texts), usage, len(texts))
             for i, result in enumerate(results):
                 if isinstance(result, Exception):
@@ -112,7 +115,7 @@ class MemberRunner:
         """One member on one question: its output into `outputs`, or its failure into `failed`."""
         failures = Failures([failed])
         with clock("retrieval"):
-            documents, spent = self.retrieve([name], [item.question], timeout, strict, failures)
+            documents, spent = self.retrieve([name], [item], timeout, strict, failures)
         with clock("generation"):
             outputs.update(self.read(documents, [item.question], spent, failures, strict)[0])
 

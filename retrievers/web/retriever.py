@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -58,6 +58,7 @@ class WebSearchRetriever(SourceRetriever):
     model_config = ConfigDict(extra="forbid")
 
     source_name: str = "SE"
+    withholds: ClassVar[bool] = False  # no corpus ids to rank past (retrievers.withheld)
     backend: str = "serper"
     base_url: str | None = None
     api_key_env: str | None = None

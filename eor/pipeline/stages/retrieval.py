@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -25,6 +25,7 @@ from langchain_core.runnables import RunnableConfig
 
 from eor.core.errors import RetrieverError
 from eor.core.faults import failpoint
+from retrievers.withheld import withholding
 
 
 class MemberTimeoutError(RetrieverError):
@@ -41,15 +42,25 @@ class RetrievalStage:
         self._abandoned: dict[str, threading.Thread] = {}  # members whose timed-out retrieval still runs
 
     def retrieve(
-        self, name: str, questions: list[str], timeout: float | None = None, strict: bool = False
+        self,
+        name: str,
+        questions: list[str],
+        timeout: float | None = None,
+        strict: bool = False,
+        withheld: Sequence[Collection[str]] | None = None,
     ) -> list[list[Any] | Exception]:
         """`timeout`: seconds per question (the batch gets `timeout × len(questions)`); `strict`: raise the
-        first failure instead of returning it."""
+        first failure instead of returning it; `withheld`: per question, the passage ids its retrieval must
+        leave out (a corpus ablation, retrievers.withheld)."""
         retriever = self.retrievers[name]
         config: RunnableConfig = {"run_name": name, **(self.config or {})}
+        masks = list(withheld) if withheld is not None else [()] * len(questions)
+        if len(masks) != len(questions):
+            raise RetrieverError(f"{len(masks)} withheld lists for {len(questions)} questions")
 
-        def batch(queries: list[str]) -> list[list[Any]]:
-            documents = retriever.batch(queries, config)
+        def batch(rows: list[int]) -> list[list[Any]]:
+            queries = [questions[i] for i in rows]
+            documents = retriever.batch(queries, [withholding(config, masks[i]) for i in rows])
             failpoint("retrieval")  # tests: die with a member's passages in hand
             if len(documents) != len(queries):
                 raise RetrieverError(f"returned {len(documents)} results for {len(queries)} questions")
@@ -57,7 +68,7 @@ class RetrievalStage:
 
         budget = None if timeout is None else timeout * len(questions)
         try:
-            return self._guarded(name, lambda: batch(questions), budget)
+            return self._guarded(name, lambda: batch(list(range(len(questions)))), budget)
         except Exception as exc:
             if strict:
                 raise
@@ -65,9 +76,9 @@ class RetrievalStage:
                 return [exc] * len(questions)
         # One question may have broken the batch: retry question by question, so the others keep this member.
         results: list[list[Any] | Exception] = []
-        for question in questions:
+        for row in range(len(questions)):
             try:
-                results.append(self._guarded(name, partial(batch, [question]), timeout)[0])
+                results.append(self._guarded(name, partial(batch, [row]), timeout)[0])
             except Exception as exc:
                 results.append(exc)
         return results
