@@ -17,7 +17,8 @@ from eor.core.config import load_config
 from eor.core.correctness import correctness_matrix
 from eor.runs.run_data import load_run
 from voters import VoteBatch, load_voter
-from voters.right import RightModel, choice_evidence
+from voters.choice_evidence import choice_evidence
+from voters.right import RightModel
 
 ROOT = Path(__file__).resolve().parent.parent
 

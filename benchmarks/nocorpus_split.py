@@ -1,6 +1,8 @@
 """The one split of the first 400 no-corpus questions (docs/records/nq-nocorpus400.jsonl.gz): a seeded draw of
 exactly 200 to learn and choose from and 200 kept for the figures of docs/abstention.md ("Beyond the corpus"),
-their ids written beside the records. The questions of `nocorpus.jsonl` after the 400th stay unread.
+their ids written beside the records (`--out`), and each half packed as records of its own
+(`nq-nocorpus-learn200.jsonl.gz`, `nq-nocorpus-kept200.jsonl.gz` beside it). The questions of `nocorpus.jsonl`
+after the 400th stay unread.
 
     python -m benchmarks.nocorpus_split docs/records/nq-nocorpus400.jsonl.gz \
         --out docs/records/nq-nocorpus400-split.json
@@ -10,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
 from eor.core.atomic import write_text_atomically
 from eor.runs.records import read_records
+from eor.runs.run_folder import RunFolder, pack_records, unpack_records
 
 SEED = 58  # fixed before the draw: the issue's number
 
@@ -43,8 +48,21 @@ def main(argv: list[str] | None = None) -> int:
         **halves,
     }
     write_text_atomically(args.out, json.dumps(document, indent=1) + "\n")
-    print(f"{len(halves['learn'])} to learn from and {len(halves['kept'])} kept, written to {args.out}")
+    for half, ids_of_half in halves.items():
+        out = Path(args.out).with_name(f"nq-nocorpus-{half}{len(ids_of_half)}.jsonl.gz")
+        _pack_subset(Path(args.records), set(ids_of_half), out)
+        print(f"{len(ids_of_half)} questions ({half}) packed into {out}")
+    print(f"the split's ids written to {args.out}")
     return 0
+
+
+def _pack_subset(records: Path, ids: set[str], out: Path) -> None:
+    """The records of `ids` (in their order) packed into `out`, headed as `records` is."""
+    with tempfile.TemporaryDirectory() as tmp:
+        unpack_records(records, tmp)
+        folder = RunFolder(Path(tmp))
+        folder.replace_records([record for record in folder.read_records() if record.id in ids])
+        pack_records(tmp, out)
 
 
 if __name__ == "__main__":

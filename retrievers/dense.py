@@ -214,7 +214,9 @@ class DenseRetriever(SourceRetriever):
             order = np.lexsort((row_ids, -row_scores))  # best first; ties keep corpus order
             found = [
                 passage(p.text, id=p.id, title=p.title, source=self.source_name, score=float(score), cite=p.cite)
-                for p, score in zip((corpus[i] for i in row_ids[order].tolist()), row_scores[order].tolist(), strict=True)
+                for p, score in zip(
+                    (corpus[i] for i in row_ids[order].tolist()), row_scores[order].tolist(), strict=True
+                )
             ]
             results.append(keep(found, withheld, self.depth))
         return results

@@ -25,7 +25,7 @@ from tests.test_judge_answering import QUESTION, weights  # noqa: F401 - the jud
 from tests.test_judge_records import MEMBERS, _config
 from voters.batch import VoteBatch
 from voters.cascade_fit import THRESHOLDS, LastStep, SelectorSettings, StepScores, held_out_points
-from voters.right import FITS, WITHOUT_CONFIDENCE
+from voters.choice_evidence import FITS, WITHOUT_CONFIDENCE
 
 ORDER = [MEMBERS[1], MEMBERS[2], MEMBERS[0]]  # BM25@1 > Wiki@2 > ReFree
 

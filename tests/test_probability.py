@@ -16,7 +16,7 @@ from eor.core.errors import ConfigError, InputError
 from tests.conftest import ROOT
 from tests.test_cascade import QUESTION, cascade_config, hand_cascade_document
 from tests.test_lazy_voting import Scripted
-from voters.right import (
+from voters.choice_evidence import (
     ALL,
     EARLY,
     FEATURES,
@@ -25,11 +25,9 @@ from voters.right import (
     WITH_CONFIDENCE,
     WITHOUT_CONFIDENCE,
     Evidence,
-    RightFit,
-    RightModel,
     evidence,
-    fit_right,
 )
+from voters.right import RightFit, RightModel, fit_right
 
 
 def sigmoid(x: float) -> float:
@@ -329,7 +327,8 @@ def test_an_abstention_through_the_python_api(tmp_path, isolated_cache):
     assert declined.abstained and declined.answer is None and declined.member == "BM25@1"
     body = declined.to_dict()
     assert body["answer"] is None and body["abstained"] and body["members"]["BM25@1"]["answer"] == "Leonardo da Vinci"
-    assert body["abstention"]["reason"].startswith("declined: P(right) 0.27 < 0.50")
+    assert body["abstention"]["reason"].startswith("not sure enough: P(right) 0.27 < 0.50")
+    assert body["abstention"]["kind"] == "not_sure"
     with pytest.raises(InputError, match="below the lowest"):
         ensemble.answer(QUESTION, risk=0.1)
     every = ensemble.answer(QUESTION, lazy=False)  # a vote over every member: the cascade's P does not apply
@@ -455,7 +454,7 @@ def test_the_shipped_cascade_on_records_without_confidence_says_which_fit_scored
 
     from eor.bench.vote import vote
     from eor.runs.run_data import load_run
-    from voters.right import choice_evidence
+    from voters.choice_evidence import choice_evidence
 
     shipped = ROOT / "docs" / "weights" / "nq-offline-cascade.json"
     data = load_run(ROOT / "docs" / "records" / "nq-train.jsonl.gz").subset(list(range(120)))

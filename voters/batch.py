@@ -28,6 +28,7 @@ from eor.core.correctness import correctness_matrix
 from eor.core.errors import InputError
 from voters.features import CandidateBlocks, candidate_blocks
 from voters.grounding import grounding_features
+from voters.relevance import Relevance
 from voters.similarity import check_answers, similarity_tensor
 
 Answers = Sequence[Sequence[str]]
@@ -38,7 +39,13 @@ Confidence = Sequence[Sequence[Mapping[str, Any] | None]]  # [question][member] 
 T = TypeVar("T")
 
 #: the optional per-question fields, and what an error calls them
-_FIELDS = {"passages": "passages", "questions": "question texts", "golds": "gold answers", "confidence": "confidence"}
+_FIELDS = {
+    "passages": "passages",
+    "questions": "question texts",
+    "golds": "gold answers",
+    "confidence": "confidence",
+    "retrieved": "retrieved passages",
+}
 
 
 class VoteBatch:
@@ -46,7 +53,9 @@ class VoteBatch:
 
     passages[q][m]: member m's passage texts; questions[q]: the question; golds[q]: its acceptable answers
     (what `fit` and `score` read when no `y` is given); confidence[q][m]: the reader's confidence summary of
-    the answer (None where unknown); costs (Q, M): each member's cost per question, in `cost_unit`.
+    the answer (None where unknown); costs (Q, M): each member's cost per question, in `cost_unit`;
+    retrieved[q][m]: the texts of member m's passages that a retriever found in a corpus (not PK's or @CP's
+    documents), for the relevance of what was retrieved (voters.relevance).
     """
 
     def __init__(
@@ -59,6 +68,7 @@ class VoteBatch:
         confidence: Confidence | None = None,
         costs: np.ndarray | None = None,
         cost_unit: str = "seconds",
+        retrieved: Passages | None = None,
     ) -> None:
         self.n_members = check_answers(answers)
         self.answers = answers
@@ -66,6 +76,7 @@ class VoteBatch:
         self.questions = questions
         self.golds = golds
         self.confidence = confidence
+        self.retrieved = retrieved
         for name, label in _FIELDS.items():
             values = getattr(self, name)
             if values is not None and len(values) != len(answers):
@@ -111,6 +122,7 @@ class VoteBatch:
             confidence=self.confidence,
             costs=self.costs,
             cost_unit=self.cost_unit,
+            retrieved=self.retrieved,
         )
 
     def with_costs(self, costs: np.ndarray, unit: str = "seconds") -> VoteBatch:
@@ -151,6 +163,15 @@ class VoteBatch:
         if passages is None:
             raise InputError("this voter uses grounding: give each member's passages (passages=...)")
         return self._shared(("grounding",), lambda: grounding_features(answers, passages))[self.rows]
+
+    def relevance(self) -> list[Relevance] | None:
+        """Per question, the relevance of the retrieved passages to it (voters.relevance); None without them."""
+        whole = self.whole
+        if whole.retrieved is None or whole.questions is None:
+            return None
+        questions, retrieved = whole.questions, whole.retrieved
+        found = self._shared(("relevance",), lambda: Relevance.of(questions, retrieved))
+        return [found[i] for i in self.rows]
 
     def blocks(
         self,

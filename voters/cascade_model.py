@@ -46,10 +46,10 @@ from voters.cascade_fit import (
     replay_steps,
     stop_scores,
 )
+from voters.choice_evidence import EARLY, LAST
 from voters.estimator import VoterEstimator
 from voters.features import CandidateBlocks
 from voters.protocol import confidence_kwargs
-from voters.right import EARLY, LAST
 from voters.selector import AnswerSelector
 from voters.selector_model import SELECTOR_CONSTRAINTS
 from voters.spend import spend

@@ -1,27 +1,11 @@
-"""P(right): the probability that a voter's chosen answer is right, for every voter kind (beyond the paper).
+"""P(right): the probability that a voter's chosen answer is right, for every voter kind (beyond the paper), and
+P(unanswerable): the probability that the corpus does not hold the answer at all.
 
-**Evidence of a vote.** Whatever the voter, its decision scores over the members that voted choose the
-answer (argmax, ties to the first; a cascade's scores are those of the step it stopped at). What the choice
-is judged on is the same for every voter, computed from the scores and what the voting members gave:
-
-    score            the chosen answer's decision score z
-    margin           z minus the best score of an answer that differs once normalised (0 when none does)
-    alone            1 when no voting member gave another answer
-    agreement        the share of voting members giving the chosen answer (normalised)
-    distinct         the number of different answers over the number of voting members
-    log_length       log(1 + tokens of the normalised chosen answer)
-    refusal          the chosen answer declines ("sorry", "unknown", ...; voters.features)
-    grounded         the chosen answer occurs in its member's own passages
-    support          the share of voting members whose passages hold the chosen answer
-    conf:mean, conf:min, conf:margin       the reader's confidence in the chosen answer (eor.core.confidence):
-                     mean and minimum token log-probability, the first token's margin
-    conf:agreeing_best, conf:agreeing_mean the best and the mean of conf:mean over the members giving it
-
-and P(right) = σ(a_g + w_g · x) on standardised features x, a logistic regression (scikit-learn, L2, C = 1) per
-group g of questions: "all" for a voter that runs every member; for a cascade (voters.cascade) also "early" (it
-stopped before its last step) and "last" (it ran every member because no earlier step was confident: those
-questions are harder than their last step says). "all" is fitted on every row and serves a group with fewer
-than MIN_GROUP rows.
+Both read the evidence of the choice (voters.choice_evidence). P(right) = σ(a_g + w_g · x) on standardised
+features x, a logistic regression (scikit-learn, L2, C = 1) per group g of questions: "all" for a voter that runs
+every member; for a cascade (voters.cascade) also "early" (it stopped before its last step) and "last" (it ran
+every member because no earlier step was confident: those questions are harder than their last step says).
+"all" is fitted on every row and serves a group with fewer than MIN_GROUP rows.
 
 **Fitted out of fold** (`fit_right`). The rows are one per training question, each from a voter fitted on the
 other folds of a K-fold split (eor.learning.calibration's `out_of_fold_evidence`): the shipped logistic is fitted on
@@ -30,14 +14,16 @@ cross-fitted on the same folds: a question's probability comes from a logistic f
 and from the voter fitted on the other folds, so neither saw the question itself (the other rows' evidence came
 from voters that did: the usual approximation of cross-fitting, as in cross-conformal prediction).
 
-**A fit per feature set** (`FITS`). Records made before the reader's confidence was recorded, and a reader that
-reports none (an OpenAI-compatible server without log-probabilities), give a choice without the conf features.
-No feature is filled in: P(right) holds a fit for each feature set it may meet, each fitted and given its
-thresholds by the same procedure on the rows that have its features: "confidence" (every feature, on the rows
-whose chosen answer has the reader's confidence) and "no confidence" (the conf features left out, on every row).
-A choice is scored by the richest fit whose features it has (`RightModel.fit_names`), and what answers says
-which (`Result.probability_fit`, the bench report's `selective.fits`); a choice that no fit covers (a weights
-file from before fits per feature set, given no confidence) is refused with an error naming what is missing.
+**A fit per feature set** (voters.choice_evidence.FITS), each fitted and given its thresholds by the same
+procedure on the rows that have its features. A choice is scored by the richest fit whose features it has
+(`RightModel.fit_names`), and what answers says which (`Result.probability_fit`, the bench report's
+`selective.fits`); a choice that no fit covers (a weights file from before fits per feature set, given no
+confidence) is refused with an error naming what is missing.
+
+**Beyond the corpus** (`UnanswerableFit`; eor.learning.beyond_corpus fits both). A P(right) trained with questions
+whose answer the corpus does not hold as well says so (`RightModel.unanswerable`: the share its thresholds hold
+for, the questions of each kind) and holds P(unanswerable), which names the reason of a decline. One trained
+without says that too, and its guarantee covers answerable questions only.
 
 `RightModel` is those fits with what they were fitted on, each with the thresholds of eor.pipeline.abstention; the
 weights file stores it in `meta.probability` for every voter kind (`to_dict`, `from_voter`).
@@ -45,148 +31,28 @@ weights file stores it in `meta.probability` for every voter kind (`to_dict`, `f
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from eor.core.answers import contains, normalize_answer
 from eor.core.errors import ConfigError, InputError
-from voters.batch import VoteBatch
-from voters.features import is_refusal
-from voters.scoring import choose
-
-#: the features of a vote's choice, in order (module docstring)
-FEATURES = (
-    "score",
-    "margin",
-    "alone",
-    "agreement",
-    "distinct",
-    "log_length",
-    "refusal",
-    "grounded",
-    "support",
-    "conf:mean",
-    "conf:min",
-    "conf:margin",
-    "conf:agreeing_best",
-    "conf:agreeing_mean",
+from voters.choice_evidence import (
+    ALL,
+    CONFIDENCE,
+    FEATURES,
+    FITS,
+    GROUPS,
+    RETRIEVAL,
+    WITH_CONFIDENCE,
+    WITH_RETRIEVAL,
+    WITHOUT_CONFIDENCE,
+    Evidence,
 )
-#: the reader's confidence in the chosen answer and in the answers agreeing with it
-CONFIDENCE = ("conf:mean", "conf:min", "conf:margin", "conf:agreeing_best", "conf:agreeing_mean")
-#: the feature sets a P(right) is fitted for, richest first: a choice is scored by the first whose features it has
-WITH_CONFIDENCE, WITHOUT_CONFIDENCE = "confidence", "no confidence"
-FITS = {WITH_CONFIDENCE: FEATURES, WITHOUT_CONFIDENCE: tuple(f for f in FEATURES if f not in CONFIDENCE)}
-#: the group of a voter that runs every member, and a cascade's two groups
-ALL, EARLY, LAST = "all", "early", "last"
-GROUPS = (ALL, EARLY, LAST)
+
 #: a group with fewer training rows has no logistic of its own: ALL's (fitted on every row) serves it
 MIN_GROUP = 30
-
-Texts = Sequence[str]
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """Per question: the chosen member's position, the features of the choice (Q, len(FEATURES); NaN where the
-    reader's confidence is unknown) and the group (ALL, EARLY or LAST)."""
-
-    pick: np.ndarray
-    features: np.ndarray
-    group: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.pick)
-
-    def take(self, rows: np.ndarray) -> Evidence:
-        return Evidence(self.pick[rows], self.features[rows], self.group[rows])
-
-    @staticmethod
-    def concatenate(parts: Sequence[Evidence]) -> Evidence:
-        width = len(FEATURES)
-        return Evidence(
-            np.concatenate([p.pick for p in parts]).astype(int),
-            np.concatenate([p.features.reshape(-1, width) for p in parts]),
-            np.concatenate([p.group for p in parts]).astype(str),
-        )
-
-
-def evidence(
-    scores: np.ndarray,
-    answers: Sequence[Texts],
-    passages: Sequence[Sequence[Texts]],
-    confidence: Sequence[Sequence[Mapping[str, Any] | None]] | None = None,
-    group: str | Sequence[str] = ALL,
-    pick: Sequence[int] | None = None,
-) -> Evidence:
-    """The evidence of each question's choice: decision scores (Q, M) over the members' `answers` (Q, M),
-    their `passages` (Q, M, texts) and the reader's `confidence` summaries (eor.core.confidence; None: unknown).
-    Members with a score of −inf (dropped by their weight, or not run) are not in the vote. `pick`: the
-    chosen positions when the voter chose otherwise than the argmax of `scores` (ties to the first)."""
-    values = np.asarray(scores, dtype=float).reshape(len(answers), -1)
-    chosen = choose(values) if pick is None else np.asarray(pick, dtype=int)
-    rows = [
-        _row(values[q], answers[q], passages[q], None if confidence is None else confidence[q], int(chosen[q]))
-        for q in range(len(answers))
-    ]
-    groups = np.broadcast_to(np.asarray(group, dtype=object), (len(answers),)).astype(str)
-    return Evidence(chosen, np.array(rows, dtype=float).reshape(len(answers), len(FEATURES)), groups)
-
-
-def _row(
-    scores: np.ndarray,
-    answers: Texts,
-    passages: Sequence[Texts],
-    confidence: Sequence[Mapping[str, Any] | None] | None,
-    pick: int,
-) -> list[float]:
-    """The features of one question's choice (module docstring)."""
-    voting = [m for m in range(len(answers)) if np.isfinite(scores[m]) or m == pick]
-    normal = {m: normalize_answer(answers[m]) for m in voting}
-    agreeing = [m for m in voting if normal[m] == normal[pick]]
-    rivals = [scores[m] for m in voting if normal[m] != normal[pick] and np.isfinite(scores[m])]
-    top = float(scores[pick]) if np.isfinite(scores[pick]) else 0.0
-    tokens = normal[pick].split()
-    found = [bool(tokens) and contains("\n".join(passages[m]), answers[pick]) == 1.0 for m in voting]
-    known = [dict(confidence[m] or {}) if confidence is not None else {} for m in range(len(answers))]
-    own = known[pick]
-    agreeing_conf = [float(known[m]["mean_logprob"]) for m in agreeing if known[m].get("mean_logprob") is not None]
-    return [
-        top,
-        top - max(rivals) if rivals else 0.0,
-        float(not rivals),
-        len(agreeing) / len(voting),
-        len(set(normal.values())) / len(voting),
-        math.log1p(len(tokens)),
-        float(is_refusal(answers[pick])),
-        float(bool(tokens) and contains("\n".join(passages[pick]), answers[pick]) == 1.0),
-        sum(found) / len(voting),
-        _number(own.get("mean_logprob")),
-        _number(own.get("min_logprob")),
-        _number(own.get("first_margin")),
-        max(agreeing_conf) if agreeing_conf else math.nan,
-        sum(agreeing_conf) / len(agreeing_conf) if agreeing_conf else math.nan,
-    ]
-
-
-def _number(value: Any) -> float:
-    return math.nan if value is None else float(value)
-
-
-def choice_evidence(voter: Any, X: VoteBatch) -> Evidence:
-    """The evidence of a fitted voter's choices on batch X (recorded answers of every member, voters.batch):
-    from the scores and groups of its `vote_scores` where it has one (a cascade: the step it stops at), else
-    from its decision function (group ALL); the features read X's passages and the reader's confidence."""
-    if X.passages is None:
-        raise InputError("the evidence of a vote reads each member's passages: give them (passages=...)")
-    own = getattr(voter, "vote_scores", None)
-    if own is not None:
-        scores, groups, picks = own(X)
-        return evidence(scores, X.answers, X.passages, X.confidence, groups, picks)
-    return evidence(voter.decision_function(X), X.answers, X.passages, X.confidence)
 
 
 @dataclass(frozen=True)
@@ -307,16 +173,73 @@ class RightFit:
         return cls(name, groups, int(data["questions"]), thresholds, correctness, delta)
 
 
+@dataclass(frozen=True)
+class UnanswerableFit:
+    """P(unanswerable): a logistic on `features` of voters.right fitted on `questions` rows of which a share
+    `trained_share` could not be answered; read at the share `share` (`probability`); and out of fold, at that
+    share, the share of the training questions it names unanswerable and how many of those were (`precision`)."""
+
+    logistic: Logistic
+    trained_share: float
+    share: float
+    questions: dict[str, int]
+    named: float = 0.0
+    precision: float | None = None
+
+    def probability(self, rows: np.ndarray) -> np.ndarray:
+        """P(unanswerable) of each row of voters.right.FEATURES at the share `share` (Bayes' rule: the odds moved
+        by the ratio of the share's odds to the training mix's)."""
+        p = np.clip(self.logistic.probability(rows), 1e-9, 1 - 1e-9)
+        shift = _logit(self.share) - _logit(self.trained_share)
+        return 1.0 / (1.0 + np.exp(-(_logit(p) + shift)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "features": list(self.logistic.features),
+            "logistic": self.logistic.to_dict(),
+            "trained_share": self.trained_share,
+            "share": self.share,
+            "questions": dict(self.questions),
+            "out_of_fold": {"named": self.named, "precision": self.precision},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> UnanswerableFit:
+        features = tuple(str(name) for name in data["features"])
+        found = data.get("out_of_fold") or {}
+        return cls(
+            Logistic.from_dict(data["logistic"], features),
+            float(data["trained_share"]),
+            float(data["share"]),
+            {str(k): int(v) for k, v in data["questions"].items()},
+            float(found.get("named", 0.0)),
+            None if found.get("precision") is None else float(found["precision"]),
+        )
+
+
 @dataclass
 class RightModel:
-    """A fitted P(right): a fit per feature set it was fitted for (RightFit, FITS), the correctness they predict
-    and how they were fitted (seeded K-fold split)."""
+    """A fitted P(right): a fit per feature set it was fitted for (RightFit, FITS), the correctness they predict,
+    how they were fitted (seeded K-fold split) and, when questions the corpus cannot answer were among those it
+    was fitted on, P(unanswerable) and what the thresholds hold for (`unanswerable`; None: answerable questions
+    only)."""
 
     correctness: str
     fits: dict[str, RightFit]
     questions: int
     folds: int
     seed: int
+    unanswerable: UnanswerableFit | None = None
+
+    @property
+    def beyond_corpus(self) -> bool:
+        """Whether it was fitted with questions the corpus cannot answer (its guarantee then covers a mix)."""
+        return self.unanswerable is not None
+
+    @property
+    def reads_retrieval(self) -> bool:
+        """Whether a fit it holds reads the retrieval family (voters.relevance: worth computing for a choice)."""
+        return any(set(RETRIEVAL) & set(FITS[name]) for name in self.fits)
 
     def fit_names(self, rows: Evidence) -> np.ndarray:
         """Per row, the fit that scores it: the richest this model holds whose features the row has. InputError
@@ -344,16 +267,25 @@ class RightModel:
             out[mask] = apply_groups(self.fits[str(name)].groups, rows.take(np.flatnonzero(mask)))
         return out
 
+    def unanswerable_of(self, rows: Evidence) -> float | None:
+        """P(unanswerable) of the first row (a choice), or None without a P(unanswerable) or its features."""
+        if self.unanswerable is None or not has_features(rows, WITH_RETRIEVAL)[0]:
+            return None
+        return float(self.unanswerable.probability(rows.features[:1])[0])
+
     def fit(self, name: str | None = None) -> RightFit:
         """The fit called `name` (None: the richest held): what eor.pipeline.abstention reads."""
         return self.fits[name] if name is not None else self.fits[next(n for n in FITS if n in self.fits)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "correctness": self.correctness,
             "fit": {"questions": self.questions, "folds": self.folds, "seed": self.seed, "out_of_fold": True},
             "fits": {name: fit.to_dict() for name, fit in self.fits.items()},
         }
+        if self.unanswerable is not None:
+            data["unanswerable"] = self.unanswerable.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Any, source: str) -> RightModel:
@@ -363,7 +295,9 @@ class RightModel:
             correctness, fit = str(data["correctness"]), data["fit"]
             found = data["fits"] if "fits" in data else {WITH_CONFIDENCE: {**data, "questions": fit["questions"]}}
             fits = {str(name): RightFit.from_dict(str(name), d, correctness) for name, d in found.items()}
-            model = cls(correctness, fits, int(fit["questions"]), int(fit["folds"]), int(fit["seed"]))
+            beyond = data.get("unanswerable")
+            unanswerable = None if beyond is None else UnanswerableFit.from_dict(beyond)
+            model = cls(correctness, fits, int(fit["questions"]), int(fit["folds"]), int(fit["seed"]), unanswerable)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"weights file {source!r}: its probability section is malformed: {exc!r}") from None
         for one in fits.values():
@@ -413,3 +347,7 @@ def fit_right(
         train = np.setdiff1d(every, held)
         out[held] = apply_groups(fit_groups(rows.take(train), right[train], features), rows.take(held))
     return fit_groups(rows, right, features), out
+
+
+def _logit(p: Any) -> Any:
+    return np.log(p) - np.log1p(-p)

@@ -14,8 +14,9 @@ from eor.pipeline.answering import runs_in_steps
 from eor.pipeline.judging import ends_with_judge
 from eor.runs.run_data import RunData
 from voters.batch import VoteBatch
+from voters.choice_evidence import choice_evidence
 from voters.loading import choose_voter
-from voters.right import RightModel, choice_evidence
+from voters.right import RightModel
 
 REPORTED_META = (
     "objective",
@@ -107,7 +108,10 @@ def vote(
     answers = [[row[c] for c in columns] for row in data.answers]
     passages = [[row[c] for c in columns] for row in data.passages]
     confidence = [[row[c] for c in columns] for row in data.confidence] or None
-    batch = VoteBatch(answers, passages, data.texts, confidence=confidence)
+    model = RightModel.from_voter(voter)
+    # the passages found in a corpus, for a P(right) that reads how well they match the question
+    retrieved = [[row[c] for c in columns] for row in data.retrieved] if model and model.reads_retrieval else None
+    batch = VoteBatch(answers, passages, data.texts, confidence=confidence, retrieved=retrieved or None)
     stops = None
     if not data.questions:
         picks = np.zeros(0, dtype=int)
@@ -117,7 +121,6 @@ def vote(
         picks = voter.predict(batch)
     chosen = np.asarray([columns[int(p)] for p in picks], dtype=int)
     probability = fits = None
-    model = RightModel.from_voter(voter)
     if model is not None and data.questions:
         found = choice_evidence(voter, batch)
         if not np.array_equal(np.asarray([columns[int(p)] for p in found.pick]), chosen):

@@ -12,8 +12,10 @@ from eor.cli.options import (
     non_negative_int,
     out_option,
     positive_int,
+    share_value,
     token_rates,
 )
+from eor.pipeline.abstention import DEFAULT_SHARE
 
 
 def add_train(commands: Commands) -> None:
@@ -45,6 +47,7 @@ def add_train(commands: Commands) -> None:
         default=5,
         help="folds of the cross-validation that `auto` chooses by (default 5)",
     )
+    _beyond_options(train)
     train.add_argument("--metric", default="em", help="correctness objective: em, f1 or contains (default em)")
     train.add_argument("--dev", help="run folder of held-out questions, scored for the report")
     train.add_argument(
@@ -76,6 +79,33 @@ def add_train(commands: Commands) -> None:
     )
     # log_level info: train's progress lines, on stderr
     train.set_defaults(handler="eor.cli.handlers.learn:cmd_train", log_level="info")
+
+
+def _beyond_options(train: argparse.ArgumentParser) -> None:
+    """Questions whose answer the corpus does not hold, for a P(right) whose guarantee covers a mix of both."""
+    beyond = train.add_argument_group(
+        "beyond the corpus (P(right) and abstention for questions the documents cannot answer; docs/abstention.md)"
+    )
+    beyond.add_argument(
+        "--ablated",
+        metavar="RECORDS",
+        help="records of ablated copies of the training questions (eor ablate, then eor run): they teach P(right) "
+        "what an unanswerable question looks like, and certify nothing",
+    )
+    beyond.add_argument(
+        "--nocorpus",
+        metavar="RECORDS",
+        help="records of real questions whose answer the corpus does not hold: they teach P(right), and the "
+        "thresholds are certified on them and on the training questions, each apart",
+    )
+    beyond.add_argument(
+        "--unanswerable-share",
+        type=share_value,
+        default=DEFAULT_SHARE,
+        metavar="S",
+        help=f"the share of questions you expect the corpus cannot answer, that the error rate of --risk holds for "
+        f"(default {DEFAULT_SHARE}; with --nocorpus)",
+    )
 
 
 def _cost_options(train: argparse.ArgumentParser) -> None:

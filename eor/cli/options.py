@@ -189,3 +189,14 @@ def cache_options(parser: argparse.ArgumentParser) -> None:
         help="bound of the generation cache, e.g. 500MB or 4GB: least recently used entries go first "
         "(default: $EOR_CACHE_MAX_BYTES, else 4GB)",
     )
+
+
+def share_value(text: str) -> float:
+    """A share in [0, 1): argparse's type for --unanswerable-share."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text}")
+    return value

@@ -23,6 +23,7 @@ from eor.core.errors import ConfigError, InputError
 from eor.learning.crossval import vote_arrays
 from eor.learning.training import (
     calibrated,
+    calibrated_beyond,
     choose,
     dev_figures,
     fit,
@@ -51,11 +52,16 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     arrays = with_costs(vote_arrays(data, settings), options.costs)
     choice = choose(name, arrays, settings, options.inner_folds, options.seed, options.cv)
     fitted = fit(choice)
-    probability = calibrated(choice)
+    if options.beyond_corpus:
+        beyond = [None if path is None else load_run(path, data.names) for path in (options.ablated, options.nocorpus)]
+        probability = calibrated_beyond(choice, *beyond, options.unanswerable_share)
+    else:
+        probability = calibrated(choice)
     uniform = uniform_baseline(data.names, choice.settings)
     meta: dict[str, Any] = {
         "records": str(records),
         "dev_records": str(options.dev) if options.dev else None,
+        **_beyond_meta(options),
         **_choice_meta(choice),
     }
     if probability is not None:
@@ -90,6 +96,16 @@ def _pool_config(options: TrainOptions) -> EnsembleConfig | None:
     if options.pool is not None or options.pool_config is None:
         return options.pool
     return load_valid_config(options.pool_config)
+
+
+def _beyond_meta(options: TrainOptions) -> dict[str, Any]:
+    """The records of questions the corpus cannot answer that P(right) was fitted with, as the file keeps them."""
+    if not options.beyond_corpus:
+        return {}
+    return {
+        "ablated_records": options.ablated and str(options.ablated),
+        "nocorpus_records": options.nocorpus and str(options.nocorpus),
+    }
 
 
 def _choice_meta(choice: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError
 from eor.learning.crossval import AUTO, DEFAULT_FOLDS, VoteSettings, candidate_names
+from eor.pipeline.abstention import DEFAULT_SHARE
 from eor.pipeline.validation import located
 from voters.voter_params import check_correctness_name, check_metric_names, check_pooling_name
 
@@ -37,7 +38,9 @@ class TrainOptions:
     confidence: the selector's features may include the reader's confidence where the records hold it
     (voters.features); for the selector, the cascade and `auto` they are kept only when a cross-validation
     of the selector with and without them (`inner_folds`, the same folds) says they help
-    (`meta.confidence_features`). dev: held-out records, scored for the report.
+    (`meta.confidence_features`). dev: held-out records, scored for the report. ablated, nocorpus: records of
+    questions the corpus cannot answer (ablated copies of the training questions; real ones), for a P(right) fitted
+    with them and thresholds for a mix with `unanswerable_share` of them (eor.learning.beyond_corpus).
     """
 
     voter: str = AUTO
@@ -60,6 +63,14 @@ class TrainOptions:
     members: list[str] | None = None
     confidence: bool = True
     dev: Path | None = None
+    ablated: Path | None = None
+    nocorpus: Path | None = None
+    unanswerable_share: float = DEFAULT_SHARE
+
+    @property
+    def beyond_corpus(self) -> bool:
+        """Whether P(right) is fitted with questions the corpus cannot answer."""
+        return self.ablated is not None or self.nocorpus is not None
 
     def checked_voter(self) -> str:
         """The candidate to train (`grounding` applied), every choice checked first: a ConfigError naming the

@@ -10,6 +10,7 @@ import numpy as np
 
 from eor.core.formatting import fixed, pct, signed, significant
 from eor.evaluation.selective import summary
+from eor.learning.beyond_corpus import KINDS, MixCalibrated
 from eor.learning.calibration import Calibrated
 from eor.learning.crossval import VoteArrays
 from eor.learning.training import PROBABILITY_QUESTIONS_PER_FOLD, Choice, DevFigures
@@ -141,7 +142,51 @@ def probability_lines(calibrated: Calibrated | None, metric: str, questions: int
             f"  {fit.name} (fitted on {fit.questions}, scores {scored} above; alone ECE {fixed(alone['ece'], 3)}, "
             f"AURC {fixed(alone['aurc'], 3)}): {levels}"
         )
+    if isinstance(calibrated, MixCalibrated):
+        lines += beyond_lines(calibrated)
     return lines
+
+
+def beyond_lines(calibrated: MixCalibrated) -> list[str]:
+    """Out of fold, per kind of training question: how many, right, answered at each reported error rate (each
+    question by its own fit's threshold), and what P(unanswerable) names."""
+    model = calibrated.model
+    unanswerable = model.unanswerable
+    share = next((row.get("share") for fit in model.fits.values() for row in fit.thresholds), None)
+    lines = [
+        "thresholds for a mix with a share "
+        + (f"{significant(share)} of questions the corpus cannot answer (bounded on the training and the no-corpus "
+           "questions, each apart)" if share is not None else "0 (no no-corpus records: the training questions alone)")
+        + "; out of fold, per kind of question:"
+    ]  # fmt: skip
+    for kind in KINDS:
+        rows = np.flatnonzero(calibrated.kind == kind)
+        if not len(rows):
+            continue
+        answered = []
+        for alpha in REPORTED_RISKS:
+            taken = [
+                _answers(model.fits[str(calibrated.fits[r])].thresholds, alpha, calibrated.probability[r]) for r in rows
+            ]
+            answered.append(f"{significant(alpha)}: {pct(float(np.mean(taken)))}%")
+        named = calibrated.unanswerable[rows]
+        lines.append(
+            f"  {kind}: {len(rows)} questions, {pct(float(calibrated.right[rows].mean()))}% right; answered at "
+            + ", ".join(answered)
+            + (f"; named unanswerable {pct(float(np.nanmean(named >= 0.5)))}%" if unanswerable is not None else "")
+        )
+    if unanswerable is not None:
+        precision = unanswerable.precision
+        lines.append(
+            f"P(unanswerable) at the share {significant(unanswerable.share)}: names {pct(unanswerable.named)}% of the "
+            f"training questions unanswerable, {'-' if precision is None else pct(precision)}% of them rightly"
+        )
+    return lines
+
+
+def _answers(thresholds: list[dict[str, Any]], alpha: float, probability: float) -> bool:
+    row = next((row for row in thresholds if abs(row["alpha"] - alpha) < 1e-9), None)
+    return row is not None and row["threshold"] is not None and probability >= row["threshold"]
 
 
 def _threshold(value: float | None) -> str:

@@ -91,9 +91,7 @@ def load_questions(path: str | Path, limit: int | None = None) -> list[Question]
         if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
             raise InputError(f"{where}: 'answers' must be a list of strings")
         withheld = record.get(WITHHELD)
-        if withheld is not None and (
-            not isinstance(withheld, list) or not all(isinstance(i, str) for i in withheld)
-        ):
+        if withheld is not None and (not isinstance(withheld, list) or not all(isinstance(i, str) for i in withheld)):
             raise InputError(f"{where}: '{WITHHELD}' must be a list of passage ids (strings)")
         given = record.pop("id", None)
         qid = str(given) if given is not None else question_id(text)

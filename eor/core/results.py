@@ -34,6 +34,11 @@ class MemberOutput:
         """The text of each of its passages, in order (what the vote reads)."""
         return [passage["text"] for passage in self.passages]
 
+    @property
+    def retrieved_texts(self) -> list[str]:
+        """The text of each passage a retriever found in a corpus (not a document the reader wrote), in order."""
+        return [passage["text"] for passage in self.passages if not passage.get("generated")]
+
     def record(self) -> dict[str, Any]:
         """The member's entry in a record (eor.runs.records' format)."""
         record: dict[str, Any] = {"answer": self.answer, "passages": self.passages}
@@ -191,6 +196,7 @@ class Result:
     probability: float | None = None  # P(right) of the answer (voters.right); None: the voter has none
     probability_fit: str | None = None  # the fit that gave it (voters.right.FITS, a judge's level; None: a step's)
     abstention: dict[str, Any] | None = None  # at a risk asked for: eor.pipeline.abstention.Abstention.to_dict()
+    unanswerable: float | None = None  # P(unanswerable) of the choice (voters.right); None: the voter has none
     judged: dict[str, Any] | None = None  # with a judge voter: its candidates and choice (eor.pipeline.judging)
 
     @property

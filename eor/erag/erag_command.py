@@ -108,7 +108,9 @@ def prepare(
     bar = progress("retrieval", len(questions))
     try:
         for batch in batches(questions, config.batch_size):  # the one batching loop
-            found = retrieval.retrieve(member, [q.question for q in batch], strict=True, withheld=[q.withheld for q in batch])
+            found = retrieval.retrieve(
+                member, [q.question for q in batch], strict=True, withheld=[q.withheld for q in batch]
+            )
             for question, docs in zip(batch, found, strict=True):
                 assert not isinstance(docs, Exception)  # strict: a failure raises
                 documents[question.id] = docs[:depth]

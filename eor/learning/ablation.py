@@ -30,9 +30,7 @@ class Ablation:
     """The corpus's passages, normalised once, and each question's ablated copy (`copy`)."""
 
     def __init__(self, passages: Iterable[Passage]) -> None:
-        self._normalised = [
-            (p.id, f" {normalize_answer(p.title)} ", f" {normalize_answer(p.text)} ") for p in passages
-        ]
+        self._normalised = [(p.id, f" {normalize_answer(p.title)} ", f" {normalize_answer(p.text)} ") for p in passages]
         self.ids = {pid for pid, _, _ in self._normalised}
 
     def withheld(self, question: Question) -> tuple[list[str], list[str]]:

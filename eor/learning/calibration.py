@@ -19,8 +19,9 @@ import numpy as np
 from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate
 from eor.pipeline.abstention import DELTA, thresholds
 from voters.cascade_fit import LastStep
+from voters.choice_evidence import EARLY, FITS, Evidence, choice_evidence
 from voters.folds import fold_split
-from voters.right import EARLY, FITS, Evidence, RightFit, RightModel, choice_evidence, fit_right, has_features
+from voters.right import RightFit, RightModel, fit_right, has_features
 
 #: a feature set's P(right) is fitted only where at least this many training questions per fold have its features
 MIN_ROWS_PER_FOLD = 10

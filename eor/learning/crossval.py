@@ -45,11 +45,11 @@ from eor.runs.run_data import RunData
 from voters import Voter
 from voters.batch import VoteBatch
 from voters.cascade import DEFAULT_MAX_LOSS, Cascade
+from voters.choice_evidence import ALL, Evidence, choice_evidence, evidence
 from voters.features import CandidateBlocks
 from voters.folds import fold_split
 from voters.loading import register_voter_kind
 from voters.protocol import FittedVoter, check_voter_class
-from voters.right import Evidence, choice_evidence, evidence
 from voters.selector import AnswerSelector
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,14 @@ class VoteSettings:
 def run_batch(data: RunData) -> VoteBatch:
     """A run's records as the batch every voter reads (voters.batch): answers, passages, question texts, gold
     answers and the reader's confidence."""
-    return VoteBatch(data.answers, data.passages, data.texts, golds=data.golds, confidence=data.confidence or None)
+    return VoteBatch(
+        data.answers,
+        data.passages,
+        data.texts,
+        golds=data.golds,
+        confidence=data.confidence or None,
+        retrieved=data.retrieved or None,
+    )
 
 
 @dataclass
@@ -195,7 +202,9 @@ class TopCandidate(Candidate):
         scores[:, self.member] = 0.0
         batch = arrays.take(rows)
         passages = [arrays.data.passages[int(i)] for i in rows]
-        return evidence(scores, batch.answers, passages, batch.confidence)
+        return evidence(
+            scores, batch.answers, passages, batch.confidence, ALL, None, batch.retrieved, batch.relevance()
+        )
 
 
 class PaperCandidate(Candidate):

@@ -32,6 +32,7 @@ from eor.core.config import EnsembleConfig
 from eor.core.errors import InputError
 from eor.core.formatting import small_data_warning
 from eor.evaluation.stats import Bootstrap, paired_test
+from eor.learning.beyond_corpus import MixCalibrated, calibrate_mix, mix_records
 from eor.learning.calibration import Calibrated, calibrate
 from eor.learning.crossval import (
     AUTO,
@@ -202,6 +203,14 @@ def calibrated(choice: Choice) -> Calibrated | None:
         return None
     with fold_progress("P(right) out of fold", choice.folds) as step:
         return calibrate(choice.arrays, choice.name, choice.settings, choice.folds, choice.seed, step)
+
+
+def calibrated_beyond(choice: Choice, ablated: RunData | None, nocorpus: RunData | None, share: float) -> MixCalibrated:
+    """P(right) of the chosen voter fitted out of fold with questions the corpus cannot answer beside the training
+    ones, its thresholds for a mix with `share` of them, and P(unanswerable) (eor.learning.beyond_corpus)."""
+    mix = mix_records(choice.arrays.data, ablated, nocorpus)
+    with fold_progress("P(right) out of fold, every kind of question", choice.folds) as step:
+        return calibrate_mix(mix, choice.name, choice.settings, choice.folds, choice.seed, share, progress=step)
 
 
 def uniform_baseline(names: list[str], settings: VoteSettings) -> Voter:

@@ -48,6 +48,10 @@ GRID = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 ... 0.95: fixed befo
 ALPHAS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 DELTA = 0.1
 MIN_COVERAGE = 0.1  # a threshold answering a smaller share of the training questions is not tested (step 4)
+#: the share of questions the corpus cannot answer that a mixed guarantee holds for unless the user says otherwise:
+#: a third, the share of NQ-open questions whose answer the shipped corpus lacks among those it was sampled with
+#: (docs/abstention.md, "Beyond the corpus")
+DEFAULT_SHARE = 0.33
 
 
 @dataclass(frozen=True)
@@ -213,6 +217,10 @@ def mixed_risk_threshold(
 # -- the decision at answer time ----------------------------------------------------------------------------
 
 
+#: the two reasons of a decline (`Abstention.kind`, `abstention.kind` in every interface)
+NOT_SURE, NOT_IN_DOCUMENTS = "not_sure", "not_in_documents"
+
+
 @dataclass(frozen=True)
 class Abstention:
     """At answer time: answer, or abstain because P(right) is below the threshold for the risk asked."""
@@ -224,6 +232,17 @@ class Abstention:
     probability: float
     correctness: str
     delta: float = DELTA
+    # P(unanswerable) of the choice (voters.right.UnanswerableFit; None: the weights file has none), and the
+    # unanswerable share the threshold holds for (None: a guarantee for answerable questions only)
+    unanswerable: float | None = None
+    share: float | None = None
+
+    @property
+    def kind(self) -> str | None:
+        """Why eor declined: NOT_IN_DOCUMENTS where P(unanswerable) reaches 1/2, else NOT_SURE; None: answered."""
+        if not self.abstained:
+            return None
+        return NOT_IN_DOCUMENTS if self.unanswerable is not None and self.unanswerable >= 0.5 else NOT_SURE
 
     def reason(self) -> str:
         if self.threshold is None:
@@ -231,15 +250,29 @@ class Abstention:
                 f"no threshold kept an error rate of {self.alpha:g} on the training questions: every question is "
                 f"declined at this risk"
             )
-        sign, verb = ("<", "declined") if self.abstained else ("≥", "answered")
-        return (
-            f"{verb}: P(right) {self.probability:.2f} {sign} {self.threshold:.2f}, the threshold for an error rate "
-            f"of at most {self.alpha:g} ({self.correctness}; Learn then Test, fixed sequence, δ {self.delta:g})"
+        guarantee = (
+            f"the threshold for an error rate of at most {self.alpha:g} ({self.correctness}; Learn then Test, fixed "
+            f"sequence, δ {self.delta:g}"
+            + (
+                "; for answerable questions only: fitted without questions the documents cannot answer"
+                if self.share is None
+                else f"; for a mix with a share {self.share:g} of questions the documents cannot answer"
+            )
+            + ")"
         )
+        if not self.abstained:
+            return f"answered: P(right) {self.probability:.2f} ≥ {self.threshold:.2f}, {guarantee}"
+        if self.kind == NOT_IN_DOCUMENTS:
+            return (
+                f"the passages read do not seem to hold the answer (P(unanswerable) {self.unanswerable:.2f}); "
+                f"P(right) {self.probability:.2f} < {self.threshold:.2f}, {guarantee}"
+            )
+        return f"not sure enough: P(right) {self.probability:.2f} < {self.threshold:.2f}, {guarantee}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "abstained": self.abstained,
+            "kind": self.kind,
             "risk": self.risk,
             "alpha": self.alpha,
             "threshold": self.threshold,
@@ -247,6 +280,11 @@ class Abstention:
             "correctness": self.correctness,
             "reason": self.reason(),
         }
+        if self.unanswerable is not None:
+            data["unanswerable"] = round(self.unanswerable, 4)
+        if self.share is not None:
+            data["share"] = self.share
+        return data
 
 
 def check_risk(value: Any) -> float:
@@ -273,11 +311,15 @@ class Thresholded(Protocol):
 
 
 def abstention(
-    model: Thresholded | None, probability: float, risk: float, source: str = "the weights file"
+    model: Thresholded | None,
+    probability: float,
+    risk: float,
+    source: str = "the weights file",
+    unanswerable: float | None = None,
 ) -> Abstention:
     """Whether to abstain at `risk` given P(right): the stored threshold of the largest α ≤ risk of `model`
-    (that α's guarantee then holds, and so does risk's). InputError when `model` holds no thresholds or none
-    at or below risk."""
+    (that α's guarantee then holds, and so does risk's). `unanswerable`: P(unanswerable) of the choice, which
+    names the reason of a decline. InputError when `model` holds no thresholds or none at or below risk."""
     risk = check_risk(risk)
     if model is None or not model.thresholds:
         raise InputError(
@@ -292,4 +334,15 @@ def abstention(
     threshold = None if row["threshold"] is None else float(row["threshold"])
     declined = threshold is None or not probability >= threshold  # an unknown (NaN) P(right) is declined
     delta = DELTA if model.delta is None else model.delta
-    return Abstention(declined, risk, float(row["alpha"]), threshold, float(probability), model.correctness, delta)
+    share = None if row.get("share") is None else float(row["share"])
+    return Abstention(
+        declined,
+        risk,
+        float(row["alpha"]),
+        threshold,
+        float(probability),
+        model.correctness,
+        delta,
+        unanswerable,
+        share,
+    )

@@ -27,7 +27,7 @@ from eor.pipeline.running import Clock, MemberRunner
 from eor.pipeline.stages.failures import Failures, no_member_left
 from eor.pipeline.stages.generation import GenerationStats, metering
 from eor.pipeline.stages.voting import Decision, VoteStage, ballots
-from voters.right import EARLY, LAST
+from voters.choice_evidence import EARLY, LAST
 
 
 class Answering(Protocol):
@@ -156,11 +156,11 @@ class InSteps:
         outputs = {name: outputs[name] for name in self.voting.members if name in outputs}
         stages = report_stages(clock, usage, 1, members=len(report["ran"]), skipped=report["skipped"])
         group = LAST if decision.last else EARLY
-        fitted = self.voting.probability(decision.scores, ballots(outputs), decision.member, group)
-        probability, fit = fitted or (None, None)
+        fitted = self.voting.probability(decision.scores, ballots(outputs), decision.member, item.question, group)
+        probability, fit, unanswerable = fitted or (None, None, None)
         if fitted is None and decision.event == "right":  # no P(right) model: the step's, calibrated on it
             probability = decision.probability
-        vote = Decision(decision.member, dict(decision.scores), probability, fit)
+        vote = Decision(decision.member, dict(decision.scores), probability, fit, unanswerable)
         result = build_result(item, outputs, vote, failed, report["skipped"], stages)
         result.cascade = report
         return result
@@ -209,6 +209,7 @@ def build_result(
         stages=stages,
         probability=decision.probability,
         probability_fit=decision.fit,
+        unanswerable=decision.unanswerable,
     )
 
 

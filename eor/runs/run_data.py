@@ -37,6 +37,7 @@ class RunData:
     tokens: list[list[dict[str, int] | None]] = field(default_factory=list)
     confidence: list[list[dict[str, float] | None]] = field(default_factory=list)
     prompts: list[list[str | None]] = field(default_factory=list)  # each member's answer prompt, as recorded
+    retrieved: list[list[list[str]]] = field(default_factory=list)  # the passages found in a corpus (not PK's, @CP's)
 
     @property
     def has_confidence(self) -> bool:
@@ -72,6 +73,7 @@ class RunData:
             tokens=[self.tokens[i] for i in rows] if self.tokens else [],
             confidence=[self.confidence[i] for i in rows] if self.confidence else [],
             prompts=[self.prompts[i] for i in rows] if self.prompts else [],
+            retrieved=[self.retrieved[i] for i in rows] if self.retrieved else [],
         )
 
 
@@ -84,6 +86,7 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
     if len(set(names)) != len(names):
         raise InputError(f"{path}: member names repeat: {names}")
     ids, answers, golds, passages, texts, seconds, tokens, confidence, prompts = [], [], [], [], [], [], [], [], []
+    retrieved: list[list[list[str]]] = []
     for record in records:
         missing = [name for name in names if name not in record.members]
         if missing:
@@ -100,7 +103,8 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
         tokens.append([out.tokens for out in outputs])
         confidence.append([out.confidence for out in outputs])
         prompts.append([out.prompt for out in outputs])
+        retrieved.append([out.retrieved_texts for out in outputs])
     if not answers:
         raise InputError(f"{path}: no record has gold answers to train on")
     joined = [[" ".join(texts_) for texts_ in row] for row in passages]
-    return RunData(names, ids, answers, golds, passages, joined, texts, seconds, tokens, confidence, prompts)
+    return RunData(names, ids, answers, golds, passages, joined, texts, seconds, tokens, confidence, prompts, retrieved)

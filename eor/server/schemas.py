@@ -82,6 +82,17 @@ class CascadeReport(BaseModel):
 
 class Abstention(BaseModel):
     abstained: bool = Field(description="whether eor declined to answer")
+    kind: Literal["not_sure", "not_in_documents"] | None = Field(
+        default=None,
+        description="why eor declined: not sure enough of the answer, or the passages read do not seem to hold it "
+        "(P(unanswerable) reached 1/2); null when it answered",
+    )
+    unanswerable: float | None = Field(
+        default=None, description="P(unanswerable): that the documents do not hold the answer (weights trained for it)"
+    )
+    share: float | None = Field(
+        default=None, description="the share of questions the documents cannot answer that the error rate holds for"
+    )
     risk: float = Field(description="the error rate asked for")
     alpha: float = Field(description="the level of the weights file's grid used: the largest not above risk")
     threshold: float | None = Field(description="P(right) needed to answer; null: no threshold kept that rate")

@@ -37,6 +37,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         rates=args.rates,
         pool_config=Path(args.config) if args.config else None,
         confidence=not args.no_confidence,
+        ablated=Path(args.ablated) if args.ablated else None,
+        nocorpus=Path(args.nocorpus) if args.nocorpus else None,
+        unanswerable_share=args.unanswerable_share,
     )
     if args.judge:
         _refuse(args, "--judge", CASCADE_WITH_JUDGE_FLAGS, ": a cascade ending with the judge learns on exact match")

@@ -19,9 +19,11 @@ from eor.core.errors import ConfigError, InputError
 from eor.core.results import MemberOutput, Result
 from eor.pipeline.abstention import abstention
 from voters import choose
+from voters.choice_evidence import ALL, evidence
 from voters.lazy import lazy_decision, needed_members, supports_lazy_voting
 from voters.protocol import confidence_kwargs
-from voters.right import ALL, RightModel, evidence
+from voters.relevance import Relevance
+from voters.right import RightModel
 
 
 @dataclass(frozen=True)
@@ -32,11 +34,15 @@ class Ballot:
     answer: str
     passages: list[str]
     confidence: dict[str, Any] | None = None
+    retrieved: list[str] | None = None  # the passages found in a corpus (None: not known)
 
 
 def ballots(outputs: Mapping[str, MemberOutput]) -> dict[str, Ballot]:
     """The ballots of a question's member outputs (what answered; a run's record or a fresh `Result`)."""
-    return {name: Ballot(output.answer, output.passage_texts, output.confidence) for name, output in outputs.items()}
+    return {
+        name: Ballot(output.answer, output.passage_texts, output.confidence, output.retrieved_texts)
+        for name, output in outputs.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,7 @@ class Decision:
     scores: dict[str, float | None]
     probability: float | None = None
     fit: str | None = None
+    unanswerable: float | None = None  # P(unanswerable) of the choice (voters.right.UnanswerableFit)
 
 
 class VoteStage:
@@ -65,15 +72,23 @@ class VoteStage:
         self.stops = hasattr(voter, "vote_scores")
 
     def probability(
-        self, scores: Mapping[str, float | None], ballots: Mapping[str, Ballot], member: str, group: str = ALL
-    ) -> tuple[float, str] | None:
-        """(P(right) of `member`'s answer, chosen by decision `scores` (by member; None: dropped) over `ballots`,
-        in `group` (voters.right: ALL, or a cascade's EARLY/LAST), the fit that scored it); None when the voter
-        has no P(right). InputError when the answers lack what every fit of it needs."""
+        self,
+        scores: Mapping[str, float | None],
+        ballots: Mapping[str, Ballot],
+        member: str,
+        question: str,
+        group: str = ALL,
+    ) -> tuple[float, str, float | None] | None:
+        """(P(right) of `member`'s answer to `question`, chosen by decision `scores` (by member; None: dropped)
+        over `ballots`, in `group` (voters.choice_evidence: ALL, or a cascade's EARLY/LAST), the fit that scored
+        it, and P(unanswerable) where the voter has one); None when the voter has no P(right). InputError when
+        the answers lack what every fit of it needs."""
         if self.right is None:
             return None
         names = list(scores)
         values = np.array([[-np.inf if scores[n] is None else scores[n] for n in names]], dtype=float)
+        known = all(ballots[n].retrieved is not None for n in names)
+        retrieved = [[list(ballots[n].retrieved or []) for n in names]] if known else None
         found = evidence(
             values,
             [[ballots[n].answer for n in names]],
@@ -81,9 +96,11 @@ class VoteStage:
             [[ballots[n].confidence for n in names]],
             group,
             [names.index(member)],
+            retrieved,
+            Relevance.of([question], retrieved) if retrieved is not None and self.right.reads_retrieval else None,
         )
         fit = self.right.fit_names(found)
-        return float(self.right.probability(found, fit)[0]), str(fit[0])
+        return float(self.right.probability(found, fit)[0]), str(fit[0]), self.right.unanswerable_of(found)
 
     def vote(self, ballots: Sequence[Mapping[str, Ballot]], questions: Sequence[str]) -> list[Decision]:
         groups: dict[tuple[str, ...], list[int]] = {}
@@ -102,8 +119,8 @@ class VoteStage:
             for row, i, best in zip(scores, index, choose(scores), strict=True):
                 kept = {name: float(row[m]) if math.isfinite(row[m]) else None for m, name in enumerate(voting)}
                 member = voting[int(best)]
-                found = None if self.stops else self.probability(kept, ballots[i], member)
-                decisions[i] = Decision(member, kept, *(found or (None, None)))
+                found = None if self.stops else self.probability(kept, ballots[i], member, questions[i])
+                decisions[i] = Decision(member, kept, *(found or (None, None, None)))
         return decisions  # type: ignore[return-value]
 
     # -- abstention (eor.pipeline.abstention) -------------------------------------------------------------------------
@@ -127,7 +144,7 @@ class VoteStage:
             return result
         probability = math.nan if result.probability is None else result.probability
         fit = None if self.right is None else self.right.fit(result.probability_fit)
-        verdict = abstention(fit, probability, risk, self._source())
+        verdict = abstention(fit, probability, risk, self._source(), result.unanswerable)
         result.abstention = verdict.to_dict()
         if verdict.abstained:
             result.answer = None

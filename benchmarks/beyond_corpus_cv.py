@@ -1,0 +1,135 @@
+"""What each kind of unanswerable training question and each evidence family teaches P(right), by cross-validation
+on training records alone (the answerable training questions, their ablated copies and the no-corpus questions set
+aside to learn from; never dev, never the 200 kept no-corpus questions).
+
+One voter, chosen and fitted as `eor train` would on the answerable questions (the default: today's cascade,
+`--voter cascade --max-loss 0.5 --no-confidence`), gives every question's evidence out of fold on folds where a
+question and its ablated copy fall together (eor.learning.beyond_corpus). Then, on those same rows and folds, the
+logistic of P(right) is cross-fitted for each variant: which kinds it is fitted on (answerable alone, + ablated,
++ no corpus, + both) and which feature families it reads (today's, + the retrieval family). Each variant's
+out-of-fold P(right) gives the mixed thresholds at the share `--share` (bounded on the answerable and the
+no-corpus questions, each apart), and at α = 0.3 the report gives, out of fold: the share of the no-corpus
+questions answered, the coverage of the answerable, the error among answered on the mix at the share, and ECE on
+the natural mix. P(unanswerable) is scored the same way (AUC of telling the answerable from each kind).
+
+    python -m benchmarks.beyond_corpus_cv docs/records/nq-train.jsonl.gz --ablated docs/records/nq-train-ablated.jsonl.gz \
+        --nocorpus docs/records/nq-nocorpus-learn200.jsonl.gz --config configs/nq-offline.yaml [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import numpy as np
+
+from eor.core.config import load_config
+from eor.evaluation.selective import ece
+from eor.learning.beyond_corpus import ABLATED, ANSWERABLE, NOCORPUS, mix_evidence, mix_folds, mix_records
+from eor.learning.calibration import within
+from eor.learning.crossval import VoteSettings, vote_arrays
+from eor.pipeline.abstention import DEFAULT_SHARE, Stratum, mixed_risk_threshold
+from eor.runs.run_data import load_run
+from voters.choice_evidence import FITS, WITH_RETRIEVAL, WITHOUT_CONFIDENCE
+from voters.right import fit_logistic, has_features
+
+TRAINED_ON = {
+    "answerable": (ANSWERABLE,),
+    "+ ablated": (ANSWERABLE, ABLATED),
+    "+ no corpus": (ANSWERABLE, NOCORPUS),
+    "+ both": (ANSWERABLE, ABLATED, NOCORPUS),
+}
+FAMILIES = {"today's": WITHOUT_CONFIDENCE, "+ retrieval": WITH_RETRIEVAL}
+
+
+def variant(rows, right, kind, parts, trained_on, fit, share: float, alpha: float) -> dict[str, Any]:
+    """One variant's out-of-fold figures (see the module)."""
+    keep = np.flatnonzero(has_features(rows, fit) & np.isin(kind, trained_on))
+    every = np.flatnonzero(has_features(rows, fit))
+    p = np.full(len(rows), np.nan)
+    for held in parts:
+        train = np.setdiff1d(keep, held)
+        heldout = np.intersect1d(every, held)
+        from voters.right import apply_groups, fit_groups
+
+        groups = fit_groups(rows.take(train), right[train], FITS[fit])
+        p[heldout] = apply_groups(groups, rows.take(heldout))
+    a, u = kind == ANSWERABLE, kind == NOCORPUS
+    chosen = mixed_risk_threshold(Stratum(p[a], right[a]), Stratum(p[u], right[u]), alpha, share)
+    t = chosen.threshold
+    answered = (p >= t) if t is not None else np.zeros(len(p), dtype=bool)
+    wrong = lambda mask: (answered & mask & ~right).sum() / mask.sum()  # noqa: E731
+    cover = lambda mask: (answered & mask).sum() / mask.sum()  # noqa: E731
+    mixed_cover = (1 - share) * cover(a) + share * cover(u)
+    natural = a | u
+    return {
+        "threshold": t,
+        "answerable_coverage": float(cover(a)),
+        "nocorpus_answered": float(cover(u)),
+        "ablated_answered": float(cover(kind == ABLATED)) if (kind == ABLATED).any() else None,
+        "mix_error": float(((1 - share) * wrong(a) + share * wrong(u)) / mixed_cover) if mixed_cover else None,
+        "ece_natural_mix": float(ece(p[natural], right[natural])),
+    }
+
+
+def unanswerable_auc(rows, kind, parts) -> dict[str, float]:
+    """P(unanswerable) out of fold (fitted on every kind), its AUC against the answerable for each other kind."""
+    from sklearn.metrics import roc_auc_score
+
+    keep = np.flatnonzero(has_features(rows, WITH_RETRIEVAL))
+    label = kind[keep] != ANSWERABLE
+    out = np.full(len(keep), np.nan)
+    for held in within(list(parts), keep, len(rows)):
+        train = np.setdiff1d(np.arange(len(keep)), held)
+        out[held] = fit_logistic(rows.features[keep[train]], label[train], FITS[WITH_RETRIEVAL]).probability(
+            rows.features[keep[held]]
+        )
+    found = {}
+    for other in (ABLATED, NOCORPUS):
+        mask = np.isin(kind[keep], (ANSWERABLE, other))
+        if (kind[keep] == other).any():
+            found[other] = float(roc_auc_score(kind[keep][mask] == other, out[mask]))
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("records", help="the answerable training records")
+    parser.add_argument("--ablated", required=True, help="records of their ablated copies")
+    parser.add_argument("--nocorpus", required=True, help="records of the no-corpus questions set aside to learn from")
+    parser.add_argument("--config", required=True, help="the pool's config (its members)")
+    parser.add_argument("--voter", default="cascade", help="the voter whose choices P(right) judges (default cascade)")
+    parser.add_argument("--share", type=float, default=DEFAULT_SHARE, help="the unanswerable share (default 0.33)")
+    parser.add_argument("--alpha", type=float, default=0.3, help="the error rate (default 0.3)")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", help="write the table here")
+    args = parser.parse_args(argv)
+    members = load_config(args.config).members
+    train = load_run(args.records, members)
+    mix = mix_records(train, load_run(args.ablated, members), load_run(args.nocorpus, members))
+    settings = VoteSettings(max_loss=0.005, confidence=False)
+    arrays = vote_arrays(mix.data, settings)
+    parts = mix_folds(mix, args.folds, args.seed)
+    rows = mix_evidence(arrays, mix, args.voter, settings, parts, lambda done: print(done, flush=True))
+    right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
+    table: dict[str, Any] = {"questions": {k: int((mix.kind == k).sum()) for k in (ANSWERABLE, ABLATED, NOCORPUS)}}
+    for family, fit in FAMILIES.items():
+        for trained, kinds in TRAINED_ON.items():
+            found = variant(rows, right, mix.kind, parts, kinds, fit, args.share, args.alpha)
+            table[f"{family} / {trained}"] = found
+            print(
+                f"{family:12s} {trained:12s} "
+                + json.dumps({k: v if v is None or isinstance(v, str) else round(v, 3) for k, v in found.items()})
+            )
+    table["unanswerable_auc"] = unanswerable_auc(rows, mix.kind, parts)
+    print("P(unanswerable) AUC:", table["unanswerable_auc"])
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(table, handle, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,230 @@
+"""P(right) that knows questions the corpus cannot answer (docs/abstention.md, "Beyond the corpus").
+
+Training questions come in three kinds (`KINDS`):
+
+- **answerable**: the voter's training records, whose answers the corpus holds;
+- **ablated**: copies of them with their gold passages and every passage holding a gold answer withheld
+  (eor.learning.ablation): they teach what an unanswerable question looks like, and certify nothing;
+- **no corpus**: real questions whose answer the corpus does not hold (those set aside to learn from).
+
+The voter is the one `eor train` chose and fitted on the answerable questions, unchanged. Its P(right) is fitted
+on every kind (Kamath, Jia and Liang 2020: a calibrator that has seen questions unlike the training ones), out of
+fold on folds where a question and its ablated copy fall together (`mix_folds`): each question's evidence comes
+from the voter fitted on the answerable questions of the other folds, and its out-of-fold probability from the
+logistic fitted on the other folds' rows of every kind. The abstention thresholds hold for a mix with a share s
+of unanswerable questions (eor.pipeline.abstention.mixed_risk_threshold): bounded on the answerable and the real
+no-corpus questions, each stratum apart, and combined at s.
+
+P(unanswerable), a logistic on the same evidence (without the reader's confidence) telling the answerable from
+both unanswerable kinds, names the reason of a decline: "the passages read do not seem to hold the answer" where
+it reaches 1/2 at the share s (its odds moved from the training mix's share to s), else "not sure enough".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from eor.core.errors import InputError
+from eor.learning.calibration import Calibrated, within
+from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate, vote_arrays
+from eor.pipeline.abstention import ALPHAS, DEFAULT_SHARE, DELTA, Stratum, mixed_risk_threshold, thresholds
+from eor.runs.run_data import RunData
+from voters.choice_evidence import FITS, WITH_RETRIEVAL, Evidence
+from voters.folds import folds
+from voters.right import RightFit, RightModel, UnanswerableFit, fit_logistic, fit_right, has_features
+
+ANSWERABLE, ABLATED, NOCORPUS = "answerable", "ablated", "no corpus"
+KINDS = (ANSWERABLE, ABLATED, NOCORPUS)
+#: P(unanswerable)'s features: how well what was retrieved matches the question, and no reader confidence, so
+#: that it serves every choice
+UNANSWERABLE_FIT = WITH_RETRIEVAL
+MIN_ROWS_PER_FOLD = 10
+
+
+@dataclass
+class Mix:
+    """The training questions of every kind in one run (`data`: answerable first, then ablated, then no corpus),
+    each row's kind and origin (an ablated copy's: the question it was made from)."""
+
+    data: RunData
+    kind: np.ndarray
+    origin: list[str]
+
+    def rows(self, kind: str) -> np.ndarray:
+        return np.flatnonzero(self.kind == kind)
+
+
+def mix_records(answerable: RunData, ablated: RunData | None, nocorpus: RunData | None) -> Mix:
+    """The three kinds as one run (their members must be the same, in the same order)."""
+    parts = [(ANSWERABLE, answerable), (ABLATED, ablated), (NOCORPUS, nocorpus)]
+    parts = [(kind, data) for kind, data in parts if data is not None and data.questions]
+    for kind, data in parts:
+        if data.names != answerable.names:
+            raise InputError(f"the {kind} records have members {data.names}, the training records {answerable.names}")
+    ids = [i for _, data in parts for i in data.ids]
+    if len(set(ids)) != len(ids):
+        raise InputError("a question id repeats across the training, ablated and no-corpus records")
+    merged = answerable
+    for _, data in parts[1:]:
+        merged = _concatenate(merged, data)
+    kind = np.concatenate([np.full(data.questions, name, dtype=object) for name, data in parts]).astype(str)
+    origin = [_origin(i) for i in ids]
+    return Mix(merged, kind, origin)
+
+
+def _origin(qid: str) -> str:
+    from eor.learning.ablation import SUFFIX
+
+    return qid[: -len(SUFFIX)] if qid.endswith(SUFFIX) else qid
+
+
+def _concatenate(a: RunData, b: RunData) -> RunData:
+    def both(name: str) -> list[Any]:
+        first, second = getattr(a, name), getattr(b, name)
+        return first + second if first and second else []
+
+    return RunData(
+        names=a.names,
+        ids=a.ids + b.ids,
+        answers=a.answers + b.answers,
+        golds=a.golds + b.golds,
+        passages=a.passages + b.passages,
+        joined=a.joined + b.joined,
+        texts=a.texts + b.texts,
+        seconds=both("seconds"),
+        tokens=both("tokens"),
+        confidence=both("confidence"),
+        prompts=both("prompts"),
+        retrieved=both("retrieved"),
+    )
+
+
+def mix_folds(mix: Mix, k: int, seed: int) -> list[np.ndarray]:
+    """K folds of the mix's rows: the answerable questions' seeded folds (`voters.folds.folds`, the voter's own),
+    each ablated copy in its origin's fold (a seeded fold of its own when its origin is not among them), the
+    no-corpus questions in seeded folds of their own."""
+    fold_of = np.full(len(mix.kind), -1)
+    answerable = mix.rows(ANSWERABLE)
+    for f, held in enumerate(folds(len(answerable), k, seed)):
+        fold_of[answerable[held]] = f
+    by_id = {mix.data.ids[row]: int(fold_of[row]) for row in answerable}
+    for kind in (ABLATED, NOCORPUS):
+        rows = mix.rows(kind)
+        own = np.full(len(rows), -1)
+        if len(rows) >= k:
+            for f, held in enumerate(folds(len(rows), k, seed)):
+                own[held] = f
+        else:
+            own[:] = np.arange(len(rows)) % k
+        for position, row in enumerate(rows):
+            fold_of[row] = by_id.get(mix.origin[row], int(own[position]))
+    return [np.flatnonzero(fold_of == f) for f in range(k)]
+
+
+@dataclass
+class MixCalibrated(Calibrated):
+    """`Calibrated` over a mix: also each row's kind and out-of-fold P(unanswerable)."""
+
+    kind: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=str))
+    unanswerable: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def mix_evidence(
+    arrays: VoteArrays,
+    mix: Mix,
+    name: str,
+    settings: VoteSettings,
+    parts: Sequence[np.ndarray],
+    progress: Progress | None,
+) -> Evidence:
+    """Each row's evidence from the named voter fitted on the answerable questions of the other folds."""
+    answerable = set(mix.rows(ANSWERABLE).tolist())
+    pieces, order = [], []
+    every = np.arange(len(mix.kind))
+    for fold, held in enumerate(parts, start=1):
+        train = np.array([row for row in np.setdiff1d(every, held) if row in answerable], dtype=int)
+        pieces.append(build_candidate(name, settings).fit(arrays, train).evidence(arrays, held))
+        order.append(held)
+        if progress is not None:
+            progress(f"{name}, fold {fold}/{len(parts)} (every kind of question)")
+    return Evidence.concatenate(pieces).take(np.argsort(np.concatenate(order), kind="stable"))
+
+
+def calibrate_mix(
+    mix: Mix,
+    name: str,
+    settings: VoteSettings,
+    k: int,
+    seed: int,
+    share: float = DEFAULT_SHARE,
+    delta: float = DELTA,
+    alphas: Sequence[float] = ALPHAS,
+    progress: Progress | None = None,
+) -> MixCalibrated:
+    """The named voter's P(right) over the mix (see the module), each feature set's thresholds for the share
+    `share` (mixed strata when the mix holds no-corpus questions; the answerable alone otherwise), and
+    P(unanswerable)."""
+    if not 0 <= share < 1:
+        raise InputError(f"the unanswerable share must lie in [0, 1), got {share}")
+    arrays = vote_arrays(mix.data, settings)
+    parts = mix_folds(mix, k, seed)
+    rows = mix_evidence(arrays, mix, name, settings, parts, progress)
+    right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
+    fits: dict[str, RightFit] = {}
+    by_fit: dict[str, np.ndarray] = {}
+    probability, names = np.full(len(rows), np.nan), np.full(len(rows), "", dtype=object)
+    for fit in FITS:
+        keep = np.flatnonzero(has_features(rows, fit))
+        if len(keep) < MIN_ROWS_PER_FOLD * k or not (mix.kind[keep] == ANSWERABLE).any():
+            continue
+        groups, found = fit_right(rows.take(keep), right[keep], within(list(parts), keep, len(rows)), FITS[fit])
+        chosen = _thresholds(found, right[keep], mix.kind[keep], share, delta, alphas)
+        fits[fit] = RightFit(fit, groups, len(keep), chosen, settings.correctness, delta)
+        by_fit[fit] = np.full(len(rows), np.nan)
+        by_fit[fit][keep] = found
+        fresh = keep[names[keep] == ""]
+        probability[fresh], names[fresh] = found[np.searchsorted(keep, fresh)], fit
+    counts = {kind: int((mix.kind == kind).sum()) for kind in KINDS}
+    unanswerable, oof = _unanswerable(rows, mix.kind, parts, share, counts)
+    model = RightModel(settings.correctness, fits, len(rows), k, seed, unanswerable)
+    return MixCalibrated(model, probability, right, names.astype(str), by_fit, mix.kind, oof)
+
+
+def _thresholds(
+    found: np.ndarray, right: np.ndarray, kind: np.ndarray, share: float, delta: float, alphas: Sequence[float]
+) -> list[dict[str, Any]]:
+    """Each alpha's threshold: for the mix at `share` when there are no-corpus rows, else the answerable alone."""
+    answerable = kind == ANSWERABLE
+    if not (kind == NOCORPUS).any():
+        return [t.to_dict() for t in thresholds(found[answerable], right[answerable], alphas, delta)]
+    strata = Stratum(found[answerable], right[answerable]), Stratum(found[kind == NOCORPUS], right[kind == NOCORPUS])
+    return [mixed_risk_threshold(*strata, alpha, share, delta).to_dict() for alpha in alphas]
+
+
+def _unanswerable(
+    rows: Evidence, kind: np.ndarray, parts: Sequence[np.ndarray], share: float, counts: dict[str, int]
+) -> tuple[UnanswerableFit | None, np.ndarray]:
+    """P(unanswerable) fitted on every row that has its features, and its out-of-fold values at `share`."""
+    out = np.full(len(rows), np.nan)
+    keep = np.flatnonzero(has_features(rows, UNANSWERABLE_FIT))
+    label = kind[keep] != ANSWERABLE
+    if not label.any() or label.all():
+        return None, out
+    features = FITS[UNANSWERABLE_FIT]
+    trained = float(label.mean())
+    for held in within(list(parts), keep, len(rows)):
+        train = np.setdiff1d(np.arange(len(keep)), held)
+        fold = UnanswerableFit(
+            fit_logistic(rows.features[keep[train]], label[train], features), float(label[train].mean()), share, {}
+        )
+        out[keep[held]] = fold.probability(rows.features[keep[held]])
+    named = out[keep] >= 0.5
+    precision = float(label[named].mean()) if named.any() else None
+    fitted = UnanswerableFit(
+        fit_logistic(rows.features[keep], label, features), trained, share, counts, float(named.mean()), precision
+    )
+    return fitted, out

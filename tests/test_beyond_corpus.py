@@ -1,0 +1,133 @@
+"""P(right) beyond the corpus: the retrieval family of a choice's evidence (voters.relevance, voters.choice_evidence),
+P(unanswerable) read at a share (voters.right.UnanswerableFit), the two reasons of a decline
+(eor.pipeline.abstention), and the folds of a mix of answerable, ablated and no-corpus questions
+(eor.learning.beyond_corpus). Values by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from eor.learning.beyond_corpus import ABLATED, ANSWERABLE, NOCORPUS, Mix, mix_folds
+from eor.pipeline.abstention import NOT_IN_DOCUMENTS, NOT_SURE, Abstention, abstention
+from eor.runs.run_data import RunData
+from voters.choice_evidence import FEATURES, RETRIEVAL, WITH_RETRIEVAL, evidence
+from voters.folds import folds
+from voters.relevance import Relevance, content_words, word_share
+from voters.right import Logistic, RightFit, RightModel, UnanswerableFit
+
+QUESTION = "who designed the bell rock lighthouse"
+
+
+def test_content_words_and_their_share() -> None:
+    assert content_words(QUESTION) == {"designed", "bell", "rock", "lighthouse"}  # who, the: stop words
+    assert word_share(QUESTION, "The Bell Rock Lighthouse stands off Angus.") == 0.75
+    assert word_share(QUESTION, "Tea is a drink.") == 0.0
+    assert word_share("who is the", "anything") == 0.0  # no content word
+
+
+def test_relevance_cosines_are_the_encoders() -> None:
+    from sentence_transformers import SentenceTransformer
+
+    from eor.core.models import resolve_model
+
+    passages = ["The Bell Rock Lighthouse was designed by Robert Stevenson.", "Tea is an aromatic beverage."]
+    (found,) = Relevance.of([QUESTION], [[passages[:1], passages]])
+    model = SentenceTransformer(str(resolve_model("minilm-l6")), device="cpu")
+    q, *p = model.encode([QUESTION, *passages], normalize_embeddings=True)
+    for text, vector in zip(passages, p, strict=True):
+        assert found.by_text[text][0] == pytest.approx(float(vector @ q), abs=1e-5)
+        assert found.by_text[text][1] == word_share(QUESTION, text)
+    assert found.by_text[passages[0]][0] > 0.5 > found.by_text[passages[1]][0]
+    assert Relevance.of([QUESTION], [[[], []]])[0].by_text == {}
+
+
+def test_the_retrieval_family_by_hand() -> None:
+    relevance = Relevance({"a Paris": (0.8, 0.5), "b": (0.5, 1.0), "c Paris": (0.2, 0.0), "d": (0.9, 0.25)})
+    # two members vote (the third's score is -inf: dropped); their distinct retrieved passages are a, b, c
+    scores = np.array([[1.0, 0.5, -np.inf]])
+    answers = [["Paris", "Lyon", "Rome"]]
+    retrieved = [[["a Paris", "b"], ["b", "c Paris"], ["d"]]]
+    found = evidence(scores, answers, [[["x"], ["y"], ["z"]]], None, retrieved=retrieved, relevance=[relevance])
+    row = dict(zip(FEATURES, found.features[0], strict=True))
+    assert row["retr:cosine"] == 0.8  # the best of a, b, c (d's member did not vote)
+    assert row["retr:margin"] == pytest.approx(0.8 - (0.5 + 0.2) / 2)
+    assert row["retr:share"] == 1.0
+    assert row["support:passages"] == pytest.approx(2 / 3)  # a and c hold "Paris"
+    # no retrieved passage at all (ReFree, PK): nothing matched, all 0; unknown retrieved passages: NaN
+    empty = evidence(scores, answers, [[[], [], []]], None, retrieved=[[[], [], []]], relevance=[Relevance({})])
+    assert list(empty.features[0, [FEATURES.index(f) for f in RETRIEVAL]]) == [0.0, 0.0, 0.0, 0.0]
+    unknown = evidence(scores, answers, [[[], [], []]], None)
+    assert np.isnan(unknown.features[0, [FEATURES.index(f) for f in RETRIEVAL]]).all()
+
+
+def _logistic(features: tuple[str, ...], intercept: float, coef: dict[str, float]) -> Logistic:
+    n = len(features)
+    return Logistic(intercept, tuple(coef.get(f, 0.0) for f in features), (0.0,) * n, (1.0,) * n, features)
+
+
+def test_unanswerable_is_read_at_the_share_by_bayes_rule() -> None:
+    from voters.choice_evidence import FITS
+
+    features = FITS[WITH_RETRIEVAL]
+    fit = UnanswerableFit(_logistic(features, 0.0, {"retr:cosine": -2.0}), 0.5, 0.5, {})
+    row = np.zeros((1, len(FEATURES)))
+    row[0, FEATURES.index("retr:cosine")] = 0.5  # logit = -1
+    assert fit.probability(row)[0] == pytest.approx(1 / (1 + math.e))
+    # at a share of 0.2 the odds shrink by (0.2/0.8) / (0.5/0.5) = 1/4: P = σ(-1 - log 4)
+    lower = UnanswerableFit(fit.logistic, 0.5, 0.2, {})
+    assert lower.probability(row)[0] == pytest.approx(1 / (1 + math.exp(1 + math.log(4))))
+    assert UnanswerableFit.from_dict(lower.to_dict()) == lower
+
+
+def test_the_two_reasons_of_a_decline() -> None:
+    fit = RightFit("retrieval", {}, 10, [{"alpha": 0.3, "threshold": 0.7, "coverage": 0.3, "share": 0.33}], "em", 0.1)
+    sure = abstention(fit, 0.41, 0.3, unanswerable=0.2)
+    assert sure.abstained and sure.kind == NOT_SURE and sure.share == 0.33
+    assert sure.reason().startswith("not sure enough: P(right) 0.41 < 0.70")
+    assert "for a mix with a share 0.33 of questions the documents cannot answer" in sure.reason()
+    absent = abstention(fit, 0.41, 0.3, unanswerable=0.83)
+    assert absent.kind == NOT_IN_DOCUMENTS and absent.to_dict()["kind"] == "not_in_documents"
+    assert absent.reason().startswith("the passages read do not seem to hold the answer (P(unanswerable) 0.83)")
+    assert absent.to_dict()["unanswerable"] == 0.83
+    answered = abstention(fit, 0.9, 0.3, unanswerable=0.9)
+    assert not answered.abstained and answered.kind is None and answered.reason().startswith("answered")
+    # a file from before: no share, no P(unanswerable), and the guarantee says what it covers
+    old = Abstention(True, 0.3, 0.3, 0.7, 0.41, "em")
+    assert old.kind == NOT_SURE and "for answerable questions only" in old.reason()
+    assert "unanswerable" not in old.to_dict() and "share" not in old.to_dict()
+
+
+def test_an_old_probability_section_loads_as_fitted_without_unanswerable_questions() -> None:
+    import json
+
+    from tests.conftest import ROOT
+
+    document = json.loads((ROOT / "docs" / "weights" / "nq-offline-auto.json").read_text())
+    model = RightModel.from_dict(document["meta"]["probability"], "auto")
+    assert not model.beyond_corpus and not model.reads_retrieval and model.unanswerable is None
+    assert set(model.fits) == {"confidence", "no confidence"}
+
+
+def _run(ids: list[str]) -> RunData:
+    n = len(ids)
+    return RunData(["A"], ids, [["x"]] * n, [["x"]] * n, [[[]]] * n, [[""]] * n, ["q"] * n)
+
+
+def test_a_question_and_its_ablated_copy_share_a_fold() -> None:
+    answerable = [f"q{i}" for i in range(20)]
+    ablated = [f"q{i}/ablated" for i in (3, 7, 11)] + ["elsewhere/ablated"]
+    nocorpus = [f"n{i}" for i in range(10)]
+    ids = answerable + ablated + nocorpus
+    kind = np.array([ANSWERABLE] * 20 + [ABLATED] * 4 + [NOCORPUS] * 10)
+    mix = Mix(_run(ids), kind, [i.removesuffix("/ablated") for i in ids])
+    parts = mix_folds(mix, 5, seed=0)
+    fold_of = {ids[row]: f for f, part in enumerate(parts) for row in part}
+    assert sorted(fold_of) == sorted(ids)  # every row once
+    for i in (3, 7, 11):
+        assert fold_of[f"q{i}/ablated"] == fold_of[f"q{i}"]
+    # the answerable questions keep the voter's own folds (voters.folds), the no-corpus ones seeded folds of theirs
+    assert [sorted(part[part < 20]) for part in parts] == [sorted(f) for f in folds(20, 5, 0)]
+    assert [sorted(p[p >= 24] - 24) for p in parts] == [sorted(f) for f in folds(10, 5, 0)]
