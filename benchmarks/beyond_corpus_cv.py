@@ -12,8 +12,9 @@ no-corpus questions, each apart), and at α = 0.3 the report gives, out of fold:
 questions answered, the coverage of the answerable, the error among answered on the mix at the share, and ECE on
 the natural mix. P(unanswerable) is scored the same way (AUC of telling the answerable from each kind).
 
-    python -m benchmarks.beyond_corpus_cv docs/records/nq-train.jsonl.gz --ablated docs/records/nq-train-ablated.jsonl.gz \
-        --nocorpus docs/records/nq-nocorpus-learn200.jsonl.gz --config configs/nq-offline.yaml [--json FILE]
+    python -m benchmarks.beyond_corpus_cv docs/records/nq-train.jsonl.gz \
+        --ablated docs/records/nq-train-ablated.jsonl.gz --nocorpus docs/records/nq-nocorpus-learn200.jsonl.gz \
+        --config configs/nq-offline.yaml [--json FILE]
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.pipeline.abstention import DEFAULT_SHARE, Stratum, mixed_risk_threshold
 from eor.runs.run_data import load_run
 from voters.choice_evidence import FITS, WITH_RETRIEVAL, WITHOUT_CONFIDENCE
-from voters.right import fit_logistic, has_features
+from voters.right import apply_groups, fit_groups, fit_logistic, has_features
 
 TRAINED_ON = {
     "answerable": (ANSWERABLE,),
@@ -51,8 +52,6 @@ def variant(rows, right, kind, parts, trained_on, fit, share: float, alpha: floa
     for held in parts:
         train = np.setdiff1d(keep, held)
         heldout = np.intersect1d(every, held)
-        from voters.right import apply_groups, fit_groups
-
         groups = fit_groups(rows.take(train), right[train], FITS[fit])
         p[heldout] = apply_groups(groups, rows.take(heldout))
     a, u = kind == ANSWERABLE, kind == NOCORPUS

@@ -131,3 +131,105 @@ def test_a_question_and_its_ablated_copy_share_a_fold() -> None:
     # the answerable questions keep the voter's own folds (voters.folds), the no-corpus ones seeded folds of theirs
     assert [sorted(part[part < 20]) for part in parts] == [sorted(f) for f in folds(20, 5, 0)]
     assert [sorted(p[p >= 24] - 24) for p in parts] == [sorted(f) for f in folds(10, 5, 0)]
+
+
+# -- both reasons in every interface ------------------------------------------------------------------------------
+
+OUTSIDE = "what is the melting point of zorblaxite crystals"  # no content word of it is in the demo corpus
+
+
+def beyond_section(thresholds: list[dict], share: float = 0.33) -> dict:
+    """A P(right) fitted beyond the corpus, by hand: the fit "retrieval" gives P = σ(−2 + z − alone) (as
+    tests.test_probability's, other weights 0), its thresholds hold for `share`; P(unanswerable) = σ(3 − 6 ·
+    retr:share) at the share it was trained at: a question whose words the passage read holds is "not sure"
+    (σ(−3) = 0.05), one whose words none holds is "not in the documents" (σ(3) = 0.95)."""
+    from voters.choice_evidence import ALL, FITS
+
+    features = FITS[WITH_RETRIEVAL]
+
+    def group(intercept: float, coef: dict[str, float]) -> dict:
+        return {
+            "intercept": intercept,
+            "coef": dict.fromkeys(features, 0.0) | coef,
+            "mean": dict.fromkeys(features, 0.0),
+            "scale": dict.fromkeys(features, 1.0),
+        }
+
+    fit = {
+        "features": list(features),
+        "questions": 600,
+        "groups": {ALL: group(-2.0, {"score": 1.0, "alone": -1.0})},
+        "risk": {
+            "procedure": "learn-then-test",
+            "delta": 0.1,
+            "thresholds": [t | {"share": share} for t in thresholds],
+        },
+    }
+    unanswerable = {
+        "features": list(features),
+        "logistic": group(3.0, {"retr:share": -6.0}),
+        "trained_share": share,
+        "share": share,
+        "questions": {"answerable": 600, "ablated": 600, "no corpus": 200},
+        "out_of_fold": {"named": 0.3, "precision": 0.9},
+    }
+    return {
+        "correctness": "em",
+        "fit": {"questions": 1400, "folds": 5, "seed": 0, "out_of_fold": True},
+        "fits": {WITH_RETRIEVAL: fit},
+        "unanswerable": unanswerable,
+    }
+
+
+def test_both_reasons_in_every_interface(tmp_path, isolated_cache):
+    import json
+
+    import requests
+    from openai import OpenAI
+
+    from eor.cli.handlers.ask import format_result
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import Ensemble
+    from eor.server import ServerSettings, create_app
+    from tests.test_cascade import QUESTION as INSIDE
+    from tests.test_cascade import cascade_config, hand_cascade_document
+    from tests.test_lazy_voting import Scripted
+    from tests.test_probability import THRESHOLDS
+    from tests.test_server import LiveServer
+    from voters import load_voter
+
+    document = hand_cascade_document()
+    document["meta"]["probability"] = beyond_section(THRESHOLDS)
+    weights = tmp_path / "beyond.json"
+    weights.write_text(json.dumps(document))
+    config = load_config(cascade_config(tmp_path))
+
+    def loader() -> Ensemble:
+        voter = load_voter(str(weights), members=config.members)
+        return Ensemble(config, reader=Scripted("Leonardo da Vinci"), voter=voter, cache=False)
+
+    ensemble = loader()
+    kinds = {INSIDE: "not_sure", OUTSIDE: "not_in_documents"}
+    words = {"not_sure": "not sure enough: P(right)", "not_in_documents": "the passages read do not seem to hold"}
+    for question, kind in kinds.items():
+        result = ensemble.answer(question, risk=0.45)  # α 0.4: P(right) below 0.5 on both
+        assert result.abstained and result.abstention["kind"] == kind and result.probability_fit == "retrieval"
+        assert result.abstention["reason"].startswith(words[kind]) and result.abstention["share"] == 0.33
+        assert result.to_dict()["abstention"]["kind"] == kind  # eor ask --json
+        assert f"I don't know: {words[kind]}" in format_result(result)  # eor ask, plain and --explain
+    # BM25@1's passage holds 2 of the 3 content words of "who painted the mona lisa": σ(3 − 6 · 2/3) = σ(−1)
+    assert ensemble.answer(INSIDE, risk=0.45).abstention["unanswerable"] == pytest.approx(1 / (1 + math.e), abs=1e-4)
+
+    with LiveServer(create_app(config, ServerSettings(), loader=loader)) as server:
+        server.wait_ready()
+        client = OpenAI(base_url=f"{server.url}/v1", api_key="none", max_retries=0, timeout=60)
+        for question, kind in kinds.items():
+            body = requests.post(
+                f"{server.url}/v1/answer", json={"question": question, "risk": 0.45}, timeout=60
+            ).json()
+            assert body["abstained"] and body["abstention"]["kind"] == kind
+            assert body["abstention"]["reason"].startswith(words[kind])
+            messages = [{"role": "user", "content": question}]
+            completion = client.chat.completions.create(model="eor", messages=messages, extra_body={"risk": 0.45})
+            assert completion.choices[0].message.content == "I don't know."
+            assert completion.model_extra["eor"]["abstention"]["kind"] == kind

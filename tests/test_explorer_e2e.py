@@ -282,11 +282,14 @@ def test_report_html_opens_with_no_network(browser, reports, shots):
 @pytest.fixture(scope="module")
 def cascade_server(browser, tmp_path_factory) -> Iterator[str]:
     """`eor serve` of the default config answering with a hand cascade that stops after BM25@1 and holds a
-    P(right) (tests.test_probability): no threshold at an error rate of 0.2, so a risk of 0.25 declines."""
+    P(right) fitted beyond the corpus (tests.test_beyond_corpus): no threshold at an error rate of 0.2, so a risk
+    of 0.25 declines, "not sure enough" or, for a question none of whose words the passage read holds, "not in
+    the documents"."""
     import json
 
+    from tests.test_beyond_corpus import beyond_section
     from tests.test_cascade import selector_document
-    from tests.test_probability import THRESHOLDS, probability_section
+    from tests.test_probability import THRESHOLDS
 
     folder = tmp_path_factory.mktemp("serve-cascade")
     members = ["ReFree", "PK", "BM25@1", "BM25@3", "Wiki@1", "Wiki@3", "BM25@2&Wiki@2"]
@@ -316,7 +319,7 @@ def cascade_server(browser, tmp_path_factory) -> Iterator[str]:
         "cost_unit": "seconds",
         "member_costs": {},
         "params": {"metrics": ["em"], "C": 1.0, "correctness": "em", "metric_params": None, "max_loss": 0.005},
-        "meta": {"probability": probability_section(THRESHOLDS)},
+        "meta": {"probability": beyond_section(THRESHOLDS)},
     }
     weights = folder / "cascade.json"
     weights.write_text(json.dumps(document))
@@ -335,7 +338,7 @@ def test_the_page_shows_p_right_and_an_abstention_plainly(browser, cascade_serve
     api = requests.post(f"{cascade_server}/v1/answer", json={"question": QUESTION}, timeout=600).json()
     assert page.inner_text("#answer strong") == api["answer"] and not api["abstained"]
     assert page.inner_text("#probability").startswith(f"P(right) {api['probability']:.2f}: the chance")
-    assert api["probability_fit"] == "no confidence" and 'by its fit "no confidence"' in page.inner_text("#probability")
+    assert api["probability_fit"] == "retrieval" and 'by its fit "retrieval"' in page.inner_text("#probability")
 
     page.fill("#risk", "0.25")  # the file's α 0.2 has no threshold: every question is declined
     page.press("#question", "Enter")
@@ -344,11 +347,25 @@ def test_the_page_shows_p_right_and_an_abstention_plainly(browser, cascade_serve
         f"{cascade_server}/v1/answer", json={"question": QUESTION, "risk": 0.25}, timeout=600
     ).json()
     assert declined["abstained"] and declined["answer"] is None
-    assert page.inner_text("#answer") == f"I don't know — {declined['abstention']['reason']}"
+    assert declined["abstention"]["kind"] == "not_sure"
+    assert page.inner_text("#answer") == f"I don't know (not sure enough) — {declined['abstention']['reason']}"
+    assert page.get_attribute("#answer", "data-kind") == "not_sure"
     note = page.inner_text("#answer-note")
     assert note.startswith(f"declined the answer of BM25@1: {declined['members']['BM25@1']['answer']}")
     assert "(the threshold for at most 0.2 wrong: none)" in page.inner_text("#probability")
     page.screenshot(path=str(shots / "explorer-abstention.png"), full_page=True)
+
+    from tests.test_beyond_corpus import OUTSIDE
+
+    page.fill("#question", OUTSIDE)
+    page.press("#question", "Enter")
+    page.wait_for_function("() => document.getElementById('answer').dataset.kind === 'not_in_documents'")
+    outside = requests.post(f"{cascade_server}/v1/answer", json={"question": OUTSIDE, "risk": 0.25}, timeout=600).json()
+    assert outside["abstained"] and outside["abstention"]["kind"] == "not_in_documents"
+    assert page.inner_text("#answer") == (
+        f"I don't know (your documents do not seem to hold this) — {outside['abstention']['reason']}"
+    )
+    page.screenshot(path=str(shots / "explorer-abstention-not-in-documents.png"), full_page=True)
     assert problems == []
 
 

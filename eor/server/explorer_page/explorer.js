@@ -132,8 +132,13 @@ function show(result) {
   const judged = result.judge ? result.judge.candidates[result.judge.chosen] : null;
   const chosen = judged ? { answer: judged.text } : result.members[result.member];
   if (result.abstained) {
-    answer.replaceChildren(element("strong", "I don't know"), ` — ${result.abstention.reason}`);
+    // the two reasons of a decline (abstention.kind), said plainly before the figures behind them
+    const why = result.abstention.kind === "not_in_documents"
+      ? "your documents do not seem to hold this" : "not sure enough";
+    answer.replaceChildren(element("strong", "I don't know"), ` (${why}) — ${result.abstention.reason}`);
+    answer.dataset.kind = result.abstention.kind || "";
   } else {
+    delete answer.dataset.kind;
     answer.replaceChildren(element("strong", result.answer || "(empty)"));
   }
   $("probability").textContent = probabilityText(result);
