@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import binomtest
 
 from eor.core.errors import InputError
-from eor.pipeline.abstention import Stratum, clopper_pearson, mixed_bound, mixed_risk_threshold
+from eor.pipeline.abstention import Stratum, binomial_bound, mixed_bound, mixed_risk_threshold
 
 
 def _stratum(*groups: tuple[float, int, int]) -> Stratum:
@@ -31,12 +31,12 @@ def _exact(k: int, n: int) -> tuple[float, float]:
     return ci.low, ci.high
 
 
-def test_clopper_pearson_matches_scipy_and_the_ends() -> None:
+def test_binomial_bound_matches_scipy_and_the_ends() -> None:
     for k, n in [(20, 600), (180, 600), (10, 200), (0, 50), (50, 50)]:
         low, high = _exact(k, n)
-        assert clopper_pearson(k, n, 0.025, upper=True) == pytest.approx(high, abs=1e-12)
-        assert clopper_pearson(k, n, 0.025, upper=False) == pytest.approx(low, abs=1e-12)
-    assert clopper_pearson(0, 50, 0.025, upper=False) == 0.0 and clopper_pearson(50, 50, 0.025, upper=True) == 1.0
+        assert binomial_bound(k, n, 0.025, upper=True) == pytest.approx(high, abs=1e-12)
+        assert binomial_bound(k, n, 0.025, upper=False) == pytest.approx(low, abs=1e-12)
+    assert binomial_bound(0, 50, 0.025, upper=False) == 0.0 and binomial_bound(50, 50, 0.025, upper=True) == 1.0
 
 
 def test_the_mixed_threshold_by_hand() -> None:

@@ -44,6 +44,7 @@ class Vote:
     stops: np.ndarray | None = None  # a cascade's: the step each question stopped at
     probability: np.ndarray | None = None  # P(right) of each chosen answer, where the weights file has one
     fits: np.ndarray | None = None  # the P(right) fit that gave each (voters.right.FITS)
+    unanswerable: np.ndarray | None = None  # P(unanswerable) of each, where the weights file has one (else NaN)
 
     def describe(self) -> dict[str, Any]:
         """The voter's settings for the report (`weights` holds the learned weights separately)."""
@@ -120,14 +121,17 @@ def vote(
     else:
         picks = voter.predict(batch)
     chosen = np.asarray([columns[int(p)] for p in picks], dtype=int)
-    probability = fits = None
+    probability = fits = unanswerable = None
     if model is not None and data.questions:
         found = choice_evidence(voter, batch)
         if not np.array_equal(np.asarray([columns[int(p)] for p in found.pick]), chosen):
             raise RuntimeError("the voter's P(right) scored other answers than it chose")
         fits = model.fit_names(found)
         probability = model.probability(found, fits)
-    return Vote(chosen, voter, members, path, stops, probability, fits)
+        if model.unanswerable is not None:
+            each = (model.unanswerable_of(found.take(np.array([q]))) for q in range(len(found)))
+            unanswerable = np.array([np.nan if value is None else value for value in each], dtype=float)
+    return Vote(chosen, voter, members, path, stops, probability, fits, unanswerable)
 
 
 def _voting_members(voter: Any, data: RunData, path: Path | None) -> list[str]:

@@ -55,14 +55,7 @@ def add_train(commands: Commands) -> None:
         help="the pool's config: the weights file records its pool (members, reader, corpus), and records that "
         "hold more members train on its members alone; default: the pool.json `eor run` wrote beside the records",
     )
-    train.add_argument(
-        "--metrics",
-        default="em,f1,cosine",
-        help="similarity metrics, comma-separated, or a YAML mapping of metric to parameters, e.g. "
-        "'{em: {}, bertscore: {num_layers: 6}}'",
-    )
-    train.add_argument("--pooling", default="mean", help="mean, max, majority, plurality, or search")
-    train.add_argument("--grounding", action="store_true", help="learn a weight for answers found in their passages")
+    _vote_options(train)
     train.add_argument(
         "--no-confidence",
         action="store_true",
@@ -79,6 +72,18 @@ def add_train(commands: Commands) -> None:
     )
     # log_level info: train's progress lines, on stderr
     train.set_defaults(handler="eor.cli.handlers.learn:cmd_train", log_level="info")
+
+
+def _vote_options(train: argparse.ArgumentParser) -> None:
+    """How the paper's voter compares and pools the members' answers."""
+    train.add_argument(
+        "--metrics",
+        default="em,f1,cosine",
+        help="similarity metrics, comma-separated, or a YAML mapping of metric to parameters, e.g. "
+        "'{em: {}, bertscore: {num_layers: 6}}'",
+    )
+    train.add_argument("--pooling", default="mean", help="mean, max, majority, plurality, or search")
+    train.add_argument("--grounding", action="store_true", help="learn a weight for answers found in their passages")
 
 
 def _beyond_options(train: argparse.ArgumentParser) -> None:

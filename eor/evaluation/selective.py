@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import InputError
+from eor.pipeline.abstention import binomial_bound
 
 BINS = 10
 COVERAGES = (0.5, 0.8, 1.0)
@@ -96,13 +97,10 @@ def selective_accuracy(probability: Any, right: Any, coverage: float) -> float:
 
 
 def clopper_pearson(errors: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """The exact binomial interval of errors / n."""
-    from scipy.stats import beta
-
+    """The exact (Clopper–Pearson) binomial interval of errors / n: its two one-sided bounds
+    (eor.pipeline.abstention.binomial_bound) at (1 − level) / 2 each."""
     tail = (1 - level) / 2
-    low = 0.0 if errors == 0 else float(beta.ppf(tail, errors, n - errors + 1))
-    high = 1.0 if errors == n else float(beta.ppf(1 - tail, errors + 1, n - errors))
-    return low, high
+    return binomial_bound(errors, n, tail, upper=False), binomial_bound(errors, n, tail, upper=True)
 
 
 def at_threshold(probability: Any, right: Any, threshold: Any) -> dict[str, Any]:

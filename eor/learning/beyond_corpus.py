@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import InputError
+from eor.learning.ablation import SUFFIX
 from eor.learning.calibration import Calibrated, within
 from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate, vote_arrays
 from eor.pipeline.abstention import ALPHAS, DEFAULT_SHARE, DELTA, Stratum, mixed_risk_threshold, thresholds
@@ -77,8 +78,6 @@ def mix_records(answerable: RunData, ablated: RunData | None, nocorpus: RunData 
 
 
 def _origin(qid: str) -> str:
-    from eor.learning.ablation import SUFFIX
-
     return qid[: -len(SUFFIX)] if qid.endswith(SUFFIX) else qid
 
 

@@ -142,8 +142,9 @@ class Stratum:
         return len(right), int((answered & ~right).sum()), int((answered & right).sum())
 
 
-def clopper_pearson(count: int, n: int, level: float, upper: bool) -> float:
-    """The exact one-sided bound on a binomial rate from `count` of `n`, holding with probability 1 − `level`:
+def binomial_bound(count: int, n: int, level: float, upper: bool) -> float:
+    """Clopper–Pearson's exact one-sided bound on a binomial rate from `count` of `n`, holding with probability
+    1 − `level`:
     the upper bound (beta quantile 1 − level of Beta(count + 1, n − count)) or the lower (quantile `level` of
     Beta(count, n − count + 1)); 1 and 0 at the ends."""
     from scipy.stats import beta
@@ -176,7 +177,7 @@ def mixed_bound(answerable: Stratum, unanswerable: Stratum, threshold: float, de
     for stratum in (answerable, unanswerable):
         n, wrong, right = stratum.counts(threshold)
         bounds.append(
-            (clopper_pearson(wrong, n, delta / 4, upper=True), clopper_pearson(right, n, delta / 4, upper=False))
+            (binomial_bound(wrong, n, delta / 4, upper=True), binomial_bound(right, n, delta / 4, upper=False))
         )
     return MixedBound((bounds[0][0], bounds[1][0]), (bounds[0][1], bounds[1][1]))
 

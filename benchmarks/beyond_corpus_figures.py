@@ -1,0 +1,130 @@
+"""The figures of docs/abstention.md, "Beyond the corpus": a frozen weights file scored once on all 414 dev questions
+(answerable) and the 200 no-corpus questions kept for figures, at a risk.
+
+At the weights file's threshold for the risk (each question by its own P(right) fit's): on dev, the coverage and
+the error among answered; on the no-corpus questions, the share answered; on a mix with a share s of no-corpus
+questions (each kind's rates weighted: (1 − s) · dev's + s · the no-corpus'), the error among answered at s = 0.1,
+0.33 (the natural 200 of 614), 0.5 and the file's own share; ECE of P(right) on the natural mix (the 614 pooled);
+and of the declines, how many say "not in the documents" and how many of those are no-corpus questions.
+
+    python -m benchmarks.beyond_corpus_figures --weights docs/weights/nq-offline-cascade.json \
+        --config configs/nq-offline.yaml [--dev docs/records/nq-dev.jsonl.gz]
+        [--nocorpus docs/records/nq-nocorpus-kept200.jsonl.gz] [--risk 0.3] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import numpy as np
+
+from eor.bench.vote import Vote, vote
+from eor.core.config import load_config
+from eor.core.correctness import correctness_matrix
+from eor.evaluation.selective import clopper_pearson, ece
+from eor.pipeline.abstention import NOT_IN_DOCUMENTS, abstention
+from eor.runs.run_data import RunData, load_run
+from voters.right import RightModel
+
+SHARES = (0.1, 0.33, 0.5)
+
+
+def decisions(data: RunData, weights: str, risk: float) -> dict[str, np.ndarray]:
+    """Per question: right, answered at `risk`, P(right), and whether a decline says "not in the documents"."""
+    chosen: Vote = vote(data, weights)
+    model = RightModel.from_voter(chosen.voter)
+    if model is None or chosen.probability is None or chosen.fits is None:
+        raise SystemExit(f"{weights} holds no P(right)")
+    right = correctness_matrix(data.answers, data.golds, "em")[np.arange(data.questions), chosen.chosen] >= 0.5
+    unanswerable = chosen.unanswerable if chosen.unanswerable is not None else np.full(data.questions, np.nan)
+    verdicts = [
+        abstention(
+            model.fit(str(fit)), float(p), risk, weights, None if np.isnan(u) else float(u)
+        )
+        for p, fit, u in zip(chosen.probability, chosen.fits, unanswerable, strict=True)
+    ]  # fmt: skip
+    return {
+        "right": right,
+        "answered": np.array([not v.abstained for v in verdicts]),
+        "probability": np.asarray(chosen.probability, dtype=float),
+        "absent": np.array([v.kind == NOT_IN_DOCUMENTS for v in verdicts]),
+        "share": np.array([np.nan if v.share is None else v.share for v in verdicts]),
+    }
+
+
+def figures(dev: dict[str, np.ndarray], nocorpus: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The section's figures from the two kinds' decisions (see the module)."""
+
+    def rates(kind: dict[str, np.ndarray]) -> tuple[float, float]:
+        n = len(kind["right"])
+        return float((kind["answered"] & ~kind["right"]).sum() / n), float(kind["answered"].sum() / n)
+
+    (wrong_dev, cover_dev), (wrong_u, cover_u) = rates(dev), rates(nocorpus)
+    shares = sorted({*SHARES, *[float(s) for s in dev["share"][~np.isnan(dev["share"])][:1]]})
+    mixed = {}
+    for s in shares:
+        covered = (1 - s) * cover_dev + s * cover_u
+        mixed[f"{s:g}"] = None if covered == 0 else ((1 - s) * wrong_dev + s * wrong_u) / covered
+    answered_dev = int(dev["answered"].sum())
+    errors_dev = int((dev["answered"] & ~dev["right"]).sum())
+    pooled_p = np.concatenate([dev["probability"], nocorpus["probability"]])
+    pooled_right = np.concatenate([dev["right"], nocorpus["right"]])
+    declined = np.concatenate([~dev["answered"], ~nocorpus["answered"]])
+    absent = np.concatenate([dev["absent"], nocorpus["absent"]])
+    is_nocorpus = np.concatenate([np.zeros(len(dev["right"]), bool), np.ones(len(nocorpus["right"]), bool)])
+    named = declined & absent
+    return {
+        "dev": {
+            "questions": len(dev["right"]),
+            "right": float(dev["right"].mean()),
+            "coverage": cover_dev,
+            "answered": answered_dev,
+            "error": None if not answered_dev else errors_dev / answered_dev,
+            "error_95": list(clopper_pearson(errors_dev, answered_dev)) if answered_dev else None,
+        },
+        "nocorpus": {
+            "questions": len(nocorpus["right"]),
+            "right": float(nocorpus["right"].mean()),
+            "answered": cover_u,
+            "answered_count": int(nocorpus["answered"].sum()),
+            "wrong_among_answered": None
+            if not nocorpus["answered"].any()
+            else float((~nocorpus["right"][nocorpus["answered"]]).mean()),
+        },
+        "mix_error": mixed,
+        "ece_natural_mix": float(ece(pooled_p, pooled_right)),
+        "declines": {
+            "declined": int(declined.sum()),
+            "not_in_documents": int(named.sum()),
+            "of_them_no_corpus": int((named & is_nocorpus).sum()),
+            "no_corpus_declined": int((declined & is_nocorpus).sum()),
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--weights", required=True, help="the frozen weights file")
+    parser.add_argument("--config", required=True, help="the pool's config (its members)")
+    parser.add_argument("--dev", default="docs/records/nq-dev.jsonl.gz", help="the answerable held-out records")
+    parser.add_argument("--nocorpus", default="docs/records/nq-nocorpus-kept200.jsonl.gz", help="the kept no-corpus")
+    parser.add_argument("--risk", type=float, default=0.3, help="the error rate asked for (default 0.3)")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args(argv)
+    members = load_config(args.config).members
+    found = figures(
+        decisions(load_run(args.dev, members), args.weights, args.risk),
+        decisions(load_run(args.nocorpus, members), args.weights, args.risk),
+    )
+    found = {"weights": args.weights, "risk": args.risk, **found}
+    print(json.dumps(found, indent=1))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(found, handle, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
