@@ -156,30 +156,33 @@ def binomial_bound(count: int, n: int, level: float, upper: bool) -> float:
 
 @dataclass(frozen=True)
 class MixedBound:
-    """At one threshold: each stratum's bounds on its answered-and-wrong rate (upper) and answered-and-right rate
-    (lower), and the bound they give on the error among answered questions of a mix with `share` unanswerable."""
+    """At one threshold, three Clopper–Pearson bounds (`mixed_bound`): the error rate among the answerable questions
+    answered (upper), the share of answerable questions answered (lower), and the share of unanswerable questions
+    answered wrongly (upper); and the bound they give on the error among answered questions of a mix."""
 
-    wrong: tuple[float, float]  # upper bounds: answerable, unanswerable
-    right: tuple[float, float]  # lower bounds: answerable, unanswerable
+    error_answerable: float
+    answered_answerable: float
+    wrong_unanswerable: float
 
     def error(self, share: float) -> float:
-        """The largest error among answered questions the bounds allow for a mix with `share` unanswerable: W/(W+R),
-        W and R each stratum's bound weighted by its share (1 when the bounds allow no right answer)."""
-        wrong = (1 - share) * self.wrong[0] + share * self.wrong[1]
-        right = (1 - share) * self.right[0] + share * self.right[1]
-        return 1.0 if wrong + right <= 0 else wrong / (wrong + right)
+        """The largest error among answered questions that the bounds allow for a mix with `share` unanswerable:
+        (1 − s)·C·e + s·W over (1 − s)·C + s·W, with e and W at their upper bounds, C at its lower and every
+        unanswerable question answered taken as wrong (each makes the error larger); 1 when nothing is answered."""
+        answered = (1 - share) * self.answered_answerable + share * self.wrong_unanswerable
+        wrong = (1 - share) * self.answered_answerable * self.error_answerable + share * self.wrong_unanswerable
+        return 1.0 if answered <= 0 else wrong / answered
 
 
 def mixed_bound(answerable: Stratum, unanswerable: Stratum, threshold: float, delta: float) -> MixedBound:
-    """The four Clopper–Pearson bounds at `threshold`, each at δ/4: with probability at least 1 − δ all four hold
-    (a union bound), and then so does `MixedBound.error` at every share."""
-    bounds = []
-    for stratum in (answerable, unanswerable):
-        n, wrong, right = stratum.counts(threshold)
-        bounds.append(
-            (binomial_bound(wrong, n, delta / 4, upper=True), binomial_bound(right, n, delta / 4, upper=False))
-        )
-    return MixedBound((bounds[0][0], bounds[1][0]), (bounds[0][1], bounds[1][1]))
+    """The bounds of MixedBound at `threshold`, each at δ/3: with probability at least 1 − δ all three hold (a union
+    bound), and then so does `MixedBound.error` at every share. The answerable questions' error is bounded given
+    how many were answered (their errors are binomial given that count), as `risk_threshold` tests it."""
+    n, wrong, right = answerable.counts(threshold)
+    level = delta / 3
+    error = binomial_bound(wrong, wrong + right, level, upper=True) if wrong + right else 1.0
+    answered = binomial_bound(wrong + right, n, level, upper=False)
+    m, wrong_u, _ = unanswerable.counts(threshold)
+    return MixedBound(error, answered, binomial_bound(wrong_u, m, level, upper=True))
 
 
 def mixed_risk_threshold(
