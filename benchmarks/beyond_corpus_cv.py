@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     train = load_run(args.records, members)
     mix = mix_records(train, load_run(args.ablated, members), load_run(args.nocorpus, members))
     settings = VoteSettings(max_loss=0.005, confidence=False)
-    arrays = vote_arrays(mix.data, settings)
+    arrays = vote_arrays(mix.data, settings, retrieval=True)
     parts = mix_folds(mix, args.folds, args.seed)
     rows = mix_evidence(arrays, mix, args.voter, settings, parts, lambda done: print(done, flush=True))
     right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5

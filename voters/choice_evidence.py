@@ -80,6 +80,9 @@ WITH_BOTH, WITH_CONFIDENCE, WITH_RETRIEVAL, WITHOUT_CONFIDENCE = (
     "retrieval",
     "no confidence",
 )
+#: the fits of a P(right) fitted on answerable questions alone: the retrieval family, evidence of whether the corpus
+#: holds an answer at all, is learned only with questions it does not (eor.learning.beyond_corpus)
+ANSWERABLE_FITS = (WITH_CONFIDENCE, WITHOUT_CONFIDENCE)
 FITS = {
     WITH_BOTH: FEATURES,
     WITH_CONFIDENCE: tuple(f for f in FEATURES if f not in RETRIEVAL),

@@ -392,7 +392,7 @@ def selective_section(report: dict[str, Any]) -> list[str]:
 
 
 def _fits_used(fits: dict[str, int] | None) -> str:
-    """Which of the P(right) fits (voters.right.FITS) scored how many questions."""
+    """Which of the P(right) fits (voters.choice_evidence.FITS) scored how many questions."""
     if not fits:
         return "one fit"
     return "scored by its fit " + ", ".join(f"{name!r} ({count})" for name, count in fits.items())

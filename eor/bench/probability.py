@@ -15,7 +15,7 @@ def section(
 ) -> dict[str, Any] | None:
     """`eor bench`'s report section of a voter's P(right) (None without one): `summary`, the ECE of a perfectly
     calibrated P on these questions (`calibration_noise`), the risk–coverage curve, how many questions each of
-    its fits scored (`fits`, voters.right.FITS), and for each error rate of the weights file's thresholds the
+    its fits scored (`fits`, voters.choice_evidence.FITS), and for each error rate of the weights file's thresholds the
     coverage and realised error among answered questions, each question judged by its own fit's threshold."""
     if probability is None:
         return None

@@ -43,7 +43,7 @@ class Vote:
     weights_file: Path | None
     stops: np.ndarray | None = None  # a cascade's: the step each question stopped at
     probability: np.ndarray | None = None  # P(right) of each chosen answer, where the weights file has one
-    fits: np.ndarray | None = None  # the P(right) fit that gave each (voters.right.FITS)
+    fits: np.ndarray | None = None  # the P(right) fit that gave each (voters.choice_evidence.FITS)
     unanswerable: np.ndarray | None = None  # P(unanswerable) of each, where the weights file has one (else NaN)
 
     def describe(self) -> dict[str, Any]:

@@ -194,7 +194,9 @@ class Result:
     stages: dict[str, Any] = field(default_factory=dict)
     cascade: dict[str, Any] | None = None  # which members a cascade ran and skipped, and why it stopped
     probability: float | None = None  # P(right) of the answer (voters.right); None: the voter has none
-    probability_fit: str | None = None  # the fit that gave it (voters.right.FITS, a judge's level; None: a step's)
+    probability_fit: str | None = (
+        None  # the fit that gave it (voters.choice_evidence.FITS, a judge's level; None: a step's)
+    )
     abstention: dict[str, Any] | None = None  # at a risk asked for: eor.pipeline.abstention.Abstention.to_dict()
     unanswerable: float | None = None  # P(unanswerable) of the choice (voters.right); None: the voter has none
     judged: dict[str, Any] | None = None  # with a judge voter: its candidates and choice (eor.pipeline.judging)
@@ -238,7 +240,7 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         """The object `eor ask --json` prints (`given_by`: every member that gave the chosen answer; `degraded`
         and `degraded_reasons` only when a member failed,
-        `probability_fit` only when a P(right) fit gave the probability (voters.right.FITS),
+        `probability_fit` only when a P(right) fit gave the probability (voters.choice_evidence.FITS),
         `skipped` only when a lazy vote or a cascade stopped early, `cascade` only for a cascade, `abstention`
         only when a risk was asked for, `judge` only with a judge voter; `answer` is null when eor abstained)."""
         data = {

@@ -169,7 +169,7 @@ def calibrate_mix(
     P(unanswerable)."""
     if not 0 <= share < 1:
         raise InputError(f"the unanswerable share must lie in [0, 1), got {share}")
-    arrays = vote_arrays(mix.data, settings)
+    arrays = vote_arrays(mix.data, settings, retrieval=True)
     parts = mix_folds(mix, k, seed)
     rows = mix_evidence(arrays, mix, name, settings, parts, progress)
     right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5

@@ -5,7 +5,7 @@ for a cascade ending with the judge, that of the answers its steps stop at (`sto
 Each training question's evidence comes from the candidate (eor.learning.crossval) fitted on the other folds of a
 seeded K-fold split; the logistic of every group is fitted on every question's evidence, and the
 out-of-fold probabilities that the thresholds are chosen on are cross-fitted on the same folds. This is done for
-each feature set of voters.right.FITS on the questions whose choice has its features (the fit with the reader's
+each feature set of voters.choice_evidence.ANSWERABLE_FITS on the questions whose choice has its features (the fit with the reader's
 confidence only where at least MIN_ROWS_PER_FOLD of them per fold have it), so that a choice without confidence
 is scored by a fit that never saw one, not by a filled-in value.
 """
@@ -19,7 +19,7 @@ import numpy as np
 from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate
 from eor.pipeline.abstention import DELTA, thresholds
 from voters.cascade_fit import LastStep
-from voters.choice_evidence import EARLY, FITS, Evidence, choice_evidence
+from voters.choice_evidence import ANSWERABLE_FITS, EARLY, FITS, Evidence, choice_evidence
 from voters.folds import fold_split
 from voters.right import RightFit, RightModel, fit_right, has_features
 
@@ -75,13 +75,13 @@ def calibrate_rows(
     seed: int,
     delta: float = DELTA,
 ) -> Calibrated:
-    """Each feature set's logistic (voters.right.FITS) on the out-of-fold evidence `rows` that have its features,
+    """Each feature set's logistic (voters.choice_evidence.ANSWERABLE_FITS) on the out-of-fold evidence `rows` that have its features,
     cross-fitted on the folds `parts` (positions in `rows`), and the thresholds of eor.pipeline.abstention at
     `delta` on each fit's out-of-fold probabilities."""
     fits: dict[str, RightFit] = {}
     by_fit: dict[str, np.ndarray] = {}
     probability, names = np.full(len(rows), np.nan), np.full(len(rows), "", dtype=object)
-    for fit in FITS:  # richest first: a question's out-of-fold P is the fit's that would score it
+    for fit in ANSWERABLE_FITS:  # richest first: a question's out-of-fold P is the fit's that would score it
         keep = np.flatnonzero(has_features(rows, fit))
         if len(keep) < MIN_ROWS_PER_FOLD * k:
             continue

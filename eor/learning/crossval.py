@@ -77,16 +77,17 @@ class VoteSettings:
     confidence: bool = True  # the selector's (and the cascade's) confidence features, where records have them
 
 
-def run_batch(data: RunData) -> VoteBatch:
+def run_batch(data: RunData, retrieval: bool = False) -> VoteBatch:
     """A run's records as the batch every voter reads (voters.batch): answers, passages, question texts, gold
-    answers and the reader's confidence."""
+    answers and the reader's confidence; with `retrieval`, also the passages each member found in a corpus, for
+    P(right)'s retrieval family (voters.choice_evidence: read only beyond the corpus, where it is learned)."""
     return VoteBatch(
         data.answers,
         data.passages,
         data.texts,
         golds=data.golds,
         confidence=data.confidence or None,
-        retrieved=data.retrieved or None,
+        retrieved=(data.retrieved or None) if retrieval else None,
     )
 
 
@@ -113,11 +114,11 @@ class VoteArrays:
         return whole.take(rows)
 
 
-def vote_arrays(data: RunData, settings: VoteSettings) -> VoteArrays:
-    """The records of `data` as one batch, with the similarities, correctness and candidate blocks that
-    `settings` ask for computed for every question (the reader's confidence in the blocks where
+def vote_arrays(data: RunData, settings: VoteSettings, retrieval: bool = False) -> VoteArrays:
+    """The records of `data` as one batch (`run_batch`), with the similarities, correctness and candidate blocks
+    that `settings` ask for computed for every question (the reader's confidence in the blocks where
     `settings.confidence` and the records hold it), and the members' costs (`settings.cost_unit`)."""
-    batch = run_batch(data)
+    batch = run_batch(data, retrieval)
     s = settings
     blocks, _ = batch.blocks(s.metrics, s.metric_params, s.cache_dir, confidence=s.confidence)
     try:

@@ -49,7 +49,7 @@ def ballots(outputs: Mapping[str, MemberOutput]) -> dict[str, Ballot]:
 class Decision:
     """The chosen member, every voting member's decision score (None when its weight drops it), the
     probability that the chosen answer is right (None when the voter has no P(right), voters.right) and the
-    P(right) fit that gave it (voters.right.FITS; None: a cascade step's own calibration)."""
+    P(right) fit that gave it (voters.choice_evidence.FITS; None: a cascade step's own calibration)."""
 
     member: str
     scores: dict[str, float | None]
