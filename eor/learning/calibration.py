@@ -5,8 +5,8 @@ for a cascade ending with the judge, that of the answers its steps stop at (`sto
 Each training question's evidence comes from the candidate (eor.learning.crossval) fitted on the other folds of a
 seeded K-fold split; the logistic of every group is fitted on every question's evidence, and the
 out-of-fold probabilities that the thresholds are chosen on are cross-fitted on the same folds. This is done for
-each feature set of voters.choice_evidence.ANSWERABLE_FITS on the questions whose choice has its features (the fit with the reader's
-confidence only where at least MIN_ROWS_PER_FOLD of them per fold have it), so that a choice without confidence
+each feature set of voters.choice_evidence.ANSWERABLE_FITS on the questions whose choice has its features (the fit
+with the reader's confidence only where at least MIN_ROWS_PER_FOLD of them per fold have it), so that a choice without confidence
 is scored by a fit that never saw one, not by a filled-in value.
 """
 
@@ -75,7 +75,8 @@ def calibrate_rows(
     seed: int,
     delta: float = DELTA,
 ) -> Calibrated:
-    """Each feature set's logistic (voters.choice_evidence.ANSWERABLE_FITS) on the out-of-fold evidence `rows` that have its features,
+    """Each feature set's logistic (voters.choice_evidence.ANSWERABLE_FITS) on the out-of-fold evidence `rows` that
+    have its features,
     cross-fitted on the folds `parts` (positions in `rows`), and the thresholds of eor.pipeline.abstention at
     `delta` on each fit's out-of-fold probabilities."""
     fits: dict[str, RightFit] = {}
