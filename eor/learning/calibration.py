@@ -6,8 +6,8 @@ Each training question's evidence comes from the candidate (eor.learning.crossva
 seeded K-fold split; the logistic of every group is fitted on every question's evidence, and the
 out-of-fold probabilities that the thresholds are chosen on are cross-fitted on the same folds. This is done for
 each feature set of voters.choice_evidence.ANSWERABLE_FITS on the questions whose choice has its features (the fit
-with the reader's confidence only where at least MIN_ROWS_PER_FOLD of them per fold have it), so that a choice without confidence
-is scored by a fit that never saw one, not by a filled-in value.
+with the reader's confidence only where at least MIN_ROWS_PER_FOLD of them per fold have it), so that a choice
+without confidence is scored by a fit that never saw one, not by a filled-in value.
 """
 
 from __future__ import annotations
@@ -76,9 +76,8 @@ def calibrate_rows(
     delta: float = DELTA,
 ) -> Calibrated:
     """Each feature set's logistic (voters.choice_evidence.ANSWERABLE_FITS) on the out-of-fold evidence `rows` that
-    have its features,
-    cross-fitted on the folds `parts` (positions in `rows`), and the thresholds of eor.pipeline.abstention at
-    `delta` on each fit's out-of-fold probabilities."""
+    have its features, cross-fitted on the folds `parts` (positions in `rows`), and the thresholds of
+    eor.pipeline.abstention at `delta` on each fit's out-of-fold probabilities."""
     fits: dict[str, RightFit] = {}
     by_fit: dict[str, np.ndarray] = {}
     probability, names = np.full(len(rows), np.nan), np.full(len(rows), "", dtype=object)
