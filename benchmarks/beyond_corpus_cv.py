@@ -6,7 +6,8 @@ One voter, chosen and fitted as `eor train` would on the answerable questions (t
 `--voter cascade --max-loss 0.5 --no-confidence`), gives every question's evidence out of fold on folds where a
 question and its ablated copy fall together (eor.learning.beyond_corpus). Then, on those same rows and folds, the
 logistic of P(right) is cross-fitted for each variant: which kinds it is fitted on (answerable alone, + ablated,
-+ no corpus, + both) and which feature families it reads (today's, + the retrieval family). Each variant's
++ no corpus, + both) and which feature set it reads (voters.choice_evidence.FITS: with or without the reader's
+confidence, with or without the retrieval family), each on the rows that have its features. Each variant's
 out-of-fold P(right) gives the mixed thresholds at the share `--share` (bounded on the answerable and the
 no-corpus questions, each apart), and at α = 0.3 the report gives, out of fold: the share of the no-corpus
 questions answered, the coverage of the answerable, the error among answered on the mix at the share, and ECE on
@@ -32,7 +33,7 @@ from eor.learning.calibration import within
 from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.pipeline.abstention import DEFAULT_SHARE, Stratum, mixed_risk_threshold
 from eor.runs.run_data import load_run
-from voters.choice_evidence import FITS, WITH_RETRIEVAL, WITHOUT_CONFIDENCE
+from voters.choice_evidence import FITS, WITH_BOTH, WITH_CONFIDENCE, WITH_RETRIEVAL, WITHOUT_CONFIDENCE
 from voters.right import apply_groups, fit_groups, fit_logistic, has_features
 
 TRAINED_ON = {
@@ -41,7 +42,12 @@ TRAINED_ON = {
     "+ no corpus": (ANSWERABLE, NOCORPUS),
     "+ both": (ANSWERABLE, ABLATED, NOCORPUS),
 }
-FAMILIES = {"today's": WITHOUT_CONFIDENCE, "+ retrieval": WITH_RETRIEVAL}
+FAMILIES = {
+    "no confidence": WITHOUT_CONFIDENCE,
+    "confidence": WITH_CONFIDENCE,
+    "retrieval": WITH_RETRIEVAL,
+    "confidence, retrieval": WITH_BOTH,
+}
 
 
 def variant(rows, right, kind, parts, trained_on, fit, share: float, alpha: float) -> dict[str, Any]:
@@ -54,7 +60,9 @@ def variant(rows, right, kind, parts, trained_on, fit, share: float, alpha: floa
         heldout = np.intersect1d(every, held)
         groups = fit_groups(rows.take(train), right[train], FITS[fit])
         p[heldout] = apply_groups(groups, rows.take(heldout))
-    a, u = kind == ANSWERABLE, kind == NOCORPUS
+    scored = np.zeros(len(rows), dtype=bool)
+    scored[every] = True  # a fit's figures are over the rows that have its features
+    a, u = (kind == ANSWERABLE) & scored, (kind == NOCORPUS) & scored
     chosen = mixed_risk_threshold(Stratum(p[a], right[a]), Stratum(p[u], right[u]), alpha, share)
     t = chosen.threshold
     answered = (p >= t) if t is not None else np.zeros(len(p), dtype=bool)
@@ -66,7 +74,8 @@ def variant(rows, right, kind, parts, trained_on, fit, share: float, alpha: floa
         "threshold": t,
         "answerable_coverage": float(cover(a)),
         "nocorpus_answered": float(cover(u)),
-        "ablated_answered": float(cover(kind == ABLATED)) if (kind == ABLATED).any() else None,
+        "ablated_answered": float(cover((kind == ABLATED) & scored)) if ((kind == ABLATED) & scored).any() else None,
+        "rows": {"answerable": int(a.sum()), "no corpus": int(u.sum())},
         "mix_error": float(((1 - share) * wrong(a) + share * wrong(u)) / mixed_cover) if mixed_cover else None,
         "ece_natural_mix": float(ece(p[natural], right[natural])),
     }

@@ -184,10 +184,10 @@ class SourceRetriever(EorRetriever):
 
     source_name: str
     memo_size: int = 4096
-    # Whether the source serves a query whose passages are withheld (retrievers.withheld): a corpus source
-    # ranks past them, a source that reads no corpus has none to withhold; one that cannot (web search, a
-    # foreign retriever) sets False and refuses such a query.
-    withholds: ClassVar[bool] = True
+    # Whether the source serves a query whose passages are withheld (retrievers.withheld): eor's corpus sources
+    # rank past them, a source that reads no corpus has none to withhold, and each says so (True); any other
+    # source refuses such a query rather than serve a withheld passage unknowingly.
+    withholds: ClassVar[bool] = False
     _memo: KeyedMemo[tuple[str, tuple[str, ...]], list[Document]] = PrivateAttr(default_factory=KeyedMemo)
 
     def to_node(self) -> notation.Node:
@@ -227,6 +227,7 @@ class NoRetrieval(SourceRetriever):
     """ReFree: the retrieval-free member reads the question alone."""
 
     source_name: str = "ReFree"
+    withholds: ClassVar[bool] = True  # no corpus: nothing to withhold
 
     def _retrieve_uncached(
         self, queries: list[str], *, run_managers: list[CallbackManagerForRetrieverRun]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -33,6 +33,7 @@ class BM25Retriever(SourceRetriever):
     """Okapi BM25 (k1=1.5, b=0.75) over title + text of every passage."""
 
     source_name: str = "BM25"
+    withholds: ClassVar[bool] = True  # ranks past withheld passages (retrievers.withheld)
     corpus_path: str
     depth: int = 20
     k1: float = 1.5

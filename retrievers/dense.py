@@ -28,7 +28,7 @@ import logging
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -59,6 +59,7 @@ class DenseRetriever(SourceRetriever):
     ("query: ", "passage: "). Scores are inner products (cosine similarities when `normalize`)."""
 
     source_name: str = "Wiki"
+    withholds: ClassVar[bool] = True  # searches past withheld passages (retrievers.withheld)
     corpus_path: str
     encoder: str = "minilm-l6"
     query_encoder: str | None = None

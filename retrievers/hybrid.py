@@ -29,7 +29,7 @@ and the top 20 Wiki passages. It has its own name so that its results are never 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -54,6 +54,7 @@ class HybridRetriever(SourceRetriever):
     `for_rerank()` view (web search) contributes that view (all pages in chunks), as it would under `@RR`."""
 
     source_name: str = "HB"
+    withholds: ClassVar[bool] = True  # its parts withhold (each run under this one's mask)
     parts: list[HybridPart]
     chunk_words: int = Field(100, gt=0)
     _inputs: list[EorRetriever] = PrivateAttr(default_factory=list)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -19,6 +19,7 @@ class ParametricRetriever(SourceRetriever):
     """One generated background document per query; all queries of a batch go to the reader at once."""
 
     source_name: str = "PK"
+    withholds: ClassVar[bool] = True  # no corpus: nothing to withhold
     reader: object
     prompts: object = PromptTemplates()  # its `parametric_prompt` (eor.core.prompts, the one prompt builder)
     max_tokens: int = 256

@@ -18,6 +18,7 @@ from eor.core.errors import InputError, RetrieverError
 from eor.learning.ablation import Ablation, write_ablated
 from eor.pipeline.stages.retrieval import RetrievalStage
 from retrievers.adapters import LangChainSource
+from retrievers.base import SourceRetriever, passage
 from retrievers.bm25 import BM25Retriever
 from retrievers.corpus import load_corpus
 from retrievers.dense import DenseRetriever
@@ -177,11 +178,22 @@ def test_the_mask_is_part_of_the_memo_key(corpus) -> None:
     assert other == [plain[0], plain[2], *[pid for pid in masked if pid not in plain][:1]] and other != masked
 
 
+class Listed(SourceRetriever):
+    """A source of another package that reads its own corpus and knows nothing of masks."""
+
+    def _retrieve_uncached(self, queries, *, run_managers):
+        return [[passage(text, id=pid, source=self.source_name) for pid, _, text in PASSAGES[:3]] for _ in queries]
+
+
 def test_a_source_that_cannot_withhold_refuses(corpus) -> None:
     foreign = LangChainSource(source_name="Foreign", retriever=BM25Retriever(corpus_path=str(corpus), depth=3))
     assert _retrieve(foreign)  # unmasked: served
     with pytest.raises(RetrieverError, match="cannot withhold passages"):
         _retrieve(foreign, WITHHELD)
+    plugin = Listed(source_name="Notes")  # a source that does not say it withholds is refused, never trusted
+    assert _ids(_retrieve(plugin)) == ["p0", "p1", "p2"]
+    with pytest.raises(RetrieverError, match="cannot withhold passages"):
+        _retrieve(plugin, WITHHELD)
 
 
 def test_the_retrieval_stage_withholds_per_question(corpus) -> None:
@@ -214,3 +226,34 @@ def test_eor_run_on_an_ablated_file_records_what_was_withheld(corpus, tmp_path, 
     read = {p["id"] for member in copy["members"].values() for p in member["passages"]}
     assert read and not read & set(WITHHELD)
     assert {p["id"] for member in plain["members"].values() for p in member["passages"]} & set(WITHHELD)
+
+
+def test_ablated_records_resume_grow_and_pack_with_their_mask(corpus, tmp_path, capsys) -> None:
+    """`eor ablate`, then `eor run` (SmolLM2), grown by a member and packed: no member, the grown one included,
+    ever reads a withheld passage, and the packed records keep what was withheld."""
+    from eor.cli import main
+    from eor.runs.records import read_records
+
+    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "question": QUESTION, "answers": ANSWERS,
+                                                   "gold_passages": ["p0"]}])  # fmt: skip
+    ablated = tmp_path / "ablated.jsonl"
+    assert main(["ablate", "--data", str(questions), "--corpus", str(corpus), "--out", str(ablated)]) == 0
+    assert "1 ablated copies" in capsys.readouterr().out
+
+    def config(members: list[str]) -> str:
+        path = tmp_path / f"pool{len(members)}.yaml"
+        path.write_text(
+            "name: ablate\nreader: {model: smollm2-135m, max_tokens: 8, llama_cpp: {context_tokens: 2048}}\n"
+            f"corpus: {{path: {corpus}}}\nmembers: {json.dumps(members)}\nvoter: {{metrics: [em]}}\n"
+        )
+        return str(path)
+
+    out = tmp_path / "run"
+    for members in (["ReFree", "BM25@2"], ["ReFree", "BM25@2", "BM25@1&Wiki@3"]):  # then grown by one member
+        assert main(["run", "--config", config(members), "--data", str(ablated), "--out", str(out), "--no-cache"]) == 0
+    assert main(["records", "pack", str(out), "--out", str(tmp_path / "packed.jsonl.gz")]) == 0
+    (record,) = read_records(tmp_path / "packed.jsonl.gz")
+    assert record.extra["withheld"] == list(WITHHELD) and record.extra["ablated_from"] == "q1"
+    assert set(record.members) == {"ReFree", "BM25@2", "BM25@1&Wiki@3"}
+    read = {p["id"] for output in record.members.values() for p in output.passages}
+    assert len(record.members["BM25@1&Wiki@3"].passages) == 4 and not read & set(WITHHELD)

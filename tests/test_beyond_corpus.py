@@ -233,3 +233,18 @@ def test_both_reasons_in_every_interface(tmp_path, isolated_cache):
             completion = client.chat.completions.create(model="eor", messages=messages, extra_body={"risk": 0.45})
             assert completion.choices[0].message.content == "I don't know."
             assert completion.model_extra["eor"]["abstention"]["kind"] == kind
+
+
+def test_documents_the_reader_wrote_are_not_retrieved_passages_even_in_old_records() -> None:
+    from eor.core.results import MemberOutput
+
+    old = MemberOutput(
+        "x",
+        [
+            {"id": "PK:2741730785ca", "title": "", "text": "a document PK wrote", "score": None},  # before the flag
+            {"id": "CP:0123456789ab", "title": "", "text": "a summary", "score": None, "generated": True},
+            {"id": "w00768", "title": "T", "text": "a passage of the corpus", "score": 21.5},
+            {"id": "Foreign:3", "title": "", "text": "a foreign retriever's, unscored", "score": None},
+        ],
+    )
+    assert old.retrieved_texts == ["a passage of the corpus", "a foreign retriever's, unscored"]

@@ -187,9 +187,11 @@ class UnanswerableFit:
     precision: float | None = None
 
     def probability(self, rows: np.ndarray) -> np.ndarray:
-        """P(unanswerable) of each row of voters.right.FEATURES at the share `share` (Bayes' rule: the odds moved
-        by the ratio of the share's odds to the training mix's)."""
+        """P(unanswerable) of each row of voters.choice_evidence.FEATURES at the share `share` (Bayes' rule: the odds
+        moved by the ratio of the share's odds to the training mix's); 0 at a share of 0."""
         p = np.clip(self.logistic.probability(rows), 1e-9, 1 - 1e-9)
+        if self.share <= 0:
+            return np.zeros(len(p))
         shift = _logit(self.share) - _logit(self.trained_share)
         return 1.0 / (1.0 + np.exp(-(_logit(p) + shift)))
 
@@ -233,13 +235,15 @@ class RightModel:
 
     @property
     def beyond_corpus(self) -> bool:
-        """Whether it was fitted with questions the corpus cannot answer (its guarantee then covers a mix)."""
+        """Whether it was fitted with questions the corpus cannot answer (its thresholds cover a mix only where
+        real no-corpus questions certified them: `RiskThreshold.share`)."""
         return self.unanswerable is not None
 
     @property
     def reads_retrieval(self) -> bool:
-        """Whether a fit it holds reads the retrieval family (voters.relevance: worth computing for a choice)."""
-        return any(set(RETRIEVAL) & set(FITS[name]) for name in self.fits)
+        """Whether a fit it holds, or P(unanswerable), reads the retrieval family (voters.relevance: worth computing
+        for a choice)."""
+        return self.unanswerable is not None or any(set(RETRIEVAL) & set(FITS[name]) for name in self.fits)
 
     def fit_names(self, rows: Evidence) -> np.ndarray:
         """Per row, the fit that scores it: the richest this model holds whose features the row has. InputError

@@ -349,7 +349,8 @@ def grow_records(ensemble: Any, folder: RunFolder, batch_size: int) -> str:
 def _answer_missing(ensemble: Any, batch: list[Record], missing: list[str]) -> list[Any]:
     """The results of the missing members on a batch of records' questions; question by question when every
     missing member failed on one of them (None for that question)."""
-    questions = [Question(record.id, record.question, record.answers) for record in batch]
+    # the record's own fields go with its question: an ablated copy's `withheld` passages stay withheld
+    questions = [Question(record.id, record.question, record.answers, dict(record.extra)) for record in batch]
     try:
         return ensemble.answer_batch(questions, members=missing, lazy=False)
     except EorError as exc:

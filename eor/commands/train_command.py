@@ -22,6 +22,7 @@ from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
 from eor.learning.crossval import vote_arrays
 from eor.learning.training import (
+    beyond_records,
     calibrated,
     calibrated_beyond,
     choose,
@@ -53,7 +54,10 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     choice = choose(name, arrays, settings, options.inner_folds, options.seed, options.cv)
     fitted = fit(choice)
     if options.beyond_corpus:
-        beyond = [None if path is None else load_run(path, data.names) for path in (options.ablated, options.nocorpus)]
+        beyond = [
+            None if path is None else beyond_records(path, data.names, pool)
+            for path in (options.ablated, options.nocorpus)
+        ]
         probability = calibrated_beyond(choice, *beyond, options.unanswerable_share)
     else:
         probability = calibrated(choice)

@@ -152,7 +152,8 @@ def beyond_lines(calibrated: MixCalibrated) -> list[str]:
     question by its own fit's threshold), and what P(unanswerable) names."""
     model = calibrated.model
     unanswerable = model.unanswerable
-    share = next((row.get("share") for fit in model.fits.values() for row in fit.thresholds), None)
+    shares = [row["share"] for fit in model.fits.values() for row in fit.thresholds if row.get("share") is not None]
+    share = shares[0] if shares else None
     lines = [
         "thresholds for a mix with a share "
         + (f"{significant(share)} of questions the corpus cannot answer (bounded on the training and the no-corpus "
@@ -165,8 +166,10 @@ def beyond_lines(calibrated: MixCalibrated) -> list[str]:
             continue
         answered = []
         for alpha in REPORTED_RISKS:
-            taken = [
-                _answers(model.fits[str(calibrated.fits[r])].thresholds, alpha, calibrated.probability[r]) for r in rows
+            taken = [  # a question no fit scored is declined
+                bool(calibrated.fits[r])
+                and _answers(model.fits[str(calibrated.fits[r])].thresholds, alpha, calibrated.probability[r])
+                for r in rows
             ]
             answered.append(f"{significant(alpha)}: {pct(float(np.mean(taken)))}%")
         named = calibrated.unanswerable[rows]
@@ -178,8 +181,9 @@ def beyond_lines(calibrated: MixCalibrated) -> list[str]:
     if unanswerable is not None:
         precision = unanswerable.precision
         lines.append(
-            f"P(unanswerable) at the share {significant(unanswerable.share)}: names {pct(unanswerable.named)}% of the "
-            f"training questions unanswerable, {'-' if precision is None else pct(precision)}% of them rightly"
+            f"P(unanswerable) at the share {significant(unanswerable.share)}, out of fold: would name "
+            f"{pct(unanswerable.named)}% of the questions of such a mix unanswerable, "
+            f"{'-' if precision is None else pct(precision)}% of them rightly"
         )
     return lines
 

@@ -5,11 +5,24 @@ explorer read."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from eor.core.answers import contains, normalize_answer
 from eor.core.errors import InputError
+
+#: the id of a document the reader wrote (retrievers.parametric's `PK:<12 hex>`, retrievers.operators' `CP:<12 hex>`)
+_GENERATED_ID = re.compile(r"^[^:\s]+:[0-9a-f]{12}$")
+
+
+def is_generated(passage: Mapping[str, Any]) -> bool:
+    """Whether the reader wrote the passage (PK's document, @CP's summary): its `generated` flag, or in records made
+    before the flag was kept, an unscored passage with a generated document's id."""
+    if passage.get("generated"):
+        return True
+    return passage.get("score") is None and bool(_GENERATED_ID.match(str(passage.get("id", ""))))
 
 
 @dataclass
@@ -37,7 +50,7 @@ class MemberOutput:
     @property
     def retrieved_texts(self) -> list[str]:
         """The text of each passage a retriever found in a corpus (not a document the reader wrote), in order."""
-        return [passage["text"] for passage in self.passages if not passage.get("generated")]
+        return [passage["text"] for passage in self.passages if not is_generated(passage)]
 
     def record(self) -> dict[str, Any]:
         """The member's entry in a record (eor.runs.records' format)."""
@@ -232,7 +245,7 @@ class Result:
         credited = self.given_by
         if self.judged is not None and not credited:
             credited = list(self.judged["candidates"][self.judged["chosen"]]["supported_by"])
-        read = [(name, p) for name in credited for p in self.members[name].passages if not p.get("generated")]
+        read = [(name, p) for name in credited for p in self.members[name].passages if not is_generated(p)]
         holding = [(name, p) for name, p in read if contains(str(p.get("text", "")), self.answer) == 1.0]
         keys = ("id", "title", "file", "page", "url")
         return [{"member": name, **{k: p[k] for k in keys if p.get(k) is not None}} for name, p in holding or read]

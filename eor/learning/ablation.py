@@ -66,6 +66,8 @@ class Ablation:
 
 def write_ablated(questions: list[Question], passages: Iterable[Passage], out: Path) -> dict[str, float]:
     """Every question's ablated copy into the question file `out` (atomically); what was withheld, summarised."""
+    if not questions:
+        raise InputError("no questions to make ablated copies of")
     ablation = Ablation(passages)
     lines = [ablation.copy(question) for question in questions]
     with atomic_file(out) as handle:

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import InputError
-from eor.learning.ablation import SUFFIX
 from eor.learning.calibration import Calibrated, within
 from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate, vote_arrays
 from eor.pipeline.abstention import ALPHAS, DEFAULT_SHARE, DELTA, Stratum, mixed_risk_threshold, thresholds
@@ -73,12 +72,7 @@ def mix_records(answerable: RunData, ablated: RunData | None, nocorpus: RunData 
     for _, data in parts[1:]:
         merged = _concatenate(merged, data)
     kind = np.concatenate([np.full(data.questions, name, dtype=object) for name, data in parts]).astype(str)
-    origin = [_origin(i) for i in ids]
-    return Mix(merged, kind, origin)
-
-
-def _origin(qid: str) -> str:
-    return qid[: -len(SUFFIX)] if qid.endswith(SUFFIX) else qid
+    return Mix(merged, kind, [origin for _, data in parts for origin in data.origin_ids])
 
 
 def _concatenate(a: RunData, b: RunData) -> RunData:
@@ -99,6 +93,7 @@ def _concatenate(a: RunData, b: RunData) -> RunData:
         confidence=both("confidence"),
         prompts=both("prompts"),
         retrieved=both("retrieved"),
+        origins=a.origin_ids + b.origin_ids,
     )
 
 
@@ -169,16 +164,20 @@ def calibrate_mix(
     P(unanswerable)."""
     if not 0 <= share < 1:
         raise InputError(f"the unanswerable share must lie in [0, 1), got {share}")
-    arrays = vote_arrays(mix.data, settings, retrieval=True)
+    arrays = vote_arrays(mix.data, settings, retrieval=True)  # settings.rates: the answerable records' (below)
     parts = mix_folds(mix, k, seed)
     rows = mix_evidence(arrays, mix, name, settings, parts, progress)
     right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
     fits: dict[str, RightFit] = {}
     by_fit: dict[str, np.ndarray] = {}
     probability, names = np.full(len(rows), np.nan), np.full(len(rows), "", dtype=object)
+    beyond = (mix.kind != ANSWERABLE).any()
     for fit in FITS:
         keep = np.flatnonzero(has_features(rows, fit))
-        if len(keep) < MIN_ROWS_PER_FOLD * k or not (mix.kind[keep] == ANSWERABLE).any():
+        kinds = mix.kind[keep]
+        if len(keep) < MIN_ROWS_PER_FOLD * k or not (kinds == ANSWERABLE).any():
+            continue
+        if beyond and (kinds == ANSWERABLE).all():  # a fit that would see no unanswerable question is not made
             continue
         groups, found = fit_right(rows.take(keep), right[keep], within(list(parts), keep, len(rows)), FITS[fit])
         chosen = _thresholds(found, right[keep], mix.kind[keep], share, delta, alphas)
@@ -187,6 +186,11 @@ def calibrate_mix(
         by_fit[fit][keep] = found
         fresh = keep[names[keep] == ""]
         probability[fresh], names[fresh] = found[np.searchsorted(keep, fresh)], fit
+    if not fits:
+        raise InputError(
+            f"P(right) beyond the corpus needs at least {MIN_ROWS_PER_FOLD * k} questions with the same features, "
+            "answerable and not, for its fits; the records give fewer"
+        )
     counts = {kind: int((mix.kind == kind).sum()) for kind in KINDS}
     unanswerable, oof = _unanswerable(rows, mix.kind, parts, share, counts)
     model = RightModel(settings.correctness, fits, len(rows), k, seed, unanswerable)
@@ -221,9 +225,12 @@ def _unanswerable(
             fit_logistic(rows.features[keep[train]], label[train], features), float(label[train].mean()), share, {}
         )
         out[keep[held]] = fold.probability(rows.features[keep[held]])
+    # what it names at the share s: its rates on each kind of question, weighted as the share weighs them
     named = out[keep] >= 0.5
-    precision = float(label[named].mean()) if named.any() else None
+    caught, false_alarm = float(named[label].mean()), float(named[~label].mean())
+    said = share * caught + (1 - share) * false_alarm
+    precision = share * caught / said if said > 0 else None
     fitted = UnanswerableFit(
-        fit_logistic(rows.features[keep], label, features), trained, share, counts, float(named.mean()), precision
+        fit_logistic(rows.features[keep], label, features), trained, share, counts, said, precision
     )
     return fitted, out

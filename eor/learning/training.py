@@ -205,12 +205,31 @@ def calibrated(choice: Choice) -> Calibrated | None:
         return calibrate(choice.arrays, choice.name, choice.settings, choice.folds, choice.seed, step)
 
 
-def calibrated_beyond(choice: Choice, ablated: RunData | None, nocorpus: RunData | None, share: float) -> MixCalibrated:
+def beyond_records(path: Path, names: list[str], pool: EnsembleConfig | None) -> RunData:
+    """Records of questions the corpus cannot answer, for `calibrated_beyond`: the training members, less any
+    question made from one the pool config's prompt variants show as a worked example."""
+    data = load_run(path, names)
+    shown = demonstration_ids(pool) if pool is not None else set()
+    kept = [
+        i for i, (qid, origin) in enumerate(zip(data.ids, data.origin_ids, strict=True)) if not {qid, origin} & shown
+    ]
+    return data if len(kept) == data.questions else data.subset(kept)
+
+
+def calibrated_beyond(
+    choice: Choice, ablated: RunData | None, nocorpus: RunData | None, share: float
+) -> MixCalibrated | None:
     """P(right) of the chosen voter fitted out of fold with questions the corpus cannot answer beside the training
-    ones, its thresholds for a mix with `share` of them, and P(unanswerable) (eor.learning.beyond_corpus)."""
+    ones, its thresholds for a mix with `share` of them, and P(unanswerable) (eor.learning.beyond_corpus); None
+    with fewer than PROBABILITY_QUESTIONS_PER_FOLD training questions per fold. Token costs are priced at the
+    training records' rates, so that the voter refitted on the folds is the one `calibrated` would refit."""
+    if choice.arrays.data.questions < PROBABILITY_QUESTIONS_PER_FOLD * choice.folds:
+        return None
     mix = mix_records(choice.arrays.data, ablated, nocorpus)
+    costs = choice.arrays.costs
+    settings = replace(choice.settings, rates=choice.settings.rates or (costs.rates if costs is not None else None))
     with fold_progress("P(right) out of fold, every kind of question", choice.folds) as step:
-        return calibrate_mix(mix, choice.name, choice.settings, choice.folds, choice.seed, share, progress=step)
+        return calibrate_mix(mix, choice.name, settings, choice.folds, choice.seed, share, progress=step)
 
 
 def uniform_baseline(names: list[str], settings: VoteSettings) -> Voter:

@@ -166,8 +166,9 @@ class MixedBound:
 
     def error(self, share: float) -> float:
         """The largest error among answered questions that the bounds allow for a mix with `share` unanswerable:
-        (1 − s)·C·e + s·W over (1 − s)·C + s·W, with e and W at their upper bounds, C at its lower and every
-        unanswerable question answered taken as wrong (each makes the error larger); 1 when nothing is answered."""
+        (1 − s)·C·e + s·W over (1 − s)·C + s·W, with e and W at their upper bounds and C at its lower, and the
+        unanswerable questions answered rightly left out of both (each of these makes the error larger); 1 when
+        nothing is answered."""
         answered = (1 - share) * self.answered_answerable + share * self.wrong_unanswerable
         wrong = (1 - share) * self.answered_answerable * self.error_answerable + share * self.wrong_unanswerable
         return 1.0 if answered <= 0 else wrong / answered
@@ -258,7 +259,7 @@ class Abstention:
             f"the threshold for an error rate of at most {self.alpha:g} ({self.correctness}; Learn then Test, fixed "
             f"sequence, δ {self.delta:g}"
             + (
-                "; for answerable questions only: fitted without questions the documents cannot answer"
+                "; for answerable questions only: certified without questions the documents cannot answer"
                 if self.share is None
                 else f"; for a mix with a share {self.share:g} of questions the documents cannot answer"
             )

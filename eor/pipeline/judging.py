@@ -238,7 +238,7 @@ class JudgeStage:
         if risk is not None:
             probability = math.nan if result.probability is None else result.probability
             fit = None if self.early is None else self.early.fit(result.probability_fit)
-            verdict = abstention(fit, probability, risk, "the cascade before the judge")
+            verdict = abstention(fit, probability, risk, "the cascade before the judge", result.unanswerable)
             result.abstention = verdict.to_dict()
             if verdict.abstained:
                 result.answer = None
@@ -267,6 +267,7 @@ class JudgeStage:
         result.member = writers[0] if writers else next(iter(holders[choice.index]), result.member)
         result.answer = choice.text
         result.probability, result.probability_fit = choice.probability, fit.label
+        result.unanswerable = None  # a step's P(unanswerable) was of the step's answer, not the judge's
         result.judged = {
             "fit": fit.label,
             "scored": sorted(features.scored),

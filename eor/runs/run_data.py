@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eor.core.data import ABLATED_FROM
 from eor.core.errors import InputError
 from eor.runs.records import read_records
 
@@ -38,6 +39,12 @@ class RunData:
     confidence: list[list[dict[str, float] | None]] = field(default_factory=list)
     prompts: list[list[str | None]] = field(default_factory=list)  # each member's answer prompt, as recorded
     retrieved: list[list[list[str]]] = field(default_factory=list)  # the passages found in a corpus (not PK's, @CP's)
+    origins: list[str] = field(default_factory=list)  # the question each was made from (an ablated copy's), else []
+
+    @property
+    def origin_ids(self) -> list[str]:
+        """Per question, the id of the question it was made from (an ablated copy's `ablated_from`), else its own."""
+        return list(self.origins) if self.origins else list(self.ids)
 
     @property
     def has_confidence(self) -> bool:
@@ -74,6 +81,7 @@ class RunData:
             confidence=[self.confidence[i] for i in rows] if self.confidence else [],
             prompts=[self.prompts[i] for i in rows] if self.prompts else [],
             retrieved=[self.retrieved[i] for i in rows] if self.retrieved else [],
+            origins=[self.origins[i] for i in rows] if self.origins else [],
         )
 
 
@@ -87,6 +95,7 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
         raise InputError(f"{path}: member names repeat: {names}")
     ids, answers, golds, passages, texts, seconds, tokens, confidence, prompts = [], [], [], [], [], [], [], [], []
     retrieved: list[list[list[str]]] = []
+    origins: list[str] = []
     for record in records:
         missing = [name for name in names if name not in record.members]
         if missing:
@@ -104,7 +113,10 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
         confidence.append([out.confidence for out in outputs])
         prompts.append([out.prompt for out in outputs])
         retrieved.append([out.retrieved_texts for out in outputs])
+        origins.append(str(record.extra.get(ABLATED_FROM) or record.id))
     if not answers:
         raise InputError(f"{path}: no record has gold answers to train on")
     joined = [[" ".join(texts_) for texts_ in row] for row in passages]
-    return RunData(names, ids, answers, golds, passages, joined, texts, seconds, tokens, confidence, prompts, retrieved)
+    return RunData(
+        names, ids, answers, golds, passages, joined, texts, seconds, tokens, confidence, prompts, retrieved, origins
+    )

@@ -11,6 +11,7 @@ from eor.commands.train_judge import train_judge
 from eor.commands.train_judge_cascade import train_judge_cascade
 from eor.core.errors import ConfigError
 from eor.learning.judge_training import JUDGE
+from eor.pipeline.abstention import DEFAULT_SHARE
 from voters.similarity import parse_metric_spec
 
 
@@ -52,7 +53,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 #: flags a cascade ending with the judge does not take, at their defaults: it is trained and held out on exact
 #: match (the judge's objective), reports no dev score and no K-fold table, and its steps are selectors
 CASCADE_WITH_JUDGE_FLAGS = {"metric": "em", "pooling": "mean", "grounding": False, "restarts": 4, "cv": None,
-                            "dev": None}  # fmt: skip
+                            "dev": None, "ablated": None, "nocorpus": None,
+                            "unanswerable_share": DEFAULT_SHARE}  # fmt: skip
 
 
 def _refuse(args: argparse.Namespace, what: str, defaults: dict, why: str = "") -> None:
@@ -68,7 +70,7 @@ def _judge_options(args: argparse.Namespace) -> dict:
     defaults = {
         "metric": "em", "metrics": "em,f1,cosine", "pooling": "mean", "grounding": False, "restarts": 4,
         "cv": None, "max_loss": None, "budget": None, "cost": "auto", "rates": None, "no_confidence": False,
-        "judge": None,
+        "judge": None, "ablated": None, "nocorpus": None, "unanswerable_share": DEFAULT_SHARE,
     }  # fmt: skip
     _refuse(args, "--voter judge", defaults, ": it chooses its own features by cross-validation")
     return {

@@ -78,11 +78,13 @@ class VoteStage:
         member: str,
         question: str,
         group: str = ALL,
+        relevance: Relevance | None = None,
     ) -> tuple[float, str, float | None] | None:
         """(P(right) of `member`'s answer to `question`, chosen by decision `scores` (by member; None: dropped)
         over `ballots`, in `group` (voters.choice_evidence: ALL, or a cascade's EARLY/LAST), the fit that scored
         it, and P(unanswerable) where the voter has one); None when the voter has no P(right). InputError when
-        the answers lack what every fit of it needs."""
+        the answers lack what every fit of it needs. `relevance`: the retrieved passages' relevance to the question
+        (voters.relevance), when already computed for a batch."""
         if self.right is None:
             return None
         names = list(scores)
@@ -97,7 +99,9 @@ class VoteStage:
             group,
             [names.index(member)],
             retrieved,
-            Relevance.of([question], retrieved) if retrieved is not None and self.right.reads_retrieval else None,
+            [relevance or Relevance.of([question], retrieved)[0]]
+            if retrieved is not None and self.right.reads_retrieval
+            else None,
         )
         fit = self.right.fit_names(found)
         return float(self.right.probability(found, fit)[0]), str(fit[0]), self.right.unanswerable_of(found)
@@ -116,12 +120,28 @@ class VoteStage:
             subset = None if list(voting) == self.members else [self.members.index(name) for name in voting]
             known = confidence_kwargs(self.voter, [[ballots[i][name].confidence for name in voting] for i in index])
             scores = np.asarray(self.voter.decision_scores(answers, passages, texts, subset, **known), dtype=float)
-            for row, i, best in zip(scores, index, choose(scores), strict=True):
+            relevance = self._relevance(texts, [ballots[i] for i in index], voting)
+            for j, (row, i, best) in enumerate(zip(scores, index, choose(scores), strict=True)):
                 kept = {name: float(row[m]) if math.isfinite(row[m]) else None for m, name in enumerate(voting)}
                 member = voting[int(best)]
-                found = None if self.stops else self.probability(kept, ballots[i], member, questions[i])
+                found = (
+                    None
+                    if self.stops
+                    else self.probability(kept, ballots[i], member, questions[i], ALL, relevance and relevance[j])
+                )
                 decisions[i] = Decision(member, kept, *(found or (None, None, None)))
         return decisions  # type: ignore[return-value]
+
+    def _relevance(
+        self, texts: list[str], entries: list[Mapping[str, Ballot]], voting: tuple[str, ...]
+    ) -> list[Relevance] | None:
+        """The relevance of each question's retrieved passages, in one encoder call for the batch, where the voter's
+        P(right) reads it (None otherwise, or when a ballot's retrieved passages are unknown)."""
+        if self.stops or self.right is None or not self.right.reads_retrieval:
+            return None
+        if any(entry[name].retrieved is None for entry in entries for name in voting):
+            return None
+        return Relevance.of(texts, [[list(entry[name].retrieved or []) for name in voting] for entry in entries])
 
     # -- abstention (eor.pipeline.abstention) -------------------------------------------------------------------------
 
