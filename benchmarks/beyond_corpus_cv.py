@@ -32,6 +32,7 @@ from eor.learning.beyond_corpus import ABLATED, ANSWERABLE, NOCORPUS, mix_eviden
 from eor.learning.calibration import within
 from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.pipeline.abstention import DEFAULT_SHARE, Stratum, mixed_risk_threshold
+from eor.runs.costs import member_costs
 from eor.runs.run_data import load_run
 from voters.choice_evidence import FITS, WITH_BOTH, WITH_CONFIDENCE, WITH_RETRIEVAL, WITHOUT_CONFIDENCE
 from voters.right import apply_groups, fit_groups, fit_logistic, has_features
@@ -117,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     members = load_config(args.config).members
     train = load_run(args.records, members)
     mix = mix_records(train, load_run(args.ablated, members), load_run(args.nocorpus, members))
-    settings = VoteSettings(max_loss=0.005, confidence=False)
+    # token costs at the answerable records' rates, as `eor train` prices them (eor.learning.training)
+    settings = VoteSettings(max_loss=0.005, confidence=False, rates=member_costs(train).rates)
     arrays = vote_arrays(mix.data, settings, retrieval=True)
     parts = mix_folds(mix, args.folds, args.seed)
     rows = mix_evidence(arrays, mix, args.voter, settings, parts, lambda done: print(done, flush=True))
