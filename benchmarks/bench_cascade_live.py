@@ -15,7 +15,15 @@ the generation cache off (every prompt is generated):
 Defaults: configs/nq-offline.yaml, the first 30 questions of ../shared/data/nq/dev.jsonl,
 docs/weights/nq-offline-cascade.json against docs/weights/nq-offline-auto.json. `--compare NAME CONFIG WEIGHTS
 MODE` (repeated) sets the arms instead, e.g. a designed pool's cascade against today's (docs/pool-design.md);
-the ratio printed is the first arm's wall time over the last's. Run it alone on the machine.
+the ratio printed is the first arm's wall time over the last's. `--risk ALPHA` answers as `eor ask --risk` does
+(a decline scores 0 and is counted), `--ids FILE:KEY` takes only the questions a split file lists, e.g. the first 30
+no-corpus questions kept for figures (docs/abstention.md):
+
+    python -m benchmarks.bench_cascade_live --data ../shared/data/nq/nocorpus.jsonl \
+        --ids docs/records/nq-nocorpus400-split.json:kept --risk 0.3 --compare new configs/nq-offline.yaml \
+        docs/weights/nq-offline-cascade.json lazy --compare today configs/nq-offline.yaml OLD.json lazy
+
+Run it alone on the machine.
 """
 
 from __future__ import annotations
@@ -40,14 +48,26 @@ ROOT = Path(__file__).resolve().parent.parent
 WARM_UP = "who wrote the odyssey"
 
 
-def run_arm(config: str, weights: str, data: str, limit: int, lazy: bool, out: str) -> None:
-    """One arm, in this process: load, warm up, then answer each question with the cache off."""
+def questions_of(data: str, limit: int, ids: str | None) -> list[Any]:
+    """The first `limit` questions of `data`, or of those whose ids a split file lists (`FILE:KEY`, e.g.
+    docs/records/nq-nocorpus400-split.json:kept), in the file's order."""
+    if ids is None:
+        return load_questions(Path(data), limit=limit)
+    path, _, key = ids.rpartition(":")
+    listed = set(json.loads(Path(path).read_text(encoding="utf-8"))[key])
+    return [question for question in load_questions(Path(data)) if question.id in listed][:limit]
+
+
+def run_arm(
+    config: str, weights: str, data: str, limit: int, lazy: bool, out: str, risk: float | None, ids: str | None
+) -> None:
+    """One arm, in this process: load, warm up, then answer each question with the cache off (at `risk`)."""
     ensemble = Ensemble.from_config(config, weights=weights, cache=False)
     ensemble.answer(WARM_UP, lazy=False)  # every model loaded (reader, encoder, indexes) before the clock
     rows: list[dict[str, Any]] = []
-    for question in load_questions(Path(data), limit=limit):
+    for question in questions_of(data, limit, ids):
         started = time.perf_counter()
-        result = ensemble.answer(question, lazy=lazy)
+        result = ensemble.answer(question, lazy=lazy, risk=risk)
         wall = time.perf_counter() - started
         answer = result.answer  # None where eor abstained: no exact match
         em = 0.0 if answer is None else max((exact_match(answer, gold) for gold in question.answers), default=0.0)
@@ -61,6 +81,8 @@ def run_arm(config: str, weights: str, data: str, limit: int, lazy: bool, out: s
                 "em": em,
                 "reason": (result.cascade or {}).get("reason"),
                 "judged": result.judged is not None,  # a judge chose among the candidates (docs/judge.md)
+                "abstained": result.abstained,  # at --risk
+                "kind": (result.abstention or {}).get("kind"),
             }
         )
         shown = answer if answer is None else answer[:40]
@@ -83,13 +105,15 @@ def main(argv: list[str] | None = None) -> int:
         help="an arm of its own (repeat it; MODE lazy: as eor ask answers, all: every member); instead of the "
         "default arms full and cascade of --config",
     )
+    parser.add_argument("--risk", type=float, help="answer at this risk (eor ask --risk): a decline counts as wrong")
+    parser.add_argument("--ids", metavar="FILE:KEY", help="only the questions a split file lists under KEY")
     parser.add_argument("--out", help="also write the per-question figures of every arm as JSON")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)  # an arm, in its own process
     parser.add_argument("--child-out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _, config, weights, mode = args.child
-        run_arm(config, weights, args.data, args.limit, mode == "lazy", args.child_out)
+        run_arm(config, weights, args.data, args.limit, mode == "lazy", args.child_out, args.risk, args.ids)
         return 0
     specs = args.compare or [["full", args.config, args.full, "all"], ["cascade", args.config, args.cascade, "lazy"]]
     arms: dict[str, list[dict[str, Any]]] = {}
@@ -98,7 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         for spec in specs:
             out = str(Path(folder) / f"{spec[0]}.json")
             command = [sys.executable, "-m", "benchmarks.bench_cascade_live", "--child", *spec, "--child-out", out]
-            subprocess.run([*command, "--data", args.data, "--limit", str(args.limit)], check=True, env=env)
+            asked = [
+                *(["--risk", str(args.risk)] if args.risk is not None else []),
+                *(["--ids", args.ids] if args.ids else []),
+            ]
+            subprocess.run([*command, "--data", args.data, "--limit", str(args.limit), *asked], check=True, env=env)
             arms[spec[0]] = json.loads(Path(out).read_text(encoding="utf-8"))
     names = list(arms)
     first, second = arms[names[0]], arms[names[-1]]
@@ -110,9 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         em = 100 * np.mean([r["em"] for r in rows])
         run = np.mean([r["members_run"] for r in rows])
         judged = sum(r.get("judged", False) for r in rows)
+        answered = sum(not r.get("abstained", False) for r in rows)
         print(
             f"  {arm:<10} {seconds[arm]:6.2f} s per question (p90 {p90:.2f}), EM {em:.1f}, members run {run:.2f}, "
-            f"judged {judged}"
+            f"judged {judged}, answered {answered}/{len(rows)}"
         )
     ratio = seconds[names[0]] / seconds[names[-1]]
     print(f"  {names[0]} / {names[-1]} wall time: {ratio:.2f}×; same answer on {same}/{len(first)}")
