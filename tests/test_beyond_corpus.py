@@ -248,3 +248,60 @@ def test_documents_the_reader_wrote_are_not_retrieved_passages_even_in_old_recor
         ],
     )
     assert old.retrieved_texts == ["a passage of the corpus", "a foreign retriever's, unscored"]
+
+
+# -- eor train with questions the corpus cannot answer ---------------------------------------------------------
+
+
+def _records(source: str, limit: int, folder, name: str):
+    """The first `limit` records of a shipped records file, as a records file of their own."""
+    import json
+
+    from eor.runs.records import read_records
+    from tests.conftest import ROOT
+
+    path = folder / f"{name}.jsonl"
+    lines = [json.dumps(record.to_dict()) for record in read_records(ROOT / "docs" / "records" / source)[:limit]]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_train_with_ablated_and_no_corpus_records_writes_a_model_that_says_so(tmp_path, isolated_cache) -> None:
+    """`eor train` on 80 training questions, their 80 ablated copies and 50 no-corpus questions (the selector):
+    the voter is the one trained without them, P(right) holds the retrieval fits, P(unanswerable) and thresholds
+    for the share asked, and loads again as fitted beyond the corpus."""
+    import json
+
+    from eor.commands.train_command import train
+    from eor.commands.train_options import TrainOptions
+    from tests.conftest import ROOT
+    from voters import load_voter
+
+    answerable = _records("nq-train.jsonl.gz", 80, tmp_path, "train")
+    ablated = _records("nq-train-ablated.jsonl.gz", 80, tmp_path, "ablated")
+    nocorpus = _records("nq-nocorpus-learn200.jsonl.gz", 50, tmp_path, "nocorpus")
+    config = ROOT / "configs" / "nq-offline.yaml"
+    plain = TrainOptions(voter="selector", confidence=False, pool_config=config)
+    beyond = TrainOptions(
+        voter="selector",
+        confidence=False,
+        pool_config=config,
+        ablated=ablated,
+        nocorpus=nocorpus,
+        unanswerable_share=0.2,
+    )
+    train(answerable, tmp_path / "plain.json", plain)
+    report = train(answerable, tmp_path / "beyond.json", beyond)
+    assert "thresholds for a mix with a share 0.2 of questions the corpus cannot answer" in report
+    assert "  ablated: 80 questions" in report and "  no corpus: 50 questions" in report
+    first, second = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("plain", "beyond"))
+    assert {k: v for k, v in first.items() if k != "meta"} == {k: v for k, v in second.items() if k != "meta"}
+    members = json.loads((tmp_path / "beyond.json").read_text())["members"]
+    model = RightModel.from_voter(load_voter(tmp_path / "beyond.json", members=members))
+    assert model is not None and model.beyond_corpus and model.reads_retrieval
+    assert model.unanswerable is not None and model.unanswerable.share == 0.2
+    assert model.unanswerable.questions == {"answerable": 80, "ablated": 80, "no corpus": 50}
+    assert {"confidence, retrieval", "retrieval"} & set(model.fits)
+    assert all(row["share"] == 0.2 for fit in model.fits.values() for row in fit.thresholds)
+    old = RightModel.from_voter(load_voter(tmp_path / "plain.json", members=members))
+    assert old is not None and not old.beyond_corpus and set(old.fits) <= {"confidence", "no confidence"}
