@@ -36,7 +36,7 @@ from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.pipeline.abstention import DEFAULT_SHARE, Stratum, mixed_risk_threshold
 from eor.runs.costs import member_costs
 from eor.runs.run_data import load_run
-from voters.choice_evidence import FITS, WITH_BOTH, WITH_CONFIDENCE, WITH_RETRIEVAL, WITHOUT_CONFIDENCE
+from voters.choice_evidence import FITS, WITH_BOTH, WITH_CONFIDENCE, WITH_RETRIEVAL, WITHOUT_CONFIDENCE, Evidence
 from voters.right import apply_groups, fit_groups, fit_logistic, has_features
 
 #: the coverage of the answerable questions at which the variants are compared, whatever the threshold certified
@@ -56,7 +56,16 @@ FAMILIES = {
 }
 
 
-def variant(rows, right, kind, parts, trained_on, fit, share: float, alpha: float) -> dict[str, Any]:
+def variant(
+    rows: Evidence,
+    right: np.ndarray,
+    kind: np.ndarray,
+    parts: list[np.ndarray],
+    trained_on: tuple[str, ...],
+    fit: str,
+    share: float,
+    alpha: float,
+) -> dict[str, Any]:
     """One variant's out-of-fold figures (see the module)."""
     keep = np.flatnonzero(has_features(rows, fit) & np.isin(kind, trained_on))
     every = np.flatnonzero(has_features(rows, fit))
@@ -95,7 +104,7 @@ def variant(rows, right, kind, parts, trained_on, fit, share: float, alpha: floa
     }
 
 
-def unanswerable_auc(rows, kind, parts) -> dict[str, float]:
+def unanswerable_auc(rows: Evidence, kind: np.ndarray, parts: list[np.ndarray]) -> dict[str, float]:
     """P(unanswerable) out of fold (fitted on every kind), its AUC against the answerable for each other kind."""
     from sklearn.metrics import roc_auc_score
 

@@ -27,11 +27,11 @@ NOTHING: tuple[str, ...] = ()
 
 def withholding(config: RunnableConfig | None, ids: Iterable[str]) -> RunnableConfig:
     """`config` with `ids` withheld from every retrieval run under it (none: `config` unchanged, a copy)."""
-    config = dict(config or {})  # type: ignore[assignment]
+    given: dict[str, Any] = dict(config or {})
     mask = tuple(sorted(set(ids)))
     if mask:
-        config["metadata"] = {**(config.get("metadata") or {}), WITHHELD: mask}
-    return config  # type: ignore[return-value]
+        given["metadata"] = {**(given.get("metadata") or {}), WITHHELD: mask}
+    return RunnableConfig(**given)  # type: ignore[typeddict-item]
 
 
 def withheld_of(run_manager: CallbackManagerForRetrieverRun | None) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from tests.test_judge_answering import QUESTION, weights  # noqa: F401 - the jud
 from tests.test_judge_records import MEMBERS, _config
 from voters.batch import VoteBatch
 from voters.cascade_fit import THRESHOLDS, LastStep, SelectorSettings, StepScores, held_out_points
-from voters.choice_evidence import FITS, WITHOUT_CONFIDENCE
+from voters.choice_evidence import ANSWERABLE_FITS, FITS, WITHOUT_CONFIDENCE
 
 ORDER = [MEMBERS[1], MEMBERS[2], MEMBERS[0]]  # BM25@1 > Wiki@2 > ReFree
 
@@ -201,7 +201,7 @@ def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, caps
     assert entry["cost"] > 0 and {row["alpha"] for row in entry["risk"]["judged"]} >= {0.1, 0.3}
     assert "stopped" not in entry["risk"] and "P(right) of the steps' answers (confidence)" in shown
     stopped = document["meta"]["probability"]  # the steps' answers' P(right): a fit per feature set, at δ/2
-    assert set(stopped["fits"]) == set(FITS) and stopped["fits"][WITHOUT_CONFIDENCE]["risk"]["delta"] == 0.05
+    assert set(stopped["fits"]) == set(ANSWERABLE_FITS) and stopped["fits"][WITHOUT_CONFIDENCE]["risk"]["delta"] == 0.05
     assert document["stop_on"] == "right" and document["chosen"]["cost"] <= 2.5
     with pytest.raises(ConfigError, match="whose last step is the judge"):  # never replayed without its judge
         vote(load_run(held, document["members"]), out)

@@ -18,6 +18,7 @@ from tests.test_cascade import QUESTION, cascade_config, hand_cascade_document
 from tests.test_lazy_voting import Scripted
 from voters.choice_evidence import (
     ALL,
+    ANSWERABLE_FITS,
     EARLY,
     FEATURES,
     FITS,
@@ -88,11 +89,12 @@ def test_a_small_group_is_served_by_the_pooled_fit():
 
 
 def both_fits(found: Evidence, right: np.ndarray, thresholds: list[dict]) -> RightModel:
-    """A RightModel with a fit per feature set, each fitted on every row of `found` (4 folds)."""
+    """A RightModel with a fit per feature set of a P(right) fitted on answerable questions, each fitted on every
+    row of `found` (4 folds)."""
     parts = [np.arange(k, len(found), 4) for k in range(4)]
     fits = {
         name: RightFit(name, fit_right(found, right, parts, FITS[name])[0], len(found), thresholds, "em", 0.1)
-        for name in FITS
+        for name in ANSWERABLE_FITS
     }
     return RightModel("em", fits, len(found), 4, 0)
 
@@ -252,7 +254,7 @@ def test_training_stores_p_right_and_thresholds_that_hold_on_training(tmp_path):
     assert "no confidence (fitted on 600, scores 0 above; alone ECE" in printed
     voter = load_voter(out)
     model = RightModel.from_voter(voter)
-    assert model.correctness == "em" and model.questions == 600 and list(model.fits) == list(FITS)
+    assert model.correctness == "em" and model.questions == 600 and list(model.fits) == list(ANSWERABLE_FITS)
     for fit in model.fits.values():
         assert fit.questions == 600 and [t["alpha"] for t in fit.thresholds] == list(ALPHAS)
         for row in fit.thresholds:  # on the training questions' out-of-fold P, each kept its rate
@@ -370,7 +372,8 @@ def test_an_abstention_through_the_api_and_the_official_openai_client(tmp_path, 
         assert body["answer"] == "Leonardo da Vinci" and not body["abstained"] and body["probability"] == 0.2689
         body = requests.post(url, json={"question": QUESTION, "risk": 0.4}, timeout=60).json()
         assert body["answer"] is None and body["abstained"] and body["abstention"]["threshold"] == 0.5
-        assert "declined" in body["abstention"]["reason"] and body["member"] == "BM25@1"
+        assert body["abstention"]["kind"] == "not_sure" and body["member"] == "BM25@1"
+        assert body["abstention"]["reason"].startswith("not sure enough")
         for risk, status in ((1.5, 422), (0.0, 422), (0.1, 422)):
             reply = requests.post(url, json={"question": QUESTION, "risk": risk}, timeout=60)
             assert reply.status_code == status

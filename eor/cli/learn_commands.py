@@ -15,7 +15,6 @@ from eor.cli.options import (
     share_value,
     token_rates,
 )
-from eor.pipeline.abstention import DEFAULT_SHARE
 
 
 def add_train(commands: Commands) -> None:
@@ -106,10 +105,9 @@ def _beyond_options(train: argparse.ArgumentParser) -> None:
     beyond.add_argument(
         "--unanswerable-share",
         type=share_value,
-        default=DEFAULT_SHARE,
         metavar="S",
-        help=f"the share of questions you expect the corpus cannot answer, that the error rate of --risk holds for "
-        f"(default {DEFAULT_SHARE}; with --nocorpus)",
+        help="the share of questions you expect the corpus cannot answer: the thresholds of --risk hold for it (with "
+        "--nocorpus), and P(unanswerable) is read at it (default: a third, 0.33)",
     )
 
 

@@ -18,11 +18,7 @@ from eor.cli.options import (
     positive_int,
     weights_option,
 )
-from eor.core.data import load_questions
-from eor.core.formatting import fixed
-from eor.learning.ablation import write_ablated
 from eor.runs.run_folder import pack_records, unpack_records
-from retrievers.corpus import load_corpus
 
 
 def add_run(commands: Commands) -> None:
@@ -53,19 +49,7 @@ def add_ablate(commands: Commands) -> None:
     ablate.add_argument("--corpus", required=True, help="the corpus the pool retrieves from (JSON Lines)")
     out_option(ablate, "question file to write; `eor run --data` on it withholds each copy's passages")
     limit_option(ablate)
-    ablate.set_defaults(handler="eor.cli.runs_commands:cmd_ablate")
-
-
-def cmd_ablate(args: argparse.Namespace) -> int:
-    questions = load_questions(args.data, limit=args.limit)
-    summary = write_ablated(questions, load_corpus(args.corpus), Path(args.out))
-    print(
-        f"{summary['questions']} ablated copies of {args.data} written to {args.out}: of the corpus's "
-        f"{summary['passages']} passages, each withholds {summary['withheld_median']} (median; mean "
-        f"{fixed(summary['withheld_mean'], 1)}, most {summary['withheld_max']}): its gold passages and every passage "
-        "holding a gold answer"
-    )
-    return 0
+    ablate.set_defaults(handler="eor.cli.handlers.ablate:cmd_ablate")
 
 
 def cmd_records_pack(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from eor.commands.train_options import TrainOptions
 from eor.commands.train_report import choice_lines, dev_lines, probability_lines, score_lines
 from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
+from eor.learning.calibration import Calibrated
 from eor.learning.crossval import vote_arrays
 from eor.learning.training import (
     beyond_records,
@@ -53,12 +54,13 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
     arrays = with_costs(vote_arrays(data, settings), options.costs)
     choice = choose(name, arrays, settings, options.inner_folds, options.seed, options.cv)
     fitted = fit(choice)
+    probability: Calibrated | None
     if options.beyond_corpus:
-        beyond = [
+        ablated, nocorpus = (
             None if path is None else beyond_records(path, data.names, pool)
             for path in (options.ablated, options.nocorpus)
-        ]
-        probability = calibrated_beyond(choice, *beyond, options.unanswerable_share)
+        )
+        probability = calibrated_beyond(choice, ablated, nocorpus, options.unanswerable_share)
     else:
         probability = calibrated(choice)
     uniform = uniform_baseline(data.names, choice.settings)

@@ -60,8 +60,8 @@ class Mix:
 
 def mix_records(answerable: RunData, ablated: RunData | None, nocorpus: RunData | None) -> Mix:
     """The three kinds as one run (their members must be the same, in the same order)."""
-    parts = [(ANSWERABLE, answerable), (ABLATED, ablated), (NOCORPUS, nocorpus)]
-    parts = [(kind, data) for kind, data in parts if data is not None and data.questions]
+    given = [(ANSWERABLE, answerable), (ABLATED, ablated), (NOCORPUS, nocorpus)]
+    parts: list[tuple[str, RunData]] = [(kind, data) for kind, data in given if data is not None and data.questions]
     for kind, data in parts:
         if data.names != answerable.names:
             raise InputError(f"the {kind} records have members {data.names}, the training records {answerable.names}")
@@ -71,8 +71,8 @@ def mix_records(answerable: RunData, ablated: RunData | None, nocorpus: RunData 
     merged = answerable
     for _, data in parts[1:]:
         merged = _concatenate(merged, data)
-    kind = np.concatenate([np.full(data.questions, name, dtype=object) for name, data in parts]).astype(str)
-    return Mix(merged, kind, [origin for _, data in parts for origin in data.origin_ids])
+    kinds = np.concatenate([np.full(data.questions, name, dtype=object) for name, data in parts]).astype(str)
+    return Mix(merged, kinds, [origin for _, data in parts for origin in data.origin_ids])
 
 
 def _concatenate(a: RunData, b: RunData) -> RunData:

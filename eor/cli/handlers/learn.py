@@ -40,7 +40,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         confidence=not args.no_confidence,
         ablated=Path(args.ablated) if args.ablated else None,
         nocorpus=Path(args.nocorpus) if args.nocorpus else None,
-        unanswerable_share=args.unanswerable_share,
+        unanswerable_share=DEFAULT_SHARE if args.unanswerable_share is None else args.unanswerable_share,
     )
     if args.judge:
         _refuse(args, "--judge", CASCADE_WITH_JUDGE_FLAGS, ": a cascade ending with the judge learns on exact match")
@@ -54,7 +54,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 #: match (the judge's objective), reports no dev score and no K-fold table, and its steps are selectors
 CASCADE_WITH_JUDGE_FLAGS = {"metric": "em", "pooling": "mean", "grounding": False, "restarts": 4, "cv": None,
                             "dev": None, "ablated": None, "nocorpus": None,
-                            "unanswerable_share": DEFAULT_SHARE}  # fmt: skip
+                            "unanswerable_share": None}  # fmt: skip
 
 
 def _refuse(args: argparse.Namespace, what: str, defaults: dict, why: str = "") -> None:
@@ -70,7 +70,7 @@ def _judge_options(args: argparse.Namespace) -> dict:
     defaults = {
         "metric": "em", "metrics": "em,f1,cosine", "pooling": "mean", "grounding": False, "restarts": 4,
         "cv": None, "max_loss": None, "budget": None, "cost": "auto", "rates": None, "no_confidence": False,
-        "judge": None, "ablated": None, "nocorpus": None, "unanswerable_share": DEFAULT_SHARE,
+        "judge": None, "ablated": None, "nocorpus": None, "unanswerable_share": None,
     }  # fmt: skip
     _refuse(args, "--voter judge", defaults, ": it chooses its own features by cross-validation")
     return {

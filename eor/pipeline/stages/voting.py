@@ -127,7 +127,9 @@ class VoteStage:
                 found = (
                     None
                     if self.stops
-                    else self.probability(kept, ballots[i], member, questions[i], ALL, relevance and relevance[j])
+                    else self.probability(
+                        kept, ballots[i], member, questions[i], ALL, relevance[j] if relevance else None
+                    )
                 )
                 decisions[i] = Decision(member, kept, *(found or (None, None, None)))
         return decisions  # type: ignore[return-value]
