@@ -84,7 +84,7 @@ def test_an_ablated_question_file_round_trips(corpus, tmp_path) -> None:
     summary = write_ablated(load_questions(questions), load_corpus(corpus), out)
     assert summary["questions"] == 1 and summary["withheld_max"] == 3
     (copy,) = load_questions(out)
-    assert copy.withheld == WITHHELD and copy.origin == "q1" and copy.id == "q1/ablated"
+    assert copy.withheld == WITHHELD and copy.extra["ablated_from"] == "q1" and copy.id == "q1/ablated"
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"question": QUESTION, "withheld": "p0"}])
     with pytest.raises(InputError, match="'withheld' must be a list of passage ids"):
         load_questions(bad)

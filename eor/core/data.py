@@ -31,12 +31,6 @@ class Question:
         """The passage ids no member of this question may read (sorted; empty unless it is an ablated copy)."""
         return tuple(sorted(self.extra.get(WITHHELD) or ()))
 
-    @property
-    def origin(self) -> str:
-        """The id of the question this one was made from (an ablated copy's), else its own: a question and its
-        ablated copy fall in the same cross-validation fold."""
-        return str(self.extra.get(ABLATED_FROM) or self.id)
-
 
 def check_question(text: Any, where: str = "question") -> str:
     """The question stripped of surrounding white space; empty or over-long questions are rejected."""
