@@ -35,7 +35,7 @@ from eor.learning.calibration import within
 from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.pipeline.abstention import DEFAULT_SHARE, Stratum, mixed_risk_threshold
 from eor.runs.costs import member_costs
-from eor.runs.run_data import load_run
+from eor.runs.run_data import load_run, load_runs
 from voters.choice_evidence import FITS, WITH_BOTH, WITH_CONFIDENCE, WITH_RETRIEVAL, WITHOUT_CONFIDENCE, Evidence
 from voters.right import apply_groups, fit_groups, fit_logistic, has_features
 
@@ -126,7 +126,7 @@ def unanswerable_auc(rows: Evidence, kind: np.ndarray, parts: list[np.ndarray]) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("records", help="the answerable training records")
+    parser.add_argument("records", nargs="+", help="the answerable training records (several: read as one)")
     parser.add_argument("--ablated", required=True, help="records of their ablated copies")
     parser.add_argument("--nocorpus", required=True, help="records of the no-corpus questions set aside to learn from")
     parser.add_argument("--config", required=True, help="the pool's config (its members)")
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the table here")
     args = parser.parse_args(argv)
     members = load_config(args.config).members
-    train = load_run(args.records, members)
+    train = load_runs(args.records, members)
     mix = mix_records(train, load_run(args.ablated, members), load_run(args.nocorpus, members))
     # token costs at the answerable records' rates, as `eor train` prices them (eor.learning.training)
     settings = VoteSettings(max_loss=0.005, confidence=False, rates=member_costs(train).rates)

@@ -305,3 +305,36 @@ def test_train_with_ablated_and_no_corpus_records_writes_a_model_that_says_so(tm
     assert all(row["share"] == 0.2 for fit in model.fits.values() for row in fit.thresholds)
     old = RightModel.from_voter(load_voter(tmp_path / "plain.json", members=members))
     assert old is not None and not old.beyond_corpus and set(old.fits) <= {"confidence", "no confidence"}
+
+
+def test_train_reads_several_runs_of_one_pool_as_one(tmp_path, isolated_cache) -> None:
+    """`eor train A B`: the 60 + 60 questions of two runs train the voter that their 120 in one file train; a run
+    answered over another corpus is refused, and so is the judge voter on two runs."""
+    import json
+
+    from eor.cli import main
+    from eor.runs.records import read_header
+    from tests.conftest import ROOT
+
+    both = _records("nq-train.jsonl.gz", 120, tmp_path, "both")
+    lines = both.read_text().splitlines(keepends=True)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("".join(lines[:60]))
+    second.write_text("".join(lines[60:]))
+    config = str(ROOT / "configs" / "nq-offline.yaml")
+    common = ["--voter", "selector", "--no-confidence", "--metrics", "em,f1", "--config", config]
+    assert main(["train", str(first), str(second), *common, "--out", str(tmp_path / "two.json")]) == 0
+    assert main(["train", str(both), *common, "--out", str(tmp_path / "one.json")]) == 0
+    two, one = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("two", "one"))
+    assert two["meta"].pop("records") == [str(first), str(second)] and one["meta"].pop("records") == str(both)
+    assert two == one
+    # a run over another corpus: its header names it
+    header = read_header(ROOT / "docs" / "records" / "nq-train.jsonl.gz")
+    header["pool"]["corpus"] = {"file": "other.jsonl", "bytes": 5, "sha256": "0" * 64}
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"eor_records": header}) + "\n" + "".join(lines[60:]))
+    packed = tmp_path / "packed.jsonl"
+    packed.write_text(json.dumps({"eor_records": read_header(ROOT / "docs" / "records" / "nq-train.jsonl.gz")}) + "\n"
+                      + "".join(lines[:60]))  # fmt: skip
+    assert main(["train", str(packed), str(other), *common, "--out", str(tmp_path / "x.json")]) == 1
+    assert main(["train", str(first), str(second), "--voter", "judge", "--out", str(tmp_path / "j.json")]) == 1

@@ -71,7 +71,7 @@ def _commands(config: Path, tmp: Path) -> dict[str, tuple[list[str], str]]:
         "utility": (["utility", "--config", c, "--data", q, "--member", "BM25", "--similarity", "f1", "--out", out,
                      "--no-cache"], "eor.pipeline.executor.build_reader"),
         "bench --config": (["bench", r, "--config", c, "--out", out], "eor.bench.command.build_report"),
-        "train --config": (["train", r, "--out", weights, "--config", c], "eor.learning.training.load_run"),
+        "train --config": (["train", r, "--out", weights, "--config", c], "eor.learning.training.load_runs"),
         "train --voter judge": (["train", r, "--out", weights, "--voter", "judge", "--config", c],
                                 "eor.commands.train_judge.read_records"),
         "train --voter cascade --judge": (["train", r, "--out", weights, "--voter", "cascade", "--judge",
@@ -139,7 +139,7 @@ def test_a_door_that_validated_builds_its_ensemble_without_validating_again(conf
 
 def test_eor_design_trains_its_pool_without_validating_it_again(config, tmp_path, calls, monkeypatch) -> None:
     """`eor design` trains its voters on the pool it wrote from the validated candidates (TrainOptions.pool)."""
-    monkeypatch.setattr("eor.learning.training.load_run", _stop)
+    monkeypatch.setattr("eor.learning.training.load_runs", _stop)
     with pytest.raises(Stop):
         train(tmp_path / "records", tmp_path / "w.json", TrainOptions(pool_config=config, pool=load_config(config)))
     assert calls == []

@@ -140,10 +140,45 @@ def has_features(rows: Evidence, name: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Platt:
+    """Platt scaling of a probability: σ(slope · logit P + intercept) (eor.learning.recalibration fits it on a few
+    labelled questions of one's own)."""
+
+    slope: float
+    intercept: float
+
+    @staticmethod
+    def logit(p: Any) -> Any:
+        p = np.clip(np.asarray(p, dtype=float), 1e-9, 1 - 1e-9)
+        return _logit(p)
+
+    def apply(self, p: Any) -> Any:
+        """The rescaled probability of each of `p` (a float for a float)."""
+        out = 1.0 / (1.0 + np.exp(-(self.slope * self.logit(p) + self.intercept)))
+        return float(out) if np.ndim(out) == 0 else out
+
+    def invert(self, p: Any) -> np.ndarray:
+        """The probabilities that `apply` maps to `p`: the P before the rescaling."""
+        z = (self.logit(p) - self.intercept) / self.slope
+        return np.asarray(1.0 / (1.0 + np.exp(-z)), dtype=float)
+
+    def to_dict(self) -> dict[str, float]:
+        return {"slope": self.slope, "intercept": self.intercept}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Platt:
+        slope, intercept = float(data["slope"]), float(data["intercept"])
+        if not (np.isfinite(slope) and np.isfinite(intercept)) or slope <= 0:
+            raise ValueError("a Platt scaling needs a finite slope above 0 and a finite intercept")
+        return cls(slope, intercept)
+
+
+@dataclass(frozen=True)
 class RightFit:
     """The P(right) of one feature set (FITS): a logistic per group, the training rows it was fitted on, and the
     abstention thresholds chosen on its out-of-fold probabilities (eor.pipeline.abstention.RiskThreshold dicts),
-    for `correctness` at `delta` (what eor.pipeline.abstention reads)."""
+    for `correctness` at `delta` (what eor.pipeline.abstention reads); `platt`: the Platt scaling over the logistic
+    that `eor calibrate` fitted on labelled questions of one's own (the thresholds then hold for the rescaled P)."""
 
     name: str
     groups: dict[str, Logistic]
@@ -151,14 +186,23 @@ class RightFit:
     thresholds: list[dict[str, Any]]
     correctness: str
     delta: float | None
+    platt: Platt | None = None
+
+    def probability(self, rows: Evidence) -> np.ndarray:
+        """P(right) of each row by its group's logistic, rescaled by `platt` where there is one."""
+        p = apply_groups(self.groups, rows)
+        return p if self.platt is None else np.asarray(self.platt.apply(p), dtype=float).reshape(len(p))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "features": list(FITS[self.name]),
             "questions": self.questions,
             "groups": {group: model.to_dict() for group, model in self.groups.items()},
             "risk": {"procedure": "learn-then-test", "delta": self.delta, "thresholds": self.thresholds},
         }
+        if self.platt is not None:
+            data["platt"] = self.platt.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, name: str, data: Mapping[str, Any], correctness: str) -> RightFit:
@@ -170,7 +214,8 @@ class RightFit:
         risk = data.get("risk") or {}
         delta = None if risk.get("delta") is None else float(risk["delta"])
         thresholds = [dict(row) for row in risk.get("thresholds") or []]
-        return cls(name, groups, int(data["questions"]), thresholds, correctness, delta)
+        platt = None if data.get("platt") is None else Platt.from_dict(data["platt"])
+        return cls(name, groups, int(data["questions"]), thresholds, correctness, delta, platt)
 
 
 @dataclass(frozen=True)
@@ -224,7 +269,8 @@ class RightModel:
     """A fitted P(right): a fit per feature set it was fitted for (RightFit, FITS), the correctness they predict,
     how they were fitted (seeded K-fold split) and, when questions the corpus cannot answer were among those it
     was fitted on, P(unanswerable) and what the thresholds hold for (`unanswerable`; None: answerable questions
-    only)."""
+    only). `recalibrated`: what `eor calibrate` rescaled its fits on (eor.learning.recalibration: how many labelled
+    questions of each kind, the share, and the pool that answered them, which the thresholds then hold for)."""
 
     correctness: str
     fits: dict[str, RightFit]
@@ -232,6 +278,7 @@ class RightModel:
     folds: int
     seed: int
     unanswerable: UnanswerableFit | None = None
+    recalibrated: dict[str, Any] | None = None
 
     @property
     def beyond_corpus(self) -> bool:
@@ -268,7 +315,7 @@ class RightModel:
         out = np.zeros(len(rows))
         for name in set(names):
             mask = names == name
-            out[mask] = apply_groups(self.fits[str(name)].groups, rows.take(np.flatnonzero(mask)))
+            out[mask] = self.fits[str(name)].probability(rows.take(np.flatnonzero(mask)))
         return out
 
     def unanswerable_of(self, rows: Evidence) -> float | None:
@@ -289,6 +336,8 @@ class RightModel:
         }
         if self.unanswerable is not None:
             data["unanswerable"] = self.unanswerable.to_dict()
+        if self.recalibrated is not None:
+            data["recalibrated"] = dict(self.recalibrated)
         return data
 
     @classmethod
@@ -301,7 +350,18 @@ class RightModel:
             fits = {str(name): RightFit.from_dict(str(name), d, correctness) for name, d in found.items()}
             beyond = data.get("unanswerable")
             unanswerable = None if beyond is None else UnanswerableFit.from_dict(beyond)
-            model = cls(correctness, fits, int(fit["questions"]), int(fit["folds"]), int(fit["seed"]), unanswerable)
+            recalibrated = data.get("recalibrated")
+            if recalibrated is not None and not isinstance(recalibrated, dict):
+                raise TypeError("recalibrated must be a mapping")
+            model = cls(
+                correctness,
+                fits,
+                int(fit["questions"]),
+                int(fit["folds"]),
+                int(fit["seed"]),
+                unanswerable,
+                recalibrated,
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"weights file {source!r}: its probability section is malformed: {exc!r}") from None
         for one in fits.values():

@@ -97,3 +97,12 @@ def member_order(
             "retrain on records of this pool or use the pool the weights were trained for"
         )
     return [list(file_members).index(name) for name in members]
+
+
+def with_probability(source: str | Path, out: str | Path, probability: dict[str, Any], **meta: Any) -> Path:
+    """A copy of the weights file `source` at `out` whose P(right) (`meta.probability`) is `probability` and whose
+    meta gains `meta`; every other field as it was (the voter unchanged)."""
+    document = read_document(source)
+    document.setdefault("meta", {})["probability"] = probability
+    document["meta"].update(meta)
+    return write_document(out, document)

@@ -40,6 +40,7 @@ COMMANDS = (
     runs_commands.add_ablate,
     runs_commands.add_plan,
     learn_commands.add_train,
+    learn_commands.add_calibrate,
     learn_commands.add_design,
     evaluate_commands.add_bench,
     evaluate_commands.add_compare,

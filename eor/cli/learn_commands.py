@@ -19,7 +19,11 @@ from eor.cli.options import (
 
 def add_train(commands: Commands) -> None:
     train = commands.add_parser("train", help="learn voter weights from the records of `eor run`")
-    train.add_argument("records", help="run folder (or records.jsonl[.gz]) of the training questions")
+    train.add_argument(
+        "records",
+        nargs="+",
+        help="run folder (or records.jsonl[.gz]) of the training questions; several: read as one (the same pool)",
+    )
     out_option(train, "weights file to write (JSON)")
     train.add_argument(
         "--voter",
@@ -139,6 +143,37 @@ def _cost_options(train: argparse.ArgumentParser) -> None:
         metavar="PROMPT,GENERATED",
         help="the reader's tokens per second for token costs (default: fitted to the records' seconds)",
     )
+
+
+def add_calibrate(commands: Commands) -> None:
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="fit a trained voter's P(right) and --risk thresholds to labelled questions of your own (50 to 100), "
+        "keeping the voter (docs/abstention.md, 'Your own documents')",
+    )
+    calibrate.add_argument(
+        "records", help="run folder (or records.jsonl[.gz]) of `eor run` on your labelled questions (with answers)"
+    )
+    calibrate.add_argument(
+        "--weights",
+        required=True,
+        help="the weights file to recalibrate: a path, or eor:weights/NAME.json, one shipped with eor (eor init's "
+        "config answers with eor:weights/nq-offline-cascade.json)",
+    )
+    out_option(calibrate, "weights file to write (JSON): the same voter, its P(right) recalibrated")
+    calibrate.add_argument(
+        "--nocorpus",
+        metavar="RECORDS",
+        help="records of questions of yours that your documents cannot answer: the thresholds then hold for a mix "
+        "(each kind bounded apart) at --unanswerable-share",
+    )
+    calibrate.add_argument(
+        "--unanswerable-share",
+        type=share_value,
+        metavar="S",
+        help="with --nocorpus: the share of questions you expect your documents cannot answer (default 0.33)",
+    )
+    calibrate.set_defaults(handler="eor.cli.handlers.learn:cmd_calibrate")
 
 
 def add_design(commands: Commands) -> None:

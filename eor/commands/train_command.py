@@ -13,6 +13,7 @@ calibration → report → weights file); this module runs them in order, prints
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from eor.learning.training import (
     uniform_baseline,
     with_costs,
 )
-from eor.pipeline.pool import pool_identity
+from eor.pipeline.pool import differences, pool_identity
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import token_counts, training_costs
@@ -42,14 +43,18 @@ from eor.runs.run_data import load_run
 from eor.runs.run_folder import recorded_config, recorded_pool
 
 
-def train(records: Path, out: Path, options: TrainOptions) -> str:
-    """Train the voter that `options` asks for on the run records `records`, save it as the weights file
-    `out` and give back the report's lines."""
+def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> str:
+    """Train the voter that `options` asks for on the run records `records` (several: read as one, their pools
+    the same), save it as the weights file `out` and give back the report's lines."""
+    runs = [Path(records)] if isinstance(records, str | Path) else [Path(path) for path in records]
     name = options.checked_voter()
     pool = _pool_config(options)
-    data = training_records(records, options.members, pool, options.confidence)
+    recorded = _recorded_pool(runs)  # before any work: runs of different pools are refused
+    data = training_records(runs, options.members, pool, options.confidence)
     if options.rates is not None and token_counts(data) is None:  # before any similarity is computed
-        raise InputError(f"--rates prices token counts, and {records} lacks them for some member (records of old runs)")
+        raise InputError(
+            f"--rates prices token counts, and {', '.join(map(str, runs))} lack them for some member (old records)"
+        )
     settings = options.vote_settings()
     arrays = with_costs(vote_arrays(data, settings), options.costs)
     choice = choose(name, arrays, settings, options.inner_folds, options.seed, options.cv)
@@ -65,7 +70,7 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
         probability = calibrated(choice)
     uniform = uniform_baseline(data.names, choice.settings)
     meta: dict[str, Any] = {
-        "records": str(records),
+        "records": str(runs[0]) if len(runs) == 1 else [str(path) for path in runs],
         "dev_records": str(options.dev) if options.dev else None,
         **_beyond_meta(options),
         **_choice_meta(choice),
@@ -74,10 +79,10 @@ def train(records: Path, out: Path, options: TrainOptions) -> str:
         meta["probability"] = probability.model.to_dict()
     meta["chosen_voter"] = choice.name
     meta.update(train_baselines(choice.arrays, uniform))
-    meta.update(_run_meta(Path(records)))
+    meta.update(_run_meta(runs[0]))
     if choice.arrays.costs is not None:  # the cost model of the training records, for bench and lazy voting
         meta["costs"] = training_costs(choice.arrays.costs, data.names)
-    identity = _pool(Path(records), options.pool_config, pool, data.names)
+    identity = _pool(recorded, options.pool_config, pool, data.names)
     if identity is not None:
         meta["pool"] = identity
     lines = choice_lines(choice, options.metric)
@@ -150,15 +155,25 @@ def _run_meta(records: Path) -> dict[str, Any]:
     return {"reader": config.get("reader", {}).get("model"), "dataset": Path(corpus).name if corpus else None}
 
 
+def _recorded_pool(runs: list[Path]) -> dict[str, Any] | None:
+    """The pool identity the first run records (pool.json or a packed file's header; None without one); ConfigError
+    naming what differs when another run records another reader or corpus."""
+    recorded = [recorded_pool(path) for path in runs]
+    for path, other in zip(runs[1:], recorded[1:], strict=True):
+        found = differences(other, recorded[0]) if recorded[0] and other else []
+        if found:
+            raise ConfigError(f"{path} was answered by another pool than {runs[0]}: {'; '.join(found)}")
+    return recorded[0]
+
+
 def _pool(
-    records: Path, pool_config: Path | None, config: EnsembleConfig | None, names: list[str]
+    recorded: dict[str, Any] | None, pool_config: Path | None, config: EnsembleConfig | None, names: list[str]
 ) -> dict[str, Any] | None:
     """The identity of the records' pool: from `config`, that of `pool_config` (its reader built for its
-    identity, which for llama.cpp hashes the model file without loading it), else the run's pool.json, else
-    None."""
-
+    identity, which for llama.cpp hashes the model file without loading it), else the one the records hold
+    (`recorded`)."""
     if config is None:
-        return recorded_pool(records)
+        return recorded
 
     if sorted(config.members) != sorted(names):
         raise ConfigError(f"{pool_config} has members {', '.join(config.members)}; the records have {', '.join(names)}")

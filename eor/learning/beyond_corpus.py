@@ -70,31 +70,9 @@ def mix_records(answerable: RunData, ablated: RunData | None, nocorpus: RunData 
         raise InputError("a question id repeats across the training, ablated and no-corpus records")
     merged = answerable
     for _, data in parts[1:]:
-        merged = _concatenate(merged, data)
+        merged = merged.concatenate(data)
     kinds = np.concatenate([np.full(data.questions, name, dtype=object) for name, data in parts]).astype(str)
     return Mix(merged, kinds, [origin for _, data in parts for origin in data.origin_ids])
-
-
-def _concatenate(a: RunData, b: RunData) -> RunData:
-    def both(name: str) -> list[Any]:
-        first, second = getattr(a, name), getattr(b, name)
-        return first + second if first and second else []
-
-    return RunData(
-        names=a.names,
-        ids=a.ids + b.ids,
-        answers=a.answers + b.answers,
-        golds=a.golds + b.golds,
-        passages=a.passages + b.passages,
-        joined=a.joined + b.joined,
-        texts=a.texts + b.texts,
-        seconds=both("seconds"),
-        tokens=both("tokens"),
-        confidence=both("confidence"),
-        prompts=both("prompts"),
-        retrieved=both("retrieved"),
-        origins=a.origin_ids + b.origin_ids,
-    )
 
 
 def mix_folds(mix: Mix, k: int, seed: int) -> list[np.ndarray]:

@@ -20,7 +20,7 @@ The policy of each step lives here; eor.commands.train_command runs them in orde
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,7 +50,7 @@ from eor.learning.crossval import (
     without_confidence,
 )
 from eor.pipeline.members import demonstration_ids
-from eor.runs.run_data import RunData, load_run
+from eor.runs.run_data import RunData, load_run, load_runs
 from voters import Voter, correctness_matrix
 from voters.scoring import mean_correctness
 
@@ -66,15 +66,16 @@ DEV_RESAMPLES = 2000
 
 
 def training_records(
-    records: Path, members: list[str] | None, pool: EnsembleConfig | None, confidence: bool
+    records: Sequence[Path], members: list[str] | None, pool: EnsembleConfig | None, confidence: bool
 ) -> RunData:
-    """The records of the members trained on (`members`, else the pool config's, else all), less the
-    questions the pool config's prompt variants show as worked examples; a warning when they are few."""
+    """The records of the members trained on (`members`, else the pool config's, else all), from one run or several
+    read as one (eor.runs.run_data.load_runs), less the questions the pool config's prompt variants show as worked
+    examples; a warning when they are few."""
     demonstrations: set[str] = set()
     if pool is not None:
         members = pool.members if members is None else members  # records that grew beyond it: its members
         demonstrations = demonstration_ids(pool)  # its prompt variants' worked examples never train
-    data = load_run(records, members).without(demonstrations)
+    data = load_runs(records, members).without(demonstrations)
     with_confidence = " (with the reader's confidence)" if confidence and data.has_confidence else ""
     log.info(
         "similarities and features of %d training questions × %d members%s",

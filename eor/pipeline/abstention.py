@@ -241,6 +241,9 @@ class Abstention:
     # unanswerable share the threshold holds for (None: a guarantee for answerable questions only)
     unanswerable: float | None = None
     share: float | None = None
+    # why the thresholds do not hold here (eor.pipeline.pool.outside_guarantee: certified on another corpus or
+    # reader's questions); None: they do, or nothing says otherwise
+    outside: str | None = None
 
     @property
     def kind(self) -> str | None:
@@ -264,6 +267,7 @@ class Abstention:
                 else f"; for a mix with a share {self.share:g} of questions the documents cannot answer"
             )
             + ")"
+            + ("" if self.outside is None else f"; outside its guarantee here: {self.outside}")
         )
         if not self.abstained:
             return f"answered: P(right) {self.probability:.2f} ≥ {self.threshold:.2f}, {guarantee}"
@@ -289,6 +293,8 @@ class Abstention:
             data["unanswerable"] = round(self.unanswerable, 4)
         if self.share is not None:
             data["share"] = self.share
+        if self.outside is not None:
+            data["outside_guarantee"] = self.outside
         return data
 
 
@@ -321,10 +327,12 @@ def abstention(
     risk: float,
     source: str = "the weights file",
     unanswerable: float | None = None,
+    outside: str | None = None,
 ) -> Abstention:
     """Whether to abstain at `risk` given P(right): the stored threshold of the largest α ≤ risk of `model`
     (that α's guarantee then holds, and so does risk's). `unanswerable`: P(unanswerable) of the choice, which
-    names the reason of a decline. InputError when `model` holds no thresholds or none at or below risk."""
+    names the reason of a decline; `outside`: why the guarantee does not hold for this pool (said with it).
+    InputError when `model` holds no thresholds or none at or below risk."""
     risk = check_risk(risk)
     if model is None or not model.thresholds:
         raise InputError(
@@ -350,4 +358,5 @@ def abstention(
         delta,
         unanswerable,
         share,
+        outside,
     )

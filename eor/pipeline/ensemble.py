@@ -35,7 +35,7 @@ from eor.pipeline.answering import answering_for, runs_in_steps
 from eor.pipeline.jobs import batches
 from eor.pipeline.judging import check_voter_with_judge, judge_stage, reached_end
 from eor.pipeline.members import member_templates, source_pool
-from eor.pipeline.pool import pool_identity, warn_if_foreign
+from eor.pipeline.pool import outside_guarantee, pool_identity, warn_if_foreign
 from eor.pipeline.running import MemberRunner, RunningCosts
 from eor.pipeline.stages.failures import warn_degraded
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
@@ -90,12 +90,16 @@ class Ensemble:
         self.retrieval = RetrievalStage(self.retrievers, retrieval_config)
         self.reading = ReadingStage(self.generation, self.prompts, config.max_document_words)
         self.voter = voter if voter is not None else config_voter(config)
-        _check_pool(self.voter, config, self.reader)
         # with `judge.weights`, the judge voter answers after every member, or after a cascade's last step
         # (eor.pipeline.judging)
         check_voter_with_judge(self.voter, config)
         self.judging = judge_stage(config, self.generation, self.templates, self.voter)
-        self.voting = VoteStage(self.voter, self.members)  # built once: it reads the voter's P(right) model
+        voters = [self.voter] + ([self.judging.voter] if self.judging is not None else [])
+        outside = _check_pool(voters, config, self.reader)
+        if self.judging is not None:
+            self.judging.outside, self.judging.outside_early = outside[-1], outside[0]
+        # built once: it reads the voter's P(right) model, and says where its guarantee does not hold
+        self.voting = VoteStage(self.voter, self.members, outside[0])
         # what the answering strategies run members with (eor.pipeline.running): each member's expected seconds
         # as this ensemble measures them, else from the voter's training records or the member's notation
         self.runner = MemberRunner(
@@ -280,10 +284,17 @@ def _subset(pool: list[str], members: Sequence[str]) -> list[str]:
     return [name for name in pool if name in requested]
 
 
-def _check_pool(voter: Any, config: EnsembleConfig, reader: Any) -> None:
-    """Warn when the voter was trained on records of another reader or corpus (eor.pipeline.pool)."""
-    if isinstance((getattr(voter, "metadata_", None) or {}).get("pool"), dict):
-        warn_if_foreign(voter, pool_identity(config, reader), f"the {getattr(voter, 'kind', 'voter')} weights")
+def _check_pool(voters: list[Any], config: EnsembleConfig, reader: Any) -> list[str | None]:
+    """Warn when a voter was trained on records of another reader or corpus (eor.pipeline.pool); give back, for
+    each, why its P(right) thresholds do not hold for this pool (None: they do, or nothing says otherwise)."""
+    recorded = [isinstance((getattr(voter, "metadata_", None) or {}).get("pool"), dict) for voter in voters]
+    if not any(recorded):
+        return [None] * len(voters)
+    identity = pool_identity(config, reader)
+    for voter, known in zip(voters, recorded, strict=True):
+        if known:
+            warn_if_foreign(voter, identity, f"the {getattr(voter, 'kind', 'voter')} weights")
+    return [outside_guarantee(voter, identity) for voter in voters]
 
 
 def config_voter(config: EnsembleConfig, weights: str | Path | None = None) -> Any:

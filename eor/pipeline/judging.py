@@ -216,6 +216,10 @@ class JudgeStage:
         self.members = list(voter.members)  # the training records' order (`judge_stage` checks the names)
         self.source = voter.source_ or "the judge's weights file"
         self.after_cascade = self.settings.after == "cascade"  # the cascade's steps first (check_voter_with_judge)
+        # why the thresholds do not hold for the pool answering (eor.pipeline.pool.outside_guarantee; the ensemble
+        # sets them), said with every abstention decision: the judge's, and the cascade's before it
+        self.outside: str | None = None
+        self.outside_early: str | None = None
 
     def check_risk(self, risk: float | None) -> float | None:
         """`risk` checked against the fits' thresholds (InputError: none, or none at or below it)."""
@@ -238,7 +242,9 @@ class JudgeStage:
         if risk is not None:
             probability = math.nan if result.probability is None else result.probability
             fit = None if self.early is None else self.early.fit(result.probability_fit)
-            verdict = abstention(fit, probability, risk, "the cascade before the judge", result.unanswerable)
+            verdict = abstention(
+                fit, probability, risk, "the cascade before the judge", result.unanswerable, self.outside_early
+            )
             result.abstention = verdict.to_dict()
             if verdict.abstained:
                 result.answer = None
@@ -258,7 +264,8 @@ class JudgeStage:
         choice, fit = self.voter.choose(features)
         if choice is None:  # no candidate competes (no member wrote anything, no span): nothing to stand behind
             if risk is not None:
-                result.abstention = abstention(self._thresholds(result, fit), math.nan, risk, self.source).to_dict()
+                verdict = abstention(self._thresholds(result, fit), math.nan, risk, self.source, None, self.outside)
+                result.abstention = verdict.to_dict()
                 result.answer = None
             return result
         scores = fit.decision(features)
@@ -286,6 +293,8 @@ class JudgeStage:
                 choice.probability if choice.probability is not None else math.nan,
                 risk,
                 self.source,
+                None,
+                self.outside,
             )
             result.abstention = verdict.to_dict()
             if verdict.abstained:

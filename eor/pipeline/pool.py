@@ -146,6 +146,24 @@ def warn_if_foreign(voter: Any, pool: dict[str, Any], source: str = "the weights
     return found
 
 
+def outside_guarantee(voter: Any, pool: dict[str, Any]) -> str | None:
+    """Why the voter's P(right) thresholds do not hold for `pool`, in words: they were certified on questions
+    answered by another reader or over another corpus (its training records' pool, or the pool of the labelled
+    questions `eor calibrate` recalibrated it on); None when they were certified for this pool, or no pool is
+    recorded."""
+    meta = getattr(voter, "metadata_", None) or {}
+    probability = meta.get("probability")
+    recalibrated = probability.get("recalibrated") if isinstance(probability, dict) else None
+    certified = recalibrated.get("pool") if isinstance(recalibrated, dict) else meta.get("pool")
+    found = differences(certified, pool) if isinstance(certified, dict) else []
+    if not found:
+        return None
+    return (
+        f"its P(right) was certified on questions of another pool ({'; '.join(found)}); recalibrate it on "
+        "labelled questions of yours (eor calibrate)"
+    )
+
+
 def describe_corpus(corpus: Any) -> str:
     """A recorded corpus identity as one phrase: its file, size and the start of its sha256 (its version)."""
     if not isinstance(corpus, dict):

@@ -1,12 +1,13 @@
 """The records of a run as arrays: member names, question texts, answers, golds and passages per member.
 
-Training, cross-validation and benchmarks read runs through `load_run`; questions without gold answers are
-skipped, and every record must hold every member (the member order is that of the first record, or the
-`members` given).
+Training, cross-validation and benchmarks read runs through `load_run` (several as one: `load_runs`); questions
+without gold answers are skipped unless asked for, and every record must hold every member (the member order is
+that of the first record, or the `members` given).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,9 +85,50 @@ class RunData:
             origins=[self.origins[i] for i in rows] if self.origins else [],
         )
 
+    def concatenate(self, other: RunData) -> RunData:
+        """This run's questions, then `other`'s (the same members in the same order; InputError otherwise). A
+        per-answer field one of them lacks (records of old runs) is left out."""
+        if other.names != self.names:
+            raise InputError(f"runs of different members cannot be joined: {self.names} and {other.names}")
 
-def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
-    """Read a run folder (or records file, `.jsonl` or `.jsonl.gz`)."""
+        def both(name: str) -> list:
+            first, second = getattr(self, name), getattr(other, name)
+            return first + second if first and second else []
+
+        return RunData(
+            names=self.names,
+            ids=self.ids + other.ids,
+            answers=self.answers + other.answers,
+            golds=self.golds + other.golds,
+            passages=self.passages + other.passages,
+            joined=self.joined + other.joined,
+            texts=self.texts + other.texts,
+            seconds=both("seconds"),
+            tokens=both("tokens"),
+            confidence=both("confidence"),
+            prompts=both("prompts"),
+            retrieved=both("retrieved"),
+            origins=self.origin_ids + other.origin_ids,
+        )
+
+
+def load_runs(paths: Sequence[str | Path], members: list[str] | None = None) -> RunData:
+    """Several runs read as one (`load_run` each, the members of the first where none are given, in order); InputError
+    when a question id repeats across them."""
+    if not paths:
+        raise InputError("no records given")
+    data = load_run(paths[0], members)
+    for path in paths[1:]:
+        data = data.concatenate(load_run(path, data.names))
+    repeated = sorted({i for i in data.ids if data.ids.count(i) > 1}) if len(set(data.ids)) != len(data.ids) else []
+    if repeated:
+        raise InputError(f"question id(s) repeat across {', '.join(map(str, paths))}: {', '.join(repeated[:5])}")
+    return data
+
+
+def load_run(path: str | Path, members: list[str] | None = None, unlabelled: bool = False) -> RunData:
+    """Read a run folder (or records file, `.jsonl` or `.jsonl.gz`). `unlabelled`: keep the questions without gold
+    answers too (their `golds` empty: never right), as questions a corpus cannot answer may come."""
     records = read_records(path)
     if not records:
         raise InputError(f"{path}: no records")
@@ -100,7 +142,7 @@ def load_run(path: str | Path, members: list[str] | None = None) -> RunData:
         missing = [name for name in names if name not in record.members]
         if missing:
             raise InputError(f"{path}: record {record.id!r} lacks member(s) {', '.join(missing)}")
-        if not record.answers:
+        if not record.answers and not unlabelled:
             continue
         outputs = [record.members[name] for name in names]
         ids.append(record.id)

@@ -93,6 +93,11 @@ class Abstention(BaseModel):
     share: float | None = Field(
         default=None, description="the share of questions the documents cannot answer that the error rate holds for"
     )
+    outside_guarantee: str | None = Field(
+        default=None,
+        description="why the error rate is not guaranteed here: the thresholds were certified on another pool's "
+        "questions (another corpus or reader); null when nothing says so",
+    )
     risk: float = Field(description="the error rate asked for")
     alpha: float = Field(description="the level of the weights file's grid used: the largest not above risk")
     threshold: float | None = Field(description="P(right) needed to answer; null: no threshold kept that rate")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from eor.commands.calibrate_command import calibrate
 from eor.commands.design_command import design
 from eor.commands.train_command import TrainOptions, train
 from eor.commands.train_judge import train_judge
@@ -15,9 +16,21 @@ from eor.pipeline.abstention import DEFAULT_SHARE
 from voters.similarity import parse_metric_spec
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    if args.unanswerable_share is not None and not args.nocorpus:
+        raise ConfigError("--unanswerable-share is the share of --nocorpus questions to expect: give those records")
+    share = DEFAULT_SHARE if args.unanswerable_share is None else args.unanswerable_share
+    nocorpus = Path(args.nocorpus) if args.nocorpus else None
+    print(calibrate(Path(args.records), args.weights, Path(args.out), nocorpus, share))
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
+    records = [Path(path) for path in args.records]
+    if len(records) > 1 and (args.voter == JUDGE or args.judge):
+        raise ConfigError("the judge voter and a cascade ending with it train on one run's records")
     if args.voter == JUDGE:
-        print(train_judge(Path(args.records), Path(args.out), **_judge_options(args)))
+        print(train_judge(records[0], Path(args.out), **_judge_options(args)))
         return 0
     metrics, metric_params = parse_metric_spec(args.metrics)
     options = TrainOptions(
@@ -44,9 +57,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     if args.judge:
         _refuse(args, "--judge", CASCADE_WITH_JUDGE_FLAGS, ": a cascade ending with the judge learns on exact match")
-        print(train_judge_cascade(Path(args.records), Path(args.out), Path(args.judge), options))
+        print(train_judge_cascade(records[0], Path(args.out), Path(args.judge), options))
     else:
-        print(train(Path(args.records), Path(args.out), options))
+        print(train(records, Path(args.out), options))
     return 0
 
 

@@ -63,9 +63,12 @@ class VoteStage:
     `judge(result, risk)`: the result declined below the threshold for `risk`; `settled(...)`: can pending
     members still change the chosen answer (voters.lazy)?"""
 
-    def __init__(self, voter: Any, members: Sequence[str]) -> None:
+    def __init__(self, voter: Any, members: Sequence[str], outside: str | None = None) -> None:
+        """`outside`: why the voter's thresholds do not hold for this pool (eor.pipeline.pool.outside_guarantee),
+        said with every abstention decision."""
         self.voter = voter
         self.members = list(members)
+        self.outside = outside
         self.right = RightModel.from_voter(voter)
         # a cascade's P(right) is calibrated for the answer of the step it stops at (voters.right), not for a
         # vote over every member: such a vote has none
@@ -166,7 +169,7 @@ class VoteStage:
             return result
         probability = math.nan if result.probability is None else result.probability
         fit = None if self.right is None else self.right.fit(result.probability_fit)
-        verdict = abstention(fit, probability, risk, self._source(), result.unanswerable)
+        verdict = abstention(fit, probability, risk, self._source(), result.unanswerable, self.outside)
         result.abstention = verdict.to_dict()
         if verdict.abstained:
             result.answer = None
