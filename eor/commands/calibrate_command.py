@@ -5,9 +5,9 @@ The records are those of `eor run` on the labelled questions, with the pool the 
 (its members; the reader and corpus may differ: that is the point). The weights file: a path, or
 `eor:weights/NAME.json`, one shipped with eor. The voter chooses on them as it would answer; its P(right) of each
 choice, as shipped (a file recalibrated before is rescaled from its shipped P again), and whether the choice was
-right (by the correctness the P(right) was fitted for) are what is recalibrated on. Records of questions the documents cannot
-answer (`--nocorpus`) certify the thresholds for a mix. The weights file written is the input's with its
-`meta.probability` recalibrated and the records named (`meta.recalibration_records`).
+right (by the correctness the P(right) was fitted for) are what is recalibrated on. Records of questions the
+documents cannot answer (`--nocorpus`) certify the thresholds for a mix. The weights file written is the input's
+with its `meta.probability` recalibrated and the records named (`meta.recalibration_records`).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from voters.right import RightModel
 from voters.weights_file import read_document, with_probability
 
 
-def calibrate(records: Path, weights: str | None, out: Path, nocorpus: Path | None = None, share: float = 0.33) -> str:
-    """Recalibrate the P(right) of `weights` (None: the run's config's) on the labelled questions of `records` (and
-    `nocorpus`, for a mix at `share`), write the result to `out`, and give back what was found
-    (eor.learning.recalibration)."""
-    weights = weights_file(records, weights)
+def calibrate(records: Path, given: str, out: Path, nocorpus: Path | None = None, share: float = 0.33) -> str:
+    """Recalibrate the P(right) of the weights file `given` (`eor:` names one shipped with eor) on the labelled
+    questions of `records` (and `nocorpus`, for a mix at `share`), write the result to `out`, and give back what
+    was found (eor.learning.recalibration)."""
+    weights = package_file(given[len(PACKAGE_SCHEME) :]) if given.startswith(PACKAGE_SCHEME) else Path(given)
     if read_document(weights).get("voter") == "judge":
         raise InputError(
             f"{weights} is a judge voter: eor calibrate recalibrates the P(right) of the other voters (cascade, "

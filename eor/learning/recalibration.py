@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import InputError
-from eor.core.formatting import fixed, pct, significant, signed
+from eor.core.formatting import fixed, pct, signed, significant
 from eor.pipeline.abstention import (
     ALPHAS,
     DELTA,
