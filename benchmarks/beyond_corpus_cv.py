@@ -30,7 +30,15 @@ import numpy as np
 
 from eor.core.config import load_config
 from eor.evaluation.selective import ece
-from eor.learning.beyond_corpus import ABLATED, ANSWERABLE, NOCORPUS, mix_evidence, mix_folds, mix_records
+from eor.learning.beyond_corpus import (
+    ABLATED,
+    ANSWERABLE,
+    NOCORPUS,
+    mix_evidence,
+    mix_folds,
+    mix_records,
+    mix_weights,
+)
 from eor.learning.calibration import within
 from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.pipeline.abstention import DEFAULT_SHARE, Stratum, mixed_risk_threshold
@@ -65,15 +73,18 @@ def variant(
     fit: str,
     share: float,
     alpha: float,
+    weighted: bool = False,
 ) -> dict[str, Any]:
-    """One variant's out-of-fold figures (see the module)."""
+    """One variant's out-of-fold figures (see the module); `weighted`: the unanswerable rows weighted to make up the
+    share of the training rows (eor.learning.beyond_corpus.mix_weights)."""
     keep = np.flatnonzero(has_features(rows, fit) & np.isin(kind, trained_on))
     every = np.flatnonzero(has_features(rows, fit))
     p = np.full(len(rows), np.nan)
     for held in parts:
         train = np.setdiff1d(keep, held)
         heldout = np.intersect1d(every, held)
-        groups = fit_groups(rows.take(train), right[train], FITS[fit])
+        weight = mix_weights(kind[train], share) if weighted else None
+        groups = fit_groups(rows.take(train), right[train], FITS[fit], weight)
         p[heldout] = apply_groups(groups, rows.take(heldout))
     scored = np.zeros(len(rows), dtype=bool)
     scored[every] = True  # a fit's figures are over the rows that have its features
@@ -149,12 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     table: dict[str, Any] = {"questions": {k: int((mix.kind == k).sum()) for k in (ANSWERABLE, ABLATED, NOCORPUS)}}
     for family, fit in FAMILIES.items():
         for trained, kinds in TRAINED_ON.items():
-            found = variant(rows, right, mix.kind, parts, kinds, fit, args.share, args.alpha)
-            table[f"{family} / {trained}"] = found
-            print(
-                f"{family:12s} {trained:12s} "
-                + json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in found.items()})
-            )
+            for weighted in (False, True) if len(kinds) > 1 else (False,):
+                found = variant(rows, right, mix.kind, parts, kinds, fit, args.share, args.alpha, weighted)
+                name = f"{family} / {trained}" + (", weighted to the share" if weighted else "")
+                table[name] = found
+                print(
+                    f"{name:60s} "
+                    + json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in found.items()})
+                )
     table["unanswerable_auc"] = unanswerable_auc(rows, mix.kind, parts)
     print("P(unanswerable) AUC:", table["unanswerable_auc"])
     if args.json:

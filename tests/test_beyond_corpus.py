@@ -338,3 +338,13 @@ def test_train_reads_several_runs_of_one_pool_as_one(tmp_path, isolated_cache) -
                       + "".join(lines[:60]))  # fmt: skip
     assert main(["train", str(packed), str(other), *common, "--out", str(tmp_path / "x.json")]) == 1
     assert main(["train", str(first), str(second), "--voter", "judge", "--out", str(tmp_path / "j.json")]) == 1
+
+
+def test_mix_weights_make_the_unanswerable_rows_the_share() -> None:
+    from eor.learning.beyond_corpus import mix_weights
+
+    kind = np.array([ANSWERABLE] * 6 + [ABLATED] * 3 + [NOCORPUS])
+    weight = mix_weights(kind, 0.33)
+    assert weight.mean() == pytest.approx(1.0)
+    assert weight[6:].sum() / weight.sum() == pytest.approx(0.33) and len(set(weight[:6])) == len(set(weight[6:])) == 1
+    assert (mix_weights(kind[:6], 0.33) == 1).all()

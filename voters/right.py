@@ -92,9 +92,12 @@ def _columns(features: Sequence[str]) -> list[int]:
     return [FEATURES.index(name) for name in features]
 
 
-def fit_logistic(rows: np.ndarray, right: np.ndarray, features: tuple[str, ...] = FEATURES) -> Logistic:
+def fit_logistic(
+    rows: np.ndarray, right: np.ndarray, features: tuple[str, ...] = FEATURES, weight: np.ndarray | None = None
+) -> Logistic:
     """scikit-learn's L2 logistic regression (C = 1) on the standardised `features` of rows of FEATURES, which
-    must be known; one class (or none): a constant probability (the share right, kept within [0.001, 0.999])."""
+    must be known, each row weighted by `weight` (None: alike); one class (or none): a constant probability (the
+    share right, kept within [0.001, 0.999])."""
     from sklearn.linear_model import LogisticRegression
 
     x = np.asarray(rows, dtype=float).reshape(-1, len(FEATURES))[:, _columns(features)]
@@ -109,19 +112,24 @@ def fit_logistic(rows: np.ndarray, right: np.ndarray, features: tuple[str, ...] 
         zero = (0.0,) * len(features)
         intercept = float(np.log(share / (1 - share)))
         return Logistic(intercept, zero, tuple(map(float, mean)), tuple(map(float, scale)), features)
-    model = LogisticRegression(C=1.0, max_iter=2000).fit((x - mean) / scale, labels)
+    model = LogisticRegression(C=1.0, max_iter=2000).fit((x - mean) / scale, labels, sample_weight=weight)
     coef = tuple(float(c) for c in model.coef_[0])
     return Logistic(float(model.intercept_[0]), coef, tuple(map(float, mean)), tuple(map(float, scale)), features)
 
 
-def fit_groups(rows: Evidence, right: np.ndarray, features: tuple[str, ...] = FEATURES) -> dict[str, Logistic]:
-    """ALL's logistic on every row, and one per other group with at least MIN_GROUP rows."""
+def fit_groups(
+    rows: Evidence, right: np.ndarray, features: tuple[str, ...] = FEATURES, weight: np.ndarray | None = None
+) -> dict[str, Logistic]:
+    """ALL's logistic on every row, and one per other group with at least MIN_GROUP rows (rows weighted by
+    `weight`, None: alike)."""
     right = np.asarray(right, dtype=bool)
-    groups = {ALL: fit_logistic(rows.features, right, features)}
+    groups = {ALL: fit_logistic(rows.features, right, features, weight)}
     for name in sorted(set(rows.group) - {ALL}):
         mask = rows.group == name
         if mask.sum() >= MIN_GROUP:
-            groups[str(name)] = fit_logistic(rows.features[mask], right[mask], features)
+            groups[str(name)] = fit_logistic(
+                rows.features[mask], right[mask], features, None if weight is None else weight[mask]
+            )
     return groups
 
 
@@ -398,10 +406,15 @@ def _threshold_row(row: Mapping[str, Any]) -> bool:
 
 
 def fit_right(
-    rows: Evidence, right: np.ndarray, parts: Sequence[np.ndarray], features: tuple[str, ...] = FEATURES
+    rows: Evidence,
+    right: np.ndarray,
+    parts: Sequence[np.ndarray],
+    features: tuple[str, ...] = FEATURES,
+    weight: np.ndarray | None = None,
 ) -> tuple[dict[str, Logistic], np.ndarray]:
     """(the logistic of every group on `features` fitted on every row, the cross-fitted out-of-fold P(right)
-    per row): each part's probabilities from the logistics fitted on the other parts' rows."""
+    per row): each part's probabilities from the logistics fitted on the other parts' rows; rows weighted by
+    `weight` (None: alike)."""
     right = np.asarray(right, dtype=bool)
     if len(right) != len(rows):
         raise InputError(f"{len(rows)} rows of evidence but {len(right)} labels")
@@ -409,8 +422,9 @@ def fit_right(
     every = np.arange(len(rows))
     for held in parts:
         train = np.setdiff1d(every, held)
-        out[held] = apply_groups(fit_groups(rows.take(train), right[train], features), rows.take(held))
-    return fit_groups(rows, right, features), out
+        given = None if weight is None else weight[train]
+        out[held] = apply_groups(fit_groups(rows.take(train), right[train], features, given), rows.take(held))
+    return fit_groups(rows, right, features, weight), out
 
 
 def _logit(p: Any) -> Any:

@@ -97,6 +97,17 @@ def mix_folds(mix: Mix, k: int, seed: int) -> list[np.ndarray]:
     return [np.flatnonzero(fold_of == f) for f in range(k)]
 
 
+def mix_weights(kind: np.ndarray, share: float) -> np.ndarray:
+    """Row weights that make the unanswerable rows (ablated and no-corpus together) a share `share` of the whole
+    and the answerable the rest, each kind's rows alike, averaging 1 (all 1 when a side has no row)."""
+    unanswerable = np.asarray(kind) != ANSWERABLE
+    n_u, n_a = int(unanswerable.sum()), int((~unanswerable).sum())
+    if not n_u or not n_a:
+        return np.ones(len(unanswerable))
+    weight = np.where(unanswerable, share / n_u, (1 - share) / n_a)
+    return weight * len(weight)
+
+
 @dataclass
 class MixCalibrated(Calibrated):
     """`Calibrated` over a mix: also each row's kind and out-of-fold P(unanswerable)."""
