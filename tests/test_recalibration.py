@@ -220,7 +220,7 @@ def _towns() -> tuple[list[dict], list[dict], list[dict]]:
         ]
     absent = [
         {"id": f"n{i:02d}", "question": f"who founded the town of {town}", "answers": []}
-        for i, town in enumerate(TOWNS[20:] + ["Zelmark", "Hanvik", "Pordell", "Ilbrun", "Sketmore", "Yarrow", "Brenn"])
+        for i, town in enumerate(TOWNS[20:] + ["Zelmark", "Hanvik", "Pordell", "Ilbrun", "Sketmore", "Yarrow"])
     ]
     return passages, labelled, absent
 
