@@ -341,15 +341,27 @@ voter: {{metrics: [em]}}
 
 def test_eor_init_with_documents_imports_them_as_the_corpus(tmp_path, capsys):
     from eor.cli import main
+    from eor.core.config import load_config
 
     root = tmp_path / "docs"
     _folder(root)
     assert main(["init", str(tmp_path / "pool"), "--documents", str(root)]) == 0
-    out = capsys.readouterr().out
-    assert "passages written to" in out and "only new and changed files are read" in out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "from 5 files of" in out and "2 skipped:" in out and "only new and changed files are read" in out
+    assert "locked.pdf: encrypted with a password" in out and "the demo passages" not in out
+    assert "warning: locked.pdf: skipped, encrypted with a password" in captured.err  # each warning, as it happens
     sources = {json.loads(line)["file"] for line in (tmp_path / "pool" / "corpus.jsonl").read_text().splitlines()}
     assert sources == {"guide.md", "notes/report.docx", "notes/todo.txt", "page.html", "study.pdf"}
-    assert "corpus.jsonl" in (tmp_path / "pool" / "config.yaml").read_text()
+    config = load_config(tmp_path / "pool" / "config.yaml")
+    assert config.corpus.documents == str(root.resolve())  # citations link to the files
+    assert "the project's demo corpus" not in (tmp_path / "pool" / "config.yaml").read_text()
+    # a folder that is not there, or holds nothing readable: nothing is left behind
+    assert main(["init", str(tmp_path / "none"), "--documents", str(tmp_path / "missing")]) == 1
+    assert "not a folder" in capsys.readouterr().err and not (tmp_path / "none").exists()
+    (tmp_path / "empty").mkdir()
+    assert main(["init", str(tmp_path / "void"), "--documents", str(tmp_path / "empty")]) == 1
+    assert not (tmp_path / "void").exists()
 
 
 def test_the_server_shows_the_imported_files_behind_its_key_and_nothing_else(tmp_path):

@@ -17,8 +17,11 @@ from eor.documents.folder import import_folder
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
     documents = Path(args.documents) if args.documents else None
-    print(init_folder(Path(args.folder), force=args.force, documents=documents))
+    warn = lambda line: tqdm.write(f"warning: {line}", file=sys.stderr)  # noqa: E731 (above the progress bar)
+    print(init_folder(Path(args.folder), force=args.force, documents=documents, warn=warn))
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from eor.core.atomic import write_text_atomically
@@ -19,44 +20,54 @@ VOTER_LINE = re.compile(r"^voter:[ \t]*\n", re.M)
 SHIPPED_WEIGHTS = "eor:weights/nq-offline-cascade.json"
 
 
-def init_folder(folder: Path, force: bool = False, documents: Path | None = None) -> str:
-    """Write DIR/config.yaml, DIR/corpus.jsonl and DIR/questions.jsonl; return what to do next. An existing
-    config is kept unless `force`; an existing corpus or questions file is always kept, but for `documents`:
-    a folder of documents imported as the corpus (eor.documents.folder; imported again, kept current)."""
+def init_folder(
+    folder: Path, force: bool = False, documents: Path | None = None, warn: Callable[[str], None] | None = None
+) -> str:
+    """Write DIR/config.yaml, DIR/corpus.jsonl and DIR/questions.jsonl; return what was written and what to do next.
+    An existing config is kept unless `force`; an existing corpus or questions file is always kept, but for
+    `documents`: a folder of documents imported as the corpus (eor.documents.folder; imported again, kept current),
+    each warning of the import given to `warn` as it happens, the folder named in the config (`corpus.documents`:
+    citations link to its files). A failed import leaves nothing behind in a folder it created."""
     config = folder / "config.yaml"
     if config.exists() and not force:
         raise InputError(f"{config} exists; --force writes it again")
-    text = default_config_path().read_text(encoding="utf-8")
-    text, found = CORPUS_LINE.subn(r"\1corpus.jsonl   # your passages: JSON Lines with id, title, text", text, count=1)
-    if not found:
-        raise InputError(f"{default_config_path()}: no corpus path to point at the new folder")
-    text = re.sub(r"^name: .*$", f"name: {folder.name or 'mine'}", text, count=1, flags=re.M)
-    text, found = VOTER_LINE.subn(
-        f"voter:\n  weights: {SHIPPED_WEIGHTS}   # trained on NQ; fit it to your documents: eor calibrate\n",
-        text,
-        count=1,
-    )
-    if not found:
-        raise InputError(f"{default_config_path()}: no voter section to give the shipped weights")
+    if documents is not None and not documents.is_dir():
+        raise InputError(f"{documents}: not a folder (eor init --documents takes the folder of your documents)")
+    text = _config_text(folder, documents)
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
-    imported = []
-    if documents is not None:
-        summary = import_folder(documents, folder / "corpus.jsonl")
-        if not summary.passages:
-            raise InputError(f"{documents}: no passage could be read from it (see the warnings above)")
-        imported = [*summary.lines(), f"  again after editing {documents}: eor import-corpus {documents} --out "
-                    f"{folder / 'corpus.jsonl'} (only new and changed files are read)"]  # fmt: skip
+    corpus = folder / "corpus.jsonl"
+    try:
+        summary = None if documents is None else import_folder(documents, corpus, warn=warn)
+        if summary is not None and not summary.passages:
+            raise InputError(f"{documents}: no passage could be read from it (each file's reason is above)")
+    except BaseException:
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     write_text_atomically(config, text)
     for name in ("corpus.jsonl", "questions.jsonl"):
         if not (folder / name).exists():
             shutil.copyfile(package_file(f"demo/{name}"), folder / name)
+    if summary is None:
+        written = [
+            f"  corpus:    {corpus} — the demo passages; put yours there (one JSON object per line:",
+            '             {"id": "...", "title": "...", "text": "..."}; passages of about 100 words work best),',
+            "             or import a folder of your documents: eor init DIR --documents FOLDER",
+        ]
+    else:
+        files = len(summary.read) + len(summary.kept)
+        written = [
+            f"  corpus:    {corpus} — your {summary.passages} passages from {files} files of {documents}"
+            + (f"; {len(summary.skipped)} skipped:" if summary.skipped else ""),
+            *(f"             {path}: {why}" for path, why in summary.skipped.items()),
+            f"             after editing your documents: eor import-corpus {documents} --out {corpus} (only new and "
+            "changed files are read)",
+        ]
     return "\n".join(
-        imported
-        + [
-            f"wrote {config} (the default pool: seven members over {folder / 'corpus.jsonl'}, answering with the "
-            "shipped cascade)",
-            f"  corpus:    {folder / 'corpus.jsonl'} — the demo passages; put yours there (one JSON object per line:",
-            '             {"id": "...", "title": "...", "text": "..."}; passages of about 100 words work best)',
+        [
+            f"wrote {config} (the default pool: seven members over {corpus}, answering with the shipped cascade)",
+            *written,
             f"  questions: {folder / 'questions.jsonl'} — the demo questions; yours: question, optional id and answers",
             "next:",
             f'  eor ask "your question" --config {config}',
@@ -67,3 +78,25 @@ def init_folder(folder: Path, force: bool = False, documents: Path | None = None
             "  docs/guides.md: your own corpus, model, GPU and web search",
         ]
     )
+
+
+def _config_text(folder: Path, documents: Path | None) -> str:
+    """The default config for the new folder: named after it, over its corpus.jsonl (imported from `documents`,
+    named as the corpus's folder of documents), answering with the shipped cascade."""
+    text = default_config_path().read_text(encoding="utf-8")
+    yours = "your passages: JSON Lines with id, title, text" if documents is None else "your documents' passages"
+    where = f"\n  documents: {documents.resolve()}   # the folder they were imported from" if documents else ""
+    text, found = CORPUS_LINE.subn(lambda m: f"{m.group(1)}corpus.jsonl   # {yours}{where}", text, count=1)
+    if not found:
+        raise InputError(f"{default_config_path()}: no corpus path to point at the new folder")
+    what = "the demo corpus copied to corpus.jsonl" if documents is None else "your documents (corpus.jsonl)"
+    text = text.replace("the project's demo corpus", what, 1)
+    text = re.sub(r"^name: .*$", f"name: {folder.name or 'mine'}", text, count=1, flags=re.M)
+    text, found = VOTER_LINE.subn(
+        f"voter:\n  weights: {SHIPPED_WEIGHTS}   # trained on NQ; fit it to your documents: eor calibrate\n",
+        text,
+        count=1,
+    )
+    if not found:
+        raise InputError(f"{default_config_path()}: no voter section to give the shipped weights")
+    return text
