@@ -142,7 +142,8 @@ def test_outside_the_guarantee_on_another_corpus_until_recalibrated_on_it() -> N
     assert said is not None and "corpus wiki-nq.jsonl" in said and "eor calibrate" in said
     recalibrated = _Voter({"pool": nq, "probability": {"fits": {}, "recalibrated": {"pool": mine}}})
     assert outside_guarantee(recalibrated, mine) is None and outside_guarantee(recalibrated, nq) is not None
-    assert outside_guarantee(_Voter({"pool": nq}), mine) is None  # no P(right): no guarantee to speak of
+    assert outside_guarantee(_Voter({"pool": nq}), mine) == said  # a judge voter's P(right) lives in its fits
+    assert outside_guarantee(_Voter({}), mine) is None  # no pool recorded: nothing says otherwise
     fit = RightFit(WITH_CONFIDENCE, {}, 1, [{"alpha": 0.3, "threshold": 0.5, "coverage": 0.2}], "em", 0.1)
     verdict = abstention(fit, 0.4, 0.3, outside=said)
     assert verdict.abstained and f"outside its guarantee here: {said}" in verdict.reason()
@@ -176,10 +177,14 @@ def test_eor_calibrate_on_60_unseen_training_questions(tmp_path, capsys) -> None
     # without answers, nothing to recalibrate on
     bare = tmp_path / "bare.jsonl"
     with gzip.open(records, "rt", encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle][1:]
-    bare.write_text("".join(json.dumps({**row, "answers": []}) + "\n" for row in rows))
+        header, *rows = [json.loads(line) for line in handle]
+    bare.write_text("".join(json.dumps(row) + "\n" for row in [header] + [{**row, "answers": []} for row in rows]))
     assert main(["calibrate", str(bare), "--weights", SHIPPED, "--out", str(tmp_path / "x.json")]) == 1
-    assert "have no answers" in capsys.readouterr().err
+    assert "60 of the 60 questions" in capsys.readouterr().err
+    # records that do not say which pool answered them: the recalibration could not say where it holds
+    (tmp_path / "anonymous.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert main(["calibrate", str(tmp_path / "anonymous.jsonl"), "--weights", SHIPPED, "--out", str(out)]) == 1
+    assert "does not say which pool answered it" in capsys.readouterr().err
 
 
 def test_eor_init_answers_with_the_shipped_weights_installed_with_eor(tmp_path, capsys) -> None:
