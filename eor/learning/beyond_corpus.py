@@ -7,17 +7,21 @@ Training questions come in three kinds (`KINDS`):
   (eor.learning.ablation): they teach what an unanswerable question looks like, and certify nothing;
 - **no corpus**: real questions whose answer the corpus does not hold (those set aside to learn from).
 
-The voter is the one `eor train` chose and fitted on the answerable questions, unchanged. Its P(right) is fitted
-on every kind (Kamath, Jia and Liang 2020: a calibrator that has seen questions unlike the training ones), out of
-fold on folds where a question and its ablated copy fall together (`mix_folds`): each question's evidence comes
-from the voter fitted on the answerable questions of the other folds, and its out-of-fold probability from the
-logistic fitted on the other folds' rows of every kind. The abstention thresholds hold for a mix with a share s
-of unanswerable questions (eor.pipeline.abstention.mixed_risk_threshold): bounded on the answerable and the real
-no-corpus questions, each stratum apart, and combined at s.
+The voter is the one `eor train` chose and fitted on the answerable questions, unchanged. Its P(right) learns
+what an unanswerable question looks like from the ablated copies (Kamath, Jia and Liang 2020: a calibrator that
+has seen questions unlike the training ones; `taught_kinds`), and the real no-corpus questions certify: they teach
+only when no ablated copy is given. It is fitted out of fold on folds where a question and its ablated copy fall
+together (`mix_folds`): each question's evidence comes from the voter fitted on the answerable questions of the
+other folds, and its out-of-fold probability, every kind's, from the logistic fitted on the other folds' rows of
+the kinds that teach. The abstention thresholds hold for a mix with a share s of unanswerable questions
+(eor.pipeline.abstention.mixed_risk_threshold): bounded on the answerable and the real no-corpus questions, each
+stratum apart, and combined at s. Fitting on the ablated copies and certifying on the real questions keeps the
+sample the test bounds out of the fit; cross-validation on the 1,566 NQ training questions agreed (docs/abstention.md).
 
 P(unanswerable), a logistic on the same evidence (without the reader's confidence) telling the answerable from
-both unanswerable kinds, names the reason of a decline: "the passages read do not seem to hold the answer" where
-it reaches 1/2 at the share s (its odds moved from the training mix's share to s), else "not sure enough".
+the unanswerable kind that teaches, names the reason of a decline: "the passages read do not seem to hold the
+answer" where it reaches 1/2 at the share s (its odds moved from the training mix's share to s), else "not sure
+enough".
 """
 
 from __future__ import annotations
@@ -29,13 +33,22 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import InputError
-from eor.learning.calibration import Calibrated, within
+from eor.learning.calibration import Calibrated
 from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate, vote_arrays
 from eor.pipeline.abstention import ALPHAS, DEFAULT_SHARE, DELTA, Stratum, mixed_risk_threshold, thresholds
 from eor.runs.run_data import RunData
 from voters.choice_evidence import FITS, WITH_RETRIEVAL, Evidence
 from voters.folds import folds
-from voters.right import RightFit, RightModel, UnanswerableFit, fit_logistic, fit_right, has_features
+from voters.right import (
+    Logistic,
+    RightFit,
+    RightModel,
+    UnanswerableFit,
+    apply_groups,
+    fit_groups,
+    fit_logistic,
+    has_features,
+)
 
 ANSWERABLE, ABLATED, NOCORPUS = "answerable", "ablated", "no corpus"
 KINDS = (ANSWERABLE, ABLATED, NOCORPUS)
@@ -95,6 +108,25 @@ def mix_folds(mix: Mix, k: int, seed: int) -> list[np.ndarray]:
         for position, row in enumerate(rows):
             fold_of[row] = by_id.get(mix.origin[row], int(own[position]))
     return [np.flatnonzero(fold_of == f) for f in range(k)]
+
+
+def taught_kinds(kind: np.ndarray) -> tuple[str, ...]:
+    """The kinds P(right) and P(unanswerable) are fitted on: the answerable and the ablated copies where there are
+    any (the no-corpus questions then certify alone), else every kind there is."""
+    present = set(np.asarray(kind).tolist())
+    return (ANSWERABLE, ABLATED) if ABLATED in present else tuple(k for k in KINDS if k in present)
+
+
+def cross_fitted(
+    rows: Evidence, right: np.ndarray, parts: Sequence[np.ndarray], every: np.ndarray, taught: np.ndarray, fit: str
+) -> tuple[dict[str, Logistic], np.ndarray]:
+    """(the logistic of every group of fit `fit` on the rows `taught`, the out-of-fold P(right) of the rows
+    `every`): each fold's rows scored by the logistics fitted on the other folds' rows of `taught`."""
+    p = np.full(len(rows), np.nan)
+    for held in parts:
+        train, out = np.setdiff1d(taught, held), np.intersect1d(every, held)
+        p[out] = apply_groups(fit_groups(rows.take(train), right[train], FITS[fit]), rows.take(out))
+    return fit_groups(rows.take(taught), right[taught], FITS[fit]), p
 
 
 def mix_weights(kind: np.ndarray, share: float) -> np.ndarray:
@@ -160,21 +192,22 @@ def calibrate_mix(
     fits: dict[str, RightFit] = {}
     by_fit: dict[str, np.ndarray] = {}
     probability, names = np.full(len(rows), np.nan), np.full(len(rows), "", dtype=object)
+    teaches = np.isin(mix.kind, taught_kinds(mix.kind))
     beyond = (mix.kind != ANSWERABLE).any()
     for fit in FITS:
-        keep = np.flatnonzero(has_features(rows, fit))
-        kinds = mix.kind[keep]
-        if len(keep) < MIN_ROWS_PER_FOLD * k or not (kinds == ANSWERABLE).any():
+        every = np.flatnonzero(has_features(rows, fit))
+        taught = every[teaches[every]]
+        kinds = mix.kind[taught]
+        if len(taught) < MIN_ROWS_PER_FOLD * k or not (kinds == ANSWERABLE).any():
             continue
         if beyond and (kinds == ANSWERABLE).all():  # a fit that would see no unanswerable question is not made
             continue
-        groups, found = fit_right(rows.take(keep), right[keep], within(list(parts), keep, len(rows)), FITS[fit])
-        chosen = _thresholds(found, right[keep], mix.kind[keep], share, delta, alphas)
-        fits[fit] = RightFit(fit, groups, len(keep), chosen, settings.correctness, delta)
-        by_fit[fit] = np.full(len(rows), np.nan)
-        by_fit[fit][keep] = found
-        fresh = keep[names[keep] == ""]
-        probability[fresh], names[fresh] = found[np.searchsorted(keep, fresh)], fit
+        groups, found = cross_fitted(rows, right, parts, every, taught, fit)
+        chosen = _thresholds(found[every], right[every], mix.kind[every], share, delta, alphas)
+        fits[fit] = RightFit(fit, groups, len(taught), chosen, settings.correctness, delta)
+        by_fit[fit] = found
+        fresh = every[names[every] == ""]
+        probability[fresh], names[fresh] = found[fresh], fit
     if not fits:
         raise InputError(
             f"P(right) beyond the corpus needs at least {MIN_ROWS_PER_FOLD * k} questions with the same features, "
@@ -200,26 +233,30 @@ def _thresholds(
 def _unanswerable(
     rows: Evidence, kind: np.ndarray, parts: Sequence[np.ndarray], share: float, counts: dict[str, int]
 ) -> tuple[UnanswerableFit | None, np.ndarray]:
-    """P(unanswerable) fitted on every row that has its features, and its out-of-fold values at `share`."""
+    """P(unanswerable) fitted on the rows of the kinds that teach (`taught_kinds`) that have its features, and its
+    out-of-fold values at `share` on every such row."""
     out = np.full(len(rows), np.nan)
-    keep = np.flatnonzero(has_features(rows, UNANSWERABLE_FIT))
+    every = np.flatnonzero(has_features(rows, UNANSWERABLE_FIT))
+    keep = every[np.isin(kind[every], taught_kinds(kind))]  # fitted on the kinds that teach, scored on every kind
     label = kind[keep] != ANSWERABLE
     if not label.any() or label.all():
         return None, out
     features = FITS[UNANSWERABLE_FIT]
     trained = float(label.mean())
-    for held in within(list(parts), keep, len(rows)):
-        train = np.setdiff1d(np.arange(len(keep)), held)
+    for held in parts:
+        train, scored = np.setdiff1d(keep, held), np.intersect1d(every, held)
+        answerable = kind[train] == ANSWERABLE
         fold = UnanswerableFit(
-            fit_logistic(rows.features[keep[train]], label[train], features), float(label[train].mean()), share, {}
+            fit_logistic(rows.features[train], ~answerable, features), float((~answerable).mean()), share, {}
         )
-        out[keep[held]] = fold.probability(rows.features[keep[held]])
+        out[scored] = fold.probability(rows.features[scored])
+    label = kind[every] != ANSWERABLE  # what it names, on every kind
     # what it names at the share s: its rates on each kind of question, weighted as the share weighs them
-    named = out[keep] >= 0.5
+    named = out[every] >= 0.5
     caught, false_alarm = float(named[label].mean()), float(named[~label].mean())
     said = share * caught + (1 - share) * false_alarm
     precision = share * caught / said if said > 0 else None
     fitted = UnanswerableFit(
-        fit_logistic(rows.features[keep], label, features), trained, share, counts, said, precision
+        fit_logistic(rows.features[keep], kind[keep] != ANSWERABLE, features), trained, share, counts, said, precision
     )
     return fitted, out
