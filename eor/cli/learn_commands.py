@@ -103,8 +103,8 @@ def _beyond_options(train: argparse.ArgumentParser) -> None:
     beyond.add_argument(
         "--nocorpus",
         metavar="RECORDS",
-        help="records of real questions whose answer the corpus does not hold: they teach P(right), and the "
-        "thresholds are certified on them and on the training questions, each apart",
+        help="records of real questions whose answer the corpus does not hold: the thresholds are certified on them "
+        "and on the training questions, each apart (they teach P(right) only without --ablated)",
     )
     beyond.add_argument(
         "--unanswerable-share",
