@@ -196,7 +196,7 @@ def test_eor_init_answers_with_the_shipped_weights_installed_with_eor(tmp_path, 
     assert config.default_weights().is_file()
 
 
-# -- one's own documents, end to end (slow: the reader answers 80 questions) --------------------------------------
+# -- one's own documents, end to end (slow: the default reader answers 70 questions, about 7 minutes on 2 cores) --
 
 TOWNS = [a + b for a in ("Or", "Bel", "Kas", "Mir", "Tal", "Vor", "Quen", "Dra") for b in ("avik", "mont", "dor")]
 PEOPLE = ["Mirela Danst", "Tomas Elgrin", "Ada Perrow", "Ivo Sarnak", "Lena Ostwald", "Piet Varga", "Nora Kell",
@@ -205,8 +205,8 @@ RIVERS = ["Ulla", "Senn", "Varo", "Isk", "Thane", "Corra", "Mell", "Brisk"]
 
 
 def _towns() -> tuple[list[dict], list[dict], list[dict]]:
-    """A hand-made corpus of 20 fictional towns (a passage each), 60 questions it answers (who founded each, in
-    which year, on which river) and 10 about towns it does not hold."""
+    """A hand-made corpus of 20 fictional towns (a passage each, naming two people and two years), 60 questions it
+    answers (who founded each, in which year, on which river) and 10 about towns it does not hold."""
     passages, labelled = [], []
     for i, town in enumerate(TOWNS[:20]):
         founder, river, year = PEOPLE[i % len(PEOPLE)], RIVERS[(i * 3) % len(RIVERS)], str(1601 + 17 * i)
@@ -215,7 +215,8 @@ def _towns() -> tuple[list[dict], list[dict], list[dict]]:
                 "id": f"town-{i:02d}",
                 "title": town,
                 "text": f"{town} is a small town on the {river} river. It was founded in {year} by {founder}, a "
-                f"merchant who traded wool along the {river}. Its market is held every Thursday in the old square.",
+                f"merchant who traded wool along the {river}. In {int(year) + 38} {town} received a royal charter, "
+                f"and {PEOPLE[(i + 5) % len(PEOPLE)]} built its bridge. Its market is held every Thursday.",
             }
         )
         labelled += [
@@ -241,8 +242,7 @@ def test_your_own_documents_recalibrated_from_60_labelled_questions(tmp_path) ->
     assert run_cli("init", str(folder)).returncode == 0
     write_jsonl(folder / "corpus.jsonl", passages)
     config = folder / "config.yaml"
-    text = config.read_text().replace("model: qwen2.5-0.5b", "model: smollm2-135m", 1)
-    config.write_text(text.replace("parametric_max_tokens: 192", "parametric_max_tokens: 48", 1))
+    config.write_text(config.read_text().replace("parametric_max_tokens: 192", "parametric_max_tokens: 48", 1))
     for name, rows in (("labelled", labelled), ("absent", absent)):
         write_jsonl(tmp_path / f"{name}.jsonl", rows)
         ran = run_cli("run", "--config", str(config), "--data", str(tmp_path / f"{name}.jsonl"), "--out",
