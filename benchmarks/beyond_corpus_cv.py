@@ -34,6 +34,7 @@ from eor.learning.beyond_corpus import (
     ABLATED,
     ANSWERABLE,
     NOCORPUS,
+    cross_fitted,
     mix_evidence,
     mix_folds,
     mix_records,
@@ -45,7 +46,7 @@ from eor.pipeline.abstention import DEFAULT_SHARE, Stratum, mixed_risk_threshold
 from eor.runs.costs import member_costs
 from eor.runs.run_data import load_run, load_runs
 from voters.choice_evidence import FITS, WITH_BOTH, WITH_CONFIDENCE, WITH_RETRIEVAL, WITHOUT_CONFIDENCE, Evidence
-from voters.right import apply_groups, fit_groups, fit_logistic, has_features
+from voters.right import fit_logistic, has_features
 
 #: the coverage of the answerable questions at which the variants are compared, whatever the threshold certified
 #: (about what the shipped cascade answers at α = 0.3 on the training questions)
@@ -79,13 +80,8 @@ def variant(
     share of the training rows (eor.learning.beyond_corpus.mix_weights)."""
     keep = np.flatnonzero(has_features(rows, fit) & np.isin(kind, trained_on))
     every = np.flatnonzero(has_features(rows, fit))
-    p = np.full(len(rows), np.nan)
-    for held in parts:
-        train = np.setdiff1d(keep, held)
-        heldout = np.intersect1d(every, held)
-        weight = mix_weights(kind[train], share) if weighted else None
-        groups = fit_groups(rows.take(train), right[train], FITS[fit], weight)
-        p[heldout] = apply_groups(groups, rows.take(heldout))
+    weigh = (lambda train: mix_weights(kind[train], share)) if weighted else None  # noqa: E731
+    _, p = cross_fitted(rows, right, parts, every, keep, fit, weigh)
     scored = np.zeros(len(rows), dtype=bool)
     scored[every] = True  # a fit's figures are over the rows that have its features
     a, u = (kind == ANSWERABLE) & scored, (kind == NOCORPUS) & scored

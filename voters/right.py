@@ -406,15 +406,10 @@ def _threshold_row(row: Mapping[str, Any]) -> bool:
 
 
 def fit_right(
-    rows: Evidence,
-    right: np.ndarray,
-    parts: Sequence[np.ndarray],
-    features: tuple[str, ...] = FEATURES,
-    weight: np.ndarray | None = None,
+    rows: Evidence, right: np.ndarray, parts: Sequence[np.ndarray], features: tuple[str, ...] = FEATURES
 ) -> tuple[dict[str, Logistic], np.ndarray]:
     """(the logistic of every group on `features` fitted on every row, the cross-fitted out-of-fold P(right)
-    per row): each part's probabilities from the logistics fitted on the other parts' rows; rows weighted by
-    `weight` (None: alike)."""
+    per row): each part's probabilities from the logistics fitted on the other parts' rows."""
     right = np.asarray(right, dtype=bool)
     if len(right) != len(rows):
         raise InputError(f"{len(rows)} rows of evidence but {len(right)} labels")
@@ -422,9 +417,8 @@ def fit_right(
     every = np.arange(len(rows))
     for held in parts:
         train = np.setdiff1d(every, held)
-        given = None if weight is None else weight[train]
-        out[held] = apply_groups(fit_groups(rows.take(train), right[train], features, given), rows.take(held))
-    return fit_groups(rows, right, features, weight), out
+        out[held] = apply_groups(fit_groups(rows.take(train), right[train], features), rows.take(held))
+    return fit_groups(rows, right, features), out
 
 
 def _logit(p: Any) -> Any:

@@ -26,7 +26,7 @@ enough".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,15 +118,26 @@ def taught_kinds(kind: np.ndarray) -> tuple[str, ...]:
 
 
 def cross_fitted(
-    rows: Evidence, right: np.ndarray, parts: Sequence[np.ndarray], every: np.ndarray, taught: np.ndarray, fit: str
+    rows: Evidence,
+    right: np.ndarray,
+    parts: Sequence[np.ndarray],
+    every: np.ndarray,
+    taught: np.ndarray,
+    fit: str,
+    weigh: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[dict[str, Logistic], np.ndarray]:
     """(the logistic of every group of fit `fit` on the rows `taught`, the out-of-fold P(right) of the rows
-    `every`): each fold's rows scored by the logistics fitted on the other folds' rows of `taught`."""
+    `every`): each fold's rows scored by the logistics fitted on the other folds' rows of `taught`; `weigh`: the
+    weights of the rows a logistic is fitted on, given their positions (None: alike; e.g. `mix_weights`)."""
+
+    def fitted(train: np.ndarray) -> dict[str, Logistic]:
+        return fit_groups(rows.take(train), right[train], FITS[fit], None if weigh is None else weigh(train))
+
     p = np.full(len(rows), np.nan)
     for held in parts:
-        train, out = np.setdiff1d(taught, held), np.intersect1d(every, held)
-        p[out] = apply_groups(fit_groups(rows.take(train), right[train], FITS[fit]), rows.take(out))
-    return fit_groups(rows.take(taught), right[taught], FITS[fit]), p
+        out = np.intersect1d(every, held)
+        p[out] = apply_groups(fitted(np.setdiff1d(taught, held)), rows.take(out))
+    return fitted(taught), p
 
 
 def mix_weights(kind: np.ndarray, share: float) -> np.ndarray:

@@ -7,6 +7,7 @@ that of the first record, or the `members` given).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,7 +121,7 @@ def load_runs(paths: Sequence[str | Path], members: list[str] | None = None) -> 
     data = load_run(paths[0], members)
     for path in paths[1:]:
         data = data.concatenate(load_run(path, data.names))
-    repeated = sorted({i for i in data.ids if data.ids.count(i) > 1}) if len(set(data.ids)) != len(data.ids) else []
+    repeated = sorted(i for i, count in Counter(data.ids).items() if count > 1)
     if repeated:
         raise InputError(f"question id(s) repeat across {', '.join(map(str, paths))}: {', '.join(repeated[:5])}")
     return data
