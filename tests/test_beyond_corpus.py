@@ -348,3 +348,61 @@ def test_mix_weights_make_the_unanswerable_rows_the_share() -> None:
     assert weight.mean() == pytest.approx(1.0)
     assert weight[6:].sum() / weight.sum() == pytest.approx(0.33) and len(set(weight[:6])) == len(set(weight[6:])) == 1
     assert (mix_weights(kind[:6], 0.33) == 1).all()
+
+
+def test_the_judge_voter_beyond_the_corpus(tmp_path) -> None:
+    """`eor train --voter judge --nocorpus` on 200 scored training questions and 60 scored no-corpus questions:
+    the same choices as the judge trained without them; the level no unanswerable question holds scores for
+    (the passages alone) left out; thresholds for the share asked; P(unanswerable) fitted, read at the share by
+    Bayes' rule, higher on the no-corpus questions than on the answerable; saved and loaded again; a judge
+    file trained before it has none (its declines say "not sure")."""
+    import json
+
+    from eor.cli import main
+    from eor.commands.train_judge import train_judge
+    from eor.learning.judge_training import judged_questions
+    from eor.runs.records import read_records
+    from tests.conftest import ROOT
+    from voters.judge_selector import JudgeVoter
+
+    answerable = _records("nq-train.jsonl.gz", 200, tmp_path, "train")
+    nocorpus = _records("nq-nocorpus-learn200.jsonl.gz", 60, tmp_path, "nocorpus")
+    config = ROOT / "configs" / "nq-offline.yaml"
+    train_judge(answerable, tmp_path / "plain.json", pool_config=config)
+    report = train_judge(answerable, tmp_path / "beyond.json", pool_config=config, nocorpus=nocorpus, share=0.25)
+    assert "0 ablated and 60 no-corpus questions" in report and "a share 0.25" in report
+    plain, beyond = JudgeVoter.load(tmp_path / "plain.json"), JudgeVoter.load(tmp_path / "beyond.json")
+    assert [sorted(fit.needs) for fit in plain.fits] == [["passages", "scores"], ["scores"], []]
+    assert [sorted(fit.needs) for fit in beyond.fits] == [["scores"], []]
+    for fit in beyond.fits:
+        twin = plain.fit_scoring(fit.needs)
+        assert fit.names_ == twin.names_ and np.array_equal(fit.coef_, twin.coef_)  # the same voter
+        assert fit.unanswerable_ is not None and fit.unanswerable_["share"] == 0.25
+        assert all(row["share"] == 0.25 and (row["threshold"] is None or "bound" in row) for row in fit.thresholds)
+        assert twin.unanswerable_ is None
+    fit = beyond.fit_scoring(frozenset({"scores"}))
+    names = beyond.members
+
+    def mean_unanswerable(path) -> float:
+        values = []
+        for question in judged_questions(read_records(path), names):
+            choice = fit.choose(question.features)
+            if choice is not None:
+                values.append(fit.unanswerable(choice.evidence))
+        return float(np.mean(values))
+
+    assert mean_unanswerable(nocorpus) > 0.5 > mean_unanswerable(answerable)
+    evidence = fit.choose(judged_questions(read_records(nocorpus), names)[0].features).evidence
+    p = fit.unanswerable(evidence)
+    fit.unanswerable_["share"] = fit.unanswerable_["trained_share"]  # at the mix it was fitted on: the logistic
+    z = (np.asarray(evidence) - fit.unanswerable_["mean"]) / fit.unanswerable_["scale"]
+    raw = 1 / (1 + math.exp(-(z @ fit.unanswerable_["coef"] + fit.unanswerable_["intercept"])))
+    assert fit.unanswerable(evidence) == pytest.approx(raw)
+    trained = fit.unanswerable_["trained_share"]
+    odds = raw / (1 - raw) * (0.25 / 0.75) / (trained / (1 - trained))
+    assert p == pytest.approx(odds / (1 + odds))  # Bayes' rule from the training mix's share to 0.25
+    saved = json.loads((tmp_path / "beyond.json").read_text())
+    assert saved["meta"]["unanswerable_share"] == 0.25 and saved["meta"]["nocorpus_records"] == str(nocorpus)
+    # a share without questions to bound it is refused
+    args = ["train", str(answerable), "--voter", "judge", "--unanswerable-share", "0.3", "--out", str(tmp_path / "x")]
+    assert main(args) != 0 and not (tmp_path / "x").exists()

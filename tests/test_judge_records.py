@@ -124,3 +124,55 @@ def test_a_run_answers_without_the_judge_voter_so_that_each_question_is_scored_o
     assert config.judge is not None and config.judge.weights == "j.json"  # the records' own config is untouched
     plain = load_config(_config(tmp_path, name="plain"))
     assert _answering(plain) is plain
+
+
+def test_the_null_candidate_grows_records_scored_before_and_equals_a_full_evaluation(
+    recorded, tmp_path, capsys, smollm2
+) -> None:
+    """`judge.null_candidate`: records scored before get the null candidate alone (their candidates as they were),
+    records never scored get both in one pass, and each recorded score is the model's own evaluation from an empty
+    cache (llama-cpp-python's `eval` with every position's logits), token by token."""
+    from llama_cpp import Llama
+
+    from eor.pipeline.judging import NULL_ANSWERS
+    from tests.test_scoring import _reference_logprobs
+
+    judged = tmp_path / "judged"
+    shutil.copytree(recorded / "run", judged)
+    assert _run(_config(tmp_path, judge="judge: {rule: entities, k: 3, passages: false}"), judged) == 0
+    candidates = [record["judge"]["candidates"] for record in _lines(judged)]
+    fresh = tmp_path / "fresh"
+    shutil.copytree(recorded / "run", fresh)
+    config = _config(
+        tmp_path, judge="judge: {rule: entities, k: 3, passages: false, null_candidate: true}", name="null"
+    )
+    capsys.readouterr()
+    assert _run(config, judged) == 0
+    assert "scored the null candidate of 2 questions" in capsys.readouterr().out
+    assert [record["judge"]["candidates"] for record in _lines(judged)] == candidates
+    assert _run(config, fresh) == 0
+    assert "scored the candidates of 2 questions and the null candidate of 2" in capsys.readouterr().out
+    assert _lines(fresh) == _lines(judged)  # one pass or two, the same records
+    chunk = smollm2.prefix_chunk
+    reference = Llama(
+        model_path=str(smollm2.model_path), n_ctx=smollm2.context_tokens, n_batch=chunk, n_ubatch=chunk,
+        n_threads=smollm2.threads, logits_all=True, verbose=False,
+    )  # fmt: skip
+    try:
+        for record in _lines(judged):
+            null = record["judge"]["null"]
+            assert null["texts"] == list(NULL_ANSWERS) and set(null["scores"]) == set(MEMBERS)
+            for member, summaries in null["scores"].items():
+                prompt = smollm2.chat_tokens(record["members"][member]["prompt"])
+                texts = [smollm2.continuation_tokens(text) for text in NULL_ANSWERS]
+                for summary, logprobs in zip(summaries, _reference_logprobs(reference, prompt, texts), strict=True):
+                    assert summary["tokens"] == len(logprobs)
+                    assert summary["logprob"] == pytest.approx(sum(logprobs), abs=1e-3)
+                    assert summary["min_logprob"] == pytest.approx(min(logprobs), abs=1e-4)
+    finally:
+        reference.close()
+    with pytest.raises(InputError, match="other phrasings"):
+        lines = _lines(judged)
+        lines[0]["judge"]["null"]["texts"] = ["No answer"]
+        (judged / RECORDS_FILE).write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+        run(config, DEMO / "questions.jsonl", judged, 2)

@@ -50,6 +50,7 @@ class JudgeSelector:
         self.spans = int(spans)
         self.C = C
         self.calibration_: dict[str, Any] | None = None
+        self.unanswerable_: dict[str, Any] | None = None  # P(unanswerable), beyond the corpus (eor.learning)
         self.thresholds_: list[dict[str, Any]] = []  # abstention's, eor.pipeline.abstention (set by training)
         self.delta_: float | None = None  # the δ they were chosen at
 
@@ -150,32 +151,39 @@ class JudgeSelector:
 
     def probability(self, evidence: Sequence[float]) -> float | None:
         """P(right) of a choice from its `evidence` (None before `calibrate`)."""
-        if self.calibration_ is None:
-            return None
-        calibration = self.calibration_
-        x = (np.asarray(evidence, dtype=float) - calibration["mean"]) / calibration["scale"]
-        z = float(x @ calibration["coef"] + calibration["intercept"])
-        return float(expit(z))
+        return None if self.calibration_ is None else _logistic_at(self.calibration_, evidence)
 
-    def calibrate(self, choices: Sequence[Choice], right: Sequence[bool]) -> Self:
+    def calibrate(self, choices: Sequence[Choice], right: Sequence[bool] | np.ndarray) -> Self:
         """Fit P(right) on out-of-fold choices (from fits that did not see their questions) and whether each
         was right: a logistic (L2, C = 1) on each choice's evidence, standardised: its log-odds, its margin over
         the best other candidate, its own features and the absolute ones (`absolute`)."""
-        from sklearn.linear_model import LogisticRegression
+        self.calibration_ = _logistic(choices, right, "P(right)")
+        return self
 
-        x = np.array([choice.evidence for choice in choices], dtype=float)
-        y = np.asarray(right, dtype=bool)
-        if len(y) != len(x) or not len(y):
-            raise InputError("P(right) needs at least one out-of-fold choice and whether it was right")
-        mean = x.mean(axis=0)
-        scale = np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
-        if y.all() or not y.any():
-            rate = float(np.clip(y.mean(), 1e-3, 1 - 1e-3))
-            coef, intercept = np.zeros(x.shape[1]), math.log(rate / (1 - rate))
-        else:
-            model = LogisticRegression(C=1.0, max_iter=3000).fit((x - mean) / scale, y)
-            coef, intercept = model.coef_[0].astype(float), float(model.intercept_[0])
-        self.calibration_ = {"mean": mean, "scale": scale, "coef": coef, "intercept": intercept}
+    def unanswerable(self, evidence: Sequence[float]) -> float | None:
+        """P(unanswerable) of a question from its choice's `evidence`, at the share of unanswerable questions the
+        thresholds hold for (Bayes' rule: the odds moved from the training mix's share to it); None without a
+        fit (a voter fitted on answerable questions alone)."""
+        fit = self.unanswerable_
+        if fit is None:
+            return None
+        if fit["share"] <= 0:
+            return 0.0
+        p = min(max(_logistic_at(fit, evidence), 1e-9), 1 - 1e-9)
+        logit = math.log(p / (1 - p)) + _logit(fit["share"]) - _logit(fit["trained_share"])
+        return float(expit(logit))
+
+    def fit_unanswerable(
+        self, choices: Sequence[Choice], unanswerable: Sequence[bool] | np.ndarray, share: float
+    ) -> Self:
+        """Fit P(unanswerable) (`unanswerable`) on choices of questions whose answer is (False) or is not (True)
+        in the corpus, read at the unanswerable `share`."""
+        label = np.asarray(unanswerable, dtype=bool)
+        self.unanswerable_ = {
+            **_logistic(choices, label, "P(unanswerable)"),
+            "trained_share": float(np.clip(label.mean(), 1e-3, 1 - 1e-3)),
+            "share": float(share),
+        }
         return self
 
     def to_document(self) -> dict[str, Any]:
@@ -191,6 +199,7 @@ class JudgeSelector:
             "coef": self.coef_.tolist(),
             "intercept": self.intercept_,
             "calibration": None if self.calibration_ is None else _plain(self.calibration_),
+            **({} if self.unanswerable_ is None else {"unanswerable": _plain(self.unanswerable_)}),
             "thresholds": self.thresholds_,
             "delta": self.delta_,
         }
@@ -201,20 +210,57 @@ class JudgeSelector:
         selector.names_ = list(document["features"])
         selector.mean_, selector.scale_ = np.asarray(document["mean"]), np.asarray(document["scale"])
         selector.coef_, selector.intercept_ = np.asarray(document["coef"]), float(document["intercept"])
-        calibration = document.get("calibration")
-        selector.calibration_ = (
+        calibration, unanswerable = document.get("calibration"), document.get("unanswerable")
+        selector.calibration_ = None if calibration is None else _arrays(calibration)
+        selector.unanswerable_ = (
             None
-            if calibration is None
+            if unanswerable is None
             else {
-                "mean": np.asarray(calibration["mean"], dtype=float),
-                "scale": np.asarray(calibration["scale"], dtype=float),
-                "coef": np.asarray(calibration["coef"], dtype=float),
-                "intercept": float(calibration["intercept"]),
+                **_arrays(unanswerable),
+                "trained_share": float(unanswerable["trained_share"]),
+                "share": float(unanswerable["share"]),
             }
         )
         selector.thresholds_ = list(document.get("thresholds") or [])
         selector.delta_ = document.get("delta")
         return selector
+
+
+def _logistic(choices: Sequence[Choice], label: Sequence[bool] | np.ndarray, what: str) -> dict[str, Any]:
+    """A logistic (L2, C = 1) of `label` on the choices' standardised evidence; one class: a constant (its share,
+    kept within [0.001, 0.999])."""
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.array([choice.evidence for choice in choices], dtype=float)
+    y = np.asarray(label, dtype=bool)
+    if len(y) != len(x) or not len(y):
+        raise InputError(f"{what} needs at least one out-of-fold choice and its label")
+    mean = x.mean(axis=0)
+    scale = np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
+    if y.all() or not y.any():
+        coef, intercept = np.zeros(x.shape[1]), _logit(float(np.clip(y.mean(), 1e-3, 1 - 1e-3)))
+    else:
+        model = LogisticRegression(C=1.0, max_iter=3000).fit((x - mean) / scale, y)
+        coef, intercept = model.coef_[0].astype(float), float(model.intercept_[0])
+    return {"mean": mean, "scale": scale, "coef": coef, "intercept": intercept}
+
+
+def _logistic_at(fit: Mapping[str, Any], evidence: Sequence[float]) -> float:
+    x = (np.asarray(evidence, dtype=float) - fit["mean"]) / fit["scale"]
+    return float(expit(float(x @ fit["coef"] + fit["intercept"])))
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1 - p))
+
+
+def _arrays(fit: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "mean": np.asarray(fit["mean"], dtype=float),
+        "scale": np.asarray(fit["scale"], dtype=float),
+        "coef": np.asarray(fit["coef"], dtype=float),
+        "intercept": float(fit["intercept"]),
+    }
 
 
 def _plain(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -214,8 +214,8 @@ def _recorded_run(folder: RunFolder, config: EnsembleConfig, weights: str | None
 
     Records grow when this config names more members than the recorded run, or the same config's growth was
     interrupted (some record still lacks a member). A config of the same members that differs only in where
-    its corpus lies (records unpacked from a packed file name the corpus file alone) resumes them once their
-    identity is checked. Any other change is refused, as is growing records without the config and pool
+    its corpus lies (records unpacked from a packed file name the corpus file alone) or in its name resumes
+    them once their identity is checked. Any other change is refused, as is growing records without the config and pool
     they were made with (nothing would show that their members are this config's)."""
     out, saved = folder.path, folder.file(CONFIG_FILE)
     members = set(config.members)
@@ -252,10 +252,12 @@ def _recorded_run(folder: RunFolder, config: EnsembleConfig, weights: str | None
 
 
 def _same_but_corpus_path(recorded: EnsembleConfig, config: EnsembleConfig) -> bool:
-    """Whether two configs are the same but for the folder of their corpus file (its identity is checked)."""
+    """Whether two configs are the same but for the folder of their corpus file (its identity is checked) and
+    their name (a label: nothing a record holds depends on it)."""
 
     def normalised(one: EnsembleConfig) -> dict[str, Any]:
         data = one.to_dict()
+        data.pop("name")
         data.pop("judge", None)  # scores grow the records of the same run (eor.commands.judge_records)
         if data.get("corpus") and data["corpus"].get("path"):
             data["corpus"]["path"] = Path(data["corpus"]["path"]).name

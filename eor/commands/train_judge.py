@@ -16,9 +16,12 @@ import numpy as np
 
 from eor.core.answers import exact_match
 from eor.core.config import JudgeConfig
+from eor.core.data import ABLATED_FROM
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed, pct, significant, small_data_warning
-from eor.learning.judge_training import JudgedQuestion, accuracy, judged_questions, train_judge_voter
+from eor.learning.beyond_corpus import ABLATED, NOCORPUS
+from eor.learning.judge_training import JudgedQuestion, Unanswerable, accuracy, judged_questions, train_judge_voter
+from eor.pipeline.abstention import DEFAULT_SHARE
 from eor.pipeline.judging import judged_members
 from eor.pipeline.members import demonstration_ids
 from eor.pipeline.validation import load_valid_config
@@ -34,10 +37,14 @@ REPORTED_RISKS = (0.1, 0.2, 0.3, 0.4)
 
 def train_judge(
     records: Path, out: Path, *, pool_config: Path | None = None, members: list[str] | None = None,
-    folds: int = 5, seed: int = 0, dev: Path | None = None,
+    folds: int = 5, seed: int = 0, dev: Path | None = None, ablated: Path | None = None, nocorpus: Path | None = None,
+    share: float = DEFAULT_SHARE,
 ) -> str:  # fmt: skip
     """Train the judge voter on `records` (members: `members`, else the pool config's, else those the records'
-    scores were made for), save it as the weights file `out` and give back the report's lines."""
+    scores were made for), save it as the weights file `out` and give back the report's lines. `ablated`,
+    `nocorpus`: records of questions the corpus cannot answer (ablated copies of training questions; real
+    ones), for P(right) beyond the corpus and thresholds for a mix with `share` of them
+    (eor.learning.judge_training.fit_beyond)."""
     config = None if pool_config is None else load_valid_config(pool_config)  # the door
     loaded = [record for record in read_records(records) if record.answers]
     identity = _judge_identity(loaded, records)
@@ -53,7 +60,9 @@ def train_judge(
     questions = judged_questions([r for r in loaded if r.id not in skip], names, *_candidate_rule(identity))
     if warning := small_data_warning(len(questions), "training the judge voter"):
         log.warning(warning)
-    voter, reports = train_judge_voter(questions, names, k=folds, seed=seed, progress=log.info)
+    rule_k = _candidate_rule(identity)
+    beyond = _unanswerable(ablated, nocorpus, names, rule_k, skip, share)
+    voter, reports = train_judge_voter(questions, names, k=folds, seed=seed, progress=log.info, beyond=beyond)
     scored = sum(bool(q.features.scored) for q in questions)
     lines = [f"judge voter: {len(questions)} training questions ({scored} scored by the reader), members "
              f"{', '.join(names)}; every choice by {folds}-fold cross-validation (seed {seed})"]  # fmt: skip
@@ -62,9 +71,24 @@ def train_judge(
         risks = {round(float(row["alpha"]), 6): row for row in fit.thresholds_}
         shown = [_risk_text(risks[r]) for r in REPORTED_RISKS if r in risks]
         lines.append(f"  {'':<16} P(right) thresholds: {'; '.join(shown)}")
-    rule, k = _candidate_rule(identity)
+    if beyond is not None:
+        counts = {kind: int((beyond.kind == kind).sum()) for kind in (ABLATED, NOCORPUS)}
+        lines.append(
+            f"  beyond the corpus: {counts[ABLATED]} ablated and {counts[NOCORPUS]} no-corpus questions; thresholds "
+            f"for a mix with a share {significant(share)} of questions the corpus cannot answer"
+        )
+    rule, k = rule_k
     meta: dict[str, Any] = {
         "records": str(records),
+        **(
+            {}
+            if beyond is None
+            else {
+                "ablated_records": ablated and str(ablated),
+                "nocorpus_records": nocorpus and str(nocorpus),
+                "unanswerable_share": share,
+            }
+        ),  # fmt: skip
         "judge": identity,
         "candidates": {"rule": rule, "k": k},  # what live answering must make them with (eor.pipeline.judging)
         "training": {
@@ -88,6 +112,34 @@ def train_judge(
     voter.save(out, **meta)
     lines.append(f"weights written to {out}")
     return "\n".join(lines)
+
+
+def _unanswerable(
+    ablated: Path | None, nocorpus: Path | None, names: list[str], rule_k: tuple[str | None, int], skip: set[str],
+    share: float,
+) -> Unanswerable | None:  # fmt: skip
+    """The questions the corpus cannot answer of `ablated` and `nocorpus` (None: neither given), judged with the
+    training records' candidates; a question made from a worked example of the pool (`skip`) is left out."""
+    if ablated is None and nocorpus is None:
+        return None
+    questions, kinds, origins = [], [], []
+    for kind, path in ((ABLATED, ablated), (NOCORPUS, nocorpus)):
+        if path is None:
+            continue
+        loaded = [r for r in read_records(path) if r.answers and not {r.id, r.extra.get(ABLATED_FROM)} & skip]
+        identity = _judge_identity(loaded, path)
+        if identity is None:
+            raise InputError(f"{path}: no record holds the judge's scores (eor run with a judge: section)")
+        if (identity.get("rule"), identity.get("k")) != rule_k or sorted(identity.get("members") or []) != sorted(
+            names
+        ):
+            raise InputError(f"{path}: scored by another judge's candidates or members ({identity})")
+        judged = judged_questions(loaded, names, *rule_k)
+        questions += judged
+        kinds += [kind] * len(judged)
+        by_id = {r.id: str(r.extra.get(ABLATED_FROM) or r.id) for r in loaded}
+        origins += [by_id[q.id] for q in judged]
+    return Unanswerable(questions, np.array(kinds, dtype=object), origins, share)
 
 
 def _judge_identity(records: list[Any], source: Path) -> dict[str, Any] | None:

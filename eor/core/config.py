@@ -219,7 +219,9 @@ class JudgeConfig:
     scores under the members' prompts only (the prompts the members just evaluated). `after`: `members` (every
     member runs, then the judge) or `cascade` (the config's voter is a cascade trained with this judge as its
     last step, `eor train --voter cascade --judge`: its steps answer the questions they stop, the judge those it
-    runs to its end)."""
+    runs to its end). `null_candidate`: `eor run` also scores the null candidate, the reader's own "no answer" in a few
+    phrasings (eor.pipeline.judging.NULL_ANSWERS), under each member's prompt (SQuAD 2.0's null span), into the
+    records; answering scores it only for a voter that reads it."""
 
     rule: str | None = "entities"
     k: int = 10
@@ -228,6 +230,7 @@ class JudgeConfig:
     weights: str | None = None
     score: bool = True
     after: str = "members"
+    null_candidate: bool = False
 
 
 @dataclass
@@ -259,8 +262,10 @@ class EnsembleConfig:
         data.pop("base_dir")
         if self.judge is None:  # as configs without the judge were always saved
             data.pop("judge")
-        elif self.judge.after == "members":  # at its default, as configs were saved before it existed
-            data["judge"].pop("after")
+        else:  # keys at their default, as configs were saved before they existed
+            for key, default in (("after", "members"), ("null_candidate", False)):
+                if data["judge"][key] == default:
+                    data["judge"].pop(key)
         if self.corpus is not None:
             data["corpus"]["path"] = str(self.resolve_path(self.corpus.path))
         if self.voter.weights:

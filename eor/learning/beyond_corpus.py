@@ -214,7 +214,7 @@ def calibrate_mix(
         if beyond and (kinds == ANSWERABLE).all():  # a fit that would see no unanswerable question is not made
             continue
         groups, found = cross_fitted(rows, right, parts, every, taught, fit)
-        chosen = _thresholds(found[every], right[every], mix.kind[every], share, delta, alphas)
+        chosen = mix_thresholds(found[every], right[every], mix.kind[every], share, delta, alphas)
         fits[fit] = RightFit(fit, groups, len(taught), chosen, settings.correctness, delta)
         by_fit[fit] = found
         fresh = every[names[every] == ""]
@@ -230,7 +230,7 @@ def calibrate_mix(
     return MixCalibrated(model, probability, right, names.astype(str), by_fit, mix.kind, oof)
 
 
-def _thresholds(
+def mix_thresholds(
     found: np.ndarray, right: np.ndarray, kind: np.ndarray, share: float, delta: float, alphas: Sequence[float]
 ) -> list[dict[str, Any]]:
     """Each alpha's threshold: for the mix at `share` when there are no-corpus rows, else the answerable alone."""

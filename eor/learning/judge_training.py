@@ -26,7 +26,8 @@ from eor.core.answers import exact_match
 from eor.core.config import JudgeConfig
 from eor.core.errors import InputError
 from eor.core.formatting import fixed
-from eor.pipeline.abstention import DELTA, thresholds
+from eor.learning.beyond_corpus import ABLATED, ANSWERABLE, mix_thresholds, taught_kinds
+from eor.pipeline.abstention import ALPHAS, DELTA, thresholds
 from voters.candidates import candidates
 from voters.folds import folds as fold_parts
 from voters.judge_features import SCORED_FAMILIES, Evidence, JudgeFeatures, judge_features
@@ -173,30 +174,104 @@ def choose_setting(
 
 
 def train_fit(
-    questions: Sequence[JudgedQuestion], level: str, k: int = 5, seed: int = 0
+    questions: Sequence[JudgedQuestion], level: str, k: int = 5, seed: int = 0, beyond: Unanswerable | None = None
 ) -> tuple[JudgeSelector, FitReport]:
     """The fit of `level` (LEVELS): its setting chosen by `choose_setting`, fitted on every question, P(right)
     calibrated on the chosen setting's out-of-fold choices, and the abstention thresholds chosen on the
-    out-of-fold probabilities cross-fitted on the same folds."""
+    out-of-fold probabilities cross-fitted on the same folds. With `beyond` (questions whose answer the corpus
+    does not hold) the voter is the same, and P(right), its thresholds and P(unanswerable) are `fit_beyond`'s."""
     seen = [without_scores(q, LEVELS[level]) for q in questions]
     setting, table, choices = choose_setting(seen, settings_grid(level), k, seed)
     fit = setting.build().fit([q.features for q in seen], [q.right for q in seen])
     right = accuracy(seen, choices).astype(bool)
+    parts = fold_parts(len(seen), k, seed)
+    fit.delta_ = DELTA
+    if beyond is not None and beyond.questions:
+        fit_beyond(fit, seen, setting, parts, choices, beyond.seen(level), k, seed)
+        return fit, FitReport(level, table, fit.label, choices, np.full(len(seen), np.nan), right)
     made = [(c, r) for c, r in zip(choices, right, strict=True) if c is not None]
     fit.calibrate([c for c, _ in made], [r for _, r in made])
-    probability = cross_fitted(choices, right, fold_parts(len(seen), k, seed))
+    probability = cross_fitted(choices, right, parts)
     # a question without a choice is never answered: its P(right) is NaN, below every threshold
     fit.thresholds_ = [t.to_dict() for t in thresholds(probability, right, delta=DELTA)]
-    fit.delta_ = DELTA
     return fit, FitReport(level, table, fit.label, choices, probability, right)
 
 
-def cross_fitted(choices: Sequence[Choice | None], right: np.ndarray, parts: Sequence[np.ndarray]) -> np.ndarray:
-    """Each question's P(right) from a calibration fitted on the other parts' choices (NaN where no choice)."""
+@dataclass(frozen=True)
+class Unanswerable:
+    """Training questions whose answer the corpus does not hold, for a judge voter's P(right) beyond the corpus
+    (eor.learning.beyond_corpus): each judged, its kind (ABLATED, NOCORPUS), the question an ablated copy was made
+    from (its own id otherwise), and the unanswerable share the thresholds hold for."""
+
+    questions: list[JudgedQuestion]
+    kind: np.ndarray
+    origin: list[str]
+    share: float
+
+    def seen(self, level: str) -> Unanswerable:
+        """Those whose candidates were scored as `level` reads them, as its fit sees them."""
+        keep = [i for i, q in enumerate(self.questions) if holding([q], level)]
+        return Unanswerable(
+            [without_scores(self.questions[i], LEVELS[level]) for i in keep], self.kind[keep],
+            [self.origin[i] for i in keep], self.share,
+        )  # fmt: skip
+
+
+def fit_beyond(
+    fit: JudgeSelector,
+    seen: Sequence[JudgedQuestion],
+    setting: Setting,
+    parts: Sequence[np.ndarray],
+    choices: Sequence[Choice | None],
+    beyond: Unanswerable,
+    k: int,
+    seed: int,
+) -> None:
+    """`fit`'s P(right), thresholds and P(unanswerable) beyond the corpus, as eor.learning.beyond_corpus makes the
+    selectors': each unanswerable question is chosen for by `setting` fitted on the answerable questions of the
+    other folds (an ablated copy falls in its origin's fold, the no-corpus questions in seeded folds of their
+    own); P(right) and P(unanswerable) are fitted on the kinds that teach (`taught_kinds`: the ablated copies
+    where there are any) and cross-fitted on every row; the thresholds bound the error on a mix at the share,
+    the answerable and the no-corpus questions each apart (`mix_thresholds`)."""
+    fold_of = {q.id: f for f, held in enumerate(parts) for q in (seen[i] for i in held)}
+    own = fold_parts(len(beyond.questions), k, seed)
+    theirs = np.empty(len(beyond.questions), dtype=int)
+    for f, held in enumerate(own):
+        theirs[held] = f
+    for i, origin in enumerate(beyond.origin):
+        if beyond.kind[i] == ABLATED and origin in fold_of:
+            theirs[i] = int(fold_of[origin])
+    extra: list[Choice | None] = [None] * len(beyond.questions)
+    for f, held in enumerate(parts):
+        inside = np.ones(len(seen), dtype=bool)
+        inside[held] = False
+        train = [q for q, kept in zip(seen, inside, strict=True) if kept]
+        trained = setting.build().fit([q.features for q in train], [q.right for q in train])
+        for row in np.flatnonzero(theirs == f):
+            extra[row] = trained.choose(beyond.questions[row].features)
+    every = [*choices, *extra]
+    right = np.concatenate([accuracy(seen, choices), accuracy(beyond.questions, extra)]).astype(bool)
+    kind = np.concatenate([np.full(len(seen), ANSWERABLE, dtype=object), beyond.kind.astype(object)])
+    taught = np.isin(kind, taught_kinds(kind))
+    rows = [i for i in range(len(every)) if taught[i] and every[i] is not None]
+    made = [choice for choice in (every[i] for i in rows) if choice is not None]
+    fit.calibrate(made, right[rows])
+    fit.fit_unanswerable(made, kind[rows] != ANSWERABLE, beyond.share)
+    whole = [np.concatenate([held, len(seen) + np.flatnonzero(theirs == f)]) for f, held in enumerate(parts)]
+    probability = cross_fitted(every, right, whole, taught)
+    fit.thresholds_ = mix_thresholds(probability, right, kind, beyond.share, DELTA, ALPHAS)
+
+
+def cross_fitted(
+    choices: Sequence[Choice | None], right: np.ndarray, parts: Sequence[np.ndarray], taught: np.ndarray | None = None
+) -> np.ndarray:
+    """Each question's P(right) from a calibration fitted on the other parts' choices (NaN where no choice);
+    `taught`: the questions a calibration may fit on (None: every one)."""
     probability = np.full(len(choices), np.nan)
     for held in parts:
         out = set(held.tolist())
-        others = [(c, bool(right[i])) for i, c in enumerate(choices) if i not in out and c is not None]
+        others = [(c, bool(right[i])) for i, c in enumerate(choices)
+                  if i not in out and c is not None and (taught is None or taught[i])]  # fmt: skip
         scratch = JudgeSelector(("votes",), 0).calibrate([c for c, _ in others], [r for _, r in others])
         for i in held:
             choice = choices[i]
@@ -212,9 +287,12 @@ def train_judge_voter(
     k: int = 5,
     seed: int = 0,
     progress: Progress | None = None,
+    beyond: Unanswerable | None = None,
 ) -> tuple[JudgeVoter, list[FitReport]]:
     """A judge voter with one fit per likelihood level (richest first), each trained on the questions that
-    hold the level's scores (`holding`); a level that fewer than MIN_QUESTIONS hold is left out."""
+    hold the level's scores (`holding`); a level that fewer than MIN_QUESTIONS hold is left out. `beyond`:
+    questions the corpus cannot answer, for P(right) beyond the corpus (`fit_beyond`, on those that hold the
+    level's scores)."""
     fits, reports = [], []
     for level in levels:
         held = holding(questions, level)
@@ -224,7 +302,11 @@ def train_judge_voter(
                     f"{level}: left out, {len(held)} training questions hold its scores (fewer than {MIN_QUESTIONS})"
                 )
             continue
-        fit, report = train_fit(held, level, k, seed)
+        if beyond is not None and not beyond.seen(level).questions:  # a fit that would see no unanswerable one
+            if progress is not None:
+                progress(f"{level}: left out, no question the corpus cannot answer holds its scores")
+            continue
+        fit, report = train_fit(held, level, k, seed, beyond)
         fits.append(fit)
         reports.append(report)
         if progress is not None:

@@ -126,10 +126,34 @@ def judge(
                 pair = (str(passage.get("title", "")), str(passage.get("text", "")))
                 prompts[PASSAGE + str(passage["id"])] = reading.answer_prompt(question, [pair])
     texts = [candidate.text for candidate in found]
-    scored: dict[str, list[Likelihood]] = {}
-    for name in sorted(prompts, key=lambda name: prompts[name] or ""):
-        scored[name] = stage.score(prompts[name] or "", texts) if texts else []
+    scored = _scored(stage, prompts, texts)
     return [Judged(candidate, {name: scored[name][index] for name in prompts}) for index, candidate in enumerate(found)]
+
+
+def _scored(stage: GenerationStage, prompts: Mapping[str, str], texts: list[str]) -> dict[str, list[Likelihood]]:
+    """Each of `texts` scored under each prompt (name → prompt), the prompts in sorted order (shared prefixes
+    back to back); no reader call when there is no text."""
+    order = sorted(prompts, key=lambda name: prompts[name])
+    return {name: stage.score(prompts[name], texts) if texts else [] for name in order}
+
+
+#: the null candidate (SQuAD 2.0's "no answer" as the reader would write it): phrasings of declining, each scored
+#: under every member's prompt like a candidate; together they are the reader's likelihood of declining
+NULL_ANSWERS = ("Unknown", "I don't know", "The passages do not say")
+
+
+def null_scores(stage: GenerationStage, outputs: Mapping[str, MemberOutput], texts: tuple[str, ...] = NULL_ANSWERS
+                ) -> dict[str, Any]:  # fmt: skip
+    """The null candidate scored under each member's prompt (a member without one, which failed, scores
+    nothing), as records keep it (`judge["null"]`): its phrasings, and per member the likelihood summary of
+    each. Scored right after the member's candidates, a prompt is not evaluated again (the reader keeps its
+    state: eor.readers.llamacpp_states)."""
+    prompts = {member: output.prompt for member, output in outputs.items() if output.prompt}
+    scored = _scored(stage, prompts, list(texts))
+    return {
+        "texts": list(texts),
+        "scores": {name: [likelihood.summary() for likelihood in scored[name]] for name in prompts},
+    }
 
 
 #: what the judge answers after (`judge.after`): every member, or a cascade's last step
@@ -274,7 +298,7 @@ class JudgeStage:
         result.member = writers[0] if writers else next(iter(holders[choice.index]), result.member)
         result.answer = choice.text
         result.probability, result.probability_fit = choice.probability, fit.label
-        result.unanswerable = None  # a step's P(unanswerable) was of the step's answer, not the judge's
+        result.unanswerable = fit.unanswerable(choice.evidence)  # None: a fit of answerable questions alone
         result.judged = {
             "fit": fit.label,
             "scored": sorted(features.scored),
@@ -293,7 +317,7 @@ class JudgeStage:
                 choice.probability if choice.probability is not None else math.nan,
                 risk,
                 self.source,
-                None,
+                result.unanswerable,
                 self.outside,
             )
             result.abstention = verdict.to_dict()

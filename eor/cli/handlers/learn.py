@@ -83,14 +83,19 @@ def _judge_options(args: argparse.Namespace) -> dict:
     defaults = {
         "metric": "em", "metrics": "em,f1,cosine", "pooling": "mean", "grounding": False, "restarts": 4,
         "cv": None, "max_loss": None, "budget": None, "cost": "auto", "rates": None, "no_confidence": False,
-        "judge": None, "ablated": None, "nocorpus": None, "unanswerable_share": None,
+        "judge": None,
     }  # fmt: skip
     _refuse(args, "--voter judge", defaults, ": it chooses its own features by cross-validation")
+    if args.unanswerable_share is not None and not (args.ablated or args.nocorpus):
+        raise ConfigError("--unanswerable-share is for a P(right) beyond the corpus: give --ablated or --nocorpus")
     return {
         "pool_config": Path(args.config) if args.config else None,
         "folds": args.inner_folds,
         "seed": args.seed,
         "dev": Path(args.dev) if args.dev else None,
+        "ablated": Path(args.ablated) if args.ablated else None,
+        "nocorpus": Path(args.nocorpus) if args.nocorpus else None,
+        "share": DEFAULT_SHARE if args.unanswerable_share is None else args.unanswerable_share,
     }
 
 
