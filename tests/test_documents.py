@@ -79,8 +79,8 @@ def test_a_damaged_file_and_an_unknown_format_are_errors_naming_the_file(tmp_pat
     with pytest.raises(DocumentError, match="damaged.pdf: cannot read it as PDF"):
         extract(damaged)
     sheet = tmp_path / "table.xlsx"
-    sheet.write_bytes(b"PK\x03\x04")
-    with pytest.raises(DocumentError, match=r"table.xlsx: unknown format '.xlsx'; known: .docx, .htm, .html"):
+    sheet.write_bytes(b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00")  # a zip's first bytes
+    with pytest.raises(DocumentError, match=r"table.xlsx: unknown format '.xlsx', and not text; known: .docx, .htm"):
         extract(sheet)
 
 
@@ -205,7 +205,8 @@ def test_a_folder_becomes_a_corpus_and_bad_files_are_told_not_fatal(tmp_path):
     assert set(summary.skipped) == {"locked.pdf", "photo.png"}
     assert told == [
         "locked.pdf: skipped, encrypted with a password",
-        "photo.png: skipped, unknown format '.png'; known: .docx, .htm, .html, .markdown, .md, .pdf, .text, .txt",
+        "photo.png: skipped, unknown format '.png', and not text; known: .docx, .htm, .html, .markdown, .md, .pdf, "
+        ".text, .txt",
     ]
     lines = [json.loads(line) for line in (tmp_path / "corpus.jsonl").read_text().splitlines()]
     assert summary.passages == len(lines) and [p["file"] for p in lines] == sorted(p["file"] for p in lines)
@@ -425,3 +426,80 @@ def test_a_kill_or_a_full_disk_during_an_import_leaves_the_previous_corpus_whole
         assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
     again = import_folder(root, corpus, progress=False)  # the next import completes the change
     assert again.read == ["guide.md"] and b"Changed." in corpus.read_bytes()
+
+
+SHIPPED = Path(__file__).parent / "data" / "documents"  # real pages: libffi's manual (Expat), Node.js's docs (MIT)
+
+
+def test_a_new_users_folder_every_file_read_or_plainly_refused(tmp_path, capsys):
+    """A folder like a new user's (issue: "your own documents, the first hour"): documentation HTML with `<pre>`
+    blocks, Markdown with escapes and tables, a PDF, a DOCX, reStructuredText, an empty file, a damaged PDF, a PNG
+    and a subfolder, imported by `eor init --documents`, then one file alone, then imported again after changes."""
+    from docx import Document as Docx
+
+    from eor.cli import main
+    from eor.core.config import load_config
+
+    root = tmp_path / "corpus"
+    (root / "sub").mkdir(parents=True)
+    (root / "ffi.html").write_bytes((SHIPPED / "Complex-Type-Example.html").read_bytes())
+    (root / "tiers.md").write_bytes((SHIPPED / "diagnostic-tooling-support-tiers.md").read_bytes())
+    (root / "manual.pdf").write_bytes(_pdf(["The buffer holds 16384 bytes.", "Page two says nothing more."]))
+    (root / "broken.pdf").write_bytes(_pdf(["Lost text."])[:300])
+    (root / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01")
+    (root / "empty.txt").write_bytes(b"")
+    (root / "intro.rst").write_text("Intro\n=====\n\nThe ``eor`` tool votes over retrievers.\n", encoding="utf-8")
+    word = Docx()
+    word.add_heading("Memo", 1)
+    word.add_paragraph("The memo's only paragraph.")
+    word.save(str(root / "sub" / "memo.docx"))
+    assert main(["init", str(tmp_path / "pool"), "--documents", str(root)]) == 0
+    captured = capsys.readouterr()
+    for told in (
+        "broken.pdf: skipped, cannot read it as PDF",
+        "photo.png: skipped, unknown format '.png', and not text",
+        "empty.txt: empty: no text to read",
+        "intro.rst: read as plain text (no reader for .rst)",
+    ):
+        assert f"warning: {told}" in captured.err
+    assert "Traceback" not in captured.err + captured.out and "EOF marker" not in captured.err  # no stray line
+    assert "your " in captured.out and "from 6 files of" in captured.out and "2 skipped:" in captured.out
+    assert load_config(tmp_path / "pool" / "config.yaml").corpus.documents == str(root.resolve())
+    passages = [json.loads(line) for line in (tmp_path / "pool" / "corpus.jsonl").read_text().splitlines()]
+    by_file: dict[str, str] = {}
+    for passage in passages:
+        by_file[passage["file"]] = by_file.get(passage["file"], "") + "\n" + passage["text"]
+        assert not passage["title"].split(" — ")[-1].startswith("#")  # no heading made of code
+    assert set(by_file) == {"ffi.html", "tiers.md", "manual.pdf", "intro.rst", "sub/memo.docx"}
+    assert "#define FFI_COMPLEX_TYPEDEF(name, type, ffitype)" in by_file["ffi.html"]  # code kept as code
+    assert "Tracing | trace_gc | No | Yes | 1" in by_file["tiers.md"]  # a table row, its escape resolved
+    assert "\\_" not in by_file["tiers.md"] and "**" not in by_file["tiers.md"]
+    assert "The ``eor`` tool votes over retrievers." in by_file["intro.rst"]
+    # one file alone: a folder of one, whatever its type; a PNG alone is refused in one line
+    (tmp_path / "notes.txt").write_text("Notes\tof a user, tab-separated by chance.\n", encoding="utf-8")
+    for source, code in ((root / "manual.pdf", 0), (root / "intro.rst", 0), (tmp_path / "notes.txt", 0),
+                         (root / "photo.png", 1)):  # fmt: skip
+        name = source.name
+        out = tmp_path / f"{name}.jsonl"
+        assert main(["import-corpus", str(source), "--out", str(out)]) == code
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err
+        if code == 0:
+            assert {json.loads(line)["file"] for line in out.read_text().splitlines()} == {name}
+        else:
+            assert "photo.png: skipped, unknown format" in captured.err
+    # imported again after a change, an addition and a removal: the summary names them
+    (root / "tiers.md").write_text("# Tiers\n\nNone any more.\n", encoding="utf-8")
+    (root / "new.md").write_text("# New\n\nA new page.\n", encoding="utf-8")
+    (root / "sub" / "memo.docx").unlink()
+    corpus = tmp_path / "pool" / "corpus.jsonl"
+    assert main(["import-corpus", str(root), "--out", str(corpus)]) == 0
+    out = capsys.readouterr().out
+    assert "  added: new.md\n" in out and "  changed: tiers.md\n" in out and "  removed: sub/memo.docx\n" in out
+    assert "  skipped: broken.pdf, photo.png" in out
+    assert main(["import-corpus", str(tmp_path / "missing"), "--out", str(corpus)]) == 1
+    assert "missing: no such folder or file" in capsys.readouterr().err
+    # a suffix mapped to a reader: the reStructuredText read as Markdown makes its heading a section
+    assert main(["import-corpus", str(root / "intro.rst"), "--out", str(out_rst := tmp_path / "rst.jsonl"),
+                 "--reader", ".rst=markdown"]) == 0  # fmt: skip
+    assert [json.loads(line)["title"] for line in out_rst.read_text().splitlines()] == ["Intro"]

@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 from eor.cli.options import Commands, limit_option, out_option, positive_float, positive_int
-from eor.commands.importers import read_passages, read_questions, write_jsonl
+from eor.commands.importers import is_passage_file, read_passages, read_questions, write_jsonl
 from eor.commands.starter import init_folder
-from eor.core.errors import ConfigError
+from eor.core.errors import ConfigError, InputError
 from eor.core.models import PACKAGED_MODELS
+from eor.documents.extract import FORMATS, reader_map
 from eor.documents.folder import import_folder
 
 
@@ -34,31 +35,36 @@ def cmd_import_questions(args: argparse.Namespace) -> int:
 
 def cmd_import_corpus(args: argparse.Namespace) -> int:
     source = Path(args.file)
-    if source.is_dir():
-        return _import_folder(source, args)
-    if args.include or args.exclude:
-        raise ConfigError("--include and --exclude choose the files of a folder; give a folder")
+    if not source.exists():
+        raise InputError(f"{source}: no such folder or file")
+    if source.is_dir() or not is_passage_file(source):
+        return _import_documents(source, args)
+    if args.include or args.exclude or args.reader:
+        raise ConfigError("--include, --exclude and --reader choose and read documents; this is a passage file")
     passages = read_passages(source, limit=args.limit)
     write_jsonl(passages, Path(args.out))
     print(f"{len(passages)} passages of {args.file} written to {args.out}")
     return 0
 
 
-def _import_folder(folder: Path, args: argparse.Namespace) -> int:
-    """A folder of documents into a corpus, kept current (eor.documents.folder); exit status 1 when no
-    passage was written."""
+def _import_documents(source: Path, args: argparse.Namespace) -> int:
+    """A folder of documents, or one document (a folder of one), into a corpus, kept current
+    (eor.documents.folder); exit status 1 when no passage was written."""
     from tqdm.auto import tqdm
 
     if args.limit is not None:
-        raise ConfigError("--limit applies to a passage file; a folder is imported whole (choose with --include)")
+        raise ConfigError("--limit applies to a passage file; documents are imported whole (choose with --include)")
+    if source.is_file() and (args.include or args.exclude):
+        raise ConfigError("--include and --exclude choose the files of a folder; this is one file")
     summary = import_folder(
-        folder,
+        source,
         Path(args.out),
         include=args.include or ["**"],
         exclude=args.exclude or [],
         words=args.words,
         max_bytes=int(args.max_mb * 2**20),
         warn=lambda line: tqdm.write(f"warning: {line}", file=sys.stderr),  # above the progress bar
+        readers=reader_map(args.reader or []),
     )
     print("\n".join(summary.lines()))
     return 0 if summary.passages else 1
@@ -102,8 +108,8 @@ def add_imports(commands: Commands) -> None:
     )
     corpus.add_argument(
         "file",
-        help="a folder (imported again: only new and changed files are read), or a tab-separated file with a "
-        "header naming id, text and title (.gz too)",
+        help="a folder of documents (imported again: only new and changed files are read), one document, or a "
+        "tab-separated passage file whose header names id, text and title (.gz too)",
     )
     out_option(corpus, "the corpus file to write (JSON Lines: id, title, text; for a folder also source, page, ...)")
     limit_option(corpus, "passages")
@@ -114,6 +120,13 @@ def add_imports(commands: Commands) -> None:
     )
     corpus.add_argument(
         "--max-mb", type=positive_float, default=100.0, help="a folder's files over this size are skipped (default 100)"
+    )
+    corpus.add_argument(
+        "--reader",
+        action="append",
+        metavar="SUFFIX=FORMAT",
+        help=f"read files of a suffix as a format ({', '.join(FORMATS)}), e.g. .rst=markdown; other files whose "
+        "content is text are read as plain text",
     )
     corpus.set_defaults(handler="eor.cli.start_commands:cmd_import_corpus")
 

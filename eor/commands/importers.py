@@ -61,6 +61,19 @@ def read_passages(path: Path, limit: int | None = None) -> list[dict]:
     return passages
 
 
+def is_passage_file(path: Path) -> bool:
+    """Whether a file is a tab-separated passage file: a `.tsv` (`.tsv.gz`), or one whose first line names the
+    columns id, text and title; any other file is a document."""
+    if path.name.lower().endswith((".tsv", ".tsv.gz")):
+        return True
+    try:
+        with _open(path) as handle:
+            first = handle.readline(1 << 16)
+    except (OSError, UnicodeDecodeError, EOFError):  # not text (a PDF, an image): a document, if anything
+        return False
+    return {"id", "text", "title"} <= {column.strip() for column in first.split("\t")}
+
+
 def write_jsonl(records: list[dict], out: Path) -> None:
     """Write JSON Lines atomically (all or nothing)."""
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -11,10 +11,11 @@ the corpus, never extracted again), a changed file's passages are replaced, a re
 file's added: the corpus is the same, byte for byte, as an import of the folder into an empty place. Whether a
 file changed is decided by its content, never its modification time.
 
-**Bad input is told, not fatal.** A file that cannot be read (encrypted, damaged, an unknown format,
-unreadable, over `max_bytes`) is skipped with one warning naming it and why, and so is a page without text;
-the rest is imported. The corpus and the manifest are replaced atomically (a temporary file renamed over the
-old one), so a kill or a full disk leaves the previous corpus whole.
+**Bad input is told, not fatal.** A file that cannot be read (encrypted, damaged, an unknown format that is not
+text, unreadable, over `max_bytes`) is skipped with one warning naming it and why; a page without text, an empty
+file and a file read as plain text for want of a reader are warned of; the rest is imported. The summary names
+the files added, changed, removed and skipped. The corpus and the manifest are replaced atomically (a temporary
+file renamed over the old one), so a kill or a full disk leaves the previous corpus whole.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,22 +39,42 @@ MANIFEST_VERSION = 1
 DEFAULT_MAX_BYTES = 100 * 2**20
 
 
+#: how many file names a summary line lists before "and N more"
+NAMED = 10
+
+
 @dataclass
 class ImportSummary:
     """What an import did: files by fate, passages written, and a warning per file (or page) skipped."""
 
     corpus: Path
-    read: list[str] = field(default_factory=list)  # extracted (new or changed)
+    added: list[str] = field(default_factory=list)  # extracted: new since the previous import
+    changed: list[str] = field(default_factory=list)  # extracted: their content changed
     kept: list[str] = field(default_factory=list)  # unchanged: passages kept
     removed: list[str] = field(default_factory=list)  # in the previous import, gone from the folder
     skipped: dict[str, str] = field(default_factory=dict)  # relative path -> why
     warnings: list[str] = field(default_factory=list)  # one line each: `path: what` (files and pages)
     passages: int = 0
 
+    @property
+    def read(self) -> list[str]:
+        """The files extracted (added or changed), in path order."""
+        return sorted(self.added + self.changed)
+
     def lines(self) -> list[str]:
         parts = [f"{len(self.read)} read", f"{len(self.kept)} unchanged", f"{len(self.removed)} removed"]
         parts.append(f"{len(self.skipped)} skipped")
-        return [f"{self.passages} passages written to {self.corpus} ({', '.join(parts)} files)"]
+        lines = [f"{self.passages} passages written to {self.corpus} ({', '.join(parts)} files)"]
+        named = [("added", self.added), ("changed", self.changed), ("removed", self.removed)]
+        named.append(("skipped", list(self.skipped)))
+        lines += [f"  {what}: {names_line(paths)}" for what, paths in named if paths]
+        return lines
+
+
+def names_line(paths: Sequence[str]) -> str:
+    """The first NAMED paths, comma-separated, and how many more there are."""
+    shown = ", ".join(paths[:NAMED])
+    return shown + (f" and {len(paths) - NAMED} more" if len(paths) > NAMED else "")
 
 
 def import_folder(
@@ -66,26 +87,34 @@ def import_folder(
     max_bytes: int = DEFAULT_MAX_BYTES,
     warn: Callable[[str], None] | None = None,
     progress: bool = True,
+    readers: Mapping[str, str] | None = None,
 ) -> ImportSummary:
-    """Import the documents of `folder` into the corpus file `corpus` (see the module); `warn` gets each
-    warning line as it happens."""
-    root = Path(folder)
-    if not root.is_dir():
-        raise InputError(f"{root}: not a folder")
+    """Import the documents of `folder` into the corpus file `corpus` (see the module); a single file is imported
+    as a folder of one (its passages name it alone). `warn` gets each warning line as it happens; `readers` maps
+    a file suffix to a format (eor.documents.extract.FORMATS)."""
+    source = Path(folder)
+    if source.is_file():
+        root, paths = source.parent, [source.name]
+    elif source.is_dir():
+        root, paths = source, walk(source, include, exclude)
+    else:
+        raise InputError(f"{source}: no such folder or file")
     out = Path(corpus)
     summary = ImportSummary(out)
     previous = _previous(out, words)
     kept_lines = _lines_by_file(out) if previous else {}
     files: dict[str, dict[str, Any]] = {}
     lines: list[str] = []
-    for relative in _progress(walk(root, include, exclude), progress):
-        found = _file_lines(root, relative, previous.get(relative), kept_lines.get(relative), words, max_bytes)
+    for relative in _progress(paths, progress):
+        old = previous.get(relative)
+        found = _file_lines(root, relative, old, kept_lines.get(relative), words, max_bytes, readers)
         if isinstance(found, str):
             summary.skipped[relative] = found
             _warn(summary, f"{relative}: skipped, {found}", warn)
             continue
         digest, file_lines, problems = found
-        (summary.read if problems is not None else summary.kept).append(relative)
+        fate = summary.kept if problems is None else summary.added if old is None else summary.changed
+        fate.append(relative)
         for problem in problems or ():
             _warn(summary, f"{relative}: {problem}", warn)
         files[relative] = {"digest": digest, "passages": len(file_lines)}
@@ -97,10 +126,11 @@ def import_folder(
 
 
 def _file_lines(
-    root: Path, relative: str, old: dict[str, Any] | None, kept: list[str] | None, words: int, max_bytes: int
-) -> tuple[str, list[str], list[str] | None] | str:
+    root: Path, relative: str, old: dict[str, Any] | None, kept: list[str] | None, words: int, max_bytes: int,
+    readers: Mapping[str, str] | None = None,
+) -> tuple[str, list[str], list[str] | None] | str:  # fmt: skip
     """A file's (content digest, corpus lines, warnings: None when its previous lines were kept), or why it is
-    skipped."""
+    skipped; a file without text (empty) is read, with a warning."""
     path = root / relative
     try:
         size = path.stat().st_size
@@ -114,11 +144,14 @@ def _file_lines(
     if reused is not None:
         return digest, reused, None
     try:
-        document = extract(path, data)
+        document = extract(path, data, readers)
     except DocumentError as exc:
         return str(exc).removeprefix(f"{path}: ")
     passages = split_document(document, relative, digest, words)
-    return digest, [json.dumps(p.to_dict(), ensure_ascii=False) for p in passages], document.warnings
+    problems = list(document.warnings)
+    if not passages and not problems:
+        problems.append("empty: no text to read" if not data.strip() else "no text to read")
+    return digest, [json.dumps(p.to_dict(), ensure_ascii=False) for p in passages], problems
 
 
 def walk(root: Path, include: Sequence[str], exclude: Sequence[str]) -> list[str]:
