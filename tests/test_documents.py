@@ -301,17 +301,90 @@ def test_an_answer_cites_the_passages_it_comes_from_and_the_reader_s_own_knowled
         "ReFree": MemberOutput("wins"),
     }
     result = Result("q1", "what does MRLR measure", "losses", "BM25@2", members, {"total": 1.0})
-    assert result.sources == [  # the passage that holds the answer; PK's own document is no source
-        {"member": "BM25@2", "id": "a1", "title": "A Study", "file": "study.pdf", "page": 3}
-    ]
+    assert result.sources == [  # the passage that holds the answer, then one read only; PK's document is no source
+        {"member": "BM25@2", "id": "a1", "title": "A Study", "file": "study.pdf", "page": 3, "holds": True,
+         "sentence": "MRLR measures losses."},
+        {"member": "BM25@2", "id": "b2", "title": "Notes", "file": "notes.md", "holds": False},
+    ]  # fmt: skip
     alone = Result("q1", "what does MRLR measure", "wins", "ReFree", members, {"total": 1.0})
     assert alone.sources == []  # the reader's own knowledge
     declined = Result("q1", "q", None, "BM25@2", members, {"total": 1.0})
     assert declined.sources == [] and result.to_dict()["sources"] == result.sources
     from eor.cli.handlers.ask import _sources
 
-    assert _sources(result) == "study.pdf p. 3 [a1]"
+    assert (
+        _sources(result)
+        == 'study.pdf p. 3 [a1]: "MRLR measures losses."\n          read, not holding the answer: notes.md [b2]'
+    )
     assert _sources(alone) == "none: the reader's own knowledge (no passage)"
+    # another member's passage that holds the answer is a source too, first; the sentence, not the passage
+    members["Wiki@1"] = MemberOutput("wins", [{"id": "c3", "title": "Wins", "text": "Intro. MRLR counts wins. More."}])
+    alone = Result("q1", "what does MRLR measure", "wins", "ReFree", members, {"total": 1.0})
+    assert alone.sources == [{"member": "Wiki@1", "id": "c3", "title": "Wins", "holds": True,
+                              "sentence": "MRLR counts wins."}]  # fmt: skip
+
+
+def test_sources_name_the_passages_that_hold_the_answer_in_every_interface(tmp_path, isolated_cache, capsys):
+    """Over a hand-made folder where one retrieved passage holds the answer and another does not: the first is
+    the source, with its sentence, the second read only, in `eor ask`'s text, `--json`, `/v1/answer` and the
+    OpenAI endpoint's `eor` object; an answer no passage holds says so."""
+    import requests
+    from openai import OpenAI
+
+    from eor.cli.handlers.ask import format_result
+    from eor.core.config import load_config
+    from eor.documents.folder import import_folder
+    from eor.pipeline.ensemble import Ensemble
+    from eor.server import ServerSettings, create_app
+    from tests.test_lazy_voting import Scripted
+    from tests.test_server import LiveServer
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "buffers.md").write_text("# Buffers\n\nData is read in blocks. The default buffer size is 16384 bytes.\n")
+    (root / "settings.md").write_text("# Settings\n\nThe buffer size is set in the settings file of the server.\n")
+    import_folder(root, tmp_path / "corpus.jsonl", progress=False)
+    config_path = tmp_path / "docs.yaml"
+    config_path.write_text(
+        f"name: docs\ncorpus: {{path: {tmp_path / 'corpus.jsonl'}, documents: {root}}}\nmembers: [BM25@2]\n"
+        "voter: {metrics: [em]}\n"
+    )
+    config = load_config(config_path)
+    answer = {"value": "16384"}
+
+    def loader() -> Ensemble:
+        return Ensemble(config, reader=Scripted(answer["value"]), cache=False)
+
+    question = "what is the default buffer size of the server"
+    expected = [
+        {
+            "member": "BM25@2",
+            "holds": True,
+            "file": "buffers.md",
+            "sentence": "The default buffer size is 16384 bytes.",
+        },
+        {"member": "BM25@2", "holds": False, "file": "settings.md"},
+    ]
+
+    def same(sources: list[dict]) -> bool:
+        return [{k: source.get(k) for k in expected[i]} for i, source in enumerate(sources)] == expected
+
+    result = loader().answer(question)
+    assert same(result.sources) and same(result.to_dict()["sources"])  # the Python API and `eor ask --json`
+    text = format_result(result)
+    assert "Sources:  buffers.md [" in text and ']: "The default buffer size is 16384 bytes."' in text
+    assert "\n          read, not holding the answer: settings.md [" in text
+    with LiveServer(create_app(config, ServerSettings(), loader=loader)) as server:
+        server.wait_ready()
+        body = requests.post(f"{server.url}/v1/answer", json={"question": question}, timeout=60).json()
+        assert same(body["sources"])
+        client = OpenAI(base_url=f"{server.url}/v1", api_key="none", max_retries=0, timeout=60)
+        completion = client.chat.completions.create(model="eor", messages=[{"role": "user", "content": question}])
+        assert same(completion.model_extra["eor"]["sources"])
+    answer["value"] = "1024"  # the issue's case: an answer none of the passages read holds
+    result = loader().answer(question)
+    assert [s["holds"] for s in result.sources] == [False, False]
+    assert "Sources:  no passage read holds this answer; read: " in format_result(result)
 
 
 def test_the_seed_papers_as_a_folder_answer_what_mrlr_measures_and_cite_the_paper(tmp_path, capsys):

@@ -155,7 +155,7 @@ def test_ask_see_every_member_the_heatmap_and_the_passages(browser, server, shot
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     problems = _watch(page)
     page.goto(server + "/")
-    page.wait_for_function("() => document.getElementById('pool').textContent.startsWith('Pool of 7 members')")
+    page.wait_for_function("() => document.getElementById('pool').textContent.startsWith('7 members in the pool: ')")
     pool = requests.get(f"{server}/healthz", timeout=10).json()["members"]
 
     # Without the key: the 401 opens the key box and puts the focus in it.
@@ -331,7 +331,7 @@ def test_the_page_shows_p_right_and_an_abstention_plainly(browser, cascade_serve
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     problems = _watch(page)
     page.goto(cascade_server + "/")
-    page.wait_for_function("() => document.getElementById('pool').textContent.startsWith('Pool of 7 members')")
+    page.wait_for_function("() => document.getElementById('pool').textContent.startsWith('7 members in the pool: ')")
     page.fill("#question", QUESTION)
     page.press("#question", "Enter")
     page.wait_for_selector("#results:not([hidden])", timeout=WAIT_MS)
@@ -387,7 +387,7 @@ def documents_server(browser, tmp_path_factory) -> Iterator[tuple[str, Path]]:
         f"""name: papers
 reader: {{model: smollm2-135m, max_tokens: 16, llama_cpp: {{context_tokens: 2048}}}}
 corpus: {{path: {folder / "corpus.jsonl"}, documents: {root}}}
-members: [BM25@1]
+members: [BM25@2]
 voter: {{metrics: [em]}}
 """
     )
@@ -400,17 +400,32 @@ def test_a_passage_opens_the_document_it_comes_from_at_its_page(browser, documen
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     problems = _watch(page)
     page.goto(base + "/")
-    page.wait_for_function("() => document.getElementById('pool').textContent.startsWith('Pool of 1')")
+    page.wait_for_function(
+        "() => document.getElementById('pool').textContent.startsWith('One member in the pool: BM25@2')"
+    )
     page.fill("#question", "in which paris museum does the mona lisa hang")
     page.press("#question", "Enter")  # the 401 opens the key box
     page.wait_for_function("() => document.getElementById('status').textContent.includes('API key')")
     problems.clear()  # the 401 itself is logged by the browser as a failed resource
     page.fill("#api-key", KEY)
-    page.press("#api-key", "Enter")
+    with page.expect_response(lambda r: r.url.endswith("/v1/answer"), timeout=WAIT_MS) as answered:
+        page.press("#api-key", "Enter")
+    body = answered.value.json()
     page.wait_for_selector("#results:not([hidden])", timeout=WAIT_MS)
-    summary = page.locator("#evidence details[data-member='BM25@1'] > summary")
+    # the Sources block says what the API says: the passages that hold the answer, each with its sentence, then
+    # those read only (SmolLM2's answer decides which is which)
+    holding = [source for source in body["sources"] if source["holds"]]
+    read = [source for source in body["sources"] if not source["holds"]]
+    assert body["sources"] and page.locator("#sources li").count() == len(holding)
+    for i, source in enumerate(holding):
+        assert source["sentence"] in page.locator("#sources li").nth(i).inner_text()
+    said = page.locator("#sources-read").inner_text()
+    opening = "Read, not holding the answer: " if holding else "No passage read holds this answer. Read: "
+    assert said.startswith(opening) if read else said == ""
+    assert all(source["file"] in said for source in read)
+    summary = page.locator("#evidence details[data-member='BM25@2'] > summary")
     summary.click()
-    button = page.locator("#evidence details[data-member='BM25@1'] .document-link").first
+    button = page.locator("#evidence details[data-member='BM25@2'] .document-link").first
     assert button.inner_text() == "study.pdf, page 2"  # the passage BM25 ranks first: the PDF's second page
     with page.context.expect_page() as opened, page.expect_response(lambda r: "/v1/documents/" in r.url) as got:
         button.click()

@@ -91,3 +91,32 @@ def test_every_index_of_an_earlier_version_of_a_corpus_file_is_superseded(tmp_pa
     BM25Retriever(corpus_path=str(corpus), depth=5)
     after = {p.name for p in index_store.index_root().iterdir() if p.name.startswith(f"{kind}-")}
     assert len(before) == len(after) == 1 and before != after
+
+
+def test_a_local_encoder_saved_again_under_the_same_path_encodes_anew(tmp_path, monkeypatch):
+    """Vectors and indexes are keyed by the encoder's content digest, not its name: a model folder saved again
+    with other weights under the same path encodes every passage again, with the new weights' vectors; the same
+    folder unchanged reads them all back."""
+    import shutil
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from eor.core.models import resolve_model
+
+    monkeypatch.setenv("EOR_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "corpus.jsonl"
+    rows = _corpus(corpus)
+    model = tmp_path / "my-encoder"
+    shutil.copytree(resolve_model("minilm-l6"), model)
+    first = DenseRetriever(corpus_path=str(corpus), encoder=str(model), depth=5)
+    assert first.encoded == {"encoded": len(rows), "cached": 0}
+    assert not DenseRetriever(corpus_path=str(corpus), encoder=str(model), depth=5).encoded.get("encoded")
+    tuned = SentenceTransformer(str(model), device="cpu")
+    with torch.no_grad():
+        for parameter in list(tuned.parameters())[-4:]:
+            parameter.mul_(1.5).add_(0.01)
+    tuned.save(str(model))  # saved again under the same path
+    again = DenseRetriever(corpus_path=str(corpus), encoder=str(model), depth=5)
+    assert again.encoded == {"encoded": len(rows), "cached": 0}
+    assert not np.allclose(_vectors(first), _vectors(again), atol=1e-3)

@@ -333,6 +333,26 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
 }
 
 
+def model_digest(name: str) -> str | None:
+    """The digest of a model's content: the sha256 of its file, or of a folder's files (each one's relative path
+    and sha256, hidden files left out), each memoised by `file_sha256`; None for a name that is no local model (a
+    hub id, which its library fetches by name)."""
+    try:
+        found = resolve_model(name)
+    except ModelNotFoundError:
+        return None
+    if not isinstance(found, Path):
+        return None
+    if found.is_file():
+        return file_sha256(found)
+    digest = hashlib.sha256()
+    for file in sorted(found.rglob("*")):
+        relative = file.relative_to(found)
+        if file.is_file() and not any(part.startswith(".") for part in relative.parts):
+            digest.update(f"{relative.as_posix()}\0{file_sha256(file)}\n".encode())
+    return digest.hexdigest()
+
+
 def resolve_model(name: str) -> Path | str:
     """A packaged model name -> its local path; an existing path -> that path; anything else -> a hub id.
 
@@ -368,8 +388,9 @@ def is_gguf(location: Path | str) -> TypeGuard[Path]:
 
 
 @memo
-def load_sentence_encoder(name: str = "minilm-l6", device: str = "cpu") -> Any:
-    """A `sentence_transformers.SentenceTransformer` by packaged name, path or hub id (loaded once per process)."""
+def load_sentence_encoder(name: str = "minilm-l6", device: str = "cpu", digest: str | None = None) -> Any:
+    """A `sentence_transformers.SentenceTransformer` by packaged name, path or hub id (loaded once per process
+    and `digest`: the model's content digest, `model_digest`, where a model saved again must load anew)."""
     packaged = PACKAGED_MODELS.get(name)
     if packaged is not None and packaged.kind == "e5":
         raise ModelNotFoundError(

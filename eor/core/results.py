@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from eor.core.answers import contains, normalize_answer
+from eor.core.answers import normalize_answer
+from eor.core.citations import cite
 from eor.core.errors import InputError
 
 #: the id of a document the reader wrote (retrievers.parametric's `PK:<12 hex>`, retrievers.operators' `CP:<12 hex>`)
@@ -235,20 +236,19 @@ class Result:
 
     @property
     def sources(self) -> list[dict[str, Any]]:
-        """Where the chosen answer comes from: among the passages of the members credited with it (`given_by`;
-        for a judge voter's span, the members whose passages hold it), those that hold the answer (normalised,
-        whole words), else all of them; a document the reader wrote (PK's, @CP's) is never a source. Each:
-        the member, the passage's id and title, and its file and page (imported documents) or url (web
-        pages) where it has them. Empty when eor declined or the answer is the reader's own knowledge."""
+        """Where the chosen answer comes from (eor.core.citations): the passages that hold it, whichever member
+        read them (a member credited with it first: `given_by`, or for a judge voter's span the members whose
+        passages hold it), each with the sentence that holds it (`holds`: true, `sentence`), then the passages
+        of the credited members that do not hold it (`holds`: false, read only). Each names its member, the
+        passage's id and title, and its file and page or url where it has them. Empty when eor declined or no
+        passage was read (the reader's own knowledge)."""
         if self.answer is None:
             return []
         credited = self.given_by
         if self.judged is not None and not credited:
             credited = list(self.judged["candidates"][self.judged["chosen"]]["supported_by"])
-        read = [(name, p) for name in credited for p in self.members[name].passages if not is_generated(p)]
-        holding = [(name, p) for name, p in read if contains(str(p.get("text", "")), self.answer) == 1.0]
-        keys = ("id", "title", "file", "page", "url")
-        return [{"member": name, **{k: p[k] for k in keys if p.get(k) is not None}} for name, p in holding or read]
+        passages = {name: output.passages for name, output in self.members.items()}
+        return cite(self.answer, credited, passages, is_generated)
 
     def to_dict(self) -> dict[str, Any]:
         """The object `eor ask --json` prints (`given_by`: every member that gave the chosen answer; `degraded`

@@ -107,12 +107,14 @@ class Abstention(BaseModel):
 
 
 class Source(BaseModel):
-    member: str = Field(description="the member whose passage it is")
+    member: str = Field(description="the member that read it (one credited with the answer first)")
     id: str | None = Field(default=None, description="the passage's id in the corpus")
     title: str | None = Field(default=None, description="the passage's title")
     file: str | None = Field(default=None, description="an imported document's path relative to its folder")
     page: int | None = Field(default=None, description="the page of a PDF")
     url: str | None = Field(default=None, description="a web page's address")
+    holds: bool = Field(description="whether the passage holds the answer (normalised, whole words); false: read only")
+    sentence: str | None = Field(default=None, description="the passage's sentence that holds the answer")
 
 
 class JudgeCandidate(BaseModel):
@@ -162,8 +164,9 @@ class AnswerResponse(BaseModel):
     )
     sources: list[Source] = Field(
         default_factory=list,
-        description="the passages the answer comes from (those of the members credited with it that hold it); "
-        "empty when eor declined or the answer is the reader's own knowledge (ReFree, PK)",
+        description="the passages that hold the answer, whichever member read them (with the sentence that holds "
+        "it), then those the members credited with it read that do not (holds: false); empty when eor declined or "
+        "no passage was read (the reader's own knowledge)",
     )
     members: dict[str, MemberAnswer] = Field(description="every member that ran and took part in the vote")
     timings: dict[str, float] = Field(description="seconds per question: retrieval, generation, voting, total")

@@ -47,17 +47,34 @@ def _chosen(result) -> tuple[str, str]:
     return candidate["text"], f"a span of the passages of {holders}, no member wrote it; chosen by the judge"
 
 
+#: the characters of an evidence sentence `eor ask` shows
+SENTENCE_CHARS = 100
+
+
 def _sources(result) -> str:
-    """The answer's sources in a line: file and page (or url, or title) and passage id of each."""
+    """The answer's sources, one line each: the passages that hold it (file and page, or url, or title, and the
+    passage id, then the sentence that holds it), then in one line those its members read that do not."""
     sources = result.sources
     if not sources:
         return "none: the reader's own knowledge (no passage)"
-    shown = []
-    for source in sources:
-        where = source.get("file") or source.get("url") or source.get("title") or "passage"
+
+    def where(source: dict) -> str:
+        place = source.get("file") or source.get("url") or source.get("title") or "passage"
         page = f" p. {source['page']}" if source.get("page") is not None else ""
-        shown.append(f"{where}{page} [{source.get('id')}]")
-    return "; ".join(dict.fromkeys(shown))
+        return f"{place}{page} [{source.get('id')}]"
+
+    holding = [s for s in sources if s.get("holds")]
+    lines = []
+    for source in holding:
+        sentence = source["sentence"]
+        shown = sentence if len(sentence) <= SENTENCE_CHARS else sentence[: SENTENCE_CHARS - 1] + "…"
+        lines.append(f'{where(source)}: "{shown}"')
+    read = "; ".join(dict.fromkeys(where(s) for s in sources if not s.get("holds")))
+    if not holding:
+        lines.append(f"no passage read holds this answer; read: {read}")
+    elif read:
+        lines.append(f"read, not holding the answer: {read}")
+    return "\n          ".join(lines)
 
 
 def format_judged(judged: dict) -> str:

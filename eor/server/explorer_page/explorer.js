@@ -62,7 +62,8 @@ async function loadPool() {
     const health = await response.json();
     if (health.status === "ok") {
       pool = health.members || [];
-      $("pool").textContent = `Pool of ${pool.length} members: ${pool.join(", ")}`;
+      const count = pool.length === 1 ? "One member" : `${pool.length} members`;
+      $("pool").textContent = `${count} in the pool: ${pool.join(", ")}`;
     } else {
       $("pool").textContent = `The server is ${health.status}: ${health.error ? health.error.message : ""}`;
       setTimeout(loadPool, 2000);
@@ -152,6 +153,7 @@ function show(result) {
   if (result.cascade) parts.push(`cascade ${result.cascade.reason}`);
   else if ((result.skipped || []).length) parts.push(`not needed: ${result.skipped.join(", ")}`);
   $("answer-note").textContent = parts.join("; ");
+  fillSources(result.sources || []);
   const names = pool.length ? pool : Object.keys(result.members).concat(result.degraded, result.skipped || []);
   fillMembers(names, result, explanation, reasons);
   fillCandidates(result.judge);
@@ -309,6 +311,28 @@ function fillEvidence(names, result, reasons) {
     }
     evidence.append(details);
   }
+}
+
+// The answer's sources: those that hold it (where, then the sentence), then in a line those read only.
+function fillSources(sources) {
+  const holding = sources.filter((source) => source.holds);
+  const read = sources.filter((source) => !source.holds);
+  $("sources-block").hidden = !sources.length;
+  $("sources").replaceChildren(...holding.map((source) => {
+    const item = element("li", null, "source");
+    item.append(element("span", source.title || source.url || "(untitled)", "passage-head"));
+    if (source.file) item.append(documentLink(source.file, source.page));
+    if (source.id) item.append(element("span", `id ${source.id} · ${source.member}`, "passage-meta"));
+    item.append(element("q", source.sentence, "source-sentence"));
+    return item;
+  }));
+  const names = read.map((source) => {
+    const where = source.file ? `${source.file}${source.page ? `, page ${source.page}` : ""}` : source.title;
+    return `${where || "(untitled)"} (id ${source.id})`;
+  });
+  $("sources-read").textContent = !read.length ? ""
+    : holding.length ? `Read, not holding the answer: ${names.join("; ")}`
+      : `No passage read holds this answer. Read: ${names.join("; ")}`;
 }
 
 // The imported document a passage cites, fetched with the API key (GET /v1/documents/FILE) and opened at its
