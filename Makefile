@@ -31,7 +31,8 @@ test: $(VENV)/.installed browser
 # docs/tour.md (the README's is part of it) as written from the repository root, and a fresh non-editable
 # install answering from another directory; and `eor design` end to end on the shipped records.
 slow: $(VENV)/.installed
-	$(BIN)/python -m pytest -m slow tests/test_tour.py tests/test_install.py tests/test_design.py tests/test_recalibration.py
+	$(BIN)/python -m pytest -m slow tests/test_tour.py tests/test_install.py tests/test_design.py tests/test_recalibration.py \
+		tests/test_explain.py
 
 # A non-editable install of eor with its offline models into a new virtual environment TARGET, with the same
 # torch and llama.cpp build as `make install` (tests/test_install.py runs it, then eor from another folder).

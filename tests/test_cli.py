@@ -189,8 +189,12 @@ def test_ask_a_subset_of_members_and_why(tmp_path, isolated_cache, capsys) -> No
     explanation = result["explanation"]
     assert set(explanation["members"]) == {"BM25@1", "Wiki@1"} and explanation["answer"] == result["answer"]
     assert explanation["members"][result["member"]]["chosen"] is True
-    assert main(["ask", question, "--config", config, "--members", "BM25@1", "--explain"]) == 0
-    assert "why (the vote's account of each member):" in capsys.readouterr().out
+    assert main(["ask", question, "--config", config, "--members", "BM25@1,Wiki@1", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "\nWhy:\n  chosen:    by the vote (EoR eq. 7): " in out and "  agreement: " in out
+    assert "the vote's account of each member" not in out  # the raw account only with --explain full
+    assert main(["ask", question, "--config", config, "--members", "BM25@1", "--explain", "full"]) == 0
+    assert "the vote's account of each member:" in capsys.readouterr().out
     assert main(["ask", question, "--config", config, "--members", "Nope,BM25@1"]) == 1
     assert "unknown member(s) 'Nope'; available: ReFree, BM25@1" in capsys.readouterr().err
 

@@ -576,3 +576,19 @@ def test_a_new_users_folder_every_file_read_or_plainly_refused(tmp_path, capsys)
     assert main(["import-corpus", str(root / "intro.rst"), "--out", str(out_rst := tmp_path / "rst.jsonl"),
                  "--reader", ".rst=markdown"]) == 0  # fmt: skip
     assert [json.loads(line)["title"] for line in out_rst.read_text().splitlines()] == ["Intro"]
+
+
+def test_eor_retrieve_shows_each_passage_s_file_and_page(tmp_path, capsys):
+    from eor.cli import main
+    from eor.documents.folder import import_folder
+
+    root = tmp_path / "docs"
+    _folder(root)
+    import_folder(root, tmp_path / "corpus.jsonl", progress=False)
+    config = tmp_path / "docs.yaml"
+    config.write_text(f"name: docs\ncorpus: {{path: {tmp_path / 'corpus.jsonl'}}}\nmembers: [BM25@1]\n")
+    assert main(["retrieve", "second page", "--config", str(config), "--members", "BM25@1"]) == 0
+    assert "A Study of Readers  (study.pdf p. 2): Second page." in capsys.readouterr().out
+    assert main(["retrieve", "second page", "--config", str(config), "--members", "BM25@1", "--json"]) == 0
+    passage = json.loads(capsys.readouterr().out.splitlines()[0])["passages"][0]
+    assert passage["file"] == "study.pdf" and passage["page"] == 2

@@ -29,7 +29,12 @@ def add_ask(commands: Commands) -> None:
         "--members", metavar="A,B,...", help="run and vote over only these members (comma-separated; default: all)"
     )
     ask.add_argument(
-        "--explain", action="store_true", help="also print why the vote chose its answer (as the API's explain)"
+        "--explain",
+        nargs="?",
+        const="short",
+        choices=("short", "full"),
+        help="also print why: a short account (how it was chosen, the sentence that holds it, what P(right) rests "
+        "on); `--explain full` adds the voter's raw account (every pairwise similarity or feature), as --json has it",
     )
     ask.add_argument(
         "--risk",

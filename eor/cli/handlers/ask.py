@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from eor.cli.account import format_account
 from eor.cli.options import cache_setting, config_path, member_names
 from eor.core.data import check_question
 from eor.core.formatting import fixed
@@ -28,11 +29,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(json.dumps(body, ensure_ascii=False, indent=2))
     else:
         print(format_result(result))
-        if explanation is not None and result.judged is not None:
-            print(format_judged(result.judged))
-        elif explanation is not None:
-            print("\nwhy (the vote's account of each member):")
-            print(json.dumps(explanation["members"], ensure_ascii=False, indent=2))
+        if explanation is not None:
+            print(format_account(result, explanation))
+            if result.judged is not None:
+                print(format_judged(result.judged))
+            if args.explain == "full" and result.judged is None:
+                print("\nthe vote's account of each member:")
+                print(json.dumps(explanation["members"], ensure_ascii=False, indent=2))
     return 0
 
 

@@ -30,6 +30,7 @@ from retrievers import notation
 
 NEEDS_READER = ("parametric",)
 PASSAGE_KEYS = ("id", "title", "score", "source")
+PLACE_KEYS = ("file", "page", "url")  # where a passage comes from, where it says (imported documents, web pages)
 SNIPPET = 90  # characters of a passage's text shown in the text output
 
 
@@ -81,7 +82,12 @@ def _line(qid: str, question: str, member: str, documents: list, seconds: float,
         "question": question,
         "member": member,
         "passages": [
-            {"rank": rank, **{key: doc.metadata.get(key) for key in PASSAGE_KEYS}, "text": doc.page_content}
+            {
+                "rank": rank,
+                **{key: doc.metadata.get(key) for key in PASSAGE_KEYS},
+                **{key: doc.metadata[key] for key in PLACE_KEYS if doc.metadata.get(key) is not None},
+                "text": doc.page_content,
+            }
             for rank, doc in enumerate(documents, start=1)
         ],
         "seconds": round(seconds, 6),
@@ -98,7 +104,11 @@ def _text(question: str, member: str, documents: list, seconds: float) -> str:
         shown = "-" if score is None else fixed(score, 4)
         text = " ".join(doc.page_content.split())
         text = text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
-        lines.append(f"{rank:>3}. {meta.get('id')}  {shown}  [{meta.get('source')}]  {meta.get('title') or ''}: {text}")
+        place = meta.get("file") or meta.get("url")
+        page = f" p. {meta['page']}" if meta.get("page") is not None else ""
+        where = f"  ({place}{page})" if place else ""
+        title = meta.get("title") or ""
+        lines.append(f"{rank:>3}. {meta.get('id')}  {shown}  [{meta.get('source')}]  {title}{where}: {text}")
     return "\n".join(lines) + "\n"
 
 
