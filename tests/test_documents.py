@@ -501,7 +501,7 @@ def test_a_kill_or_a_full_disk_during_an_import_leaves_the_previous_corpus_whole
     assert again.read == ["guide.md"] and b"Changed." in corpus.read_bytes()
 
 
-SHIPPED = Path(__file__).parent / "data" / "documents"  # real pages: libffi's manual (Expat), Node.js's docs (MIT)
+SHIPPED = Path(__file__).parent.parent / "docs" / "examples" / "documents"  # real pages: libffi (Expat), Node.js (MIT)
 
 
 def test_a_new_users_folder_every_file_read_or_plainly_refused(tmp_path, capsys):

@@ -5,7 +5,8 @@ Each line of the tour's code block is one command (comments stripped); `source .
 replaced by putting this interpreter's `bin/` first on PATH, and `eor serve` (which runs until stopped) is
 started, asked for its page and `/healthz`, and stopped. Afterwards `git status` shows nothing the tour
 wrote: it writes only under `runs/` (ignored). The run is marked slow (about 2.5 minutes on 2 cores: the reader
-answers real questions); CI runs it after the default suite (`make slow`). The README's short tour is checked
+answers real questions); CI runs it after the default suite (`make slow`). The walk of one's own documents in
+docs/guides.md is run the same way. The README's short tour is checked
 fast: each of its commands is one of the full tour's, in the same order, so the README shows no command that
 the slow run does not run.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -28,6 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: the full tour (run here) and the README's short one (a part of it), each the first bash block under its heading
 TOUR = (ROOT / "docs" / "tour.md", "## Every command")
 SHORT_TOUR = (ROOT / "README.md", "## A short tour")
+#: the walk of one's own documents, run as written too (on the example folder the repository ships)
+DOCUMENTS_WALK = (ROOT / "docs" / "guides.md", "### A folder of your own documents")
 
 
 def tour_commands(page: Path, heading: str) -> list[str]:
@@ -82,7 +86,7 @@ def serve_and_stop(command: str, env: dict[str, str], log: Path) -> None:
     assert "Traceback" not in log.read_text()
 
 
-@pytest.mark.parametrize("tour", [TOUR, SHORT_TOUR], ids=["docs/tour.md", "README.md"])
+@pytest.mark.parametrize("tour", [TOUR, SHORT_TOUR, DOCUMENTS_WALK], ids=["docs/tour.md", "README.md", "guides.md"])
 def test_the_tour_parses(tour: tuple[Path, str]) -> None:
     commands = tour_commands(*tour)
     assert commands[0] == "source .venv/bin/activate"
@@ -100,8 +104,11 @@ def test_the_short_tour_is_part_of_the_full_one() -> None:
 
 
 @pytest.mark.slow
-def test_the_tour_runs_as_written_and_writes_only_under_runs(tmp_path: Path) -> None:
-    commands = tour_commands(*TOUR)
+@pytest.mark.parametrize("tour", [TOUR, DOCUMENTS_WALK], ids=["docs/tour.md", "guides.md"])
+def test_the_tour_runs_as_written_and_writes_only_under_runs(tour: tuple[Path, str], tmp_path: Path) -> None:
+    commands = tour_commands(*tour)
+    if tour == DOCUMENTS_WALK:  # a first walk: `eor init` writes a folder that is not there yet
+        shutil.rmtree(ROOT / "runs" / "my-docs", ignore_errors=True)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     before = git_status()
     for command in commands:
@@ -115,4 +122,4 @@ def test_the_tour_runs_as_written_and_writes_only_under_runs(tmp_path: Path) -> 
             assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
             assert "Traceback" not in done.stderr, f"{command}\n{done.stderr[-3000:]}"
         print(f"{time.monotonic() - start:6.1f} s  {command}", flush=True)
-    assert git_status() == before, "the tour wrote outside runs/"
+    assert git_status() == before, f"{tour[0].name} wrote outside runs/"

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from eor.bench.vote import vote
-from eor.core.config import PACKAGE_SCHEME, package_file
+from eor.core.config import shipped_or_path
 from eor.core.correctness import correctness_matrix
 from eor.core.errors import InputError
 from eor.learning.recalibration import Labelled, recalibrate
@@ -31,7 +31,7 @@ def calibrate(records: Path, given: str, out: Path, nocorpus: Path | None = None
     """Recalibrate the P(right) of the weights file `given` (`eor:` names one shipped with eor) on the labelled
     questions of `records` (and `nocorpus`, for a mix at `share`), write the result to `out`, and give back what
     was found (eor.learning.recalibration)."""
-    weights = package_file(given[len(PACKAGE_SCHEME) :]) if given.startswith(PACKAGE_SCHEME) else Path(given)
+    weights = shipped_or_path(given)
     if read_document(weights).get("voter") == "judge":
         raise InputError(
             f"{weights} is a judge voter: eor calibrate recalibrates the P(right) of the other voters (cascade, "

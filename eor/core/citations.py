@@ -19,8 +19,9 @@ from eor.core.answers import contains, normalize_answer
 
 #: the passage keys a source carries, where the passage has them
 KEYS = ("id", "title", "file", "page", "url")
-#: a sentence ends at . ! ? followed by white space, or at a line break
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+#: a sentence ends at . ! ? followed by white space, at a blank line, or at a line break before what starts a line
+#: of its own (a capital, a digit, a list mark or a table's bar; a wrapped line of prose goes on in lower case)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*[A-Z0-9*#|•-])")
 #: where no sentence holds the answer (it spans one), this many words either side of its first word
 WINDOW = 12
 

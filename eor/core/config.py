@@ -253,7 +253,7 @@ class EnsembleConfig:
         """`path` as a file: `eor:demo/corpus.jsonl` is a file shipped inside the eor package (found wherever
         it is installed), a relative path is relative to the config file's folder."""
         if path.startswith(PACKAGE_SCHEME):
-            return package_file(path[len(PACKAGE_SCHEME) :])
+            return shipped_or_path(path)
         candidate = Path(path).expanduser()
         return candidate if candidate.is_absolute() else (Path(self.base_dir) / candidate).resolve()
 
@@ -275,6 +275,13 @@ class EnsembleConfig:
     def default_weights(self) -> Path | None:
         """The weights file `voter.weights` names, resolved against the config's folder; None without one."""
         return self.resolve_path(self.voter.weights) if self.voter.weights else None
+
+
+def shipped_or_path(given: str | Path) -> Path:
+    """A file given on the command line: `eor:weights/NAME.json` is one shipped inside the eor package (found
+    wherever it is installed), anything else the path as given."""
+    text = str(given)
+    return package_file(text[len(PACKAGE_SCHEME) :]) if text.startswith(PACKAGE_SCHEME) else Path(given)
 
 
 def from_dict(cls: type, data: Any, where: str) -> Any:

@@ -179,13 +179,15 @@ def markdown_sections(text: str) -> list[Section]:
 
 
 def inline_text(token: Any) -> str:
-    """The text an inline Markdown token renders to: its words and inline code, line breaks kept, an image's
-    alternative text, no markup (emphasis, links' targets, raw HTML)."""
+    """The text an inline Markdown token renders to: its words and inline code, hard line breaks kept (a soft
+    one is a space), an image's alternative text, no markup (emphasis, links' targets, raw HTML)."""
     out = []
     for child in token.children or ():
         if child.type in ("text", "code_inline"):
             out.append(child.content)
-        elif child.type in ("softbreak", "hardbreak"):
+        elif child.type == "softbreak":  # a line break inside a paragraph renders as a space
+            out.append(" ")
+        elif child.type == "hardbreak":
             out.append("\n")
         elif child.type == "image":
             out.append(inline_text(child))

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eor.core.config import EnsembleConfig, load_config
+from eor.core.config import EnsembleConfig, load_config, shipped_or_path
 from eor.core.data import Question, make_question
 from eor.core.errors import ConfigError, InputError
 from eor.core.prompts import templates_for
@@ -303,7 +303,7 @@ def config_voter(config: EnsembleConfig, weights: str | Path | None = None) -> A
     `Ensemble`, `eor ask` and `eor serve` answer with it."""
     v = config.voter
     return choose_voter(
-        weights if weights is not None else config.default_weights(),
+        shipped_or_path(weights) if weights is not None else config.default_weights(),
         config.members,
         metrics=tuple(v.metrics),
         pooling=v.pooling,
