@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from eor.core.answers import normalize_answer
-from eor.core.formatting import fixed
+from eor.core.formatting import fixed, signed
 
 #: the features of a chosen member's account `eor ask --explain` names: those that weighed most
 NAMED_FEATURES = 3
@@ -78,17 +78,17 @@ def _how(result: Any, explanation: dict[str, Any]) -> str:
     else:
         features = chosen.get("features") or {}
         weighed = sorted(features.items(), key=lambda item: -abs(item[1]["contribution"]))[:NAMED_FEATURES]
-        named = ", ".join(f"{_feature(name)} {item['contribution']:+.2f}" for name, item in weighed)
+        named = ", ".join(f"{_feature(name)} {signed(item['contribution'], 2)}" for name, item in weighed)
         step = ""
         if kind == "cascade":
             ran = ", ".join(explanation.get("step_members", []))
             step = f"the cascade's step {explanation.get('step', 0) + 1} ({ran}): "
-        how = f"{step}by the answer selector: {result.member}'s log-odds {_num(chosen.get('score'), signed=True)}"
+        how = f"{step}by the answer selector: {result.member}'s log-odds {_num(chosen.get('score'), sign=True)}"
         if named:
             how += f" (weighing most: {named})"
     if other is not None:
         name, score = other
-        how += f"; the best other answer, {name}'s, {_num(score, signed=kind != 'paper')}"
+        how += f"; the best other answer, {name}'s, {_num(score, sign=kind != 'paper')}"
     return how
 
 
@@ -126,7 +126,7 @@ def _feature(name: str) -> str:
     return f"{words} ({member})" if member and prefix in ("member", "vote", "found") else words
 
 
-def _num(value: Any, signed: bool = False) -> str:
+def _num(value: Any, sign: bool = False) -> str:
     if value is None:
         return "-"
-    return f"{value:+.2f}" if signed else fixed(value, 3)
+    return signed(value, 2) if sign else fixed(value, 3)

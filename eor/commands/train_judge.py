@@ -66,29 +66,11 @@ def train_judge(
     scored = sum(bool(q.features.scored) for q in questions)
     lines = [f"judge voter: {len(questions)} training questions ({scored} scored by the reader), members "
              f"{', '.join(names)}; every choice by {folds}-fold cross-validation (seed {seed})"]  # fmt: skip
-    for report, fit in zip(reports, voter.fits, strict=True):
-        lines.append(f"  {report.level:<16} {report.chosen:<52} EM {pct(report.table[report.chosen])} out of fold")
-        risks = {round(float(row["alpha"]), 6): row for row in fit.thresholds_}
-        shown = [_risk_text(risks[r]) for r in REPORTED_RISKS if r in risks]
-        lines.append(f"  {'':<16} P(right) thresholds: {'; '.join(shown)}")
-    if beyond is not None:
-        counts = {kind: int((beyond.kind == kind).sum()) for kind in (ABLATED, NOCORPUS)}
-        lines.append(
-            f"  beyond the corpus: {counts[ABLATED]} ablated and {counts[NOCORPUS]} no-corpus questions; thresholds "
-            f"for a mix with a share {significant(share)} of questions the corpus cannot answer"
-        )
+    lines += _fit_lines(voter, reports, beyond)
     rule, k = rule_k
     meta: dict[str, Any] = {
         "records": str(records),
-        **(
-            {}
-            if beyond is None
-            else {
-                "ablated_records": ablated and str(ablated),
-                "nocorpus_records": nocorpus and str(nocorpus),
-                "unanswerable_share": share,
-            }
-        ),  # fmt: skip
+        **({} if beyond is None else _beyond_meta(ablated, nocorpus, share)),
         "judge": identity,
         "candidates": {"rule": rule, "k": k},  # what live answering must make them with (eor.pipeline.judging)
         "training": {
@@ -112,6 +94,29 @@ def train_judge(
     voter.save(out, **meta)
     lines.append(f"weights written to {out}")
     return "\n".join(lines)
+
+
+def _fit_lines(voter: JudgeVoter, reports: list[Any], beyond: Unanswerable | None) -> list[str]:
+    """Each fit's chosen setting, its EM out of fold and its thresholds; what they hold for beyond the corpus."""
+    lines = []
+    for report, fit in zip(reports, voter.fits, strict=True):
+        lines.append(f"  {report.level:<16} {report.chosen:<52} EM {pct(report.table[report.chosen])} out of fold")
+        risks = {round(float(row["alpha"]), 6): row for row in fit.thresholds_}
+        shown = [_risk_text(risks[r]) for r in REPORTED_RISKS if r in risks]
+        lines.append(f"  {'':<16} P(right) thresholds: {'; '.join(shown)}")
+    if beyond is not None:
+        counts = {kind: int((beyond.kind == kind).sum()) for kind in (ABLATED, NOCORPUS)}
+        lines.append(
+            f"  beyond the corpus: {counts[ABLATED]} ablated and {counts[NOCORPUS]} no-corpus questions; thresholds "
+            f"for a mix with a share {significant(beyond.share)} of questions the corpus cannot answer"
+        )
+    return lines
+
+
+def _beyond_meta(ablated: Path | None, nocorpus: Path | None, share: float) -> dict[str, Any]:
+    """The records of questions the corpus cannot answer P(right) was fitted with, as the file keeps them."""
+    return {"ablated_records": ablated and str(ablated), "nocorpus_records": nocorpus and str(nocorpus),
+            "unanswerable_share": share}  # fmt: skip
 
 
 def _unanswerable(
