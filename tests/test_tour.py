@@ -108,7 +108,7 @@ def test_the_short_tour_is_part_of_the_full_one() -> None:
 def test_the_tour_runs_as_written_and_writes_only_under_runs(tour: tuple[Path, str], tmp_path: Path) -> None:
     commands = tour_commands(*tour)
     if tour == DOCUMENTS_WALK:  # a first walk: `eor init` writes a folder that is not there yet
-        shutil.rmtree(ROOT / "runs" / "my-docs", ignore_errors=True)
+        shutil.rmtree(ROOT / "runs" / "my-pool", ignore_errors=True)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     before = git_status()
     for command in commands:
