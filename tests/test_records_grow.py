@@ -158,8 +158,14 @@ def test_other_prompts_are_refused(recorded, tmp_path, capsys) -> None:
 
 
 def test_another_config_of_the_same_members_is_refused(recorded, tmp_path, capsys) -> None:
-    err = _refused(recorded, tmp_path, _config(tmp_path, OLD, name="renamed"), capsys)
+    err = _refused(recorded, tmp_path, _config(tmp_path, OLD, name="other", max_tokens=16), capsys)
     assert "holds a run of a different config" in err
+    # a config that differs only in its name (a label: no record depends on it) resumes the records
+    out = tmp_path / "renamed"
+    assert main(["records", "unpack", str(recorded / "packed.jsonl.gz"), "--out", str(out)]) == 0
+    before = (out / RECORDS_FILE).read_bytes()
+    assert _run(_config(tmp_path, OLD, name="renamed"), out, "--no-cache") == 0
+    assert "(3 were already done)" in capsys.readouterr().out and (out / RECORDS_FILE).read_bytes() == before
 
 
 def test_unpacked_records_resume_with_their_config(recorded, tmp_path, capsys) -> None:
