@@ -177,8 +177,6 @@ def test_text_in_another_encoding_is_read_with_a_warning(tmp_path):
 
 def _folder(root):
     """A folder of a user's files: Markdown, text, HTML, a PDF, a DOCX, an encrypted PDF, an image, a subfolder."""
-    from docx import Document
-
     (root / "notes").mkdir(parents=True)
     (root / "guide.md").write_text(f"# Guide\n\n{SENTENCE}\n\n## Setup\n\nInstall it first.\n", encoding="utf-8")
     (root / "notes" / "todo.txt").write_text("Read the eRAG paper again.\n", encoding="utf-8")
@@ -187,10 +185,17 @@ def _folder(root):
     (root / "locked.pdf").write_bytes(_encrypted(_pdf(["Hidden."]), "secret"))
     (root / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     (root / ".hidden.md").write_text("# Not imported\n", encoding="utf-8")
+    _docx(root / "notes" / "report.docx", "Report", "The report's only paragraph.")
+
+
+def _docx(path: Path, heading: str, paragraph: str) -> None:
+    """A DOCX of one heading and one paragraph, as Word writes them (python-docx)."""
+    from docx import Document
+
     word = Document()
-    word.add_heading("Report", 1)
-    word.add_paragraph("The report's only paragraph.")
-    word.save(str(root / "notes" / "report.docx"))
+    word.add_heading(heading, 1)
+    word.add_paragraph(paragraph)
+    word.save(str(path))
 
 
 def test_a_folder_becomes_a_corpus_and_bad_files_are_told_not_fatal(tmp_path):
@@ -508,8 +513,6 @@ def test_a_new_users_folder_every_file_read_or_plainly_refused(tmp_path, capsys)
     """A folder like a new user's (issue: "your own documents, the first hour"): documentation HTML with `<pre>`
     blocks, Markdown with escapes and tables, a PDF, a DOCX, reStructuredText, an empty file, a damaged PDF, a PNG
     and a subfolder, imported by `eor init --documents`, then one file alone, then imported again after changes."""
-    from docx import Document as Docx
-
     from eor.cli import main
     from eor.core.config import load_config
 
@@ -522,10 +525,7 @@ def test_a_new_users_folder_every_file_read_or_plainly_refused(tmp_path, capsys)
     (root / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01")
     (root / "empty.txt").write_bytes(b"")
     (root / "intro.rst").write_text("Intro\n=====\n\nThe ``eor`` tool votes over retrievers.\n", encoding="utf-8")
-    word = Docx()
-    word.add_heading("Memo", 1)
-    word.add_paragraph("The memo's only paragraph.")
-    word.save(str(root / "sub" / "memo.docx"))
+    _docx(root / "sub" / "memo.docx", "Memo", "The memo's only paragraph.")
     assert main(["init", str(tmp_path / "pool"), "--documents", str(root)]) == 0
     captured = capsys.readouterr()
     for told in (
