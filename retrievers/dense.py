@@ -79,6 +79,7 @@ class DenseRetriever(SourceRetriever):
     _corpus: Corpus = PrivateAttr()
     _index: Any = PrivateAttr()
     _encoded: dict[str, int] = PrivateAttr(default_factory=dict)  # the last build's passages encoded and cached
+    _query_digest: str | None = PrivateAttr(default=None)  # the query encoder's content digest, read once
 
     @model_validator(mode="after")
     def _towers_come_in_pairs(self) -> DenseRetriever:
@@ -110,6 +111,7 @@ class DenseRetriever(SourceRetriever):
         import faiss
 
         self._corpus = load_corpus(self.corpus_path)
+        self._query_digest = model_digest(self.query_encoder or self.encoder)  # once, not on every query
         corpus = self._corpus
         meta = {
             "kind": "dense",
@@ -196,8 +198,7 @@ class DenseRetriever(SourceRetriever):
 
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         """Query vectors (float32, one row per query) from the query tower."""
-        name = self.query_encoder or self.encoder
-        tower = _tower(name, self.pooling, self.max_length, model_digest(name))
+        tower = _tower(self.query_encoder or self.encoder, self.pooling, self.max_length, self._query_digest)
         return tower.encode_queries(
             [self.query_prefix + query for query in queries], batch_size=self.batch_size, normalize=self.normalize
         )

@@ -253,8 +253,8 @@ def fit_beyond(
     right = np.concatenate([accuracy(seen, choices), accuracy(beyond.questions, extra)]).astype(bool)
     kind = np.concatenate([np.full(len(seen), ANSWERABLE, dtype=object), beyond.kind.astype(object)])
     taught = np.isin(kind, taught_kinds(kind))
-    rows = [i for i in range(len(every)) if taught[i] and every[i] is not None]
-    made = [choice for choice in (every[i] for i in rows) if choice is not None]
+    rows = [i for i, choice in enumerate(every) if taught[i] and choice is not None]
+    made = [choice for choice in (every[i] for i in rows) if choice is not None]  # the choices of `rows`
     fit.calibrate(made, right[rows])
     fit.fit_unanswerable(made, kind[rows] != ANSWERABLE, beyond.share)
     whole = [np.concatenate([held, len(seen) + np.flatnonzero(theirs == f)]) for f, held in enumerate(parts)]
