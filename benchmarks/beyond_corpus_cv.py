@@ -84,6 +84,14 @@ def variant(
     _, p = cross_fitted(rows, right, parts, every, keep, fit, weigh)
     scored = np.zeros(len(rows), dtype=bool)
     scored[every] = True  # a fit's figures are over the rows that have its features
+    return figures(p, right, kind, scored, share, alpha)
+
+
+def figures(
+    p: np.ndarray, right: np.ndarray, kind: np.ndarray, scored: np.ndarray, share: float, alpha: float
+) -> dict[str, Any]:
+    """The out-of-fold figures of P(right) `p` over the rows `scored` (see the module): at the mixed threshold
+    certified at `alpha` for the share `share`, and at the most probable 28% of the answerable questions."""
     a, u = (kind == ANSWERABLE) & scored, (kind == NOCORPUS) & scored
     chosen = mixed_risk_threshold(Stratum(p[a], right[a]), Stratum(p[u], right[u]), alpha, share)
     t = chosen.threshold
@@ -93,18 +101,17 @@ def variant(
     mixed_cover = (1 - share) * cover(a) + share * cover(u)
     natural = a | u
     top = p >= np.quantile(p[a], 1 - COVERAGE)  # the most probable 28% of the answerable questions, and those above
+    ablated = (kind == ABLATED) & scored
     return {
         "at_coverage": {
             "answerable_error": float((~right[a & top]).mean()),
             "nocorpus_answered": float(top[u].mean()),
-            "ablated_answered": float(top[(kind == ABLATED) & scored].mean())
-            if ((kind == ABLATED) & scored).any()
-            else None,
+            "ablated_answered": float(top[ablated].mean()) if ablated.any() else None,
         },
         "threshold": t,
         "answerable_coverage": float(cover(a)),
         "nocorpus_answered": float(cover(u)),
-        "ablated_answered": float(cover((kind == ABLATED) & scored)) if ((kind == ABLATED) & scored).any() else None,
+        "ablated_answered": float(cover(ablated)) if ablated.any() else None,
         "rows": {"answerable": int(a.sum()), "no corpus": int(u.sum())},
         "mix_error": float(((1 - share) * wrong(a) + share * wrong(u)) / mixed_cover) if mixed_cover else None,
         "ece_natural_mix": float(ece(p[natural], right[natural])),

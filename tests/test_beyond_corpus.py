@@ -380,19 +380,20 @@ def test_the_judge_voter_beyond_the_corpus(tmp_path) -> None:
         assert fit.unanswerable_ is not None and fit.unanswerable_["share"] == 0.25
         assert all(row["share"] == 0.25 and (row["threshold"] is None or "bound" in row) for row in fit.thresholds)
         assert twin.unanswerable_ is None
+        assert fit.retrieval and not twin.retrieval  # P(right) beyond the corpus reads the retrieval family
     fit = beyond.fit_scoring(frozenset({"scores"}))
     names = beyond.members
 
     def mean_unanswerable(path) -> float:
         values = []
-        for question in judged_questions(read_records(path), names):
+        for question in judged_questions(read_records(path), names, relevance=True):
             choice = fit.choose(question.features)
             if choice is not None:
                 values.append(fit.unanswerable(choice.evidence))
         return float(np.mean(values))
 
     assert mean_unanswerable(nocorpus) > 0.5 > mean_unanswerable(answerable)
-    evidence = fit.choose(judged_questions(read_records(nocorpus), names)[0].features).evidence
+    evidence = fit.choose(judged_questions(read_records(nocorpus), names, relevance=True)[0].features).evidence
     p = fit.unanswerable(evidence)
     fit.unanswerable_["share"] = fit.unanswerable_["trained_share"]  # at the mix it was fitted on: the logistic
     z = (np.asarray(evidence) - fit.unanswerable_["mean"]) / fit.unanswerable_["scale"]

@@ -65,6 +65,46 @@ def test_features_by_hand():
     assert row["abs:distinct"].tolist() == pytest.approx([1 / 3, 1 / 3])  # one answer among three members
 
 
+def test_the_retrieval_family_that_p_right_may_read():
+    """The judge's P(right) reads the retrieved passages' relevance only where its fit was made to (a file from
+    before it loads and reads what it read); relevance_of is voters.relevance over the passages found in a
+    corpus, never a document the reader wrote."""
+    from eor.core.results import MemberOutput
+    from voters.judge_features import relevance_of
+    from voters.relevance import Relevance
+
+    unknown = judge_features(CANDIDATES, ["A", "B", "C"], EVIDENCE)
+    row = dict(zip(unknown.names, unknown.matrix.T, strict=True))
+    assert all(np.isnan(row[name]).all() for name in ("retr:cosine", "retr:margin", "retr:share"))  # not computed
+    known = Evidence(EVIDENCE.question, EVIDENCE.answers, EVIDENCE.passages, (0.8, 0.25, 0.5))
+    features = judge_features(CANDIDATES, ["A", "B", "C"], known)
+    row = dict(zip(features.names, features.matrix.T, strict=True))
+    assert row["retr:cosine"].tolist() == [0.8, 0.8] and row["retr:margin"].tolist() == [0.25, 0.25]
+    assert row["retr:share"].tolist() == [0.5, 0.5]
+    rng = np.random.default_rng(5)
+    train = [_question(bool(i % 2), rng) for i in range(40)]
+    plain = JudgeSelector(("votes", "scores"), 1).fit([f for f, _ in train], [r for _, r in train])
+    reading = JudgeSelector(("votes", "scores"), 1, retrieval=True).fit([f for f, _ in train], [r for _, r in train])
+    assert plain.absolute == ["abs:mean", "abs:mix", "abs:distinct"]
+    assert reading.absolute == ["abs:mean", "abs:mix", "abs:distinct", "retr:cosine", "retr:margin", "retr:share"]
+    assert np.array_equal(plain.coef_, reading.coef_)  # the choice is the same
+    assert "retrieval" not in plain.to_document() and reading.to_document()["retrieval"] is True
+    assert JudgeSelector.from_document(json.loads(json.dumps(reading.to_document()))).retrieval
+    assert JudgeVoter([reading], ["A"]).reads_retrieval and not JudgeVoter([plain], ["A"]).reads_retrieval
+    old = JudgeVoter.load(ROOT / "docs" / "weights" / "nq-offline-judge.json")  # a file from before it
+    assert not old.reads_retrieval and all(not any(a.startswith("retr:") for a in f.absolute) for f in old.fits)
+    question = "when was the eiffel tower built"
+    outputs = {
+        "A": MemberOutput("1889", [{"id": "1", "text": "The Eiffel Tower was built in 1889.", "score": 3.0},
+                                   {"id": "2", "text": "Paris is the capital of France.", "score": 1.0}]),
+        "PK": MemberOutput("1887", [{"id": "pk-0", "text": "The Eiffel tower built 1887 when", "generated": True}]),
+    }  # fmt: skip
+    (found,) = relevance_of([question], [outputs])
+    (direct,) = Relevance.of([question], [[[p["text"] for p in outputs["A"].passages]]])
+    assert found == direct.over([p["text"] for p in outputs["A"].passages])  # PK's document left out
+    assert found[2] == 1.0 and found[0] > 0.5 and found[1] > 0  # eiffel, tower, built: all in #1
+
+
 def test_evidence_features_of_a_sentence_and_a_span_inside_it():
     evidence = Evidence(
         "when did the order come into effect",

@@ -34,6 +34,11 @@ absolute (not for choosing: for P(right), voters.judge_selector)
     abs:mix            log Σ_m exp L(c|p_m)
     abs:passages       max over the passages alone of L̄(c|p)
     abs:distinct       the number of distinct non-empty answers of the members / M
+    retr:cosine        over the passages the members found in a corpus (voters.relevance): the best cosine with
+    retr:margin        the question, its margin over the mean of the others, and the best share of the
+    retr:share         question's content words; NaN when the evidence carries no relevance (read by a fit
+                       whose P(right) reads the retrieval family, `RETRIEVAL`: evidence that the corpus holds no
+                       answer, docs/abstention.md)
 
 Relative values (to the question's best candidate) make a question's features comparable with another's for
 choosing: a long prompt or a rare answer lowers every candidate's likelihood alike. How likely the chosen
@@ -55,6 +60,7 @@ import numpy as np
 
 from eor.core.answers import normalize_answer
 from eor.core.errors import InputError
+from voters.relevance import Relevance
 
 PASSAGE = "#"  # a prompt name that starts so is a passage alone: `#` + its id (eor.pipeline.judging)
 
@@ -69,7 +75,17 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 SCORED_FAMILIES = ("scores", "passages")
 #: what P(right) reads besides a fit's own features (voters.judge_selector), by the family whose scores it needs
 #: (None: the text's): absolute values, which the relative features above leave out on purpose
-ABSOLUTE = {"abs:mean": "scores", "abs:mix": "scores", "abs:passages": "passages", "abs:distinct": None}
+#: ("retrieval": the passages' relevance to the question, which only a fit made to read it reads)
+RETRIEVAL = "retrieval"
+ABSOLUTE = {
+    "abs:mean": "scores",
+    "abs:mix": "scores",
+    "abs:passages": "passages",
+    "abs:distinct": None,
+    "retr:cosine": RETRIEVAL,
+    "retr:margin": RETRIEVAL,
+    "retr:share": RETRIEVAL,
+}
 
 # The question types an answer's shape can be checked against, first match wins (lower-cased question).
 _QUESTION_TYPES = (
@@ -114,20 +130,35 @@ def answer_shapes(text: str) -> set[str]:
 @dataclass(frozen=True)
 class Evidence:
     """What a question's candidates are weighed against: the question, and each member's answer and passage
-    texts (rank order), by member name (a member that failed: an empty answer and no passages)."""
+    texts (rank order), by member name (a member that failed: an empty answer and no passages); `relevance`: the
+    best cosine, its margin and the best word share over the passages the members found in a corpus
+    (`relevance_of`; None: not computed)."""
 
     question: str
     answers: Mapping[str, str]
     passages: Mapping[str, Sequence[str]]
+    relevance: tuple[float, float, float] | None = None
 
     @classmethod
-    def from_outputs(cls, question: str, outputs: Mapping[str, Any]) -> Evidence:
+    def from_outputs(
+        cls, question: str, outputs: Mapping[str, Any], relevance: tuple[float, float, float] | None = None
+    ) -> Evidence:
         """From member outputs (eor.core.results.MemberOutput: `answer`, `passages` as dicts with `text`)."""
         return cls(
             question,
             {name: str(output.answer or "") for name, output in outputs.items()},
             {name: [str(p.get("text", "")) for p in output.passages] for name, output in outputs.items()},
+            relevance,
         )
+
+
+def relevance_of(questions: Sequence[str], outputs: Sequence[Mapping[str, Any]]) -> list[tuple[float, float, float]]:
+    """Per question, the relevance (voters.relevance) of the passages its members' outputs (`retrieved_texts`:
+    found in a corpus, never PK's or @CP's documents) hold: the best cosine, its margin over the others, the best
+    share of the question's content words; in one encoder call for all."""
+    retrieved = [[list(output.retrieved_texts) for output in row.values()] for row in outputs]
+    found = Relevance.of(list(questions), retrieved)
+    return [rel.over([text for texts in row for text in texts]) for rel, row in zip(found, retrieved, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -193,6 +224,8 @@ def judge_features(
     columns.append(np.nan_to_num(np.nanmax(np.vstack(alone_means), axis=0), nan=0.0) if alone else np.zeros(n))
     distinct = len({normalize_answer(evidence.answers.get(m, "")) for m in members} - {""})
     columns.append(np.full(n, distinct / max(len(members), 1)))
+    relevance = evidence.relevance if evidence.relevance is not None else (math.nan,) * 3
+    columns += [np.full(n, float(value)) for value in relevance]
     texts = [str(c["text"]) for c in candidates]
     return JudgeFeatures(texts, np.column_stack(columns), names, _scored(candidates, members))
 

@@ -30,7 +30,7 @@ import numpy as np
 from scipy.special import expit
 
 from eor.core.errors import ConfigError, InputError
-from voters.judge_features import ABSOLUTE, FAMILIES, SCORED_FAMILIES, JudgeFeatures, family_prefixes
+from voters.judge_features import ABSOLUTE, FAMILIES, RETRIEVAL, SCORED_FAMILIES, JudgeFeatures, family_prefixes
 from voters.weights_file import header, read_document, write_document
 
 ALL_FAMILIES = tuple(FAMILIES)
@@ -38,12 +38,21 @@ ALL_FAMILIES = tuple(FAMILIES)
 
 class JudgeSelector:
     """Hyper-parameters: `families` (names of voters.judge_features.FAMILIES), `spans` (how many span candidates
-    compete, in the rule's order; 0: the members' answers alone), `C` (inverse L2 strength). Fitted: `names_`,
+    compete, in the rule's order; 0: the members' answers alone), `C` (inverse L2 strength), `retrieval`
+    (whether P(right) also reads the retrieved passages' relevance to the question, voters.judge_features
+    RETRIEVAL: what tells a question the corpus cannot answer apart; it does not change the choice). Fitted: `names_`,
     `mean_`, `scale_`, `coef_`, `intercept_`; after `calibrate`, `calibration_` (P(right)'s coefficients); and
     `thresholds_`, the abstention thresholds on P(right) that training chose (eor.pipeline.abstention)."""
 
-    def __init__(self, families: Sequence[str] = ALL_FAMILIES, spans: int = 10, C: float = 1.0) -> None:  # noqa: N803
+    def __init__(
+        self,
+        families: Sequence[str] = ALL_FAMILIES,
+        spans: int = 10,
+        C: float = 1.0,  # noqa: N803
+        retrieval: bool = False,
+    ) -> None:
         self.prefixes = family_prefixes(families)
+        self.retrieval = bool(retrieval)
         self.families = tuple(families)
         if spans < 0:
             raise InputError(f"the number of competing spans must be 0 or more, not {spans}")
@@ -77,8 +86,10 @@ class JudgeSelector:
 
     @property
     def absolute(self) -> list[str]:
-        """The absolute features P(right) reads besides this fit's own: those of the scores it reads."""
-        return [name for name, family in ABSOLUTE.items() if family is None or family in self.needs]
+        """The absolute features P(right) reads besides this fit's own: those of the scores it reads, and the
+        retrieval family's where it reads that."""
+        reads = self.needs | ({RETRIEVAL} if self.retrieval else set())
+        return [name for name, family in ABSOLUTE.items() if family is None or family in reads]
 
     def missing(self, features: JudgeFeatures) -> list[str]:
         """The likelihood families this fit reads that `features` lack (sorted)."""
@@ -193,6 +204,7 @@ class JudgeSelector:
             "families": list(self.families),
             "spans": self.spans,
             "C": self.C,
+            **({"retrieval": True} if self.retrieval else {}),  # files from before it do not say it
             "features": self.names_,
             "mean": self.mean_.tolist(),
             "scale": self.scale_.tolist(),
@@ -206,7 +218,9 @@ class JudgeSelector:
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> Self:
-        selector = cls(document["families"], int(document["spans"]), float(document["C"]))
+        selector = cls(
+            document["families"], int(document["spans"]), float(document["C"]), bool(document.get("retrieval"))
+        )
         selector.names_ = list(document["features"])
         selector.mean_, selector.scale_ = np.asarray(document["mean"]), np.asarray(document["scale"])
         selector.coef_, selector.intercept_ = np.asarray(document["coef"]), float(document["intercept"])
@@ -303,6 +317,11 @@ class JudgeVoter:
         raise InputError(
             f"this judge voter has no fit for candidates scored with {', '.join(sorted(scored)) or 'nothing'}"
         )
+
+    @property
+    def reads_retrieval(self) -> bool:
+        """Whether a fit's P(right) reads the retrieved passages' relevance (voters.judge_features.relevance_of)."""
+        return any(fit.retrieval for fit in self.fits)
 
     def fit_for(self, features: JudgeFeatures) -> JudgeSelector:
         """The first fit whose likelihood families `features` hold; InputError naming what each fit lacks."""

@@ -38,16 +38,20 @@ REPORTED_RISKS = (0.1, 0.2, 0.3, 0.4)
 def train_judge(
     records: Path, out: Path, *, pool_config: Path | None = None, members: list[str] | None = None,
     folds: int = 5, seed: int = 0, dev: Path | None = None, ablated: Path | None = None, nocorpus: Path | None = None,
-    share: float = DEFAULT_SHARE,
+    share: float = DEFAULT_SHARE, retrieval: bool | None = None,
 ) -> str:  # fmt: skip
     """Train the judge voter on `records` (members: `members`, else the pool config's, else those the records'
     scores were made for), save it as the weights file `out` and give back the report's lines. `ablated`,
     `nocorpus`: records of questions the corpus cannot answer (ablated copies of training questions; real
     ones), for P(right) beyond the corpus and thresholds for a mix with `share` of them
-    (eor.learning.judge_training.fit_beyond)."""
+    (eor.learning.judge_training.fit_beyond). `retrieval`: whether P(right) reads the retrieved passages'
+    relevance to the question (None: where it learns beyond the corpus, which cross-validation on training
+    chose, docs/abstention.md)."""
+    beyond_given = ablated is not None or nocorpus is not None
+    relevance = beyond_given if retrieval is None else retrieval
     config = None if pool_config is None else load_valid_config(pool_config)  # the door
     loaded = [record for record in read_records(records) if record.answers]
-    identity = _judge_identity(loaded, records)
+    identity = judge_identity(loaded, records)
     weighed = None if config is None else (config.members if config.judge is None else judged_members(config))
     names = members or weighed or _members(identity, loaded, records)
     scored_for = (identity or {}).get("members")
@@ -57,12 +61,14 @@ def train_judge(
             f"{', '.join(names)}"
         )
     skip = demonstration_ids(config) if config is not None else set()
-    questions = judged_questions([r for r in loaded if r.id not in skip], names, *_candidate_rule(identity))
+    rule_k = scored_rule(identity)
+    questions = judged_questions([r for r in loaded if r.id not in skip], names, *rule_k, relevance=relevance)
     if warning := small_data_warning(len(questions), "training the judge voter"):
         log.warning(warning)
-    rule_k = _candidate_rule(identity)
-    beyond = _unanswerable(ablated, nocorpus, names, rule_k, skip, share)
-    voter, reports = train_judge_voter(questions, names, k=folds, seed=seed, progress=log.info, beyond=beyond)
+    beyond = load_unanswerable(ablated, nocorpus, names, rule_k, skip, share, relevance)
+    voter, reports = train_judge_voter(
+        questions, names, k=folds, seed=seed, progress=log.info, beyond=beyond, retrieval=relevance
+    )
     scored = sum(bool(q.features.scored) for q in questions)
     lines = [f"judge voter: {len(questions)} training questions ({scored} scored by the reader), members "
              f"{', '.join(names)}; every choice by {folds}-fold cross-validation (seed {seed})"]  # fmt: skip
@@ -87,10 +93,10 @@ def train_judge(
         meta["pool"] = pool
     if dev is not None:
         held = [record for record in read_records(dev) if record.answers]
-        other = _judge_identity(held, dev)
+        other = judge_identity(held, dev)
         if other is not None and identity is not None and other != identity:
             raise InputError(f"{dev} was scored by another judge than {records}: {other} against {identity}")
-        lines += _dev_lines(voter, judged_questions(held, names, *_candidate_rule(identity)), meta)
+        lines += _dev_lines(voter, judged_questions(held, names, *rule_k, relevance=relevance), meta)
     voter.save(out, **meta)
     lines.append(f"weights written to {out}")
     return "\n".join(lines)
@@ -119,12 +125,13 @@ def _beyond_meta(ablated: Path | None, nocorpus: Path | None, share: float) -> d
             "unanswerable_share": share}  # fmt: skip
 
 
-def _unanswerable(
+def load_unanswerable(
     ablated: Path | None, nocorpus: Path | None, names: list[str], rule_k: tuple[str | None, int], skip: set[str],
-    share: float,
+    share: float, relevance: bool = False,
 ) -> Unanswerable | None:  # fmt: skip
     """The questions the corpus cannot answer of `ablated` and `nocorpus` (None: neither given), judged with the
-    training records' candidates; a question made from a worked example of the pool (`skip`) is left out."""
+    training records' candidates (`relevance`: with their retrieved passages' relevance); a question made from a
+    worked example of the pool (`skip`) is left out."""
     if ablated is None and nocorpus is None:
         return None
     questions, kinds, origins = [], [], []
@@ -132,14 +139,14 @@ def _unanswerable(
         if path is None:
             continue
         loaded = [r for r in read_records(path) if r.answers and not {r.id, r.extra.get(ABLATED_FROM)} & skip]
-        identity = _judge_identity(loaded, path)
+        identity = judge_identity(loaded, path)
         if identity is None:
             raise InputError(f"{path}: no record holds the judge's scores (eor run with a judge: section)")
         if (identity.get("rule"), identity.get("k")) != rule_k or sorted(identity.get("members") or []) != sorted(
             names
         ):
             raise InputError(f"{path}: scored by another judge's candidates or members ({identity})")
-        judged = judged_questions(loaded, names, *rule_k)
+        judged = judged_questions(loaded, names, *rule_k, relevance=relevance)
         questions += judged
         kinds += [kind] * len(judged)
         by_id = {r.id: str(r.extra.get(ABLATED_FROM) or r.id) for r in loaded}
@@ -147,7 +154,7 @@ def _unanswerable(
     return Unanswerable(questions, np.array(kinds, dtype=object), origins, share)
 
 
-def _judge_identity(records: list[Any], source: Path) -> dict[str, Any] | None:
+def judge_identity(records: list[Any], source: Path) -> dict[str, Any] | None:
     """The identity of the scores the records hold (eor.pipeline.judging); None when no record is scored.
     Records scored by different judges are refused."""
     identities = {repr(sorted(r.judge["identity"].items())): r.judge["identity"] for r in records if r.judge}
@@ -156,7 +163,7 @@ def _judge_identity(records: list[Any], source: Path) -> dict[str, Any] | None:
     return next(iter(identities.values()), None)
 
 
-def _candidate_rule(identity: dict[str, Any] | None) -> tuple[str | None, int]:
+def scored_rule(identity: dict[str, Any] | None) -> tuple[str | None, int]:
     """The span rule (None: the members' answers alone) and K of the candidates: the scored records', else
     JudgeConfig's defaults (for unscored questions, made from their text)."""
     if identity is None:

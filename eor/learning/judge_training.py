@@ -30,7 +30,7 @@ from eor.learning.beyond_corpus import ABLATED, ANSWERABLE, mix_thresholds, taug
 from eor.pipeline.abstention import ALPHAS, DELTA, thresholds
 from voters.candidates import candidates
 from voters.folds import folds as fold_parts
-from voters.judge_features import SCORED_FAMILIES, Evidence, JudgeFeatures, judge_features
+from voters.judge_features import SCORED_FAMILIES, Evidence, JudgeFeatures, judge_features, relevance_of
 from voters.judge_selector import Choice, JudgeSelector, JudgeVoter
 
 JUDGE = "judge"  # `eor train --voter judge`
@@ -59,37 +59,44 @@ class JudgedQuestion:
 
 @dataclass(frozen=True)
 class Setting:
-    """One point of the grid: the feature families and the number of competing spans."""
+    """One point of the grid: the feature families and the number of competing spans; `retrieval`: whether
+    P(right) reads the retrieved passages' relevance (the same for every point of a grid)."""
 
     families: tuple[str, ...]
     spans: int
+    retrieval: bool = False
 
     def build(self) -> JudgeSelector:
-        return JudgeSelector(self.families, self.spans)
+        return JudgeSelector(self.families, self.spans, retrieval=self.retrieval)
 
 
 def judged_questions(
-    records: Iterable[Any], members: Sequence[str], rule: str | None = "entities", k: int = 10
+    records: Iterable[Any],
+    members: Sequence[str],
+    rule: str | None = "entities",
+    k: int = 10,
+    relevance: bool = False,
 ) -> list[JudgedQuestion]:
     """Each record with gold answers as a judged question: its `judge` candidates and scores where it has them,
-    else its candidates made from its text (`rule`, `k`; voters.candidates) with no scores."""
+    else its candidates made from its text (`rule`, `k`; voters.candidates) with no scores; `relevance`: with
+    the retrieved passages' relevance to the question (voters.judge_features.relevance_of, one encoder call)."""
+    labelled = [record for record in records if record.answers]
+    if not labelled:
+        raise InputError("no record has gold answers to train the judge voter on")
+    outputs = [{member: r.members[member] for member in members if member in r.members} for r in labelled]
+    found = relevance_of([r.question for r in labelled], outputs) if relevance else [None] * len(labelled)
     out = []
-    for record in records:
-        if not record.answers:
-            continue
-        outputs = {member: record.members[member] for member in members if member in record.members}
-        evidence = Evidence.from_outputs(record.question, outputs)
+    for record, given, related in zip(labelled, outputs, found, strict=True):
+        evidence = Evidence.from_outputs(record.question, given, related)
         if record.judge is not None:
-            found = list(record.judge.get("candidates") or [])
+            made = list(record.judge.get("candidates") or [])
         else:
             read = list(dict.fromkeys(text for texts in evidence.passages.values() for text in texts))
-            made = candidates(record.question, dict(evidence.answers), read, rule=rule, k=k)
-            found = [{"text": c.text, "members": list(c.members), "rule": c.rule, "scores": {}} for c in made]
-        features = judge_features(found, members, evidence)
+            spans = candidates(record.question, dict(evidence.answers), read, rule=rule, k=k)
+            made = [{"text": c.text, "members": list(c.members), "rule": c.rule, "scores": {}} for c in spans]
+        features = judge_features(made, members, evidence)
         right = np.array([any(exact_match(text, gold) for gold in record.answers) for text in features.texts], bool)
         out.append(JudgedQuestion(record.id, features, right))
-    if not out:
-        raise InputError("no record has gold answers to train the judge voter on")
     return out
 
 
@@ -117,10 +124,11 @@ def without_scores(question: JudgedQuestion, keep: Iterable[str] = ()) -> Judged
     )
 
 
-def settings_grid(level: str) -> list[Setting]:
-    """The settings a fit of `level` chooses among (simplest first)."""
+def settings_grid(level: str, retrieval: bool = False) -> list[Setting]:
+    """The settings a fit of `level` chooses among (simplest first), P(right) reading the retrieval family or
+    not (`retrieval`)."""
     base = LEVELS[level]
-    return [Setting(families, spans) for families in (base, (*base, TYPE_FAMILY)) for spans in GRID_SPANS]
+    return [Setting(f, spans, retrieval) for f in (base, (*base, TYPE_FAMILY)) for spans in GRID_SPANS]
 
 
 def out_of_fold(
@@ -145,7 +153,9 @@ def accuracy(questions: Sequence[JudgedQuestion], choices: Sequence[Choice | Non
 
 @dataclass
 class FitReport:
-    """How a level's fit was chosen: every setting's out-of-fold accuracy, the chosen one, its P(right)."""
+    """How a level's fit was chosen: every setting's out-of-fold accuracy, the chosen one, its choices, and its
+    out-of-fold P(right) and rightness on every row it was cross-fitted on: the training questions, then, beyond
+    the corpus, the unanswerable ones, each row's kind in `kind` (eor.learning.beyond_corpus.KINDS)."""
 
     level: str
     table: dict[str, float]
@@ -153,6 +163,7 @@ class FitReport:
     choices: list[Choice | None] = field(repr=False)
     probability: np.ndarray = field(repr=False)
     right: np.ndarray = field(repr=False)
+    kind: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, dtype=object))
 
 
 def choose_setting(
@@ -174,27 +185,38 @@ def choose_setting(
 
 
 def train_fit(
-    questions: Sequence[JudgedQuestion], level: str, k: int = 5, seed: int = 0, beyond: Unanswerable | None = None
+    questions: Sequence[JudgedQuestion],
+    level: str,
+    k: int = 5,
+    seed: int = 0,
+    beyond: Unanswerable | None = None,
+    retrieval: bool = False,
 ) -> tuple[JudgeSelector, FitReport]:
     """The fit of `level` (LEVELS): its setting chosen by `choose_setting`, fitted on every question, P(right)
     calibrated on the chosen setting's out-of-fold choices, and the abstention thresholds chosen on the
     out-of-fold probabilities cross-fitted on the same folds. With `beyond` (questions whose answer the corpus
-    does not hold) the voter is the same, and P(right), its thresholds and P(unanswerable) are `fit_beyond`'s."""
+    does not hold) the voter is the same, and P(right), its thresholds and P(unanswerable) are `fit_beyond`'s.
+    `retrieval`: P(right) (and P(unanswerable)) also read the retrieved passages' relevance (the questions must
+    hold it: `judged_questions(..., relevance=True)`)."""
     seen = [without_scores(q, LEVELS[level]) for q in questions]
-    setting, table, choices = choose_setting(seen, settings_grid(level), k, seed)
+    if retrieval and any(np.isnan(q.features.matrix[:, q.features.names.index("retr:cosine")]).any() for q in seen):
+        raise InputError("P(right) reading the retrieval family needs every question's relevance: judged_questions "
+                         "with relevance=True")  # fmt: skip
+    setting, table, choices = choose_setting(seen, settings_grid(level, retrieval), k, seed)
     fit = setting.build().fit([q.features for q in seen], [q.right for q in seen])
     right = accuracy(seen, choices).astype(bool)
     parts = fold_parts(len(seen), k, seed)
     fit.delta_ = DELTA
     if beyond is not None and beyond.questions:
-        fit_beyond(fit, seen, setting, parts, choices, beyond.seen(level), k, seed)
-        return fit, FitReport(level, table, fit.label, choices, np.full(len(seen), np.nan), right)
+        probability, every, kind = fit_beyond(fit, seen, setting, parts, choices, beyond.seen(level), k, seed)
+        return fit, FitReport(level, table, fit.label, choices, probability, every, kind)
     made = [(c, r) for c, r in zip(choices, right, strict=True) if c is not None]
     fit.calibrate([c for c, _ in made], [r for _, r in made])
     probability = cross_fitted(choices, right, parts)
     # a question without a choice is never answered: its P(right) is NaN, below every threshold
     fit.thresholds_ = [t.to_dict() for t in thresholds(probability, right, delta=DELTA)]
-    return fit, FitReport(level, table, fit.label, choices, probability, right)
+    kind = np.full(len(seen), ANSWERABLE, dtype=object)
+    return fit, FitReport(level, table, fit.label, choices, probability, right, kind)
 
 
 @dataclass(frozen=True)
@@ -226,13 +248,14 @@ def fit_beyond(
     beyond: Unanswerable,
     k: int,
     seed: int,
-) -> None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`fit`'s P(right), thresholds and P(unanswerable) beyond the corpus, as eor.learning.beyond_corpus makes the
     selectors': each unanswerable question is chosen for by `setting` fitted on the answerable questions of the
     other folds (an ablated copy falls in its origin's fold, the no-corpus questions in seeded folds of their
     own); P(right) and P(unanswerable) are fitted on the kinds that teach (`taught_kinds`: the ablated copies
     where there are any) and cross-fitted on every row; the thresholds bound the error on a mix at the share,
-    the answerable and the no-corpus questions each apart (`mix_thresholds`)."""
+    the answerable and the no-corpus questions each apart (`mix_thresholds`). Gives back every row's (the
+    answerable, then `beyond`'s) out-of-fold P(right), whether its choice was right, and its kind."""
     fold_of = {q.id: f for f, held in enumerate(parts) for q in (seen[i] for i in held)}
     own = fold_parts(len(beyond.questions), k, seed)
     theirs = np.empty(len(beyond.questions), dtype=int)
@@ -260,6 +283,7 @@ def fit_beyond(
     whole = [np.concatenate([held, len(seen) + np.flatnonzero(theirs == f)]) for f, held in enumerate(parts)]
     probability = cross_fitted(every, right, whole, taught)
     fit.thresholds_ = mix_thresholds(probability, right, kind, beyond.share, DELTA, ALPHAS)
+    return probability, right, kind
 
 
 def cross_fitted(
@@ -288,6 +312,7 @@ def train_judge_voter(
     seed: int = 0,
     progress: Progress | None = None,
     beyond: Unanswerable | None = None,
+    retrieval: bool = False,
 ) -> tuple[JudgeVoter, list[FitReport]]:
     """A judge voter with one fit per likelihood level (richest first), each trained on the questions that
     hold the level's scores (`holding`); a level that fewer than MIN_QUESTIONS hold is left out. `beyond`:
@@ -306,7 +331,7 @@ def train_judge_voter(
             if progress is not None:
                 progress(f"{level}: left out, no question the corpus cannot answer holds its scores")
             continue
-        fit, report = train_fit(held, level, k, seed, beyond)
+        fit, report = train_fit(held, level, k, seed, beyond, retrieval)
         fits.append(fit)
         reports.append(report)
         if progress is not None:

@@ -37,7 +37,7 @@ from eor.pipeline.abstention import abstention
 from eor.pipeline.pool import templates_digest
 from eor.pipeline.stages.generation import GenerationStage
 from voters.candidates import Candidate, candidates
-from voters.judge_features import PASSAGE, Evidence, judge_features
+from voters.judge_features import PASSAGE, Evidence, judge_features, relevance_of
 from voters.judge_selector import JudgeSelector, JudgeVoter
 from voters.right import RightModel
 
@@ -283,7 +283,8 @@ class JudgeStage:
         outputs = {name: result.members[name] for name in self.members if name in result.members}
         judged = judge(self.generation, result.question, outputs, self.settings, self.templates)
         rows = [entry.to_dict() for entry in judged]
-        evidence = Evidence.from_outputs(result.question, outputs)
+        relevance = relevance_of([result.question], [outputs])[0] if self.voter.reads_retrieval else None
+        evidence = Evidence.from_outputs(result.question, outputs, relevance)
         features = judge_features(rows, self.members, evidence)
         choice, fit = self.voter.choose(features)
         if choice is None:  # no candidate competes (no member wrote anything, no span): nothing to stand behind
