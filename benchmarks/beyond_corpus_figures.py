@@ -1,5 +1,6 @@
 """The figures of docs/abstention.md, "Beyond the corpus": a frozen weights file scored once on all 414 dev questions
-(answerable) and the 200 no-corpus questions kept for figures, at a risk.
+(answerable) and the 200 no-corpus questions kept for figures, at a risk. A judge voter's file (voters.judge_selector)
+answers the records' scored candidates, as `eor ask` with its config would.
 
 At the weights file's threshold for the risk (each question by its own P(right) fit's): on dev, the coverage and
 the error among answered; on the no-corpus questions, the share answered; on a mix with a share s of no-corpus
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -24,9 +26,13 @@ from eor.bench.vote import Vote, vote
 from eor.core.config import load_config
 from eor.core.correctness import correctness_matrix
 from eor.evaluation.selective import clopper_pearson, ece
+from eor.learning.judge_training import judged_questions
 from eor.pipeline.abstention import NOT_IN_DOCUMENTS, abstention
+from eor.runs.records import read_records
 from eor.runs.run_data import RunData, load_run
+from voters.judge_selector import JudgeVoter
 from voters.right import RightModel
+from voters.weights_file import read_document
 
 SHARES = (0.1, 0.33, 0.5)
 
@@ -52,6 +58,30 @@ def decisions(data: RunData, weights: str, risk: float) -> dict[str, np.ndarray]
         "absent": np.array([v.kind == NOT_IN_DOCUMENTS for v in verdicts]),
         "share": np.array([np.nan if v.share is None else v.share for v in verdicts]),
     }
+
+
+def judge_decisions(path: str, weights: str, risk: float) -> dict[str, np.ndarray]:
+    """`decisions` of a judge voter's weights file (voters.judge_selector) on the scored records `path`: each
+    question's candidates chosen by the fit for what its scores hold, declined below that fit's threshold."""
+    voter = JudgeVoter.load(weights)
+    made = voter.metadata_.get("candidates") or {}
+    records = [record for record in read_records(path) if record.answers]
+    questions = judged_questions(
+        records, voter.members, made.get("rule"), int(made.get("k", 10)), relevance=voter.reads_retrieval
+    )
+    found: dict[str, list[Any]] = {key: [] for key in ("right", "answered", "probability", "absent", "share")}
+    for question in questions:
+        choice, fit = voter.choose(question.features)
+        p = math.nan if choice is None or choice.probability is None else choice.probability
+        u = None if choice is None else fit.unanswerable(choice.evidence)
+        verdict = abstention(fit, p, risk, weights, u)
+        found["right"].append(choice is not None and bool(question.right[choice.index]))
+        found["answered"].append(not verdict.abstained)
+        found["probability"].append(0.0 if math.isnan(p) else p)  # no choice: never right, never answered
+        found["absent"].append(verdict.kind == NOT_IN_DOCUMENTS)
+        found["share"].append(math.nan if verdict.share is None else verdict.share)
+    return {key: np.asarray(values, dtype=bool if key in ("right", "answered", "absent") else float)
+            for key, values in found.items()}  # fmt: skip
 
 
 def figures(dev: dict[str, np.ndarray], nocorpus: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -114,10 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     members = load_config(args.config).members
-    found = figures(
-        decisions(load_run(args.dev, members), args.weights, args.risk),
-        decisions(load_run(args.nocorpus, members), args.weights, args.risk),
-    )
+    if read_document(args.weights).get("voter") == JudgeVoter.kind:
+        found = figures(*(judge_decisions(path, args.weights, args.risk) for path in (args.dev, args.nocorpus)))
+    else:
+        found = figures(
+            decisions(load_run(args.dev, members), args.weights, args.risk),
+            decisions(load_run(args.nocorpus, members), args.weights, args.risk),
+        )
     found = {"weights": args.weights, "risk": args.risk, **found}
     print(json.dumps(found, indent=1))
     if args.json:
