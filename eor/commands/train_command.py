@@ -72,7 +72,7 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
     meta: dict[str, Any] = {
         "records": str(runs[0]) if len(runs) == 1 else [str(path) for path in runs],
         "dev_records": str(options.dev) if options.dev else None,
-        **_beyond_meta(options),
+        **options.beyond_meta(),
         **_choice_meta(choice),
     }
     if probability is not None:
@@ -107,16 +107,6 @@ def _pool_config(options: TrainOptions) -> EnsembleConfig | None:
     if options.pool is not None or options.pool_config is None:
         return options.pool
     return load_valid_config(options.pool_config)
-
-
-def _beyond_meta(options: TrainOptions) -> dict[str, Any]:
-    """The records of questions the corpus cannot answer that P(right) was fitted with, as the file keeps them."""
-    if not options.beyond_corpus:
-        return {}
-    return {
-        "ablated_records": options.ablated and str(options.ablated),
-        "nocorpus_records": options.nocorpus and str(options.nocorpus),
-    }
 
 
 def _choice_meta(choice: Any) -> dict[str, Any]:

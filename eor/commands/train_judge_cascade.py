@@ -10,22 +10,33 @@ members, what the judge scores (`judge.passages`), the reader whose chat tokens 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from eor.commands.train_judge import REPORTED_RISKS
 from eor.commands.train_options import TrainOptions
 from eor.commands.train_report import cascade_lines
 from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed, pct, significant, small_data_warning
 from eor.evaluation.selective import summary
+from eor.learning.beyond_corpus import ABLATED, ANSWERABLE, KINDS, NOCORPUS, mix_records
 from eor.learning.calibration import Calibrated, stopped_calibration
-from eor.learning.crossval import build_candidate, vote_arrays
-from eor.learning.judge_cascade import chat_tokenizer, last_step, last_step_meta, scoring_costs
+from eor.learning.crossval import VoteSettings, build_candidate, vote_arrays
+from eor.learning.judge_cascade import (
+    JudgedCascadeBeyond,
+    calibrate_beyond,
+    chat_tokenizer,
+    last_step,
+    last_step_meta,
+    scoring_costs,
+)
 from eor.learning.judge_training import candidate_rule, judged_questions
+from eor.learning.training import beyond_records
 from eor.pipeline.abstention import DELTA, thresholds
 from eor.pipeline.judging import LAST_STEP, scored_families
 from eor.pipeline.members import demonstration_ids
@@ -34,8 +45,9 @@ from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import training_costs
 from eor.runs.records import read_records
-from eor.runs.run_data import load_run
-from voters.judge_selector import JudgeVoter
+from eor.runs.run_data import RunData, load_run
+from voters.cascade_fit import LastStep
+from voters.judge_selector import JudgeSelector, JudgeVoter
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +66,9 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
         raise InputError(f"{records}: the judge's scoring is priced in reader seconds from token counts, and so are "
                          "the members' here: records with token counts, --cost tokens or auto")  # fmt: skip
     questions = _judged(records, data.ids, voter)
+    if options.beyond_corpus and not all(fit.unanswerable_ for fit in voter.fits):
+        raise InputError(f"the judge {judge} was trained on answerable questions alone: train it with --ablated or "
+                         "--nocorpus too, for a cascade ending with it beyond the corpus")  # fmt: skip
     scored = scored_families(_with_judge(config))
     fit = voter.fit_scoring(scored)
     reader = build_reader(config.reader)
@@ -70,12 +85,22 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
     log.info("the cascade's order, steps and threshold, held out with the judge as its last step")
     cascade.fit(arrays.take(np.arange(arrays.questions)), last=ending)
     cascade.train_score_ = cascade.chosen_point_.accuracy  # held out (a replay would not count the judge)
-    log.info("P(right) of the steps' answers, out of fold with the judge as the last step")
-    stopped = stopped_calibration(arrays, settings, ending)
-    probability, right, ended = answered_held_out(cascade)
-    entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(probability[ended], right[ended])}
+    if options.beyond_corpus:
+        log.info("P(right) of the steps' and the judge's answers, out of fold, every kind of question")
+        found = _beyond(records, data, config, voter, fit, replace(settings, rates=rates), ending, options)
+        stopped: Calibrated = found.stopped
+        probability, right = found.judge_probability[found.ended], found.judge_right[found.ended]
+        judged, beyond = found.late, beyond_lines(options.unanswerable_share, found)
+    else:
+        log.info("P(right) of the steps' answers, out of fold with the judge as the last step")
+        stopped = stopped_calibration(arrays, settings, ending)
+        probability, right, ended = answered_held_out(cascade)
+        probability, right = probability[ended], right[ended]
+        judged, beyond = [t.to_dict() for t in thresholds(probability, right, delta=DELTA / 2)], []
+    entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(judged)}
     meta: dict[str, Any] = {
         "records": str(records),
+        **options.beyond_meta(),
         "chosen_voter": "cascade",
         "probability": stopped.model.to_dict(),
         LAST_STEP: entry,
@@ -89,7 +114,8 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
         f"scoring {fixed(entry['cost'], 2)} s per question it answers (replayed), its held-out EM "
         f"{pct(entry['held_out_em'])} on every question",
         *cascade_lines(cascade, "em", rates),
-        *risk_lines(stopped, probability[ended], right[ended], entry["risk"]),
+        *risk_lines(stopped, probability, right, entry["risk"]),
+        *beyond,
         f"weights written to {out}",
     ]
     return "\n".join(lines)
@@ -121,13 +147,12 @@ def answered_held_out(cascade: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return held.probability[index, 0], held.right[index, 0], ended
 
 
-def risk_document(probability: np.ndarray, right: np.ndarray) -> dict[str, Any]:
-    """The abstention thresholds (eor.pipeline.abstention, learn then test) of the judge's answers, chosen on its
-    held-out answers on the questions the cascade runs to its end (a harder lot than all questions, which its
-    own fit's thresholds were chosen on), at δ/2: with the steps' answers' thresholds at the other δ/2
-    (`meta.probability`, eor.learning.calibration.stopped_calibration), both kinds' guarantees hold at once
-    with probability 1 − δ (a union bound), and then so does their union's."""
-    judged = [t.to_dict() for t in thresholds(probability, right, delta=DELTA / 2)]
+def risk_document(judged: list[dict[str, Any]]) -> dict[str, Any]:
+    """The abstention thresholds (eor.pipeline.abstention, learn then test) of the judge's answers, `judged`: chosen
+    on its held-out answers on the questions the cascade runs to its end (a harder lot than all questions, which
+    its own fit's thresholds were chosen on), at δ/2, for answerable questions or for a mix; with the steps'
+    answers' thresholds at the other δ/2 (`meta.probability`, eor.learning.calibration.stopped_calibration), both
+    kinds' guarantees hold at once with probability 1 − δ (a union bound), and then so does their union's."""
     return {"procedure": "learn-then-test", "delta": DELTA / 2, "correctness": "em", "judged": judged}
 
 
@@ -144,7 +169,7 @@ def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, 
         levels = ", ".join(
             f"{significant(row['alpha'])}: "
             + ("none" if row["threshold"] is None else f"P ≥ {fixed(row['threshold'], 2)} ({pct(row['coverage'])}%)")
-            for row in chosen if row["alpha"] in (0.1, 0.2, 0.3, 0.4)
+            for row in chosen if row["alpha"] in REPORTED_RISKS
         )  # fmt: skip
         lines.append(
             f"P(right) of {kind}, held out on {int(known.sum())} training questions: ECE {fixed(figures['ece'], 3)}, "
@@ -154,6 +179,64 @@ def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, 
             f"δ {significant(DELTA / 2)}): {levels}"
         )
     return lines
+
+
+def _beyond(
+    records: Path,
+    data: RunData,
+    config: EnsembleConfig,
+    voter: JudgeVoter,
+    fit: JudgeSelector,
+    settings: VoteSettings,
+    ending: LastStep,
+    options: TrainOptions,
+) -> JudgedCascadeBeyond:
+    """The cascade's P(right) and thresholds with the questions the corpus cannot answer of `options` beside the
+    training ones (eor.learning.judge_cascade.calibrate_beyond): their members' answers and the judge's scores,
+    judged as the judge voter's training judged them."""
+    paths = {ABLATED: options.ablated, NOCORPUS: options.nocorpus}
+    runs = {kind: None if path is None else beyond_records(path, data.names, config) for kind, path in paths.items()}
+    mix = mix_records(data, runs[ABLATED], runs[NOCORPUS])
+    questions = _judged(records, data.ids, voter)
+    for kind, path in paths.items():
+        run = runs[kind]
+        if path is not None and run is not None and run.questions:
+            questions += _judged(path, run.ids, voter)
+    arrays = vote_arrays(mix.data, settings, retrieval=True)
+    return calibrate_beyond(arrays, mix, settings, ending, questions, fit, options.unanswerable_share, log.info)
+
+
+def beyond_lines(share: float, found: JudgedCascadeBeyond) -> list[str]:
+    """Out of fold, at each reported error rate: the share of each kind of question the cascade answers (a step's
+    answer above its fit's threshold, or the judge's above its own) and the error among answered on the mix."""
+    kind = found.stopped.kind
+    right = np.where(found.ended, found.judge_right, found.stopped.right)
+    lines = [f"beyond the corpus, out of fold: thresholds for a mix with a share {significant(share)} of questions "
+             "the corpus cannot answer, the steps' and the judge's each at δ/2"]  # fmt: skip
+    for alpha in REPORTED_RISKS:
+        answered = _answered(found, alpha)
+        covers = {name: float(answered[kind == name].mean()) for name in KINDS if (kind == name).any()}
+        wrongs = {name: float((answered & ~right)[kind == name].mean()) for name in covers}
+        shown = ", ".join(f"{pct(cover)}% of the {name}" for name, cover in covers.items())
+        covered = (1 - share) * covers[ANSWERABLE] + share * covers.get(NOCORPUS, 0.0)
+        mixed = ((1 - share) * wrongs[ANSWERABLE] + share * wrongs.get(NOCORPUS, 0.0)) / covered if covered else None
+        error = "" if mixed is None else f"; error among answered on the mix {pct(mixed)}%"
+        lines.append(f"  α {significant(alpha)}: answers {shown}{error}")
+    return lines
+
+
+def _answered(found: JudgedCascadeBeyond, alpha: float) -> np.ndarray:
+    """Per row of the mix, whether the cascade answers it at `alpha` out of fold."""
+
+    def threshold(rows: list[dict[str, Any]]) -> float:
+        chosen = next((row["threshold"] for row in rows if abs(float(row["alpha"]) - alpha) < 1e-9), None)
+        return math.inf if chosen is None else float(chosen)
+
+    steps = {name: threshold(fit.thresholds) for name, fit in found.stopped.model.fits.items()}
+    bar = np.array([steps.get(name, math.inf) for name in found.stopped.fits])
+    early = ~found.ended & (np.nan_to_num(found.stopped.probability, nan=-1.0) >= bar)
+    late = found.ended & (np.nan_to_num(found.judge_probability, nan=-1.0) >= threshold(found.late))
+    return early | late
 
 
 def _with_judge(config: EnsembleConfig) -> EnsembleConfig:
@@ -178,7 +261,8 @@ def _judged(records: Path, ids: list[str], voter: JudgeVoter) -> list[Any]:
     if unscored:
         raise InputError(f"{records}: {len(unscored)} question(s) hold no scores of the judge, e.g. {unscored[0]} "
                          "(eor run with a judge: section grows them)")  # fmt: skip
-    questions = judged_questions(ordered, voter.members, *candidate_rule(voter, ordered, records))
+    rule, k = candidate_rule(voter, ordered, records)
+    questions = judged_questions(ordered, voter.members, rule, k, relevance=voter.reads_retrieval)
     if len(questions) != len(ids):
         raise InputError(f"{records}: every training question needs gold answers")
     return questions

@@ -72,6 +72,15 @@ class TrainOptions:
         """Whether P(right) is fitted with questions the corpus cannot answer."""
         return self.ablated is not None or self.nocorpus is not None
 
+    def beyond_meta(self) -> dict[str, Any]:
+        """The records of questions the corpus cannot answer that P(right) was fitted with, as the file keeps them."""
+        if not self.beyond_corpus:
+            return {}
+        return {
+            "ablated_records": self.ablated and str(self.ablated),
+            "nocorpus_records": self.nocorpus and str(self.nocorpus),
+        }
+
     def checked_voter(self) -> str:
         """The candidate to train (`grounding` applied), every choice checked first: a ConfigError naming the
         flag, before any record is read or similarity computed."""

@@ -200,34 +200,57 @@ def calibrate_mix(
     parts = mix_folds(mix, k, seed)
     rows = mix_evidence(arrays, mix, name, settings, parts, progress)
     right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
+    return calibrate_mix_rows(rows, right, mix.kind, parts, share, settings.correctness, k, seed, delta, alphas)
+
+
+def calibrate_mix_rows(
+    rows: Evidence,
+    right: np.ndarray,
+    kind: np.ndarray,
+    parts: Sequence[np.ndarray],
+    share: float,
+    correctness: str,
+    k: int,
+    seed: int,
+    delta: float = DELTA,
+    alphas: Sequence[float] = ALPHAS,
+    answers: np.ndarray | None = None,
+) -> MixCalibrated:
+    """P(right) over the out-of-fold evidence `rows` of a mix (each row's `kind`; folds `parts`): each feature
+    set's logistic fitted on the rows of the kinds that teach, cross-fitted, its thresholds for the share `share`
+    at `delta`, and P(unanswerable). `answers`: the rows whose answers this P(right) speaks for (a cascade ending
+    with the judge: those its steps stop at; None: every row); the others have no P(right) here, and count in the
+    strata as never answered."""
+    spoken = np.ones(len(rows), dtype=bool) if answers is None else np.asarray(answers, dtype=bool)
     fits: dict[str, RightFit] = {}
     by_fit: dict[str, np.ndarray] = {}
     probability, names = np.full(len(rows), np.nan), np.full(len(rows), "", dtype=object)
-    teaches = np.isin(mix.kind, taught_kinds(mix.kind))
-    beyond = (mix.kind != ANSWERABLE).any()
+    teaches = np.isin(kind, taught_kinds(kind)) & spoken
+    beyond = (kind != ANSWERABLE).any()
     for fit in FITS:
         every = np.flatnonzero(has_features(rows, fit))
         taught = every[teaches[every]]
-        kinds = mix.kind[taught]
+        kinds = kind[taught]
         if len(taught) < MIN_ROWS_PER_FOLD * k or not (kinds == ANSWERABLE).any():
             continue
         if beyond and (kinds == ANSWERABLE).all():  # a fit that would see no unanswerable question is not made
             continue
         groups, found = cross_fitted(rows, right, parts, every, taught, fit)
-        chosen = mix_thresholds(found[every], right[every], mix.kind[every], share, delta, alphas)
-        fits[fit] = RightFit(fit, groups, len(taught), chosen, settings.correctness, delta)
+        found[~spoken] = np.nan
+        chosen = mix_thresholds(found[every], right[every], kind[every], share, delta, alphas)
+        fits[fit] = RightFit(fit, groups, len(taught), chosen, correctness, delta)
         by_fit[fit] = found
-        fresh = every[names[every] == ""]
+        fresh = every[(names[every] == "") & spoken[every]]
         probability[fresh], names[fresh] = found[fresh], fit
     if not fits:
         raise InputError(
             f"P(right) beyond the corpus needs at least {MIN_ROWS_PER_FOLD * k} questions with the same features, "
             "answerable and not, for its fits; the records give fewer"
         )
-    counts = {kind: int((mix.kind == kind).sum()) for kind in KINDS}
-    unanswerable, oof = _unanswerable(rows, mix.kind, parts, share, counts)
-    model = RightModel(settings.correctness, fits, len(rows), k, seed, unanswerable)
-    return MixCalibrated(model, probability, right, names.astype(str), by_fit, mix.kind, oof)
+    counts = {name: int((kind == name).sum()) for name in KINDS}
+    unanswerable, oof = _unanswerable(rows, kind, parts, share, counts, spoken)
+    model = RightModel(correctness, fits, len(rows), k, seed, unanswerable)
+    return MixCalibrated(model, probability, right, names.astype(str), by_fit, kind, oof)
 
 
 def mix_thresholds(
@@ -242,12 +265,17 @@ def mix_thresholds(
 
 
 def _unanswerable(
-    rows: Evidence, kind: np.ndarray, parts: Sequence[np.ndarray], share: float, counts: dict[str, int]
+    rows: Evidence,
+    kind: np.ndarray,
+    parts: Sequence[np.ndarray],
+    share: float,
+    counts: dict[str, int],
+    spoken: np.ndarray,
 ) -> tuple[UnanswerableFit | None, np.ndarray]:
-    """P(unanswerable) fitted on the rows of the kinds that teach (`taught_kinds`) that have its features, and its
-    out-of-fold values at `share` on every such row."""
+    """P(unanswerable) fitted on the rows `spoken` for of the kinds that teach (`taught_kinds`) that have its
+    features, and its out-of-fold values at `share` on every such row."""
     out = np.full(len(rows), np.nan)
-    every = np.flatnonzero(has_features(rows, UNANSWERABLE_FIT))
+    every = np.flatnonzero(has_features(rows, UNANSWERABLE_FIT) & spoken)
     keep = every[np.isin(kind[every], taught_kinds(kind))]  # fitted on the kinds that teach, scored on every kind
     label = kind[keep] != ANSWERABLE
     if not label.any() or label.all():

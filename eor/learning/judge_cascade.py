@@ -20,6 +20,7 @@ the last step (eor.learning.calibration.stopped_calibration); the judge's answer
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +30,25 @@ from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.models import sha256_of
 from eor.core.prompts import templates_for
+from eor.learning.beyond_corpus import (
+    ANSWERABLE,
+    Mix,
+    MixCalibrated,
+    calibrate_mix_rows,
+    mix_folds,
+    mix_thresholds,
+    taught_kinds,
+)
+from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate
 from eor.learning.judge_training import JudgedQuestion, Setting, accuracy, cross_fitted, out_of_fold, without_scores
+from eor.pipeline.abstention import ALPHAS, DELTA
 from eor.pipeline.judging import passages_read
 from eor.runs.costs import scoring_seconds
 from voters.cascade_fit import REPEATS, LastStep
+from voters.choice_evidence import EARLY, Evidence, choice_evidence
 from voters.folds import folds as fold_parts
 from voters.judge_features import PASSAGE
-from voters.judge_selector import JudgeSelector
+from voters.judge_selector import Choice, JudgeSelector
 
 
 def last_step(
@@ -52,7 +65,7 @@ def last_step(
     folds of the cascade's split r (voters.folds with `seed + r`), right or not; and `cost`, each question's
     scoring seconds."""
     seen = [without_scores(q, fit.needs) for q in questions]
-    setting = Setting(tuple(fit.families), fit.spans)
+    setting = Setting(tuple(fit.families), fit.spans, fit.retrieval)
     right = np.zeros((repeats, len(seen)), dtype=bool)
     probability = np.full((repeats, len(seen)), np.nan)
     for repeat in range(repeats):
@@ -118,3 +131,71 @@ def last_step_meta(path: Path, fit: JudgeSelector, step: LastStep) -> dict[str, 
         "cost": float(np.mean(step.cost)) if len(step.cost) else 0.0,
         "held_out_em": float(step.right.mean()) if step.right.size else 0.0,
     }
+
+
+@dataclass
+class JudgedCascadeBeyond:
+    """P(right) of a cascade ending with the judge beyond the corpus (`calibrate_beyond`): of the answers its
+    steps stop at (`stopped`, a mix calibration with P(unanswerable)), and the thresholds of the judge's answers
+    (`late`, for a mix with the share; each at δ/2); per row of the mix, whether a step stopped it, and the judge's
+    out-of-fold P(right) and rightness where none did."""
+
+    stopped: MixCalibrated
+    late: list[dict[str, Any]]
+    ended: np.ndarray
+    judge_probability: np.ndarray
+    judge_right: np.ndarray
+
+
+def calibrate_beyond(
+    arrays: VoteArrays,
+    mix: Mix,
+    settings: VoteSettings,
+    ending: LastStep,
+    questions: Sequence[JudgedQuestion],
+    fit: JudgeSelector,
+    share: float,
+    progress: Progress | None = None,
+) -> JudgedCascadeBeyond:
+    """The judged cascade's P(right) and thresholds over a mix of answerable and unanswerable questions
+    (eor.learning.beyond_corpus; `arrays`: the mix's, with the retrieval family; `questions`: every row judged,
+    seen as `fit` reads them). On folds where a question and its ablated copy fall together (`mix_folds`, the
+    cascade's K and seed), each row is run through the cascade fitted, with the judge as its last step
+    (`ending`: the judge's held-out choices on the answerable rows, which come first), on the answerable rows of
+    the other folds; where a step stops, the stopping step's evidence; where none does, the choice of the judge's
+    setting fitted on those same rows. The steps' P(right) is a mix calibration over the rows they stop
+    (`calibrate_mix_rows`, at δ/2); the judge's out-of-fold P(right) is cross-fitted on the other folds' choices of
+    the kinds that teach, and its thresholds bound the mix over the rows it answers (the others never answered by
+    it), at δ/2: both kinds' guarantees then hold at once with probability 1 − δ, and so does their union's."""
+    shape = build_candidate("cascade", settings).template(arrays)
+    k, seed = shape.folds, shape.seed
+    parts = mix_folds(mix, k, seed)
+    answerable = mix.rows(ANSWERABLE)
+    seen = [without_scores(q, fit.needs) for q in questions]
+    setting = Setting(tuple(fit.families), fit.spans, fit.retrieval)
+    pieces: list[Evidence] = []
+    choices: list[Choice | None] = [None] * len(seen)
+    for number, held in enumerate(parts, start=1):
+        train = np.setdiff1d(answerable, held)  # the answerable rows come first: their positions are the ending's
+        cascade = build_candidate("cascade", settings).template(arrays)
+        cascade.stop_on = "right"
+        given = None if ending.probability is None else ending.probability[:, train]
+        cascade.fit(arrays.take(train), last=LastStep(ending.right[:, train], ending.cost[train], given))
+        pieces.append(choice_evidence(cascade, arrays.take(held)))
+        judge = setting.build().fit([seen[i].features for i in train], [seen[i].right for i in train])
+        for row in held:
+            choices[row] = judge.choose(seen[row].features)
+        if progress is not None:
+            progress(f"the steps and the judge out of fold, every kind of question, fold {number}/{k}")
+    rows = Evidence.concatenate(pieces).take(np.argsort(np.concatenate(parts), kind="stable"))
+    stopped = rows.group == EARLY
+    right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
+    steps = calibrate_mix_rows(
+        rows, right, mix.kind, parts, share, settings.correctness, k, seed, DELTA / 2, ALPHAS, answers=stopped
+    )
+    judge_right = accuracy(seen, choices).astype(bool)
+    taught = np.isin(mix.kind, taught_kinds(mix.kind))
+    judged = cross_fitted(choices, judge_right, parts, taught)
+    judged[stopped] = np.nan  # the judge answers only where no step stopped
+    late = mix_thresholds(judged, judge_right, mix.kind, share, DELTA / 2, ALPHAS)
+    return JudgedCascadeBeyond(steps, late, ~stopped, judged, judge_right)

@@ -66,8 +66,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 #: flags a cascade ending with the judge does not take, at their defaults: it is trained and held out on exact
 #: match (the judge's objective), reports no dev score and no K-fold table, and its steps are selectors
 CASCADE_WITH_JUDGE_FLAGS = {"metric": "em", "pooling": "mean", "grounding": False, "restarts": 4, "cv": None,
-                            "dev": None, "ablated": None, "nocorpus": None,
-                            "unanswerable_share": None}  # fmt: skip
+                            "dev": None}  # fmt: skip
 
 
 def _refuse(args: argparse.Namespace, what: str, defaults: dict, why: str = "") -> None:
