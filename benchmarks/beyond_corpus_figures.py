@@ -1,6 +1,7 @@
 """The figures of docs/abstention.md, "Beyond the corpus": a frozen weights file scored once on all 414 dev questions
 (answerable) and the 200 no-corpus questions kept for figures, at a risk. A judge voter's file (voters.judge_selector)
-answers the records' scored candidates, as `eor ask` with its config would.
+answers the records' scored candidates, as `eor ask` with its config would; a cascade ending with the judge stops
+at a step or, where it runs to its end, has the judge its file names choose among them.
 
 At the weights file's threshold for the risk (each question by its own P(right) fit's): on dev, the coverage and
 the error among answered; on the no-corpus questions, the share answered; on a mix with a share s of no-corpus
@@ -26,8 +27,9 @@ from eor.bench.vote import Vote, vote
 from eor.core.config import load_config
 from eor.core.correctness import correctness_matrix
 from eor.evaluation.selective import clopper_pearson, ece
-from eor.learning.judge_training import judged_questions
+from eor.learning.judge_training import judged_questions, without_scores
 from eor.pipeline.abstention import NOT_IN_DOCUMENTS, abstention
+from eor.pipeline.judging import LAST_STEP, StepRisk, ends_with_judge
 from eor.runs.records import read_records
 from eor.runs.run_data import RunData, load_run
 from voters.judge_selector import JudgeVoter
@@ -80,6 +82,51 @@ def judge_decisions(path: str, weights: str, risk: float) -> dict[str, np.ndarra
         found["probability"].append(0.0 if math.isnan(p) else p)  # no choice: never right, never answered
         found["absent"].append(verdict.kind == NOT_IN_DOCUMENTS)
         found["share"].append(math.nan if verdict.share is None else verdict.share)
+    return _arrays(found)
+
+
+def judge_cascade_decisions(path: str, weights: str, members: list[str], risk: float) -> dict[str, np.ndarray]:
+    """`decisions` of a cascade ending with the judge (eor.learning.judge_cascade) on the scored records `path`: the
+    step it stops at, declined below that step's fit's threshold, or where it runs to its end the judge its file
+    names (`meta.last_step.weights`, answering with the fit for what the step scored), declined below the
+    thresholds chosen for the judge's share (`meta.last_step.risk`)."""
+    data = load_run(path, members)
+    chosen = vote(data, weights, with_judge=True)
+    model, cascade = RightModel.from_voter(chosen.voter), chosen.voter
+    entry = ends_with_judge(cascade) or {}
+    late = StepRisk.of(cascade)
+    if model is None or late is None or chosen.probability is None or chosen.fits is None or chosen.stops is None:
+        raise SystemExit(f"{weights} is not a cascade ending with the judge with P(right)")
+    judge = JudgeVoter.load(entry["weights"])
+    fit = judge.fit_scoring(frozenset(entry["scored"]))
+    made = judge.metadata_.get("candidates") or {}
+    by_id = {record.id: record for record in read_records(path)}
+    questions = judged_questions([by_id[i] for i in data.ids], judge.members, made.get("rule"),
+                                 int(made.get("k", 10)), relevance=judge.reads_retrieval)  # fmt: skip
+    ended = chosen.stops == len(cascade.steps_) - 1
+    early = correctness_matrix(data.answers, data.golds, "em")[np.arange(data.questions), chosen.chosen] >= 0.5
+    unanswerable = chosen.unanswerable if chosen.unanswerable is not None else np.full(data.questions, np.nan)
+    found: dict[str, list[Any]] = {key: [] for key in ("right", "answered", "probability", "absent", "share")}
+    for q, question in enumerate(questions):
+        if ended[q]:
+            choice = fit.choose(without_scores(question, fit.needs).features)
+            p = math.nan if choice is None or choice.probability is None else choice.probability
+            u = None if choice is None else fit.unanswerable(choice.evidence)
+            verdict = abstention(late, p, risk, weights, u)
+            right = choice is not None and bool(question.right[choice.index])
+        else:
+            p, u = float(chosen.probability[q]), None if np.isnan(unanswerable[q]) else float(unanswerable[q])
+            verdict = abstention(model.fit(str(chosen.fits[q])), p, risk, weights, u)
+            right = bool(early[q])
+        found["right"].append(right)
+        found["answered"].append(not verdict.abstained)
+        found["probability"].append(0.0 if math.isnan(p) else p)
+        found["absent"].append(verdict.kind == NOT_IN_DOCUMENTS)
+        found["share"].append(math.nan if verdict.share is None else verdict.share)
+    return _arrays(found)
+
+
+def _arrays(found: dict[str, list[Any]]) -> dict[str, np.ndarray]:
     return {key: np.asarray(values, dtype=bool if key in ("right", "answered", "absent") else float)
             for key, values in found.items()}  # fmt: skip
 
@@ -144,8 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     members = load_config(args.config).members
-    if read_document(args.weights).get("voter") == JudgeVoter.kind:
-        found = figures(*(judge_decisions(path, args.weights, args.risk) for path in (args.dev, args.nocorpus)))
+    document = read_document(args.weights)
+    paths = (args.dev, args.nocorpus)
+    if document.get("voter") == JudgeVoter.kind:
+        found = figures(*(judge_decisions(path, args.weights, args.risk) for path in paths))
+    elif (document.get("meta") or {}).get(LAST_STEP):
+        found = figures(*(judge_cascade_decisions(path, args.weights, members, args.risk) for path in paths))
     else:
         found = figures(
             decisions(load_run(args.dev, members), args.weights, args.risk),

@@ -89,7 +89,8 @@ def judge_choices(
 ) -> JudgeChoices:
     """The judge voter's choice on each record of `loaded` (with gold answers), its candidates made as the
     voter's training made them (refused otherwise), scores limited to the families `scored` (None: all)."""
-    questions = judged_questions(loaded, voter.members, *candidate_rule(voter, loaded, source))
+    rule, k = candidate_rule(voter, loaded, source)
+    questions = judged_questions(loaded, voter.members, rule, k, relevance=voter.reads_retrieval)
     if scored is not None:
         questions = [without_scores(question, scored) for question in questions]
     hits: list[bool] = []
