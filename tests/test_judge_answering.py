@@ -16,6 +16,7 @@ from eor.core.errors import ConfigError, InputError
 from eor.core.json_ready import json_ready
 from eor.pipeline.abstention import thresholds
 from eor.pipeline.ensemble import Ensemble
+from eor.pipeline.judging import null_scores
 from eor.server.schemas import AnswerResponse
 from tests.test_judge_records import MEMBERS, _config
 from voters.judge_features import Evidence, judge_features, relevance_of
@@ -26,7 +27,8 @@ QUESTION = "who painted the mona lisa"
 
 def _training(rng: np.random.Generator, n: int = 60, relevance: bool = False) -> tuple[list, list]:
     """Questions of three candidates (two members' answers, a span); the right one is the likeliest under every
-    member's prompt, by a margin drawn at random; `relevance`: the retrieved passages' drawn at random too."""
+    member's prompt, by a margin drawn at random; `relevance`: the retrieved passages' relevance and the null
+    candidate's scores drawn at random too."""
     questions, labels = [], []
     for i in range(n):
         right = i % 3
@@ -40,13 +42,15 @@ def _training(rng: np.random.Generator, n: int = 60, relevance: bool = False) ->
         drawn = tuple(float(v) for v in rng.uniform(size=3)) if relevance else None
         answers = {MEMBERS[0]: "a", MEMBERS[1]: "b", MEMBERS[2]: "b"}
         evidence = Evidence("q", answers, {m: ["a b c"] for m in MEMBERS}, drawn)
-        questions.append(judge_features(candidates, MEMBERS, evidence))
+        declining = {m: [{"logprob": float(rng.uniform(-6, -1)), "mean_logprob": -1.0}] for m in MEMBERS}
+        null = {"texts": ["Unknown"], "scores": declining} if relevance else None
+        questions.append(judge_features(candidates, MEMBERS, evidence, null))
         labels.append(np.arange(3) == right)
     return questions, labels
 
 
 def _fit(families: tuple[str, ...], questions: list, labels: list, retrieval: bool = False) -> JudgeSelector:
-    fit = JudgeSelector(families, 3, retrieval=retrieval).fit(questions, labels)
+    fit = JudgeSelector(families, 3, retrieval=retrieval, null=retrieval).fit(questions, labels)
     choices = [fit.choose(q) for q in questions]
     right = [bool(r[c.index]) for c, r in zip(choices, labels, strict=True)]
     fit.calibrate(choices, right)
@@ -103,19 +107,24 @@ def test_the_judge_answers_with_the_candidate_it_chooses_and_says_so(weights, tm
     assert json.loads(capsys.readouterr().out)["judge"]["candidates"]
 
 
-def test_a_judge_whose_p_right_reads_the_retrieval_family_computes_it_live(tmp_path):
-    """The passages the members retrieved are weighed against the question live (voters.judge_features
-    relevance_of) when the voter's P(right) reads them: P(right) is what the fit gives on that evidence."""
+def test_a_judge_whose_p_right_reads_the_retrieval_and_null_families_computes_them_live(tmp_path):
+    """The passages the members retrieved are weighed against the question (voters.judge_features relevance_of),
+    and the null candidate scored under the members' prompts (eor.pipeline.judging.null_scores), live, when the
+    voter's P(right) reads them: P(right) is what the fit gives on that evidence."""
     questions, labels = _training(np.random.default_rng(4), relevance=True)
     voter = JudgeVoter([_fit(("votes", "scores"), questions, labels, retrieval=True)], MEMBERS)
     path = voter.save(tmp_path / "reading.json", candidates={"rule": "entities", "k": 3})
-    result = Ensemble.from_config(_judged(tmp_path, path, name="reading"), cache=False).answer(QUESTION)
+    ensemble = Ensemble.from_config(_judged(tmp_path, path, name="reading"), cache=False)
+    result = ensemble.answer(QUESTION)
     assert result.probability is not None and 0 < result.probability < 1
     outputs = {name: result.members[name] for name in MEMBERS}
     (relevance,) = relevance_of([QUESTION], [outputs])
     assert 0 < relevance[0] <= 1  # the members retrieved passages about the question
+    null = null_scores(ensemble.generation, outputs)
+    assert set(null["scores"]) == {name for name in MEMBERS if outputs[name].prompt}
     rows = [{key: c[key] for key in ("text", "members", "scores")} for c in result.judged["candidates"]]
-    choice, _ = voter.choose(judge_features(rows, MEMBERS, Evidence.from_outputs(QUESTION, outputs, relevance)))
+    evidence = Evidence.from_outputs(QUESTION, outputs, relevance)
+    choice, _ = voter.choose(judge_features(rows, MEMBERS, evidence, null))
     assert choice.text == result.answer and choice.probability == pytest.approx(result.probability, abs=1e-9)
 
 

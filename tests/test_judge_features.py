@@ -105,6 +105,30 @@ def test_the_retrieval_family_that_p_right_may_read():
     assert found[2] == 1.0 and found[0] > 0.5 and found[1] > 0  # eiffel, tower, built: all in #1
 
 
+def test_the_null_candidates_family_by_hand():
+    """null:mix is the mixture over the members' prompts of the likeliest phrasing of declining; null:margin each
+    candidate's abs:mix minus it; NaN where the null candidate was not scored, and read only by a fit made to."""
+    null = {"texts": ["Unknown", "I don't know"],
+            "scores": {"A": [_score(-2.0), _score(-0.5)], "B": [_score(-3.0), _score(-4.0)]}}  # fmt: skip
+    features = judge_features(CANDIDATES, ["A", "B", "C"], EVIDENCE, null)
+    row = dict(zip(features.names, features.matrix.T, strict=True))
+    declining = math.log(math.exp(-0.5) + math.exp(-3.0))  # A's best is -0.5, B's -3.0; C failed: no prompt
+    assert row["null:mix"].tolist() == pytest.approx([declining, declining])
+    assert row["null:margin"].tolist() == pytest.approx((row["abs:mix"] - declining).tolist())
+    assert row["null:margin"][0] == pytest.approx(math.log(math.exp(-1) + math.exp(-2)) - declining)
+    unscored = judge_features(CANDIDATES, ["A", "B", "C"], EVIDENCE)
+    assert np.isnan(unscored.matrix[:, unscored.names.index("null:mix")]).all()
+    reading = JudgeSelector(("votes", "scores"), 1, null=True)
+    assert reading.absolute == ["abs:mean", "abs:mix", "abs:distinct", "null:mix", "null:margin"]
+    assert JudgeSelector(("votes", "evidence"), 1, null=True).absolute == ["abs:distinct"]  # no scores, no null
+    rng = np.random.default_rng(6)
+    train = [_question(bool(i % 2), rng) for i in range(40)]
+    reading.fit([f for f, _ in train], [r for _, r in train])
+    document = json.loads(json.dumps(reading.to_document()))
+    assert document["null"] is True and JudgeSelector.from_document(document).null
+    assert JudgeVoter([reading], ["A"]).reads_null
+
+
 def test_evidence_features_of_a_sentence_and_a_span_inside_it():
     evidence = Evidence(
         "when did the order come into effect",

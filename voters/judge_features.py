@@ -39,6 +39,10 @@ absolute (not for choosing: for P(right), voters.judge_selector)
     retr:share         question's content words; NaN when the evidence carries no relevance (read by a fit
                        whose P(right) reads the retrieval family, `RETRIEVAL`: evidence that the corpus holds no
                        answer, docs/abstention.md)
+    null:mix           the null candidate (eor.pipeline.judging.NULL_ANSWERS: the reader's own "no answer"; SQuAD
+                       2.0's null span): log Σ_m exp max_t L(t|p_m), over its phrasings t and the members' prompts;
+    null:margin        abs:mix of c minus null:mix (how much likelier c is than declining); NaN when the null
+                       candidate was not scored (read by a fit whose P(right) reads the null family, `NULL`)
 
 Relative values (to the question's best candidate) make a question's features comparable with another's for
 choosing: a long prompt or a rare answer lowers every candidate's likelihood alike. How likely the chosen
@@ -76,7 +80,7 @@ SCORED_FAMILIES = ("scores", "passages")
 #: what P(right) reads besides a fit's own features (voters.judge_selector), by the family whose scores it needs
 #: (None: the text's): absolute values, which the relative features above leave out on purpose
 #: ("retrieval": the passages' relevance to the question, which only a fit made to read it reads)
-RETRIEVAL = "retrieval"
+RETRIEVAL, NULL = "retrieval", "null"
 ABSOLUTE = {
     "abs:mean": "scores",
     "abs:mix": "scores",
@@ -85,6 +89,8 @@ ABSOLUTE = {
     "retr:cosine": RETRIEVAL,
     "retr:margin": RETRIEVAL,
     "retr:share": RETRIEVAL,
+    "null:mix": NULL,
+    "null:margin": NULL,
 }
 
 # The question types an answer's shape can be checked against, first match wins (lower-cased question).
@@ -190,10 +196,15 @@ def family_prefixes(families: Sequence[str]) -> tuple[str, ...]:
 
 
 def judge_features(
-    candidates: Sequence[Mapping[str, Any]], members: Sequence[str], evidence: Evidence
+    candidates: Sequence[Mapping[str, Any]],
+    members: Sequence[str],
+    evidence: Evidence,
+    null: Mapping[str, Any] | None = None,
 ) -> JudgeFeatures:
     """The features of a question's candidates (a record's `judge["candidates"]`: dicts with `text`,
-    `members` and `scores`, the scores possibly empty) for the pool `members`, weighed against `evidence`."""
+    `members` and `scores`, the scores possibly empty) for the pool `members`, weighed against `evidence`;
+    `null`: the null candidate's scores (a record's `judge["null"]`, eor.pipeline.judging.null_scores), if
+    scored."""
     n = len(candidates)
     names = feature_names(members)
     if not n:
@@ -226,8 +237,22 @@ def judge_features(
     columns.append(np.full(n, distinct / max(len(members), 1)))
     relevance = evidence.relevance if evidence.relevance is not None else (math.nan,) * 3
     columns += [np.full(n, float(value)) for value in relevance]
+    declining = _null_mix(null, members)
+    columns.append(np.full(n, declining))
+    columns.append(columns[names.index("abs:mix")] - declining if present else np.full(n, math.nan))
     texts = [str(c["text"]) for c in candidates]
     return JudgeFeatures(texts, np.column_stack(columns), names, _scored(candidates, members))
+
+
+def _null_mix(null: Mapping[str, Any] | None, members: Sequence[str]) -> float:
+    """log Σ_m exp max_t L(t|p_m) over the null candidate's phrasings t and the members' prompts it was scored
+    under (NaN when it was not)."""
+    scores = (null or {}).get("scores") or {}
+    best = [max(float(summary["logprob"]) for summary in scores[m]) for m in members if scores.get(m)]
+    if not best:
+        return math.nan
+    peak = max(best)
+    return peak + math.log(sum(math.exp(value - peak) for value in best))
 
 
 def _scored(candidates: Sequence[Mapping[str, Any]], members: Sequence[str]) -> frozenset[str]:

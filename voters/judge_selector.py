@@ -30,7 +30,7 @@ import numpy as np
 from scipy.special import expit
 
 from eor.core.errors import ConfigError, InputError
-from voters.judge_features import ABSOLUTE, FAMILIES, RETRIEVAL, SCORED_FAMILIES, JudgeFeatures, family_prefixes
+from voters.judge_features import ABSOLUTE, FAMILIES, NULL, RETRIEVAL, SCORED_FAMILIES, JudgeFeatures, family_prefixes
 from voters.weights_file import header, read_document, write_document
 
 ALL_FAMILIES = tuple(FAMILIES)
@@ -40,7 +40,8 @@ class JudgeSelector:
     """Hyper-parameters: `families` (names of voters.judge_features.FAMILIES), `spans` (how many span candidates
     compete, in the rule's order; 0: the members' answers alone), `C` (inverse L2 strength), `retrieval`
     (whether P(right) also reads the retrieved passages' relevance to the question, voters.judge_features
-    RETRIEVAL: what tells a question the corpus cannot answer apart; it does not change the choice). Fitted: `names_`,
+    RETRIEVAL: what tells a question the corpus cannot answer apart), `null` (whether it reads the null
+    candidate's likelihood, voters.judge_features NULL); neither changes the choice. Fitted: `names_`,
     `mean_`, `scale_`, `coef_`, `intercept_`; after `calibrate`, `calibration_` (P(right)'s coefficients); and
     `thresholds_`, the abstention thresholds on P(right) that training chose (eor.pipeline.abstention)."""
 
@@ -50,9 +51,11 @@ class JudgeSelector:
         spans: int = 10,
         C: float = 1.0,  # noqa: N803
         retrieval: bool = False,
+        null: bool = False,
     ) -> None:
         self.prefixes = family_prefixes(families)
         self.retrieval = bool(retrieval)
+        self.null = bool(null)
         self.families = tuple(families)
         if spans < 0:
             raise InputError(f"the number of competing spans must be 0 or more, not {spans}")
@@ -89,6 +92,8 @@ class JudgeSelector:
         """The absolute features P(right) reads besides this fit's own: those of the scores it reads, and the
         retrieval family's where it reads that."""
         reads = self.needs | ({RETRIEVAL} if self.retrieval else set())
+        if self.null and "scores" in self.needs:  # scored under the members' prompts, like the candidates
+            reads |= {NULL}
         return [name for name, family in ABSOLUTE.items() if family is None or family in reads]
 
     def missing(self, features: JudgeFeatures) -> list[str]:
@@ -204,7 +209,8 @@ class JudgeSelector:
             "families": list(self.families),
             "spans": self.spans,
             "C": self.C,
-            **({"retrieval": True} if self.retrieval else {}),  # files from before it do not say it
+            **({"retrieval": True} if self.retrieval else {}),  # files from before them do not say them
+            **({"null": True} if self.null else {}),
             "features": self.names_,
             "mean": self.mean_.tolist(),
             "scale": self.scale_.tolist(),
@@ -219,7 +225,11 @@ class JudgeSelector:
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> Self:
         selector = cls(
-            document["families"], int(document["spans"]), float(document["C"]), bool(document.get("retrieval"))
+            document["families"],
+            int(document["spans"]),
+            float(document["C"]),
+            bool(document.get("retrieval")),
+            bool(document.get("null")),
         )
         selector.names_ = list(document["features"])
         selector.mean_, selector.scale_ = np.asarray(document["mean"]), np.asarray(document["scale"])
@@ -322,6 +332,11 @@ class JudgeVoter:
     def reads_retrieval(self) -> bool:
         """Whether a fit's P(right) reads the retrieved passages' relevance (voters.judge_features.relevance_of)."""
         return any(fit.retrieval for fit in self.fits)
+
+    @property
+    def reads_null(self) -> bool:
+        """Whether a fit's P(right) reads the null candidate's likelihood (eor.pipeline.judging.null_scores)."""
+        return any(fit.null for fit in self.fits)
 
     def fit_for(self, features: JudgeFeatures) -> JudgeSelector:
         """The first fit whose likelihood families `features` hold; InputError naming what each fit lacks."""

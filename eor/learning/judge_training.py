@@ -59,15 +59,17 @@ class JudgedQuestion:
 
 @dataclass(frozen=True)
 class Setting:
-    """One point of the grid: the feature families and the number of competing spans; `retrieval`: whether
-    P(right) reads the retrieved passages' relevance (the same for every point of a grid)."""
+    """One point of the grid: the feature families and the number of competing spans; `retrieval`, `null`:
+    whether P(right) reads the retrieved passages' relevance and the null candidate's likelihood (the same for
+    every point of a grid)."""
 
     families: tuple[str, ...]
     spans: int
     retrieval: bool = False
+    null: bool = False
 
     def build(self) -> JudgeSelector:
-        return JudgeSelector(self.families, self.spans, retrieval=self.retrieval)
+        return JudgeSelector(self.families, self.spans, retrieval=self.retrieval, null=self.null)
 
 
 def judged_questions(
@@ -94,7 +96,7 @@ def judged_questions(
             read = list(dict.fromkeys(text for texts in evidence.passages.values() for text in texts))
             spans = candidates(record.question, dict(evidence.answers), read, rule=rule, k=k)
             made = [{"text": c.text, "members": list(c.members), "rule": c.rule, "scores": {}} for c in spans]
-        features = judge_features(made, members, evidence)
+        features = judge_features(made, members, evidence, None if record.judge is None else record.judge.get("null"))
         right = np.array([any(exact_match(text, gold) for gold in record.answers) for text in features.texts], bool)
         out.append(JudgedQuestion(record.id, features, right))
     return out
@@ -124,11 +126,11 @@ def without_scores(question: JudgedQuestion, keep: Iterable[str] = ()) -> Judged
     )
 
 
-def settings_grid(level: str, retrieval: bool = False) -> list[Setting]:
-    """The settings a fit of `level` chooses among (simplest first), P(right) reading the retrieval family or
-    not (`retrieval`)."""
+def settings_grid(level: str, retrieval: bool = False, null: bool = False) -> list[Setting]:
+    """The settings a fit of `level` chooses among (simplest first), P(right) reading the retrieval family and
+    the null candidate or not."""
     base = LEVELS[level]
-    return [Setting(f, spans, retrieval) for f in (base, (*base, TYPE_FAMILY)) for spans in GRID_SPANS]
+    return [Setting(f, spans, retrieval, null) for f in (base, (*base, TYPE_FAMILY)) for spans in GRID_SPANS]
 
 
 def out_of_fold(
@@ -191,18 +193,25 @@ def train_fit(
     seed: int = 0,
     beyond: Unanswerable | None = None,
     retrieval: bool = False,
+    null: bool = False,
 ) -> tuple[JudgeSelector, FitReport]:
     """The fit of `level` (LEVELS): its setting chosen by `choose_setting`, fitted on every question, P(right)
     calibrated on the chosen setting's out-of-fold choices, and the abstention thresholds chosen on the
     out-of-fold probabilities cross-fitted on the same folds. With `beyond` (questions whose answer the corpus
     does not hold) the voter is the same, and P(right), its thresholds and P(unanswerable) are `fit_beyond`'s.
-    `retrieval`: P(right) (and P(unanswerable)) also read the retrieved passages' relevance (the questions must
-    hold it: `judged_questions(..., relevance=True)`)."""
+    `retrieval`, `null`: P(right) (and P(unanswerable)) also read the retrieved passages' relevance and the null
+    candidate's likelihood (where the level reads the members' scores); every question must hold what they read
+    (`judged_questions(..., relevance=True)`; records scored with `judge.null_candidate`)."""
     seen = [without_scores(q, LEVELS[level]) for q in questions]
-    if retrieval and any(np.isnan(q.features.matrix[:, q.features.names.index("retr:cosine")]).any() for q in seen):
-        raise InputError("P(right) reading the retrieval family needs every question's relevance: judged_questions "
-                         "with relevance=True")  # fmt: skip
-    setting, table, choices = choose_setting(seen, settings_grid(level, retrieval), k, seed)
+    null = null and "scores" in LEVELS[level]
+    for column, wanted in (("retr:cosine", retrieval), ("null:mix", null)):
+        if wanted and any(np.isnan(q.features.matrix[:, q.features.names.index(column)]).any() for q in seen):
+            raise InputError(
+                f"P(right) of the {level} fit reads {column}, which some training questions lack (the retrieved "
+                "passages' relevance: judged_questions(..., relevance=True); the null candidate: records scored "
+                "with judge.null_candidate)"
+            )
+    setting, table, choices = choose_setting(seen, settings_grid(level, retrieval, null), k, seed)
     fit = setting.build().fit([q.features for q in seen], [q.right for q in seen])
     right = accuracy(seen, choices).astype(bool)
     parts = fold_parts(len(seen), k, seed)
@@ -313,6 +322,7 @@ def train_judge_voter(
     progress: Progress | None = None,
     beyond: Unanswerable | None = None,
     retrieval: bool = False,
+    null: bool = False,
 ) -> tuple[JudgeVoter, list[FitReport]]:
     """A judge voter with one fit per likelihood level (richest first), each trained on the questions that
     hold the level's scores (`holding`); a level that fewer than MIN_QUESTIONS hold is left out. `beyond`:
@@ -331,7 +341,7 @@ def train_judge_voter(
             if progress is not None:
                 progress(f"{level}: left out, no question the corpus cannot answer holds its scores")
             continue
-        fit, report = train_fit(held, level, k, seed, beyond, retrieval)
+        fit, report = train_fit(held, level, k, seed, beyond, retrieval, null)
         fits.append(fit)
         reports.append(report)
         if progress is not None:

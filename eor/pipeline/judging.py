@@ -285,7 +285,9 @@ class JudgeStage:
         rows = [entry.to_dict() for entry in judged]
         relevance = relevance_of([result.question], [outputs])[0] if self.voter.reads_retrieval else None
         evidence = Evidence.from_outputs(result.question, outputs, relevance)
-        features = judge_features(rows, self.members, evidence)
+        scored = any(row["scores"] for row in rows)  # behind the prompts just scored: none is evaluated again
+        null = null_scores(self.generation, outputs) if self.voter.reads_null and scored else None
+        features = judge_features(rows, self.members, evidence, null)
         choice, fit = self.voter.choose(features)
         if choice is None:  # no candidate competes (no member wrote anything, no span): nothing to stand behind
             if risk is not None:
