@@ -35,7 +35,7 @@ from eor.learning.judge_cascade import (
     last_step_meta,
     scoring_costs,
 )
-from eor.learning.judge_training import candidate_rule, judged_questions
+from eor.learning.judge_training import JudgedQuestion, candidate_rule, judged_questions
 from eor.learning.training import beyond_records
 from eor.pipeline.abstention import DELTA, thresholds
 from eor.pipeline.judging import LAST_STEP, scored_families
@@ -87,7 +87,7 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
     cascade.train_score_ = cascade.chosen_point_.accuracy  # held out (a replay would not count the judge)
     if options.beyond_corpus:
         log.info("P(right) of the steps' and the judge's answers, out of fold, every kind of question")
-        found = _beyond(records, data, config, voter, fit, replace(settings, rates=rates), ending, options)
+        found = _beyond(data, questions, config, voter, fit, replace(settings, rates=rates), ending, options)
         stopped: Calibrated = found.stopped
         probability, right = found.judge_probability[found.ended], found.judge_right[found.ended]
         judged, beyond = found.late, beyond_lines(options.unanswerable_share, found)
@@ -182,8 +182,8 @@ def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, 
 
 
 def _beyond(
-    records: Path,
     data: RunData,
+    judged: list[JudgedQuestion],
     config: EnsembleConfig,
     voter: JudgeVoter,
     fit: JudgeSelector,
@@ -192,12 +192,12 @@ def _beyond(
     options: TrainOptions,
 ) -> JudgedCascadeBeyond:
     """The cascade's P(right) and thresholds with the questions the corpus cannot answer of `options` beside the
-    training ones (eor.learning.judge_cascade.calibrate_beyond): their members' answers and the judge's scores,
-    judged as the judge voter's training judged them."""
+    training ones (`data`, `judged`) (eor.learning.judge_cascade.calibrate_beyond): their members' answers and the
+    judge's scores, judged as the judge voter's training judged them."""
     paths = {ABLATED: options.ablated, NOCORPUS: options.nocorpus}
     runs = {kind: None if path is None else beyond_records(path, data.names, config) for kind, path in paths.items()}
     mix = mix_records(data, runs[ABLATED], runs[NOCORPUS])
-    questions = _judged(records, data.ids, voter)
+    questions = list(judged)
     for kind, path in paths.items():
         run = runs[kind]
         if path is not None and run is not None and run.questions:
