@@ -118,6 +118,11 @@ def figures(
     }
 
 
+def rounded(found: dict[str, Any]) -> str:
+    """A variant's figures on one line, floats to 3 places."""
+    return json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in found.items()})
+
+
 def unanswerable_auc(rows: Evidence, kind: np.ndarray, parts: list[np.ndarray]) -> dict[str, float]:
     """P(unanswerable) out of fold (fitted on every kind), its AUC against the answerable for each other kind."""
     from sklearn.metrics import roc_auc_score
@@ -167,10 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                 found = variant(rows, right, mix.kind, parts, kinds, fit, args.share, args.alpha, weighted)
                 name = f"{family} / {trained}" + (", weighted to the share" if weighted else "")
                 table[name] = found
-                print(
-                    f"{name:60s} "
-                    + json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in found.items()})
-                )
+                print(f"{name:60s} {rounded(found)}")
     table["unanswerable_auc"] = unanswerable_auc(rows, mix.kind, parts)
     print("P(unanswerable) AUC:", table["unanswerable_auc"])
     if args.json:

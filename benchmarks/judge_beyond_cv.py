@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.beyond_corpus_cv import figures
+from benchmarks.beyond_corpus_cv import figures, rounded
 from eor.commands.train_judge import judge_identity, load_unanswerable, scored_rule
 from eor.core.config import load_config
 from eor.learning.judge_training import judged_questions, train_judge_voter
@@ -76,9 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                 kind = report.kind.astype(str)
                 found = {"setting": report.chosen, **figures(p, report.right, kind, every, args.share, args.alpha)}
                 table[name][report.level] = found
-                print(f"{name:45s} {report.level:8s} "
-                      + json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in found.items()}),
-                      flush=True)  # fmt: skip
+                print(f"{name:45s} {report.level:8s} {rounded(found)}", flush=True)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(table, handle, indent=1)
