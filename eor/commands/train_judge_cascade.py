@@ -5,6 +5,9 @@ weights file that names its judge (`meta.last_step`: the judge's file and digest
 The members' costs are the cascade's (`--cost`, `--rates`); the judge's is the replayed seconds of scoring each
 question's recorded candidates as the config's `judge:` scores them live. `--config` is required: it gives the
 members, what the judge scores (`judge.passages`), the reader whose chat tokens are counted and its chunking.
+With `--ablated`/`--nocorpus` (a judge trained beyond the corpus too) its P(right) and thresholds hold for a mix
+of questions the corpus can and cannot answer (eor.learning.judge_cascade.calibrate_beyond); the cascade is the
+same.
 """
 
 from __future__ import annotations
