@@ -257,9 +257,8 @@ def test_your_own_documents_recalibrated_from_60_labelled_questions(tmp_path) ->
     said = json.loads(before.stdout)["abstention"]
     assert "another pool" in said["outside_guarantee"] and "outside its guarantee here" in said["reason"]
     absent = ["--nocorpus", str(tmp_path / "absent"), "--unanswerable-share", "0.2"]
-    done = run_cli(
-        "calibrate", str(tmp_path / "labelled"), "--weights", INIT_DEFAULT, *absent, "--out", str(folder / "weights.json")
-    )
+    out = ["--out", str(folder / "weights.json")]
+    done = run_cli("calibrate", str(tmp_path / "labelled"), "--weights", INIT_DEFAULT, *absent, *out)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "on 60 labelled questions" in done.stdout and "and 10 the documents cannot answer" in done.stdout
     assert "a slack of" in done.stdout or "no threshold certified" in done.stdout
