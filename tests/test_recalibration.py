@@ -263,9 +263,7 @@ def test_your_own_documents_recalibrated_from_60_labelled_questions(tmp_path) ->
     assert "on 60 labelled questions" in done.stdout and "and 10 the documents cannot answer" in done.stdout
     assert "a slack of" in done.stdout or "no threshold certified" in done.stdout
     print(done.stdout)
-    config.write_text(
-        config.read_text().replace(f"weights: {INIT_DEFAULT}", "weights: weights.json")
-    )
+    config.write_text(config.read_text().replace(f"weights: {INIT_DEFAULT}", "weights: weights.json"))
     after = run_cli(*question)
     assert after.returncode == 0, after.stderr[-2000:]
     said = json.loads(after.stdout)["abstention"]
