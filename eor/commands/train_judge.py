@@ -45,10 +45,8 @@ def train_judge(
     `nocorpus`: records of questions the corpus cannot answer (ablated copies of training questions; real
     ones), for P(right) beyond the corpus and thresholds for a mix with `share` of them
     (eor.learning.judge_training.fit_beyond). `retrieval`: whether P(right) reads the retrieved passages'
-    relevance to the question (None: where it learns beyond the corpus, which cross-validation on training
-    chose, docs/abstention.md)."""
-    beyond_given = ablated is not None or nocorpus is not None
-    relevance = beyond_given if retrieval is None else retrieval
+    relevance (None: beyond the corpus, as cross-validation on training chose, docs/abstention.md)."""
+    relevance = (ablated is not None or nocorpus is not None) if retrieval is None else retrieval
     config = None if pool_config is None else load_valid_config(pool_config)  # the door
     loaded = [record for record in read_records(records) if record.answers]
     identity = judge_identity(loaded, records)
@@ -92,11 +90,7 @@ def train_judge(
     if pool is not None:
         meta["pool"] = pool
     if dev is not None:
-        held = [record for record in read_records(dev) if record.answers]
-        other = judge_identity(held, dev)
-        if other is not None and identity is not None and other != identity:
-            raise InputError(f"{dev} was scored by another judge than {records}: {other} against {identity}")
-        lines += _dev_lines(voter, judged_questions(held, names, *rule_k, relevance=relevance), meta)
+        lines += _dev_lines(voter, _held_out(dev, records, identity, names, rule_k, relevance), meta)
     voter.save(out, **meta)
     lines.append(f"weights written to {out}")
     return "\n".join(lines)
@@ -197,6 +191,18 @@ def _risk_text(row: dict[str, Any]) -> str:
     if row["threshold"] is None:
         return f"α {significant(row['alpha'])}: abstain on all"
     return f"α {significant(row['alpha'])}: P ≥ {fixed(row['threshold'], 2)} answers {pct(row['coverage'])}%"
+
+
+def _held_out(
+    dev: Path, records: Path, identity: dict[str, Any] | None, names: list[str], rule_k: tuple[str | None, int],
+    relevance: bool,
+) -> list[JudgedQuestion]:  # fmt: skip
+    """The held-out questions of `dev`, judged as the training `records` were (InputError: another judge's)."""
+    held = [record for record in read_records(dev) if record.answers]
+    other = judge_identity(held, dev)
+    if other is not None and identity is not None and other != identity:
+        raise InputError(f"{dev} was scored by another judge than {records}: {other} against {identity}")
+    return judged_questions(held, names, *rule_k, relevance=relevance)
 
 
 def _dev_lines(voter: JudgeVoter, questions: list[JudgedQuestion], meta: dict[str, Any]) -> list[str]:

@@ -88,18 +88,11 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
     log.info("the cascade's order, steps and threshold, held out with the judge as its last step")
     cascade.fit(arrays.take(np.arange(arrays.questions)), last=ending)
     cascade.train_score_ = cascade.chosen_point_.accuracy  # held out (a replay would not count the judge)
+    found = None
     if options.beyond_corpus:
         log.info("P(right) of the steps' and the judge's answers, out of fold, every kind of question")
         found = _beyond(data, questions, config, voter, fit, replace(settings, rates=rates), ending, options)
-        stopped: Calibrated = found.stopped
-        probability, right = found.judge_probability[found.ended], found.judge_right[found.ended]
-        judged, beyond = found.late, beyond_lines(options.unanswerable_share, found)
-    else:
-        log.info("P(right) of the steps' answers, out of fold with the judge as the last step")
-        stopped = stopped_calibration(arrays, settings, ending)
-        probability, right, ended = answered_held_out(cascade)
-        probability, right = probability[ended], right[ended]
-        judged, beyond = [t.to_dict() for t in thresholds(probability, right, delta=DELTA / 2)], []
+    stopped, probability, right, judged = _risk(cascade, arrays, settings, ending, found)
     entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(judged)}
     meta: dict[str, Any] = {
         "records": str(records),
@@ -118,7 +111,7 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
         f"{pct(entry['held_out_em'])} on every question",
         *cascade_lines(cascade, "em", rates),
         *risk_lines(stopped, probability, right, entry["risk"]),
-        *beyond,
+        *([] if found is None else beyond_lines(options.unanswerable_share, found)),
         f"weights written to {out}",
     ]
     return "\n".join(lines)
@@ -182,6 +175,20 @@ def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, 
             f"δ {significant(DELTA / 2)}): {levels}"
         )
     return lines
+
+
+def _risk(
+    cascade: Any, arrays: Any, settings: VoteSettings, ending: LastStep, found: JudgedCascadeBeyond | None
+) -> tuple[Calibrated, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    """P(right) of the answers the steps stop at, and the judge's held-out P(right), rightness and thresholds on
+    the questions it answers: over the mix beyond the corpus (`found`), else on the answerable questions."""
+    if found is not None:
+        return found.stopped, found.judge_probability[found.ended], found.judge_right[found.ended], found.late
+    log.info("P(right) of the steps' answers, out of fold with the judge as the last step")
+    stopped = stopped_calibration(arrays, settings, ending)
+    probability, right, ended = answered_held_out(cascade)
+    probability, right = probability[ended], right[ended]
+    return stopped, probability, right, [t.to_dict() for t in thresholds(probability, right, delta=DELTA / 2)]
 
 
 def _beyond(
