@@ -65,7 +65,7 @@ def last_step(
     folds of the cascade's split r (voters.folds with `seed + r`), right or not; and `cost`, each question's
     scoring seconds."""
     seen = [without_scores(q, fit.needs) for q in questions]
-    setting = Setting(tuple(fit.families), fit.spans, fit.retrieval)
+    setting = Setting(tuple(fit.families), fit.spans, fit.retrieval, fit.null)
     right = np.zeros((repeats, len(seen)), dtype=bool)
     probability = np.full((repeats, len(seen)), np.nan)
     for repeat in range(repeats):
@@ -172,7 +172,7 @@ def calibrate_beyond(
     parts = mix_folds(mix, k, seed)
     answerable = mix.rows(ANSWERABLE)
     seen = [without_scores(q, fit.needs) for q in questions]
-    setting = Setting(tuple(fit.families), fit.spans, fit.retrieval)
+    setting = Setting(tuple(fit.families), fit.spans, fit.retrieval, fit.null)
     pieces: list[Evidence] = []
     choices: list[Choice | None] = [None] * len(seen)
     for number, held in enumerate(parts, start=1):
