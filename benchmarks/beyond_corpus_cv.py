@@ -34,6 +34,7 @@ from eor.learning.beyond_corpus import (
     ABLATED,
     ANSWERABLE,
     NOCORPUS,
+    _unanswerable,  # noqa: PLC2701 (an experiment)
     cross_fitted,
     mix_evidence,
     mix_folds,
@@ -85,6 +86,22 @@ def variant(
     scored = np.zeros(len(rows), dtype=bool)
     scored[every] = True  # a fit's figures are over the rows that have its features
     return figures(p, right, kind, scored, share, alpha)
+
+
+def product(
+    rows: Evidence, right: np.ndarray, kind: np.ndarray, parts: list[np.ndarray], fit: str, share: float, alpha: float
+) -> dict[str, Any]:
+    """P(right) as P(answerable) × P(right | answerable), out of fold: the logistic of fit `fit` cross-fitted on
+    the answerable rows alone, times one minus P(unanswerable) at the share (fitted on the kinds that teach, as
+    `eor train` fits it: eor.learning.beyond_corpus); an unanswerable question is taken never to be right."""
+    every = np.flatnonzero(has_features(rows, fit))
+    _, p = cross_fitted(rows, right, parts, every, every[kind[every] == ANSWERABLE], fit)
+    counts = {name: int((kind == name).sum()) for name in (ANSWERABLE, ABLATED, NOCORPUS)}
+    _, unanswerable = _unanswerable(rows, kind, parts, share, counts, np.ones(len(rows), dtype=bool))
+    scored = np.zeros(len(rows), dtype=bool)
+    scored[every] = True
+    scored &= ~np.isnan(unanswerable)
+    return figures(np.where(scored, p * (1 - unanswerable), 0.0), right, kind, scored, share, alpha)
 
 
 def figures(
@@ -173,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
                 name = f"{family} / {trained}" + (", weighted to the share" if weighted else "")
                 table[name] = found
                 print(f"{name:60s} {rounded(found)}")
+    for family in ("confidence", "confidence, retrieval"):
+        name = f"P(answerable) × P(right | answerable), {family}"
+        table[name] = found = product(rows, right, mix.kind, parts, FAMILIES[family], args.share, args.alpha)
+        print(f"{name:60s} {rounded(found)}")
     table["unanswerable_auc"] = unanswerable_auc(rows, mix.kind, parts)
     print("P(unanswerable) AUC:", table["unanswerable_auc"])
     if args.json:

@@ -187,15 +187,24 @@ def _subset(source: Path, out: Path, start: int, stop: int) -> Path:
 
 def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, capsys):
     records = ROOT / "docs" / "records" / "nq-train.jsonl.gz"
-    train = _subset(records, tmp_path / "train", 0, 150)
+    train = [
+        str(_subset(records, tmp_path / name, start, stop)) for name, start, stop in (("a", 0, 100), ("b", 100, 150))
+    ]
     held = _subset(records, tmp_path / "held", 450, 520)  # training questions the cascade below never saw
     out, config = tmp_path / "jc.json", ROOT / "configs" / "nq-judge.yaml"
     judge = ROOT / "docs" / "weights" / "nq-offline-judge.json"
     flags = ["--config", str(config), "--budget", "2.5", "--rates", "281,60", "--no-confidence", "--metrics", "em,f1"]
-    assert main(["train", str(train), "--voter", "cascade", "--judge", str(judge), "--out", str(out), *flags]) == 0
+    assert (
+        main(["train", *train, "--voter", "cascade", "--judge", str(judge), "--out", str(out), *flags]) == 0
+    )  # two runs
     shown = capsys.readouterr().out
-    assert "cascade ending with the judge" in shown and "P(right) of the judge's answers, held out on" in shown
+    assert (
+        "cascade ending with the judge" in shown
+        and "150 training questions" in shown
+        and "P(right) of the judge's answers, held out on" in shown
+    )
     document = json.loads(out.read_text())
+    assert document["meta"]["records"] == train
     entry = document["meta"]["last_step"]
     assert entry["sha256"] == sha256_of(judge) and entry["fit"].startswith("votes+evidence+scores")
     assert entry["cost"] > 0 and {row["alpha"] for row in entry["risk"]["judged"]} >= {0.1, 0.3}

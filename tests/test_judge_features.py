@@ -306,6 +306,39 @@ def test_eor_train_judge_writes_a_voter_with_a_fit_per_level(scored_records, tmp
     assert "not --frontier" in capsys.readouterr().err
 
 
+def test_eor_train_judge_reads_several_runs_as_one(tmp_path, capsys):
+    """Runs scored with and without each passage alone are one judge's: each level's fit trains on the questions
+    holding its scores; a question in two runs, or runs of two judges, are refused."""
+    from eor.cli import main
+    from eor.runs.records import read_records
+
+    scored = [r for r in read_records(ROOT / "docs/records/nq-train.jsonl.gz") if r.judge is not None][:100]
+    copies = [r for r in read_records(ROOT / "docs/records/nq-train-ablated.jsonl.gz") if r.judge is not None][:60]
+    assert {r.judge["identity"]["passages"] for r in scored} == {True}
+    assert {r.judge["identity"]["passages"] for r in copies} == {False}
+    first, second, again, other = (tmp_path / f"{name}.jsonl" for name in ("first", "second", "again", "other"))
+    for path, part in ((first, scored), (second, copies), (again, scored[:1])):
+        path.write_text("".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in part))
+    relabelled = [r.to_dict() for r in copies]
+    for record in relabelled:
+        record["judge"]["identity"]["k"] = 5
+    other.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in relabelled))
+    out = tmp_path / "judge.json"
+    command = ["train", str(first), str(second), "--voter", "judge", "--out", str(out), "--inner-folds", "3"]
+    assert main(command) == 0
+    report = capsys.readouterr().out
+    voter = JudgeVoter.load(out)
+    levels = voter.metadata_["training"]["levels"]
+    assert [sorted(fit.needs) for fit in voter.fits] == [["passages", "scores"], ["scores"], []]
+    assert voter.metadata_["training"]["questions"] == 160 and "160 training questions" in report
+    assert voter.metadata_["records"] == [str(first), str(second)]
+    assert voter.metadata_["judge"]["passages"] is True  # the richer level some of them hold
+    assert set(levels) == {"scores+passages", "scores", "text"}
+    for runs, message in (((first, again), "repeat across"), ((first, other), "different judges")):
+        assert main(["train", *map(str, runs), "--voter", "judge", "--out", str(out)]) != 0
+        assert message in capsys.readouterr().err
+
+
 def test_scoring_seconds_by_hand():
     from eor.runs.costs import scoring_seconds
 

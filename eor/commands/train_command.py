@@ -35,12 +35,12 @@ from eor.learning.training import (
     uniform_baseline,
     with_costs,
 )
-from eor.pipeline.pool import differences, pool_identity
+from eor.pipeline.pool import pool_identity, runs_pool
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import token_counts, training_costs
 from eor.runs.run_data import load_run
-from eor.runs.run_folder import recorded_config, recorded_pool
+from eor.runs.run_folder import recorded_config
 
 
 def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> str:
@@ -49,7 +49,7 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
     runs = [Path(records)] if isinstance(records, str | Path) else [Path(path) for path in records]
     name = options.checked_voter()
     pool = _pool_config(options)
-    recorded = _recorded_pool(runs)  # before any work: runs of different pools are refused
+    recorded = runs_pool(runs)  # before any work: runs of different pools are refused
     data = training_records(runs, options.members, pool, options.confidence)
     if options.rates is not None and token_counts(data) is None:  # before any similarity is computed
         raise InputError(
@@ -143,17 +143,6 @@ def _run_meta(records: Path) -> dict[str, Any]:
     corpus = (config.get("corpus") or {}).get("path")
     # the file name only: no machine paths in weights files
     return {"reader": config.get("reader", {}).get("model"), "dataset": Path(corpus).name if corpus else None}
-
-
-def _recorded_pool(runs: list[Path]) -> dict[str, Any] | None:
-    """The pool identity the first run records (pool.json or a packed file's header; None without one); ConfigError
-    naming what differs when another run records another reader or corpus."""
-    recorded = [recorded_pool(path) for path in runs]
-    for path, other in zip(runs[1:], recorded[1:], strict=True):
-        found = differences(other, recorded[0]) if recorded[0] and other else []
-        if found:
-            raise ConfigError(f"{path} was answered by another pool than {runs[0]}: {'; '.join(found)}")
-    return recorded[0]
 
 
 def _pool(

@@ -9,6 +9,7 @@ records, orchestrates and reports. Records without scores train the text-only fi
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,11 @@ from eor.learning.judge_training import JudgedQuestion, Unanswerable, accuracy, 
 from eor.pipeline.abstention import DEFAULT_SHARE
 from eor.pipeline.judging import judged_members
 from eor.pipeline.members import demonstration_ids
+from eor.pipeline.pool import runs_pool
 from eor.pipeline.validation import load_valid_config
 from eor.runs.records import read_records
-from eor.runs.run_folder import recorded_config, recorded_pool
+from eor.runs.run_data import read_runs
+from eor.runs.run_folder import recorded_config
 from voters.judge_selector import JudgeVoter
 
 log = logging.getLogger(__name__)
@@ -36,26 +39,30 @@ REPORTED_RISKS = (0.1, 0.2, 0.3, 0.4)
 
 
 def train_judge(
-    records: Path, out: Path, *, pool_config: Path | None = None, members: list[str] | None = None,
+    records: Path | Sequence[Path], out: Path, *, pool_config: Path | None = None, members: list[str] | None = None,
     folds: int = 5, seed: int = 0, dev: Path | None = None, ablated: Path | None = None, nocorpus: Path | None = None,
     share: float = DEFAULT_SHARE, retrieval: bool | None = None,
 ) -> str:  # fmt: skip
-    """Train the judge voter on `records` (members: `members`, else the pool config's, else those the records'
-    scores were made for), save it as the weights file `out` and give back the report's lines. `ablated`,
+    """Train the judge voter on `records` (several runs: read as one, their pools the same; members: `members`,
+    else the pool config's, else those the records' scores were made for), save it as the weights file `out` and
+    give back the report's lines. `ablated`,
     `nocorpus`: records of questions the corpus cannot answer (ablated copies of training questions; real
     ones), for P(right) beyond the corpus and thresholds for a mix with `share` of them
     (eor.learning.judge_training.fit_beyond). `retrieval`: whether P(right) reads the retrieved passages'
     relevance (None: beyond the corpus, as cross-validation on training chose, docs/abstention.md)."""
     relevance = (ablated is not None or nocorpus is not None) if retrieval is None else retrieval
     config = None if pool_config is None else load_valid_config(pool_config)  # the door
-    loaded = [record for record in read_records(records) if record.answers]
-    identity = judge_identity(loaded, records)
+    runs = [Path(records)] if isinstance(records, str | Path) else [Path(path) for path in records]
+    source = ", ".join(map(str, runs))
+    pool = runs_pool(runs)  # before any work: runs of different pools are refused
+    loaded = [record for record in read_runs(runs) if record.answers]
+    identity = judge_identity(loaded, source)
     weighed = None if config is None else (config.members if config.judge is None else judged_members(config))
-    names = members or weighed or _members(identity, loaded, records)
+    names = members or weighed or _members(identity, loaded, runs[0])
     scored_for = (identity or {}).get("members")
     if scored_for is not None and sorted(scored_for) != sorted(names):
         raise ConfigError(
-            f"{records}: the records were scored for members {', '.join(scored_for)}; training asks for "
+            f"{source}: the records were scored for members {', '.join(scored_for)}; training asks for "
             f"{', '.join(names)}"
         )
     skip = demonstration_ids(config) if config is not None else set()
@@ -73,7 +80,7 @@ def train_judge(
     lines += _fit_lines(voter, reports, beyond)
     rule, k = rule_k
     meta: dict[str, Any] = {
-        "records": str(records),
+        "records": str(runs[0]) if len(runs) == 1 else [str(path) for path in runs],
         **({} if beyond is None else _beyond_meta(ablated, nocorpus, share)),
         "judge": identity,
         "candidates": {"rule": rule, "k": k},  # what live answering must make them with (eor.pipeline.judging)
@@ -86,11 +93,10 @@ def train_judge(
         },
     }
     meta["top_r_train"] = _top_r(loaded, names)
-    pool = recorded_pool(records)
     if pool is not None:
         meta["pool"] = pool
     if dev is not None:
-        lines += _dev_lines(voter, _held_out(dev, records, identity, names, rule_k, relevance), meta)
+        lines += _dev_lines(voter, _held_out(dev, source, identity, names, rule_k, relevance), meta)
     voter.save(out, **meta)
     lines.append(f"weights written to {out}")
     return "\n".join(lines)
@@ -148,13 +154,24 @@ def load_unanswerable(
     return Unanswerable(questions, np.array(kinds, dtype=object), origins, share)
 
 
-def judge_identity(records: list[Any], source: Path) -> dict[str, Any] | None:
+def judge_identity(records: list[Any], source: Any) -> dict[str, Any] | None:
     """The identity of the scores the records hold (eor.pipeline.judging); None when no record is scored.
-    Records scored by different judges are refused."""
-    identities = {repr(sorted(r.judge["identity"].items())): r.judge["identity"] for r in records if r.judge}
-    if len(identities) > 1:
-        raise InputError(f"{source}: the records were scored by {len(identities)} different judges; train on one")
-    return next(iter(identities.values()), None)
+    Records scored by different judges are refused; records scored with and without each passage alone are one
+    judge's (each fit trains on the questions holding its level, eor.learning.judge_training `holding`), and the
+    identity then says `passages: true`."""
+    found = [r.judge["identity"] for r in records if r.judge]
+    judges = {repr(sorted(_judge_of(identity).items())) for identity in found}
+    if len(judges) > 1:
+        raise InputError(f"{source}: the records were scored by {len(judges)} different judges; train on one")
+    if not found:
+        return None
+    levels = {bool(identity.get("passages")) for identity in found}
+    return found[0] if len(levels) == 1 else {**found[0], "passages": True}
+
+
+def _judge_of(identity: dict[str, Any]) -> dict[str, Any]:
+    """What makes the scores one judge's: the identity less whether each passage alone was scored too."""
+    return {key: value for key, value in identity.items() if key != "passages"}
 
 
 def scored_rule(identity: dict[str, Any] | None) -> tuple[str | None, int]:
@@ -194,13 +211,13 @@ def _risk_text(row: dict[str, Any]) -> str:
 
 
 def _held_out(
-    dev: Path, records: Path, identity: dict[str, Any] | None, names: list[str], rule_k: tuple[str | None, int],
+    dev: Path, records: Any, identity: dict[str, Any] | None, names: list[str], rule_k: tuple[str | None, int],
     relevance: bool,
 ) -> list[JudgedQuestion]:  # fmt: skip
     """The held-out questions of `dev`, judged as the training `records` were (InputError: another judge's)."""
     held = [record for record in read_records(dev) if record.answers]
     other = judge_identity(held, dev)
-    if other is not None and identity is not None and other != identity:
+    if other is not None and identity is not None and _judge_of(other) != _judge_of(identity):
         raise InputError(f"{dev} was scored by another judge than {records}: {other} against {identity}")
     return judged_questions(held, names, *rule_k, relevance=relevance)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,32 +44,35 @@ from eor.learning.training import beyond_records
 from eor.pipeline.abstention import DELTA, thresholds
 from eor.pipeline.judging import LAST_STEP, scored_families
 from eor.pipeline.members import demonstration_ids
-from eor.pipeline.pool import pool_identity
+from eor.pipeline.pool import pool_identity, runs_pool
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import training_costs
-from eor.runs.records import read_records
-from eor.runs.run_data import RunData, load_run
+from eor.runs.run_data import RunData, load_runs, read_runs
 from voters.cascade_fit import LastStep
 from voters.judge_selector import JudgeSelector, JudgeVoter
 
 log = logging.getLogger(__name__)
 
 
-def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOptions) -> str:
-    """Train the cascade ending with the judge voter of `judge` on `records`, save it as `out` and give back the
-    report's lines."""
+def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, options: TrainOptions) -> str:
+    """Train the cascade ending with the judge voter of `judge` on `records` (several runs: read as one, their
+    pools the same), save it as `out` and give back the report's lines."""
     config, voter = _pool_and_judge(options, judge)
-    data = load_run(records, config.members).without(demonstration_ids(config))
+    runs = [Path(records)] if isinstance(records, str | Path) else [Path(path) for path in records]
+    runs_pool(runs)  # before any work: runs of different pools are refused
+    source = ", ".join(map(str, runs))
+    data = load_runs(runs, config.members).without(demonstration_ids(config))
     if warning := small_data_warning(data.questions, "training a cascade"):
         log.warning(warning)
     settings = options.vote_settings()
     arrays = vote_arrays(data, settings)
     rates = None if arrays.costs is None else arrays.costs.rates
     if arrays.costs is None or arrays.costs.unit != "tokens" or not rates:
-        raise InputError(f"{records}: the judge's scoring is priced in reader seconds from token counts, and so are "
+        raise InputError(f"{source}: the judge's scoring is priced in reader seconds from token counts, and so are "
                          "the members' here: records with token counts, --cost tokens or auto")  # fmt: skip
-    questions = _judged(records, data.ids, voter)
+    ordered = _ordered(runs, data.ids)
+    questions = _judged(ordered, source, voter)
     if options.beyond_corpus and not all(fit.unanswerable_ for fit in voter.fits):
         raise InputError(f"the judge {judge} was trained on answerable questions alone: train it with --ablated or "
                          "--nocorpus too, for a cascade ending with it beyond the corpus")  # fmt: skip
@@ -78,7 +82,6 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
     cascade = build_candidate("cascade", settings).template(arrays)
     cascade.stop_on = "right"  # a step stops when its leader is likely right; else the judge weighs the candidates
     log.info("the judge's held-out choices on %d training questions (%s)", len(questions), fit.label)
-    ordered = _ordered(records, data.ids)
     cost = (  # what live answering pays: scores under the members' prompts, and the passages alone if it scores them
         scoring_costs(ordered, config, chat_tokenizer(reader), rates, passages="passages" in scored)
         if "scores" in scored
@@ -95,7 +98,7 @@ def train_judge_cascade(records: Path, out: Path, judge: Path, options: TrainOpt
     stopped, probability, right, judged = _risk(cascade, arrays, settings, ending, found)
     entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(judged)}
     meta: dict[str, Any] = {
-        "records": str(records),
+        "records": str(runs[0]) if len(runs) == 1 else [str(path) for path in runs],
         **options.beyond_meta(),
         "chosen_voter": "cascade",
         "probability": stopped.model.to_dict(),
@@ -254,25 +257,25 @@ def _with_judge(config: EnsembleConfig) -> EnsembleConfig:
     return config if config.judge is not None else replace(config, judge=JudgeConfig(passages=False))
 
 
-def _ordered(records: Path, ids: list[str]) -> list[Any]:
-    """The records of `ids`, in that order (InputError naming a missing one)."""
-    by_id = {record.id: record for record in read_records(records)}
+def _ordered(runs: list[Path], ids: list[str]) -> list[Any]:
+    """The records of `ids` in `runs`, in that order (InputError naming a missing one)."""
+    by_id = {record.id: record for record in read_runs(runs)}
     missing = [question for question in ids if question not in by_id]
     if missing:
-        raise InputError(f"{records}: no record for {len(missing)} question(s), e.g. {missing[0]}")
+        raise InputError(f"{', '.join(map(str, runs))}: no record for {len(missing)} question(s), e.g. {missing[0]}")
     return [by_id[question] for question in ids]
 
 
-def _judged(records: Path, ids: list[str], voter: JudgeVoter) -> list[Any]:
-    """The judged questions (eor.learning.judge_training) of `ids`, in that order, candidates made as the judge
-    voter's training made them (refused otherwise); every one must hold the reader's scores."""
-    ordered = _ordered(records, ids)
+def _judged(ordered: list[Any], source: str, voter: JudgeVoter) -> list[Any]:
+    """The judged questions (eor.learning.judge_training) of the records `ordered` (of `source`), in that order,
+    candidates made as the judge voter's training made them (refused otherwise); every one must hold the reader's
+    scores."""
     unscored = [record.id for record in ordered if record.judge is None]
     if unscored:
-        raise InputError(f"{records}: {len(unscored)} question(s) hold no scores of the judge, e.g. {unscored[0]} "
+        raise InputError(f"{source}: {len(unscored)} question(s) hold no scores of the judge, e.g. {unscored[0]} "
                          "(eor run with a judge: section grows them)")  # fmt: skip
-    rule, k = candidate_rule(voter, ordered, records)
+    rule, k = candidate_rule(voter, ordered, source)
     questions = judged_questions(ordered, voter.members, rule, k, relevance=voter.reads_retrieval)
-    if len(questions) != len(ids):
-        raise InputError(f"{records}: every training question needs gold answers")
+    if len(questions) != len(ordered):
+        raise InputError(f"{source}: every training question needs gold answers")
     return questions

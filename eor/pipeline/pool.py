@@ -25,12 +25,16 @@ import dataclasses
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from eor.core.config import EnsembleConfig
+from eor.core.errors import ConfigError
 from eor.core.models import file_sha256
 from eor.core.prompts import templates_for
 from eor.readers.base import reader_identity
+from eor.runs.run_folder import recorded_pool
 from retrievers import notation
 
 log = logging.getLogger(__name__)
@@ -171,3 +175,14 @@ def describe_corpus(corpus: Any) -> str:
     size = corpus.get("bytes")
     shown = f"{corpus.get('file')} ({size:,} bytes)" if isinstance(size, int) else str(corpus.get("file"))
     return shown + (f", sha256 {corpus['sha256'][:16]}" if corpus.get("sha256") else "")
+
+
+def runs_pool(runs: Sequence[Path]) -> dict[str, Any] | None:
+    """The pool identity the first of `runs` records (pool.json or a packed file's header; None without one);
+    ConfigError naming what differs when another run records another reader or corpus."""
+    recorded = [recorded_pool(path) for path in runs]
+    for path, other in zip(runs[1:], recorded[1:], strict=True):
+        found = differences(other, recorded[0]) if recorded[0] and other else []
+        if found:
+            raise ConfigError(f"{path} was answered by another pool than {runs[0]}: {'; '.join(found)}")
+    return recorded[0]

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from eor.core.data import ABLATED_FROM
 from eor.core.errors import InputError
@@ -121,10 +122,24 @@ def load_runs(paths: Sequence[str | Path], members: list[str] | None = None) -> 
     data = load_run(paths[0], members)
     for path in paths[1:]:
         data = data.concatenate(load_run(path, data.names))
-    repeated = sorted(i for i, count in Counter(data.ids).items() if count > 1)
+    _unique(data.ids, paths)
+    return data
+
+
+def read_runs(paths: Sequence[str | Path]) -> list[Any]:
+    """The records of several runs, in order (eor.runs.records.read_records each); InputError when a question id
+    repeats across them, as `load_runs` has it."""
+    if not paths:
+        raise InputError("no records given")
+    records = [record for path in paths for record in read_records(path)]
+    _unique([record.id for record in records], paths)
+    return records
+
+
+def _unique(ids: Sequence[str], paths: Sequence[str | Path]) -> None:
+    repeated = sorted(i for i, count in Counter(ids).items() if count > 1)
     if repeated:
         raise InputError(f"question id(s) repeat across {', '.join(map(str, paths))}: {', '.join(repeated[:5])}")
-    return data
 
 
 def load_run(path: str | Path, members: list[str] | None = None, unlabelled: bool = False) -> RunData:

@@ -27,10 +27,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     records = [Path(path) for path in args.records]
-    if len(records) > 1 and (args.voter == JUDGE or args.judge):
-        raise ConfigError("the judge voter and a cascade ending with it train on one run's records")
     if args.voter == JUDGE:
-        print(train_judge(records[0], Path(args.out), **_judge_options(args)))
+        print(train_judge(records, Path(args.out), **_judge_options(args)))
         return 0
     metrics, metric_params = parse_metric_spec(args.metrics)
     options = TrainOptions(
@@ -57,7 +55,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     if args.judge:
         _refuse(args, "--judge", CASCADE_WITH_JUDGE_FLAGS, ": a cascade ending with the judge learns on exact match")
-        print(train_judge_cascade(records[0], Path(args.out), Path(args.judge), options))
+        print(train_judge_cascade(records, Path(args.out), Path(args.judge), options))
     else:
         print(train(records, Path(args.out), options))
     return 0
