@@ -13,7 +13,9 @@ no-corpus questions, each apart), and at α = 0.3 the report gives, out of fold:
 questions answered, the coverage of the answerable, the error among answered on the mix at the share, and ECE on
 the natural mix; and, whatever was certified, at the threshold answering the most probable 28% of the answerable
 questions: their error, and the share of the no-corpus and ablated questions answered. P(unanswerable) is scored
-the same way (AUC of telling the answerable from each kind).
+the same way (AUC of telling the answerable from each kind). One more form is scored beside the variants: P(right)
+as P(answerable) × P(right | answerable), the logistic fitted on the answerable rows alone times one minus
+P(unanswerable) at the share (an unanswerable question taken never to be right).
 
     python -m benchmarks.beyond_corpus_cv docs/records/nq-train.jsonl.gz \
         --ablated docs/records/nq-train-ablated.jsonl.gz --nocorpus docs/records/nq-nocorpus-learn200.jsonl.gz \
@@ -34,12 +36,12 @@ from eor.learning.beyond_corpus import (
     ABLATED,
     ANSWERABLE,
     NOCORPUS,
-    _unanswerable,  # noqa: PLC2701 (an experiment)
     cross_fitted,
     mix_evidence,
     mix_folds,
     mix_records,
     mix_weights,
+    unanswerable_out_of_fold,
 )
 from eor.learning.calibration import within
 from eor.learning.crossval import VoteSettings, vote_arrays
@@ -97,7 +99,7 @@ def product(
     every = np.flatnonzero(has_features(rows, fit))
     _, p = cross_fitted(rows, right, parts, every, every[kind[every] == ANSWERABLE], fit)
     counts = {name: int((kind == name).sum()) for name in (ANSWERABLE, ABLATED, NOCORPUS)}
-    _, unanswerable = _unanswerable(rows, kind, parts, share, counts, np.ones(len(rows), dtype=bool))
+    _, unanswerable = unanswerable_out_of_fold(rows, kind, parts, share, counts, np.ones(len(rows), dtype=bool))
     scored = np.zeros(len(rows), dtype=bool)
     scored[every] = True
     scored &= ~np.isnan(unanswerable)

@@ -248,7 +248,7 @@ def calibrate_mix_rows(
             "answerable and not, for its fits; the records give fewer"
         )
     counts = {name: int((kind == name).sum()) for name in KINDS}
-    unanswerable, oof = _unanswerable(rows, kind, parts, share, counts, spoken)
+    unanswerable, oof = unanswerable_out_of_fold(rows, kind, parts, share, counts, spoken)
     model = RightModel(correctness, fits, len(rows), k, seed, unanswerable)
     return MixCalibrated(model, probability, right, names.astype(str), by_fit, kind, oof)
 
@@ -264,7 +264,7 @@ def mix_thresholds(
     return [mixed_risk_threshold(*strata, alpha, share, delta).to_dict() for alpha in alphas]
 
 
-def _unanswerable(
+def unanswerable_out_of_fold(
     rows: Evidence,
     kind: np.ndarray,
     parts: Sequence[np.ndarray],
