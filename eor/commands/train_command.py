@@ -39,14 +39,14 @@ from eor.pipeline.pool import pool_identity, runs_pool
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import token_counts, training_costs
-from eor.runs.run_data import load_run
+from eor.runs.run_data import load_run, named_runs, run_paths
 from eor.runs.run_folder import recorded_config
 
 
 def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> str:
     """Train the voter that `options` asks for on the run records `records` (several: read as one, their pools
     the same), save it as the weights file `out` and give back the report's lines."""
-    runs = [Path(records)] if isinstance(records, str | Path) else [Path(path) for path in records]
+    runs = run_paths(records)
     name = options.checked_voter()
     pool = _pool_config(options)
     recorded = runs_pool(runs)  # before any work: runs of different pools are refused
@@ -70,7 +70,7 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
         probability = calibrated(choice)
     uniform = uniform_baseline(data.names, choice.settings)
     meta: dict[str, Any] = {
-        "records": str(runs[0]) if len(runs) == 1 else [str(path) for path in runs],
+        "records": named_runs(runs),
         "dev_records": str(options.dev) if options.dev else None,
         **options.beyond_meta(),
         **_choice_meta(choice),

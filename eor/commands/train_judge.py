@@ -28,7 +28,7 @@ from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import runs_pool
 from eor.pipeline.validation import load_valid_config
 from eor.runs.records import read_records
-from eor.runs.run_data import read_runs
+from eor.runs.run_data import named_runs, read_runs, run_paths
 from eor.runs.run_folder import recorded_config
 from voters.judge_selector import JudgeVoter
 
@@ -45,26 +45,18 @@ def train_judge(
 ) -> str:  # fmt: skip
     """Train the judge voter on `records` (several runs: read as one, their pools the same; members: `members`,
     else the pool config's, else those the records' scores were made for), save it as the weights file `out` and
-    give back the report's lines. `ablated`,
-    `nocorpus`: records of questions the corpus cannot answer (ablated copies of training questions; real
-    ones), for P(right) beyond the corpus and thresholds for a mix with `share` of them
-    (eor.learning.judge_training.fit_beyond). `retrieval`: whether P(right) reads the retrieved passages'
+    give back the report's lines. `ablated`, `nocorpus`: records of questions the corpus cannot answer (ablated
+    copies of training questions; real ones), for P(right) beyond the corpus and thresholds for a mix with `share`
+    of them (eor.learning.judge_training.fit_beyond). `retrieval`: whether P(right) reads the retrieved passages'
     relevance (None: beyond the corpus, as cross-validation on training chose, docs/abstention.md)."""
     relevance = (ablated is not None or nocorpus is not None) if retrieval is None else retrieval
     config = None if pool_config is None else load_valid_config(pool_config)  # the door
-    runs = [Path(records)] if isinstance(records, str | Path) else [Path(path) for path in records]
+    runs = run_paths(records)
     source = ", ".join(map(str, runs))
     pool = runs_pool(runs)  # before any work: runs of different pools are refused
     loaded = [record for record in read_runs(runs) if record.answers]
     identity = judge_identity(loaded, source)
-    weighed = None if config is None else (config.members if config.judge is None else judged_members(config))
-    names = members or weighed or _members(identity, loaded, runs[0])
-    scored_for = (identity or {}).get("members")
-    if scored_for is not None and sorted(scored_for) != sorted(names):
-        raise ConfigError(
-            f"{source}: the records were scored for members {', '.join(scored_for)}; training asks for "
-            f"{', '.join(names)}"
-        )
+    names = _trained_members(config, members, identity, loaded, runs)
     skip = demonstration_ids(config) if config is not None else set()
     rule_k = scored_rule(identity)
     questions = judged_questions([r for r in loaded if r.id not in skip], names, *rule_k, relevance=relevance)
@@ -80,7 +72,7 @@ def train_judge(
     lines += _fit_lines(voter, reports, beyond)
     rule, k = rule_k
     meta: dict[str, Any] = {
-        "records": str(runs[0]) if len(runs) == 1 else [str(path) for path in runs],
+        "records": named_runs(runs),
         **({} if beyond is None else _beyond_meta(ablated, nocorpus, share)),
         "judge": identity,
         "candidates": {"rule": rule, "k": k},  # what live answering must make them with (eor.pipeline.judging)
@@ -184,6 +176,22 @@ def scored_rule(identity: dict[str, Any] | None) -> tuple[str | None, int]:
     return (None if rule is None else str(rule)), int(identity["k"])
 
 
+def _trained_members(
+    config: Any, members: list[str] | None, identity: dict[str, Any] | None, records: list[Any], runs: list[Path]
+) -> list[str]:
+    """The members trained on: `members`, else the pool config's (its judged members), else those the records'
+    scores were made for; ConfigError when the scores were made for others."""
+    weighed = None if config is None else (config.members if config.judge is None else judged_members(config))
+    names = members or weighed or _members(identity, records, runs[0])
+    scored_for = (identity or {}).get("members")
+    if scored_for is not None and sorted(scored_for) != sorted(names):
+        raise ConfigError(
+            f"{', '.join(map(str, runs))}: the records were scored for members {', '.join(scored_for)}; training "
+            f"asks for {', '.join(names)}"
+        )
+    return names
+
+
 def _members(identity: dict[str, Any] | None, records: list[Any], source: Path) -> list[str]:
     if identity is not None and identity.get("members"):
         return list(identity["members"])
@@ -211,14 +219,15 @@ def _risk_text(row: dict[str, Any]) -> str:
 
 
 def _held_out(
-    dev: Path, records: Any, identity: dict[str, Any] | None, names: list[str], rule_k: tuple[str | None, int],
+    dev: Path, source: str, identity: dict[str, Any] | None, names: list[str], rule_k: tuple[str | None, int],
     relevance: bool,
 ) -> list[JudgedQuestion]:  # fmt: skip
-    """The held-out questions of `dev`, judged as the training `records` were (InputError: another judge's)."""
+    """The held-out questions of `dev`, judged as the training records (of `source`) were (InputError: another
+    judge's)."""
     held = [record for record in read_records(dev) if record.answers]
     other = judge_identity(held, dev)
     if other is not None and identity is not None and _judge_of(other) != _judge_of(identity):
-        raise InputError(f"{dev} was scored by another judge than {records}: {other} against {identity}")
+        raise InputError(f"{dev} was scored by another judge than {source}: {other} against {identity}")
     return judged_questions(held, names, *rule_k, relevance=relevance)
 
 

@@ -48,7 +48,7 @@ from eor.pipeline.pool import pool_identity, runs_pool
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import training_costs
-from eor.runs.run_data import RunData, load_runs, read_runs
+from eor.runs.run_data import RunData, load_runs, named_runs, read_runs, run_paths
 from voters.cascade_fit import LastStep
 from voters.judge_selector import JudgeSelector, JudgeVoter
 
@@ -59,19 +59,15 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
     """Train the cascade ending with the judge voter of `judge` on `records` (several runs: read as one, their
     pools the same), save it as `out` and give back the report's lines."""
     config, voter = _pool_and_judge(options, judge)
-    runs = [Path(records)] if isinstance(records, str | Path) else [Path(path) for path in records]
-    runs_pool(runs)  # before any work: runs of different pools are refused
+    runs = run_paths(records)
     source = ", ".join(map(str, runs))
-    data = load_runs(runs, config.members).without(demonstration_ids(config))
-    if warning := small_data_warning(data.questions, "training a cascade"):
-        log.warning(warning)
+    data, ordered = _training_runs(runs, config)
     settings = options.vote_settings()
     arrays = vote_arrays(data, settings)
     rates = None if arrays.costs is None else arrays.costs.rates
     if arrays.costs is None or arrays.costs.unit != "tokens" or not rates:
         raise InputError(f"{source}: the judge's scoring is priced in reader seconds from token counts, and so are "
                          "the members' here: records with token counts, --cost tokens or auto")  # fmt: skip
-    ordered = _ordered(runs, data.ids)
     questions = _judged(ordered, source, voter)
     if options.beyond_corpus and not all(fit.unanswerable_ for fit in voter.fits):
         raise InputError(f"the judge {judge} was trained on answerable questions alone: train it with --ablated or "
@@ -98,7 +94,7 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
     stopped, probability, right, judged = _risk(cascade, arrays, settings, ending, found)
     entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(judged)}
     meta: dict[str, Any] = {
-        "records": str(runs[0]) if len(runs) == 1 else [str(path) for path in runs],
+        "records": named_runs(runs),
         **options.beyond_meta(),
         "chosen_voter": "cascade",
         "probability": stopped.model.to_dict(),
@@ -257,13 +253,15 @@ def _with_judge(config: EnsembleConfig) -> EnsembleConfig:
     return config if config.judge is not None else replace(config, judge=JudgeConfig(passages=False))
 
 
-def _ordered(runs: list[Path], ids: list[str]) -> list[Any]:
-    """The records of `ids` in `runs`, in that order (InputError naming a missing one)."""
+def _training_runs(runs: list[Path], config: EnsembleConfig) -> tuple[RunData, list[Any]]:
+    """The runs read as one (their pool the same) for the pool config's members, less its worked examples (a
+    warning when they are few), and their records in the same order."""
+    runs_pool(runs)  # before any work: runs of different pools are refused
+    data = load_runs(runs, config.members).without(demonstration_ids(config))
+    if warning := small_data_warning(data.questions, "training a cascade"):
+        log.warning(warning)
     by_id = {record.id: record for record in read_runs(runs)}
-    missing = [question for question in ids if question not in by_id]
-    if missing:
-        raise InputError(f"{', '.join(map(str, runs))}: no record for {len(missing)} question(s), e.g. {missing[0]}")
-    return [by_id[question] for question in ids]
+    return data, [by_id[question] for question in data.ids]
 
 
 def _judged(ordered: list[Any], source: str, voter: JudgeVoter) -> list[Any]:

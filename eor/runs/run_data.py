@@ -126,6 +126,16 @@ def load_runs(paths: Sequence[str | Path], members: list[str] | None = None) -> 
     return data
 
 
+def run_paths(records: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The path of one run, or of several, as a list."""
+    return [Path(records)] if isinstance(records, str | Path) else [Path(path) for path in records]
+
+
+def named_runs(paths: Sequence[Path]) -> str | list[str]:
+    """The runs as a weights file's `meta.records` names them: the one path, or the list of them."""
+    return str(paths[0]) if len(paths) == 1 else [str(path) for path in paths]
+
+
 def read_runs(paths: Sequence[str | Path]) -> list[Any]:
     """The records of several runs, in order (eor.runs.records.read_records each); InputError when a question id
     repeats across them, as `load_runs` has it."""
