@@ -338,6 +338,19 @@ def _container(node: ast.expr) -> ast.expr:
     return node
 
 
+def _instance_memos(node: ast.AST, owner: str) -> list[str]:
+    """The memos a method's statement `node` makes one per instance (`self.name = KeyedMemo()`), as
+    `module.Class.name`."""
+    if not isinstance(node, ast.Assign | ast.AnnAssign) or not _makes(node.value, MEMO_CONSTRUCTORS):
+        return []
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return [
+        f"{owner}.{target.attr}"
+        for target in targets
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+    ]
+
+
 def _bindings(body: list[ast.stmt]) -> list[tuple[str, ast.expr | None]]:
     """(name, value) of the names a module's or class's own statements bind (not those of its functions)."""
     found: list[tuple[str, ast.expr | None]] = []
@@ -355,8 +368,9 @@ def _bindings(body: list[ast.stmt]) -> list[tuple[str, ast.expr | None]]:
 class _State:
     """The project's module- and class-level state, from its source: the names (`module.NAME`,
     `module.Class.name`) bound to mutable containers, and to memos of the policy (a `@memo` loader by its
-    qualified name); the names that functions write (through the module's imports; `self` and `cls` are
-    their class), except registries' writes; and the uses of functools' caches."""
+    qualified name; a memo a method makes for its instance, `self.name = KeyedMemo()`, by `module.Class.name`);
+    the names that functions write (through the module's imports; `self` and `cls` are their class), except
+    registries' writes; and the uses of functools' caches."""
 
     def __init__(self) -> None:
         self.mutable: set[str] = set()
@@ -417,6 +431,8 @@ class _State:
                 globals_ = {n for s in ast.walk(child) if isinstance(s, ast.Global) for n in s.names}
                 self._visit(child, f"{prefix}.{name}", owner, inside, globals_)
             else:
+                if function is not None and owner is not None:
+                    self.memos.update(_instance_memos(child, owner))
                 if function is not None and not function.startswith("register"):
                     self.written.update(self._writes(child, owner, declared))
                 if isinstance(child, ast.Name | ast.Attribute) and self._resolve(child, owner) in FUNCTOOLS_CACHES:

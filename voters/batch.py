@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from eor.core.cache_policy import KeyedMemo
 from eor.core.correctness import correctness_matrix
 from eor.core.errors import InputError
 from voters.features import CandidateBlocks, candidate_blocks
@@ -88,7 +89,7 @@ class VoteBatch:
         #: the batch this one was taken from (itself when it was not), and this batch's questions among its
         self.whole = self
         self.rows = np.arange(len(answers))
-        self._computed: dict[tuple[Any, ...], Any] = {}
+        self._computed: KeyedMemo[tuple[Any, ...], Any] = KeyedMemo()  # shared by the batches taken from it
 
     def __len__(self) -> int:
         return len(self.answers)
@@ -205,9 +206,8 @@ class VoteBatch:
 
     def _shared(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         """What `compute` gives for the whole batch, computed at the first call for `key` and kept."""
-        if key not in self._computed:
-            self._computed[key] = compute()
-        return self._computed[key]
+        found = self._computed.get(key)
+        return self._computed.keep(key, compute()) if found is None else found
 
 
 def _frozen(params: Mapping[str, Any] | None) -> str:

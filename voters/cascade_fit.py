@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import ConfigError, InputError
 from voters.features import CandidateBlocks, FeatureSet
 from voters.folds import folds
@@ -145,7 +146,7 @@ class StepScores:
         self.settings = settings
         self.seed = seed
         self.parts = folds(len(self.rows), k, seed)
-        self._cache: dict[tuple[int, ...], OutOfFold] = {}
+        self._cache: KeyedMemo[tuple[int, ...], OutOfFold] = KeyedMemo()
 
     def features(self, subset: Sequence[int]) -> FeatureSet:
         return self.blocks.features(subset, [self.names[m] for m in subset])
@@ -163,9 +164,8 @@ class StepScores:
 
     def of(self, subset: Sequence[int]) -> OutOfFold:
         key = tuple(int(m) for m in subset)
-        if key not in self._cache:
-            self._cache[key] = self._out_of_fold(key)
-        return self._cache[key]
+        found = self._cache.get(key)
+        return self._cache.keep(key, self._out_of_fold(key)) if found is None else found
 
     def _out_of_fold(self, subset: tuple[int, ...]) -> OutOfFold:
         features = self.features(subset).matrix

@@ -210,7 +210,7 @@ def _beyond(
     for kind, path in paths.items():
         run = runs[kind]
         if path is not None and run is not None and run.questions:
-            questions += _judged(path, run.ids, voter)
+            questions += _judged(_ordered([path], run.ids), str(path), voter)
     arrays = vote_arrays(mix.data, settings, retrieval=True)
     return calibrate_beyond(arrays, mix, settings, ending, questions, fit, options.unanswerable_share, log.info)
 
@@ -260,8 +260,16 @@ def _training_runs(runs: list[Path], config: EnsembleConfig) -> tuple[RunData, l
     data = load_runs(runs, config.members).without(demonstration_ids(config))
     if warning := small_data_warning(data.questions, "training a cascade"):
         log.warning(warning)
+    return data, _ordered(runs, data.ids)
+
+
+def _ordered(runs: list[Path], ids: list[str]) -> list[Any]:
+    """The records of `ids` in `runs`, in that order (InputError naming a missing one)."""
     by_id = {record.id: record for record in read_runs(runs)}
-    return data, [by_id[question] for question in data.ids]
+    missing = [question for question in ids if question not in by_id]
+    if missing:
+        raise InputError(f"{', '.join(map(str, runs))}: no record for {len(missing)} question(s), e.g. {missing[0]}")
+    return [by_id[question] for question in ids]
 
 
 def _judged(ordered: list[Any], source: str, voter: JudgeVoter) -> list[Any]:

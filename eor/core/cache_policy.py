@@ -41,9 +41,14 @@ two by a file's identity (path, size, modification time), model files' digests (
 and opened corpora (`retrievers.corpus._OPENED`, by inode too); the installed packages' entry points, by group
 (`eor.core.plugins._LOADED`); and, one per object, a source's documents by query
 (`retrievers.base.SourceRetriever._memo`, its `memo_size` newest), a web source's views by their settings
-(`retrievers.web.retriever.WebSearchRetriever._views`) and a replay's kept prompt tokens by member order
-(`eor.runs.costs.PromptReplay._kept`). A process loads few models and opens few files, so only a source's
-documents are ever evicted.
+(`retrievers.web.retriever.WebSearchRetriever._views`), a replay's kept prompt tokens by member order
+(`eor.runs.costs.PromptReplay._kept`), what a batch of answers computes for every batch taken from it, by what
+asked for it (`voters.batch.VoteBatch._computed`), a cascade's out-of-fold step scores by member subset
+(`voters.cascade_fit.StepScores._cache`) and semantic correctness's answer embeddings by text
+(`eor.core.correctness.semantic.SemanticEquivalence._embeddings`). A process loads few models and opens few files,
+and the per-object memos live as long as the training or scoring that made them, so only a source's documents
+are ever evicted. (The reader's saved prompt states, eor.readers.llamacpp_states, are bounded by their bytes and
+kept apart, for the reader's own scoring.)
 """
 
 from __future__ import annotations
@@ -334,5 +339,23 @@ MEMOS = (
         "the member before (or None), the member",
         "per question, the prompt tokens kept",
         cleared="with its replay",
+    ),
+    MemoEntry(
+        "voters.batch.VoteBatch._computed",
+        "what was computed and with which settings (similarity metrics, blocks, correctness)",
+        "the whole batch's arrays, shared by every batch taken from it",
+        cleared="with its batch",
+    ),
+    MemoEntry(
+        "voters.cascade_fit.StepScores._cache",
+        "a subset of members",
+        "its selectors' out-of-fold scores over the training rows",
+        cleared="with the cascade's fit",
+    ),
+    MemoEntry(
+        "eor.core.correctness.semantic.SemanticEquivalence._embeddings",
+        "a normalised answer text",
+        "its embedding",
+        cleared="with its correctness function",
     ),
 )

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from eor.core.answers import normalize_answer
+from eor.core.cache_policy import KeyedMemo
 from eor.core.models import load_sentence_encoder
 
 NAME = "semantic"
@@ -37,12 +38,14 @@ class SemanticEquivalence:
         self.threshold = float(threshold)
         self.model = model
         self.device = device
-        self._embeddings: dict[str, np.ndarray] = {}
+        self._embeddings: KeyedMemo[str, np.ndarray] = KeyedMemo()
 
     def prime(self, texts: Iterable[str], batch_size: int = 64) -> None:
         """Encode every new normalised text of `texts` in batches (later scoring then hits the cache)."""
         new = [
-            text for text in dict.fromkeys(normalize_answer(t) for t in texts) if text and text not in self._embeddings
+            text
+            for text in dict.fromkeys(normalize_answer(t) for t in texts)
+            if text and self._embeddings.get(text) is None
         ]
         if not new:
             return
@@ -51,12 +54,14 @@ class SemanticEquivalence:
         vectors = encoder.encode(
             new, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
-        self._embeddings.update(zip(new, np.asarray(vectors, dtype=np.float64), strict=True))
+        for text, vector in zip(new, np.asarray(vectors, dtype=np.float64), strict=True):
+            self._embeddings.keep(text, vector)
 
     def cosine(self, a: str, b: str) -> float:
         """Cosine of the normalised texts' embeddings (texts given normalised)."""
         self.prime([a, b])
-        return float(self._embeddings[a] @ self._embeddings[b])
+        first, second = self._embeddings.get(a), self._embeddings.get(b)
+        return 0.0 if first is None or second is None else float(first @ second)  # None: an empty text
 
     def __call__(self, prediction: str, gold: str) -> float:
         pred = normalize_answer(prediction)
