@@ -94,13 +94,14 @@ def _cdf() -> np.ndarray:
 
 def write_corpus(path: Path, count: int) -> float:
     """The corpus of `count` passages at `path` (kept when there); returns the seconds spent generating."""
+    from eor.core.atomic import atomic_file
+
     if path.is_file():
         return 0.0
     started = time.perf_counter()
     words, cdf = np.asarray(_words(), dtype=object), _cdf()
     rng = np.random.default_rng([SEED, count])
-    partial = path.with_suffix(".partial")
-    with partial.open("w", encoding="utf-8") as handle:
+    with atomic_file(path) as handle:
         for start in range(0, count, 50_000):
             rows = min(50_000, count - start)
             lengths = np.where(rng.random(rows) < 0.95, WORDS, rng.integers(10, WORDS, rows))
@@ -116,7 +117,6 @@ def write_corpus(path: Path, count: int) -> float:
                 at += lengths[i]
                 lines.append(json.dumps({"id": f"s{start + i}", "title": title, "text": text}) + "\n")
             handle.write("".join(lines))
-    partial.rename(path)
     return time.perf_counter() - started
 
 

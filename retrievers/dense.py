@@ -35,6 +35,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import PrivateAttr, model_validator
 
+from eor.core.atomic import atomic_file
 from eor.core.cache_policy import memo
 from eor.core.errors import ConfigError
 from eor.core.models import PACKAGED_MODELS, load_sentence_encoder, model_digest, resolve_model
@@ -250,9 +251,8 @@ def encode_in_shards(
                 shard = np.load(file)
             else:
                 shard = np.ascontiguousarray(encode(start, end), dtype=np.float32)
-                written = file.with_name(file.stem + ".tmp.npy")
-                np.save(written, shard)
-                written.replace(file)
+                with atomic_file(file, "wb") as handle:
+                    np.save(handle, shard)
             shards.append(shard)
             progress.update(end - start)
     return np.concatenate(shards) if shards else np.zeros((0, 0), dtype=np.float32)

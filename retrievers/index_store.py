@@ -13,12 +13,11 @@ import json
 import logging
 import re
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from eor.core.atomic import write_text_atomically
+from eor.core.atomic import atomic_folder, write_text_atomically
 from eor.core.errors import DiskFullError, is_disk_full
 from eor.core.faults import failpoint
 from eor.core.models import cache_dir
@@ -107,24 +106,15 @@ def _supersede(folder: Path, source: Path | None) -> Path:
 
 def _build(folder: Path, meta: dict[str, Any], build: Callable[[Path], None]) -> Path:
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
-    except OSError as exc:
-        raise _disk_full(folder, exc) if is_disk_full(exc) else exc from None
-    try:
-        build(tmp)
-        failpoint("index-write")  # tests: a full disk with the index's files written
-        sizes = {file.name: file.stat().st_size for file in sorted(tmp.iterdir()) if file.is_file()}
-        (tmp / "meta.json").write_text(json.dumps({**meta, FILES: sizes}, indent=2, sort_keys=True))
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
+        with atomic_folder(folder) as tmp:
+            build(tmp)
+            failpoint("index-write")  # tests: a full disk with the index's files written
+            sizes = {file.name: file.stat().st_size for file in sorted(tmp.iterdir()) if file.is_file()}
+            (tmp / "meta.json").write_text(json.dumps({**meta, FILES: sizes}, indent=2, sort_keys=True))
     except OSError as exc:
         if not is_disk_full(exc):
             raise
         raise _disk_full(folder, exc) from None
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 

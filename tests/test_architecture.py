@@ -589,6 +589,37 @@ def test_the_tests_import_the_benchmarks_as_modules() -> None:
     assert _benchmarks_loaded_by_path(ROOT / "tests") == []
 
 
+#: the one module that renames what eor wrote (a file written whole, a folder published whole)
+ATOMIC = "eor.core.atomic"
+
+
+def _renames(trees: dict[str, ast.Module]) -> list[str]:
+    """Where the modules `trees` rename a path: `.rename(...)`, `os.rename`, `os.replace`, or a path's one-argument
+    `.replace(...)` (a string's takes two; `dataclasses.replace` copies)."""
+    found = []
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            called = ast.unparse(node.func)
+            if (
+                node.func.attr == "rename"
+                or called in ("os.replace", "os.rename")
+                or (node.func.attr == "replace" and len(node.args) == 1 and not node.keywords)
+            ) and called != "dataclasses.replace":
+                found.append(f"{name}:{node.lineno}")
+    return sorted(found)
+
+
+def test_only_the_atomic_module_renames_what_eor_writes() -> None:
+    """Files and folders written whole are published by eor.core.atomic alone (`atomic_file`, `atomic_folder`)."""
+    trees = {module: ast.parse(path.read_text(encoding="utf-8")) for module, path in MODULES.items()}
+    trees.update({f"benchmarks.{name}": tree for name, tree in _trees(BENCHMARKS).items()})
+    found = _renames(trees)
+    assert [place for place in found if not place.startswith(f"{ATOMIC}:")] == []
+    assert found, "the atomic module's own renames are seen"
+
+
 #: file names that more than one module of `eor`, `retrievers` and `voters` still has, each with why; the
 #: list only shrinks
 SHARED_NAMES = {

@@ -1,11 +1,16 @@
-"""Atomic file writes, one way for every file eor writes whole (records, weights files, caches, models): the
+"""Atomic writes, one way for every file eor writes whole (records, weights files, caches, models): the
 content goes to a new file beside the target, is synced, and is renamed over the target, so an
-interruption or a concurrent reader sees the old file or the new one, never a mix or half a file."""
+interruption or a concurrent reader sees the old file or the new one, never a mix or half a file; and one way
+for every folder eor publishes whole (an index, a model put together from its parts): filled beside the target
+and renamed to it once complete, so that a folder there is never half-made (`atomic_folder`). No other module
+renames what it wrote (tests/test_architecture.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,3 +48,22 @@ def write_text_atomically(path: str | Path, text: str) -> None:
     """`text` as the whole new content of `path`, atomically."""
     with atomic_file(path) as handle:
         handle.write(text)
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | Path) -> Iterator[Path]:
+    """A new, empty folder beside `path` (hidden: its name starts with a dot) to fill; when the block ends
+    without an exception it takes the place of `path` (a folder there before is removed first), so `path` is
+    the whole new folder or none; with one, it is removed. An OSError (a full disk included) is the caller's to
+    name."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        yield temporary
+        if target.exists():
+            shutil.rmtree(target)
+        temporary.rename(target)
+    finally:
+        if temporary.exists():
+            shutil.rmtree(temporary, ignore_errors=True)

