@@ -40,6 +40,7 @@ from typing import Any
 
 from eor.core.errors import InputError, ReaderError
 from eor.core.prompts import PromptTemplates, clean_answer
+from eor.pipeline.jobs import batches
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats, metering
 from eor.runs.generation_cache import GenerationCache, open_cache, open_cache_or_memory
 
@@ -130,19 +131,15 @@ class ReaderGenerator(_Generator):
 
 
 def _by_questions(prompts: Sequence[str], questions: Mapping[str, str], size: int | None) -> list[list[str]]:
-    """Consecutive prompts in groups that hold `size` distinct questions each (all in one group for None)."""
-    groups: list[list[str]] = []
-    group: list[str] = []
-    seen: set[str] = set()
+    """The prompts in groups of `size` distinct questions (all in one group for None), in the order their
+    questions first come, each group's prompts in their order: the questions go through the one batching loop
+    (eor.pipeline.jobs.batches)."""
+    order = list(dict.fromkeys(questions[prompt] for prompt in prompts))
+    chunks = list(batches(order, size or max(len(order), 1)))
+    group_of = {question: number for number, chunk in enumerate(chunks) for question in chunk}
+    groups: list[list[str]] = [[] for _ in chunks]
     for prompt in prompts:
-        question = questions[prompt]
-        if size is not None and question not in seen and len(seen) == size:
-            groups.append(group)
-            group, seen = [], set()
-        group.append(prompt)
-        seen.add(question)
-    if group:
-        groups.append(group)
+        groups[group_of[questions[prompt]]].append(prompt)
     return groups
 
 
