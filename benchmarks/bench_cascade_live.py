@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.core.answers import exact_match
+from eor.core.answers import matches_gold
 from eor.core.data import load_questions
 from eor.pipeline.ensemble import Ensemble
 
@@ -70,7 +70,7 @@ def run_arm(
         result = ensemble.answer(question, lazy=lazy, risk=risk)
         wall = time.perf_counter() - started
         answer = result.answer  # None where eor abstained: no exact match
-        em = 0.0 if answer is None else max((exact_match(answer, gold) for gold in question.answers), default=0.0)
+        em = 0.0 if answer is None else float(matches_gold(answer, question.answers))
         rows.append(
             {
                 "id": question.id,

@@ -15,7 +15,7 @@ import argparse
 import json
 import time
 
-from eor.core.answers import contains, exact_match
+from eor.core.answers import contains, matches_gold
 from eor.core.config import load_config
 from eor.pipeline.judging import passages_read
 from eor.runs.records import read_records
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     members = load_config(args.config).members if args.config else list(records[0].members)
 
     def hit(texts: list[str], golds: list[str]) -> bool:
-        return any(exact_match(text, gold) for text in texts for gold in golds)
+        return any(matches_gold(text, golds) for text in texts)
 
     rows: dict[str, dict[str, float]] = {}
     answers = [{m: r.members[m].answer for m in members if m in r.members} for r in records]

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.core.answers import exact_match
+from eor.core.answers import matches_gold
 from eor.core.config import EnsembleConfig, load_config
 from eor.core.results import Record
 from eor.evaluation.selective import ece
@@ -124,7 +124,7 @@ def _rows(
 ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
     """Each row's out-of-fold hits, and the nested judge voter's P(right) report per level."""
     scored = frozenset.intersection(*(q.features.scored for q in questions))  # what every question holds
-    member_right = np.array([[_right(r.members[m].answer, r.answers) for m in members] for r in records], bool)
+    member_right = np.array([[matches_gold(r.members[m].answer, r.answers) for m in members] for r in records], bool)
     rows: dict[str, np.ndarray] = {"Top R": _top_r(member_right, parts)}
     rows["oracle (members)"] = member_right.any(axis=1).astype(float)
     rows["oracle (candidates)"] = np.array([q.right.any() for q in questions], float)
@@ -164,10 +164,6 @@ def _costs(path: str, config: EnsembleConfig, records: list[Record], rates: dict
     for level, passages in (("scores", False), ("scores+passages", True)):
         out[f"+ scoring: {level}"] = float(scoring_costs(records, config, tokenize, rates, passages=passages).mean())
     return out
-
-
-def _right(answer: str, golds: Sequence[str]) -> bool:
-    return any(exact_match(answer, gold) for gold in golds)
 
 
 def _top_r(member_right: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 
 from eor.bench.judge import judge_choices
 from eor.bench.vote import vote
-from eor.core.answers import contains, exact_match
+from eor.core.answers import contains, matches_gold
 from eor.core.config import load_config
 from eor.pipeline.judging import scored_families
 from eor.runs.records import read_records
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.against:
         data = load_run(args.records)
         chosen = vote(data, args.against).chosen
-        other = np.array([_right(data.answers[q][c], data.golds[q]) for q, c in enumerate(chosen)])
+        other = np.array([matches_gold(data.answers[q][c], data.golds[q]) for q, c in enumerate(chosen)])
         print(
             f"right alone: the judge {int((judged.right & ~other).sum())}, {args.against} "
             f"{int((other & ~judged.right).sum())}"
@@ -73,10 +73,6 @@ def _kind(record: Any, question: Any, right: bool, members: list[str], chosen: i
     if question.right[~spans].any():
         return "wrong, a member's answer right, not chosen"
     return "wrong, only a span right, not chosen"
-
-
-def _right(answer: str, golds: list[str]) -> bool:
-    return max((exact_match(answer, gold) for gold in golds), default=0.0) >= 0.5
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
-from eor.core.answers import exact_match
+from eor.core.answers import matches_gold
 from eor.core.config import JudgeConfig, load_config
 from eor.pipeline.judging import judge
 from eor.pipeline.stages.generation import GenerationStage
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             judged = judge(stage, record.question, outputs, settings)
             seconds.append(time.perf_counter() - started)
             tokens.append(stage.score_stats.tokens - before_tokens)
-            correct = [any(exact_match(j.candidate.text, g) for g in record.answers) for j in judged]
+            correct = [matches_gold(j.candidate.text, record.answers) for j in judged]
             right["oracle"] += any(correct)
             members = list(judged[0].scores) if judged else []
             for member in members:

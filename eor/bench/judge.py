@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from eor.bench.vote import vote
-from eor.core.answers import exact_match
+from eor.core.answers import matches_gold
 from eor.core.atomic import write_text_atomically
 from eor.core.errors import InputError
 from eor.core.formatting import fixed, pct, significant
@@ -51,7 +51,8 @@ def judge_report(
     right = judged.right.astype(float)
     draws = Bootstrap.draw(len(right), resamples, seed)
     members = np.array(
-        [[m in r.members and _right(r.members[m].answer, r.answers) for m in voter.members] for r in loaded], float
+        [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in voter.members] for r in loaded],
+        float,
     )
     report: dict[str, Any] = {
         "kind": "judge",
@@ -130,10 +131,6 @@ def baselines(
     return out
 
 
-def _right(answer: str, golds: list[str]) -> bool:
-    return any(exact_match(answer, gold) for gold in golds)
-
-
 def _against(records: str | Path, weights: str | Path, ids: list[str]) -> np.ndarray:
     """Per question (in `ids`' order), whether the voter of `weights` (a member voter) answers it right."""
     data = load_run(records)
@@ -144,7 +141,7 @@ def _against(records: str | Path, weights: str | Path, ids: list[str]) -> np.nda
         raise InputError(f"{records}: {len(missing)} questions have no record the voter of {weights} can read")
     chosen = [data.answers[where[i]][int(voted.chosen[where[i]])] for i in ids]
     golds = [data.golds[where[i]] for i in ids]
-    return np.array([_right(answer, gold) for answer, gold in zip(chosen, golds, strict=True)], dtype=float)
+    return np.array([matches_gold(answer, gold) for answer, gold in zip(chosen, golds, strict=True)], dtype=float)
 
 
 def selective(

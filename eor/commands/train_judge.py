@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.core.answers import exact_match
+from eor.core.answers import matches_gold
 from eor.core.config import JudgeConfig
 from eor.core.data import ABLATED_FROM
 from eor.core.errors import ConfigError, InputError
@@ -205,7 +205,7 @@ def _members(identity: dict[str, Any] | None, records: list[Any], source: Path) 
 
 def _top_r(records: list[Any], members: list[str]) -> dict[str, Any]:
     """The member best on the training records by exact match (ties: the first), and its EM."""
-    right = [[m in r.members and any(exact_match(r.members[m].answer, g) for g in r.answers) for m in members]
+    right = [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in members]
              for r in records]  # fmt: skip
     means = np.mean(np.asarray(right, dtype=float), axis=0)
     best = int(np.argmax(means))

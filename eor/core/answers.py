@@ -53,3 +53,9 @@ def contains(prediction: str, gold: str) -> float:
 def best_over_golds(metric: Callable[[str, str], float], prediction: str, golds: Sequence[str]) -> float:
     """The best score of `prediction` against any gold answer; 0.0 when there is no gold answer."""
     return max((metric(prediction, gold) for gold in golds), default=0.0)
+
+
+def matches_gold(prediction: str, golds: Sequence[str]) -> bool:
+    """Whether `prediction` equals a gold answer after SQuAD normalisation (exact match against any of them):
+    whether an answer is right, as every EM figure of eor counts it; False without a gold answer."""
+    return best_over_golds(exact_match, prediction, golds) >= 1.0

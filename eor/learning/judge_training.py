@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.core.answers import exact_match
+from eor.core.answers import matches_gold
 from eor.core.config import JudgeConfig
 from eor.core.errors import InputError
 from eor.core.formatting import fixed
@@ -97,7 +97,7 @@ def judged_questions(
             spans = candidates(record.question, dict(evidence.answers), read, rule=rule, k=k)
             made = [{"text": c.text, "members": list(c.members), "rule": c.rule, "scores": {}} for c in spans]
         features = judge_features(made, members, evidence, None if record.judge is None else record.judge.get("null"))
-        right = np.array([any(exact_match(text, gold) for gold in record.answers) for text in features.texts], bool)
+        right = np.array([matches_gold(text, record.answers) for text in features.texts], bool)
         out.append(JudgedQuestion(record.id, features, right))
     return out
 
