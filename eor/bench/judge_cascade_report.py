@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.judge import _right, baselines, judge_choices, judge_lines, selective
+from eor.bench.judge import baselines, judge_choices, judge_lines, selective
 from eor.bench.vote import vote
+from eor.core.answers import matches_gold
 from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed
@@ -58,7 +59,7 @@ def judge_cascade_report(
     assert voted.stops is not None  # a cascade's replay
     ended = voted.stops == len(cascade.steps_) - 1
     answers = [data.answers[q][int(c)] for q, c in enumerate(voted.chosen)]
-    early = np.array([_right(answer, data.golds[q]) for q, answer in enumerate(answers)], bool)
+    early = np.array([matches_gold(answer, data.golds[q]) for q, answer in enumerate(answers)], bool)
     right = np.where(ended, judged.right, early)
     rates = (cascade.metadata_.get("costs") or {}).get("rates") or {}
     cost = _seconds(data, cascade, voted.stops, ended, [loaded[i] for i in np.flatnonzero(ended)], config, rates)
@@ -95,7 +96,8 @@ def judge_cascade_report(
 def _members_right(data: Any, names: list[str]) -> np.ndarray:
     """(Q, M): whether each member of `names` (in that order, as `baselines` reads them) answered right."""
     columns = [data.names.index(name) for name in names]
-    return np.array([[_right(row[c], data.golds[q]) for c in columns] for q, row in enumerate(data.answers)], float)
+    right = [[matches_gold(row[c], data.golds[q]) for c in columns] for q, row in enumerate(data.answers)]
+    return np.array(right, float)
 
 
 def _seconds(
