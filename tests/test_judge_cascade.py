@@ -247,8 +247,8 @@ def test_the_shipped_judge_ended_cascade_pairs_with_the_shipped_judge():
 
 def test_a_judge_ended_cascade_beyond_the_corpus(tmp_path, capsys):
     """`eor train --voter cascade --judge J --nocorpus N`: the judge trained beyond the corpus ends a cascade whose
-    steps' P(right) reads the retrieval family and holds P(unanswerable), the steps' and the judge's thresholds
-    each bounding the mix at δ/2; a judge trained on answerable questions alone is refused."""
+    steps' P(right) reads the retrieval family and holds P(unanswerable), one threshold over the steps' and the
+    judge's answers bounding the mix at δ; a judge trained on answerable questions alone is refused."""
     from eor.commands.train_judge import train_judge
 
     records = ROOT / "docs" / "records"
@@ -263,20 +263,18 @@ def test_a_judge_ended_cascade_beyond_the_corpus(tmp_path, capsys):
     assert main(["train", str(train), "--voter", "cascade", "--judge", str(judge), "--out", str(out), *flags,
                  *beyond]) == 0  # fmt: skip
     shown = capsys.readouterr().out
-    assert "beyond the corpus, out of fold: thresholds for a mix with a share 0.25" in shown
+    assert "one threshold over the steps' and the judge's answers, for a mix with a share 0.25" in shown
     assert "α 0.3: answers" in shown and "% of the no corpus" in shown
     document = json.loads(out.read_text())
     meta = document["meta"]
     assert meta["nocorpus_records"] == str(nocorpus) and meta["ablated_records"] is None
     stopped = meta["probability"]
     assert stopped["unanswerable"] is not None and any("retrieval" in name for name in stopped["fits"])
-    for fit in stopped["fits"].values():  # the steps' thresholds bound the mix at δ/2
-        assert fit["risk"]["delta"] == 0.05
-        assert all(
-            row["share"] == 0.25 and (row["threshold"] is None or "bound" in row) for row in fit["risk"]["thresholds"]
-        )
     judged = meta["last_step"]["risk"]
-    assert judged["delta"] == 0.05 and all(row["share"] == 0.25 for row in judged["judged"])
+    assert judged["delta"] == 0.1 and all(row["share"] == 0.25 for row in judged["judged"])
+    assert all(row["threshold"] is None or "bound" in row for row in judged["judged"])
+    for fit in stopped["fits"].values():  # one threshold for every answer, whichever P(right) it carries
+        assert fit["risk"]["delta"] == 0.1 and fit["risk"]["thresholds"] == judged["judged"]
     plain = ROOT / "docs" / "weights" / "nq-offline-judge.json"
     refused = ["train", str(train), "--voter", "cascade", "--judge", str(plain), "--out", str(tmp_path / "x"), *flags]
     assert main([*refused, *beyond]) != 0 and not (tmp_path / "x").exists()

@@ -92,7 +92,7 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
         log.info("P(right) of the steps' and the judge's answers, out of fold, every kind of question")
         found = _beyond(data, questions, config, voter, fit, replace(settings, rates=rates), ending, options)
     stopped, probability, right, judged = _risk(cascade, arrays, settings, ending, found)
-    entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(judged)}
+    entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(judged, DELTA if found else DELTA / 2)}
     meta: dict[str, Any] = {
         "records": named_runs(runs),
         **options.beyond_meta(),
@@ -142,13 +142,14 @@ def answered_held_out(cascade: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return held.probability[index, 0], held.right[index, 0], ended
 
 
-def risk_document(judged: list[dict[str, Any]]) -> dict[str, Any]:
-    """The abstention thresholds (eor.pipeline.abstention, learn then test) of the judge's answers, `judged`: chosen
-    on its held-out answers on the questions the cascade runs to its end (a harder lot than all questions, which
-    its own fit's thresholds were chosen on), at δ/2, for answerable questions or for a mix; with the steps'
-    answers' thresholds at the other δ/2 (`meta.probability`, eor.learning.calibration.stopped_calibration), both
-    kinds' guarantees hold at once with probability 1 − δ (a union bound), and then so does their union's."""
-    return {"procedure": "learn-then-test", "delta": DELTA / 2, "correctness": "em", "judged": judged}
+def risk_document(judged: list[dict[str, Any]], delta: float) -> dict[str, Any]:
+    """The abstention thresholds (eor.pipeline.abstention, learn then test) of the judge's answers, `judged`, at
+    `delta`. For answerable questions alone: chosen on its held-out answers on the questions the cascade runs to
+    its end (a harder lot than all questions, which its own fit's thresholds were chosen on), at δ/2; with the
+    steps' answers' thresholds at the other δ/2 (`meta.probability`, eor.learning.calibration.stopped_calibration),
+    both kinds' guarantees hold at once with probability 1 − δ (a union bound), and then so does their union's.
+    Beyond the corpus: the one threshold of every answer, at δ (eor.learning.judge_cascade.joint_thresholds)."""
+    return {"procedure": "learn-then-test", "delta": delta, "correctness": "em", "judged": judged}
 
 
 def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, risk: dict[str, Any]) -> list[str]:
@@ -171,7 +172,7 @@ def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, 
             "AURC "
             f"{fixed(figures['aurc'], 3)} (a constant's {fixed(figures['aurc_constant'], 3)}); thresholds (learn "
             "then test, "
-            f"δ {significant(DELTA / 2)}): {levels}"
+            f"δ {significant(risk['delta'])}): {levels}"
         )
     return lines
 
@@ -217,11 +218,13 @@ def _beyond(
 
 def beyond_lines(share: float, found: JudgedCascadeBeyond) -> list[str]:
     """Out of fold, at each reported error rate: the share of each kind of question the cascade answers (a step's
-    answer above its fit's threshold, or the judge's above its own) and the error among answered on the mix."""
+    answer whose P(right) reaches the threshold, or the judge's) and the error among answered on the mix."""
     kind = found.stopped.kind
     right = np.where(found.ended, found.judge_right, found.stopped.right)
-    lines = [f"beyond the corpus, out of fold: thresholds for a mix with a share {significant(share)} of questions "
-             "the corpus cannot answer, the steps' and the judge's each at δ/2"]  # fmt: skip
+    lines = [
+        f"beyond the corpus, out of fold: one threshold over the steps' and the judge's answers, for a mix "
+        f"with a share {significant(share)} of questions the corpus cannot answer (δ {significant(DELTA)})"
+    ]
     for alpha in REPORTED_RISKS:
         answered = _answered(found, alpha)
         covers = {name: float(answered[kind == name].mean()) for name in KINDS if (kind == name).any()}

@@ -20,7 +20,7 @@ the last step (eor.learning.calibration.stopped_calibration); the judge's answer
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,9 +136,10 @@ def last_step_meta(path: Path, fit: JudgeSelector, step: LastStep) -> dict[str, 
 @dataclass
 class JudgedCascadeBeyond:
     """P(right) of a cascade ending with the judge beyond the corpus (`calibrate_beyond`): of the answers its
-    steps stop at (`stopped`, a mix calibration with P(unanswerable)), and the thresholds of the judge's answers
-    (`late`, for a mix with the share; each at δ/2); per row of the mix, whether a step stopped it, and the judge's
-    out-of-fold P(right) and rightness where none did."""
+    steps stop at (`stopped`, a mix calibration with P(unanswerable)) and of the judge's (its out-of-fold
+    `judge_probability` where no step stopped, with `judge_right`); `late`: the thresholds, one for every answer
+    whichever gave it (each of `stopped`'s fits holds the same), for a mix with the share; per row of the mix,
+    whether no step stopped it (`ended`)."""
 
     stopped: MixCalibrated
     late: list[dict[str, Any]]
@@ -164,9 +165,9 @@ def calibrate_beyond(
     (`ending`: the judge's held-out choices on the answerable rows, which come first), on the answerable rows of
     the other folds; where a step stops, the stopping step's evidence; where none does, the choice of the judge's
     setting fitted on those same rows. The steps' P(right) is a mix calibration over the rows they stop
-    (`calibrate_mix_rows`, at δ/2); the judge's out-of-fold P(right) is cross-fitted on the other folds' choices of
-    the kinds that teach, and its thresholds bound the mix over the rows it answers (the others never answered by
-    it), at δ/2: both kinds' guarantees then hold at once with probability 1 − δ, and so does their union's."""
+    (`calibrate_mix_rows`); the judge's out-of-fold P(right) is cross-fitted on the other folds' choices of the
+    kinds that teach. One threshold then serves every answer, whichever P(right) it carries (`joint_thresholds`):
+    the mixed test at δ over every row, each answered where its own P(right) reaches it."""
     shape = build_candidate("cascade", settings).template(arrays)
     k, seed = shape.folds, shape.seed
     parts = mix_folds(mix, k, seed)
@@ -191,11 +192,27 @@ def calibrate_beyond(
     stopped = rows.group == EARLY
     right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
     steps = calibrate_mix_rows(
-        rows, right, mix.kind, parts, share, settings.correctness, k, seed, DELTA / 2, ALPHAS, answers=stopped
+        rows, right, mix.kind, parts, share, settings.correctness, k, seed, DELTA, ALPHAS, answers=stopped
     )
     judge_right = accuracy(seen, choices).astype(bool)
     taught = np.isin(mix.kind, taught_kinds(mix.kind))
     judged = cross_fitted(choices, judge_right, parts, taught)
     judged[stopped] = np.nan  # the judge answers only where no step stopped
-    late = mix_thresholds(judged, judge_right, mix.kind, share, DELTA / 2, ALPHAS)
+    steps, late = joint_thresholds(steps, ~stopped, judged, judge_right, share)
     return JudgedCascadeBeyond(steps, late, ~stopped, judged, judge_right)
+
+
+def joint_thresholds(
+    steps: MixCalibrated, ended: np.ndarray, judged: np.ndarray, judge_right: np.ndarray, share: float
+) -> tuple[MixCalibrated, list[dict[str, Any]]]:
+    """One threshold per error rate for every answer of a cascade ending with the judge, beyond the corpus: a
+    row is answered where the P(right) its answer carries reaches it (a step's, `steps.probability`, where a step
+    stopped; the judge's, `judged`, where none did: `ended`), and the mixed test (eor.pipeline.abstention) runs
+    once, at δ, over every row of the mix: no union bound between the two kinds of answer, and the bound is on
+    the error among all the answers given. The steps' fits all hold those thresholds (`steps` with them), and so
+    does the judge's step."""
+    probability = np.where(ended, judged, steps.probability)
+    right = np.where(ended, judge_right, steps.right)
+    chosen = mix_thresholds(probability, right, steps.kind, share, DELTA, ALPHAS)
+    fits = {name: replace(fit, thresholds=chosen, delta=DELTA) for name, fit in steps.model.fits.items()}
+    return replace(steps, model=replace(steps.model, fits=fits)), chosen
