@@ -12,7 +12,6 @@ for them. The cache file lives in a temporary folder; the user's cache is not to
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import subprocess
@@ -24,6 +23,7 @@ from typing import Any
 
 from eor.core.config import load_config
 from eor.pipeline.members import source_pool
+from eor.runs.records import read_records
 from retrievers import notation
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +83,8 @@ def untimed(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def records(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (folder / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    """The run folder's records, each as its line's object (eor.runs.records, the one door to them)."""
+    return [record.to_dict() for record in read_records(folder)]
 
 
 def main(argv: list[str] | None = None) -> int:
