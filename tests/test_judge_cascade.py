@@ -209,8 +209,10 @@ def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, caps
     assert entry["sha256"] == sha256_of(judge) and entry["fit"].startswith("votes+evidence+scores")
     assert entry["cost"] > 0 and {row["alpha"] for row in entry["risk"]["judged"]} >= {0.1, 0.3}
     assert "stopped" not in entry["risk"] and "P(right) of the steps' answers (confidence)" in shown
-    stopped = document["meta"]["probability"]  # the steps' answers' P(right): a fit per feature set, at δ/2
-    assert set(stopped["fits"]) == set(ANSWERABLE_FITS) and stopped["fits"][WITHOUT_CONFIDENCE]["risk"]["delta"] == 0.05
+    stopped = document["meta"]["probability"]  # the steps' answers' P(right): a fit per feature set
+    assert set(stopped["fits"]) == set(ANSWERABLE_FITS) and stopped["fits"][WITHOUT_CONFIDENCE]["risk"]["delta"] == 0.1
+    for fit in stopped["fits"].values():  # one threshold for every answer, the steps' and the judge's, at δ
+        assert fit["risk"]["thresholds"] == entry["risk"]["judged"] and entry["risk"]["delta"] == 0.1
     assert document["stop_on"] == "right" and document["chosen"]["cost"] <= 2.5
     with pytest.raises(ConfigError, match="whose last step is the judge"):  # never replayed without its judge
         vote(load_run(held, document["members"]), out)

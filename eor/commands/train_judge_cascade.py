@@ -5,9 +5,9 @@ weights file that names its judge (`meta.last_step`: the judge's file and digest
 The members' costs are the cascade's (`--cost`, `--rates`); the judge's is the replayed seconds of scoring each
 question's recorded candidates as the config's `judge:` scores them live. `--config` is required: it gives the
 members, what the judge scores (`judge.passages`), the reader whose chat tokens are counted and its chunking.
-With `--ablated`/`--nocorpus` (a judge trained beyond the corpus too) its P(right) and thresholds hold for a mix
-of questions the corpus can and cannot answer (eor.learning.judge_cascade.calibrate_beyond); the cascade is the
-same.
+P(right) and one threshold for every answer, the steps' and the judge's (eor.learning.judge_cascade
+`calibrate_judged`), are chosen out of fold; with `--ablated`/`--nocorpus` (a judge trained beyond the corpus
+too) they hold for a mix of questions the corpus can and cannot answer; the cascade is the same.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed, pct, significant, small_data_warning
 from eor.evaluation.selective import summary
 from eor.learning.beyond_corpus import ABLATED, ANSWERABLE, KINDS, NOCORPUS, mix_records
-from eor.learning.calibration import Calibrated, stopped_calibration
-from eor.learning.crossval import VoteSettings, build_candidate, vote_arrays
+from eor.learning.calibration import Calibrated
+from eor.learning.crossval import VoteArrays, VoteSettings, build_candidate, vote_arrays
 from eor.learning.judge_cascade import (
-    JudgedCascadeBeyond,
-    calibrate_beyond,
+    JudgedCalibration,
+    calibrate_judged,
     chat_tokenizer,
     last_step,
     last_step_meta,
@@ -41,7 +41,7 @@ from eor.learning.judge_cascade import (
 )
 from eor.learning.judge_training import JudgedQuestion, candidate_rule, judged_questions
 from eor.learning.training import beyond_records
-from eor.pipeline.abstention import DELTA, thresholds
+from eor.pipeline.abstention import DELTA
 from eor.pipeline.judging import LAST_STEP, scored_families
 from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import pool_identity, runs_pool
@@ -87,12 +87,11 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
     log.info("the cascade's order, steps and threshold, held out with the judge as its last step")
     cascade.fit(arrays.take(np.arange(arrays.questions)), last=ending)
     cascade.train_score_ = cascade.chosen_point_.accuracy  # held out (a replay would not count the judge)
-    found = None
-    if options.beyond_corpus:
-        log.info("P(right) of the steps' and the judge's answers, out of fold, every kind of question")
-        found = _beyond(data, questions, config, voter, fit, replace(settings, rates=rates), ending, options)
-    stopped, probability, right, judged = _risk(cascade, arrays, settings, ending, found)
-    entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(judged, DELTA if found else DELTA / 2)}
+    log.info("P(right) of the steps' and the judge's answers, out of fold%s", ", every kind" * options.beyond_corpus)
+    found = _calibrated(data, arrays, questions, config, voter, fit, replace(settings, rates=rates), ending, options)
+    stopped = found.stopped
+    probability, right = found.judge_probability[found.ended], found.judge_right[found.ended]
+    entry = {**last_step_meta(judge, fit, ending), "risk": risk_document(found.late)}
     meta: dict[str, Any] = {
         "records": named_runs(runs),
         **options.beyond_meta(),
@@ -110,7 +109,7 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
         f"{pct(entry['held_out_em'])} on every question",
         *cascade_lines(cascade, "em", rates),
         *risk_lines(stopped, probability, right, entry["risk"]),
-        *([] if found is None else beyond_lines(options.unanswerable_share, found)),
+        *(beyond_lines(options.unanswerable_share, found) if options.beyond_corpus else []),
         f"weights written to {out}",
     ]
     return "\n".join(lines)
@@ -132,24 +131,11 @@ def _pool_and_judge(options: TrainOptions, judge: Path) -> tuple[EnsembleConfig,
     return config, voter
 
 
-def answered_held_out(cascade: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """At the cascade's chosen threshold, on the first repeat's held-out folds: each training question's
-    P(right) of its answer (the stopping step's calibration, or the judge's), whether it was right, and whether
-    the judge answered it (no step stopped)."""
-    held = cascade.held_out_
-    index = [point.threshold for point in held.points].index(cascade.threshold_)
-    ended = held.steps[index, 0] == len(cascade.steps_)
-    return held.probability[index, 0], held.right[index, 0], ended
-
-
-def risk_document(judged: list[dict[str, Any]], delta: float) -> dict[str, Any]:
-    """The abstention thresholds (eor.pipeline.abstention, learn then test) of the judge's answers, `judged`, at
-    `delta`. For answerable questions alone: chosen on its held-out answers on the questions the cascade runs to
-    its end (a harder lot than all questions, which its own fit's thresholds were chosen on), at δ/2; with the
-    steps' answers' thresholds at the other δ/2 (`meta.probability`, eor.learning.calibration.stopped_calibration),
-    both kinds' guarantees hold at once with probability 1 − δ (a union bound), and then so does their union's.
-    Beyond the corpus: the one threshold of every answer, at δ (eor.learning.judge_cascade.joint_thresholds)."""
-    return {"procedure": "learn-then-test", "delta": delta, "correctness": "em", "judged": judged}
+def risk_document(chosen: list[dict[str, Any]]) -> dict[str, Any]:
+    """The abstention thresholds (eor.pipeline.abstention, learn then test, at δ) of every answer of the cascade,
+    the steps' and the judge's alike (eor.learning.judge_cascade.joint_thresholds; each of the steps' fits in
+    `meta.probability` holds the same), under `judged` as the judge's step reads them."""
+    return {"procedure": "learn-then-test", "delta": DELTA, "correctness": "em", "judged": chosen}
 
 
 def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, risk: dict[str, Any]) -> list[str]:
@@ -177,22 +163,9 @@ def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, 
     return lines
 
 
-def _risk(
-    cascade: Any, arrays: Any, settings: VoteSettings, ending: LastStep, found: JudgedCascadeBeyond | None
-) -> tuple[Calibrated, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-    """P(right) of the answers the steps stop at, and the judge's held-out P(right), rightness and thresholds on
-    the questions it answers: over the mix beyond the corpus (`found`), else on the answerable questions."""
-    if found is not None:
-        return found.stopped, found.judge_probability[found.ended], found.judge_right[found.ended], found.late
-    log.info("P(right) of the steps' answers, out of fold with the judge as the last step")
-    stopped = stopped_calibration(arrays, settings, ending)
-    probability, right, ended = answered_held_out(cascade)
-    probability, right = probability[ended], right[ended]
-    return stopped, probability, right, [t.to_dict() for t in thresholds(probability, right, delta=DELTA / 2)]
-
-
-def _beyond(
+def _calibrated(
     data: RunData,
+    arrays: VoteArrays,
     judged: list[JudgedQuestion],
     config: EnsembleConfig,
     voter: JudgeVoter,
@@ -200,10 +173,14 @@ def _beyond(
     settings: VoteSettings,
     ending: LastStep,
     options: TrainOptions,
-) -> JudgedCascadeBeyond:
-    """The cascade's P(right) and thresholds with the questions the corpus cannot answer of `options` beside the
-    training ones (`data`, `judged`) (eor.learning.judge_cascade.calibrate_beyond): their members' answers and the
-    judge's scores, judged as the judge voter's training judged them."""
+) -> JudgedCalibration:
+    """The cascade's P(right) and thresholds (eor.learning.judge_cascade.calibrate_judged) on the training
+    questions (`data`, `arrays`, `judged`), with the questions the corpus cannot answer of `options` beside them
+    where it names some: their members' answers and the judge's scores, judged as the judge voter's training
+    judged them."""
+    if not options.beyond_corpus:
+        mix = mix_records(data, None, None)
+        return calibrate_judged(arrays, mix, settings, ending, judged, fit, options.unanswerable_share, log.info)
     paths = {ABLATED: options.ablated, NOCORPUS: options.nocorpus}
     runs = {kind: None if path is None else beyond_records(path, data.names, config) for kind, path in paths.items()}
     mix = mix_records(data, runs[ABLATED], runs[NOCORPUS])
@@ -213,10 +190,10 @@ def _beyond(
         if path is not None and run is not None and run.questions:
             questions += _judged(_ordered([path], run.ids), str(path), voter)
     arrays = vote_arrays(mix.data, settings, retrieval=True)
-    return calibrate_beyond(arrays, mix, settings, ending, questions, fit, options.unanswerable_share, log.info)
+    return calibrate_judged(arrays, mix, settings, ending, questions, fit, options.unanswerable_share, log.info)
 
 
-def beyond_lines(share: float, found: JudgedCascadeBeyond) -> list[str]:
+def beyond_lines(share: float, found: JudgedCalibration) -> list[str]:
     """Out of fold, at each reported error rate: the share of each kind of question the cascade answers (a step's
     answer whose P(right) reaches the threshold, or the judge's) and the error among answered on the mix."""
     kind = found.stopped.kind
@@ -237,7 +214,7 @@ def beyond_lines(share: float, found: JudgedCascadeBeyond) -> list[str]:
     return lines
 
 
-def _answered(found: JudgedCascadeBeyond, alpha: float) -> np.ndarray:
+def _answered(found: JudgedCalibration, alpha: float) -> np.ndarray:
     """Per row of the mix, whether the cascade answers it at `alpha` out of fold."""
 
     def threshold(rows: list[dict[str, Any]]) -> float:

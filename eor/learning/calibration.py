@@ -1,6 +1,6 @@
 """A voter candidate's P(right) on training records (voters.right), fitted out of fold, and the abstention
-thresholds chosen on it (eor.pipeline.abstention): what `eor train` stores in a weights file's `meta.probability`;
-for a cascade ending with the judge, that of the answers its steps stop at (`stopped_calibration`).
+thresholds chosen on it (eor.pipeline.abstention): what `eor train` stores in a weights file's `meta.probability`
+(for a cascade ending with the judge, that of the answers its steps stop at: eor.learning.judge_cascade).
 
 Each training question's evidence comes from the candidate (eor.learning.crossval) fitted on the other folds of a
 seeded K-fold split; the logistic of every group is fitted on every question's evidence, and the
@@ -18,8 +18,7 @@ import numpy as np
 
 from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate
 from eor.pipeline.abstention import DELTA, thresholds
-from voters.cascade_fit import LastStep
-from voters.choice_evidence import ANSWERABLE_FITS, EARLY, FITS, Evidence, choice_evidence
+from voters.choice_evidence import ANSWERABLE_FITS, FITS, Evidence
 from voters.folds import fold_split
 from voters.right import RightFit, RightModel, fit_right, has_features
 
@@ -101,30 +100,3 @@ def within(parts: list[np.ndarray], keep: np.ndarray, n: int) -> list[np.ndarray
     position = np.full(n, -1)
     position[keep] = np.arange(len(keep))
     return [position[np.intersect1d(part, keep)] for part in parts]
-
-
-def stopped_calibration(
-    arrays: VoteArrays, settings: VoteSettings, ending: LastStep, progress: Progress | None = None
-) -> Calibrated:
-    """P(right) of the answers the steps of a cascade ending with the judge stop at (voters.right, group EARLY):
-    each training question's evidence from the cascade refitted, with the judge as its last step (`ending`, the
-    judge's held-out choices on the whole training split), on the other folds of the cascade's seeded K-fold
-    split, kept where a step stopped; each feature set's fit cross-fitted on the same folds, with thresholds at
-    δ/2 (the judge's share takes the other half: `eor.commands.train_judge_cascade.risk_document`)."""
-    shape = build_candidate("cascade", settings).template(arrays)  # its folds and seed
-    n, k, seed = arrays.questions, shape.folds, shape.seed
-    pieces, parts = [], []
-    for fold, (train, held) in enumerate(fold_split(n, k, seed).split(), start=1):
-        cascade = build_candidate("cascade", settings).template(arrays)
-        cascade.stop_on = "right"
-        given = None if ending.probability is None else ending.probability[:, train]
-        cascade.fit(arrays.take(train), last=LastStep(ending.right[:, train], ending.cost[train], given))
-        pieces.append(choice_evidence(cascade, arrays.take(held)))
-        parts.append(np.asarray(held))
-        if progress is not None:
-            progress(f"the steps' P(right), fold {fold}/{k}")
-    rows = Evidence.concatenate(pieces).take(np.argsort(np.concatenate(parts), kind="stable"))
-    stopped = np.flatnonzero(rows.group == EARLY)
-    right = arrays.correctness[np.arange(n), rows.pick] >= 0.5
-    held_out = within(parts, stopped, n)
-    return calibrate_rows(rows.take(stopped), right[stopped], held_out, settings.correctness, k, seed, DELTA / 2)

@@ -14,7 +14,9 @@ what the config scores (`passages: false`: the members' prompts alone, `scored_f
 
 P(right) of the answers the steps stop at is today's cascade's (voters.right: the evidence of the stopping
 step's choice, the reader's confidence included, a fit per feature set), fitted out of fold with the judge as
-the last step (eor.learning.calibration.stopped_calibration); the judge's answers take its fit's P(right).
+the last step; the judge's answers take its fit's P(right), cross-fitted on the same folds; and one threshold
+serves both (`calibrate_judged`, `joint_thresholds`): on the training questions, or beyond the corpus on a mix
+of them and questions the corpus cannot answer.
 """
 
 from __future__ import annotations
@@ -134,12 +136,12 @@ def last_step_meta(path: Path, fit: JudgeSelector, step: LastStep) -> dict[str, 
 
 
 @dataclass
-class JudgedCascadeBeyond:
-    """P(right) of a cascade ending with the judge beyond the corpus (`calibrate_beyond`): of the answers its
-    steps stop at (`stopped`, a mix calibration with P(unanswerable)) and of the judge's (its out-of-fold
-    `judge_probability` where no step stopped, with `judge_right`); `late`: the thresholds, one for every answer
-    whichever gave it (each of `stopped`'s fits holds the same), for a mix with the share; per row of the mix,
-    whether no step stopped it (`ended`)."""
+class JudgedCalibration:
+    """P(right) of a cascade ending with the judge (`calibrate_judged`): of the answers its steps stop at
+    (`stopped`, a calibration over the mix, with P(unanswerable) when it holds questions the corpus cannot answer)
+    and of the judge's (its out-of-fold `judge_probability` where no step stopped, with `judge_right`); `late`:
+    the thresholds, one for every answer whichever gave it (each of `stopped`'s fits holds the same), for a mix
+    with the share where there are no-corpus questions; per row, whether no step stopped it (`ended`)."""
 
     stopped: MixCalibrated
     late: list[dict[str, Any]]
@@ -148,7 +150,7 @@ class JudgedCascadeBeyond:
     judge_right: np.ndarray
 
 
-def calibrate_beyond(
+def calibrate_judged(
     arrays: VoteArrays,
     mix: Mix,
     settings: VoteSettings,
@@ -157,17 +159,17 @@ def calibrate_beyond(
     fit: JudgeSelector,
     share: float,
     progress: Progress | None = None,
-) -> JudgedCascadeBeyond:
-    """The judged cascade's P(right) and thresholds over a mix of answerable and unanswerable questions
-    (eor.learning.beyond_corpus; `arrays`: the mix's, with the retrieval family; `questions`: every row judged,
-    seen as `fit` reads them). On folds where a question and its ablated copy fall together (`mix_folds`, the
-    cascade's K and seed), each row is run through the cascade fitted, with the judge as its last step
-    (`ending`: the judge's held-out choices on the answerable rows, which come first), on the answerable rows of
-    the other folds; where a step stops, the stopping step's evidence; where none does, the choice of the judge's
-    setting fitted on those same rows. The steps' P(right) is a mix calibration over the rows they stop
-    (`calibrate_mix_rows`); the judge's out-of-fold P(right) is cross-fitted on the other folds' choices of the
-    kinds that teach. One threshold then serves every answer, whichever P(right) it carries (`joint_thresholds`):
-    the mixed test at δ over every row, each answered where its own P(right) reaches it."""
+) -> JudgedCalibration:
+    """The judged cascade's P(right) and thresholds over the training questions, or over a mix of answerable and
+    unanswerable ones (eor.learning.beyond_corpus; `arrays`: the mix's, with the retrieval family beyond the
+    corpus; `questions`: every row judged, seen as `fit` reads them). On folds where a question and its ablated
+    copy fall together (`mix_folds`, the cascade's K and seed), each row is run through the cascade fitted, with
+    the judge as its last step (`ending`: the judge's held-out choices on the answerable rows, which come first),
+    on the answerable rows of the other folds; where a step stops, the stopping step's evidence; where none does,
+    the choice of the judge's setting fitted on those same rows. The steps' P(right) is a calibration over the
+    rows they stop (`calibrate_mix_rows`); the judge's out-of-fold P(right) is cross-fitted on the other folds'
+    choices of the kinds that teach. One threshold then serves every answer, whichever P(right) it carries
+    (`joint_thresholds`): the test at δ over every row, each answered where its own P(right) reaches it."""
     shape = build_candidate("cascade", settings).template(arrays)
     k, seed = shape.folds, shape.seed
     parts = mix_folds(mix, k, seed)
@@ -199,18 +201,18 @@ def calibrate_beyond(
     judged = cross_fitted(choices, judge_right, parts, taught)
     judged[stopped] = np.nan  # the judge answers only where no step stopped
     steps, late = joint_thresholds(steps, ~stopped, judged, judge_right, share)
-    return JudgedCascadeBeyond(steps, late, ~stopped, judged, judge_right)
+    return JudgedCalibration(steps, late, ~stopped, judged, judge_right)
 
 
 def joint_thresholds(
     steps: MixCalibrated, ended: np.ndarray, judged: np.ndarray, judge_right: np.ndarray, share: float
 ) -> tuple[MixCalibrated, list[dict[str, Any]]]:
-    """One threshold per error rate for every answer of a cascade ending with the judge, beyond the corpus: a
-    row is answered where the P(right) its answer carries reaches it (a step's, `steps.probability`, where a step
-    stopped; the judge's, `judged`, where none did: `ended`), and the mixed test (eor.pipeline.abstention) runs
-    once, at δ, over every row of the mix: no union bound between the two kinds of answer, and the bound is on
-    the error among all the answers given. The steps' fits all hold those thresholds (`steps` with them), and so
-    does the judge's step."""
+    """One threshold per error rate for every answer of a cascade ending with the judge: a row is answered where
+    the P(right) its answer carries reaches it (a step's, `steps.probability`, where a step stopped; the judge's,
+    `judged`, where none did: `ended`), and the test (eor.pipeline.abstention; the mixed one where there are
+    no-corpus rows) runs once, at δ, over every row: no union bound between the two kinds of answer, and the bound
+    is on the error among all the answers given. The steps' fits all hold those thresholds (`steps` with them),
+    and so does the judge's step."""
     probability = np.where(ended, judged, steps.probability)
     right = np.where(ended, judge_right, steps.right)
     chosen = mix_thresholds(probability, right, steps.kind, share, DELTA, ALPHAS)
