@@ -87,7 +87,8 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
     log.info("the cascade's order, steps and threshold, held out with the judge as its last step")
     cascade.fit(arrays.take(np.arange(arrays.questions)), last=ending)
     cascade.train_score_ = cascade.chosen_point_.accuracy  # held out (a replay would not count the judge)
-    log.info("P(right) of the steps' and the judge's answers, out of fold%s", ", every kind" * options.beyond_corpus)
+    kinds = ", every kind of question" if options.beyond_corpus else ""
+    log.info("P(right) of the steps' and the judge's answers, out of fold%s", kinds)
     found = _calibrated(data, arrays, questions, config, voter, fit, replace(settings, rates=rates), ending, options)
     stopped = found.stopped
     probability, right = found.judge_probability[found.ended], found.judge_right[found.ended]
