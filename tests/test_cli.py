@@ -114,7 +114,7 @@ def test_run_refuses_a_folder_of_another_config(tmp_path, isolated_cache) -> Non
 
 def test_a_run_begun_before_an_upgrade_resumes(tmp_path) -> None:
     """A field a newer eor added, with its default, is not a change of config; any real change is."""
-    from eor.commands.runner import same_run_config
+    from eor.commands.run_identity import same_run_config
     from eor.core.config import load_config
 
     resolved = {**load_config(small_config(tmp_path)).to_dict(), "weights": None}

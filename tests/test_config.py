@@ -64,7 +64,7 @@ def test_reader_options_live_in_their_backends_section(tmp_path) -> None:
     config = from_dict(ReaderConfig, {"model": "m", "llama_cpp": {"threads": 2, "prefix_chunk": 128}}, "reader")
     assert config.llama_cpp == LlamaCppOptions(threads=2, prefix_chunk=128)
     # A config written before the sections: its flat keys move into them, so it still loads (and a run
-    # begun with it still resumes: eor.commands.runner.same_run_config reads the saved config the same way).
+    # begun with it still resumes: eor.commands.run_identity.same_run_config reads the saved config the same way).
     flat = {"model": "m", "threads": 2, "context_tokens": 2048, "base_url": "http://x", "batch_size": 4}
     migrated = from_dict(ReaderConfig, flat, "reader")
     assert migrated.llama_cpp == LlamaCppOptions(threads=2, context_tokens=2048)

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binomtest
 
 from eor.core.errors import InputError
-from eor.pipeline.abstention import Stratum, binomial_bound, mixed_bound, mixed_risk_threshold
+from eor.pipeline.abstention import Stratum, binomial_bound, mixed_bound, mixed_risk_threshold, sequence_end
 
 
 def _stratum(*groups: tuple[float, int, int]) -> Stratum:
@@ -62,6 +62,13 @@ def test_the_mixed_threshold_by_hand() -> None:
     assert chosen.coverage == pytest.approx(0.67 / 3 + 0.33 * 0.05)
     assert chosen.error == pytest.approx((0.67 * 20 / 600 + 0.33 * 0.05) / (0.67 / 3 + 0.33 * 0.05))
     assert chosen.to_dict()["bound"] == chosen.bound and "p_value" in chosen.to_dict()
+    # where the sequence stops, what a report says when nothing is certified: at α 0.3 the λ = 0.6 above; at α 0.2
+    # the first λ tested, 0.9 (0.95 answers no answerable question: skipped, not tested), bound 0.25448 > 0.2
+    assert sequence_end(ANSWERABLE, UNANSWERABLE, 0.3, 0.33) == (0.6, pytest.approx(0.40930, abs=1e-5))
+    assert sequence_end(ANSWERABLE, UNANSWERABLE, 0.2, 0.33) == (0.9, pytest.approx(0.25448, abs=1e-5))
+    assert mixed_risk_threshold(ANSWERABLE, UNANSWERABLE, alpha=0.2, share=0.33).threshold is None
+    # at α 0.9 every λ tested is certified: the sequence never stops
+    assert sequence_end(ANSWERABLE, UNANSWERABLE, 0.9, 0.33) is None
 
 
 def test_a_larger_share_certifies_less_and_no_share_is_the_answerable_alone() -> None:

@@ -41,7 +41,7 @@ from eor.learning.judge_cascade import (
 )
 from eor.learning.judge_training import JudgedQuestion, candidate_rule, judged_questions
 from eor.learning.training import beyond_records
-from eor.pipeline.abstention import DELTA
+from eor.pipeline.abstention import DELTA, Stratum, sequence_end
 from eor.pipeline.judging import LAST_STEP, scored_families
 from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import pool_identity, runs_pool
@@ -211,8 +211,31 @@ def beyond_lines(share: float, found: JudgedCalibration) -> list[str]:
         covered = (1 - share) * covers[ANSWERABLE] + share * covers.get(NOCORPUS, 0.0)
         mixed = ((1 - share) * wrongs[ANSWERABLE] + share * wrongs.get(NOCORPUS, 0.0)) / covered if covered else None
         error = "" if mixed is None else f"; error among answered on the mix {pct(mixed)}%"
-        lines.append(f"  α {significant(alpha)}: answers {shown}{error}")
+        lines.append(f"  α {significant(alpha)}: answers {shown}{error}{_why_none(found, share, alpha)}")
     return lines
+
+
+def _why_none(found: JudgedCalibration, share: float, alpha: float) -> str:
+    """Where the mixed test for `alpha` stopped when it certified no threshold (eor.pipeline.abstention
+    `sequence_end`): the λ, what it answered of each stratum, and the bound ("": a threshold, or no no-corpus rows)."""
+    kind = found.stopped.kind
+    if any(abs(float(row["alpha"]) - alpha) < 1e-9 and row["threshold"] is not None for row in found.late):
+        return ""
+    if not (kind == NOCORPUS).any():
+        return ""
+    probability = np.where(found.ended, found.judge_probability, found.stopped.probability)
+    right = np.where(found.ended, found.judge_right, found.stopped.right)
+    strata = [Stratum(probability[kind == name], right[kind == name]) for name in (ANSWERABLE, NOCORPUS)]
+    end = sequence_end(*strata, alpha, share)
+    if end is None:
+        return ""
+    threshold, bound = end
+    (n, wrong, answered_right), (m, wrong_nocorpus, _) = (stratum.counts(threshold) for stratum in strata)
+    return (
+        f"; no threshold: the test stops at P ≥ {significant(threshold)} ({wrong + answered_right} of {n} "
+        f"answerable answered, {wrong} wrong; {wrong_nocorpus} of {m} no-corpus answered wrongly), bound "
+        f"{fixed(bound, 3)} > {significant(alpha)}"
+    )
 
 
 def _answered(found: JudgedCalibration, alpha: float) -> np.ndarray:

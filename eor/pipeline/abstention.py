@@ -36,7 +36,7 @@ P(right) is at least the threshold of the largest α of the grid not above the r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -200,23 +200,50 @@ def mixed_risk_threshold(
     bound of `mixed_bound` on the error among answered questions at `share` is at most α, a test of level δ
     per λ. A λ answering less than `min_coverage` of the answerable questions is skipped. `coverage` and `error`
     are the training mix's at `share` (each stratum's rates weighted by its share), `bound` the certified bound."""
+    chosen = RiskThreshold(alpha, None, 0.0, None, None, share)
+    for threshold, bound in mixed_sequence(answerable, unanswerable, share, delta, grid, min_coverage, alpha):
+        if bound > alpha:
+            break
+        counts = [stratum.counts(threshold) for stratum in (answerable, unanswerable)]
+        rates = [(wrong / n, (wrong + right) / n) for n, wrong, right in counts]
+        wrong_rate = (1 - share) * rates[0][0] + share * rates[1][0]
+        coverage = (1 - share) * rates[0][1] + share * rates[1][1]
+        chosen = RiskThreshold(alpha, float(threshold), coverage, wrong_rate / coverage, None, share, bound)
+    return chosen
+
+
+def mixed_sequence(
+    answerable: Stratum,
+    unanswerable: Stratum,
+    share: float,
+    delta: float = DELTA,
+    grid: Sequence[float] = GRID,
+    min_coverage: float = MIN_COVERAGE,
+    alpha: float = 0.5,
+) -> Iterator[tuple[float, float]]:
+    """The λ that `mixed_risk_threshold` tests, in its order (from the highest of the grid down, skipping those
+    that answer less than `min_coverage` of the answerable questions), each with the bound at `share` that it
+    compares with α; `alpha` is only checked."""
     if not 0 < alpha < 1 or not 0 < delta < 1 or not 0 <= share < 1:
         raise InputError(f"alpha and delta must lie in (0, 1) and the share in [0, 1), got {alpha}, {delta}, {share}")
-    chosen = RiskThreshold(alpha, None, 0.0, None, None, share)
     for threshold in sorted(grid, reverse=True):
         counts = [stratum.counts(threshold) for stratum in (answerable, unanswerable)]
         if counts[0][0] == 0 or counts[1][0] == 0:
             raise InputError("each stratum needs at least one question")
         if sum(counts[0][1:]) < min_coverage * counts[0][0]:
             continue
-        bound = mixed_bound(answerable, unanswerable, threshold, delta).error(share)
+        yield float(threshold), mixed_bound(answerable, unanswerable, threshold, delta).error(share)
+
+
+def sequence_end(
+    answerable: Stratum, unanswerable: Stratum, alpha: float, share: float, delta: float = DELTA
+) -> tuple[float, float] | None:
+    """Where `mixed_risk_threshold`'s sequence for `alpha` stops: the first λ tested whose bound exceeds α, and
+    that bound (None: every λ tested was rejected). What a report says when no threshold is certified."""
+    for threshold, bound in mixed_sequence(answerable, unanswerable, share, delta, alpha=alpha):
         if bound > alpha:
-            break
-        rates = [(wrong / n, (wrong + right) / n) for n, wrong, right in counts]
-        wrong_rate = (1 - share) * rates[0][0] + share * rates[1][0]
-        coverage = (1 - share) * rates[0][1] + share * rates[1][1]
-        chosen = RiskThreshold(alpha, float(threshold), coverage, wrong_rate / coverage, None, share, bound)
-    return chosen
+            return threshold, bound
+    return None
 
 
 # -- the decision at answer time ----------------------------------------------------------------------------
