@@ -48,11 +48,9 @@ def decisions(data: RunData, weights: str, risk: float) -> dict[str, np.ndarray]
     right = correctness_matrix(data.answers, data.golds, "em")[np.arange(data.questions), chosen.chosen] >= 0.5
     unanswerable = chosen.unanswerable if chosen.unanswerable is not None else np.full(data.questions, np.nan)
     verdicts = [
-        abstention(
-            model.fit(str(fit)), float(p), risk, weights, None if np.isnan(u) else float(u)
-        )
+        abstention(model.fit(str(fit)), float(p), risk, weights, None if np.isnan(u) else float(u))
         for p, fit, u in zip(chosen.probability, chosen.fits, unanswerable, strict=True)
-    ]  # fmt: skip
+    ]
     return {
         "right": right,
         "answered": np.array([not v.abstained for v in verdicts]),
@@ -101,8 +99,13 @@ def judge_cascade_decisions(path: str, weights: str, members: list[str], risk: f
     fit = judge.fit_scoring(frozenset(entry["scored"]))
     made = judge.metadata_.get("candidates") or {}
     by_id = {record.id: record for record in read_records(path)}
-    questions = judged_questions([by_id[i] for i in data.ids], judge.members, made.get("rule"),
-                                 int(made.get("k", 10)), relevance=judge.reads_retrieval)  # fmt: skip
+    questions = judged_questions(
+        [by_id[i] for i in data.ids],
+        judge.members,
+        made.get("rule"),
+        int(made.get("k", 10)),
+        relevance=judge.reads_retrieval,
+    )
     ended = chosen.stops == len(cascade.steps_) - 1
     early = correctness_matrix(data.answers, data.golds, "em")[np.arange(data.questions), chosen.chosen] >= 0.5
     unanswerable = chosen.unanswerable if chosen.unanswerable is not None else np.full(data.questions, np.nan)
@@ -127,8 +130,10 @@ def judge_cascade_decisions(path: str, weights: str, members: list[str], risk: f
 
 
 def _arrays(found: dict[str, list[Any]]) -> dict[str, np.ndarray]:
-    return {key: np.asarray(values, dtype=bool if key in ("right", "answered", "absent") else float)
-            for key, values in found.items()}  # fmt: skip
+    return {
+        key: np.asarray(values, dtype=bool if key in ("right", "answered", "absent") else float)
+        for key, values in found.items()
+    }
 
 
 def figures(dev: dict[str, np.ndarray], nocorpus: dict[str, np.ndarray]) -> dict[str, Any]:

@@ -81,8 +81,10 @@ def _docx(rng: random.Random, sections: int) -> bytes:
 def _html(rng: random.Random, sections: int) -> str:
     body = "".join(f"<h2>Part {n + 1}</h2><p>{_text(rng, 150)}</p><p>{_text(rng, 150)}</p>" for n in range(sections))
     nav = "<nav><a href='/'>Home</a> <a href='/a'>About</a> <a href='/c'>Contact</a></nav>"
-    return f"<html><head><title>Page</title></head><body>{nav}<article><h1>Page</h1>{body}</article>" \
-           "<footer>Copyright 2026</footer></body></html>"  # fmt: skip
+    return (
+        f"<html><head><title>Page</title></head><body>{nav}<article><h1>Page</h1>{body}</article>"
+        "<footer>Copyright 2026</footer></body></html>"
+    )
 
 
 def _markdown(rng: random.Random, sections: int) -> str:
@@ -134,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         tick = time.perf_counter()
         again = import_folder(root, corpus, progress=False)
         figures["import: seconds, again after one file changed"] = time.perf_counter() - tick
-    print(f"{4 * args.files} files, {first.passages} passages ({passages} split above); "
-          f"again: {len(again.read)} read, {len(again.kept)} kept")  # fmt: skip
+    print(
+        f"{4 * args.files} files, {first.passages} passages ({passages} split above); "
+        f"again: {len(again.read)} read, {len(again.kept)} kept"
+    )
     for name, value in figures.items():
         print(f"  {name:<48} {value:10.1f}")
     if args.json:
@@ -198,7 +202,7 @@ def index_main(args: argparse.Namespace) -> int:
             "import seconds": reimported,
             "files read": len(again.read),
             **{k: v for k, v in rebuilt.items() if k != "vectors"},
-        },  # fmt: skip
+        },
         "encoded again / first": rebuilt["encoded"] / built["encoded"],
         "corpus byte-identical to a fresh import": same_corpus,
         "bm25 byte-identical to a fresh build": same_bm25,

@@ -71,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
             ablated = Path(args.ablated) if given else None
             beyond = load_unanswerable(ablated, Path(args.nocorpus), names, rule_k, skip, args.share, retrieval)
             assert beyond is not None
-            _, reports = train_judge_voter(questions, names, k=args.folds, seed=args.seed, beyond=beyond,
-                                           retrieval=retrieval, null=null)  # fmt: skip
+            _, reports = train_judge_voter(
+                questions, names, k=args.folds, seed=args.seed, beyond=beyond, retrieval=retrieval, null=null
+            )
             table[name] = {}
             for report in reports:
                 p = np.nan_to_num(report.probability, nan=0.0)  # no choice: never answered

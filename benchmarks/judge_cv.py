@@ -98,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:<58} {100 * hits.mean():5.1f}   vs Top R {gain:+5.1f} [{low:+.1f}, {high:+.1f}]")
     print(f"P(right) of the nested judge voter on the held-out answers (α = {ALPHA}):")
     for level, report in nested.items():
-        print(f"  {level:<16} ECE {report['ece']:.3f}   coverage {100 * report['coverage']:.1f}%   "
-              f"error {report['error']}   settings {', '.join(report['settings'])}")  # fmt: skip
+        print(
+            f"  {level:<16} ECE {report['ece']:.3f}   coverage {100 * report['coverage']:.1f}%   "
+            f"error {report['error']}   settings {', '.join(report['settings'])}"
+        )
     costs = None if args.no_costs else _costs(args.records, config, records, _rates(args.rates))
     if costs is not None:
         print(f"reader seconds per question at {args.rates} (prompt, generated tokens per second), every member run:")

@@ -62,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
             out.write(json.dumps({"id": record.id, "candidates": [j.to_dict() for j in judged]}) + "\n")
             out.flush()
             print(f"{count}/{len(records)} {seconds[-1]:.1f} s, {len(judged)} candidates", flush=True)
-    print(f"{count} questions, rule {args.rule}@{args.k}: {np.mean(seconds):.2f} s per question "
-          f"(median {np.median(seconds):.2f}), {np.mean(tokens):.0f} scored tokens per question")  # fmt: skip
+    print(
+        f"{count} questions, rule {args.rule}@{args.k}: {np.mean(seconds):.2f} s per question "
+        f"(median {np.median(seconds):.2f}), {np.mean(tokens):.0f} scored tokens per question"
+    )
     for name, hits in right.items():
         print(f"  {name:<16} {100 * hits / max(count, 1):5.1f}% right")
     return 0

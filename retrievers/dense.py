@@ -167,9 +167,11 @@ class DenseRetriever(SourceRetriever):
             if missing:
                 tower = tower or _tower(self.index_encoder, self.pooling, self.max_length, meta["encoder_digest"])
                 vectors = tower.encode_passages(
-                    [titles[i] for i in missing], [texts[i] for i in missing],
-                    batch_size=self.batch_size, normalize=self.normalize,
-                )  # fmt: skip
+                    [titles[i] for i in missing],
+                    [texts[i] for i in missing],
+                    batch_size=self.batch_size,
+                    normalize=self.normalize,
+                )
                 made = {
                     keys[i]: np.asarray(vector, dtype=np.float32) for i, vector in zip(missing, vectors, strict=True)
                 }
@@ -181,8 +183,13 @@ class DenseRetriever(SourceRetriever):
 
         encoding = {key: value for key, value in meta.items() if key not in ("index", "train_size")}
         vectors = encode_in_shards(partial, encoding, len(corpus), encode)
-        log.info("dense index of %s: %d passages encoded, %d from the vector cache (%s)", corpus.path,
-                 counts["encoded"], counts["cached"], cache.path)  # fmt: skip
+        log.info(
+            "dense index of %s: %d passages encoded, %d from the vector cache (%s)",
+            corpus.path,
+            counts["encoded"],
+            counts["cached"],
+            cache.path,
+        )
         self._encoded = dict(counts)
         return vectors
 

@@ -78,8 +78,9 @@ def test_the_withheld_passages_by_hand(corpus) -> None:
 
 
 def test_an_ablated_question_file_round_trips(corpus, tmp_path) -> None:
-    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "question": QUESTION, "answers": ANSWERS,
-                                                   "gold_passages": ["p0"]}])  # fmt: skip
+    questions = write_jsonl(
+        tmp_path / "q.jsonl", [{"id": "q1", "question": QUESTION, "answers": ANSWERS, "gold_passages": ["p0"]}]
+    )
     out = tmp_path / "ablated.jsonl"
     summary = write_ablated(load_questions(questions), load_corpus(corpus), out)
     assert summary["questions"] == 1 and summary["withheld_max"] == 3
@@ -208,8 +209,9 @@ def test_eor_run_on_an_ablated_file_records_what_was_withheld(corpus, tmp_path, 
     from eor.core.config import CorpusConfig, EnsembleConfig, ReaderConfig
     from eor.pipeline.ensemble import Ensemble
 
-    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "question": QUESTION, "answers": ANSWERS,
-                                                   "gold_passages": ["p0"]}])  # fmt: skip
+    questions = write_jsonl(
+        tmp_path / "q.jsonl", [{"id": "q1", "question": QUESTION, "answers": ANSWERS, "gold_passages": ["p0"]}]
+    )
     ablated = tmp_path / "ablated.jsonl"
     write_ablated(load_questions(questions), load_corpus(corpus), ablated)
     config = EnsembleConfig(
@@ -234,8 +236,9 @@ def test_ablated_records_resume_grow_and_pack_with_their_mask(corpus, tmp_path, 
     from eor.cli import main
     from eor.runs.records import read_records
 
-    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "question": QUESTION, "answers": ANSWERS,
-                                                   "gold_passages": ["p0"]}])  # fmt: skip
+    questions = write_jsonl(
+        tmp_path / "q.jsonl", [{"id": "q1", "question": QUESTION, "answers": ANSWERS, "gold_passages": ["p0"]}]
+    )
     ablated = tmp_path / "ablated.jsonl"
     assert main(["ablate", "--data", str(questions), "--corpus", str(corpus), "--out", str(ablated)]) == 0
     assert "1 ablated copies" in capsys.readouterr().out

@@ -643,3 +643,38 @@ def test_no_two_modules_share_a_file_name() -> None:
     assert not unexplained, f"modules that share a file name (rename one, docs/architecture.md): {unexplained}"
     stale = sorted(set(SHARED_NAMES) - set(shared))
     assert not stale, f"SHARED_NAMES lists names no longer shared: {stale}"
+
+
+# -- the formatter's exceptions: `# fmt: skip` only where a table reads better ---------------------------------
+
+SOURCE_FOLDERS = (*PACKAGES, "benchmarks", "tests")
+
+
+def _table(statement: ast.stmt) -> bool:
+    """Whether a statement's value is a table: a list, tuple, set or dict display of two items or more over
+    several lines (rows kept one to a line, or aligned, where the formatter would spread or join them)."""
+    value = getattr(statement, "value", None)
+    if not isinstance(value, ast.List | ast.Tuple | ast.Set | ast.Dict):
+        return False
+    items = value.keys if isinstance(value, ast.Dict) else value.elts
+    return len(items) >= 2 and value.end_lineno is not None and value.end_lineno > value.lineno
+
+
+def _unformatted() -> list[str]:
+    """Each `# fmt: skip` of the project's Python (its packages, benchmarks and tests) not on a table."""
+    found = []
+    for folder in SOURCE_FOLDERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if "# fmt: skip" not in text:
+                continue
+            ends = {node.end_lineno: node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.stmt)}
+            for number, line in enumerate(text.splitlines(), start=1):
+                if line.rstrip().endswith("# fmt: skip") and not (number in ends and _table(ends[number])):
+                    found.append(f"{path.relative_to(ROOT)}:{number}")
+    return found
+
+
+def test_the_formatter_is_skipped_only_for_tables() -> None:
+    unformatted = _unformatted()
+    assert not unformatted, f"`# fmt: skip` where no table reads better (let ruff format it): {unformatted}"

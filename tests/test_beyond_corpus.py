@@ -334,8 +334,11 @@ def test_train_reads_several_runs_of_one_pool_as_one(tmp_path, isolated_cache) -
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"eor_records": header}) + "\n" + "".join(lines[60:]))
     packed = tmp_path / "packed.jsonl"
-    packed.write_text(json.dumps({"eor_records": read_header(ROOT / "docs" / "records" / "nq-train.jsonl.gz")}) + "\n"
-                      + "".join(lines[:60]))  # fmt: skip
+    packed.write_text(
+        json.dumps({"eor_records": read_header(ROOT / "docs" / "records" / "nq-train.jsonl.gz")})
+        + "\n"
+        + "".join(lines[:60])
+    )
     assert main(["train", str(packed), str(other), *common, "--out", str(tmp_path / "x.json")]) == 1
     judge = ["--voter", "judge", "--out", str(tmp_path / "j.json")]  # the judge voter reads several runs alike
     assert main(["train", str(packed), str(other), *judge]) == 1 and not (tmp_path / "j.json").exists()

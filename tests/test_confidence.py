@@ -84,8 +84,17 @@ class PlainServer:
                         return
                 choice = {"index": 0, "message": {"role": "assistant", "content": "Paris"}, "finish_reason": "stop"}
                 usage = {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}
-                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "plain",
-                                 "choices": [choice], "usage": usage})  # fmt: skip
+                self._send(
+                    200,
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": "plain",
+                        "choices": [choice],
+                        "usage": usage,
+                    },
+                )
 
             def _send(self, status: int, payload: dict) -> None:
                 data = json.dumps(payload).encode()

@@ -287,9 +287,13 @@ def test_retrieved_passages_of_an_imported_folder_cite_their_file_and_page(tmp_p
     found = BM25Retriever(corpus_path=str(tmp_path / "corpus.jsonl"), depth=1).invoke("second page")
     assert found[0].metadata["file"] == "study.pdf" and found[0].metadata["page"] == 2
     assert _passage_dict(found[0]) | {"score": None} == {
-        "id": found[0].metadata["id"], "title": "A Study of Readers", "text": "Second page.", "score": None,
-        "file": "study.pdf", "page": 2,
-    }  # fmt: skip
+        "id": found[0].metadata["id"],
+        "title": "A Study of Readers",
+        "text": "Second page.",
+        "score": None,
+        "file": "study.pdf",
+        "page": 2,
+    }
     todo = BM25Retriever(corpus_path=str(tmp_path / "corpus.jsonl"), depth=1).invoke("eRAG paper")
     assert todo[0].metadata["file"] == "notes/todo.txt" and "page" not in todo[0].metadata  # no pages in text
 
@@ -307,10 +311,17 @@ def test_an_answer_cites_the_passages_it_comes_from_and_the_reader_s_own_knowled
     }
     result = Result("q1", "what does MRLR measure", "losses", "BM25@2", members, {"total": 1.0})
     assert result.sources == [  # the passage that holds the answer, then one read only; PK's document is no source
-        {"member": "BM25@2", "id": "a1", "title": "A Study", "file": "study.pdf", "page": 3, "holds": True,
-         "sentence": "MRLR measures losses."},
+        {
+            "member": "BM25@2",
+            "id": "a1",
+            "title": "A Study",
+            "file": "study.pdf",
+            "page": 3,
+            "holds": True,
+            "sentence": "MRLR measures losses.",
+        },
         {"member": "BM25@2", "id": "b2", "title": "Notes", "file": "notes.md", "holds": False},
-    ]  # fmt: skip
+    ]
     alone = Result("q1", "what does MRLR measure", "wins", "ReFree", members, {"total": 1.0})
     assert alone.sources == []  # the reader's own knowledge
     declined = Result("q1", "q", None, "BM25@2", members, {"total": 1.0})
@@ -325,8 +336,9 @@ def test_an_answer_cites_the_passages_it_comes_from_and_the_reader_s_own_knowled
     # another member's passage that holds the answer is a source too, first; the sentence, not the passage
     members["Wiki@1"] = MemberOutput("wins", [{"id": "c3", "title": "Wins", "text": "Intro. MRLR counts wins. More."}])
     alone = Result("q1", "what does MRLR measure", "wins", "ReFree", members, {"total": 1.0})
-    assert alone.sources == [{"member": "Wiki@1", "id": "c3", "title": "Wins", "holds": True,
-                              "sentence": "MRLR counts wins."}]  # fmt: skip
+    assert alone.sources == [
+        {"member": "Wiki@1", "id": "c3", "title": "Wins", "holds": True, "sentence": "MRLR counts wins."}
+    ]
 
 
 def test_sources_name_the_passages_that_hold_the_answer_in_every_interface(tmp_path, isolated_cache, capsys):
@@ -550,8 +562,12 @@ def test_a_new_users_folder_every_file_read_or_plainly_refused(tmp_path, capsys)
     assert "The ``eor`` tool votes over retrievers." in by_file["intro.rst"]
     # one file alone: a folder of one, whatever its type; a PNG alone is refused in one line
     (tmp_path / "notes.txt").write_text("Notes\tof a user, tab-separated by chance.\n", encoding="utf-8")
-    for source, code in ((root / "manual.pdf", 0), (root / "intro.rst", 0), (tmp_path / "notes.txt", 0),
-                         (root / "photo.png", 1)):  # fmt: skip
+    for source, code in (
+        (root / "manual.pdf", 0),
+        (root / "intro.rst", 0),
+        (tmp_path / "notes.txt", 0),
+        (root / "photo.png", 1),
+    ):
         name = source.name
         out = tmp_path / f"{name}.jsonl"
         assert main(["import-corpus", str(source), "--out", str(out)]) == code
@@ -573,8 +589,19 @@ def test_a_new_users_folder_every_file_read_or_plainly_refused(tmp_path, capsys)
     assert main(["import-corpus", str(tmp_path / "missing"), "--out", str(corpus)]) == 1
     assert "missing: no such folder or file" in capsys.readouterr().err
     # a suffix mapped to a reader: the reStructuredText read as Markdown makes its heading a section
-    assert main(["import-corpus", str(root / "intro.rst"), "--out", str(out_rst := tmp_path / "rst.jsonl"),
-                 "--reader", ".rst=markdown"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "import-corpus",
+                str(root / "intro.rst"),
+                "--out",
+                str(out_rst := tmp_path / "rst.jsonl"),
+                "--reader",
+                ".rst=markdown",
+            ]
+        )
+        == 0
+    )
     assert [json.loads(line)["title"] for line in out_rst.read_text().splitlines()] == ["Intro"]
 
 

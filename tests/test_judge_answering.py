@@ -37,8 +37,9 @@ def _training(rng: np.random.Generator, n: int = 60, relevance: bool = False) ->
             total = -1.0 if c == right else -1.0 - float(rng.uniform(0.5, 3))
             summary = {"logprob": total, "mean_logprob": total, "min_logprob": total, "tokens": 1}
             scores = {m: summary for m in MEMBERS}
-            candidates.append({"text": text, "members": members, "rule": "members" if members else "entities",
-                               "scores": scores})  # fmt: skip
+            candidates.append(
+                {"text": text, "members": members, "rule": "members" if members else "entities", "scores": scores}
+            )
         drawn = tuple(float(v) for v in rng.uniform(size=3)) if relevance else None
         answers = {MEMBERS[0]: "a", MEMBERS[1]: "b", MEMBERS[2]: "b"}
         evidence = Evidence("q", answers, {m: ["a b c"] for m in MEMBERS}, drawn)

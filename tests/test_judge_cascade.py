@@ -262,8 +262,10 @@ def test_a_judge_ended_cascade_beyond_the_corpus(tmp_path, capsys):
     out = tmp_path / "jc.json"
     flags = ["--config", str(config), "--budget", "2.5", "--rates", "281,60", "--no-confidence", "--metrics", "em,f1"]
     beyond = ["--nocorpus", str(nocorpus), "--unanswerable-share", "0.25"]
-    assert main(["train", str(train), "--voter", "cascade", "--judge", str(judge), "--out", str(out), *flags,
-                 *beyond]) == 0  # fmt: skip
+    assert (
+        main(["train", str(train), "--voter", "cascade", "--judge", str(judge), "--out", str(out), *flags, *beyond])
+        == 0
+    )
     shown = capsys.readouterr().out
     assert "one threshold over the steps' and the judge's answers, for a mix with a share 0.25" in shown
     assert "α 0.3: answers" in shown and "% of the no corpus" in shown

@@ -135,9 +135,15 @@ def test_evidence_features_of_a_sentence_and_a_span_inside_it():
         {"A": "On 1 October 2006", "B": "It came into effect on 1 October 2006"},
         {"A": ["The order came into effect on 1 October 2006 in England."], "B": []},
     )
-    spans = [{"text": t, "members": m, "rule": "members" if m else "entities", "scores": {}}
-             for t, m in (("On 1 October 2006", ["A"]), ("It came into effect on 1 October 2006", ["B"]),
-                          ("1 October 2006", []), ("England", []))]  # fmt: skip
+    spans = [
+        {"text": t, "members": m, "rule": "members" if m else "entities", "scores": {}}
+        for t, m in (
+            ("On 1 October 2006", ["A"]),
+            ("It came into effect on 1 October 2006", ["B"]),
+            ("1 October 2006", []),
+            ("England", []),
+        )
+    ]
     features = judge_features(spans, ["A", "B"], evidence)
     row = dict(zip(features.names, features.matrix.T, strict=True))
     assert features.scored == frozenset()  # no scores: the likelihood features are zeros, and said to be missing

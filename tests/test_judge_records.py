@@ -155,9 +155,14 @@ def test_the_null_candidate_grows_records_scored_before_and_equals_a_full_evalua
     assert _lines(fresh) == _lines(judged)  # one pass or two, the same records
     chunk = smollm2.prefix_chunk
     reference = Llama(
-        model_path=str(smollm2.model_path), n_ctx=smollm2.context_tokens, n_batch=chunk, n_ubatch=chunk,
-        n_threads=smollm2.threads, logits_all=True, verbose=False,
-    )  # fmt: skip
+        model_path=str(smollm2.model_path),
+        n_ctx=smollm2.context_tokens,
+        n_batch=chunk,
+        n_ubatch=chunk,
+        n_threads=smollm2.threads,
+        logits_all=True,
+        verbose=False,
+    )
     try:
         for record in _lines(judged):
             null = record["judge"]["null"]

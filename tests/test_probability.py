@@ -177,8 +177,9 @@ def test_each_question_is_declined_by_its_own_fits_threshold_in_the_bench_sectio
     rich = [{"alpha": 0.3, "threshold": 0.75, "coverage": 0.4}]
     poor = [{"alpha": 0.3, "threshold": None, "coverage": 0.0}]
     model = both_fits(found, right, rich)
-    model.fits[WITHOUT_CONFIDENCE] = RightFit(WITHOUT_CONFIDENCE, model.fits[WITHOUT_CONFIDENCE].groups, 60, poor,
-                                              "em", 0.1)  # fmt: skip
+    model.fits[WITHOUT_CONFIDENCE] = RightFit(
+        WITHOUT_CONFIDENCE, model.fits[WITHOUT_CONFIDENCE].groups, 60, poor, "em", 0.1
+    )
     p = np.array([0.9, 0.8, 0.95, 0.7])
     y = np.array([1, 0, 1, 1], dtype=bool)
     names = np.array([WITH_CONFIDENCE, WITHOUT_CONFIDENCE, WITHOUT_CONFIDENCE, WITH_CONFIDENCE])

@@ -248,8 +248,18 @@ def test_your_own_documents_recalibrated_from_60_labelled_questions(tmp_path) ->
     config.write_text(config.read_text().replace("parametric_max_tokens: 192", "parametric_max_tokens: 48", 1))
     for name, rows in (("labelled", labelled), ("absent", absent)):
         write_jsonl(tmp_path / f"{name}.jsonl", rows)
-        ran = run_cli("run", "--config", str(config), "--data", str(tmp_path / f"{name}.jsonl"), "--out",
-                      str(tmp_path / name), "--batch-size", "16", "--no-cache")  # fmt: skip
+        ran = run_cli(
+            "run",
+            "--config",
+            str(config),
+            "--data",
+            str(tmp_path / f"{name}.jsonl"),
+            "--out",
+            str(tmp_path / name),
+            "--batch-size",
+            "16",
+            "--no-cache",
+        )
         assert ran.returncode == 0, ran.stderr[-2000:]
     question = ["ask", "who founded the town of Belmont", "--config", str(config), "--risk", "0.3", "--json"]
     before = run_cli(*question)

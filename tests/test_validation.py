@@ -122,8 +122,10 @@ def test_the_voter_is_the_weights_file_s_else_uniform_over_the_config_s_metrics(
     config = load_config(write(tmp_path, MEMBERS + "voter: {metrics: [em, f1], pooling: max, threshold: 0.4}\n"))
     uniform = config_voter(config)
     assert uniform.members_ == ["ReFree", "Wiki@1"] and uniform.metric_names_ == ["em", "f1"]
-    assert uniform.get_params() == choose_voter(None, config.members, metrics=("em", "f1"), pooling="max",
-                                                threshold=0.4).get_params()  # fmt: skip
+    assert (
+        uniform.get_params()
+        == choose_voter(None, config.members, metrics=("em", "f1"), pooling="max", threshold=0.4).get_params()
+    )
     file = Voter.uniform(2, metrics=("em",), members=config.members).save(tmp_path / "w.json")
     config.voter.weights = str(file)
     assert config_voter(config).metric_names_ == ["em"]  # the config's weights file

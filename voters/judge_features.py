@@ -190,8 +190,10 @@ def family_prefixes(families: Sequence[str]) -> tuple[str, ...]:
     """The feature-name prefixes of `families` (names of `FAMILIES`); InputError naming an unknown one."""
     unknown = [family for family in families if family not in FAMILIES]
     if unknown:
-        raise InputError(f"unknown feature famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}; "
-                         f"known: {', '.join(FAMILIES)}")  # fmt: skip
+        raise InputError(
+            f"unknown feature famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}; "
+            f"known: {', '.join(FAMILIES)}"
+        )
     return tuple(prefix for family in families for prefix in FAMILIES[family])
 
 
@@ -283,14 +285,17 @@ def _evidence_columns(texts: list[str], members: Sequence[str], evidence: Eviden
         words = key.split()
         needle = f" {key} "
         shapes = answer_shapes(text)
-        rows.append((
-            sum(needle in passage for passage in read) / max(len(read), 1),
-            float(any(needle in passage for passage in tops)),
-            sum(bool(key) and answer != key and needle in f" {answer} " for answer in answers) / max(len(members), 1),
-            sum(word in asked for word in words) / len(words) if words else 1.0,
-            float(wanted is not None and wanted in shapes),
-            float(wanted is not None and wanted not in shapes),
-        ))  # fmt: skip
+        rows.append(
+            (
+                sum(needle in passage for passage in read) / max(len(read), 1),
+                float(any(needle in passage for passage in tops)),
+                sum(bool(key) and answer != key and needle in f" {answer} " for answer in answers)
+                / max(len(members), 1),
+                sum(word in asked for word in words) / len(words) if words else 1.0,
+                float(wanted is not None and wanted in shapes),
+                float(wanted is not None and wanted not in shapes),
+            )
+        )
     return list(np.array(rows, dtype=float).reshape(len(texts), 6).T)
 
 

@@ -143,8 +143,10 @@ class JudgeSelector:
             raise InputError("this JudgeSelector is not fitted yet: call fit first")
         lacking = self.missing(features)
         if lacking:
-            raise InputError(f"the fit {self.label} reads the reader's {', '.join(lacking)}, which these "
-                             "candidates were not scored with")  # fmt: skip
+            raise InputError(
+                f"the fit {self.label} reads the reader's {', '.join(lacking)}, which these "
+                "candidates were not scored with"
+            )
         columns = [features.names.index(name) for name in self.names_]
         scores = ((features.matrix[:, columns] - self.mean_) / self.scale_) @ self.coef_ + self.intercept_
         return np.where(self.competing(features), scores, -np.inf)
@@ -344,8 +346,10 @@ class JudgeVoter:
             if not fit.missing(features):
                 return fit
         lacking = "; ".join(f"{fit.label} needs {', '.join(fit.missing(features))}" for fit in self.fits)
-        raise InputError(f"no fit of this judge voter answers candidates scored with "
-                         f"{', '.join(sorted(features.scored)) or 'nothing'}: {lacking}")  # fmt: skip
+        raise InputError(
+            f"no fit of this judge voter answers candidates scored with "
+            f"{', '.join(sorted(features.scored)) or 'nothing'}: {lacking}"
+        )
 
     def choose(self, features: JudgeFeatures) -> tuple[Choice | None, JudgeSelector]:
         """The chosen candidate (None when there is none) and the fit that chose it."""
@@ -372,8 +376,10 @@ class JudgeVoter:
         """The judge voter of a weights file; ConfigError for a file of another voter or a malformed one."""
         document = read_document(path)
         if document.get("voter") != cls.kind:
-            raise ConfigError(f"weights file {str(path)!r} holds a {document.get('voter', 'paper')!r} voter, "
-                              "not a judge voter (eor train --voter judge)")  # fmt: skip
+            raise ConfigError(
+                f"weights file {str(path)!r} holds a {document.get('voter', 'paper')!r} voter, "
+                "not a judge voter (eor train --voter judge)"
+            )
         try:
             return cls.from_document(document)
         except (KeyError, TypeError, ValueError, IndexError) as exc:

@@ -71,8 +71,10 @@ def load_voter(path: str | Path, members: Sequence[str] | None = None) -> Any:
     kinds = voter_kinds()
     kind = document.get("voter", "paper")
     if kind == "judge":  # voters.judge_selector: it chooses among candidates, not among the members' answers
-        raise ConfigError(f"weights file {str(path)!r} holds a judge voter, which chooses among candidate answers "
-                          "rather than members: load it with voters.judge_selector.JudgeVoter.load")  # fmt: skip
+        raise ConfigError(
+            f"weights file {str(path)!r} holds a judge voter, which chooses among candidate answers "
+            "rather than members: load it with voters.judge_selector.JudgeVoter.load"
+        )
     if not isinstance(kind, str) or kind not in kinds:
         raise ConfigError(f"weights file {str(path)!r} holds an unknown voter {kind!r}; known: {', '.join(kinds)}")
     try:

@@ -154,9 +154,11 @@ def selective(
     levels = []
     for alpha in sorted({alpha for row in thresholds for alpha in row}):
         answered = np.array(
-            [p >= row[alpha] if row.get(alpha) is not None and not np.isnan(p) else False
-             for p, row in zip(probability, thresholds, strict=True)]
-        )  # fmt: skip
+            [
+                p >= row[alpha] if row.get(alpha) is not None and not np.isnan(p) else False
+                for p, row in zip(probability, thresholds, strict=True)
+            ]
+        )
         n = int(answered.sum())
         levels.append(
             {"alpha": alpha, "coverage": n / len(right), "error": None if not n else float(1 - right[answered].mean())}

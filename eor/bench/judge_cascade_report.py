@@ -141,8 +141,10 @@ def _probability(voted: Any, ended: np.ndarray, judged: Any) -> tuple[np.ndarray
     probability = np.where(ended, judged.probability, voted.probability)
     judge = {round(float(row["alpha"]), 6): row["threshold"] for row in risk["judged"]}
     fits = [str(name) for name in voted.fits[~ended]]
-    own = {name: {round(float(row["alpha"]), 6): row["threshold"] for row in model.fit(name).thresholds}
-           for name in set(fits)}  # fmt: skip
+    own = {
+        name: {round(float(row["alpha"]), 6): row["threshold"] for row in model.fit(name).thresholds}
+        for name in set(fits)
+    }
     thresholds = [judge if ended[q] else own[str(voted.fits[q])] for q in range(len(ended))]
     used = {name: fits.count(name) for name in sorted(own)} | {"the judge": int(ended.sum())}
     return probability, thresholds, used

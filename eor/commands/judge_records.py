@@ -50,8 +50,11 @@ def grow_by_scores(folder: RunFolder, config: EnsembleConfig, stage: GenerationS
     for record in records:
         made = (record.judge or {}).get("identity")
         if record.judge is not None and made != identity:
-            found = [f"{key}: {(made or {}).get(key)!r} → {value!r}" for key, value in identity.items()
-                     if (made or {}).get(key) != value]  # fmt: skip
+            found = [
+                f"{key}: {(made or {}).get(key)!r} → {value!r}"
+                for key, value in identity.items()
+                if (made or {}).get(key) != value
+            ]
             raise InputError(
                 f"question {record.id} holds the judge's scores made differently from this config's "
                 f"({'; '.join(found)}): records hold the scores of one judge, so run this config into another --out"

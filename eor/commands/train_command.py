@@ -91,9 +91,13 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
     lines += probability_lines(probability, options.metric, data.questions, options.inner_folds)
     if options.dev is not None:
         figures = dev_figures(
-            fitted, load_run(options.dev, data.names), meta["top_r_train"]["member"], uniform, options.metric,
+            fitted,
+            load_run(options.dev, data.names),
+            meta["top_r_train"]["member"],
+            uniform,
+            options.metric,
             options.seed,
-        )  # fmt: skip
+        )
         fitted.dev_score_ = figures.score
         _dev_meta(meta, figures, options.metric)
         lines += dev_lines(figures, options.metric)

@@ -39,10 +39,19 @@ REPORTED_RISKS = (0.1, 0.2, 0.3, 0.4)
 
 
 def train_judge(
-    records: Path | Sequence[Path], out: Path, *, pool_config: Path | None = None, members: list[str] | None = None,
-    folds: int = 5, seed: int = 0, dev: Path | None = None, ablated: Path | None = None, nocorpus: Path | None = None,
-    share: float = DEFAULT_SHARE, retrieval: bool | None = None,
-) -> str:  # fmt: skip
+    records: Path | Sequence[Path],
+    out: Path,
+    *,
+    pool_config: Path | None = None,
+    members: list[str] | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    dev: Path | None = None,
+    ablated: Path | None = None,
+    nocorpus: Path | None = None,
+    share: float = DEFAULT_SHARE,
+    retrieval: bool | None = None,
+) -> str:
     """Train the judge voter on `records` (several runs: read as one, their pools the same; members: `members`,
     else the pool config's, else those the records' scores were made for), save it as the weights file `out` and
     give back the report's lines. `ablated`, `nocorpus`: records of questions the corpus cannot answer (ablated
@@ -67,8 +76,10 @@ def train_judge(
         questions, names, k=folds, seed=seed, progress=log.info, beyond=beyond, retrieval=relevance
     )
     scored = sum(bool(q.features.scored) for q in questions)
-    lines = [f"judge voter: {len(questions)} training questions ({scored} scored by the reader), members "
-             f"{', '.join(names)}; every choice by {folds}-fold cross-validation (seed {seed})"]  # fmt: skip
+    lines = [
+        f"judge voter: {len(questions)} training questions ({scored} scored by the reader), members "
+        f"{', '.join(names)}; every choice by {folds}-fold cross-validation (seed {seed})"
+    ]
     lines += _fit_lines(voter, reports, beyond)
     rule, k = rule_k
     meta: dict[str, Any] = {
@@ -76,17 +87,10 @@ def train_judge(
         **({} if beyond is None else _beyond_meta(ablated, nocorpus, share)),
         "judge": identity,
         "candidates": {"rule": rule, "k": k},  # what live answering must make them with (eor.pipeline.judging)
-        "training": {
-            "questions": len(questions),
-            "scored": scored,
-            "folds": folds,
-            "seed": seed,
-            "levels": {r.level: {"chosen": r.chosen, "em": r.table} for r in reports},
-        },
+        "training": _training_meta(len(questions), scored, folds, seed, reports),
+        "top_r_train": _top_r(loaded, names),
+        **({} if pool is None else {"pool": pool}),
     }
-    meta["top_r_train"] = _top_r(loaded, names)
-    if pool is not None:
-        meta["pool"] = pool
     if dev is not None:
         lines += _dev_lines(voter, _held_out(dev, source, identity, names, rule_k, relevance), meta)
     voter.save(out, **meta)
@@ -111,16 +115,31 @@ def _fit_lines(voter: JudgeVoter, reports: list[Any], beyond: Unanswerable | Non
     return lines
 
 
+def _training_meta(questions: int, scored: int, folds: int, seed: int, reports: list[Any]) -> dict[str, Any]:
+    """How the judge voter was trained, as its weights file keeps it: the questions (and those scored), the folds
+    and seed of every choice, and each level's chosen setting with every setting's EM out of fold."""
+    levels = {r.level: {"chosen": r.chosen, "em": r.table} for r in reports}
+    return {"questions": questions, "scored": scored, "folds": folds, "seed": seed, "levels": levels}
+
+
 def _beyond_meta(ablated: Path | None, nocorpus: Path | None, share: float) -> dict[str, Any]:
     """The records of questions the corpus cannot answer P(right) was fitted with, as the file keeps them."""
-    return {"ablated_records": ablated and str(ablated), "nocorpus_records": nocorpus and str(nocorpus),
-            "unanswerable_share": share}  # fmt: skip
+    return {
+        "ablated_records": ablated and str(ablated),
+        "nocorpus_records": nocorpus and str(nocorpus),
+        "unanswerable_share": share,
+    }
 
 
 def load_unanswerable(
-    ablated: Path | None, nocorpus: Path | None, names: list[str], rule_k: tuple[str | None, int], skip: set[str],
-    share: float, relevance: bool = False,
-) -> Unanswerable | None:  # fmt: skip
+    ablated: Path | None,
+    nocorpus: Path | None,
+    names: list[str],
+    rule_k: tuple[str | None, int],
+    skip: set[str],
+    share: float,
+    relevance: bool = False,
+) -> Unanswerable | None:
     """The questions the corpus cannot answer of `ablated` and `nocorpus` (None: neither given), judged with the
     training records' candidates (`relevance`: with their retrieved passages' relevance); a question made from a
     worked example of the pool (`skip`) is left out."""
@@ -205,8 +224,7 @@ def _members(identity: dict[str, Any] | None, records: list[Any], source: Path) 
 
 def _top_r(records: list[Any], members: list[str]) -> dict[str, Any]:
     """The member best on the training records by exact match (ties: the first), and its EM."""
-    right = [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in members]
-             for r in records]  # fmt: skip
+    right = [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in members] for r in records]
     means = np.mean(np.asarray(right, dtype=float), axis=0)
     best = int(np.argmax(means))
     return {"member": members[best], "em": float(means[best])}
@@ -219,9 +237,13 @@ def _risk_text(row: dict[str, Any]) -> str:
 
 
 def _held_out(
-    dev: Path, source: str, identity: dict[str, Any] | None, names: list[str], rule_k: tuple[str | None, int],
+    dev: Path,
+    source: str,
+    identity: dict[str, Any] | None,
+    names: list[str],
+    rule_k: tuple[str | None, int],
     relevance: bool,
-) -> list[JudgedQuestion]:  # fmt: skip
+) -> list[JudgedQuestion]:
     """The held-out questions of `dev`, judged as the training records (of `source`) were (InputError: another
     judge's)."""
     held = [record for record in read_records(dev) if record.answers]

@@ -47,7 +47,7 @@ from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import pool_identity, runs_pool
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
-from eor.runs.costs import training_costs
+from eor.runs.costs import MemberCosts, training_costs
 from eor.runs.run_data import RunData, load_runs, named_runs, read_runs, run_paths
 from voters.cascade_fit import LastStep
 from voters.judge_selector import JudgeSelector, JudgeVoter
@@ -64,14 +64,9 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
     data, ordered = _training_runs(runs, config)
     settings = options.vote_settings()
     arrays = vote_arrays(data, settings)
-    rates = None if arrays.costs is None else arrays.costs.rates
-    if arrays.costs is None or arrays.costs.unit != "tokens" or not rates:
-        raise InputError(f"{source}: the judge's scoring is priced in reader seconds from token counts, and so are "
-                         "the members' here: records with token counts, --cost tokens or auto")  # fmt: skip
+    costs = _token_costs(arrays, source)
+    rates = costs.rates or {}
     questions = _judged(ordered, source, voter)
-    if options.beyond_corpus and not all(fit.unanswerable_ for fit in voter.fits):
-        raise InputError(f"the judge {judge} was trained on answerable questions alone: train it with --ablated or "
-                         "--nocorpus too, for a cascade ending with it beyond the corpus")  # fmt: skip
     scored = scored_families(_with_judge(config))
     fit = voter.fit_scoring(scored)
     reader = build_reader(config.reader)
@@ -99,7 +94,7 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
         "chosen_voter": "cascade",
         "probability": stopped.model.to_dict(),
         LAST_STEP: entry,
-        "costs": training_costs(arrays.costs, data.names),
+        "costs": training_costs(costs, data.names),
         "pool": pool_identity(config, reader),
         "top_r_train": voter.metadata_.get("top_r_train"),
     }
@@ -118,18 +113,40 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
 
 def _pool_and_judge(options: TrainOptions, judge: Path) -> tuple[EnsembleConfig, JudgeVoter]:
     """The pool's config (validated) and the judge voter, checked to suit each other and the options
-    (ConfigError naming what does not)."""
+    (ConfigError naming what does not; InputError for a judge trained on answerable questions alone, beyond the
+    corpus)."""
     if options.voter != "cascade":
-        raise ConfigError(f"--judge trains a cascade whose last step is the judge: use it with --voter cascade, "
-                          f"not --voter {options.voter}")  # fmt: skip
+        raise ConfigError(
+            f"--judge trains a cascade whose last step is the judge: use it with --voter cascade, "
+            f"not --voter {options.voter}"
+        )
     if options.pool_config is None:
         raise ConfigError("--judge needs --config: the pool, what its judge scores and the reader whose tokens count")
     config = load_valid_config(options.pool_config)  # the door
     voter = JudgeVoter.load(judge)
     if sorted(voter.members) != sorted(config.members):
-        raise ConfigError(f"the judge {judge} weighs {', '.join(voter.members)}; {options.pool_config} has "
-                          f"{', '.join(config.members)}")  # fmt: skip
+        raise ConfigError(
+            f"the judge {judge} weighs {', '.join(voter.members)}; {options.pool_config} has "
+            f"{', '.join(config.members)}"
+        )
+    if options.beyond_corpus and not all(fit.unanswerable_ for fit in voter.fits):
+        raise InputError(
+            f"the judge {judge} was trained on answerable questions alone: train it with --ablated or "
+            "--nocorpus too, for a cascade ending with it beyond the corpus"
+        )
     return config, voter
+
+
+def _token_costs(arrays: VoteArrays, source: str) -> MemberCosts:
+    """The members' costs, checked to be reader seconds from token counts at known rates, as the judge's scoring
+    is priced (InputError otherwise)."""
+    costs = arrays.costs
+    if costs is None or costs.unit != "tokens" or not costs.rates:
+        raise InputError(
+            f"{source}: the judge's scoring is priced in reader seconds from token counts, and so are "
+            "the members' here: records with token counts, --cost tokens or auto"
+        )
+    return costs
 
 
 def risk_document(chosen: list[dict[str, Any]]) -> dict[str, Any]:
@@ -143,8 +160,10 @@ def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, 
     """P(right)'s held-out calibration and thresholds at the reported error rates: of the steps' answers (per
     feature set's fit) and of the judge's."""
     lines = []
-    kinds = [(f"the steps' answers ({fit.name})", stopped.by_fit[fit.name], stopped.right, fit.thresholds)
-             for fit in stopped.model.fits.values()]  # fmt: skip
+    kinds = [
+        (f"the steps' answers ({fit.name})", stopped.by_fit[fit.name], stopped.right, fit.thresholds)
+        for fit in stopped.model.fits.values()
+    ]
     kinds.append(("the judge's answers", probability, right, risk["judged"]))
     for kind, found, labels, chosen in kinds:
         known = ~np.isnan(found)
@@ -152,8 +171,9 @@ def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, 
         levels = ", ".join(
             f"{significant(row['alpha'])}: "
             + ("none" if row["threshold"] is None else f"P ≥ {fixed(row['threshold'], 2)} ({pct(row['coverage'])}%)")
-            for row in chosen if row["alpha"] in REPORTED_RISKS
-        )  # fmt: skip
+            for row in chosen
+            if row["alpha"] in REPORTED_RISKS
+        )
         lines.append(
             f"P(right) of {kind}, held out on {int(known.sum())} training questions: ECE {fixed(figures['ece'], 3)}, "
             "AURC "
@@ -225,12 +245,13 @@ def _why_none(found: JudgedCalibration, share: float, alpha: float) -> str:
         return ""
     probability = np.where(found.ended, found.judge_probability, found.stopped.probability)
     right = np.where(found.ended, found.judge_right, found.stopped.right)
-    strata = [Stratum(probability[kind == name], right[kind == name]) for name in (ANSWERABLE, NOCORPUS)]
-    end = sequence_end(*strata, alpha, share)
+    answerable = Stratum(probability[kind == ANSWERABLE], right[kind == ANSWERABLE])
+    nocorpus = Stratum(probability[kind == NOCORPUS], right[kind == NOCORPUS])
+    end = sequence_end(answerable, nocorpus, alpha, share)
     if end is None:
         return ""
     threshold, bound = end
-    (n, wrong, answered_right), (m, wrong_nocorpus, _) = (stratum.counts(threshold) for stratum in strata)
+    (n, wrong, answered_right), (m, wrong_nocorpus, _) = answerable.counts(threshold), nocorpus.counts(threshold)
     return (
         f"; no threshold: the test stops at P ≥ {significant(threshold)} ({wrong + answered_right} of {n} "
         f"answerable answered, {wrong} wrong; {wrong_nocorpus} of {m} no-corpus answered wrongly), bound "
@@ -282,8 +303,10 @@ def _judged(ordered: list[Any], source: str, voter: JudgeVoter) -> list[Any]:
     scores."""
     unscored = [record.id for record in ordered if record.judge is None]
     if unscored:
-        raise InputError(f"{source}: {len(unscored)} question(s) hold no scores of the judge, e.g. {unscored[0]} "
-                         "(eor run with a judge: section grows them)")  # fmt: skip
+        raise InputError(
+            f"{source}: {len(unscored)} question(s) hold no scores of the judge, e.g. {unscored[0]} "
+            "(eor run with a judge: section grows them)"
+        )
     rule, k = candidate_rule(voter, ordered, source)
     questions = judged_questions(ordered, voter.members, rule, k, relevance=voter.reads_retrieval)
     if len(questions) != len(ordered):

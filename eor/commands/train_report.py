@@ -156,10 +156,14 @@ def beyond_lines(calibrated: MixCalibrated) -> list[str]:
     share = shares[0] if shares else None
     lines = [
         "thresholds for a mix with a share "
-        + (f"{significant(share)} of questions the corpus cannot answer (bounded on the training and the no-corpus "
-           "questions, each apart)" if share is not None else "0 (no no-corpus records: the training questions alone)")
+        + (
+            f"{significant(share)} of questions the corpus cannot answer (bounded on the training and the no-corpus "
+            "questions, each apart)"
+            if share is not None
+            else "0 (no no-corpus records: the training questions alone)"
+        )
         + "; out of fold, per kind of question:"
-    ]  # fmt: skip
+    ]
     for kind in KINDS:
         rows = np.flatnonzero(calibrated.kind == kind)
         if not len(rows):

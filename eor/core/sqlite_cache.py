@@ -60,8 +60,13 @@ class SqliteCache:
         """Write `rows`, then keep the file under its bound (the least recently used entries go first)."""
         write(connection, statement, rows)
         if deleted := self.BOUND.evict(connection, self.max_bytes):
-            log.info("%s %s: %d least recently used entries deleted (bound %d bytes)", self.NAME, self.path,
-                     deleted, self.max_bytes)  # fmt: skip
+            log.info(
+                "%s %s: %d least recently used entries deleted (bound %d bytes)",
+                self.NAME,
+                self.path,
+                deleted,
+                self.max_bytes,
+            )
 
     def __len__(self) -> int:
         if not self.path.exists():

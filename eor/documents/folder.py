@@ -126,9 +126,14 @@ def import_folder(
 
 
 def _file_lines(
-    root: Path, relative: str, old: dict[str, Any] | None, kept: list[str] | None, words: int, max_bytes: int,
+    root: Path,
+    relative: str,
+    old: dict[str, Any] | None,
+    kept: list[str] | None,
+    words: int,
+    max_bytes: int,
     readers: Mapping[str, str] | None = None,
-) -> tuple[str, list[str], list[str] | None] | str:  # fmt: skip
+) -> tuple[str, list[str], list[str] | None] | str:
     """A file's (content digest, corpus lines, warnings: None when its previous lines were kept), or why it is
     skipped; a file without text (empty) is read, with a warning."""
     path = root / relative

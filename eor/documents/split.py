@@ -76,10 +76,16 @@ def split_document(document: Document, file: str, digest: str, words: int = DEFA
             index = len(out)
             out.append(
                 DocumentPassage(
-                    passage_id(file, digest, index), title, text, file, section.page, section.heading, start,
+                    passage_id(file, digest, index),
+                    title,
+                    text,
+                    file,
+                    section.page,
+                    section.heading,
+                    start,
                     start + len(text),
                 )
-            )  # fmt: skip
+            )
     return out
 
 

@@ -243,9 +243,11 @@ class Unanswerable:
         """Those whose candidates were scored as `level` reads them, as its fit sees them."""
         keep = [i for i, q in enumerate(self.questions) if holding([q], level)]
         return Unanswerable(
-            [without_scores(self.questions[i], LEVELS[level]) for i in keep], self.kind[keep],
-            [self.origin[i] for i in keep], self.share,
-        )  # fmt: skip
+            [without_scores(self.questions[i], LEVELS[level]) for i in keep],
+            self.kind[keep],
+            [self.origin[i] for i in keep],
+            self.share,
+        )
 
 
 def fit_beyond(
@@ -303,8 +305,11 @@ def cross_fitted(
     probability = np.full(len(choices), np.nan)
     for held in parts:
         out = set(held.tolist())
-        others = [(c, bool(right[i])) for i, c in enumerate(choices)
-                  if i not in out and c is not None and (taught is None or taught[i])]  # fmt: skip
+        others = [
+            (c, bool(right[i]))
+            for i, c in enumerate(choices)
+            if i not in out and c is not None and (taught is None or taught[i])
+        ]
         scratch = JudgeSelector(("votes",), 0).calibrate([c for c, _ in others], [r for _, r in others])
         for i in held:
             choice = choices[i]

@@ -184,8 +184,10 @@ def recalibrate(
                 f"{len(mine)} labelled questions: their records lack what it reads (answer them with the same pool)"
             )
         platt, chosen = _one_fit(mine, theirs, share, delta, alphas)
-        rows = [{**row.to_dict(), "threshold": None if row.threshold is None else platt.apply(row.threshold)}
-                for row in chosen]  # fmt: skip
+        rows = [
+            {**row.to_dict(), "threshold": None if row.threshold is None else platt.apply(row.threshold)}
+            for row in chosen
+        ]
         fits[name] = RightFit(name, fit.groups, fit.questions, rows, fit.correctness, delta, platt)
         figures.append(FitFigures(name, len(mine), 0 if theirs is None else len(theirs), platt, chosen))
     if not fits:

@@ -128,9 +128,14 @@ def choose(name: str, arrays: VoteArrays, settings: VoteSettings, folds: int, se
             choice.arrays, choice.settings = without_confidence(arrays), replace(settings, confidence=False)
     if cv:
         choice.cv = cross_validation(
-            choice.arrays, choice.settings, cv, seed, with_auto=name == AUTO, inner_folds=folds,
+            choice.arrays,
+            choice.settings,
+            cv,
+            seed,
+            with_auto=name == AUTO,
+            inner_folds=folds,
             cascade=name == "cascade",
-        )  # fmt: skip
+        )
     if name == AUTO:
         candidates = auto_names(choice.settings)
         with fold_progress("choosing the voter", folds * len(candidates)) as step:

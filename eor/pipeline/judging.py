@@ -142,8 +142,9 @@ def _scored(stage: GenerationStage, prompts: Mapping[str, str], texts: list[str]
 NULL_ANSWERS = ("Unknown", "I don't know", "The passages do not say")
 
 
-def null_scores(stage: GenerationStage, outputs: Mapping[str, MemberOutput], texts: tuple[str, ...] = NULL_ANSWERS
-                ) -> dict[str, Any]:  # fmt: skip
+def null_scores(
+    stage: GenerationStage, outputs: Mapping[str, MemberOutput], texts: tuple[str, ...] = NULL_ANSWERS
+) -> dict[str, Any]:
     """The null candidate scored under each member's prompt (a member without one, which failed, scores
     nothing), as records keep it (`judge["null"]`): its phrasings, and per member the likelihood summary of
     each. Scored right after the member's candidates, a prompt is not evaluated again (the reader keeps its

@@ -133,9 +133,14 @@ class OpenAIReader(BatchedReader):
             failed = False
             try:
                 return endpoint.client.completions.create(
-                    model=self.model, prompt=text, max_tokens=1, temperature=0.0, echo=True, logprobs=0,
+                    model=self.model,
+                    prompt=text,
+                    max_tokens=1,
+                    temperature=0.0,
+                    echo=True,
+                    logprobs=0,
                     seed=self.seed,
-                )  # fmt: skip
+                )
             except self._errors as exc:
                 failed = self._endpoint_down(exc)
                 raise

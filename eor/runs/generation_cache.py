@@ -229,8 +229,12 @@ class GenerationCache:
         """Past max_bytes, delete the least recently used entries (eor.core.cache_policy)."""
         if deleted := BOUND.evict(connection, self.max_bytes):
             self.evicted += deleted
-            log.info("generation cache %s: %d least recently used entries deleted (bound %d bytes)", self.where,
-                     deleted, self.max_bytes)  # fmt: skip
+            log.info(
+                "generation cache %s: %d least recently used entries deleted (bound %d bytes)",
+                self.where,
+                deleted,
+                self.max_bytes,
+            )
 
     def __bool__(self) -> bool:
         return True  # an open cache is truthy even when empty (`__len__` would say otherwise)

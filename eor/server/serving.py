@@ -45,8 +45,10 @@ def serve(
     generation_cache = open_cache(cache)  # likewise an unusable cache file
     voter = config_voter(config, weights)  # and a bad weights file
     if settings.api_key is None and not _is_loopback(settings.host):
-        log.warning("serving on %s without an API key (--allow-unauthenticated): anyone who can reach it can use it",
-                    settings.host)  # fmt: skip
+        log.warning(
+            "serving on %s without an API key (--allow-unauthenticated): anyone who can reach it can use it",
+            settings.host,
+        )
 
     failure: list[BaseException] = []
     server: Any = None

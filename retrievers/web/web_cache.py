@@ -129,8 +129,12 @@ class WebCache:
         for entry in doomed:
             entry.path.unlink(missing_ok=True)
             self._in_use -= entry.size
-        logger.info("web cache %s: %d least recently used files deleted (bound %d bytes)", self.root, len(doomed),
-                    self.max_bytes)  # fmt: skip
+        logger.info(
+            "web cache %s: %d least recently used files deleted (bound %d bytes)",
+            self.root,
+            len(doomed),
+            self.max_bytes,
+        )
 
     def _entries(self) -> list[_Entry]:
         found = []

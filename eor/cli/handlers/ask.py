@@ -92,8 +92,10 @@ def format_judged(judged: dict) -> str:
         )
         for i, c in enumerate(judged["candidates"])
     ]
-    widths = [min(max(len(header), *(len(row[k]) for row in rows)), 40) for k, header in
-              ((1, "candidate"), (2, "written by"), (3, "in the passages of"))]  # fmt: skip
+    widths = [
+        min(max(len(header), *(len(row[k]) for row in rows)), 40)
+        for k, header in ((1, "candidate"), (2, "written by"), (3, "in the passages of"))
+    ]
     scored = ", ".join(judged["scored"]) or "none (text alone)"
     lines = [f"\nthe judge's candidates (fit {judged['fit']}; the reader's scores: {scored}):"]
     lines.append(
