@@ -21,6 +21,8 @@
 - sizes: no module over 500 lines, no function over 60, no class over 250, and at most 15 imports of project
   modules inside functions (`importlib.import_module` and `__import__` calls counted), with no exceptions;
 - names: no two modules (`__init__` aside) share a file name, but for SHARED_NAMES, each with its reason.
+- layout: `# fmt: skip` only on a table (a list, tuple, set or dict display of two items or more over several
+  lines), in the packages, the benchmarks and the tests: elsewhere ruff format lays the line out.
 
 Imports under `if TYPE_CHECKING:` never run: they count for circles alone.
 
