@@ -36,6 +36,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
+import re
+import tokenize
 from collections import defaultdict
 from pathlib import Path
 
@@ -652,28 +655,36 @@ def test_no_two_modules_share_a_file_name() -> None:
 SOURCE_FOLDERS = (*PACKAGES, "benchmarks", "tests")
 
 
+SKIPPED = re.compile(r"#\s*fmt:\s*(skip|off)\b")
+
+
 def _table(statement: ast.stmt) -> bool:
-    """Whether a statement's value is a table: a list, tuple, set or dict display of two items or more over
-    several lines (rows kept one to a line, or aligned, where the formatter would spread or join them)."""
-    value = getattr(statement, "value", None)
-    if not isinstance(value, ast.List | ast.Tuple | ast.Set | ast.Dict):
-        return False
-    items = value.keys if isinstance(value, ast.Dict) else value.elts
-    return len(items) >= 2 and value.end_lineno is not None and value.end_lineno > value.lineno
+    """Whether a statement holds a table: a list, tuple, set or dict display of two items or more over several
+    lines (rows kept one to a line, or aligned, where the formatter would spread or join them)."""
+    for node in ast.walk(statement):
+        if isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict) and (node.end_lineno or 0) > node.lineno:
+            if len(node.keys if isinstance(node, ast.Dict) else node.elts) >= 2:
+                return True
+    return False
+
+
+def _skips(text: str) -> list[int]:
+    """The lines of a module whose comment skips the formatter (`# fmt: skip`, `# fmt: off`, however spaced)."""
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    return [token.start[0] for token in tokens if token.type == tokenize.COMMENT and SKIPPED.match(token.string)]
 
 
 def _unformatted() -> list[str]:
-    """Each `# fmt: skip` of the project's Python (its packages, benchmarks and tests) not on a table."""
+    """Each `# fmt: skip` (or `# fmt: off`) of the project's Python (its packages, benchmarks and tests) not on a
+    table."""
     found = []
     for folder in SOURCE_FOLDERS:
         for path in sorted((ROOT / folder).rglob("*.py")):
             text = path.read_text(encoding="utf-8")
-            if "# fmt: skip" not in text:
+            if "fmt:" not in text:
                 continue
             ends = {node.end_lineno: node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.stmt)}
-            for number, line in enumerate(text.splitlines(), start=1):
-                if line.rstrip().endswith("# fmt: skip") and not (number in ends and _table(ends[number])):
-                    found.append(f"{path.relative_to(ROOT)}:{number}")
+            found += [f"{path.relative_to(ROOT)}:{n}" for n in _skips(text) if not (n in ends and _table(ends[n]))]
     return found
 
 

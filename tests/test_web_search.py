@@ -149,18 +149,11 @@ def test_chunks_cover_every_page_in_100_word_chunks(pages, serper, key, shared_c
     docs = se.for_rerank().invoke(QUERY)
     # lighthouse 340 = 100+100+100+40, canal 107 = 100+7, tides 390 = 100+100+100+90, notes 28.
     assert [(doc.metadata["rank"], words(doc.page_content)) for doc in docs] == [
-        (2, 100),
-        (2, 100),
-        (2, 100),
-        (2, 40),
-        (3, 100),
-        (3, 7),
-        (8, 100),
-        (8, 100),
-        (8, 100),
-        (8, 90),
+        (2, 100), (2, 100), (2, 100), (2, 40),
+        (3, 100), (3, 7),
+        (8, 100), (8, 100), (8, 100), (8, 90),
         (10, 28),
-    ]
+    ]  # fmt: skip
     lighthouse_ids = [doc.metadata["id"] for doc in docs[:4]]
     assert [i.rsplit("#", 1)[1] for i in lighthouse_ids] == ["0", "1", "2", "3"]
     assert docs[3].page_content.endswith("watched over from Edinburgh by the Northern Lighthouse Board.")

@@ -2,7 +2,8 @@
 more runs only the members a record lacks, on the questions already there, and adds their outputs; every recorded
 member's output stays as it was, byte for byte, and the vote is taken again over all of them. Grown records are
 rewritten atomically after every batch, so an interruption loses at most the batch in flight, and the next run
-picks up where it stopped. `--retry-failed` runs again the members that failed on a question, the same way.
+picks up where it stopped. `--retry-failed` runs again the members that failed on a question, merged and voted
+again the same way, the records rewritten once at the end.
 Whether a config may grow the records is eor.commands.run_identity's to say.
 """
 

@@ -15,7 +15,6 @@ printed at the end is eor.commands.run_summary's.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,8 +37,6 @@ from eor.readers import build_reader
 from eor.runs.generation_cache import CacheSetting, open_cache
 from eor.runs.run_folder import RunFolder
 from voters.loading import load_voter
-
-log = logging.getLogger(__name__)
 
 
 def run(

@@ -236,11 +236,18 @@ def mixed_sequence(
 
 
 def sequence_end(
-    answerable: Stratum, unanswerable: Stratum, alpha: float, share: float, delta: float = DELTA
+    answerable: Stratum,
+    unanswerable: Stratum,
+    alpha: float,
+    share: float,
+    delta: float = DELTA,
+    grid: Sequence[float] = GRID,
+    min_coverage: float = MIN_COVERAGE,
 ) -> tuple[float, float] | None:
     """Where `mixed_risk_threshold`'s sequence for `alpha` stops: the first λ tested whose bound exceeds α, and
-    that bound (None: every λ tested was rejected). What a report says when no threshold is certified."""
-    for threshold, bound in mixed_sequence(answerable, unanswerable, share, delta, alpha=alpha):
+    that bound (None: no λ tested has a bound above α, each certified, or none was tested). What a report says
+    when no threshold is certified."""
+    for threshold, bound in mixed_sequence(answerable, unanswerable, share, delta, grid, min_coverage, alpha):
         if bound > alpha:
             return threshold, bound
     return None
