@@ -31,7 +31,7 @@ from scipy.special import expit
 
 from eor.core.errors import ConfigError, InputError
 from voters.judge_features import ABSOLUTE, FAMILIES, NULL, RETRIEVAL, SCORED_FAMILIES, JudgeFeatures, family_prefixes
-from voters.weights_file import header, read_document, write_document
+from voters.weights_file import header, read_signed, write_document
 
 ALL_FAMILIES = tuple(FAMILIES)
 
@@ -319,6 +319,7 @@ class JudgeVoter:
         self.members = [str(member) for member in members]
         self.metadata_: dict[str, Any] = {}
         self.source_: str | None = None  # the weights file it was loaded from
+        self.sha256_: str | None = None  # that file's digest
 
     def fit_scoring(self, scored: frozenset[str]) -> JudgeSelector:
         """The fit that answers candidates scored with the likelihood families `scored` (its first fit that
@@ -373,14 +374,17 @@ class JudgeVoter:
 
     @classmethod
     def load(cls, path: str | Path) -> Self:
-        """The judge voter of a weights file; ConfigError for a file of another voter or a malformed one."""
-        document = read_document(path)
+        """The judge voter of a weights file (its path in `source_`, its digest in `sha256_`); ConfigError for a
+        file of another voter or a malformed one."""
+        document, digest = read_signed(path)
         if document.get("voter") != cls.kind:
             raise ConfigError(
                 f"weights file {str(path)!r} holds a {document.get('voter', 'paper')!r} voter, "
                 "not a judge voter (eor train --voter judge)"
             )
         try:
-            return cls.from_document(document)
+            voter = cls.from_document(document)
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ConfigError(f"weights file {str(path)!r} is malformed: {type(exc).__name__}: {exc}") from None
+        voter.source_, voter.sha256_ = str(path), digest
+        return voter

@@ -8,6 +8,7 @@ members; the same members in another order are accepted (the weights are permute
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from importlib import metadata
@@ -52,12 +53,20 @@ def write_document(path: str | Path, document: dict[str, Any]) -> Path:
 
 
 def read_document(path: str | Path) -> dict[str, Any]:
+    """The weights file's document, checked for the format and its version."""
+    return read_signed(path)[0]
+
+
+def read_signed(path: str | Path) -> tuple[dict[str, Any], str]:
+    """The weights file's document (as `read_document`) and the sha256 of the bytes it was read from: what a
+    file that names another by digest (a cascade ending with the judge) compares, from the same single read."""
     source = Path(path).expanduser()
     if not source.is_file():
         raise InputError(f"weights file {str(source)!r} does not exist; train one with `eor train` or Voter.fit")
+    raw = source.read_bytes()
     try:
-        document = json.loads(source.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+        document = json.loads(raw.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"weights file {str(source)!r} is not valid JSON: {exc}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ConfigError(f"{str(source)!r} is not an eor voter weights file (format {FORMAT!r})")
@@ -66,7 +75,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
             f"weights file {str(source)!r} has format version {document.get('format_version')!r}; "
             f"this eor reads version {FORMAT_VERSION}"
         )
-    return document
+    return document, hashlib.sha256(raw).hexdigest()
 
 
 def member_order(

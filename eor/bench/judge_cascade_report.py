@@ -22,12 +22,11 @@ from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed
 from eor.evaluation.stats import Bootstrap
 from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
-from eor.pipeline.judging import check_voter_with_judge, ends_with_judge, scored_families
+from eor.pipeline.judging import check_voter_with_judge, ends_with_judge, load_judge, scored_families
 from eor.readers import build_reader
 from eor.runs.costs import member_costs
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
-from voters.judge_selector import JudgeVoter
 from voters.right import RightModel
 
 
@@ -49,8 +48,9 @@ def judge_cascade_report(
     voted = vote(data, weights, with_judge=True)
     cascade = voted.voter
     cascade.source_ = str(weights)
-    check_voter_with_judge(cascade, config)
-    judge = JudgeVoter.load(config.resolve_path(config.judge.weights))
+    judge = load_judge(config)
+    check_voter_with_judge(cascade, config, judge)
+    assert judge is not None  # a config naming a judge's weights
     by_id = {record.id: record for record in read_records(records)}
     loaded = [by_id[question] for question in data.ids]
     if not all(record.answers for record in loaded):

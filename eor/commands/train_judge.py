@@ -233,7 +233,8 @@ def _top_r(records: list[Any], members: list[str]) -> dict[str, Any]:
 def _risk_text(row: dict[str, Any]) -> str:
     if row["threshold"] is None:
         return f"α {significant(row['alpha'])}: abstain on all"
-    return f"α {significant(row['alpha'])}: P ≥ {fixed(row['threshold'], 2)} answers {pct(row['coverage'])}%"
+    of = "" if row.get("share") is None else " of the mix"  # a threshold for a mix: its coverage there
+    return f"α {significant(row['alpha'])}: P ≥ {fixed(row['threshold'], 2)} answers {pct(row['coverage'])}%{of}"
 
 
 def _held_out(

@@ -33,7 +33,7 @@ from eor.core.results import MemberOutput, Record, Result
 from eor.pipeline import validation
 from eor.pipeline.answering import answering_for, runs_in_steps
 from eor.pipeline.jobs import batches
-from eor.pipeline.judging import check_voter_with_judge, judge_stage, reached_end
+from eor.pipeline.judging import check_voter_with_judge, judge_stage, load_judge, reached_end
 from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.pool import outside_guarantee, pool_identity, warn_if_foreign
 from eor.pipeline.running import MemberRunner, RunningCosts
@@ -48,6 +48,7 @@ from eor.runs.costs import expected_seconds
 from eor.runs.generation_cache import CacheSetting, open_cache
 from voters.loading import choose_voter
 from voters.protocol import confidence_kwargs
+from voters.right import RightModel
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -92,14 +93,16 @@ class Ensemble:
         self.voter = voter if voter is not None else config_voter(config)
         # with `judge.weights`, the judge voter answers after every member, or after a cascade's last step
         # (eor.pipeline.judging)
-        check_voter_with_judge(self.voter, config)
-        self.judging = judge_stage(config, self.generation, self.templates, self.voter)
+        judge = load_judge(config)  # its weights file read once
+        check_voter_with_judge(self.voter, config, judge)
+        right = RightModel.from_voter(self.voter)  # the voter's P(right), built once for both stages
+        self.judging = judge_stage(config, self.generation, self.templates, judge, self.voter, right)
         voters = [self.voter] + ([self.judging.voter] if self.judging is not None else [])
         outside = _check_pool(voters, config, self.reader)
         if self.judging is not None:
             self.judging.outside, self.judging.outside_early = outside[-1], outside[0]
         # built once: it reads the voter's P(right) model, and says where its guarantee does not hold
-        self.voting = VoteStage(self.voter, self.members, outside[0])
+        self.voting = VoteStage(self.voter, self.members, right, outside[0])
         # what the answering strategies run members with (eor.pipeline.running): each member's expected seconds
         # as this ensemble measures them, else from the voter's training records or the member's notation
         self.runner = MemberRunner(

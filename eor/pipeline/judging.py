@@ -30,7 +30,6 @@ from eor.core.answers import normalize_answer
 from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.likelihood import Likelihood
-from eor.core.models import sha256_of
 from eor.core.prompts import PromptTemplates, templates_for
 from eor.core.results import MemberOutput, Result
 from eor.pipeline.abstention import abstention
@@ -175,10 +174,21 @@ def reached_end(result: Result) -> bool:
     return result.cascade is None or not result.cascade.get("skipped")
 
 
-def check_voter_with_judge(voter: Any, config: EnsembleConfig) -> None:
-    """A cascade trained with the judge as its last step answers only beside that judge (`judge.weights`, the
-    same file by digest, `judge.after: cascade`); `judge.after: cascade` needs such a cascade. ConfigError
-    naming what to change."""
+def load_judge(config: EnsembleConfig) -> JudgeVoter | None:
+    """The judge voter a config's `judge.weights` names (None without one), read once: its digest and fits are
+    what `check_voter_with_judge` compares and `judge_stage` answers with."""
+    if config.judge is None or config.judge.weights is None:
+        return None
+    path = config.resolve_path(config.judge.weights)
+    if not path.is_file():
+        raise ConfigError(f"judge.weights: no file {path}")
+    return JudgeVoter.load(path)
+
+
+def check_voter_with_judge(voter: Any, config: EnsembleConfig, judge: JudgeVoter | None) -> None:
+    """A cascade trained with the judge as its last step answers only beside that judge (`judge`, the config's
+    `judge.weights` as `load_judge` read it: the same file by digest, `judge.after: cascade`); `judge.after:
+    cascade` needs such a cascade. ConfigError naming what to change."""
     entry = ends_with_judge(voter)
     settings = config.judge
     after = settings.after if settings is not None else "members"
@@ -192,21 +202,18 @@ def check_voter_with_judge(voter: Any, config: EnsembleConfig) -> None:
                 f"cascade --judge ...); {source} is not one"
             )
         return
-    if settings is None or settings.weights is None or after != "cascade":
+    if judge is None or after != "cascade":
         raise ConfigError(
             f"{source} is a cascade whose last step is the judge {entry.get('weights')}: answer with it beside "
             "that judge (judge: {weights: ..., after: cascade}), never with its last step's selector"
         )
-    judge_path = config.resolve_path(settings.weights)
-    if not judge_path.is_file():
-        raise ConfigError(f"judge.weights: no file {judge_path}")
-    if entry.get("sha256") != sha256_of(judge_path):
+    if entry.get("sha256") != judge.sha256_:
         raise ConfigError(
             f"the cascade {source} was trained with the judge {entry.get('weights')} as its last step, not with "
-            f"{judge_path} (their digests differ): train the cascade again with this judge"
+            f"{judge.source_} (their digests differ): train the cascade again with this judge"
         )
     try:
-        fit = JudgeVoter.load(judge_path).fit_scoring(scored_families(config)).label
+        fit = judge.fit_scoring(scored_families(config)).label
     except InputError:
         fit = None
     if fit != entry.get("fit"):
@@ -362,17 +369,21 @@ class StepRisk:
 
 
 def judge_stage(
-    config: EnsembleConfig, generation: GenerationStage, templates: PromptTemplates, voter: Any = None
+    config: EnsembleConfig,
+    generation: GenerationStage,
+    templates: PromptTemplates,
+    judge: JudgeVoter | None,
+    voter: Any = None,
+    early: RightModel | None = None,
 ) -> JudgeStage | None:
-    """The judge stage of a config whose `judge:` names a judge voter's weights (None otherwise): the voter
-    loaded and checked against the config (ConfigError naming each difference): the same members, the same
-    span rule and K as its training records, and a fit for what the config scores. `voter`: the config's own
-    voter, a cascade trained with the judge as its last step under `judge.after: cascade`."""
-    if config.judge is None or config.judge.weights is None:
+    """The judge stage of a config whose `judge:` names a judge voter's weights (None otherwise): `judge`, as
+    `load_judge` read it, checked against the config (ConfigError naming each difference): the same members, the
+    same span rule and K as its training records, and a fit for what the config scores. `voter`: the config's own
+    voter, a cascade trained with the judge as its last step under `judge.after: cascade`; `early`: its P(right)
+    (voters.right), that of the answers its steps stop at."""
+    if config.judge is None or judge is None:
         return None
-    path = config.resolve_path(config.judge.weights)
-    judge = JudgeVoter.load(path)
-    judge.source_ = str(path)
+    path = judge.source_
     members = judged_members(config)
     if sorted(judge.members) != sorted(members):
         raise ConfigError(
@@ -391,5 +402,4 @@ def judge_stage(
         fits = "; ".join(f"{fit.label} needs {', '.join(sorted(fit.needs))}" for fit in judge.fits)
         what = ", ".join(sorted(scored)) or "nothing"
         raise ConfigError(f"the judge voter {path} has no fit for what judge: scores ({what}): {fits}")
-    early = None if voter is None else RightModel.from_voter(voter)  # P(right) of the answers its steps stop at
     return JudgeStage(judge, config, generation, templates, early, StepRisk.of(voter))

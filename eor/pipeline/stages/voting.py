@@ -63,13 +63,15 @@ class VoteStage:
     `judge(result, risk)`: the result declined below the threshold for `risk`; `settled(...)`: can pending
     members still change the chosen answer (voters.lazy)?"""
 
-    def __init__(self, voter: Any, members: Sequence[str], outside: str | None = None) -> None:
-        """`outside`: why the voter's thresholds do not hold for this pool (eor.pipeline.pool.outside_guarantee),
-        said with every abstention decision."""
+    def __init__(
+        self, voter: Any, members: Sequence[str], right: RightModel | None, outside: str | None = None
+    ) -> None:
+        """`right`: the voter's P(right) (voters.right `RightModel.from_voter`); `outside`: why its thresholds do
+        not hold for this pool (eor.pipeline.pool.outside_guarantee), said with every abstention decision."""
         self.voter = voter
         self.members = list(members)
         self.outside = outside
-        self.right = RightModel.from_voter(voter)
+        self.right = right
         # a cascade's P(right) is calibrated for the answer of the step it stops at (voters.right), not for a
         # vote over every member: such a vote has none
         self.stops = hasattr(voter, "vote_scores")
