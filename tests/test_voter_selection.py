@@ -27,7 +27,7 @@ from eor.runs.records import read_records
 from eor.runs.run_data import load_run
 from voters import AnswerSelector, VoteBatch, Voter, load_voter, similarity_tensor
 from voters.features import BASE_FEATURES, candidate_features, is_refusal
-from voters.folds import fold_split, folds
+from voters.folds import cross_fit, fold_split, folds, in_row_order
 from voters.nelder_mead import VoteData
 from voters.similarity import parse_metric_spec
 from voters.smooth import SmoothObjective, SmoothSettings, expected_correctness
@@ -219,6 +219,45 @@ def test_folds_partition_the_questions():
     splits = list(fold_split(10, 3, seed=0).split())
     assert [held.tolist() for _, held in splits] == [p.tolist() for p in parts]
     assert [train.tolist() for train, _ in splits] == [sorted(set(range(10)) - set(p.tolist())) for p in parts]
+
+
+def test_cross_fit_is_scikit_learns_cross_val_predict_over_the_same_folds():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_predict
+
+    rng = np.random.default_rng(3)
+    features = rng.normal(size=(40, 3))
+    labels = (features[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+    parts = folds(40, 4, seed=1)
+    pieces = cross_fit(
+        parts,
+        np.arange(40),
+        lambda train: LogisticRegression().fit(features[train], labels[train]),
+        lambda model, held: model.predict_proba(features[held])[:, 1],
+    )
+    ours = np.concatenate(pieces)[in_row_order(parts)]
+    theirs = cross_val_predict(LogisticRegression(), features, labels, cv=fold_split(40, 4, 1), method="predict_proba")
+    assert np.allclose(ours, theirs[:, 1], rtol=0, atol=1e-12)
+
+
+def test_cross_fit_learns_only_from_the_rows_taught_and_applies_each_fold_before_the_next_fit():
+    parts = [np.array([0, 3]), np.array([1, 4]), np.array([2, 5])]
+    seen: list[tuple[str, list[int]]] = []
+
+    def fit(train: np.ndarray) -> list[int]:
+        seen.append(("fit", train.tolist()))
+        return train.tolist()
+
+    def apply(train: list[int], held: np.ndarray) -> int:
+        seen.append(("apply", held.tolist()))
+        return sum(train)
+
+    told: list[int] = []
+    assert cross_fit(parts, np.array([0, 1, 2, 4]), fit, apply, told.append) == [1 + 2 + 4, 0 + 2, 0 + 1 + 4]
+    assert seen == [
+        ("fit", [1, 2, 4]), ("apply", [0, 3]), ("fit", [0, 2]), ("apply", [1, 4]), ("fit", [0, 1, 4]), ("apply", [2, 5])
+    ]  # fmt: skip
+    assert told == [1, 2, 3]
 
 
 def test_cross_validation_against_top_r_by_hand(tmp_path):

@@ -37,7 +37,7 @@ import numpy as np
 from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import ConfigError, InputError
 from voters.features import CandidateBlocks, FeatureSet
-from voters.folds import folds
+from voters.folds import cross_fit, folds
 from voters.scoring import choose
 from voters.selector import AnswerSelector
 from voters.selector_model import fit_on_features
@@ -170,9 +170,12 @@ class StepScores:
     def _out_of_fold(self, subset: tuple[int, ...]) -> OutOfFold:
         features = self.features(subset).matrix
         scores = np.zeros((len(self.rows), len(subset)))
-        for held in self.parts:
-            train = np.delete(self.rows, held)
-            scores[held] = self.fit(subset, train).feature_scores(features[self.rows[held]])
+
+        def scored(selector: Any, held: np.ndarray) -> None:
+            scores[held] = selector.feature_scores(features[self.rows[held]])
+
+        positions = np.arange(len(self.rows))
+        cross_fit(self.parts, positions, lambda train: self.fit(subset, self.rows[train]), scored)
         columns = np.asarray(subset, dtype=np.intp)
         same = self.blocks.same[np.ix_(self.rows, columns, columns)]
         pick, top, margin = leading(scores, same)

@@ -1,13 +1,20 @@
 """K disjoint folds of questions, seeded: what every cross-validation in eor splits by (voter candidates in
 eor.learning.crossval, as a scikit-learn `PredefinedSplit`; the cascade's out-of-fold step scores in
-voters.cascade_fit)."""
+voters.cascade_fit), and `cross_fit`, the one loop over them: each held-out part answered by what was fitted on
+the other parts (as scikit-learn's `cross_val_predict`, for fits that are not estimators)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 from sklearn.model_selection import PredefinedSplit
 
 from eor.core.errors import InputError
+
+Fitted = TypeVar("Fitted")
+Held = TypeVar("Held")
 
 
 def folds(n_questions: int, k: int, seed: int) -> list[np.ndarray]:
@@ -27,3 +34,28 @@ def fold_split(n_questions: int, k: int, seed: int) -> PredefinedSplit:
     for index, held in enumerate(folds(n_questions, k, seed)):
         test_fold[held] = index
     return PredefinedSplit(test_fold)
+
+
+def cross_fit(
+    parts: Sequence[np.ndarray],
+    teach: np.ndarray,
+    fit: Callable[[np.ndarray], Fitted],
+    apply: Callable[[Fitted, np.ndarray], Held],
+    progress: Callable[[int], None] | None = None,
+) -> list[Held]:
+    """Per held-out part of `parts` (disjoint positions, in order): `apply(fit(train), held)`, `train` the rows of
+    `teach` (ascending positions: the rows a fit may learn from) outside `held`, ascending. One part is fitted and
+    applied before the next is fitted (a fit may be an object refitted in place); `progress(number)` after each,
+    numbered from 1."""
+    teach = np.asarray(teach, dtype=int)
+    answered = []
+    for number, held in enumerate(parts, start=1):
+        answered.append(apply(fit(np.setdiff1d(teach, held)), held))
+        if progress is not None:
+            progress(number)
+    return answered
+
+
+def in_row_order(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """The positions that put what was answered per part, concatenated in the parts' order, back in row order."""
+    return np.argsort(np.concatenate(parts), kind="stable")

@@ -50,6 +50,7 @@ from voters.choice_evidence import (
     WITHOUT_CONFIDENCE,
     Evidence,
 )
+from voters.folds import cross_fit
 
 #: a group with fewer training rows has no logistic of its own: ALL's (fitted on every row) serves it
 MIN_GROUP = 30
@@ -414,10 +415,14 @@ def fit_right(
     if len(right) != len(rows):
         raise InputError(f"{len(rows)} rows of evidence but {len(right)} labels")
     out = np.zeros(len(rows))
-    every = np.arange(len(rows))
-    for held in parts:
-        train = np.setdiff1d(every, held)
-        out[held] = apply_groups(fit_groups(rows.take(train), right[train], features), rows.take(held))
+
+    def fitted(train: np.ndarray) -> dict[str, Logistic]:
+        return fit_groups(rows.take(train), right[train], features)
+
+    def scored(groups: dict[str, Logistic], held: np.ndarray) -> None:
+        out[held] = apply_groups(groups, rows.take(held))
+
+    cross_fit(parts, np.arange(len(rows)), fitted, scored)
     return fit_groups(rows, right, features), out
 
 

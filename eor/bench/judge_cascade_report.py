@@ -40,7 +40,8 @@ def judge_cascade_report(
     resamples: int = 1000,
 ) -> dict[str, Any]:
     """The report (JSON-ready) of the cascade of `weights` ending with the judge of `config`'s `judge:`."""
-    if config.judge is None or config.judge.weights is None:
+    judge = load_judge(config)
+    if judge is None or config.judge is None:
         raise ConfigError(
             f"the config {config.name!r} (--config) names no judge (judge: {{weights: ..., after: cascade}})"
         )
@@ -48,9 +49,7 @@ def judge_cascade_report(
     voted = vote(data, weights, with_judge=True)
     cascade = voted.voter
     cascade.source_ = str(weights)
-    judge = load_judge(config)
     check_voter_with_judge(cascade, config, judge)
-    assert judge is not None  # a config naming a judge's weights
     by_id = {record.id: record for record in read_records(records)}
     loaded = [by_id[question] for question in data.ids]
     if not all(record.answers for record in loaded):

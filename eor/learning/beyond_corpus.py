@@ -38,7 +38,7 @@ from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_cand
 from eor.pipeline.abstention import ALPHAS, DEFAULT_SHARE, DELTA, Stratum, mixed_risk_threshold, thresholds
 from eor.runs.run_data import RunData
 from voters.choice_evidence import FITS, WITH_RETRIEVAL, Evidence
-from voters.folds import folds
+from voters.folds import cross_fit, folds, in_row_order
 from voters.right import (
     Logistic,
     RightFit,
@@ -134,9 +134,12 @@ def cross_fitted(
         return fit_groups(rows.take(train), right[train], FITS[fit], None if weigh is None else weigh(train))
 
     p = np.full(len(rows), np.nan)
-    for held in parts:
+
+    def scored(groups: dict[str, Logistic], held: np.ndarray) -> None:
         out = np.intersect1d(every, held)
-        p[out] = apply_groups(fitted(np.setdiff1d(taught, held)), rows.take(out))
+        p[out] = apply_groups(groups, rows.take(out))
+
+    cross_fit(parts, taught, fitted, scored)
     return fitted(taught), p
 
 
@@ -168,16 +171,16 @@ def mix_evidence(
     progress: Progress | None,
 ) -> Evidence:
     """Each row's evidence from the named voter fitted on the answerable questions of the other folds."""
-    answerable = set(mix.rows(ANSWERABLE).tolist())
-    pieces, order = [], []
-    every = np.arange(len(mix.kind))
-    for fold, held in enumerate(parts, start=1):
-        train = np.array([row for row in np.setdiff1d(every, held) if row in answerable], dtype=int)
-        pieces.append(build_candidate(name, settings).fit(arrays, train).evidence(arrays, held))
-        order.append(held)
-        if progress is not None:
-            progress(f"{name}, fold {fold}/{len(parts)} (every kind of question)")
-    return Evidence.concatenate(pieces).take(np.argsort(np.concatenate(order), kind="stable"))
+    pieces = cross_fit(
+        parts,
+        mix.rows(ANSWERABLE),
+        lambda train: build_candidate(name, settings).fit(arrays, train),
+        lambda candidate, held: candidate.evidence(arrays, held),
+        None
+        if progress is None
+        else lambda fold: progress(f"{name}, fold {fold}/{len(parts)} (every kind of question)"),
+    )
+    return Evidence.concatenate(pieces).take(in_row_order(parts))
 
 
 def calibrate_mix(
@@ -282,13 +285,18 @@ def unanswerable_out_of_fold(
         return None, out
     features = FITS[UNANSWERABLE_FIT]
     trained = float(label.mean())
-    for held in parts:
-        train, scored = np.setdiff1d(keep, held), np.intersect1d(every, held)
-        answerable = kind[train] == ANSWERABLE
-        fold = UnanswerableFit(
-            fit_logistic(rows.features[train], ~answerable, features), float((~answerable).mean()), share, {}
+
+    def fold_fit(train: np.ndarray) -> UnanswerableFit:
+        unanswerable = kind[train] != ANSWERABLE
+        return UnanswerableFit(
+            fit_logistic(rows.features[train], unanswerable, features), float(unanswerable.mean()), share, {}
         )
+
+    def fold_scored(fold: UnanswerableFit, held: np.ndarray) -> None:
+        scored = np.intersect1d(every, held)
         out[scored] = fold.probability(rows.features[scored])
+
+    cross_fit(parts, keep, fold_fit, fold_scored)
     label = kind[every] != ANSWERABLE  # what it names, on every kind
     # what it names at the share s: its rates on each kind of question, weighted as the share weighs them
     named = out[every] >= 0.5

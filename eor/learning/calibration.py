@@ -19,7 +19,7 @@ import numpy as np
 from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate
 from eor.pipeline.abstention import DELTA, thresholds
 from voters.choice_evidence import ANSWERABLE_FITS, FITS, Evidence
-from voters.folds import fold_split
+from voters.folds import cross_fit, folds, in_row_order
 from voters.right import RightFit, RightModel, fit_right, has_features
 
 #: a feature set's P(right) is fitted only where at least this many training questions per fold have its features
@@ -31,15 +31,15 @@ def out_of_fold_evidence(
 ) -> tuple[Evidence, list[np.ndarray]]:
     """The evidence of the named candidate's choice for every question (voters.right), each from the candidate
     fitted on the other folds of a seeded K-fold split, in question order; and the held-out folds."""
-    n = arrays.questions
-    parts, pieces = [], []
-    for fold, (train, held) in enumerate(fold_split(n, k, seed).split(), start=1):
-        pieces.append(build_candidate(name, settings).fit(arrays, train).evidence(arrays, held))
-        parts.append(np.asarray(held))
-        if progress is not None:
-            progress(f"{name}, fold {fold}/{k}")
-    order = np.argsort(np.concatenate(parts), kind="stable")
-    return Evidence.concatenate(pieces).take(order), parts
+    parts = folds(arrays.questions, k, seed)
+    pieces = cross_fit(
+        parts,
+        np.arange(arrays.questions),
+        lambda train: build_candidate(name, settings).fit(arrays, train),
+        lambda candidate, held: candidate.evidence(arrays, held),
+        None if progress is None else lambda fold: progress(f"{name}, fold {fold}/{k}"),
+    )
+    return Evidence.concatenate(pieces).take(in_row_order(parts)), parts
 
 
 @dataclass

@@ -42,12 +42,21 @@ from eor.learning.beyond_corpus import (
     taught_kinds,
 )
 from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_candidate
-from eor.learning.judge_training import JudgedQuestion, Setting, accuracy, cross_fitted, out_of_fold, without_scores
+from eor.learning.judge_training import (
+    JudgedQuestion,
+    Setting,
+    accuracy,
+    cross_fitted,
+    fitted_on,
+    out_of_fold,
+    without_scores,
+)
 from eor.pipeline.abstention import ALPHAS, DELTA
 from eor.pipeline.judging import passages_read
 from eor.runs.costs import scoring_seconds
 from voters.cascade_fit import REPEATS, LastStep
 from voters.choice_evidence import EARLY, Evidence, choice_evidence
+from voters.folds import cross_fit, in_row_order
 from voters.folds import folds as fold_parts
 from voters.judge_features import PASSAGE
 from voters.judge_selector import Choice, JudgeSelector
@@ -176,21 +185,28 @@ def calibrate_judged(
     answerable = mix.rows(ANSWERABLE)
     seen = [without_scores(q, fit.needs) for q in questions]
     setting = Setting(tuple(fit.families), fit.spans, fit.retrieval, fit.null)
-    pieces: list[Evidence] = []
     choices: list[Choice | None] = [None] * len(seen)
-    for number, held in enumerate(parts, start=1):
-        train = np.setdiff1d(answerable, held)  # the answerable rows come first: their positions are the ending's
+
+    def fitted(train: np.ndarray) -> tuple[Any, JudgeSelector]:
+        # the answerable rows come first: their positions are the ending's
         cascade = build_candidate("cascade", settings).template(arrays)
         cascade.stop_on = "right"
         given = None if ending.probability is None else ending.probability[:, train]
         cascade.fit(arrays.take(train), last=LastStep(ending.right[:, train], ending.cost[train], given))
-        pieces.append(choice_evidence(cascade, arrays.take(held)))
-        judge = setting.build().fit([seen[i].features for i in train], [seen[i].right for i in train])
+        return cascade, fitted_on(setting, seen, train)
+
+    def answered(steps: tuple[Any, JudgeSelector], held: np.ndarray) -> Evidence:
+        cascade, judge = steps
         for row in held:
             choices[row] = judge.choose(seen[row].features)
+        return choice_evidence(cascade, arrays.take(held))
+
+    def told(fold: int) -> None:
         if progress is not None:
-            progress(f"the steps and the judge out of fold, every kind of question, fold {number}/{k}")
-    rows = Evidence.concatenate(pieces).take(np.argsort(np.concatenate(parts), kind="stable"))
+            progress(f"the steps and the judge out of fold, every kind of question, fold {fold}/{k}")
+
+    pieces = cross_fit(parts, answerable, fitted, answered, told)
+    rows = Evidence.concatenate(pieces).take(in_row_order(parts))
     stopped = rows.group == EARLY
     right = arrays.correctness[np.arange(len(rows)), rows.pick] >= 0.5
     steps = calibrate_mix_rows(

@@ -29,6 +29,7 @@ from eor.core.formatting import fixed
 from eor.learning.beyond_corpus import ABLATED, ANSWERABLE, mix_thresholds, taught_kinds
 from eor.pipeline.abstention import ALPHAS, DELTA, thresholds
 from voters.candidates import candidates
+from voters.folds import cross_fit
 from voters.folds import folds as fold_parts
 from voters.judge_features import SCORED_FAMILIES, Evidence, JudgeFeatures, judge_features, relevance_of
 from voters.judge_selector import Choice, JudgeSelector, JudgeVoter
@@ -138,14 +139,18 @@ def out_of_fold(
 ) -> list[Choice | None]:
     """Each question's choice by `setting` fitted on the other parts (`parts`: disjoint held-out positions)."""
     choices: list[Choice | None] = [None] * len(questions)
-    for held in parts:
-        inside = np.ones(len(questions), dtype=bool)
-        inside[held] = False
-        train = [q for q, kept in zip(questions, inside, strict=True) if kept]
-        fit = setting.build().fit([q.features for q in train], [q.right for q in train])
+
+    def chosen(fit: JudgeSelector, held: np.ndarray) -> None:
         for i in held:
             choices[i] = fit.choose(questions[i].features)
+
+    cross_fit(parts, np.arange(len(questions)), lambda train: fitted_on(setting, questions, train), chosen)
     return choices
+
+
+def fitted_on(setting: Setting, questions: Sequence[JudgedQuestion], train: np.ndarray) -> JudgeSelector:
+    """`setting` fitted on the questions at the positions `train`."""
+    return setting.build().fit([questions[i].features for i in train], [questions[i].right for i in train])
 
 
 def accuracy(questions: Sequence[JudgedQuestion], choices: Sequence[Choice | None]) -> np.ndarray:
@@ -276,13 +281,13 @@ def fit_beyond(
         if beyond.kind[i] == ABLATED and origin in fold_of:
             theirs[i] = int(fold_of[origin])
     extra: list[Choice | None] = [None] * len(beyond.questions)
-    for f, held in enumerate(parts):
-        inside = np.ones(len(seen), dtype=bool)
-        inside[held] = False
-        train = [q for q, kept in zip(seen, inside, strict=True) if kept]
-        trained = setting.build().fit([q.features for q in train], [q.right for q in train])
-        for row in np.flatnonzero(theirs == f):
+    whole = [np.concatenate([held, len(seen) + np.flatnonzero(theirs == f)]) for f, held in enumerate(parts)]
+
+    def chosen(trained: JudgeSelector, held: np.ndarray) -> None:
+        for row in held[held >= len(seen)] - len(seen):
             extra[row] = trained.choose(beyond.questions[row].features)
+
+    cross_fit(whole, np.arange(len(seen)), lambda train: fitted_on(setting, seen, train), chosen)
     every = [*choices, *extra]
     right = np.concatenate([accuracy(seen, choices), accuracy(beyond.questions, extra)]).astype(bool)
     kind = np.concatenate([np.full(len(seen), ANSWERABLE, dtype=object), beyond.kind.astype(object)])
@@ -291,7 +296,6 @@ def fit_beyond(
     made = [choice for choice in (every[i] for i in rows) if choice is not None]  # the choices of `rows`
     fit.calibrate(made, right[rows])
     fit.fit_unanswerable(made, kind[rows] != ANSWERABLE, beyond.share)
-    whole = [np.concatenate([held, len(seen) + np.flatnonzero(theirs == f)]) for f, held in enumerate(parts)]
     probability = cross_fitted(every, right, whole, taught)
     fit.thresholds_ = mix_thresholds(probability, right, kind, beyond.share, DELTA, ALPHAS)
     return probability, right, kind
@@ -303,18 +307,19 @@ def cross_fitted(
     """Each question's P(right) from a calibration fitted on the other parts' choices (NaN where no choice);
     `taught`: the questions a calibration may fit on (None: every one)."""
     probability = np.full(len(choices), np.nan)
-    for held in parts:
-        out = set(held.tolist())
-        others = [
-            (c, bool(right[i]))
-            for i, c in enumerate(choices)
-            if i not in out and c is not None and (taught is None or taught[i])
-        ]
-        scratch = JudgeSelector(("votes",), 0).calibrate([c for c, _ in others], [r for _, r in others])
+    teach = [i for i, c in enumerate(choices) if c is not None and (taught is None or taught[i])]
+
+    def calibrated(train: np.ndarray) -> JudgeSelector:
+        made = [(choice, bool(right[i])) for i in train if (choice := choices[i]) is not None]
+        return JudgeSelector(("votes",), 0).calibrate([c for c, _ in made], [r for _, r in made])
+
+    def scored(scratch: JudgeSelector, held: np.ndarray) -> None:
         for i in held:
             choice = choices[i]
             if choice is not None:
                 probability[i] = scratch.probability(choice.evidence)
+
+    cross_fit(parts, np.asarray(teach, dtype=int), calibrated, scored)
     return probability
 
 
