@@ -49,7 +49,8 @@ from eor.pipeline.abstention import DEFAULT_SHARE, Stratum, mixed_risk_threshold
 from eor.runs.costs import member_costs
 from eor.runs.run_data import load_run, load_runs
 from voters.choice_evidence import FITS, WITH_BOTH, WITH_CONFIDENCE, WITH_RETRIEVAL, WITHOUT_CONFIDENCE, Evidence
-from voters.right import fit_logistic, has_features
+from voters.folds import cross_fit
+from voters.right import Logistic, fit_logistic, has_features
 
 #: the coverage of the answerable questions at which the variants are compared, whatever the threshold certified
 #: (about what the shipped cascade answers at α = 0.3 on the training questions)
@@ -149,11 +150,14 @@ def unanswerable_auc(rows: Evidence, kind: np.ndarray, parts: list[np.ndarray]) 
     keep = np.flatnonzero(has_features(rows, WITH_RETRIEVAL))
     label = kind[keep] != ANSWERABLE
     out = np.full(len(keep), np.nan)
-    for held in within(list(parts), keep, len(rows)):
-        train = np.setdiff1d(np.arange(len(keep)), held)
-        out[held] = fit_logistic(rows.features[keep[train]], label[train], FITS[WITH_RETRIEVAL]).probability(
-            rows.features[keep[held]]
-        )
+
+    def fitted(train: np.ndarray) -> Logistic:
+        return fit_logistic(rows.features[keep[train]], label[train], FITS[WITH_RETRIEVAL])
+
+    def scored(logistic: Logistic, held: np.ndarray) -> None:
+        out[held] = logistic.probability(rows.features[keep[held]])
+
+    cross_fit(within(list(parts), keep, len(rows)), np.arange(len(keep)), fitted, scored)
     found = {}
     for other in (ABLATED, NOCORPUS):
         mask = np.isin(kind[keep], (ANSWERABLE, other))

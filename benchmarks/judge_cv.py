@@ -48,8 +48,9 @@ from eor.runs.costs import prompt_replay
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
 from voters.batch import VoteBatch
-from voters.folds import folds
+from voters.folds import cross_fit, folds
 from voters.judge_features import SCORED_FAMILIES
+from voters.judge_selector import JudgeSelector
 from voters.scoring import choose
 from voters.selector import AnswerSelector, fit_on_features
 
@@ -170,10 +171,14 @@ def _costs(path: str, config: EnsembleConfig, records: list[Record], rates: dict
 
 def _top_r(member_right: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
     hits = np.zeros(len(member_right))
-    for held in parts:
-        train = np.setdiff1d(np.arange(len(member_right)), held)
-        best = int(np.argmax(member_right[train].sum(axis=0)))
+
+    def best_member(train: np.ndarray) -> int:
+        return int(np.argmax(member_right[train].sum(axis=0)))
+
+    def answered(best: int, held: np.ndarray) -> None:
         hits[held] = member_right[held, best]
+
+    cross_fit(parts, np.arange(len(member_right)), best_member, answered)
     return hits
 
 
@@ -190,10 +195,13 @@ def _nested(
     probability = np.full(len(questions), np.nan)
     answered = np.zeros(len(questions), dtype=bool)
     settings = []
-    for held in parts:
-        train = [questions[i] for i in np.setdiff1d(np.arange(len(questions)), held)]
-        fit, report = train_fit(train, level, seed=seed)
+
+    def trained(train: np.ndarray) -> JudgeSelector:
+        fit, report = train_fit([questions[i] for i in train], level, seed=seed)
         settings.append(report.chosen)
+        return fit
+
+    def held_out(fit: JudgeSelector, held: np.ndarray) -> None:
         threshold = next((t["threshold"] for t in fit.thresholds_ if abs(t["alpha"] - ALPHA) < 1e-9), None)
         test = [without_scores(questions[i], fit.families) for i in held]
         choices = [fit.choose(q.features) for q in test]
@@ -202,6 +210,8 @@ def _nested(
             if choice is not None:
                 probability[i] = choice.probability
                 answered[i] = threshold is not None and choice.probability >= threshold
+
+    cross_fit(parts, np.arange(len(questions)), trained, held_out)
     known = ~np.isnan(probability)
     right = hits.astype(bool)
     n_answered = int(answered.sum())
@@ -224,12 +234,17 @@ def _todays_selector(path: str, members: list[str], records: list[Record], parts
     matrix = features.matrix[at]
     labels = batch.correctness("em") >= 0.5
     hits = np.zeros(len(matrix))
-    for held in parts:
-        train = np.setdiff1d(np.arange(len(matrix)), held)
+
+    def fitted(train: np.ndarray) -> AnswerSelector:
         selector = AnswerSelector(metrics=["em", "f1", "cosine"], C=1.0)
         fit_on_features(selector, type(features)(features.names, matrix[train]), labels[train], list(members))
+        return selector
+
+    def answered(selector: AnswerSelector, held: np.ndarray) -> None:
         chosen = choose(selector.feature_scores(matrix[held]))
         hits[held] = labels[held][np.arange(len(held)), chosen]
+
+    cross_fit(parts, np.arange(len(matrix)), fitted, answered)
     return hits
 
 

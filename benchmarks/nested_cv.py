@@ -47,7 +47,7 @@ from eor.learning.crossval import (
 )
 from eor.runs.costs import describe_rates
 from eor.runs.run_data import RunData, load_run
-from voters.folds import fold_split
+from voters.folds import cross_fit, folds
 
 ROOT = Path(__file__).resolve().parent.parent
 VOTERS = ("top", "paper", "selector")
@@ -168,14 +168,16 @@ def cascade_at(arrays: VoteArrays, settings: VoteSettings, losses: list[float], 
         for loss in losses
     }
     candidate = build_candidate("cascade", replace(settings, max_loss=losses[0] / 100))
-    for train, held in fold_split(n, top.k, top.seed).split():
-        cascade = candidate.fit(arrays, train).estimator
+
+    def replayed(cascade: Any, held: np.ndarray) -> None:
         batch = arrays.take(held)
         for loss in losses:
             chosen, stops = cascade.replay(batch, cascade.at_loss(loss / 100).threshold)
             found[loss].picks["cascade"][held] = chosen
             found[loss].scores["cascade"][held] = arrays.correctness[held, chosen]
             found[loss].costs["cascade"][held] = cascade.spent(batch.costs, stops)
+
+    cross_fit(folds(n, top.k, top.seed), np.arange(n), lambda train: candidate.fit(arrays, train).estimator, replayed)
     return found
 
 

@@ -43,7 +43,7 @@ from eor.core.config import load_config
 from eor.evaluation.stats import Bootstrap, paired_test
 from eor.runs.run_data import RunData, load_run
 from voters.batch import VoteBatch
-from voters.folds import folds
+from voters.folds import cross_fit, folds
 from voters.loading import choose_voter
 from voters.scoring import TIE_TOLERANCE
 
@@ -95,14 +95,17 @@ def study(data: RunData, fold_voter: FoldVoter, correct: np.ndarray, k: int = 5,
     n = len(data.answers)
     chosen = {name: np.zeros(n, dtype=int) for name in found}
     differing: list[int] = []
-    for test in folds(n, k, seed):
-        train = np.setdiff1d(np.arange(n), test)
+
+    def broken(train: np.ndarray, test: np.ndarray) -> None:
+        """The fold's voter (fitted on `train`) on `test`, and each rule breaking its ties (some read `train`)."""
         scores, weights = fold_voter(train, test)
         for q, tied in zip(test, tied_members(scores), strict=True):
             if len({normalize_answer(data.answers[q][m]) for m in tied}) > 1:
                 differing.append(int(q))
             for name, rule in found.items():
                 chosen[name][q] = rule(int(q), tied, train, weights)
+
+    cross_fit(folds(n, k, seed), np.arange(n), lambda train: train, broken)
     rows = np.arange(n)
     return {"differing": sorted(differing), "right": {name: correct[rows, picks] for name, picks in chosen.items()}}
 

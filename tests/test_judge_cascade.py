@@ -24,7 +24,8 @@ from tests.test_cascade import hand_cascade_document, selector_document
 from tests.test_judge_answering import QUESTION, weights  # noqa: F401 - the judge voter's fixture
 from tests.test_judge_records import MEMBERS, _config
 from voters.batch import VoteBatch
-from voters.cascade_fit import THRESHOLDS, LastStep, SelectorSettings, StepScores, held_out_points
+from voters.cascade_fit import THRESHOLDS, SelectorSettings, StepScores, held_out_points
+from voters.cascade_points import LastStep
 from voters.choice_evidence import ANSWERABLE_FITS, FITS, WITHOUT_CONFIDENCE
 
 ORDER = [MEMBERS[1], MEMBERS[2], MEMBERS[0]]  # BM25@1 > Wiki@2 > ReFree

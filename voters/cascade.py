@@ -18,8 +18,9 @@ from typing import Any, Self
 import numpy as np
 
 from eor.core.errors import ConfigError
-from voters.cascade_fit import Calibration, OperatingPoint
+from voters.cascade_fit import Calibration
 from voters.cascade_model import DEFAULT_MAX_LOSS, EVENT_LABELS, KIND, CascadeModel, CascadeStep
+from voters.cascade_points import OperatingPoint
 from voters.protocol import confidence_kwargs
 from voters.selector import AnswerSelector
 from voters.weights_file import header, member_order, write_document

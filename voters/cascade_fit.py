@@ -15,8 +15,8 @@ order search and the steps of the chosen order share their fits.
    out-of-fold rows of the event "the step's leading answer is right" (`stop_on="right"`) or "it is the full
    pool's" (`stop_on="agreement"`): P = σ(a + b·z + c·min(δ, MARGIN_CAP)). `stop_on="auto"` (the default)
    tries both and keeps the one whose held-out operating point (step 3) is cheaper.
-3. **Threshold** (`held_out_points`, `choose_point`): one threshold t for every step; a question stops at the
-   first step with P ≥ t, at the last step otherwise. Steps 1-2 are run again on the other folds of
+3. **Threshold** (`held_out_points`; `choose_point`, voters.cascade_points): one threshold t for every step; a
+   question stops at the first step with P ≥ t, at the last step otherwise. Steps 1-2 are run again on the other folds of
    `REPEATS` K-fold splits and replayed on each held-out fold, so every t of THRESHOLDS has a held-out
    accuracy, loss against the full pool's selector and cost. Under `max_loss` the cheapest t from which on
    every higher t loses at most max_loss is chosen; under `budget` the t of least loss within the budget.
@@ -30,12 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from eor.core.cache_policy import KeyedMemo
 from eor.core.errors import ConfigError, InputError
+from voters.cascade_points import HeldOut, LastStep, OperatingPoint, choose_point
 from voters.features import CandidateBlocks, FeatureSet
 from voters.folds import cross_fit, folds
 from voters.scoring import choose
@@ -296,55 +298,6 @@ def replay_steps(
     return picks[np.arange(len(rows)), stops].astype(int), stops.astype(int)
 
 
-@dataclass(frozen=True)
-class OperatingPoint:
-    """A threshold and what it gave on held-out training questions (repeated K-fold): accuracy, loss against
-    the full pool's selector, mean and 90th-percentile cost per question, mean members run."""
-
-    threshold: float
-    accuracy: float
-    loss: float
-    cost: float
-    cost_p90: float
-    members_run: float
-
-    def to_dict(self) -> dict[str, float | None]:
-        return {
-            "threshold": None if np.isinf(self.threshold) else self.threshold,
-            "accuracy": self.accuracy,
-            "loss": self.loss,
-            "cost": self.cost,
-            "cost_p90": self.cost_p90,
-            "members_run": self.members_run,
-        }
-
-
-@dataclass(frozen=True)
-class LastStep:
-    """What answers the questions a cascade runs to its end, instead of the last step's selector: per training
-    row (the rows of `StepScores`), whether its choice is right, held out on each of the REPEATS splits
-    (`right` (repeats, R): repeat r's choice from a fit on the other folds of `folds(R, K, seed + r)`), and its
-    cost on top of every member's (`cost` (R,), in the members' cost unit)."""
-
-    right: np.ndarray
-    cost: np.ndarray
-    probability: np.ndarray | None = None  # (repeats, R): its P(right) of each held-out choice, where it gives one
-
-
-@dataclass
-class HeldOut:
-    """Every threshold's operating point, and the full pool's selector, on held-out training questions; and per
-    threshold, repeat and row (T, repeats, R) whether the answer was right and its P(right) (the stopping
-    step's calibrated P when the cascade stops on `right`, the last step's own where it answered; NaN else)."""
-
-    points: list[OperatingPoint]
-    full_accuracy: float
-    full_cost: float
-    right: np.ndarray | None = None
-    probability: np.ndarray | None = None
-    steps: np.ndarray | None = None  # (T, repeats, R): the steps run (the last step's count: no step stopped)
-
-
 def held_out_points(
     scores: StepScores,
     costs: np.ndarray,
@@ -365,12 +318,10 @@ def held_out_points(
     probability = np.full_like(right, np.nan)
     full_right = np.zeros((repeats, n_rows))
     for repeat in range(repeats):
-        for held in folds(n_rows, len(scores.parts), scores.seed + repeat):
-            ending = None
-            if last is not None:
-                given = None if last.probability is None else last.probability[repeat, held]
-                ending = LastStep(last.right[repeat, held], last.cost[held], given)
-            outcome = _held_out_fold(scores, costs, stop_on, held, thresholds, ending)
+        parts = folds(n_rows, len(scores.parts), scores.seed + repeat)
+        searched = partial(_searched, scores, costs, stop_on)
+        replayed = partial(_replayed, scores, costs, stop_on, thresholds, last, repeat)
+        for held, outcome in zip(parts, cross_fit(parts, np.arange(n_rows), searched, replayed), strict=True):
             full_right[repeat, held] = outcome[0]
             right[:, repeat, held], spent[:, repeat, held], steps_run[:, repeat, held] = outcome[1:4]
             probability[:, repeat, held] = outcome[4]
@@ -389,22 +340,14 @@ def held_out_points(
     return HeldOut(points, full, float(spent[-1].mean()), right.astype(bool), probability, steps_run.astype(int))
 
 
-def _held_out_fold(
-    scores: StepScores,
-    costs: np.ndarray,
-    stop_on: str,
-    held: np.ndarray,
-    thresholds: Sequence[float],
-    last: LastStep | None = None,
-) -> tuple[np.ndarray, ...]:
-    """On the held-out questions of one fold: the full pool's selector (or `last`, at these questions) right,
-    and per threshold the cascade (searched on the other rows) right, its cost and the members it ran."""
-    test = scores.rows[held]
+def _searched(scores: StepScores, costs: np.ndarray, stop_on: str, train: np.ndarray) -> tuple[Search, list[Any]]:
+    """The cascade searched on the rows of `scores` at the positions `train` (its own inner folds), and each of
+    its steps (members, selector, calibration) fitted on them."""
     inner = StepScores(
         scores.blocks,
         scores.labels,
         scores.names,
-        np.delete(scores.rows, held),
+        scores.rows[train],
         scores.settings,
         len(scores.parts),
         scores.seed,
@@ -414,6 +357,27 @@ def _held_out_fold(
         (found.order[: j + 1], inner.fit(found.order[: j + 1], inner.rows), found.calibrations[j])
         for j in range(len(found.order))
     ]
+    return found, steps
+
+
+def _replayed(
+    scores: StepScores,
+    costs: np.ndarray,
+    stop_on: str,
+    thresholds: Sequence[float],
+    last: LastStep | None,
+    repeat: int,
+    searched: tuple[Search, list[Any]],
+    held: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """On the rows of `scores` at the positions `held`: the full pool's selector (or `last`, repeat `repeat`'s
+    choices at these rows) right, and per threshold the cascade `searched` on the other rows right, its cost
+    and the members it ran."""
+    found, steps = searched
+    if last is not None:
+        given = None if last.probability is None else last.probability[repeat, held]
+        last = LastStep(last.right[repeat, held], last.cost[held], given)
+    test = scores.rows[held]
     probability, picks, _ = step_probabilities(scores.blocks, steps, test)
     rows = np.asarray(costs, dtype=float)[test]
     index = np.arange(len(test))
@@ -436,27 +400,6 @@ def _held_out_fold(
         given.append(said)
     full = scores.labels[test, picks[:, -1]] if last is None else np.asarray(last.right, dtype=bool)
     return full, np.array(right), np.array(spent), np.array(steps_run), np.array(given)
-
-
-def choose_point(points: Sequence[OperatingPoint], max_loss: float | None, budget: float | None) -> OperatingPoint:
-    """Under `budget`: the point of least loss whose mean cost is at most the budget. Under `max_loss` (a
-    fraction): the cheapest threshold from which on every higher threshold also loses at most max_loss (a
-    lucky dip of a low threshold does not count)."""
-    ordered = sorted(points, key=lambda p: p.threshold)
-    if budget is not None:
-        within = [p for p in ordered if p.cost <= budget]
-        if not within:
-            cheapest = min(p.cost for p in ordered)
-            raise InputError(f"no cascade fits a budget of {budget:g} per question: the cheapest costs {cheapest:.3g}")
-        return min(within, key=lambda p: (p.loss, p.cost))
-    if max_loss is None or max_loss < 0:
-        raise ConfigError(f"max_loss must be a number ≥ 0, got {max_loss!r}")
-    chosen = ordered[-1]
-    for point in reversed(ordered):
-        if point.loss > max_loss + 1e-12:
-            break
-        chosen = point
-    return chosen
 
 
 @dataclass

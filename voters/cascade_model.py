@@ -36,16 +36,14 @@ from voters.cascade_fit import (
     STOP_TARGETS,
     Calibration,
     CascadeFit,
-    LastStep,
-    OperatingPoint,
     SelectorSettings,
     StepScores,
-    choose_point,
     fit_steps,
     leading,
     replay_steps,
     stop_scores,
 )
+from voters.cascade_points import LastStep, OperatingPoint, choose_point
 from voters.choice_evidence import EARLY, LAST
 from voters.estimator import VoterEstimator
 from voters.features import CandidateBlocks

@@ -27,13 +27,18 @@ def folds(n_questions: int, k: int, seed: int) -> list[np.ndarray]:
     return [np.sort(part) for part in np.array_split(order, k)]
 
 
+def fold_labels(n_questions: int, k: int, seed: int) -> np.ndarray:
+    """Each question's fold under `folds` (0 to K − 1)."""
+    labels = np.empty(n_questions, dtype=int)
+    for index, held in enumerate(folds(n_questions, k, seed)):
+        labels[held] = index
+    return labels
+
+
 def fold_split(n_questions: int, k: int, seed: int) -> PredefinedSplit:
     """`folds` as scikit-learn's splitter: `split()` yields (training positions, held-out positions) per
     fold, in the order of `folds`, both ascending."""
-    test_fold = np.empty(n_questions, dtype=int)
-    for index, held in enumerate(folds(n_questions, k, seed)):
-        test_fold[held] = index
-    return PredefinedSplit(test_fold)
+    return PredefinedSplit(fold_labels(n_questions, k, seed))
 
 
 def cross_fit(

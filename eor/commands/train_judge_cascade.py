@@ -49,7 +49,7 @@ from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import MemberCosts, training_costs
 from eor.runs.run_data import RunData, load_runs, named_runs, read_runs, run_paths
-from voters.cascade_fit import LastStep
+from voters.cascade_points import LastStep
 from voters.judge_selector import JudgeSelector, JudgeVoter
 
 log = logging.getLogger(__name__)

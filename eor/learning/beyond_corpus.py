@@ -38,7 +38,7 @@ from eor.learning.crossval import Progress, VoteArrays, VoteSettings, build_cand
 from eor.pipeline.abstention import ALPHAS, DEFAULT_SHARE, DELTA, Stratum, mixed_risk_threshold, thresholds
 from eor.runs.run_data import RunData
 from voters.choice_evidence import FITS, WITH_RETRIEVAL, Evidence
-from voters.folds import cross_fit, folds, in_row_order
+from voters.folds import cross_fit, fold_labels, in_row_order
 from voters.right import (
     Logistic,
     RightFit,
@@ -94,17 +94,11 @@ def mix_folds(mix: Mix, k: int, seed: int) -> list[np.ndarray]:
     no-corpus questions in seeded folds of their own."""
     fold_of = np.full(len(mix.kind), -1)
     answerable = mix.rows(ANSWERABLE)
-    for f, held in enumerate(folds(len(answerable), k, seed)):
-        fold_of[answerable[held]] = f
+    fold_of[answerable] = fold_labels(len(answerable), k, seed)
     by_id = {mix.data.ids[row]: int(fold_of[row]) for row in answerable}
     for kind in (ABLATED, NOCORPUS):
         rows = mix.rows(kind)
-        own = np.full(len(rows), -1)
-        if len(rows) >= k:
-            for f, held in enumerate(folds(len(rows), k, seed)):
-                own[held] = f
-        else:
-            own[:] = np.arange(len(rows)) % k
+        own = fold_labels(len(rows), k, seed) if len(rows) >= k else np.arange(len(rows)) % k
         for position, row in enumerate(rows):
             fold_of[row] = by_id.get(mix.origin[row], int(own[position]))
     return [np.flatnonzero(fold_of == f) for f in range(k)]

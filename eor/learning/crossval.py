@@ -47,7 +47,7 @@ from voters.batch import VoteBatch
 from voters.cascade import DEFAULT_MAX_LOSS, Cascade
 from voters.choice_evidence import ALL, Evidence, choice_evidence, evidence
 from voters.features import CandidateBlocks
-from voters.folds import fold_split
+from voters.folds import cross_fit, folds
 from voters.loading import register_voter_kind
 from voters.protocol import FittedVoter, check_voter_class
 from voters.selector import AnswerSelector
@@ -132,19 +132,6 @@ def without_confidence(arrays: VoteArrays) -> VoteArrays:
     """The same arrays with the reader's confidence left out of the candidate blocks (what settings with
     `confidence=False` compute)."""
     return replace(arrays, blocks=replace(arrays.blocks, confidence=None))
-
-
-def confidence_choice(arrays: VoteArrays, settings: VoteSettings, k: int, seed: int) -> dict[str, Any]:
-    """Whether the selector's features keep the reader's confidence, by k-fold cross-validation of the
-    selector with and without it on the same folds: kept only when strictly better (simpler on a tie).
-    `{"used": bool, "with": mean, "without": mean, "folds": k}`."""
-    means = {
-        label: float(
-            out_of_fold(arrays, ["selector"], replace(settings, confidence=used), k, seed).scores["selector"].mean()
-        )
-        for label, used in (("with", True), ("without", False))
-    }
-    return {"used": means["with"] > means["without"], **means, "folds": k}
 
 
 class Candidate:
@@ -412,22 +399,28 @@ def out_of_fold(
     chosen: dict[str, list[str]] = {AUTO: []} if AUTO in names else {}
     step = progress or (lambda label: None)
     candidates = {name: build_candidate(name, settings) for name in plain}
-    for fold, (train, held) in enumerate(fold_split(len(rows), k, seed).split(), start=1):
-        train_rows = rows[train]
-        test_rows = rows[held]
-        fitted: dict[str, Candidate] = {}
+    fold = iter(range(1, k + 1))
+
+    def fitted(train: np.ndarray) -> dict[str, Candidate]:
+        """Each candidate refitted (in place) on the fold's training rows; `auto`'s choice among them."""
+        number, train_rows = next(fold), rows[train]
+        models = {}
         for name in plain:
-            fitted[name] = candidates[name].fit(arrays, train_rows)
-            member[name][held], costs[name][held] = fitted[name].answer(arrays, test_rows)
-            scores[name][held] = _correct(arrays, test_rows, member[name][held])
-            step(f"{name}, fold {fold}/{k}")
+            models[name] = candidates[name].fit(arrays, train_rows)
+            step(f"{name}, fold {number}/{k}")
         if AUTO in names:
             pick, _ = choose_candidate(arrays, plain or auto_names(settings), settings, inner_folds, seed, train_rows)
             chosen[AUTO].append(pick)
-            model = fitted.get(pick) or build_candidate(pick, settings).fit(arrays, train_rows)
-            member[AUTO][held], costs[AUTO][held] = model.answer(arrays, test_rows)
-            scores[AUTO][held] = _correct(arrays, test_rows, member[AUTO][held])
-            step(f"{AUTO} (nested), fold {fold}/{k}")
+            models[AUTO] = models.get(pick) or build_candidate(pick, settings).fit(arrays, train_rows)
+            step(f"{AUTO} (nested), fold {number}/{k}")
+        return models
+
+    def answered(models: dict[str, Candidate], held: np.ndarray) -> None:
+        for name, model in models.items():
+            member[name][held], costs[name][held] = model.answer(arrays, rows[held])
+            scores[name][held] = _correct(arrays, rows[held], member[name][held])
+
+    cross_fit(folds(len(rows), k, seed), np.arange(len(rows)), fitted, answered)
     return CvResult(k, seed, scores, chosen, costs, member)
 
 

@@ -54,7 +54,8 @@ from eor.learning.judge_training import (
 from eor.pipeline.abstention import ALPHAS, DELTA
 from eor.pipeline.judging import passages_read
 from eor.runs.costs import scoring_seconds
-from voters.cascade_fit import REPEATS, LastStep
+from voters.cascade_fit import REPEATS
+from voters.cascade_points import LastStep
 from voters.choice_evidence import EARLY, Evidence, choice_evidence
 from voters.folds import cross_fit, in_row_order
 from voters.folds import folds as fold_parts

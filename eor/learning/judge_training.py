@@ -29,7 +29,7 @@ from eor.core.formatting import fixed
 from eor.learning.beyond_corpus import ABLATED, ANSWERABLE, mix_thresholds, taught_kinds
 from eor.pipeline.abstention import ALPHAS, DELTA, thresholds
 from voters.candidates import candidates
-from voters.folds import cross_fit
+from voters.folds import cross_fit, fold_labels
 from voters.folds import folds as fold_parts
 from voters.judge_features import SCORED_FAMILIES, Evidence, JudgeFeatures, judge_features, relevance_of
 from voters.judge_selector import Choice, JudgeSelector, JudgeVoter
@@ -273,10 +273,7 @@ def fit_beyond(
     the answerable and the no-corpus questions each apart (`mix_thresholds`). Gives back every row's (the
     answerable, then `beyond`'s) out-of-fold P(right), whether its choice was right, and its kind."""
     fold_of = {q.id: f for f, held in enumerate(parts) for q in (seen[i] for i in held)}
-    own = fold_parts(len(beyond.questions), k, seed)
-    theirs = np.empty(len(beyond.questions), dtype=int)
-    for f, held in enumerate(own):
-        theirs[held] = f
+    theirs = fold_labels(len(beyond.questions), k, seed)
     for i, origin in enumerate(beyond.origin):
         if beyond.kind[i] == ABLATED and origin in fold_of:
             theirs[i] = int(fold_of[origin])

@@ -44,7 +44,6 @@ from eor.learning.crossval import (
     candidate_names,
     choose_candidate,
     compare_with_top,
-    confidence_choice,
     out_of_fold,
     run_batch,
     without_confidence,
@@ -63,6 +62,19 @@ PROBABILITY_QUESTIONS_PER_FOLD = 10
 CONFIDENCE_VOTERS = (AUTO, "selector", "cascade")
 #: bootstrap resamples of the paired tests on dev
 DEV_RESAMPLES = 2000
+
+
+def confidence_choice(arrays: VoteArrays, settings: VoteSettings, k: int, seed: int) -> dict[str, Any]:
+    """Whether the selector's features keep the reader's confidence, by k-fold cross-validation of the
+    selector with and without it on the same folds: kept only when strictly better (simpler on a tie).
+    `{"used": bool, "with": mean, "without": mean, "folds": k}`."""
+    means = {
+        label: float(
+            out_of_fold(arrays, ["selector"], replace(settings, confidence=used), k, seed).scores["selector"].mean()
+        )
+        for label, used in (("with", True), ("without", False))
+    }
+    return {"used": means["with"] > means["without"], **means, "folds": k}
 
 
 def training_records(
