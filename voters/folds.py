@@ -1,7 +1,8 @@
-"""K disjoint folds of questions, seeded: what every cross-validation in eor splits by (voter candidates in
-eor.learning.crossval, as a scikit-learn `PredefinedSplit`; the cascade's out-of-fold step scores in
-voters.cascade_fit), and `cross_fit`, the one loop over them: each held-out part answered by what was fitted on
-the other parts (as scikit-learn's `cross_val_predict`, for fits that are not estimators)."""
+"""K disjoint folds of questions, seeded: what every cross-validation in eor splits by, and `cross_fit`, the one
+loop over them (every out-of-fold estimate: voter candidates, P(right), the judge, the cascade's steps and
+operating points, the benchmarks' nested cross-validations): each held-out part answered by what was fitted on the
+other parts, as scikit-learn's `cross_val_predict` does for estimators (`fold_split`: the same folds as its
+splitter)."""
 
 from __future__ import annotations
 

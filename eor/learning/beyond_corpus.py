@@ -165,14 +165,17 @@ def mix_evidence(
     progress: Progress | None,
 ) -> Evidence:
     """Each row's evidence from the named voter fitted on the answerable questions of the other folds."""
+
+    def told(fold: int) -> None:
+        if progress is not None:
+            progress(f"{name}, fold {fold}/{len(parts)} (every kind of question)")
+
     pieces = cross_fit(
         parts,
         mix.rows(ANSWERABLE),
         lambda train: build_candidate(name, settings).fit(arrays, train),
         lambda candidate, held: candidate.evidence(arrays, held),
-        None
-        if progress is None
-        else lambda fold: progress(f"{name}, fold {fold}/{len(parts)} (every kind of question)"),
+        told,
     )
     return Evidence.concatenate(pieces).take(in_row_order(parts))
 
