@@ -375,6 +375,8 @@ def test_the_judge_voter_beyond_the_corpus(tmp_path) -> None:
     train_judge(answerable, tmp_path / "plain.json", pool_config=config)
     report = train_judge(answerable, tmp_path / "beyond.json", pool_config=config, nocorpus=nocorpus, share=0.25)
     assert "0 ablated and 60 no-corpus questions" in report and "a share 0.25" in report
+    # nothing is certified on so few: no threshold, so no line of what one answers of each kind
+    assert "α 0.3: abstain on all" in report and "% of the answerable" not in report
     plain, beyond = JudgeVoter.load(tmp_path / "plain.json"), JudgeVoter.load(tmp_path / "beyond.json")
     assert [sorted(fit.needs) for fit in plain.fits] == [["passages", "scores"], ["scores"], []]
     assert [sorted(fit.needs) for fit in beyond.fits] == [["scores"], []]
@@ -411,3 +413,13 @@ def test_the_judge_voter_beyond_the_corpus(tmp_path) -> None:
     # a share without questions to bound it is refused
     args = ["train", str(answerable), "--voter", "judge", "--unanswerable-share", "0.3", "--out", str(tmp_path / "x")]
     assert main(args) != 0 and not (tmp_path / "x").exists()
+
+
+def test_what_a_threshold_answers_of_each_kind_by_hand() -> None:
+    from eor.commands.train_report import answered_by_kind
+
+    kind = np.array(["answerable"] * 4 + ["no corpus"] * 2 + ["ablated"] * 2, dtype=object)
+    answered = np.array([True, True, True, False, False, True, False, False])
+    # in the order of KINDS, each kind present once
+    assert answered_by_kind(answered, kind) == "75.0% of the answerable, 0.0% of the ablated, 50.0% of the no corpus"
+    assert answered_by_kind(answered[:4], kind[:4]) == "75.0% of the answerable"

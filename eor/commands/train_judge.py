@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from eor.commands.train_report import REPORTED_RISKS, answered_by_kind
 from eor.core.answers import matches_gold
 from eor.core.config import JudgeConfig
 from eor.core.data import ABLATED_FROM
@@ -33,9 +34,6 @@ from eor.runs.run_folder import recorded_config
 from voters.judge_selector import JudgeVoter
 
 log = logging.getLogger(__name__)
-
-#: the error rates whose abstention thresholds the report shows (every one of them is stored)
-REPORTED_RISKS = (0.1, 0.2, 0.3, 0.4)
 
 
 def train_judge(
@@ -106,6 +104,10 @@ def _fit_lines(voter: JudgeVoter, reports: list[Any], beyond: Unanswerable | Non
         risks = {round(float(row["alpha"]), 6): row for row in fit.thresholds_}
         shown = [_risk_text(risks[r]) for r in REPORTED_RISKS if r in risks]
         lines.append(f"  {'':<16} P(right) thresholds: {'; '.join(shown)}")
+        if beyond is not None:  # out of fold, each kind of training question answered at each threshold
+            for r in (r for r in REPORTED_RISKS if r in risks and risks[r]["threshold"] is not None):
+                answered = np.nan_to_num(report.probability, nan=-1.0) >= risks[r]["threshold"]
+                lines.append(f"  {'':<16}   α {significant(r)}: answers {answered_by_kind(answered, report.kind)}")
     if beyond is not None:
         counts = {kind: int((beyond.kind == kind).sum()) for kind in (ABLATED, NOCORPUS)}
         lines.append(

@@ -21,9 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from eor.commands.train_judge import REPORTED_RISKS
 from eor.commands.train_options import TrainOptions
-from eor.commands.train_report import cascade_lines
+from eor.commands.train_report import REPORTED_RISKS, answered_by_kind, cascade_lines
 from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed, pct, significant, small_data_warning
@@ -227,7 +226,7 @@ def beyond_lines(share: float, found: JudgedCalibration) -> list[str]:
         answered = _answered(found, alpha)
         covers = {name: float(answered[kind == name].mean()) for name in KINDS if (kind == name).any()}
         wrongs = {name: float((answered & ~right)[kind == name].mean()) for name in covers}
-        shown = ", ".join(f"{pct(cover)}% of the {name}" for name, cover in covers.items())
+        shown = answered_by_kind(answered, kind)
         covered = (1 - share) * covers[ANSWERABLE] + share * covers.get(NOCORPUS, 0.0)
         mixed = ((1 - share) * wrongs[ANSWERABLE] + share * wrongs.get(NOCORPUS, 0.0)) / covered if covered else None
         error = "" if mixed is None else f"; error among answered on the mix {pct(mixed)}%"
