@@ -16,8 +16,8 @@ order search and the steps of the chosen order share their fits.
    pool's" (`stop_on="agreement"`): P = σ(a + b·z + c·min(δ, MARGIN_CAP)). `stop_on="auto"` (the default)
    tries both and keeps the one whose held-out operating point (step 3) is cheaper.
 3. **Threshold** (`held_out_points`; `choose_point`, voters.cascade_points): one threshold t for every step; a
-   question stops at the first step with P ≥ t, at the last step otherwise. Steps 1-2 are run again on the other folds of
-   `REPEATS` K-fold splits and replayed on each held-out fold, so every t of THRESHOLDS has a held-out
+   question stops at the first step with P ≥ t, at the last step otherwise. Steps 1-2 are run again on the other
+   folds of `REPEATS` K-fold splits and replayed on each held-out fold, so every t of THRESHOLDS has a held-out
    accuracy, loss against the full pool's selector and cost. Under `max_loss` the cheapest t from which on
    every higher t loses at most max_loss is chosen; under `budget` the t of least loss within the budget.
 
