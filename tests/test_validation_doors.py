@@ -183,6 +183,26 @@ def test_a_bad_config_fails_at_the_door_of_commands_that_skipped_it(tmp_path, ca
         validation.load_valid_config(path)
 
 
+@pytest.mark.parametrize(
+    ("judge", "message"),
+    [
+        ("{rule: nouns}", "judge.rule: unknown span rule 'nouns'; choose one of entities, ngrams, or null"),
+        ("{members: [ReFree, Nope]}", "judge.members: Nope: name members of the config (ReFree, BM25@1)"),
+        ("{members: []}", "judge.members: none named"),
+        ("{after: everything}", "judge.after: 'everything' is not one of members, cascade"),
+        ("{weights: missing.json}", "judge.weights: no file "),
+    ],
+)
+def test_the_judge_section_is_checked_at_the_door(judge, message, config, calls, monkeypatch) -> None:
+    """Before any model or weights file loads: `eor ask` stops at its door, not at the reader."""
+    config.write_text(config.read_text() + f"judge: {judge}\n", encoding="utf-8")
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", _stop)
+    with pytest.raises(ConfigError) as raised:
+        validation.load_valid_config(config)
+    assert str(raised.value).startswith(message)
+    assert main(["ask", "who wrote hamlet", "--config", str(config), "--no-cache"]) == 1  # not Stop: the door
+
+
 def _validate_calls() -> dict[str, int]:
     """Each project module's calls of `validate`, by path; ValueError for `validate` imported by name."""
     found: dict[str, int] = {}

@@ -204,6 +204,10 @@ class PromptConfig:
     variants: dict[str, PromptVariantConfig] = field(default_factory=dict)
 
 
+#: what the judge answers after (`judge.after`): every member, or a cascade's last step (eor.pipeline.judging)
+JUDGE_AFTER = ("members", "cascade")
+
+
 @dataclass
 class JudgeConfig:
     """`judge`: the reader as judge (eor.pipeline.judging). Each question's candidates (the members' answers and

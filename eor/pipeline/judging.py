@@ -79,17 +79,11 @@ def scored_families(config: EnsembleConfig) -> frozenset[str]:
 
 
 def judged_members(config: EnsembleConfig) -> list[str]:
-    """The members the judge weighs: `judge.members` (each a member of the config), else the config's."""
+    """The members the judge weighs: `judge.members` (each a member of the config: validated at the door), else
+    the config's."""
     assert config.judge is not None
     chosen = config.judge.members
-    if chosen is None:
-        return list(config.members)
-    unknown = [name for name in chosen if name not in config.members]
-    if unknown or not chosen:
-        raise InputError(
-            f"judge.members must name members of the config; not members: {', '.join(unknown) or '(none)'}"
-        )
-    return list(chosen)
+    return list(config.members) if chosen is None else list(chosen)
 
 
 def passages_read(outputs: Mapping[str, MemberOutput]) -> list[dict[str, Any]]:
@@ -156,8 +150,6 @@ def null_scores(
     }
 
 
-#: what the judge answers after (`judge.after`): every member, or a cascade's last step
-AFTER = ("members", "cascade")
 #: the weights-file metadata key of a cascade trained with the judge as its last step (eor.learning.judge_cascade)
 LAST_STEP = "last_step"
 
@@ -179,10 +171,7 @@ def load_judge(config: EnsembleConfig) -> JudgeVoter | None:
     what `check_voter_with_judge` compares and `judge_stage` answers with."""
     if config.judge is None or config.judge.weights is None:
         return None
-    path = config.resolve_path(config.judge.weights)
-    if not path.is_file():
-        raise ConfigError(f"judge.weights: no file {path}")
-    return JudgeVoter.load(path)
+    return JudgeVoter.load(config.resolve_path(config.judge.weights))  # the file exists: validated at the door
 
 
 def check_voter_with_judge(voter: Any, config: EnsembleConfig, judge: JudgeVoter | None) -> None:
@@ -191,9 +180,7 @@ def check_voter_with_judge(voter: Any, config: EnsembleConfig, judge: JudgeVoter
     cascade` needs such a cascade. ConfigError naming what to change."""
     entry = ends_with_judge(voter)
     settings = config.judge
-    after = settings.after if settings is not None else "members"
-    if after not in AFTER:
-        raise ConfigError(f"judge.after must be one of {', '.join(AFTER)}, not {after!r}")
+    after = settings.after if settings is not None else "members"  # one of JUDGE_AFTER (validated at the door)
     source = getattr(voter, "source_", None) or "the voter's weights file"
     if entry is None:
         if after == "cascade":

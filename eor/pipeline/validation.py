@@ -10,7 +10,9 @@ ranges; `validate` checks what its values name:
 - `prompts`: the answer style, and the placeholders of every template and of each variant's worked examples
   (eor.core.prompts.templates_for);
 - `reader.backend`: a registered backend, with no option of another backend (`auto` is resolved from the
-  model's files when the reader is built).
+  model's files when the reader is built);
+- `judge`: a registered span rule, members of the config, what it answers after (`members` or `cascade`) and
+  a weights file that exists (what the file holds is checked where it is read, eor.pipeline.judging).
 
 A config is validated once, at its door, before any model loads; nothing past a door validates it again.
 A command's door is where it reads its config file, `load_valid_config` (eor ask, run, serve, retrieve,
@@ -33,12 +35,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from eor.core.config import EnsembleConfig, ReaderConfig, VoterConfig, load_config
+from eor.core.config import JUDGE_AFTER, EnsembleConfig, ReaderConfig, VoterConfig, load_config
 from eor.core.errors import ConfigError, InputError, RetrieverError
 from eor.core.prompts import check_variant, templates_for
 from eor.readers import check_backend
 from retrievers import notation
 from retrievers.registry import SOURCE_TYPES, source_names
+from voters.candidates import span_rules
 from voters.voter_params import check_metric_names, check_pooling_name
 
 
@@ -51,6 +54,7 @@ def validate(config: EnsembleConfig) -> None:
     for variant in (None, *config.prompts.variants):
         templates_for(config, variant)  # its errors name prompts.KEY or prompts.variants.NAME.KEY
     _check_reader(config.reader)
+    _check_judge(config)
 
 
 def load_valid_config(path: str | Path) -> EnsembleConfig:
@@ -129,3 +133,24 @@ def check_timeout(value: float | None) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
         raise InputError(f"member_timeout must be a positive number of seconds or None, got {value!r}")
     return float(value)
+
+
+def _check_judge(config: EnsembleConfig) -> None:
+    judge = config.judge
+    if judge is None:
+        return
+    if judge.rule is not None and judge.rule not in span_rules():
+        raise ConfigError(
+            f"judge.rule: unknown span rule {judge.rule!r}; choose one of {', '.join(span_rules())}, or null for "
+            "the members' answers alone"
+        )
+    unknown = [name for name in judge.members or [] if name not in config.members]
+    if unknown or judge.members == []:
+        raise ConfigError(
+            f"judge.members: {', '.join(unknown) or 'none named'}: name members of the config "
+            f"({', '.join(config.members)}), or leave it out for all of them"
+        )
+    if judge.after not in JUDGE_AFTER:
+        raise ConfigError(f"judge.after: {judge.after!r} is not one of {', '.join(JUDGE_AFTER)}")
+    if judge.weights is not None and not config.resolve_path(judge.weights).is_file():
+        raise ConfigError(f"judge.weights: no file {config.resolve_path(judge.weights)}")
