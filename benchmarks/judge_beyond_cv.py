@@ -29,11 +29,11 @@ import numpy as np
 
 from benchmarks.beyond_corpus_cv import figures, rounded
 from eor.commands.train_judge import judge_identity, load_unanswerable, scored_rule
-from eor.core.config import load_config
 from eor.learning.judge_training import judged_questions, train_judge_voter
 from eor.pipeline.abstention import DEFAULT_SHARE
 from eor.pipeline.judging import judged_members
 from eor.pipeline.members import demonstration_ids
+from eor.pipeline.validation import load_valid_config
 from eor.runs.run_data import read_runs
 
 VARIANTS = {  # name: (P(right) reads the retrieval family, the ablated copies given, it reads the null candidate)
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write the table here")
     args = parser.parse_args(argv)
-    config = load_config(args.config)
+    config = load_valid_config(args.config)  # the door: judge.members among them
     names, skip = judged_members(config), demonstration_ids(config)
     loaded = [record for record in read_runs(args.records) if record.answers and record.id not in skip]
     rule_k = scored_rule(judge_identity(loaded, ", ".join(args.records)))

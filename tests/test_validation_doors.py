@@ -190,7 +190,6 @@ def test_a_bad_config_fails_at_the_door_of_commands_that_skipped_it(tmp_path, ca
         ("{members: [ReFree, Nope]}", "judge.members: Nope: name members of the config (ReFree, BM25@1)"),
         ("{members: []}", "judge.members: none named"),
         ("{after: everything}", "judge.after: 'everything' is not one of members, cascade"),
-        ("{weights: missing.json}", "judge.weights: no file "),
     ],
 )
 def test_the_judge_section_is_checked_at_the_door(judge, message, config, calls, monkeypatch) -> None:
@@ -201,6 +200,18 @@ def test_the_judge_section_is_checked_at_the_door(judge, message, config, calls,
         validation.load_valid_config(config)
     assert str(raised.value).startswith(message)
     assert main(["ask", "who wrote hamlet", "--config", str(config), "--no-cache"]) == 1  # not Stop: the door
+
+
+def test_a_missing_judge_file_fails_before_the_reader_where_the_judge_answers(config, calls, monkeypatch) -> None:
+    """`eor ask` reads the judge's file before the reader loads; `eor run`, which records without it (and may
+    score the records a judge is then trained on), passes the door and reaches its reader."""
+    config.write_text(config.read_text() + "judge: {weights: missing.json}\n", encoding="utf-8")
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", _stop)
+    with pytest.raises(ConfigError, match="judge.weights: no file .*missing.json"):
+        Ensemble.from_config(config, cache=False)
+    questions, out = str(DEMO / "questions.jsonl"), str(config.parent / "out")
+    with pytest.raises(Stop):
+        main(["run", "--config", str(config), "--data", questions, "--out", out, "--no-cache"])
 
 
 def _validate_calls() -> dict[str, int]:

@@ -166,7 +166,7 @@ class CascadeModel(VoterEstimator):
         """Learn the cascade on batch X (voters.batch: answers, passages, question texts, and each member's
         cost per question, e.g. recorded reader seconds; the reader's confidence, features of every step's
         selector when `confidence` and X holds it) against the gold answers `y` (None: X's own). With `last`
-        (voters.cascade_fit.LastStep, over X's questions), the questions that no step stops answer with it:
+        (voters.cascade_points.LastStep, over X's questions), the questions that no step stops answer with it:
         the threshold is chosen for that cascade."""
         self._check_params()
         X = X.with_golds(y)

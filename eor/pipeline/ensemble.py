@@ -83,6 +83,7 @@ class Ensemble:
         self.templates = templates_for(config)
         self.prompts = member_templates(config)  # each member's answer prompts (its variant's, if it names one)
         self.cache = open_cache(cache)  # before loading any model: an unusable cache file fails at once
+        judge = load_judge(config)  # its weights file read once, before the reader loads
         self.reader = reader if reader is not None else build_reader(config.reader)
         # Every generation (answers, PK documents, @CP summaries) goes through this one stage.
         self.generation = GenerationStage(self.reader, self.cache)
@@ -93,7 +94,6 @@ class Ensemble:
         self.voter = voter if voter is not None else config_voter(config)
         # with `judge.weights`, the judge voter answers after every member, or after a cascade's last step
         # (eor.pipeline.judging)
-        judge = load_judge(config)  # its weights file read once
         check_voter_with_judge(self.voter, config, judge)
         right = RightModel.from_voter(self.voter)  # the voter's P(right), built once for both stages
         self.judging = judge_stage(config, self.generation, self.templates, judge, self.voter, right)

@@ -171,7 +171,10 @@ def load_judge(config: EnsembleConfig) -> JudgeVoter | None:
     what `check_voter_with_judge` compares and `judge_stage` answers with."""
     if config.judge is None or config.judge.weights is None:
         return None
-    return JudgeVoter.load(config.resolve_path(config.judge.weights))  # the file exists: validated at the door
+    path = config.resolve_path(config.judge.weights)
+    if not path.is_file():
+        raise ConfigError(f"judge.weights: no file {path}")
+    return JudgeVoter.load(path)
 
 
 def check_voter_with_judge(voter: Any, config: EnsembleConfig, judge: JudgeVoter | None) -> None:

@@ -11,8 +11,9 @@ ranges; `validate` checks what its values name:
   (eor.core.prompts.templates_for);
 - `reader.backend`: a registered backend, with no option of another backend (`auto` is resolved from the
   model's files when the reader is built);
-- `judge`: a registered span rule, members of the config, what it answers after (`members` or `cascade`) and
-  a weights file that exists (what the file holds is checked where it is read, eor.pipeline.judging).
+- `judge`: a registered span rule, members of the config and what it answers after (`members` or `cascade`);
+  its weights file is read, before the reader loads, only where the judge answers (`eor run` records and
+  `eor train --voter judge` trains without it: eor.pipeline.judging.load_judge).
 
 A config is validated once, at its door, before any model loads; nothing past a door validates it again.
 A command's door is where it reads its config file, `load_valid_config` (eor ask, run, serve, retrieve,
@@ -152,5 +153,3 @@ def _check_judge(config: EnsembleConfig) -> None:
         )
     if judge.after not in JUDGE_AFTER:
         raise ConfigError(f"judge.after: {judge.after!r} is not one of {', '.join(JUDGE_AFTER)}")
-    if judge.weights is not None and not config.resolve_path(judge.weights).is_file():
-        raise ConfigError(f"judge.weights: no file {config.resolve_path(judge.weights)}")
