@@ -29,10 +29,10 @@ from eor.core.correctness import correctness_matrix
 from eor.evaluation.selective import clopper_pearson, ece
 from eor.learning.judge_training import judged_questions, without_scores
 from eor.pipeline.abstention import NOT_IN_DOCUMENTS, abstention
-from eor.pipeline.judging import LAST_STEP, StepRisk, ends_with_judge
 from eor.runs.records import read_records
 from eor.runs.run_data import RunData, load_run
 from voters.judge_selector import JudgeVoter
+from voters.judge_step import LAST_STEP, StepRisk, ends_with_judge
 from voters.right import RightModel
 from voters.weights_file import read_document
 

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     data = load_run(args.records, config.members)
     voter = load_voter(args.weights, members=config.members)
     stops = None
-    if getattr(voter, "kind", None) == "cascade":
+    if voter.in_steps:
         picks, stops = voter.replay(VoteBatch(data.answers, data.passages, data.texts, confidence=data.confidence))
     else:
         picks = voter.predict(VoteBatch(data.answers, data.passages, data.texts))

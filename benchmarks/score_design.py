@@ -43,7 +43,7 @@ def replayed(config_path: Path, weights: Path, records: str, rates: dict[str, fl
     replay = prompt_replay(data, tokenize, rates, config.reader.llama_cpp.prefix_chunk)
     right = correctness_matrix(data.answers, data.golds, "em", data.texts) >= 0.5  # (Q, M)
     rows = np.arange(data.questions)
-    if getattr(voter, "kind", None) == "cascade":
+    if voter.in_steps:
         picks, stops = voter.replay(VoteBatch(data.answers, data.passages, data.texts, confidence=data.confidence))
         seconds = replay.spent([data.names.index(name) for name in voter.order_], stops)
     else:

@@ -691,3 +691,23 @@ def _unformatted() -> list[str]:
 def test_the_formatter_is_skipped_only_for_tables() -> None:
     unformatted = _unformatted()
     assert not unformatted, f"`# fmt: skip` where no table reads better (let ruff format it): {unformatted}"
+
+
+# -- the voter contract: what the pipeline reads of a voter is declared (voters.protocol), never looked for -----
+
+
+def _voter_lookups(folder: Path) -> list[str]:
+    """Each `hasattr(...)`/`getattr(...)` under `folder` whose object is a voter (its source names one)."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+                if node.func.id in ("hasattr", "getattr") and "voter" in ast.unparse(node.args[0]).lower():
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_the_pipeline_reads_what_a_voter_declares_and_looks_for_nothing() -> None:
+    """Only the door (voters.protocol.check_voter_class, on a class) asks whether a voter has something."""
+    for folder in (*PACKAGES, "benchmarks"):
+        assert _voter_lookups(ROOT / folder) == [], folder

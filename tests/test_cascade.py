@@ -12,7 +12,6 @@ import pytest
 import requests
 
 from eor.core.errors import ConfigError, InputError
-from eor.pipeline.answering import runs_in_steps
 from tests.conftest import DEMO, ROOT
 from tests.test_lazy_voting import Scripted
 from voters.batch import VoteBatch
@@ -206,7 +205,7 @@ def test_a_cascade_of_another_pool_is_refused_and_another_reader_or_corpus_warns
     with caplog.at_level(logging.WARNING, logger="eor.pipeline.pool"):
         ensemble = Ensemble.from_config(cascade_config(tmp_path), weights=weights, reader=Scripted("x"))
     warned = [record.getMessage() for record in caplog.records if record.name == "eor.pipeline.pool"]
-    assert len(warned) == 2 and runs_in_steps(ensemble.voter)
+    assert len(warned) == 2 and ensemble.voter.in_steps
     assert "reader 'llama.cpp:other.gguf', this pool's is 'qwen2.5-0.5b'" in warned[0]
     size = (DEMO / "corpus.jsonl").stat().st_size
     assert f"corpus wiki.jsonl (10 bytes), this pool's is corpus.jsonl ({size:,} bytes)" in warned[1]
@@ -229,7 +228,7 @@ def test_a_config_names_its_default_weights(tmp_path, isolated_cache):
     assert config.default_weights() == tmp_path / "weights" / "cascade.json"
     assert config.to_dict()["voter"]["weights"] == str(tmp_path / "weights" / "cascade.json")
     ensemble = Ensemble.from_config(config, reader=Scripted("Leonardo da Vinci"), cache=False)
-    assert runs_in_steps(ensemble.voter) and ensemble.answer(QUESTION).skipped == ["BM25@2", "ReFree"]
+    assert ensemble.voter.in_steps and ensemble.answer(QUESTION).skipped == ["BM25@2", "ReFree"]
     missing = load_config(cascade_config(tmp_path, "weights/none.json"))
     with pytest.raises(InputError, match="does not exist"):
         Ensemble(missing, reader=Scripted("x"))

@@ -1,4 +1,4 @@
-"""Answering with a judge voter (config `judge.weights`, eor.pipeline.judging.JudgeStage): every member runs, the
+"""Answering with a judge voter (config `judge.weights`, eor.pipeline.stages.judged.JudgeStage): every member runs, the
 reader scores the candidates, the voter's fit for what was scored chooses, and the answer shows its
 candidates wherever it appears (`eor ask`, `--json`, `--explain`); a config that asks for scores its voter has
 no fit for is refused at start, and without scores the text fit answers."""

@@ -152,7 +152,7 @@ def test_the_steps_answer_what_they_stop_and_the_judge_what_runs_to_the_end(weig
     assert unsure.abstained and unsure.abstention["threshold"] is None
     every = early.answer(QUESTION, lazy=False)  # every member asked (--all-members): the judge answers
     assert every.cascade is None and every.judged is not None and set(every.members) == set(MEMBERS)
-    own = {row["alpha"]: row["threshold"] for row in early.judging.voter.fits[0].thresholds}
+    own = {row["alpha"]: row["threshold"] for row in early.voting.judge_voter.fits[0].thresholds}
     at_risk = early.answer(QUESTION, lazy=False, risk=0.3)  # not after the steps: the judge's fit's own thresholds
     assert at_risk.abstention["threshold"] == own[0.3]
 
@@ -238,7 +238,7 @@ def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, caps
 def test_the_shipped_judge_ended_cascade_pairs_with_the_shipped_judge():
     from eor.core.config import load_config
     from eor.core.models import sha256_of
-    from eor.pipeline.judging import check_voter_with_judge, load_judge
+    from eor.pipeline.stages.judged import check_voter_with_judge, load_judge
     from voters.loading import load_voter
 
     config = load_config(ROOT / "configs" / "nq-judge-cascade.yaml")

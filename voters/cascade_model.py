@@ -123,6 +123,7 @@ class CascadeModel(VoterEstimator):
     """
 
     kind = KIND
+    in_steps = True  # voters.protocol: `order_`, `decide` and `vote_scores`, step by step
     needs_passages = True
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = CASCADE_CONSTRAINTS
 
@@ -212,7 +213,7 @@ class CascadeModel(VoterEstimator):
         self.cost_unit_ = unit
         self.member_costs_ = {name: float(value) for name, value in zip(names, costs.mean(axis=0), strict=True)}
         self.train_score_ = None  # eor.commands.train_command replays the cascade on the training records
-        self.metadata_ = getattr(self, "metadata_", {})
+        self.metadata_ = dict(self.metadata_)
 
     # -- the live cascade -----------------------------------------------------------------------------------
 
@@ -224,7 +225,7 @@ class CascadeModel(VoterEstimator):
     @property
     def uses_confidence_(self) -> bool:
         """Whether its step selectors have the reader's confidence among their features."""
-        return any(getattr(step.selector, "uses_confidence_", False) for step in self.steps_)
+        return any(step.selector.uses_confidence_ for step in self.steps_)
 
     def decide(
         self,

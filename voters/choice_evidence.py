@@ -214,8 +214,7 @@ def choice_evidence(voter: Any, X: VoteBatch) -> Evidence:
     if X.passages is None:
         raise InputError("the evidence of a vote reads each member's passages: give them (passages=...)")
     retrieved, relevance = X.retrieved, X.relevance()
-    own = getattr(voter, "vote_scores", None)
-    if own is not None:
-        scores, groups, picks = own(X)
+    if voter.in_steps:  # voters.protocol: the scores of the step each question stops at
+        scores, groups, picks = voter.vote_scores(X)
         return evidence(scores, X.answers, X.passages, X.confidence, groups, picks, retrieved, relevance)
     return evidence(voter.decision_function(X), X.answers, X.passages, X.confidence, ALL, None, retrieved, relevance)

@@ -14,6 +14,8 @@ batch's own).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -33,6 +35,31 @@ class VoterEstimator(BaseEstimator):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
     correctness: str
+
+    # What the pipeline reads of every voter (voters.protocol.FittedVoter), declared here with their defaults,
+    # never looked for: a kind that differs says so (a cascade runs in steps, the paper's voter admits a bound).
+    in_steps: ClassVar[bool] = False  # answers a question step by step in its own order (voters.cascade)
+    metadata_: Mapping[str, Any] = MappingProxyType({})  # its weights file's `meta` (set by fit or loading)
+    source_: str | None = None  # the weights file it was loaded from
+    train_score_: float | None = None  # its score on the training records, where training measured one
+    dev_score_: float | None = None  # and on development records, where `eor train --dev` measured one
+    # its P(right) (voters.right.RightModel, of its weights file's `meta.probability`), built once where it is loaded
+    right_: Any = None
+
+    @property
+    def admits_bound(self) -> bool:
+        """Whether lazy voting can bound the members still pending (voters.lazy)."""
+        return False
+
+    @property
+    def uses_confidence_(self) -> bool:
+        """Whether its scores read the reader's confidence."""
+        return False
+
+    @property
+    def active_members_(self) -> list[int] | None:
+        """Positions of the members that can matter (None: all of them)."""
+        return None
 
     def set_params(self, **params: Any) -> Self:
         """Set hyper-parameters (unknown names raise ConfigError); learned values are kept until refit."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -32,10 +32,15 @@ MARGIN = 1e-8
 
 
 class SizedVoter(Protocol):
-    """A fitted voter's number of members (every voter has one)."""
+    """A fitted voter's kind and number of members (every voter has them)."""
+
+    kind: str
 
     @property
     def n_members_(self) -> int: ...
+
+    @property
+    def active_members_(self) -> list[int] | None: ...
 
 
 class BoundedVoter(SizedVoter, Protocol):
@@ -67,16 +72,16 @@ class LazyState:
     answer: str | None
 
 
-def supports_lazy_voting(voter: object) -> bool:
+def supports_lazy_voting(voter: Any) -> bool:
     """Whether `lazy_decision` can bound this voter: it says it admits a bound (`admits_bound`, the paper's
     voter whose pooling has an upper bound, voters.pooling)."""
-    return bool(getattr(voter, "admits_bound", False))
+    return bool(voter.admits_bound)
 
 
 def needed_members(voter: SizedVoter) -> list[int]:
     """Positions of the members whose answers can matter: a voter's `active_members_` where it drops some
     (the paper's voter: ω^r above the threshold), else all of them."""
-    active = getattr(voter, "active_members_", None)
+    active = voter.active_members_
     return list(range(int(voter.n_members_))) if active is None else list(active)
 
 
@@ -154,7 +159,7 @@ def simulate(
     answer and the positions that had to run. The replay of recorded runs (benchmarks/bench_lazy_voting.py)
     checks the answer against the full vote. Only for voters that `supports_lazy_voting`."""
     if not supports_lazy_voting(voter):
-        raise ConfigError(f"lazy voting cannot bound a {getattr(voter, 'kind', type(voter).__name__)} voter")
+        raise ConfigError(f"lazy voting cannot bound a {voter.kind} voter")
     needed = set(needed_members(voter))
     queue = [m for m in order if m in needed]
     tensor = voter.similarity_tensor([list(answers)])[0]

@@ -82,7 +82,7 @@ def load_voter(path: str | Path, members: Sequence[str] | None = None) -> Any:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a field missing or mistyped
         raise ConfigError(f"weights file {str(path)!r} is malformed: {type(exc).__name__}: {exc}") from None
     voter.source_ = str(path)
-    RightModel.from_voter(voter)  # a malformed P(right) (voters.right) fails here, not at the first answer
+    voter.right_ = RightModel.from_voter(voter)  # built once; a malformed P(right) (voters.right) fails here
     return voter
 
 

@@ -21,7 +21,7 @@ from voters.estimator import VoterEstimator
 from voters.scoring import choose
 from voters.weights_file import header, member_order, write_document
 
-__all__ = ["FittedVoter", "SimpleVoter", "check_voter_class", "confidence_kwargs"]
+__all__ = ["DECLARED", "FittedVoter", "SimpleVoter", "check_voter", "check_voter_class", "confidence_kwargs"]
 
 
 @runtime_checkable
@@ -32,13 +32,24 @@ class FittedVoter(Protocol):
     weights file records."""
 
     kind: ClassVar[str]  # the weights file's "voter" field
+    # What the pipeline asks of it, declared (voters.estimator.VoterEstimator gives every default), never looked
+    # for: whether it answers step by step in its own order (`order_`, `decide`, `vote_scores`: voters.cascade),
+    # whether lazy voting can bound its pending members (voters.lazy), whether its scores read the reader's
+    # confidence, and the positions of the members that can matter (None: all)
+    in_steps: ClassVar[bool]
+    admits_bound: bool
+    uses_confidence_: bool
+    active_members_: list[int] | None
     needs_passages: bool  # whether decision_scores reads the members' passages
     members_: list[str] | None
     n_members_: int
     metric_names_: list[str]
     metric_params: dict[str, dict[str, Any]] | None
     train_score_: float | None
-    metadata_: dict[str, Any]
+    dev_score_: float | None
+    metadata_: Mapping[str, Any]  # its weights file's `meta` (empty when none)
+    source_: str | None  # the weights file it was loaded from (None: in memory)
+    right_: Any  # its P(right) (voters.right.RightModel), built once by voters.loading.load_voter (None: none)
 
     def fit(self, X: VoteBatch, y: Golds | None = None) -> Any:
         """Learn from batch X against the gold answers `y` (None: X's own); returns the voter."""
@@ -83,7 +94,28 @@ class FittedVoter(Protocol):
 def confidence_kwargs(voter: Any, confidence: Any) -> dict[str, Any]:
     """`{"confidence": confidence}` for a voter fitted with the reader's confidence among its features
     (`uses_confidence_`: the selector, a cascade of selectors), else `{}`: what its scoring methods take."""
-    return {"confidence": confidence} if getattr(voter, "uses_confidence_", False) else {}
+    return {"confidence": confidence} if voter.uses_confidence_ else {}
+
+
+#: what `check_voter_class` asks of a class besides its methods: what the pipeline reads of every voter
+DECLARED = (
+    "in_steps",
+    "admits_bound",
+    "uses_confidence_",
+    "active_members_",
+    "metadata_",
+    "source_",
+    "train_score_",
+    "dev_score_",
+    "right_",
+)
+
+
+def check_voter(voter: Any) -> FittedVoter:
+    """`voter`, checked at the door (an ensemble's, before its reader loads): ConfigError unless its class is a
+    voter class (`check_voter_class`); the pipeline then reads what it declares, never looks for it."""
+    check_voter_class(type(voter))
+    return voter
 
 
 def check_voter_class(cls: Any) -> type[FittedVoter]:
@@ -104,8 +136,12 @@ def check_voter_class(cls: Any) -> type[FittedVoter]:
         "from_document",
     )
     missing = [name for name in methods if not callable(getattr(cls, name, None))]
+    missing += [name for name in DECLARED if not hasattr(cls, name)]
     if missing:
-        raise ConfigError(f"voter {kind!r} ({cls.__name__}) lacks {', '.join(missing)} (see voters.protocol)")
+        raise ConfigError(
+            f"voter {kind!r} ({cls.__name__}) lacks {', '.join(missing)} (see voters.protocol; "
+            "voters.protocol.SimpleVoter declares every one)"
+        )
     return cls
 
 
@@ -199,8 +235,8 @@ class SimpleVoter(VoterEstimator):
             "metric_params": self.metric_params,
             "correctness": self.correctness,
             "state": self.state(),
-            "train_score": getattr(self, "train_score_", None),
-            "meta": {**getattr(self, "metadata_", {}), **meta},
+            "train_score": self.train_score_,
+            "meta": {**self.metadata_, **meta},
         }
         return write_document(path, document)
 

@@ -389,9 +389,12 @@ class RightModel:
 
     @classmethod
     def from_voter(cls, voter: Any) -> RightModel | None:
-        """The P(right) a loaded voter's weights file holds (`meta.probability`), else None."""
-        data = (getattr(voter, "metadata_", None) or {}).get("probability")
-        return None if data is None else cls.from_dict(data, getattr(voter, "source_", "(in memory)"))
+        """The P(right) a loaded voter's weights file holds (`meta.probability`), else None: the one voters.loading
+        built when it loaded the file (`right_`), else built from the voter's metadata."""
+        if voter.right_ is not None:
+            return voter.right_
+        data = voter.metadata_.get("probability")
+        return None if data is None else cls.from_dict(data, voter.source_ or "(in memory)")
 
 
 def _threshold_row(row: Mapping[str, Any]) -> bool:

@@ -120,7 +120,6 @@ class AnswerSelector(SelectorModel):
         if names != expected:
             raise ConfigError(f"weights file {source!r} lists features this eor does not compute")
         selector.feature_names_ = names
-        selector.uses_confidence_ = CONFIDENCE_FEATURES[0] in names
         selector.mean_, selector.scale_, selector.coef_ = arrays
         selector.intercept_ = intercept
         selector.members_ = file_members

@@ -78,6 +78,12 @@ class SelectorModel(VoterEstimator):
 
     kind = KIND
     needs_passages = True
+
+    @property
+    def uses_confidence_(self) -> bool:
+        """Whether its features read the reader's confidence (fitted or loaded with them)."""
+        return CONFIDENCE_FEATURES[0] in vars(self).get("feature_names_", ())
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = SELECTOR_CONSTRAINTS
 
     def _check_params(self) -> None:
@@ -213,7 +219,6 @@ def fit_on_features(selector: Selector, features: FeatureSet, labels: np.ndarray
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
     selector.feature_names_ = list(features.names)
-    selector.uses_confidence_ = CONFIDENCE_FEATURES[0] in selector.feature_names_
     selector.mean_, selector.scale_ = mean, scale
     if y.all() or not y.any():  # one class only: every candidate equally likely
         selector.coef_ = np.zeros(x.shape[1])
@@ -226,7 +231,7 @@ def fit_on_features(selector: Selector, features: FeatureSet, labels: np.ndarray
     selector.members_ = list(members)
     selector.n_members_ = len(selector.members_)
     selector.metric_names_ = list(selector.metrics)
-    selector.metadata_ = getattr(selector, "metadata_", {})
+    selector.metadata_ = dict(selector.metadata_)
     chosen = choose(selector.feature_scores(features.matrix))
     selector.train_score_ = mean_correctness(np.asarray(labels, dtype=float), chosen)
     return selector

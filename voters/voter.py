@@ -114,8 +114,8 @@ class Voter(VoterModel):
             "retriever_weights": [float(w) for w in self.retriever_weights_],
             "grounding_weight": self.grounding_weight_,
             "active_members": self.active_members_,
-            "train_score": getattr(self, "train_score_", None),
-            "dev_score": getattr(self, "dev_score_", None),
+            "train_score": self.train_score_,
+            "dev_score": self.dev_score_,
             "params": params,
             "meta": {**self.metadata_, **meta},
         }

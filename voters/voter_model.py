@@ -138,8 +138,7 @@ class VoterModel(VoterEstimator):
         self.n_members_ = len(self.retriever_weights_)
         self.members_ = list(self.members) if self.members is not None else None
         self.metric_names_ = list(self.metrics)
-        if not hasattr(self, "metadata_"):
-            self.metadata_: dict[str, Any] = {}
+        self.metadata_ = dict(self.metadata_)  # its own copy (the class's default is an empty read-only one)
 
     def fit(
         self,

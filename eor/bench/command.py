@@ -17,7 +17,8 @@ from eor.core.errors import ConfigError
 from eor.core.formatting import fixed, pct, ratio, significant, small_data_warning
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
 from eor.learning.judge_training import JUDGE
-from eor.pipeline.judging import LAST_STEP, scored_families
+from eor.pipeline.judging import scored_families
+from voters.judge_step import LAST_STEP
 from voters.loading import weights_kind
 from voters.weights_file import read_document
 

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import InputError
-from eor.pipeline.answering import runs_in_steps
 from eor.runs.costs import member_costs, trained_rates
 from eor.runs.run_data import RunData
 from voters.batch import VoteBatch
@@ -87,7 +86,7 @@ def cost_section(
 def _eor_spent(data: RunData, voted: Any, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per question, the cost of the members EoR's voter ran, and how many."""
     columns = [data.names.index(name) for name in voted.members]
-    if runs_in_steps(voted.voter):
+    if voted.voter.in_steps:
         stops = voted.stops
         return voted.voter.spent(matrix[:, columns], stops), stops + 1.0
     return matrix[:, columns].sum(axis=1), np.full(data.questions, float(len(columns)))
@@ -158,7 +157,7 @@ def _cascade_points(voted: Any, data: RunData, matrix: np.ndarray, indicator: np
     """A cascade's replay on these records at the threshold each tolerance of CASCADE_LOSSES chooses (on
     the training records, held out), beside the chosen one."""
     cascade = voted.voter
-    if not runs_in_steps(cascade):
+    if not cascade.in_steps:
         return None
     columns = [data.names.index(name) for name in voted.members]
     answers = [[row[c] for c in columns] for row in data.answers]

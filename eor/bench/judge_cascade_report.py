@@ -22,11 +22,13 @@ from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed
 from eor.evaluation.stats import Bootstrap
 from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
-from eor.pipeline.judging import check_voter_with_judge, ends_with_judge, load_judge, scored_families
+from eor.pipeline.judging import scored_families
+from eor.pipeline.stages.judged import check_voter_with_judge, load_judge
 from eor.readers import build_reader
 from eor.runs.costs import member_costs
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
+from voters.judge_step import ends_with_judge
 from voters.right import RightModel
 
 

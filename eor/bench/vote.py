@@ -10,11 +10,10 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import ConfigError, InputError
-from eor.pipeline.answering import runs_in_steps
-from eor.pipeline.judging import ends_with_judge
 from eor.runs.run_data import RunData
 from voters.batch import VoteBatch
 from voters.choice_evidence import choice_evidence
+from voters.judge_step import ends_with_judge
 from voters.loading import choose_voter
 from voters.right import RightModel
 
@@ -64,20 +63,20 @@ class Vote:
         if self.weights_file is None:
             return None
         voter = self.voter
-        meta = dict(getattr(voter, "metadata_", {}) or {})
+        meta = dict(voter.metadata_)
         return {
             "file": str(self.weights_file),
             "members": list(self.members),
             **voter.describe(),
-            "train_score": getattr(voter, "train_score_", None),
-            "dev_score": getattr(voter, "dev_score_", None),
+            "train_score": voter.train_score_,
+            "dev_score": voter.dev_score_,
             "meta": {key: meta[key] for key in REPORTED_META if key in meta},
         }
 
     @property
     def top_r_train(self) -> str | None:
         """The member the weights file names as best on the training records, if it does."""
-        meta = getattr(self.voter, "metadata_", None) or {}
+        meta = self.voter.metadata_
         entry = meta.get("top_r_train")
         return str(entry["member"]) if isinstance(entry, dict) and entry.get("member") else None
 
@@ -90,7 +89,7 @@ def vote(
 
     A weights file trained on a sub-pool of the records' members votes among those members only; a weights
     file naming members the records lack is an error. A cascade trained with the judge as its last step
-    (eor.pipeline.judging.ends_with_judge) is refused unless `with_judge` (the caller answers its last step
+    (voters.judge_step.ends_with_judge) is refused unless `with_judge` (the caller answers its last step
     with the judge: eor.bench.judge_cascade_report): its last step's selector never answers.
     """
 
@@ -116,7 +115,7 @@ def vote(
     stops = None
     if not data.questions:
         picks = np.zeros(0, dtype=int)
-    elif runs_in_steps(voter):
+    elif voter.in_steps:
         picks, stops = voter.replay(batch)
     else:
         picks = voter.predict(batch)

@@ -30,12 +30,12 @@ from eor.core.errors import ConfigError, InputError
 from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.executor import LOCAL
 from eor.pipeline.jobs import Executor, RunJob
-from eor.pipeline.judging import ends_with_judge
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.generation_cache import CacheSetting, open_cache
 from eor.runs.run_folder import RunFolder
+from voters.judge_step import ends_with_judge
 from voters.loading import load_voter
 
 

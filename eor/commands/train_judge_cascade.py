@@ -41,7 +41,7 @@ from eor.learning.judge_cascade import (
 from eor.learning.judge_training import JudgedQuestion, candidate_rule, judged_questions
 from eor.learning.training import beyond_records
 from eor.pipeline.abstention import DELTA, Stratum, sequence_end
-from eor.pipeline.judging import LAST_STEP, scored_families
+from eor.pipeline.judging import scored_families
 from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import pool_identity, runs_pool
 from eor.pipeline.validation import load_valid_config
@@ -50,6 +50,7 @@ from eor.runs.costs import MemberCosts, training_costs
 from eor.runs.run_data import RunData, load_runs, named_runs, read_runs, run_paths
 from voters.cascade_points import LastStep
 from voters.judge_selector import JudgeSelector, JudgeVoter
+from voters.judge_step import LAST_STEP
 
 log = logging.getLogger(__name__)
 

@@ -78,9 +78,9 @@ def score_lines(voter: Any, arrays: VoteArrays, name: str, meta: dict[str, Any],
         f"{metric} on train ({arrays.questions} questions, %): {name} {pct(voter.train_score_)}, "
         f"uniform {pct(meta['uniform']['train'])}, best single member {top['member']} {pct(top['train'])}"
     ]
-    if hasattr(voter, "order_"):
+    if voter.in_steps:
         lines += cascade_lines(voter, metric, arrays.costs.rates if arrays.costs is not None else None)
-    if hasattr(voter, "active_members_"):
+    if voter.active_members_ is not None:  # the paper's voter, which drops members by weight
         kept = [f"{arrays.data.names[i]} ({fixed(voter.retriever_weights_[i], 2)})" for i in voter.active_members_]
         lines.append(f"members kept: {', '.join(kept)}; pooling {voter.pooling_}")
     return lines

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from eor.core.data import Question
-from eor.core.errors import InputError
 from eor.core.results import MemberOutput, Result
 from eor.pipeline.running import Clock, MemberRunner
 from eor.pipeline.stages.failures import Failures, no_member_left
@@ -36,20 +35,10 @@ class Answering(Protocol):
         ...
 
 
-def runs_in_steps(voter: Any) -> bool:
-    """Whether the voter chooses the members each question needs, step by step (`decide`, `order`)."""
-    return callable(getattr(voter, "decide", None)) and hasattr(voter, "order_")
-
-
-def answering_for(runner: MemberRunner, voting: VoteStage, *, lazy: bool, members: Sequence[str] | None) -> Answering:
+def answering_for(runner: MemberRunner, voting: VoteStage, *, lazy: bool) -> Answering:
     """How to answer with `runner`'s members and `voting`'s voter. `lazy`: with the fewest members the voter
-    allows (its steps, else a bound); else every member. `members`: the subset asked for (None: all)."""
-    if lazy and runs_in_steps(voting.voter):
-        if members is not None:
-            raise InputError(
-                "this pool answers with a cascade, which chooses the members each question needs: ask without "
-                "`members`, or run every member (`eor ask/serve --all-members`) to vote over a subset"
-            )
+    allows (its steps, else a bound); else every member (the subset asked for is `voting.check_members`')."""
+    if lazy and voting.in_steps:
         return InSteps(runner, voting)
     if lazy and voting.lazy:
         return Lazily(runner, voting)

@@ -27,27 +27,26 @@ from typing import TYPE_CHECKING, Any
 
 from eor.core.config import EnsembleConfig, load_config, shipped_or_path
 from eor.core.data import Question, make_question
-from eor.core.errors import ConfigError, InputError
+from eor.core.errors import InputError
 from eor.core.prompts import templates_for
 from eor.core.results import MemberOutput, Record, Result
 from eor.pipeline import validation
-from eor.pipeline.answering import answering_for, runs_in_steps
+from eor.pipeline.answering import answering_for
 from eor.pipeline.jobs import batches
-from eor.pipeline.judging import check_voter_with_judge, judge_stage, load_judge, reached_end
 from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.pool import outside_guarantee, pool_identity, warn_if_foreign
 from eor.pipeline.running import MemberRunner, RunningCosts
 from eor.pipeline.stages.failures import warn_degraded
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
+from eor.pipeline.stages.judged import check_voter_with_judge, load_judge, vote_stage
 from eor.pipeline.stages.reading import ReadingStage
 from eor.pipeline.stages.retrieval import MemberTimeoutError, RetrievalStage
-from eor.pipeline.stages.voting import VoteStage
 from eor.pipeline.validation import check_config_risk, check_timeout
 from eor.readers import build_reader
 from eor.runs.costs import expected_seconds
 from eor.runs.generation_cache import CacheSetting, open_cache
 from voters.loading import choose_voter
-from voters.protocol import confidence_kwargs
+from voters.protocol import check_voter, confidence_kwargs
 from voters.right import RightModel
 
 if TYPE_CHECKING:
@@ -83,7 +82,12 @@ class Ensemble:
         self.templates = templates_for(config)
         self.prompts = member_templates(config)  # each member's answer prompts (its variant's, if it names one)
         self.cache = open_cache(cache)  # before loading any model: an unusable cache file fails at once
-        judge = load_judge(config)  # its weights file read once, before the reader loads
+        # the weights files, each read once, before the reader loads: the voter's, and with `judge.weights` the
+        # judge voter's, which answers after every member or after a cascade's last step (eor.pipeline.stages.judged)
+        judge = load_judge(config)
+        self.voter = check_voter(voter if voter is not None else config_voter(config))
+        check_voter_with_judge(self.voter, config, judge)
+        right = RightModel.from_voter(self.voter)  # the voter's P(right), built once
         self.reader = reader if reader is not None else build_reader(config.reader)
         # Every generation (answers, PK documents, @CP summaries) goes through this one stage.
         self.generation = GenerationStage(self.reader, self.cache)
@@ -91,18 +95,13 @@ class Ensemble:
         self.retrievers = {name: self.pool.build(name) for name in config.members}
         self.retrieval = RetrievalStage(self.retrievers, retrieval_config)
         self.reading = ReadingStage(self.generation, self.prompts, config.max_document_words)
-        self.voter = voter if voter is not None else config_voter(config)
-        # with `judge.weights`, the judge voter answers after every member, or after a cascade's last step
-        # (eor.pipeline.judging)
-        check_voter_with_judge(self.voter, config, judge)
-        right = RightModel.from_voter(self.voter)  # the voter's P(right), built once for both stages
-        self.judging = judge_stage(config, self.generation, self.templates, judge, self.voter, right)
-        voters = [self.voter] + ([self.judging.voter] if self.judging is not None else [])
+        voters = [self.voter] + ([judge] if judge is not None else [])
         outside = _check_pool(voters, config, self.reader)
-        if self.judging is not None:
-            self.judging.outside, self.judging.outside_early = outside[-1], outside[0]
-        # built once: it reads the voter's P(right) model, and says where its guarantee does not hold
-        self.voting = VoteStage(self.voter, self.members, right, outside[0])
+        # built once: it reads the voter's P(right) model, and says where its guarantee does not hold; with a
+        # judge voter, the stage whose last word is the judge's
+        self.voting = vote_stage(
+            config, self.voter, right, (outside[0], outside[-1]), judge, self.generation, self.templates
+        )
         # what the answering strategies run members with (eor.pipeline.running): each member's expected seconds
         # as this ensemble measures them, else from the voter's training records or the member's notation
         self.runner = MemberRunner(
@@ -138,10 +137,8 @@ class Ensemble:
         return self.members if members is None else _subset(self.members, members)
 
     def check_risk(self, risk: float | None, *, every_member: bool = False) -> float | None:
-        """`risk` checked against the thresholds of what answers (the judge voter's fits, else the voter's
-        P(right), VoteStage.check_risk): InputError when they cannot decline at it."""
-        if self.judging is not None:
-            return self.judging.check_risk(risk)
+        """`risk` checked against the thresholds of what answers (the voter's P(right), VoteStage.check_risk;
+        with a judge voter, its fits' too): InputError when they cannot decline at it."""
         return self.voting.check_risk(risk, every_member=every_member)
 
     def answer(
@@ -197,25 +194,12 @@ class Ensemble:
             return []
         names = self.select(members)
         timeout = check_timeout(member_timeout)
-        risk = self.check_risk(risk, every_member=not (lazy and runs_in_steps(self.voter)))
-        if self.judging is not None:  # the judge weighs every member's answer, after every member or a cascade's end
-            steps = lazy and self.judging.after_cascade
-            if not steps and members is not None and set(names) != set(self.judging.members):
-                raise InputError(
-                    "this pool answers with a judge voter, which weighs the answers of every member it was trained "
-                    "on: ask without `members`"
-                )
-            how = answering_for(self.runner, self.voting, lazy=steps, members=members)
-            results = how.answer(items, names, timeout, strict)
-            warn_degraded(results)
-            return [
-                self.judging.decide(result, risk) if reached_end(result) else self.judging.stopped(result, risk)
-                for result in results
-            ]
-        how = answering_for(self.runner, self.voting, lazy=lazy, members=members)
+        risk = self.check_risk(risk, every_member=not (lazy and self.voting.in_steps))
+        self.voting.check_members(names, members, lazy)
+        how = answering_for(self.runner, self.voting, lazy=lazy)
         results = how.answer(items, names, timeout, strict)
         warn_degraded(results)
-        return [self.voting.judge(result, risk) for result in results]
+        return [self.voting.conclude(result, risk) for result in results]
 
     def cost(self, name: str) -> float:
         """A member's expected seconds per question: measured by this ensemble when it has run, else its cost
@@ -224,7 +208,7 @@ class Ensemble:
 
     def explain(self, result: Result) -> dict[str, Any]:
         """Why the vote chose its answer (see `explain_vote`); with a judge voter, its account too (`judge`:
-        the candidates it chose among, eor.pipeline.judging)."""
+        the candidates it chose among, eor.pipeline.stages.judged)."""
         account = explain_vote(self.voter, self.members, result)
         return account if result.judged is None else {**account, "judge": result.judged}
 
@@ -234,15 +218,13 @@ def explain_vote(voter: Any, pool: list[str], result: Result) -> dict[str, Any]:
     weight ω^r, whether it drops the member, similarities per metric and combined (eq. 6), pooled
     similarity and decision score (eq. 7); for the answer selector: each feature's contribution), and
     the members left out of the vote with the reason. `pool`: the voter's members, in its order."""
+    check_voter(voter)
     names = list(result.members)
     if not names:
         raise InputError("this result holds no member outputs to explain")
     foreign = [name for name in names if name not in pool]
     if foreign:
         raise InputError(f"this result holds member(s) {', '.join(foreign)} that this ensemble lacks")
-    if not hasattr(voter, "explain_row"):
-        raise ConfigError("explain() needs an eor voter (Voter, AnswerSelector or voters.load_voter)")
-
     account = voter.explain_row(
         [result.members[name].answer for name in names],
         [result.members[name].passage_texts for name in names],
@@ -290,13 +272,13 @@ def _subset(pool: list[str], members: Sequence[str]) -> list[str]:
 def _check_pool(voters: list[Any], config: EnsembleConfig, reader: Any) -> list[str | None]:
     """Warn when a voter was trained on records of another reader or corpus (eor.pipeline.pool); give back, for
     each, why its P(right) thresholds do not hold for this pool (None: they do, or nothing says otherwise)."""
-    recorded = [isinstance((getattr(voter, "metadata_", None) or {}).get("pool"), dict) for voter in voters]
+    recorded = [isinstance(voter.metadata_.get("pool"), dict) for voter in voters]
     if not any(recorded):
         return [None] * len(voters)
     identity = pool_identity(config, reader)
     for voter, known in zip(voters, recorded, strict=True):
         if known:
-            warn_if_foreign(voter, identity, f"the {getattr(voter, 'kind', 'voter')} weights")
+            warn_if_foreign(voter, identity, f"the {voter.kind} weights")
     return [outside_guarantee(voter, identity) for voter in voters]
 
 

@@ -143,7 +143,7 @@ def templates_digest(templates: Any) -> str:
 
 def warn_if_foreign(voter: Any, pool: dict[str, Any], source: str = "the weights") -> list[str]:
     """Log a warning naming each difference between the voter's recorded pool and `pool`; returns them."""
-    trained = (getattr(voter, "metadata_", None) or {}).get("pool")
+    trained = voter.metadata_.get("pool")
     found = differences(trained, pool) if isinstance(trained, dict) else []
     for difference in found:
         log.warning("%s were trained on another pool's records: %s", source, difference)
@@ -155,7 +155,7 @@ def outside_guarantee(voter: Any, pool: dict[str, Any]) -> str | None:
     answered by another reader or over another corpus (its training records' pool, or the pool of the labelled
     questions `eor calibrate` recalibrated it on); None when they were certified for this pool, or no pool is
     recorded."""
-    meta = getattr(voter, "metadata_", None) or {}
+    meta = voter.metadata_
     probability = meta.get("probability")
     recalibrated = probability.get("recalibrated") if isinstance(probability, dict) else None
     certified = recalibrated.get("pool") if isinstance(recalibrated, dict) else meta.get("pool")

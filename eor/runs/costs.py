@@ -155,7 +155,7 @@ def training_costs(costs: MemberCosts, names: Sequence[str]) -> dict[str, Any]:
 
 def trained_rates(voter: Any) -> dict[str, float] | None:
     """The token rates a voter's training records were charged at (its weights file's `meta.costs`), or None."""
-    stored = (getattr(voter, "metadata_", None) or {}).get("costs") or {}
+    stored = voter.metadata_.get("costs") or {}
     rates = stored.get("rates")
     return {"prompt": float(rates["prompt"]), "generated": float(rates["generated"])} if rates else None
 
@@ -163,7 +163,7 @@ def trained_rates(voter: Any) -> dict[str, float] | None:
 def expected_seconds(name: str, voter: Any) -> float:
     """A member's expected seconds per question before a live ensemble has measured it: its mean cost on the
     voter's training records (the weights file's `meta.costs`), else `notation_prior`."""
-    stored = (getattr(voter, "metadata_", None) or {}).get("costs") or {}
+    stored = voter.metadata_.get("costs") or {}
     trained = (stored.get("members") or {}).get(name)
     return float(trained) if trained is not None else notation_prior(name)
 

@@ -60,8 +60,9 @@ class Decision:
 
 class VoteStage:
     """`vote(ballots, questions)`: a Decision per question; `probability(...)`: P(right) of a choice;
-    `judge(result, risk)`: the result declined below the threshold for `risk`; `settled(...)`: can pending
-    members still change the chosen answer (voters.lazy)?"""
+    `conclude(result, risk)`: the result declined below the threshold for `risk`; `settled(...)`: can pending
+    members still change the chosen answer (voters.lazy)? A pool answering with a judge voter has a stage of its
+    own kind (eor.pipeline.stages.judged), which the ensemble uses the same way."""
 
     def __init__(
         self, voter: Any, members: Sequence[str], right: RightModel | None, outside: str | None = None
@@ -74,7 +75,7 @@ class VoteStage:
         self.right = right
         # a cascade's P(right) is calibrated for the answer of the step it stops at (voters.right), not for a
         # vote over every member: such a vote has none
-        self.stops = hasattr(voter, "vote_scores")
+        self.stops = self.in_steps = bool(voter.in_steps)  # voters.protocol: it answers step by step
 
     def probability(
         self,
@@ -150,6 +151,15 @@ class VoteStage:
             return None
         return Relevance.of(texts, [[list(entry[name].retrieved or []) for name in voting] for entry in entries])
 
+    def check_members(self, names: Sequence[str], members: Sequence[str] | None, lazy: bool) -> None:
+        """InputError where the voter cannot vote over the subset `members` asked for (`names`, in the pool's
+        order; None: every member): a cascade answering in its steps chooses the members itself."""
+        if lazy and self.in_steps and members is not None:
+            raise InputError(
+                "this pool answers with a cascade, which chooses the members each question needs: ask without "
+                "`members`, or run every member (`eor ask/serve --all-members`) to vote over a subset"
+            )
+
     # -- abstention (eor.pipeline.abstention) -------------------------------------------------------------------------
 
     def check_risk(self, risk: float | None, every_member: bool = False) -> float | None:
@@ -164,9 +174,10 @@ class VoteStage:
                 )
         return risk
 
-    def judge(self, result: Result, risk: float | None) -> Result:
-        """`result` declined at `risk` where its P(right) is below the threshold the weights file holds for the
-        largest error rate of its grid not above `risk`: `answer` None, `abstention` says why. None: as it is."""
+    def conclude(self, result: Result, risk: float | None) -> Result:
+        """The question's last word, once the answering strategy voted: `result` declined at `risk` where its
+        P(right) is below the threshold the weights file holds for the largest error rate of its grid not above
+        `risk` (`answer` None, `abstention` says why); at None, as it is."""
         if risk is None:
             return result
         probability = math.nan if result.probability is None else result.probability
@@ -178,7 +189,7 @@ class VoteStage:
         return result
 
     def _source(self) -> str:
-        source = getattr(self.voter, "source_", None)
+        source = self.voter.source_
         return f"the weights file {source}" if source else "this voter (no weights file)"
 
     # -- lazy voting -------------------------------------------------------------------------------------------
