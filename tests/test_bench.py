@@ -12,6 +12,7 @@ import pytest
 from eor.bench import bench, build_report, compare_reports, write_report
 from eor.core.errors import ConfigError, InputError
 from eor.evaluation.stats import Bootstrap, mcnemar_exact, paired_bootstrap, paired_test
+from voters.codecs import save_voter
 
 # Four members over eight questions; answers are single words, so EM = F1 = containment everywhere.
 # 1 = the answer equals the gold:
@@ -95,7 +96,7 @@ def write_weights(path: Path, names: list[str], retriever: list[float], groundin
     voter = Voter.uniform(len(names), metrics=("em", "f1"), members=names)
     voter.retriever_weights_ = np.array(retriever, dtype=float)
     voter.grounding_weight_ = grounding
-    voter.save(path, **meta)
+    save_voter(voter, path, **meta)
     return path
 
 

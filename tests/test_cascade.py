@@ -85,9 +85,9 @@ def hand_cascade_document(threshold: float | None = 0.8, pool: dict | None = Non
 
 
 def hand_cascade(**kwargs):
-    from voters.cascade import Cascade
+    from voters.codecs import voter_from_document
 
-    return Cascade.from_document(hand_cascade_document(**kwargs), "hand")
+    return voter_from_document(hand_cascade_document(**kwargs), "hand")
 
 
 MONA_LISA = ["The Mona Lisa is a portrait painting by Leonardo da Vinci."]

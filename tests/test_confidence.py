@@ -252,10 +252,10 @@ def test_the_selector_learns_from_confidence_and_refuses_to_vote_without_it():
     assert np.isfinite(sure.decision_scores(answers[:1], passages[:1], questions[:1], confidence=one)).all()
     assert np.isfinite(plain.decision_scores(answers[:2], passages[:2], questions[:2])).all()
     # the weights file says it was trained with them, and loads so
-    from voters.selector import AnswerSelector as Loaded
+    from voters.codecs import document_of, voter_from_document
 
-    document = json.loads(json.dumps(sure.to_document()))
-    loaded = Loaded.from_document(document, "test", members=["B", "A"])
+    document = json.loads(json.dumps(document_of(sure)))
+    loaded = voter_from_document(document, "test", members=["B", "A"])
     assert loaded.uses_confidence_ and loaded.feature_names_[-4:] == sure.feature_names_[-4:]
     swapped = [[row[1], row[0]] for row in answers]
     swapped_confidence = [[row[1], row[0]] for row in confidence]

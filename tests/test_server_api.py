@@ -20,6 +20,7 @@ from eor.core.answers import exact_match, token_f1
 from eor.core.config import load_config
 from eor.core.errors import InputError, RetrieverError
 from tests.conftest import DEMO
+from voters.codecs import save_voter
 
 MEMBERS = ["ReFree", "BM25@1", "BM25@3", "Boom", "Sloth", "Picky", "Verbose"]
 
@@ -232,7 +233,9 @@ def test_a_learned_selector_votes_and_explains(smollm2, tmp_path, isolated_cache
     passages = [[[], [f"g{q} passage"], ["y"], []] for q in range(6)] + [[[], ["a"], ["b"], []]] * 6
     selector = AnswerSelector(metrics=("em", "f1"), members=config.members)
     selector.fit(VoteBatch(answers, passages, [f"q{q}" for q in range(12)]), golds)
-    ensemble = Ensemble(config, reader=smollm2, voter=load_voter(selector.save(tmp_path / "s.json"), config.members))
+    ensemble = Ensemble(
+        config, reader=smollm2, voter=load_voter(save_voter(selector, tmp_path / "s.json"), config.members)
+    )
     result = ensemble.answer("who was the first president of the united states")
     assert result.degraded == {"Boom": "retrieval failed: ValueError: index offline"}
     names = list(result.members)

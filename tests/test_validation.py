@@ -18,6 +18,7 @@ from eor.pipeline.validation import check_timeout, validate
 from eor.server.serving import serve
 from tests.conftest import ROOT
 from voters import Voter
+from voters.codecs import save_voter
 from voters.loading import choose_voter
 
 MEMBERS = "members: [ReFree, Wiki@1]\n"
@@ -126,10 +127,10 @@ def test_the_voter_is_the_weights_file_s_else_uniform_over_the_config_s_metrics(
         uniform.get_params()
         == choose_voter(None, config.members, metrics=("em", "f1"), pooling="max", threshold=0.4).get_params()
     )
-    file = Voter.uniform(2, metrics=("em",), members=config.members).save(tmp_path / "w.json")
+    file = save_voter(Voter.uniform(2, metrics=("em",), members=config.members), tmp_path / "w.json")
     config.voter.weights = str(file)
     assert config_voter(config).metric_names_ == ["em"]  # the config's weights file
-    other = Voter.uniform(2, metrics=("f1",), members=config.members).save(tmp_path / "other.json")
+    other = save_voter(Voter.uniform(2, metrics=("f1",), members=config.members), tmp_path / "other.json")
     assert config_voter(config, other).metric_names_ == ["f1"]  # an explicit file wins
     with pytest.raises(ConfigError):
         config_voter(load_config(write(tmp_path, "members: [ReFree, BM25@1]\n")), other)  # another pool's file

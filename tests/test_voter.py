@@ -10,6 +10,7 @@ import pytest
 
 from eor.core.errors import ConfigError, InputError, NotFittedError
 from voters import METRICS, SimilarityMetric, VoteBatch, Voter, choose, decision_scores, load_voter, register_metric
+from voters.codecs import save_voter
 from voters.nelder_mead import Weights
 from voters.scoring import VoteScorer
 
@@ -140,7 +141,7 @@ def test_unfitted_voter_raises_a_clear_error():
         lambda: voter.predict(VoteBatch([["a", "b"]])),
         lambda: voter.decision_function(BATCH),
         lambda: voter.decision_scores([["a", "b"]]),
-        lambda: voter.save("x.json"),
+        lambda: save_voter(voter, "x.json"),
         lambda: voter.active_members_,
     ):
         with pytest.raises(NotFittedError, match="Voter is not fitted.*fit\\(X, y\\).*load_voter"):
@@ -217,7 +218,7 @@ def test_grounding_from_passages():
 def test_weights_file_round_trip(tmp_path):
     voter = with_weights([0.6, 0.2], [0.3, 0.1, 0.6], members=["SE@5", "Wiki@5", "ReFree"])
     voter.train_score_, voter.dev_score_ = 0.5, 0.4
-    path = voter.save(tmp_path / "w" / "weights.json", reader="qwen2.5-0.5b", dataset="nq")
+    path = save_voter(voter, tmp_path / "w" / "weights.json", reader="qwen2.5-0.5b", dataset="nq")
     document = json.loads(path.read_text())
     assert document["members"] == ["SE@5", "Wiki@5", "ReFree"] and document["metrics"] == ["sim_a", "sim_b"]
     assert document["meta"] == {"reader": "qwen2.5-0.5b", "dataset": "nq", "objective": "em"}
@@ -231,7 +232,7 @@ def test_weights_file_round_trip(tmp_path):
 
 def test_weights_file_members_are_checked_and_reordered(tmp_path):
     voter = with_weights([0.6, 0.2], [0.3, 0.1, 0.6], members=["SE@5", "Wiki@5", "ReFree"])
-    path = voter.save(tmp_path / "weights.json")
+    path = save_voter(voter, tmp_path / "weights.json")
     with pytest.raises(ConfigError, match="missing from the pool: Wiki@5; not in the weights file: BM25@5"):
         load_voter(path, members=["SE@5", "BM25@5", "ReFree"])
     with pytest.raises(ConfigError, match="missing from the pool: ReFree"):

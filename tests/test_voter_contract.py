@@ -19,6 +19,7 @@ from eor.pipeline.stages.judged import JudgeStage
 from eor.pipeline.stages.voting import VoteStage
 from tests.conftest import DEMO, ROOT
 from voters.cascade import Cascade
+from voters.codecs import CascadeCodec
 from voters.judge_selector import JudgeVoter
 from voters.loading import voter_kinds
 from voters.protocol import DECLARED, SimpleVoter, check_voter, check_voter_class
@@ -89,21 +90,22 @@ def test_a_walk_of_eor_ask_with_the_judged_cascade_reads_each_file_once_and_buil
 
     monkeypatch.setattr(voters.weights_file, "read_signed", counted)
     monkeypatch.setattr(voters.judge_selector, "read_signed", counted)
-    for cls, name in ((RightModel, "from_dict"), (Cascade, "from_document"), (JudgeVoter, "from_document")):
-        method = getattr(cls, name).__func__
+    for cls, name in ((RightModel, "from_dict"), (CascadeCodec, "read"), (JudgeVoter, "from_document")):
+        held = vars(cls)[name]
+        method = held.__func__ if isinstance(held, classmethod) else held
 
         def counting(owner, *args, _method=method, _name=f"{cls.__name__}.{name}", **kwargs):
             built[_name] += 1
             return _method(owner, *args, **kwargs)
 
-        monkeypatch.setattr(cls, name, classmethod(counting))
+        monkeypatch.setattr(cls, name, classmethod(counting) if isinstance(held, classmethod) else counting)
     stages: list[VoteStage] = []
     monkeypatch.setattr(JudgeStage, "check_risk", _recording(JudgeStage.check_risk, stages))
 
     assert main(["ask", "who painted the mona lisa", "--config", str(_walk_config(tmp_path)), "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert reads == {"nq-offline-judge-cascade.json": 1, "nq-offline-judge.json": 1}
-    assert built == {"Cascade.from_document": 1, "JudgeVoter.from_document": 1, "RightModel.from_dict": 1}
+    assert built == {"CascadeCodec.read": 1, "JudgeVoter.from_document": 1, "RightModel.from_dict": 1}
     assert stages and all(isinstance(stage, JudgeStage) for stage in stages)  # the one decision path's stage
     assert answer["cascade"]["ran"]  # the cascade's steps ran, in their order
 
@@ -114,3 +116,14 @@ def _recording(method, stages):
         return method(self, risk, every_member)
 
     return check_risk
+
+
+def test_each_voter_kind_is_one_class_and_holds_no_file_format() -> None:
+    from voters.codecs import CODECS
+    from voters.estimator import VoterEstimator
+
+    for kind in CODECS:
+        cls = voter_kinds()[kind]
+        assert cls.__bases__ == (VoterEstimator,), f"{kind}: one class, no model base ({cls.__bases__})"
+        held = [name for name in ("save", "from_document", "to_document") if hasattr(cls, name)]
+        assert not held, f"{kind} holds its weights file ({held}): its codec does (voters.codecs)"

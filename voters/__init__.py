@@ -4,13 +4,13 @@ Modules: `batch` (`VoteBatch`, the recorded answers every voter kind fits on, pr
 `fit(X, y=None)`, `predict(X)`, `score(X, y=None)`), `similarity` (metric registry, similarity tensor,
 pair-score disk cache), `pooling` (appendix C.4), `scoring` (eqs. 6-7 and the tie-breaking argmax),
 `grounding` (answer found in the member's own passages), `nelder_mead` (Nelder-Mead with deterministic
-restarts) and `voter_fit`, `weights_file` (JSON weights files), `voter` (the paper's estimator, whose model is
-`voter_model`), `smooth` (its softmax surrogate objective), `features` and `selector` (the learned answer
-selector, beyond the paper; its model: `selector_model`), `cascade` (members in steps, stopping at a
-calibrated P; its model: `cascade_model`), `right` (P(right) of a vote's choice) and `loading` (any voter from
-its weights file; `choose_voter`: a weights file, else uniform weights). Each voter kind's public class
-subclasses its model and adds its account and weights file; the model never imports it. Answer correctness,
-the training objective, lives in eor.core.correctness. Conventions fixed here:
+restarts) and `voter_fit`, `voter` (the paper's estimator), `smooth` (its softmax surrogate objective),
+`features` and `selector` (the learned answer selector, beyond the paper), `cascade` (members in steps, stopping
+at a calibrated P), `accounts` (what a fitted voter tells of itself and of one vote), `weights_file` (the JSON
+weights-file format) and `codecs` (each kind's weights file both ways: `save_voter`, `voter_from_document`),
+`right` (P(right) of a vote's choice) and `loading` (any voter from its weights file; `choose_voter`: a weights
+file, else uniform weights). Each voter kind is one class, which holds no file format. Answer correctness, the
+training objective, lives in eor.core.correctness. Conventions fixed here:
 
 - every similarity lies in [0, 1]; cosine clips negative values to 0 (option: (cos + 1) / 2);
 - a member with ω^r ≤ member_threshold is dropped: it is never chosen and does not count as an n in the

@@ -41,8 +41,7 @@ from voters.cascade_points import HeldOut, LastStep, OperatingPoint, choose_poin
 from voters.features import CandidateBlocks, FeatureSet
 from voters.folds import cross_fit, folds
 from voters.scoring import choose
-from voters.selector import AnswerSelector
-from voters.selector_model import fit_on_features
+from voters.selector import AnswerSelector, fit_on_features
 from voters.spend import spend
 
 #: the margin of a leading answer that no other candidate contradicts (and the cap of every margin).

@@ -15,6 +15,7 @@ from typing import Any
 from eor.core.errors import ConfigError
 from eor.core.registry import Registry
 from voters.cascade import Cascade
+from voters.codecs import voter_from_document
 from voters.protocol import check_voter_class
 from voters.right import RightModel
 from voters.selector import AnswerSelector
@@ -24,7 +25,7 @@ from voters.weights_file import read_document
 
 def _declares_voter(candidate: object) -> bool:
     try:
-        check_voter_class(getattr(candidate, "voter_class", None))
+        check_voter_class(getattr(candidate, "voter_class", None), persists=True)
     except ConfigError:
         return False
     return True
@@ -48,8 +49,9 @@ for _cls in (Voter, AnswerSelector, Cascade):
 
 
 def register_voter_kind(cls: type, *, replace: bool = False) -> type:
-    """Make weights files whose `voter` field is `cls.kind` load as `cls` (a voters.protocol.FittedVoter)."""
-    voter_class = check_voter_class(cls)
+    """Make weights files whose `voter` field is `cls.kind` load as `cls` (a voters.protocol.FittedVoter that writes
+    and reads its own weights file: `save`, `from_document`)."""
+    voter_class = check_voter_class(cls, persists=True)
     return VOTER_KINDS.register(voter_class.kind, voter_class, replace=replace)
 
 
@@ -78,7 +80,7 @@ def load_voter(path: str | Path, members: Sequence[str] | None = None) -> Any:
     if not isinstance(kind, str) or kind not in kinds:
         raise ConfigError(f"weights file {str(path)!r} holds an unknown voter {kind!r}; known: {', '.join(kinds)}")
     try:
-        voter = kinds[kind].from_document(document, str(path), members)
+        voter = voter_from_document(document, str(path), members, kinds[kind])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a field missing or mistyped
         raise ConfigError(f"weights file {str(path)!r} is malformed: {type(exc).__name__}: {exc}") from None
     voter.source_ = str(path)

@@ -2,9 +2,11 @@
 
 eor's voters (the paper's `Voter`, the learned `AnswerSelector`, the `Cascade`) and any voter another package
 adds (docs/extending.md) are used the same way: cross-validation and `eor train` call `fit(X, y)` on a batch
-of recorded answers (voters.batch.VoteBatch) and `save`; `eor bench` calls `predict(X)`, `decision_function(X)`
-and `describe`; the ensemble calls `decision_scores` and `explain_row` on the answers of the members that
-answered; and `voters.load_voter` calls `from_document` of the class whose `kind` a weights file names.
+of recorded answers (voters.batch.VoteBatch) and `voters.codecs.save_voter`; `eor bench` calls `predict(X)`,
+`decision_function(X)` and `describe`; the ensemble calls `decision_scores` and `explain_row` on the answers of
+the members that answered; and `voters.load_voter` reads a weights file with the codec of the kind it names
+(voters.codecs). eor's kinds hold no file format; another package's kind writes and reads its own weights file
+(`save`, `from_document`: `SimpleVoter` writes both).
 """
 
 from __future__ import annotations
@@ -81,15 +83,6 @@ class FittedVoter(Protocol):
     def describe(self) -> dict[str, Any]:
         """The fitted parameters in a JSON-ready dict headed by {"voter": kind}."""
 
-    def save(self, path: str | Path, **meta: Any) -> Path:
-        """Write the weights file (voters.weights_file), with `meta` added to its metadata."""
-
-    @classmethod
-    def from_document(
-        cls, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None
-    ) -> FittedVoter:
-        """The fitted voter of a weights-file document, its members in the order of `members` if given."""
-
 
 def confidence_kwargs(voter: Any, confidence: Any) -> dict[str, Any]:
     """`{"confidence": confidence}` for a voter fitted with the reader's confidence among its features
@@ -118,9 +111,10 @@ def check_voter(voter: Any) -> FittedVoter:
     return voter
 
 
-def check_voter_class(cls: Any) -> type[FittedVoter]:
-    """`cls`, checked: ConfigError unless it is a voter class, a non-empty string `kind` and FittedVoter's
-    methods."""
+def check_voter_class(cls: Any, *, persists: bool = False) -> type[FittedVoter]:
+    """`cls`, checked: ConfigError unless it is a voter class, a non-empty string `kind`, FittedVoter's methods
+    and what the pipeline reads (`DECLARED`); with `persists`, also `save` and `from_document` (another package's
+    kind writes and reads its own weights file; eor's have their codecs, voters.codecs)."""
     kind = getattr(cls, "kind", None)
     if not isinstance(cls, type) or not isinstance(kind, str) or not kind:
         raise ConfigError(f"a voter is a class with a non-empty string `kind`, got {cls!r}")
@@ -132,8 +126,7 @@ def check_voter_class(cls: Any) -> type[FittedVoter]:
         "score",
         "explain_row",
         "describe",
-        "save",
-        "from_document",
+        *(("save", "from_document") if persists else ()),
     )
     missing = [name for name in methods if not callable(getattr(cls, name, None))]
     missing += [name for name in DECLARED if not hasattr(cls, name)]

@@ -2,7 +2,7 @@
 members it ran so far, summed in the order it ran them.
 
 A step costs its member's cost on the question (eor.runs.costs makes the costs, in reader seconds; this module
-only sums them, since `voters` imports nothing of eor.runs). `voters.cascade_model.CascadeModel.spent` (the
+only sums them, since `voters` imports nothing of eor.runs). `voters.cascade.Cascade.spent` (the
 trained cascade: `eor bench`, `eor train`'s cross-validation, the benchmarks) and `voters.cascade_fit`'s
 held-out operating points both sum through `spend`.
 """

@@ -41,6 +41,7 @@ from eor.readers import build_reader
 from eor.runs.costs import token_counts, training_costs
 from eor.runs.run_data import load_run, named_runs, run_paths
 from eor.runs.run_folder import recorded_config
+from voters.codecs import save_voter
 
 
 def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> str:
@@ -101,7 +102,7 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
         fitted.dev_score_ = figures.score
         _dev_meta(meta, figures, options.metric)
         lines += dev_lines(figures, options.metric)
-    fitted.save(out, **meta)
+    save_voter(fitted, out, **meta)
     return "\n".join(lines)
 
 

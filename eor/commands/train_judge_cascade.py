@@ -49,6 +49,7 @@ from eor.readers import build_reader
 from eor.runs.costs import MemberCosts, training_costs
 from eor.runs.run_data import RunData, load_runs, named_runs, read_runs, run_paths
 from voters.cascade_points import LastStep
+from voters.codecs import save_voter
 from voters.judge_selector import JudgeSelector, JudgeVoter
 from voters.judge_step import LAST_STEP
 
@@ -98,7 +99,7 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
         "pool": pool_identity(config, reader),
         "top_r_train": voter.metadata_.get("top_r_train"),
     }
-    cascade.save(out, **meta)
+    save_voter(cascade, out, **meta)
     lines = [
         f"cascade ending with the judge {judge} ({fit.label}): {data.questions} training questions; the judge's "
         f"scoring {fixed(entry['cost'], 2)} s per question it answers (replayed), its held-out EM "
