@@ -33,6 +33,7 @@ from eor.runs.records import read_records
 from eor.runs.run_data import RunData, load_run
 from voters.judge_selector import JudgeVoter
 from voters.judge_step import LAST_STEP, StepRisk, ends_with_judge
+from voters.loading import load_voter
 from voters.right import RightModel
 from voters.weights_file import read_document
 
@@ -63,7 +64,7 @@ def decisions(data: RunData, weights: str, risk: float) -> dict[str, np.ndarray]
 def judge_decisions(path: str, weights: str, risk: float) -> dict[str, np.ndarray]:
     """`decisions` of a judge voter's weights file (voters.judge_selector) on the scored records `path`: each
     question's candidates chosen by the fit for what its scores hold, declined below that fit's threshold."""
-    voter = JudgeVoter.load(weights)
+    voter = load_voter(weights, kind="judge")
     made = voter.metadata_.get("candidates") or {}
     records = [record for record in read_records(path) if record.answers]
     questions = judged_questions(
@@ -95,7 +96,7 @@ def judge_cascade_decisions(path: str, weights: str, members: list[str], risk: f
     late = StepRisk.of(cascade)
     if model is None or late is None or chosen.probability is None or chosen.fits is None or chosen.stops is None:
         raise SystemExit(f"{weights} is not a cascade ending with the judge with P(right)")
-    judge = JudgeVoter.load(entry["weights"])
+    judge = load_voter(entry["weights"], kind="judge")
     fit = judge.fit_scoring(frozenset(entry["scored"]))
     made = judge.metadata_.get("candidates") or {}
     by_id = {record.id: record for record in read_records(path)}

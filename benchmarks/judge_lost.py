@@ -29,7 +29,7 @@ from eor.core.config import load_config
 from eor.pipeline.judging import scored_families
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
-from voters.judge_selector import JudgeVoter
+from voters.loading import load_voter
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="the config whose judge: section answers (what it scores)")
     parser.add_argument("--against", help="another voter's weights file on the same records")
     args = parser.parse_args(argv)
-    voter = JudgeVoter.load(args.weights)
+    voter = load_voter(args.weights, kind="judge")
     loaded = [record for record in read_records(args.records) if record.answers]
     judged = judge_choices(loaded, voter, args.records, scored_families(load_config(args.config)))
     counts: Counter[str] = Counter()

@@ -367,7 +367,7 @@ def test_the_judge_voter_beyond_the_corpus(tmp_path) -> None:
     from eor.learning.judge_training import judged_questions
     from eor.runs.records import read_records
     from tests.conftest import ROOT
-    from voters.judge_selector import JudgeVoter
+    from voters.loading import load_voter
 
     answerable = _records("nq-train.jsonl.gz", 200, tmp_path, "train")
     nocorpus = _records("nq-nocorpus-learn200.jsonl.gz", 60, tmp_path, "nocorpus")
@@ -377,7 +377,7 @@ def test_the_judge_voter_beyond_the_corpus(tmp_path) -> None:
     assert "0 ablated and 60 no-corpus questions" in report and "a share 0.25" in report
     # nothing is certified on so few: no threshold, so no line of what one answers of each kind
     assert "α 0.3: abstain on all" in report and "% of the answerable" not in report
-    plain, beyond = JudgeVoter.load(tmp_path / "plain.json"), JudgeVoter.load(tmp_path / "beyond.json")
+    plain, beyond = (load_voter(tmp_path / name, kind="judge") for name in ("plain.json", "beyond.json"))
     assert [sorted(fit.needs) for fit in plain.fits] == [["passages", "scores"], ["scores"], []]
     assert [sorted(fit.needs) for fit in beyond.fits] == [["scores"], []]
     for fit in beyond.fits:

@@ -19,8 +19,10 @@ from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.judging import null_scores
 from eor.server.schemas import AnswerResponse
 from tests.test_judge_records import MEMBERS, _config
+from voters.codecs import save_voter
 from voters.judge_features import Evidence, judge_features, relevance_of
 from voters.judge_selector import JudgeSelector, JudgeVoter
+from voters.loading import load_voter
 
 QUESTION = "who painted the mona lisa"
 
@@ -64,7 +66,7 @@ def _fit(families: tuple[str, ...], questions: list, labels: list, retrieval: bo
 def weights(tmp_path_factory) -> Path:
     questions, labels = _training(np.random.default_rng(0))
     voter = JudgeVoter([_fit(("votes", "scores"), questions, labels), _fit(("votes",), questions, labels)], MEMBERS)
-    return voter.save(tmp_path_factory.mktemp("judge") / "judge.json", candidates={"rule": "entities", "k": 3})
+    return save_voter(voter, tmp_path_factory.mktemp("judge") / "judge.json", candidates={"rule": "entities", "k": 3})
 
 
 def _judged(tmp_path: Path, weights: Path, extra: str = "", name: str = "judged") -> Path:
@@ -114,7 +116,7 @@ def test_a_judge_whose_p_right_reads_the_retrieval_and_null_families_computes_th
     voter's P(right) reads them: P(right) is what the fit gives on that evidence."""
     questions, labels = _training(np.random.default_rng(4), relevance=True)
     voter = JudgeVoter([_fit(("votes", "scores"), questions, labels, retrieval=True)], MEMBERS)
-    path = voter.save(tmp_path / "reading.json", candidates={"rule": "entities", "k": 3})
+    path = save_voter(voter, tmp_path / "reading.json", candidates={"rule": "entities", "k": 3})
     ensemble = Ensemble.from_config(_judged(tmp_path, path, name="reading"), cache=False)
     result = ensemble.answer(QUESTION)
     assert result.probability is not None and 0 < result.probability < 1
@@ -135,9 +137,9 @@ def test_without_scores_the_text_fit_answers_and_a_missing_fit_is_refused(weight
     assert result.judged["fit"] == "votes, 3 spans" and result.judged["scored"] == []
     assert all(not c["scores"] for c in result.judged["candidates"])
     assert plain.generation.score_stats.requests == 0  # no reader time after the members'
-    alone = JudgeVoter.load(weights)
+    alone = load_voter(weights, kind="judge")
     alone.fits = alone.fits[:1]  # the scored fit alone
-    only = alone.save(tmp_path / "scored-only.json", candidates={"rule": "entities", "k": 3})
+    only = save_voter(alone, tmp_path / "scored-only.json", candidates={"rule": "entities", "k": 3})
     with pytest.raises(ConfigError, match="has no fit for what judge: scores \\(nothing\\)"):
         Ensemble.from_config(_judged(tmp_path, only, ", score: false", "refused"), cache=False)
     with pytest.raises(ConfigError, match="trained on candidates with k 3; the config's judge.k is 5"):
@@ -145,13 +147,13 @@ def test_without_scores_the_text_fit_answers_and_a_missing_fit_is_refused(weight
 
 
 def test_at_a_risk_the_judge_abstains_by_its_fit_thresholds_and_refuses_a_subset(weights, tmp_path):
-    voter = JudgeVoter.load(weights)
+    voter = load_voter(weights, kind="judge")
     for fit in voter.fits:  # at most 0.1 wrong: decline every question; at most 0.3: answer every question
         fit.thresholds_ = [
             {"alpha": 0.1, "threshold": None, "coverage": 0.0, "error": None, "p_value": None},
             {"alpha": 0.3, "threshold": 0.0, "coverage": 1.0, "error": 0.2, "p_value": 0.01},
         ]
-    strict = voter.save(tmp_path / "strict.json", candidates={"rule": "entities", "k": 3})
+    strict = save_voter(voter, tmp_path / "strict.json", candidates={"rule": "entities", "k": 3})
     ensemble = Ensemble.from_config(_judged(tmp_path, strict, name="risky"), cache=False)
     declined, answered = ensemble.answer(QUESTION, risk=0.1), ensemble.answer(QUESTION, risk=0.3)
     assert declined.abstained and declined.answer is None and declined.abstention["alpha"] == 0.1

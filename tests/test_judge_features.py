@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from eor.core.errors import ConfigError, InputError
+from voters.codecs import document_of, judge_fit_document, judge_fit_from_document, voter_from_document
 from voters.judge_features import Evidence, JudgeFeatures, answer_shapes, judge_features, question_type
 from voters.judge_selector import JudgeSelector, JudgeVoter
+from voters.loading import choose_voter, load_voter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,10 +90,10 @@ def test_the_retrieval_family_that_p_right_may_read():
     assert plain.absolute == ["abs:mean", "abs:mix", "abs:distinct"]
     assert reading.absolute == ["abs:mean", "abs:mix", "abs:distinct", "retr:cosine", "retr:margin", "retr:share"]
     assert np.array_equal(plain.coef_, reading.coef_)  # the choice is the same
-    assert "retrieval" not in plain.to_document() and reading.to_document()["retrieval"] is True
-    assert JudgeSelector.from_document(json.loads(json.dumps(reading.to_document()))).retrieval
+    assert "retrieval" not in judge_fit_document(plain) and judge_fit_document(reading)["retrieval"] is True
+    assert judge_fit_from_document(json.loads(json.dumps(judge_fit_document(reading)))).retrieval
     assert JudgeVoter([reading], ["A"]).reads_retrieval and not JudgeVoter([plain], ["A"]).reads_retrieval
-    old = JudgeVoter.load(ROOT / "docs" / "weights" / "nq-offline-judge.json")  # a file from before it
+    old = load_voter(ROOT / "docs" / "weights" / "nq-offline-judge.json", kind="judge")  # a file from before it
     assert not old.reads_retrieval and all(not any(a.startswith("retr:") for a in f.absolute) for f in old.fits)
     question = "when was the eiffel tower built"
     outputs = {
@@ -124,8 +126,8 @@ def test_the_null_candidates_family_by_hand():
     rng = np.random.default_rng(6)
     train = [_question(bool(i % 2), rng) for i in range(40)]
     reading.fit([f for f, _ in train], [r for _, r in train])
-    document = json.loads(json.dumps(reading.to_document()))
-    assert document["null"] is True and JudgeSelector.from_document(document).null
+    document = json.loads(json.dumps(judge_fit_document(reading)))
+    assert document["null"] is True and judge_fit_from_document(document).null
     assert JudgeVoter([reading], ["A"]).reads_null
 
 
@@ -192,7 +194,7 @@ def test_the_selector_learns_which_likelihood_tells_and_serialises():
     assert selector.coef_[selector.names_.index("lp:A")] > 0
     test = [_question(bool(i % 3), rng) for i in range(12)]
     assert [selector.choose(f).index for f, _ in test] == [int(np.argmax(r)) for _, r in test]
-    copy = JudgeSelector.from_document(json.loads(json.dumps(selector.to_document())))
+    copy = judge_fit_from_document(json.loads(json.dumps(judge_fit_document(selector))))
     assert [copy.choose(f).index for f, _ in test] == [selector.choose(f).index for f, _ in test]
     members_only = JudgeSelector(families=("scores",), spans=0).fit([f for f, _ in train], [r for _, r in train])
     assert all(members_only.decision(f)[1] == -np.inf for f, _ in test)  # the span never competes
@@ -216,7 +218,7 @@ def test_calibrated_probability_ranks_choices_by_their_evidence():
     selector.calibrate(choices, right)
     probability = selector.choose(train[0][0]).probability
     assert probability is not None and 0 < probability < 1
-    copy = JudgeSelector.from_document(json.loads(json.dumps(selector.to_document())))
+    copy = judge_fit_from_document(json.loads(json.dumps(judge_fit_document(selector))))
     assert copy.choose(train[0][0]).probability == pytest.approx(probability, abs=1e-12)
 
 
@@ -231,7 +233,7 @@ def test_a_voter_answers_with_the_fit_its_scores_cover_and_refuses_otherwise():
     assert voter.choose(plain)[1] is text  # no scores: the text fit, never the scored fit reading zeros
     with pytest.raises(InputError, match="reads the reader's scores"):
         scored.choose(plain)
-    alone = JudgeVoter.from_document(json.loads(json.dumps(JudgeVoter([scored], ["A"]).to_document())))
+    alone = voter_from_document(json.loads(json.dumps(document_of(JudgeVoter([scored], ["A"])))), "here")
     with pytest.raises(InputError, match=r"no fit of this judge voter .* nothing: votes\+scores, 1 span needs scores"):
         alone.choose(plain)
     with pytest.raises(InputError, match="cannot fit"):
@@ -276,7 +278,6 @@ def scored_records(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_eor_train_judge_writes_a_voter_with_a_fit_per_level(scored_records, tmp_path, capsys):
     from eor.cli import main
-    from voters.loading import load_voter
 
     train, held = scored_records
     out = tmp_path / "judge.json"
@@ -285,7 +286,7 @@ def test_eor_train_judge_writes_a_voter_with_a_fit_per_level(scored_records, tmp
     command += ["--config", pool]
     assert main(command) == 0
     report = capsys.readouterr().out
-    voter = JudgeVoter.load(out)
+    voter = load_voter(out, kind="judge")
     assert [sorted(fit.needs) for fit in voter.fits] == [["passages", "scores"], ["scores"], []]
     assert voter.members == ["ReFree", "PK", "BM25@1", "BM25@3", "Wiki@1", "Wiki@3", "BM25@2&Wiki@2"]
     for level in ("scores+passages", "scores", "text"):
@@ -293,8 +294,8 @@ def test_eor_train_judge_writes_a_voter_with_a_fit_per_level(scored_records, tmp
     assert voter.metadata_["judge"]["rule"] == "entities" and voter.metadata_["judge"]["k"] == 10
     assert "dev: EM" in report and voter.metadata_["dev"]["questions"] == 40
     assert all(fit.calibration_ is not None and fit.thresholds_ for fit in voter.fits)
-    with pytest.raises(ConfigError, match="judge voter"):
-        load_voter(out)
+    with pytest.raises(ConfigError, match="holds a judge voter.*judge: section"):
+        choose_voter(out, voter.members)
     assert main(["train", str(train), "--voter", "judge", "--out", str(out), "--max-loss", "0.5"]) != 0
     assert "--voter judge does not use --max-loss" in capsys.readouterr().err
     # eor bench: the judge's report, paired with the shipped cascade on the same held-out records
@@ -333,7 +334,7 @@ def test_eor_train_judge_reads_several_runs_as_one(tmp_path, capsys):
     command = ["train", str(first), str(second), "--voter", "judge", "--out", str(out), "--inner-folds", "3"]
     assert main(command) == 0
     report = capsys.readouterr().out
-    voter = JudgeVoter.load(out)
+    voter = load_voter(out, kind="judge")
     levels = voter.metadata_["training"]["levels"]
     assert [sorted(fit.needs) for fit in voter.fits] == [["passages", "scores"], ["scores"], []]
     assert voter.metadata_["training"]["questions"] == 160 and "160 training questions" in report

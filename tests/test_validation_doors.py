@@ -76,7 +76,7 @@ def _commands(config: Path, tmp: Path) -> dict[str, tuple[list[str], str]]:
                                 "eor.commands.train_judge.read_runs"),
         "train --voter cascade --judge": (["train", r, "--out", weights, "--voter", "cascade", "--judge",
                                            str(tmp / "judge.json"), "--config", c],
-                                          "eor.commands.train_judge_cascade.JudgeVoter.load"),
+                                          "eor.commands.train_judge_cascade.load_voter"),
     }  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import voters.judge_selector
+import voters.loading
 import voters.weights_file
 from eor.cli import main
 from eor.core.errors import ConfigError
@@ -19,7 +19,7 @@ from eor.pipeline.stages.judged import JudgeStage
 from eor.pipeline.stages.voting import VoteStage
 from tests.conftest import DEMO, ROOT
 from voters.cascade import Cascade
-from voters.codecs import CascadeCodec
+from voters.codecs import CascadeCodec, JudgeCodec
 from voters.judge_selector import JudgeVoter
 from voters.loading import voter_kinds
 from voters.protocol import DECLARED, SimpleVoter, check_voter, check_voter_class
@@ -89,8 +89,8 @@ def test_a_walk_of_eor_ask_with_the_judged_cascade_reads_each_file_once_and_buil
         return read_signed(path)
 
     monkeypatch.setattr(voters.weights_file, "read_signed", counted)
-    monkeypatch.setattr(voters.judge_selector, "read_signed", counted)
-    for cls, name in ((RightModel, "from_dict"), (CascadeCodec, "read"), (JudgeVoter, "from_document")):
+    monkeypatch.setattr(voters.loading, "read_signed", counted)
+    for cls, name in ((RightModel, "from_dict"), (CascadeCodec, "read"), (JudgeCodec, "read")):
         held = vars(cls)[name]
         method = held.__func__ if isinstance(held, classmethod) else held
 
@@ -105,7 +105,7 @@ def test_a_walk_of_eor_ask_with_the_judged_cascade_reads_each_file_once_and_buil
     assert main(["ask", "who painted the mona lisa", "--config", str(_walk_config(tmp_path)), "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert reads == {"nq-offline-judge-cascade.json": 1, "nq-offline-judge.json": 1}
-    assert built == {"CascadeCodec.read": 1, "JudgeVoter.from_document": 1, "RightModel.from_dict": 1}
+    assert built == {"CascadeCodec.read": 1, "JudgeCodec.read": 1, "RightModel.from_dict": 1}
     assert stages and all(isinstance(stage, JudgeStage) for stage in stages)  # the one decision path's stage
     assert answer["cascade"]["ran"]  # the cascade's steps ran, in their order
 
@@ -118,12 +118,23 @@ def _recording(method, stages):
     return check_risk
 
 
-def test_each_voter_kind_is_one_class_and_holds_no_file_format() -> None:
-    from voters.codecs import CODECS
+def test_each_voter_kind_is_one_class_and_holds_no_file_format(tmp_path) -> None:
+    from voters.codecs import CODECS, save_voter
     from voters.estimator import VoterEstimator
+    from voters.judge_selector import JudgeSelector
+    from voters.loading import load_voter
 
+    classes = {**voter_kinds(), JudgeVoter.kind: JudgeVoter}
     for kind in CODECS:
-        cls = voter_kinds()[kind]
-        assert cls.__bases__ == (VoterEstimator,), f"{kind}: one class, no model base ({cls.__bases__})"
-        held = [name for name in ("save", "from_document", "to_document") if hasattr(cls, name)]
+        cls = classes[kind]
+        assert kind == "judge" or cls.__bases__ == (VoterEstimator,), f"{kind}: one class, no model base"
+        held = [name for name in ("save", "load", "from_document", "to_document") if hasattr(cls, name)]
         assert not held, f"{kind} holds its weights file ({held}): its codec does (voters.codecs)"
+    assert not any(hasattr(JudgeSelector, name) for name in ("from_document", "to_document"))
+    # every shipped weights file loads through its kind's codec and saves again to the same bytes
+    for path in sorted((ROOT / "docs" / "weights").glob("*.json")):
+        if path.name.startswith("nq-offline16"):  # written before the files' fields took today's order; they load
+            continue
+        voter = load_voter(path)
+        meta = dict(voter.metadata_) if voter.kind == "judge" else {}  # a judge's file holds only the meta given
+        assert save_voter(voter, tmp_path / path.name, **meta).read_bytes() == path.read_bytes(), path.name

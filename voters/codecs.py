@@ -18,18 +18,29 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from eor.core.errors import ConfigError
+from eor.core.errors import ConfigError, InputError
 from voters.cascade import Cascade, CascadeStep
 from voters.cascade_fit import Calibration
 from voters.cascade_points import OperatingPoint
 from voters.features import BASE_FEATURES, CONFIDENCE_FEATURES, PER_MEMBER, feature_names
+from voters.judge_selector import JudgeSelector, JudgeVoter
 from voters.nelder_mead import Weights
 from voters.pooling import POOLINGS
 from voters.selector import AnswerSelector
 from voters.voter import Voter
 from voters.weights_file import header, member_order, write_document
 
-__all__ = ["CODECS", "ClassCodec", "Codec", "codec_for", "document_of", "save_voter", "voter_from_document"]
+__all__ = [
+    "CODECS",
+    "ClassCodec",
+    "Codec",
+    "codec_for",
+    "document_of",
+    "judge_fit_document",
+    "judge_fit_from_document",
+    "save_voter",
+    "voter_from_document",
+]
 
 
 class Codec(Protocol):
@@ -281,6 +292,99 @@ def _check_steps(steps: list[CascadeStep], order: list[str], members: list[str],
             raise ConfigError(f"weights file {source!r}: step {j} does not hold the first {j + 1} members of the order")
 
 
+class JudgeCodec:
+    """The judge voter (voters.judge_selector): its members and fits, each fit's hyper-parameters, standardisation,
+    coefficients, P(right) and P(unanswerable) logistics and abstention thresholds."""
+
+    def document(self, voter: JudgeVoter, **meta: Any) -> dict[str, Any]:
+        fits = [judge_fit_document(fit) for fit in voter.fits]
+        return {
+            **header(voter.kind, voter.members, []),
+            "voter": voter.kind,
+            "members": voter.members,
+            "fits": fits,
+            "meta": meta,
+        }
+
+    def save(self, voter: JudgeVoter, path: str | Path, **meta: Any) -> Path:
+        return write_document(path, self.document(voter, **meta))
+
+    def read(self, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> JudgeVoter:
+        """Its members in its training records' order; `members`, when given, must be the same names."""
+        if document.get("voter") != JudgeVoter.kind:
+            raise ConfigError(
+                f"weights file {source!r} holds a {document.get('voter', 'paper')!r} voter, not a judge voter"
+            )
+        voter = JudgeVoter([judge_fit_from_document(fit) for fit in document["fits"]], document["members"])
+        if members is not None and sorted(members) != sorted(voter.members):
+            raise ConfigError(f"weights file {source!r} holds a judge voter of members {', '.join(voter.members)}")
+        voter.metadata_ = dict(document.get("meta") or {})
+        return voter
+
+
+def judge_fit_document(fit: JudgeSelector) -> dict[str, Any]:
+    """One fit of a judge voter as its weights file holds it (a cascade ending with the judge names it by fit)."""
+    if "coef_" not in vars(fit):
+        raise InputError("this JudgeSelector is not fitted yet: call fit first")
+    return {
+        "families": list(fit.families),
+        "spans": fit.spans,
+        "C": fit.C,
+        **({"retrieval": True} if fit.retrieval else {}),  # files from before them do not say them
+        **({"null": True} if fit.null else {}),
+        "features": fit.names_,
+        "mean": fit.mean_.tolist(),
+        "scale": fit.scale_.tolist(),
+        "coef": fit.coef_.tolist(),
+        "intercept": fit.intercept_,
+        "calibration": None if fit.calibration_ is None else _plain(fit.calibration_),
+        **({} if fit.unanswerable_ is None else {"unanswerable": _plain(fit.unanswerable_)}),
+        "thresholds": fit.thresholds_,
+        "delta": fit.delta_,
+    }
+
+
+def judge_fit_from_document(document: Mapping[str, Any]) -> JudgeSelector:
+    """The fit of a judge voter's weights file entry (`judge_fit_document`'s)."""
+    fit = JudgeSelector(
+        document["families"],
+        int(document["spans"]),
+        float(document["C"]),
+        bool(document.get("retrieval")),
+        bool(document.get("null")),
+    )
+    fit.names_ = list(document["features"])
+    fit.mean_, fit.scale_ = np.asarray(document["mean"]), np.asarray(document["scale"])
+    fit.coef_, fit.intercept_ = np.asarray(document["coef"]), float(document["intercept"])
+    calibration, unanswerable = document.get("calibration"), document.get("unanswerable")
+    fit.calibration_ = None if calibration is None else _logistic_arrays(calibration)
+    fit.unanswerable_ = (
+        None
+        if unanswerable is None
+        else {
+            **_logistic_arrays(unanswerable),
+            "trained_share": float(unanswerable["trained_share"]),
+            "share": float(unanswerable["share"]),
+        }
+    )
+    fit.thresholds_ = list(document.get("thresholds") or [])
+    fit.delta_ = document.get("delta")
+    return fit
+
+
+def _logistic_arrays(fit: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "mean": np.asarray(fit["mean"], dtype=float),
+        "scale": np.asarray(fit["scale"], dtype=float),
+        "coef": np.asarray(fit["coef"], dtype=float),
+        "intercept": float(fit["intercept"]),
+    }
+
+
+def _plain(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in values.items()}
+
+
 class ClassCodec:
     """A kind another package registers: its class's own `save` and `from_document` (voters.protocol)."""
 
@@ -296,10 +400,11 @@ class ClassCodec:
 
 SELECTOR = SelectorCodec()
 #: the codec of each of eor's voter kinds, by the weights file's `voter` field
-CODECS: dict[str, PaperCodec | SelectorCodec | CascadeCodec] = {
+CODECS: dict[str, PaperCodec | SelectorCodec | CascadeCodec | JudgeCodec] = {
     Voter.kind: PaperCodec(),
     AnswerSelector.kind: SELECTOR,
     Cascade.kind: CascadeCodec(),
+    JudgeVoter.kind: JudgeCodec(),
 }
 
 

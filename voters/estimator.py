@@ -41,6 +41,7 @@ class VoterEstimator(BaseEstimator):
     in_steps: ClassVar[bool] = False  # answers a question step by step in its own order (voters.cascade)
     metadata_: Mapping[str, Any] = MappingProxyType({})  # its weights file's `meta` (set by fit or loading)
     source_: str | None = None  # the weights file it was loaded from
+    sha256_: str | None = None  # the digest of the bytes it was loaded from
     train_score_: float | None = None  # its score on the training records, where training measured one
     dev_score_: float | None = None  # and on development records, where `eor train --dev` measured one
     # its P(right) (voters.right.RightModel, of its weights file's `meta.probability`), built once where it is loaded

@@ -15,7 +15,7 @@ alone where the reader gave none (records scored by no one, a config that answer
 must with an OpenAI-compatible server that returns no log-probabilities). A question no fit covers is refused
 with an error that names what is missing, never answered by a fit that learned from scores the question lacks.
 
-Only plain numbers are learned, so a fitted voter is a JSON document (`to_document`, `from_document`).
+Only plain numbers are learned, so a fitted voter is a JSON document (its codec: voters.codecs).
 """
 
 from __future__ import annotations
@@ -23,15 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 from scipy.special import expit
 
-from eor.core.errors import ConfigError, InputError
+from eor.core.errors import InputError
 from voters.judge_features import ABSOLUTE, FAMILIES, NULL, RETRIEVAL, SCORED_FAMILIES, JudgeFeatures, family_prefixes
-from voters.weights_file import header, read_signed, write_document
 
 ALL_FAMILIES = tuple(FAMILIES)
 
@@ -204,53 +202,6 @@ class JudgeSelector:
         }
         return self
 
-    def to_document(self) -> dict[str, Any]:
-        if not hasattr(self, "coef_"):
-            raise InputError("this JudgeSelector is not fitted yet: call fit first")
-        return {
-            "families": list(self.families),
-            "spans": self.spans,
-            "C": self.C,
-            **({"retrieval": True} if self.retrieval else {}),  # files from before them do not say them
-            **({"null": True} if self.null else {}),
-            "features": self.names_,
-            "mean": self.mean_.tolist(),
-            "scale": self.scale_.tolist(),
-            "coef": self.coef_.tolist(),
-            "intercept": self.intercept_,
-            "calibration": None if self.calibration_ is None else _plain(self.calibration_),
-            **({} if self.unanswerable_ is None else {"unanswerable": _plain(self.unanswerable_)}),
-            "thresholds": self.thresholds_,
-            "delta": self.delta_,
-        }
-
-    @classmethod
-    def from_document(cls, document: Mapping[str, Any]) -> Self:
-        selector = cls(
-            document["families"],
-            int(document["spans"]),
-            float(document["C"]),
-            bool(document.get("retrieval")),
-            bool(document.get("null")),
-        )
-        selector.names_ = list(document["features"])
-        selector.mean_, selector.scale_ = np.asarray(document["mean"]), np.asarray(document["scale"])
-        selector.coef_, selector.intercept_ = np.asarray(document["coef"]), float(document["intercept"])
-        calibration, unanswerable = document.get("calibration"), document.get("unanswerable")
-        selector.calibration_ = None if calibration is None else _arrays(calibration)
-        selector.unanswerable_ = (
-            None
-            if unanswerable is None
-            else {
-                **_arrays(unanswerable),
-                "trained_share": float(unanswerable["trained_share"]),
-                "share": float(unanswerable["share"]),
-            }
-        )
-        selector.thresholds_ = list(document.get("thresholds") or [])
-        selector.delta_ = document.get("delta")
-        return selector
-
 
 def _logistic(choices: Sequence[Choice], label: Sequence[bool] | np.ndarray, what: str) -> dict[str, Any]:
     """A logistic (L2, C = 1) of `label` on the choices' standardised evidence; one class: a constant (its share,
@@ -280,19 +231,6 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def _arrays(fit: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "mean": np.asarray(fit["mean"], dtype=float),
-        "scale": np.asarray(fit["scale"], dtype=float),
-        "coef": np.asarray(fit["coef"], dtype=float),
-        "intercept": float(fit["intercept"]),
-    }
-
-
-def _plain(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in values.items()}
-
-
 @dataclass(frozen=True)
 class Choice:
     """A chosen candidate: its index among the question's candidates, its text, log-odds, margin over the best
@@ -320,6 +258,7 @@ class JudgeVoter:
         self.metadata_: dict[str, Any] = {}
         self.source_: str | None = None  # the weights file it was loaded from
         self.sha256_: str | None = None  # that file's digest
+        self.right_: Any = None  # no voters.right model: each fit holds its own P(right)
 
     def fit_scoring(self, scored: frozenset[str]) -> JudgeSelector:
         """The fit that answers candidates scored with the likelihood families `scored` (its first fit that
@@ -356,35 +295,3 @@ class JudgeVoter:
         """The chosen candidate (None when there is none) and the fit that chose it."""
         fit = self.fit_for(features)
         return fit.choose(features), fit
-
-    def to_document(self) -> dict[str, Any]:
-        return {"voter": self.kind, "members": self.members, "fits": [fit.to_document() for fit in self.fits]}
-
-    @classmethod
-    def from_document(cls, document: Mapping[str, Any]) -> Self:
-        if document.get("voter") != cls.kind:
-            raise InputError(f"not a judge voter's document (voter: {document.get('voter')!r})")
-        voter = cls([JudgeSelector.from_document(fit) for fit in document["fits"]], document["members"])
-        voter.metadata_ = dict(document.get("meta") or {})
-        return voter
-
-    def save(self, path: str | Path, **meta: Any) -> Path:
-        """Write the weights file (voters.weights_file), `meta` as its metadata."""
-        return write_document(path, {**header(self.kind, self.members, []), **self.to_document(), "meta": meta})
-
-    @classmethod
-    def load(cls, path: str | Path) -> Self:
-        """The judge voter of a weights file (its path in `source_`, its digest in `sha256_`); ConfigError for a
-        file of another voter or a malformed one."""
-        document, digest = read_signed(path)
-        if document.get("voter") != cls.kind:
-            raise ConfigError(
-                f"weights file {str(path)!r} holds a {document.get('voter', 'paper')!r} voter, "
-                "not a judge voter (eor train --voter judge)"
-            )
-        try:
-            voter = cls.from_document(document)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise ConfigError(f"weights file {str(path)!r} is malformed: {type(exc).__name__}: {exc}") from None
-        voter.source_, voter.sha256_ = str(path), digest
-        return voter

@@ -15,12 +15,13 @@ from typing import Any
 from eor.core.errors import ConfigError
 from eor.core.registry import Registry
 from voters.cascade import Cascade
-from voters.codecs import voter_from_document
+from voters.codecs import CODECS, voter_from_document
+from voters.judge_selector import JudgeVoter
 from voters.protocol import check_voter_class
 from voters.right import RightModel
 from voters.selector import AnswerSelector
 from voters.voter import Voter
-from voters.weights_file import read_document
+from voters.weights_file import read_document, read_signed
 
 
 def _declares_voter(candidate: object) -> bool:
@@ -66,24 +67,23 @@ def weights_kind(path: str | Path) -> str:
     return kind if isinstance(kind, str) else repr(kind)
 
 
-def load_voter(path: str | Path, members: Sequence[str] | None = None) -> Any:
-    """The fitted voter of a weights file (its path in `source_`); `members` (the pool's names, any order) must
-    be the file's."""
-    document = read_document(path)
+def load_voter(path: str | Path, members: Sequence[str] | None = None, *, kind: str | None = None) -> Any:
+    """The fitted voter of a weights file, read once (its path in `source_`, the digest of the bytes read in
+    `sha256_`, its P(right) built once in `right_`); `members` (the pool's names, any order) must be the file's;
+    `kind`: the kind the file must hold (e.g. `judge`), a ConfigError naming what it holds otherwise."""
+    document, digest = read_signed(path)
     kinds = voter_kinds()
-    kind = document.get("voter", "paper")
-    if kind == "judge":  # voters.judge_selector: it chooses among candidates, not among the members' answers
-        raise ConfigError(
-            f"weights file {str(path)!r} holds a judge voter, which chooses among candidate answers "
-            "rather than members: load it with voters.judge_selector.JudgeVoter.load"
-        )
-    if not isinstance(kind, str) or kind not in kinds:
-        raise ConfigError(f"weights file {str(path)!r} holds an unknown voter {kind!r}; known: {', '.join(kinds)}")
+    found = document.get("voter", "paper")
+    if not isinstance(found, str) or (found not in CODECS and found not in kinds):
+        known = ", ".join(dict.fromkeys([*kinds, *CODECS]))
+        raise ConfigError(f"weights file {str(path)!r} holds an unknown voter {found!r}; known: {known}")
+    if kind is not None and found != kind:
+        raise ConfigError(f"weights file {str(path)!r} holds a {found!r} voter, not a {kind} voter")
     try:
-        voter = voter_from_document(document, str(path), members, kinds[kind])
+        voter = voter_from_document(document, str(path), members, kinds.get(found))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a field missing or mistyped
         raise ConfigError(f"weights file {str(path)!r} is malformed: {type(exc).__name__}: {exc}") from None
-    voter.source_ = str(path)
+    voter.source_, voter.sha256_ = str(path), digest
     voter.right_ = RightModel.from_voter(voter)  # built once; a malformed P(right) (voters.right) fails here
     return voter
 
@@ -95,4 +95,10 @@ def choose_voter(weights: str | Path | None, members: Sequence[str], *, sub_pool
     members than the file's pool, as `eor bench` reads them: the caller votes among the file's members)."""
     if weights is None:
         return Voter.uniform(len(members), members=list(members), **uniform)
-    return load_voter(weights, members=None if sub_pool else members)
+    voter = load_voter(weights, members=None if sub_pool else members)
+    if voter.kind == JudgeVoter.kind:  # it chooses among candidate answers: the config's `judge:` section names it
+        raise ConfigError(
+            f"weights file {str(weights)!r} holds a judge voter, which chooses among candidate answers rather than "
+            "the members' answers: name it in the config's judge: section (judge: {weights: ...})"
+        )
+    return voter

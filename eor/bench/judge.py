@@ -29,6 +29,7 @@ from eor.learning.judge_training import JudgedQuestion, candidate_rule, judged_q
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
 from voters.judge_selector import JudgeVoter
+from voters.loading import load_voter
 
 
 def judge_report(
@@ -43,7 +44,7 @@ def judge_report(
     """The report (JSON-ready) of the judge voter of `weights` on `records`; see the module. `scored`: the
     likelihood families live answering scores (a config's `judge:`, eor.learning.judge_cascade.scored_families;
     None: whatever the records hold), so that each question is answered by the fit the config would use."""
-    voter = JudgeVoter.load(weights)
+    voter = load_voter(weights, kind="judge")
     loaded = [record for record in read_records(records) if record.answers]
     if not loaded:
         raise InputError(f"{records}: no record has gold answers to benchmark on")

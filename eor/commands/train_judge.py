@@ -31,6 +31,7 @@ from eor.pipeline.validation import load_valid_config
 from eor.runs.records import read_records
 from eor.runs.run_data import named_runs, read_runs, run_paths
 from eor.runs.run_folder import recorded_config
+from voters.codecs import save_voter
 from voters.judge_selector import JudgeVoter
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ def train_judge(
     }
     if dev is not None:
         lines += _dev_lines(voter, _held_out(dev, source, identity, names, rule_k, relevance), meta)
-    voter.save(out, **meta)
+    save_voter(voter, out, **meta)
     lines.append(f"weights written to {out}")
     return "\n".join(lines)
 

@@ -52,6 +52,7 @@ from voters.cascade_points import LastStep
 from voters.codecs import save_voter
 from voters.judge_selector import JudgeSelector, JudgeVoter
 from voters.judge_step import LAST_STEP
+from voters.loading import load_voter
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def _pool_and_judge(options: TrainOptions, judge: Path) -> tuple[EnsembleConfig,
     if options.pool_config is None:
         raise ConfigError("--judge needs --config: the pool, what its judge scores and the reader whose tokens count")
     config = load_valid_config(options.pool_config)  # the door
-    voter = JudgeVoter.load(judge)
+    voter = load_voter(judge, kind="judge")
     if sorted(voter.members) != sorted(config.members):
         raise ConfigError(
             f"the judge {judge} weighs {', '.join(voter.members)}; {options.pool_config} has "

@@ -32,6 +32,7 @@ from eor.pipeline.stages.voting import VoteStage
 from voters.judge_features import Evidence, judge_features, relevance_of
 from voters.judge_selector import JudgeSelector, JudgeVoter
 from voters.judge_step import StepRisk, ends_with_judge
+from voters.loading import load_voter
 from voters.right import RightModel
 
 
@@ -48,7 +49,7 @@ def load_judge(config: EnsembleConfig) -> JudgeVoter | None:
     path = config.resolve_path(config.judge.weights)
     if not path.is_file():
         raise ConfigError(f"judge.weights: no file {path}")
-    return JudgeVoter.load(path)
+    return load_voter(path, kind="judge")
 
 
 def check_voter_with_judge(voter: Any, config: EnsembleConfig, judge: JudgeVoter | None) -> None:
