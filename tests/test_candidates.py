@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from eor.core.errors import ConfigError, InputError
-from voters.candidates import SPAN_RULES, Candidate, candidates, entity_spans, ngram_spans
+from voters.candidates import SPAN_RULES, Candidate, candidates, entity_spans, ngram_spans, phrase_spans
 
 QUESTION = "when is the next deadpool movie being released"
 PASSAGES = [
@@ -55,4 +55,30 @@ def test_spans_add_at_most_k_new_candidates():
         candidates(QUESTION, members, PASSAGES, rule="entities", k=-1)
     with pytest.raises(ConfigError, match="entities"):
         candidates(QUESTION, members, PASSAGES, rule="nouns", k=3)
-    assert list(SPAN_RULES) == ["entities", "ngrams"]
+    assert list(SPAN_RULES) == ["entities", "ngrams", "phrases"]
+
+
+def test_phrases_reach_common_nouns_and_names_apart_by_a_comma_by_hand():
+    question = "where do the optic nerves cross"  # content words: optic, nerves, cross
+    passages = [
+        "The optic nerves cross at the optic chiasm, where fibres from the nasal half of each retina cross over.",
+        "Charles, Prince of Wales visited the middle layer in 1999.",
+    ]
+    # first passage (words: The0 optic1 nerves2 cross3 at4 the5 optic6 chiasm7 where8 fibres9 from10 the11 nasal12
+    # half13 of14 each15 retina16 cross17): "optic chiasm" holds "optic" (distance 0), "nasal half" is 4 words
+    # before "cross" (17); "retina" follows "each", no article; the second passage holds no question word: its spans
+    # in order of occurrence, the entities first, then the two runs apart by a comma alone, then the noun phrase
+    assert phrase_spans(question, passages) == [
+        "optic chiasm",
+        "nasal half",
+        "Charles",
+        "Prince of Wales",
+        "1999",
+        "Charles, Prince of Wales",
+        "middle layer",
+    ]
+    assert "optic chiasm" not in entity_spans(question, passages)
+    assert "Charles, Prince of Wales" not in entity_spans(question, passages)
+    # a phrase stops at a stop word or a name, and is at most four words long
+    assert phrase_spans("what", ["the long green old tree house stands"]) == ["long green old tree"]
+    assert phrase_spans("what", ["the old Paris metro"]) == ["Paris", "old"]  # ties: in the order proposed

@@ -9,7 +9,10 @@ Span rules (a registry, `SPAN_RULES`; each `(question, passages) -> spans, best 
 
 - `entities`: maximal runs of capitalised words and numbers (joined by `of`, `the`, `and`, `de`, ...), and
   dates (`May 18, 2018`, `18 May 2018`, `1969`), as open-domain answers mostly are;
-- `ngrams`: every run of one to four words that neither starts nor ends with a stop word.
+- `ngrams`: every run of one to four words that neither starts nor ends with a stop word;
+- `phrases`: the entities, two entity runs apart by a comma alone (`Charles, Prince of Wales`), and common-noun
+  phrases (after an article or a possessive, the longest run of up to four lower-case words that are not stop
+  words: `the optic chiasm`), ranked together.
 
 Both never cross a clause boundary (`.`, `;`, `:`, brackets, quotes; a comma only before a year), drop spans
 made only of the question's own words, and rank a span by how close it stands to the question's content words
@@ -234,5 +237,45 @@ def ngram_spans(question: str, passages: Sequence[str]) -> list[str]:
     return _ranked(question, passages, _ngrams)
 
 
+#: words after which a common-noun phrase starts (`phrases`): articles and possessives
+_DETERMINERS = frozenset({"a", "an", "the", "its", "their", "his", "her", "this", "these", "those"})
+
+
+def _noun_phrases(passage: str) -> Iterable[tuple[str, int, int]]:
+    """Common-noun phrases: after an article or a possessive, the longest run of up to MAX_NGRAM lower-case words
+    that are not stop words ("the *optic chiasm* where", "the *middle layer* of")."""
+    for words in _clauses(passage):
+        for i in range(1, len(words)):
+            if words[i - 1].group().lower() not in _DETERMINERS:
+                continue
+            j = i
+            while j < len(words) and j - i < MAX_NGRAM:
+                token = words[j].group()
+                if token.lower() in STOP_WORDS or _is_name(token):
+                    break
+                j += 1
+            if j > i:
+                yield passage[words[i].start() : words[j - 1].end()], words[i].start(), words[j - 1].end()
+
+
+def _apposed_names(passage: str) -> Iterable[tuple[str, int, int]]:
+    """Two entity runs apart by a comma alone ("*Charles, Prince of Wales*"), which clause boundaries split."""
+    runs = sorted((begin, end) for _, begin, end in _entities(passage))
+    for (begin, end), (after, last) in zip(runs, runs[1:], strict=False):
+        if passage[end:after] == ", ":
+            yield passage[begin:last], begin, last
+
+
+def _phrases(passage: str) -> Iterable[tuple[str, int, int]]:
+    yield from _entities(passage)
+    yield from _apposed_names(passage)
+    yield from _noun_phrases(passage)
+
+
+def phrase_spans(question: str, passages: Sequence[str]) -> list[str]:
+    return _ranked(question, passages, _phrases)
+
+
 SPAN_RULES.register("entities", entity_spans)
 SPAN_RULES.register("ngrams", ngram_spans)
+SPAN_RULES.register("phrases", phrase_spans)
