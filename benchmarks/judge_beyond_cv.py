@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.beyond_corpus_cv import figures, rounded
-from eor.commands.train_judge import judge_identity, load_unanswerable, scored_rule
+from eor.learning.judge_data import judge_identity, load_unanswerable, scored_rule
 from eor.learning.judge_training import judged_questions, train_judge_voter
 from eor.pipeline.abstention import DEFAULT_SHARE
 from eor.pipeline.judging import judged_members

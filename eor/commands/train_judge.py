@@ -2,8 +2,10 @@
 reader scored (`eor run` with a `judge:` section, eor.commands.judge_records), written as a weights file.
 
 The policy is eor.learning.judge_training's (each level's setting chosen by cross-validation on the training
-records alone, fitted, P(right) calibrated out of fold, abstention thresholds chosen); this command reads the
-records, orchestrates and reports. Records without scores train the text-only fit alone.
+records alone, fitted, P(right) calibrated out of fold, abstention thresholds chosen), the data and the weights
+file's metadata eor.learning.judge_data's (which judge scored the records, the members, the questions the corpus
+cannot answer, Top R); this command orchestrates and reports. Records without scores train the text-only fit
+alone.
 """
 
 from __future__ import annotations
@@ -16,21 +18,24 @@ from typing import Any
 import numpy as np
 
 from eor.commands.train_report import REPORTED_RISKS, answered_by_kind
-from eor.core.answers import matches_gold
-from eor.core.config import JudgeConfig
-from eor.core.data import ABLATED_FROM
-from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed, pct, significant, small_data_warning
 from eor.learning.beyond_corpus import ABLATED, NOCORPUS
+from eor.learning.judge_data import (
+    beyond_meta,
+    held_out,
+    judge_identity,
+    load_unanswerable,
+    scored_rule,
+    top_r,
+    trained_members,
+    training_meta,
+)
 from eor.learning.judge_training import JudgedQuestion, Unanswerable, accuracy, judged_questions, train_judge_voter
 from eor.pipeline.abstention import DEFAULT_SHARE
-from eor.pipeline.judging import judged_members
 from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import runs_pool
 from eor.pipeline.validation import load_valid_config
-from eor.runs.records import read_records
 from eor.runs.run_data import named_runs, read_runs, run_paths
-from eor.runs.run_folder import recorded_config
 from voters.codecs import save_voter
 from voters.judge_selector import JudgeVoter
 
@@ -64,7 +69,7 @@ def train_judge(
     pool = runs_pool(runs)  # before any work: runs of different pools are refused
     loaded = [record for record in read_runs(runs) if record.answers]
     identity = judge_identity(loaded, source)
-    names = _trained_members(config, members, identity, loaded, runs)
+    names = trained_members(config, members, identity, loaded, runs)
     skip = demonstration_ids(config) if config is not None else set()
     rule_k = scored_rule(identity)
     questions = judged_questions([r for r in loaded if r.id not in skip], names, *rule_k, relevance=relevance)
@@ -83,15 +88,15 @@ def train_judge(
     rule, k = rule_k
     meta: dict[str, Any] = {
         "records": named_runs(runs),
-        **({} if beyond is None else _beyond_meta(ablated, nocorpus, share)),
+        **({} if beyond is None else beyond_meta(ablated, nocorpus, share)),
         "judge": identity,
         "candidates": {"rule": rule, "k": k},  # what live answering must make them with (eor.pipeline.judging)
-        "training": _training_meta(len(questions), scored, folds, seed, reports),
-        "top_r_train": _top_r(loaded, names),
+        "training": training_meta(len(questions), scored, folds, seed, reports),
+        "top_r_train": top_r(loaded, names),
         **({} if pool is None else {"pool": pool}),
     }
     if dev is not None:
-        lines += _dev_lines(voter, _held_out(dev, source, identity, names, rule_k, relevance), meta)
+        lines += _dev_lines(voter, held_out(dev, source, identity, names, rule_k, relevance), meta)
     save_voter(voter, out, **meta)
     lines.append(f"weights written to {out}")
     return "\n".join(lines)
@@ -118,143 +123,11 @@ def _fit_lines(voter: JudgeVoter, reports: list[Any], beyond: Unanswerable | Non
     return lines
 
 
-def _training_meta(questions: int, scored: int, folds: int, seed: int, reports: list[Any]) -> dict[str, Any]:
-    """How the judge voter was trained, as its weights file keeps it: the questions (and those scored), the folds
-    and seed of every choice, and each level's chosen setting with every setting's EM out of fold."""
-    levels = {r.level: {"chosen": r.chosen, "em": r.table} for r in reports}
-    return {"questions": questions, "scored": scored, "folds": folds, "seed": seed, "levels": levels}
-
-
-def _beyond_meta(ablated: Path | None, nocorpus: Path | None, share: float) -> dict[str, Any]:
-    """The records of questions the corpus cannot answer P(right) was fitted with, as the file keeps them."""
-    return {
-        "ablated_records": ablated and str(ablated),
-        "nocorpus_records": nocorpus and str(nocorpus),
-        "unanswerable_share": share,
-    }
-
-
-def load_unanswerable(
-    ablated: Path | None,
-    nocorpus: Path | None,
-    names: list[str],
-    rule_k: tuple[str | None, int],
-    skip: set[str],
-    share: float,
-    relevance: bool = False,
-) -> Unanswerable | None:
-    """The questions the corpus cannot answer of `ablated` and `nocorpus` (None: neither given), judged with the
-    training records' candidates (`relevance`: with their retrieved passages' relevance); a question made from a
-    worked example of the pool (`skip`) is left out."""
-    if ablated is None and nocorpus is None:
-        return None
-    questions, kinds, origins = [], [], []
-    for kind, path in ((ABLATED, ablated), (NOCORPUS, nocorpus)):
-        if path is None:
-            continue
-        loaded = [r for r in read_records(path) if r.answers and not {r.id, r.extra.get(ABLATED_FROM)} & skip]
-        identity = judge_identity(loaded, path)
-        if identity is None:
-            raise InputError(f"{path}: no record holds the judge's scores (eor run with a judge: section)")
-        if (identity.get("rule"), identity.get("k")) != rule_k or sorted(identity.get("members") or []) != sorted(
-            names
-        ):
-            raise InputError(f"{path}: scored by another judge's candidates or members ({identity})")
-        judged = judged_questions(loaded, names, *rule_k, relevance=relevance)
-        questions += judged
-        kinds += [kind] * len(judged)
-        by_id = {r.id: str(r.extra.get(ABLATED_FROM) or r.id) for r in loaded}
-        origins += [by_id[q.id] for q in judged]
-    return Unanswerable(questions, np.array(kinds, dtype=object), origins, share)
-
-
-def judge_identity(records: list[Any], source: Any) -> dict[str, Any] | None:
-    """The identity of the scores the records hold (eor.pipeline.judging); None when no record is scored.
-    Records scored by different judges are refused; records scored with and without each passage alone are one
-    judge's (each fit trains on the questions holding its level, eor.learning.judge_training `holding`), and the
-    identity then says `passages: true`."""
-    found = [r.judge["identity"] for r in records if r.judge]
-    judges = {repr(sorted(_judge_of(identity).items())) for identity in found}
-    if len(judges) > 1:
-        raise InputError(f"{source}: the records were scored by {len(judges)} different judges; train on one")
-    if not found:
-        return None
-    levels = {bool(identity.get("passages")) for identity in found}
-    return found[0] if len(levels) == 1 else {**found[0], "passages": True}
-
-
-def _judge_of(identity: dict[str, Any]) -> dict[str, Any]:
-    """What makes the scores one judge's: the identity less whether each passage alone was scored too."""
-    return {key: value for key, value in identity.items() if key != "passages"}
-
-
-def scored_rule(identity: dict[str, Any] | None) -> tuple[str | None, int]:
-    """The span rule (None: the members' answers alone) and K of the candidates: the scored records', else
-    JudgeConfig's defaults (for unscored questions, made from their text)."""
-    if identity is None:
-        defaults = JudgeConfig()
-        return defaults.rule, defaults.k
-    rule = identity.get("rule")
-    return (None if rule is None else str(rule)), int(identity["k"])
-
-
-def _trained_members(
-    config: Any, members: list[str] | None, identity: dict[str, Any] | None, records: list[Any], runs: list[Path]
-) -> list[str]:
-    """The members trained on: `members`, else the pool config's (its judged members), else those the records'
-    scores were made for; ConfigError when the scores were made for others."""
-    weighed = None if config is None else (config.members if config.judge is None else judged_members(config))
-    names = members or weighed or _members(identity, records, runs[0])
-    scored_for = (identity or {}).get("members")
-    if scored_for is not None and sorted(scored_for) != sorted(names):
-        raise ConfigError(
-            f"{', '.join(map(str, runs))}: the records were scored for members {', '.join(scored_for)}; training "
-            f"asks for {', '.join(names)}"
-        )
-    return names
-
-
-def _members(identity: dict[str, Any] | None, records: list[Any], source: Path) -> list[str]:
-    if identity is not None and identity.get("members"):
-        return list(identity["members"])
-    config = recorded_config(source)
-    if config is not None and config.get("members"):
-        return list(config["members"])
-    if records:
-        return list(records[0].members)
-    raise ConfigError(f"{source}: no record to train on")
-
-
-def _top_r(records: list[Any], members: list[str]) -> dict[str, Any]:
-    """The member best on the training records by exact match (ties: the first), and its EM."""
-    right = [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in members] for r in records]
-    means = np.mean(np.asarray(right, dtype=float), axis=0)
-    best = int(np.argmax(means))
-    return {"member": members[best], "em": float(means[best])}
-
-
 def _risk_text(row: dict[str, Any]) -> str:
     if row["threshold"] is None:
         return f"α {significant(row['alpha'])}: abstain on all"
     of = "" if row.get("share") is None else " of the mix"  # a threshold for a mix: its coverage there
     return f"α {significant(row['alpha'])}: P ≥ {fixed(row['threshold'], 2)} answers {pct(row['coverage'])}%{of}"
-
-
-def _held_out(
-    dev: Path,
-    source: str,
-    identity: dict[str, Any] | None,
-    names: list[str],
-    rule_k: tuple[str | None, int],
-    relevance: bool,
-) -> list[JudgedQuestion]:
-    """The held-out questions of `dev`, judged as the training records (of `source`) were (InputError: another
-    judge's)."""
-    held = [record for record in read_records(dev) if record.answers]
-    other = judge_identity(held, dev)
-    if other is not None and identity is not None and _judge_of(other) != _judge_of(identity):
-        raise InputError(f"{dev} was scored by another judge than {source}: {other} against {identity}")
-    return judged_questions(held, names, *rule_k, relevance=relevance)
 
 
 def _dev_lines(voter: JudgeVoter, questions: list[JudgedQuestion], meta: dict[str, Any]) -> list[str]:
