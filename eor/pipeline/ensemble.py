@@ -186,7 +186,7 @@ class Ensemble:
         lazy: answer question by question, running members cheapest first and stopping when the rest cannot
             change the answer (the full vote's answer; members not run are in `Result.skipped`). Voters that
             cannot be bounded (see voters.lazy), or that give P(right), and the judge voter run every member.
-        risk: decline where P(right) is below the weights file's threshold for this error rate (VoteStage.judge;
+        risk: decline where P(right) is below the weights file's threshold for this error rate (VoteStage.conclude;
             the config's `voter.risk` is what `eor ask` and `eor serve` pass when none is asked for).
         """
         items = [q if isinstance(q, Question) else make_question(q) for q in questions]

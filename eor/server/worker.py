@@ -130,7 +130,7 @@ class EnsembleWorker:
         self, question: Question, members: list[str] | None = None, explain: bool = False, risk: float | None = None
     ) -> Future:
         """Queue a question; its future resolves to an `Answered` (or raises the ensemble's error); `risk`: the
-        error rate it is answered at (VoteStage.judge)."""
+        error rate it is answered at (VoteStage.conclude)."""
         if self.state != READY:
             raise (ShuttingDownError if self.state == DRAINING else NotReadyError)(self.not_ready_message())
         if self._queue.qsize() >= self.settings.max_queue:

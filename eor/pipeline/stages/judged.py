@@ -43,7 +43,7 @@ def reached_end(result: Result) -> bool:
 
 def load_judge(config: EnsembleConfig) -> JudgeVoter | None:
     """The judge voter a config's `judge.weights` names (None without one), read once: its digest and fits are
-    what `check_voter_with_judge` compares and `judge_stage` answers with."""
+    what `check_voter_with_judge` compares and `vote_stage` answers with."""
     if config.judge is None or config.judge.weights is None:
         return None
     path = config.resolve_path(config.judge.weights)
