@@ -32,6 +32,7 @@ from eor.core.answers import matches_gold
 from eor.core.config import EnsembleConfig, load_config
 from eor.core.results import Record
 from eor.evaluation.selective import ece
+from eor.evaluation.upper_bound import top_member
 from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
 from eor.learning.judge_training import (
     LEVELS,
@@ -173,7 +174,7 @@ def _top_r(member_right: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
     hits = np.zeros(len(member_right))
 
     def best_member(train: np.ndarray) -> int:
-        return int(np.argmax(member_right[train].sum(axis=0)))
+        return top_member(member_right[train])
 
     def answered(best: int, held: np.ndarray) -> None:
         hits[held] = member_right[held, best]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from eor.core.errors import InputError
-from eor.evaluation.upper_bound import oracle_accuracy, sample_subsets, upper_bound_by_pool_size
+from eor.evaluation.upper_bound import oracle_accuracy, sample_subsets, top_member, upper_bound_by_pool_size
 
 # Three members over four questions (1 = correct):
 #   A = 1 0 0 0   accuracy 1/4
@@ -104,3 +104,13 @@ def test_as_dict_is_json_ready():
     report = upper_bound_by_pool_size(CORRECT, NAMES).as_dict()
     assert report["by_size"][1]["subsets"][0] == ["A", "B"]
     assert report["best_single"] == "C"
+
+
+def test_top_r_is_the_member_most_often_right_ties_to_the_first_by_hand() -> None:
+    # questions × members: B is right on 2 of 3, A and C on 1; then A and B tie on 2 of 4, A comes first
+    assert top_member(np.array([[1, 1, 0], [0, 1, 0], [0, 0, 1]])) == 1
+    assert top_member(np.array([[1, 0], [1, 1], [0, 1], [0, 0]])) == 0
+    assert top_member(np.array([[0.5, 0.25], [0.5, 1.0]])) == 1  # graded correctness: the mean decides (0.5, 0.625)
+    assert top_member(np.zeros((0, 3))) == 0  # no question: the first member
+    with pytest.raises(InputError, match="Top R"):
+        top_member(np.zeros((3, 0)))

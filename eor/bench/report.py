@@ -64,7 +64,7 @@ from eor.evaluation.error_breakdown import (
 )
 from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against, rwr_matrix
 from eor.evaluation.stats import CONFIDENCE, DEFAULT_RESAMPLES, Bootstrap, paired_test
-from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, upper_bound_by_pool_size
+from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, top_member, upper_bound_by_pool_size
 from eor.pipeline.pool import describe_corpus
 from eor.runs.run_data import RunData, load_run
 from eor.runs.run_folder import recorded_config, recorded_pool
@@ -281,8 +281,7 @@ def _accuracy(scored: Scored, matrix: np.ndarray) -> dict[str, Any]:
     for m, name in enumerate(names):
         figures = scored.figures({k: v[m] for k, v in scored.scores.items()})
         members[name] = {**figures, "mrwr": float(member_mrwr[m]), "mrlr": float(member_mrlr[m])}
-    accuracy = indicator.mean(axis=1) if scored.data.questions else np.full(len(names), np.nan)
-    top = int(np.argmax(np.nan_to_num(accuracy, nan=-1.0)))  # ties: earliest member
+    top = top_member(indicator.T)  # ties: earliest member
     top_r = {"member": names[top], **members[names[top]]}
     eor = {
         **scored.voted.describe(),

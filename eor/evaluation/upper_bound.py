@@ -66,6 +66,18 @@ class UpperBound:
         )
 
 
+def top_member(correct: np.ndarray) -> int:
+    """Top R: the position of the member most often right, `correct` (questions × members, correctness in [0, 1]);
+    ties go to the first member, and with no question the first member. The one home of this choice (the paper's
+    best single retriever): training's Top R (train), the benchmark's Top R, the judge's."""
+    matrix = np.asarray(correct, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[1] == 0:
+        raise InputError(f"Top R needs a questions × members matrix with a member, got shape {matrix.shape}")
+    if matrix.shape[0] == 0:
+        return 0
+    return int(np.argmax(np.nan_to_num(matrix.mean(axis=0), nan=-1.0)))
+
+
 def oracle_accuracy(correct: np.ndarray) -> float:
     """Mean over questions of max over members of `correct` (members × questions); NaN with no questions."""
     indicators = as_indicator_matrix(correct)
@@ -130,5 +142,5 @@ def upper_bound_by_pool_size(
             )
         )
     singles = [oracle_accuracy(indicators[[m]]) for m in range(n_members)]
-    best = int(np.argmax(singles)) if not np.all(np.isnan(singles)) else 0
+    best = top_member(indicators.T)
     return UpperBound(by_size=by_size, best_single=names[best], best_single_accuracy=singles[best])

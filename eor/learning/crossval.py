@@ -40,6 +40,7 @@ from sklearn.base import clone
 from eor.core.errors import ConfigError, InputError
 from eor.core.registry import Registry
 from eor.evaluation.stats import Bootstrap, paired_test
+from eor.evaluation.upper_bound import top_member
 from eor.runs.costs import MemberCosts, member_costs
 from eor.runs.run_data import RunData
 from voters import Voter
@@ -174,7 +175,7 @@ class TopCandidate(Candidate):
     voter_class = None  # saved as the paper's Voter with one member (eor.commands.train_command)
 
     def fit(self, arrays: VoteArrays, rows: np.ndarray) -> Candidate:
-        self.member = int(np.argmax(arrays.correctness[rows].mean(axis=0)))  # ties: the first member
+        self.member = top_member(arrays.correctness[rows])  # ties: the first member
         return self
 
     def predict(self, arrays: VoteArrays, rows: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ from eor.core.answers import matches_gold
 from eor.core.config import JudgeConfig
 from eor.core.data import ABLATED_FROM
 from eor.core.errors import ConfigError, InputError
+from eor.evaluation.upper_bound import top_member
 from eor.learning.beyond_corpus import ABLATED, NOCORPUS
 from eor.learning.judge_training import JudgedQuestion, Unanswerable, judged_questions
 from eor.pipeline.judging import judged_members
@@ -131,10 +132,12 @@ def held_out(
 
 def top_r(records: list[Any], members: list[str]) -> dict[str, Any]:
     """The member best on the training records by exact match (ties: the first), and its EM."""
-    right = [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in members] for r in records]
-    means = np.mean(np.asarray(right, dtype=float), axis=0)
-    best = int(np.argmax(means))
-    return {"member": members[best], "em": float(means[best])}
+    right = np.asarray(
+        [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in members] for r in records],
+        dtype=float,
+    ).reshape(len(records), len(members))
+    best = top_member(right)
+    return {"member": members[best], "em": float(right[:, best].mean())}
 
 
 def training_meta(questions: int, scored: int, folds: int, seed: int, reports: list[Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import numpy as np
 from eor.core.config import EnsembleConfig
 from eor.core.errors import InputError
 from eor.core.formatting import small_data_warning
+from eor.evaluation import upper_bound
 from eor.evaluation.stats import Bootstrap, paired_test
 from eor.learning.beyond_corpus import MixCalibrated, calibrate_mix, mix_records
 from eor.learning.calibration import Calibrated, calibrate
@@ -302,7 +303,7 @@ def dev_figures(voter: Any, dev: RunData, top_member: str, uniform: Voter, metri
     batch = run_batch(dev)
     picks = np.asarray(voter.predict(batch), dtype=int)
     rows = np.arange(dev.questions)
-    index, best = dev.names.index(top_member), int(np.argmax(correctness.mean(axis=0)))
+    index, best = dev.names.index(top_member), upper_bound.top_member(correctness)
     chosen = correctness[rows, picks]
     shared = Bootstrap.draw(dev.questions, DEV_RESAMPLES, seed)
     tests = {}
