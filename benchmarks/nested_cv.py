@@ -35,6 +35,7 @@ from eor.cli.options import token_rates
 from eor.core.answers import normalize_answer
 from eor.core.config import load_config
 from eor.evaluation.inconsistency import mrlr_against
+from eor.evaluation.upper_bound import oracle_accuracy
 from eor.learning.crossval import (
     AUTO,
     CvResult,
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     arrays = vote_arrays(data, settings)
     if args.rates and arrays.costs is None:
         parser.error(f"--rates prices token counts, and {args.records} lacks them for some member")
-    oracle = float(arrays.correctness.max(axis=1).mean())
+    oracle = oracle_accuracy(arrays.correctness.T)
     print(f"{data.questions} questions × {len(data.names)} members of {args.records}; oracle {100 * oracle:.1f} EM")
     seeds: dict[str, Any] = {}
     out: dict[str, Any] = {"questions": data.questions, "members": data.names, "oracle": oracle, "seeds": seeds}

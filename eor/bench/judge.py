@@ -25,6 +25,7 @@ from eor.core.formatting import fixed, pct, significant
 from eor.core.json_ready import json_ready
 from eor.evaluation.selective import calibration_noise, summary
 from eor.evaluation.stats import Bootstrap, paired_test
+from eor.evaluation.upper_bound import oracle_accuracy
 from eor.learning.judge_training import JudgedQuestion, candidate_rule, judged_questions, without_scores
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
@@ -64,7 +65,7 @@ def judge_report(
         "fits_used": judged.used,
         "judge": {"em": float(right.mean()), "ci": draws.interval(right)},
         "oracle": {
-            "members": float(members.max(axis=1).mean()),
+            "members": oracle_accuracy(members.T),
             "candidates": float(np.mean([q.right.any() for q in judged.questions])),
         },
     }

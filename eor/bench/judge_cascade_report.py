@@ -21,6 +21,7 @@ from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed
 from eor.evaluation.stats import Bootstrap
+from eor.evaluation.upper_bound import oracle_accuracy
 from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
 from eor.pipeline.judging import scored_families
 from eor.pipeline.stages.judged import check_voter_with_judge, load_judge
@@ -84,7 +85,7 @@ def judge_cascade_report(
         },
         "judge": {"em": float(judged.right.mean()), "ci": draws.interval(judged.right.astype(float))},
         "oracle": {
-            "members": float(members.max(axis=1).mean()),
+            "members": oracle_accuracy(members.T),
             "candidates": float(np.mean([q.right.any() for q in judged.questions])),
         },
         "fits_used": judged.used,

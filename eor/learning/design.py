@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import InputError
+from eor.evaluation.upper_bound import oracle_accuracy
 from eor.runs.costs import PromptReplay
 from voters.cascade_fit import SelectorSettings, StepScores
 from voters.features import CandidateBlocks
@@ -109,7 +110,7 @@ class SplitScores:
         return np.mean([split.of(tuple(subset)).right for split in self.splits], axis=0)
 
     def oracle(self, subset: Sequence[int]) -> float:
-        return float(self.labels[:, list(subset)].any(axis=1).mean()) if subset else 0.0
+        return oracle_accuracy(self.labels[:, list(subset)].T) if subset else 0.0
 
 
 def paired(with_member: np.ndarray, without: np.ndarray) -> tuple[float, float]:

@@ -317,6 +317,6 @@ def dev_figures(voter: Any, dev: RunData, top_member: str, uniform: Voter, metri
         uniform=mean_correctness(correctness, uniform.predict(batch)),
         top_train=(top_member, float(correctness[:, index].mean()), float(f1[:, index].mean())),
         top_dev=(dev.names[best], float(correctness[:, best].mean()), float(f1[:, best].mean())),
-        oracle=float(correctness.max(axis=1).mean()),
+        oracle=upper_bound.oracle_accuracy(correctness.T),
         tests=tests,
     )
