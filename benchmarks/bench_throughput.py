@@ -35,6 +35,7 @@ import yaml
 
 from benchmarks.bench_cache import records, timed_eor_run, warm_indexes
 from eor.runs.costs import measured_rates, reader_seconds
+from eor.runs.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,7 +76,7 @@ def config_copy(config: Path, reader: dict[str, Any], folder: Path, name: str) -
 def run_path(config: Path, data: Path, limit: int, out: Path) -> dict[str, Any]:
     """Wall seconds of one `eor run --no-cache` and what its reader did (`generation.json`)."""
     seconds, _ = timed_eor_run(config, data, limit, out, "--no-cache")
-    stats = json.loads((out / "generation.json").read_text())
+    stats = RunFolder(out).read_generation()
     return {"wall_seconds": round(seconds, 2), **stats}
 
 

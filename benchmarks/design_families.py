@@ -19,14 +19,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from eor.cli.options import token_rates
 from eor.core.config import load_config
 from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.learning.design import SplitScores, paired, pool_cost
 from eor.learning.judge_cascade import chat_tokenizer
 from eor.pipeline.members import demonstration_ids
 from eor.readers import build_reader
-from eor.runs.costs import PromptReplay, prompt_replay
+from eor.runs.costs import PromptReplay, parse_rates, prompt_replay
 from eor.runs.run_data import load_run
 from retrievers import notation
 from voters.cascade_fit import SelectorSettings
@@ -55,7 +54,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("records", help="training records holding every candidate")
     parser.add_argument("--config", required=True, help="the candidates' config")
     parser.add_argument("--base", default=str(ROOT / "configs/nq-offline.yaml"), help="the base pool's config")
-    parser.add_argument("--rates", type=token_rates, default=token_rates("281,60"), help="PROMPT,GENERATED tok/s")
+    parser.add_argument("--rates", type=parse_rates, default=parse_rates("281,60"), help="PROMPT,GENERATED tok/s")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)

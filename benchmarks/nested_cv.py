@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from eor.cli.options import token_rates
 from eor.core.answers import normalize_answer
 from eor.core.config import load_config
 from eor.evaluation.inconsistency import mrlr_against
@@ -46,7 +45,7 @@ from eor.learning.crossval import (
     out_of_fold,
     vote_arrays,
 )
-from eor.runs.costs import describe_rates
+from eor.runs.costs import describe_rates, parse_rates
 from eor.runs.run_data import RunData, load_run
 from voters.folds import cross_fit, folds
 
@@ -65,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-loss", help="also the cascade at these tolerances (EM points, comma-separated; the first is the result)"
     )
     parser.add_argument(
-        "--rates", type=token_rates, help="the reader's token rates PROMPT,GENERATED per second (default: fitted)"
+        "--rates", type=parse_rates, help="the reader's token rates PROMPT,GENERATED per second (default: fitted)"
     )
     parser.add_argument("--no-confidence", action="store_true", help="leave the reader's confidence out")
     parser.add_argument("--json", help="write every figure here")

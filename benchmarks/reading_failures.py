@@ -20,11 +20,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from eor.cli.options import token_rates
 from eor.commands.design_command import in_context, reading_indicators
 from eor.core.config import load_config
 from eor.core.correctness import score_answer
-from eor.runs.costs import member_costs
+from eor.runs.costs import member_costs, parse_rates
 from eor.runs.run_data import load_run
 
 
@@ -32,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", help="records (a run folder or .jsonl[.gz])")
     parser.add_argument("--config", help="the pool's config: its members alone (records that grew beyond it)")
-    parser.add_argument("--rates", type=token_rates, help="reader tokens per second PROMPT,GENERATED (default: fitted)")
+    parser.add_argument("--rates", type=parse_rates, help="reader tokens per second PROMPT,GENERATED (default: fitted)")
     parser.add_argument("--json", help="write the table here")
     args = parser.parse_args(argv)
 

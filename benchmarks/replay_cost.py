@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eor.cli.options import token_rates
 from eor.core.config import load_config
 from eor.learning.judge_cascade import chat_tokenizer
 from eor.readers import build_reader
-from eor.runs.costs import member_costs, prompt_replay
+from eor.runs.costs import member_costs, parse_rates, prompt_replay
 from eor.runs.run_data import load_run
 from voters import VoteBatch, load_voter
 
@@ -28,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=str(ROOT / "configs/nq-offline.yaml"), help="the pool's config")
     parser.add_argument("--weights", default=str(ROOT / "docs/weights/nq-offline-cascade.json"), help="a cascade")
     parser.add_argument("--records", default=str(ROOT / "docs/records/nq-dev.jsonl.gz"), help="records to replay")
-    parser.add_argument("--rates", type=token_rates, default=token_rates("281,60"), help="PROMPT,GENERATED tok/s")
+    parser.add_argument("--rates", type=parse_rates, default=parse_rates("281,60"), help="PROMPT,GENERATED tok/s")
     args = parser.parse_args(argv)
 
     rates = args.rates

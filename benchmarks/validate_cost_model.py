@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from eor.runs.run_folder import RunFolder
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "nq" / "dev.jsonl"
 
@@ -45,7 +47,7 @@ def main() -> None:
         eor(*run, str(pilot_data), "--out", str(work / "pilot"))
         plan = json.loads(eor("plan", str(work / "pilot"), "--questions", str(args.target), "--json"))
         eor(*run, str(target_data), "--out", str(work / "target"))
-        measured = json.loads((work / "target" / "generation.json").read_text())
+        measured = RunFolder(work / "target").read_generation()
     reader = measured["prompt_seconds"] + measured["generation_seconds"]
     result = {
         "config": args.config,

@@ -711,3 +711,24 @@ def test_the_pipeline_reads_what_a_voter_declares_and_looks_for_nothing() -> Non
     """Only the door (voters.protocol.check_voter_class, on a class) asks whether a voter has something."""
     for folder in (*PACKAGES, "benchmarks"):
         assert _voter_lookups(ROOT / folder) == [], folder
+
+
+def _cli_imports_and_file_names(folder: Path) -> list[str]:
+    """Where the benchmarks in `folder` import from eor.cli (but its entry point, `main`, which runs a command as
+    the `eor` command does) or name a run folder's file (eor.runs.run_folder reads them)."""
+    from eor.runs.run_folder import CONFIG_FILE, GENERATION_FILE, MADE_BY_FILE, POOL_FILE
+
+    files = {CONFIG_FILE, GENERATION_FILE, POOL_FILE, MADE_BY_FILE}
+    found = []
+    for name, tree in _trees(folder).items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eor.cli"):
+                if node.module != "eor.cli" or [alias.name for alias in node.names] != ["main"]:
+                    found.append(f"{name}:{node.lineno} imports {node.module}")
+            if isinstance(node, ast.Constant) and node.value in files:
+                found.append(f"{name}:{node.lineno} names {node.value}")
+    return found
+
+
+def test_the_benchmarks_use_the_command_line_and_run_folders_through_their_doors() -> None:
+    assert _cli_imports_and_file_names(BENCHMARKS) == []

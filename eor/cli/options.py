@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from eor.core.config import default_config_path
+from eor.core.errors import InputError
 from eor.pipeline.members import member_list
+from eor.runs.costs import parse_rates
 from eor.runs.generation_cache import GenerationCache, default_cache_path
 
 #: what `add_parser` is called on: the sub-commands of `eor` or of a command group
@@ -58,17 +60,12 @@ def positive_float(text: str) -> float:
 
 
 def token_rates(text: str) -> dict[str, float]:
-    """An argparse type: PROMPT,GENERATED tokens per second, both finite and > 0 (`--rates 281,60`)."""
-    prompt, comma, generated = text.partition(",")
+    """An argparse type: PROMPT,GENERATED tokens per second, both finite and > 0 (`--rates 281,60`,
+    eor.runs.costs.parse_rates)."""
     try:
-        rates = {"prompt": float(prompt), "generated": float(generated)}
-    except ValueError:
-        rates = {}
-    if not comma or not rates or not all(0 < value < float("inf") for value in rates.values()):
-        raise argparse.ArgumentTypeError(
-            f"expected PROMPT,GENERATED tokens per second above 0, e.g. 281,60; got {text!r}"
-        )
-    return rates
+        return parse_rates(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def risk_level(text: str) -> float:
