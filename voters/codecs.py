@@ -3,9 +3,11 @@
 `save_voter` and `voter_from_document` (what voters.loading.load_voter reads a file with) are the one way.
 
 eor's kinds have their codecs here: `paper` (voters.voter.Voter: its weights, pooling and hyper-parameters),
-`selector` (voters.selector.AnswerSelector: feature names, standardisation and coefficients, plain numbers), and
+`selector` (voters.selector.AnswerSelector: feature names, standardisation and coefficients, plain numbers),
 `cascade` (voters.cascade.Cascade: every step's members, selector document and calibration, the threshold, the
-operating points and the members' costs). A kind another package registers (voters.loading.register_voter_kind)
+operating points and the members' costs) and `judge` (voters.judge_selector.JudgeVoter: its fits, each with its
+P(right), P(unanswerable) and thresholds). Every shipped weights file saves again to its own bytes
+(tests/test_voter_contract.py). A kind another package registers (voters.loading.register_voter_kind)
 keeps its own `save` and `from_document` (voters.protocol.SimpleVoter writes both): `ClassCodec`.
 """
 
@@ -298,13 +300,7 @@ class JudgeCodec:
 
     def document(self, voter: JudgeVoter, **meta: Any) -> dict[str, Any]:
         fits = [judge_fit_document(fit) for fit in voter.fits]
-        return {
-            **header(voter.kind, voter.members, []),
-            "voter": voter.kind,
-            "members": voter.members,
-            "fits": fits,
-            "meta": meta,
-        }
+        return {**header(voter.kind, voter.members, []), "fits": fits, "meta": meta}
 
     def save(self, voter: JudgeVoter, path: str | Path, **meta: Any) -> Path:
         return write_document(path, self.document(voter, **meta))
