@@ -300,7 +300,7 @@ class JudgeCodec:
 
     def document(self, voter: JudgeVoter, **meta: Any) -> dict[str, Any]:
         fits = [judge_fit_document(fit) for fit in voter.fits]
-        return {**header(voter.kind, voter.members, []), "fits": fits, "meta": meta}
+        return {**header(voter.kind, voter.members, []), "fits": fits, "meta": {**voter.metadata_, **meta}}
 
     def save(self, voter: JudgeVoter, path: str | Path, **meta: Any) -> Path:
         return write_document(path, self.document(voter, **meta))
