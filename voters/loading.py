@@ -1,9 +1,11 @@
-"""Loading any voter from its weights file: the paper's `Voter`, the learned `AnswerSelector`, or a voter
-another package adds (`register_voter_kind`, or entry point group `eor.voters`: see eor.learning.crossval); and
-`choose_voter`, the one place that decides between a weights file and uniform weights.
+"""Loading any voter from its weights file (`load_voter`): the paper's `Voter`, the learned `AnswerSelector`, the
+`Cascade`, the judge voter, or a voter another package adds (`register_voter_kind`, or entry point group
+`eor.voters`: see eor.learning.crossval); and `choose_voter`, the one place that decides between a weights file and
+uniform weights for the members' answers.
 
 Every weights file is a JSON document of one family (`voters.weights_file`); its `voter` field names the
-kind (absent in files written before there was more than one kind: those hold the paper's voter).
+kind (absent in files written before there was more than one kind: those hold the paper's voter), whose codec
+(voters.codecs) reads it.
 """
 
 from __future__ import annotations

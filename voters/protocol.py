@@ -51,6 +51,7 @@ class FittedVoter(Protocol):
     dev_score_: float | None
     metadata_: Mapping[str, Any]  # its weights file's `meta` (empty when none)
     source_: str | None  # the weights file it was loaded from (None: in memory)
+    sha256_: str | None  # the digest of the bytes it was loaded from
     right_: Any  # its P(right) (voters.right.RightModel), built once by voters.loading.load_voter (None: none)
 
     def fit(self, X: VoteBatch, y: Golds | None = None) -> Any:
@@ -98,6 +99,7 @@ DECLARED = (
     "active_members_",
     "metadata_",
     "source_",
+    "sha256_",
     "train_score_",
     "dev_score_",
     "right_",
