@@ -55,7 +55,20 @@ class Codec(Protocol):
         ...
 
 
-class PaperCodec:
+class DocumentCodec:
+    """A codec of eor's: `document(voter, **meta)` (a subclass's) is what `save` writes."""
+
+    def document(self, voter: Any, **meta: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def save(self, voter: Any, path: str | Path, **meta: Any) -> Path:
+        return write_document(path, self.document(voter, **meta))
+
+    def read(self, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Any:
+        raise NotImplementedError
+
+
+class PaperCodec(DocumentCodec):
     """The paper's voter: its weights, pooling, scores and hyper-parameters (in `__init__`'s order)."""
 
     def document(self, voter: Voter, **meta: Any) -> dict[str, Any]:
@@ -79,9 +92,6 @@ class PaperCodec:
             "params": params,
             "meta": {**voter.metadata_, **meta},
         }
-
-    def save(self, voter: Voter, path: str | Path, **meta: Any) -> Path:
-        return write_document(path, self.document(voter, **meta))
 
     def read(self, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Voter:
         if document.get("voter", Voter.kind) != Voter.kind:
@@ -118,7 +128,7 @@ class PaperCodec:
         return voter
 
 
-class SelectorCodec:
+class SelectorCodec(DocumentCodec):
     """The answer selector: its feature names, standardisation (mean and scale), coefficients and intercept."""
 
     def document(self, voter: AnswerSelector, **meta: Any) -> dict[str, Any]:
@@ -132,17 +142,9 @@ class SelectorCodec:
             "coefficients": [float(v) for v in voter.coef_],
             "intercept": float(voter.intercept_),
             "train_score": voter.train_score_,
-            "params": {
-                "metrics": list(voter.metrics),
-                "C": float(voter.C),
-                "correctness": voter.correctness,
-                "metric_params": voter.metric_params,
-            },
+            "params": _selector_params(voter),
             "meta": {**voter.metadata_, **meta},
         }
-
-    def save(self, voter: AnswerSelector, path: str | Path, **meta: Any) -> Path:
-        return write_document(path, self.document(voter, **meta))
 
     def read(self, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> AnswerSelector:
         """Its member features in the order of `members` when given."""
@@ -181,6 +183,16 @@ class SelectorCodec:
         return selector
 
 
+def _selector_params(voter: AnswerSelector | Cascade) -> dict[str, Any]:
+    """The hyper-parameters an answer selector's file lists, which a cascade's lists first (each step is one)."""
+    return {
+        "metrics": list(voter.metrics),
+        "C": float(voter.C),
+        "correctness": voter.correctness,
+        "metric_params": voter.metric_params,
+    }
+
+
 def _reorder(selector: AnswerSelector, order: list[int], members: list[str]) -> None:
     """Permute the per-member features (voters.features.PER_MEMBER) of a loaded selector to `members`' order."""
     width = len(selector.members_)
@@ -195,7 +207,7 @@ def _reorder(selector: AnswerSelector, order: list[int], members: list[str]) -> 
     selector.members_ = members
 
 
-class CascadeCodec:
+class CascadeCodec(DocumentCodec):
     """The cascade: its description (voters.accounts), every step's selector document and calibration, and its
     hyper-parameters."""
 
@@ -215,10 +227,7 @@ class CascadeCodec:
             ],
             "train_score": voter.train_score_,
             "params": {
-                "metrics": list(voter.metrics),
-                "C": float(voter.C),
-                "correctness": voter.correctness,
-                "metric_params": voter.metric_params,
+                **_selector_params(voter),
                 "max_loss": voter.max_loss,
                 "budget": voter.budget,
                 "stop_on": voter.stop_on,
@@ -227,9 +236,6 @@ class CascadeCodec:
             },
             "meta": {**voter.metadata_, **meta},
         }
-
-    def save(self, voter: Cascade, path: str | Path, **meta: Any) -> Path:
-        return write_document(path, self.document(voter, **meta))
 
     def read(self, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> Cascade:
         try:
@@ -294,16 +300,13 @@ def _check_steps(steps: list[CascadeStep], order: list[str], members: list[str],
             raise ConfigError(f"weights file {source!r}: step {j} does not hold the first {j + 1} members of the order")
 
 
-class JudgeCodec:
+class JudgeCodec(DocumentCodec):
     """The judge voter (voters.judge_selector): its members and fits, each fit's hyper-parameters, standardisation,
     coefficients, P(right) and P(unanswerable) logistics and abstention thresholds."""
 
     def document(self, voter: JudgeVoter, **meta: Any) -> dict[str, Any]:
         fits = [judge_fit_document(fit) for fit in voter.fits]
         return {**header(voter.kind, voter.members, []), "fits": fits, "meta": {**voter.metadata_, **meta}}
-
-    def save(self, voter: JudgeVoter, path: str | Path, **meta: Any) -> Path:
-        return write_document(path, self.document(voter, **meta))
 
     def read(self, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> JudgeVoter:
         """Its members in its training records' order; `members`, when given, must be the same names."""
@@ -396,7 +399,7 @@ class ClassCodec:
 
 SELECTOR = SelectorCodec()
 #: the codec of each of eor's voter kinds, by the weights file's `voter` field
-CODECS: dict[str, PaperCodec | SelectorCodec | CascadeCodec | JudgeCodec] = {
+CODECS: dict[str, DocumentCodec] = {
     Voter.kind: PaperCodec(),
     AnswerSelector.kind: SELECTOR,
     Cascade.kind: CascadeCodec(),
