@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from eor.core.config import load_config
+from eor.core.rates import parse_rates
 from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.learning.design import SplitScores, paired, pool_cost
 from eor.learning.judge_cascade import chat_tokenizer
 from eor.pipeline.members import demonstration_ids
 from eor.readers import build_reader
-from eor.runs.costs import PromptReplay, parse_rates, prompt_replay
+from eor.runs.costs import PromptReplay, prompt_replay
 from eor.runs.run_data import load_run
 from retrievers import notation
 from voters.cascade_fit import SelectorSettings

@@ -33,6 +33,7 @@ import numpy as np
 
 from eor.core.answers import normalize_answer
 from eor.core.config import load_config
+from eor.core.rates import parse_rates
 from eor.evaluation.inconsistency import mrlr_against
 from eor.evaluation.upper_bound import oracle_accuracy
 from eor.learning.crossval import (
@@ -45,7 +46,7 @@ from eor.learning.crossval import (
     out_of_fold,
     vote_arrays,
 )
-from eor.runs.costs import describe_rates, parse_rates
+from eor.runs.costs import describe_rates
 from eor.runs.run_data import RunData, load_run
 from voters.folds import cross_fit, folds
 

@@ -23,7 +23,8 @@ from typing import Any
 from eor.commands.design_command import in_context, reading_indicators
 from eor.core.config import load_config
 from eor.core.correctness import score_answer
-from eor.runs.costs import member_costs, parse_rates
+from eor.core.rates import parse_rates
+from eor.runs.costs import member_costs
 from eor.runs.run_data import load_run
 
 

@@ -13,9 +13,10 @@ import argparse
 from pathlib import Path
 
 from eor.core.config import load_config
+from eor.core.rates import parse_rates
 from eor.learning.judge_cascade import chat_tokenizer
 from eor.readers import build_reader
-from eor.runs.costs import member_costs, parse_rates, prompt_replay
+from eor.runs.costs import member_costs, prompt_replay
 from eor.runs.run_data import load_run
 from voters import VoteBatch, load_voter
 

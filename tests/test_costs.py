@@ -24,8 +24,17 @@ from eor.runs.costs import (
     unit_label,
 )
 from eor.runs.run_data import load_run
+from voters.voter import Voter
 
 RATES = {"prompt": 281.0, "generated": 60.0}
+
+
+def _voter(names: list[str], meta: dict | None = None) -> Voter:
+    """A uniform voter over `names`, with the weights-file metadata `meta` (none: a voter without a file)."""
+    voter = Voter.uniform(len(names), members=list(names))
+    if meta is not None:
+        voter.metadata_ = meta
+    return voter
 
 
 def test_reader_seconds_by_hand() -> None:
@@ -64,21 +73,21 @@ def test_a_weights_file_carries_its_training_costs(tmp_path) -> None:
     stored = training_costs(member_costs(data, rates=RATES), data.names)
     assert stored["unit"] == "tokens" and stored["rates"] == RATES
     assert stored["members"][data.names[0]] == pytest.approx(member_costs(data, rates=RATES).matrix[:, 0].mean())
-    voter = SimpleNamespace(metadata_={"costs": stored})
+    voter = _voter(data.names, {"costs": stored})
     assert trained_rates(voter) == RATES
     assert expected_seconds(data.names[1], voter) == stored["members"][data.names[1]]
     assert expected_seconds("PK@CP", voter) == notation_prior("PK@CP") == 21.0  # a member it never trained on
-    assert trained_rates(SimpleNamespace()) is None  # a voter without a weights file
+    assert trained_rates(_voter(data.names)) is None  # a voter without a weights file
 
 
 def test_a_benchmark_charges_at_the_rates_of_the_voters_training(tmp_path) -> None:
     data = _first_records(tmp_path)
     indicator = np.array([[1.0 if row[m] else 0.0 for row in data.answers] for m in range(len(data.names))])
-    trained = SimpleNamespace(voter=SimpleNamespace(metadata_={"costs": {"rates": RATES}}), members=data.names)
+    trained = SimpleNamespace(voter=_voter(data.names, {"costs": {"rates": RATES}}), members=data.names)
     section = cost_section(data, trained, indicator, "em")
     assert section is not None
     assert section["rates"] == RATES and section["rates_from"] == "the voter's training records"
-    uniform = SimpleNamespace(voter=SimpleNamespace(), members=data.names)
+    uniform = SimpleNamespace(voter=_voter(data.names), members=data.names)
     fitted = cost_section(data, uniform, indicator, "em")
     assert fitted is not None and fitted["rates_from"] == "these records" and fitted["rates"] != RATES
 
@@ -96,7 +105,7 @@ def test_the_subset_frontier_is_computed_on_demand(tmp_path) -> None:
     names = data.names[:3]
     data = load_run(tmp_path / "records.jsonl", names)
     indicator = np.array([[1.0 if row[m] else 0.0 for row in data.answers] for m in range(len(names))])
-    voted = SimpleNamespace(voter=SimpleNamespace(), members=names)
+    voted = SimpleNamespace(voter=_voter(names), members=names)
     plain = cost_section(data, voted, indicator, "em")
     assert plain is not None and plain["frontier"] is None and "subsets" not in plain
     report = {"metric": "em", "cost": plain, "eor": {"em": 0.5}}

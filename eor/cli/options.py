@@ -10,8 +10,8 @@ from typing import Any
 
 from eor.core.config import default_config_path
 from eor.core.errors import InputError
+from eor.core.rates import parse_rates
 from eor.pipeline.members import member_list
-from eor.runs.costs import parse_rates
 from eor.runs.generation_cache import GenerationCache, default_cache_path
 
 #: what `add_parser` is called on: the sub-commands of `eor` or of a command group

@@ -77,19 +77,6 @@ def reader_seconds(prompt_tokens: Cost, generated_tokens: Cost, rates: Mapping[s
     return prompt_tokens / rates["prompt"] + generated_tokens / rates["generated"]
 
 
-def parse_rates(text: str) -> dict[str, float]:
-    """The reader's rates written PROMPT,GENERATED tokens per second (`--rates 281,60`), both finite and > 0;
-    InputError otherwise."""
-    prompt, comma, generated = text.partition(",")
-    try:
-        rates = {"prompt": float(prompt), "generated": float(generated)}
-    except ValueError:
-        rates = {}
-    if not comma or not rates or not all(0 < value < float("inf") for value in rates.values()):
-        raise InputError(f"expected PROMPT,GENERATED tokens per second above 0, e.g. 281,60; got {text!r}")
-    return rates
-
-
 def describe_rates(rates: Mapping[str, float]) -> str:
     """The rates as every printed figure states them: "281 prompt / 60 generated tokens per second"."""
     return f"{rates['prompt']:.0f} prompt / {rates['generated']:.0f} generated tokens per second"
