@@ -75,7 +75,7 @@ class VoteStage:
         self.right = right
         # a cascade's P(right) is calibrated for the answer of the step it stops at (voters.right), not for a
         # vote over every member: such a vote has none
-        self.stops = self.in_steps = bool(voter.in_steps)  # voters.protocol: it answers step by step
+        self.in_steps = bool(voter.in_steps)  # voters.protocol: it answers step by step
 
     def probability(
         self,
@@ -132,7 +132,7 @@ class VoteStage:
                 member = voting[int(best)]
                 found = (
                     None
-                    if self.stops
+                    if self.in_steps
                     else self.probability(
                         kept, ballots[i], member, questions[i], ALL, relevance[j] if relevance else None
                     )
@@ -145,7 +145,7 @@ class VoteStage:
     ) -> list[Relevance] | None:
         """The relevance of each question's retrieved passages, in one encoder call for the batch, where the voter's
         P(right) reads it (None otherwise, or when a ballot's retrieved passages are unknown)."""
-        if self.stops or self.right is None or not self.right.reads_retrieval:
+        if self.in_steps or self.right is None or not self.right.reads_retrieval:
             return None
         if any(entry[name].retrieved is None for entry in entries for name in voting):
             return None
@@ -167,7 +167,7 @@ class VoteStage:
         error rate, the voter holds no thresholds, or it is a cascade asked to vote over `every_member`."""
         if risk is not None:
             abstention(None if self.right is None else self.right.fit(), 1.0, risk, self._source())
-            if every_member and self.stops:
+            if every_member and self.in_steps:
                 raise InputError(
                     "a risk needs the cascade to choose the members (its P(right) is calibrated for the answers "
                     "it stops at): ask without --all-members / members"
