@@ -43,6 +43,7 @@ class Relevance:
     """Per question, each retrieved passage text's (cosine with the question, share of its content words)."""
 
     by_text: Mapping[str, tuple[float, float]]
+    asked: frozenset[str] = frozenset()
 
     @staticmethod
     def of(questions: Sequence[str], retrieved: Sequence[Sequence[Sequence[str]]]) -> list[Relevance]:
@@ -63,7 +64,11 @@ class Relevance:
             cosines = vectors[[position[p] for p in passages]] @ vectors[position[question]]
             out.append(
                 Relevance(
-                    {p: (float(c), word_share(question, p)) for p, c in zip(passages, np.asarray(cosines), strict=True)}
+                    {
+                        p: (float(c), word_share(question, p))
+                        for p, c in zip(passages, np.asarray(cosines), strict=True)
+                    },
+                    frozenset(content_words(question)),
                 )
             )
         return out
