@@ -48,7 +48,7 @@ from eor.core.answers import contains, normalize_answer
 from eor.core.errors import InputError
 from voters.batch import VoteBatch
 from voters.features import is_refusal
-from voters.relevance import Relevance, content_words
+from voters.relevance import Relevance
 from voters.scoring import choose
 
 #: the features of a vote's choice, in order (module docstring)
@@ -71,14 +71,15 @@ FEATURES = (
     "retr:margin",
     "retr:share",
     "support:passages",
-    "echo",
+    "ans:cosine",
+    "ans:share",
 )
 #: the reader's confidence in the chosen answer and in the answers agreeing with it
 CONFIDENCE = ("conf:mean", "conf:min", "conf:margin", "conf:agreeing_best", "conf:agreeing_mean")
 #: how well the passages retrieved match the question, and how many of them hold the answer (voters.relevance)
 RETRIEVAL = ("retr:cosine", "retr:margin", "retr:share", "support:passages")
 #: the evidence for the chosen answer in the sentences of those passages that hold it (voters.relevance)
-ANSWER = ("echo",)
+ANSWER = ("ans:cosine", "ans:share")
 #: the feature sets a P(right) is fitted for, richest first: a choice is scored by the first whose features it has.
 #: Files from before the retrieval family hold the two fits without it (their features as they were).
 WITH_ALL, WITH_BOTH, WITH_CONFIDENCE, WITH_ANSWER, WITH_RETRIEVAL, WITHOUT_CONFIDENCE = (
@@ -220,8 +221,12 @@ def _retrieval(
     texts = list(dict.fromkeys(text for m in voting for text in retrieved[m]))
     chosen = answers[pick] if normalize_answer(answers[pick]) else None
     holding = sum(contains(text, chosen) == 1.0 for text in texts) if chosen else 0
-    words = content_words(answers[pick])
-    answer = [len(words & relevance.asked) / len(words) if words and relevance.asked else 0.0]
+    if chosen is None:
+        answer = [0.0, 0.0]
+    elif relevance.by_sentence is not None or not texts:  # encoded with the members' answers, or nothing to read
+        answer = list(relevance.holding(texts, chosen))
+    else:
+        answer = [math.nan] * len(ANSWER)
     return [*relevance.over(texts), holding / len(texts) if texts else 0.0, *answer]
 
 
