@@ -48,16 +48,7 @@ from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.pipeline.abstention import DEFAULT_SHARE, Stratum, mixed_risk_threshold
 from eor.runs.costs import member_costs
 from eor.runs.run_data import load_run, load_runs
-from voters.choice_evidence import (
-    FITS,
-    WITH_ALL,
-    WITH_ANSWER,
-    WITH_BOTH,
-    WITH_CONFIDENCE,
-    WITH_RETRIEVAL,
-    WITHOUT_CONFIDENCE,
-    Evidence,
-)
+from voters.choice_evidence import FITS, WITH_BOTH, WITH_CONFIDENCE, WITH_RETRIEVAL, WITHOUT_CONFIDENCE, Evidence
 from voters.folds import cross_fit
 from voters.right import Logistic, fit_logistic, has_features
 
@@ -75,8 +66,6 @@ FAMILIES = {
     "confidence": WITH_CONFIDENCE,
     "retrieval": WITH_RETRIEVAL,
     "confidence, retrieval": WITH_BOTH,
-    "retrieval, answer": WITH_ANSWER,
-    "confidence, retrieval, answer": WITH_ALL,
 }
 
 

@@ -166,13 +166,12 @@ class VoteBatch:
         return self._shared(("grounding",), lambda: grounding_features(answers, passages))[self.rows]
 
     def relevance(self) -> list[Relevance] | None:
-        """Per question, the relevance of the retrieved passages, and of their sentences holding the members'
-        answers, to it (voters.relevance); None without them."""
+        """Per question, the relevance of the retrieved passages to it (voters.relevance); None without them."""
         whole = self.whole
         if whole.retrieved is None or whole.questions is None:
             return None
-        questions, retrieved, answers = whole.questions, whole.retrieved, whole.answers
-        found = self._shared(("relevance",), lambda: Relevance.of(questions, retrieved, answers))
+        questions, retrieved = whole.questions, whole.retrieved
+        found = self._shared(("relevance",), lambda: Relevance.of(questions, retrieved))
         return [found[i] for i in self.rows]
 
     def blocks(

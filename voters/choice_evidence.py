@@ -22,17 +22,13 @@ what the voting members gave:
     retr:margin      its margin over the mean of the others,
     retr:share       the best share of the question's content words a passage holds,
     support:passages and the share of those passages that hold the chosen answer
-    ans:cosine       over those passages that hold the chosen answer, the best cosine with the question of the
-                     sentence holding it (voters.relevance: the strength of the answer's evidence),
-    ans:share        and the share of the question's content words those sentences hold together (its coverage)
 
 **Feature sets** (`FITS`). Records made before the reader's confidence was recorded, and a reader that reports
 none, give a choice without the conf features; a batch without the members' retrieved passages gives none of the
-retrieval family, nor the answer family (which reads the same passages). No feature is filled in: P(right)
-holds a fit per feature set it may meet (voters.right), "confidence, retrieval, answer" (every feature),
-"confidence, retrieval" (no answer family: the fits of weights files made before it), "confidence" (no
-retrieval family either), "retrieval, answer" and "retrieval" (no reader confidence), and "no confidence"
-(neither), and a choice is scored by the richest fit whose features it has.
+retrieval family. No feature is filled in: P(right) holds a fit per feature set it may meet (voters.right),
+"confidence, retrieval" (every feature), "confidence" (no retrieval family: the fits of weights files made
+before it), "retrieval" (no reader confidence) and "no confidence" (neither), and a choice is scored by the
+richest fit whose features it has.
 """
 
 from __future__ import annotations
@@ -71,41 +67,27 @@ FEATURES = (
     "retr:margin",
     "retr:share",
     "support:passages",
-    "ans:cosine",
-    "ans:share",
 )
 #: the reader's confidence in the chosen answer and in the answers agreeing with it
 CONFIDENCE = ("conf:mean", "conf:min", "conf:margin", "conf:agreeing_best", "conf:agreeing_mean")
 #: how well the passages retrieved match the question, and how many of them hold the answer (voters.relevance)
 RETRIEVAL = ("retr:cosine", "retr:margin", "retr:share", "support:passages")
-#: the evidence for the chosen answer in the sentences of those passages that hold it (voters.relevance)
-ANSWER = ("ans:cosine", "ans:share")
 #: the feature sets a P(right) is fitted for, richest first: a choice is scored by the first whose features it has.
 #: Files from before the retrieval family hold the two fits without it (their features as they were).
-WITH_ALL, WITH_BOTH, WITH_CONFIDENCE, WITH_ANSWER, WITH_RETRIEVAL, WITHOUT_CONFIDENCE = (
-    "confidence, retrieval, answer",
+WITH_BOTH, WITH_CONFIDENCE, WITH_RETRIEVAL, WITHOUT_CONFIDENCE = (
     "confidence, retrieval",
     "confidence",
-    "retrieval, answer",
     "retrieval",
     "no confidence",
 )
 #: the fits of a P(right) fitted on answerable questions alone: the retrieval family, evidence of whether the corpus
 #: holds an answer at all, is learned only with questions it does not (eor.learning.beyond_corpus)
 ANSWERABLE_FITS = (WITH_CONFIDENCE, WITHOUT_CONFIDENCE)
-
-
-def _without(*families: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(f for f in FEATURES if not any(f in family for family in families))
-
-
 FITS = {
-    WITH_ALL: FEATURES,
-    WITH_BOTH: _without(ANSWER),
-    WITH_CONFIDENCE: _without(RETRIEVAL, ANSWER),
-    WITH_ANSWER: _without(CONFIDENCE),
-    WITH_RETRIEVAL: _without(CONFIDENCE, ANSWER),
-    WITHOUT_CONFIDENCE: _without(CONFIDENCE, RETRIEVAL, ANSWER),
+    WITH_BOTH: FEATURES,
+    WITH_CONFIDENCE: tuple(f for f in FEATURES if f not in RETRIEVAL),
+    WITH_RETRIEVAL: tuple(f for f in FEATURES if f not in CONFIDENCE),
+    WITHOUT_CONFIDENCE: tuple(f for f in FEATURES if f not in CONFIDENCE + RETRIEVAL),
 }
 #: the group of a voter that runs every member, and a cascade's two groups
 ALL, EARLY, LAST = "all", "early", "last"
@@ -210,24 +192,15 @@ def _row(
 def _retrieval(
     scores: np.ndarray, answers: Texts, retrieved: Sequence[Texts] | None, relevance: Relevance | None, pick: int
 ) -> list[float]:
-    """The retrieval and answer families of one question's choice, over the passages the voting members
-    retrieved: the best cosine with the question, its margin over the others, the best share of the question's
-    words (voters.relevance), the share of those passages that hold the chosen answer, and the evidence of the
-    sentences holding it (`Relevance.holding`); NaN when unknown (the answer family: when `relevance` was
-    encoded without the members' answers)."""
+    """The retrieval family of one question's choice, over the passages the voting members retrieved: the best
+    cosine with the question, its margin over the others, the best share of the question's words
+    (voters.relevance), and the share of those passages that hold the chosen answer; NaN when unknown."""
     if retrieved is None or relevance is None:
-        return [math.nan] * (len(RETRIEVAL) + len(ANSWER))
+        return [math.nan] * len(RETRIEVAL)
     voting = [m for m in range(len(answers)) if np.isfinite(scores[m]) or m == pick]
     texts = list(dict.fromkeys(text for m in voting for text in retrieved[m]))
-    chosen = answers[pick] if normalize_answer(answers[pick]) else None
-    holding = sum(contains(text, chosen) == 1.0 for text in texts) if chosen else 0
-    if chosen is None:
-        answer = [0.0, 0.0]
-    elif relevance.by_sentence is not None or not texts:  # encoded with the members' answers, or nothing to read
-        answer = list(relevance.holding(texts, chosen))
-    else:
-        answer = [math.nan] * len(ANSWER)
-    return [*relevance.over(texts), holding / len(texts) if texts else 0.0, *answer]
+    holding = sum(contains(text, answers[pick]) == 1.0 for text in texts) if normalize_answer(answers[pick]) else 0
+    return [*relevance.over(texts), holding / len(texts) if texts else 0.0]
 
 
 def _number(value: Any) -> float:

@@ -105,7 +105,7 @@ class VoteStage:
             group,
             [names.index(member)],
             retrieved,
-            [relevance or Relevance.of([question], retrieved, [[ballots[n].answer for n in names]])[0]]
+            [relevance or Relevance.of([question], retrieved)[0]]
             if retrieved is not None and self.right.reads_retrieval
             else None,
         )
@@ -149,8 +149,7 @@ class VoteStage:
             return None
         if any(entry[name].retrieved is None for entry in entries for name in voting):
             return None
-        retrieved = [[list(entry[name].retrieved or []) for name in voting] for entry in entries]
-        return Relevance.of(texts, retrieved, [[entry[name].answer for name in voting] for entry in entries])
+        return Relevance.of(texts, [[list(entry[name].retrieved or []) for name in voting] for entry in entries])
 
     def check_members(self, names: Sequence[str], members: Sequence[str] | None, lazy: bool) -> None:
         """InputError where the voter cannot vote over the subset `members` asked for (`names`, in the pool's
