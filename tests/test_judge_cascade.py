@@ -27,16 +27,17 @@ from voters.batch import VoteBatch
 from voters.cascade_fit import THRESHOLDS, SelectorSettings, StepScores, held_out_points
 from voters.cascade_points import LastStep
 from voters.choice_evidence import ANSWERABLE_FITS, FITS, WITHOUT_CONFIDENCE
+from voters.spend import FixedCosts
 
 ORDER = [MEMBERS[1], MEMBERS[2], MEMBERS[0]]  # BM25@1 > Wiki@2 > ReFree
 
 
 def _batch(n: int = 60, seed: int = 0) -> tuple[VoteBatch, np.ndarray]:
-    """Three members answering from {a, b, c}, gold a; costs 1, 2, 3 per question."""
+    """Three members answering from {a, b, c}, gold a; costs 1, 2, 3 per question, whatever ran before."""
     rng = np.random.default_rng(seed)
     answers = [[str(rng.choice(["a", "b", "c"], p=[0.5, 0.3, 0.2])) for _ in range(3)] for _ in range(n)]
     batch = VoteBatch(answers, [[["x"]] * 3] * n, ["q"] * n, golds=[["a"]] * n)
-    return batch, np.tile([1.0, 2.0, 3.0], (n, 1))
+    return batch, FixedCosts(np.tile([1.0, 2.0, 3.0], (n, 1)))
 
 
 def _scores(batch: VoteBatch) -> StepScores:

@@ -31,6 +31,7 @@ from voters.features import CandidateBlocks, candidate_blocks
 from voters.grounding import grounding_features
 from voters.relevance import Relevance
 from voters.similarity import check_answers, similarity_tensor
+from voters.spend import FixedCosts, StepCosts, TakenCosts
 
 Answers = Sequence[Sequence[str]]
 Golds = Sequence[Sequence[str]]  # [question] -> its acceptable answers
@@ -54,7 +55,9 @@ class VoteBatch:
 
     passages[q][m]: member m's passage texts; questions[q]: the question; golds[q]: its acceptable answers
     (what `fit` and `score` read when no `y` is given); confidence[q][m]: the reader's confidence summary of
-    the answer (None where unknown); costs (Q, M): each member's cost per question, in `cost_unit`;
+    the answer (None where unknown); costs (Q, M): each member's cost per question, in `cost_unit`, and
+    `step_costs` what it costs run right after another member (voters.spend.StepCosts: prefix reuse; None: as
+    `costs`, whatever ran before);
     retrieved[q][m]: the texts of member m's passages that a retriever found in a corpus (not PK's or @CP's
     documents), for the relevance of what was retrieved (voters.relevance).
     """
@@ -70,6 +73,7 @@ class VoteBatch:
         costs: np.ndarray | None = None,
         cost_unit: str = "seconds",
         retrieved: Passages | None = None,
+        step_costs: StepCosts | None = None,
     ) -> None:
         self.n_members = check_answers(answers)
         self.answers = answers
@@ -86,6 +90,7 @@ class VoteBatch:
             raise InputError("passages[q][m] is the list of member m's passage texts, not one string")
         self.costs = None if costs is None else _cost_matrix(costs, (len(answers), self.n_members))
         self.cost_unit = cost_unit
+        self._step_costs = step_costs
         #: the batch this one was taken from (itself when it was not), and this batch's questions among its
         self.whole = self
         self.rows = np.arange(len(answers))
@@ -124,18 +129,30 @@ class VoteBatch:
             costs=self.costs,
             cost_unit=self.cost_unit,
             retrieved=self.retrieved,
+            step_costs=self.step_costs,
         )
 
-    def with_costs(self, costs: np.ndarray, unit: str = "seconds") -> VoteBatch:
-        """This whole batch with each member's cost per question (Q, M), sharing what it computed (no cost
-        changes any of it); batches taken from the result carry their rows' costs."""
+    def with_costs(self, costs: np.ndarray, unit: str = "seconds", step_costs: StepCosts | None = None) -> VoteBatch:
+        """This whole batch with each member's cost per question (Q, M) and, where the member run before changes
+        it, `step_costs` (voters.spend), sharing what it computed (no cost changes any of it); batches taken from
+        the result carry their rows' costs."""
         if self.whole is not self:
             raise InputError("costs are given to a whole batch, before questions are taken from it")
         batch = copy.copy(self)
         batch.costs = _cost_matrix(costs, (len(self), self.n_members))
         batch.cost_unit = unit
+        batch._step_costs = step_costs
         batch.whole = batch
         return batch
+
+    @property
+    def step_costs(self) -> StepCosts | None:
+        """Each member's cost on this batch's questions run right after another (voters.spend): those given,
+        else `costs` whatever ran before; None without costs."""
+        whole = self.whole
+        if whole._step_costs is not None:
+            return whole._step_costs if whole is self else TakenCosts(whole._step_costs, self.rows)
+        return None if self.costs is None else FixedCosts(self.costs)
 
     # -- what voters compute, once per whole batch -------------------------------------------------------
 

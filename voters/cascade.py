@@ -51,7 +51,7 @@ from voters.estimator import VoterEstimator
 from voters.features import CandidateBlocks
 from voters.protocol import confidence_kwargs
 from voters.selector import SELECTOR_CONSTRAINTS, AnswerSelector
-from voters.spend import spend
+from voters.spend import StepCosts, spend
 
 KIND = "cascade"
 DEFAULT_MAX_LOSS = 0.005  # a fraction: 0.5 EM points
@@ -171,7 +171,8 @@ class Cascade(VoterEstimator):
         the threshold is chosen for that cascade."""
         self._check_params()
         X = X.with_golds(y)
-        if X.costs is None:
+        costs = X.whole.step_costs  # each member charged as run right after the one before it (voters.spend)
+        if costs is None:
             raise InputError("a cascade learns from each member's cost per question: the batch has none (costs=...)")
         names = list(self.members) if self.members is not None else [f"member{m}" for m in range(X.n_members)]
         if len(names) != X.n_members:
@@ -180,19 +181,19 @@ class Cascade(VoterEstimator):
         blocks, rows = X.blocks(self.metrics, self.metric_params, confidence=self.confidence)
         whole = X.whole
         labels = whole.correctness(self.correctness) >= 0.5
-        costs = np.asarray(whole.costs, dtype=float)
         settings = SelectorSettings(tuple(self.metrics), float(self.C), self.correctness, self.metric_params)
         scores = StepScores(blocks, labels, names, rows, settings, self.folds, self.seed)
         fitted = fit_steps(
             scores, costs, max_loss=self.max_loss, budget=self.budget, stop_on=self.stop_on, repeats=REPEATS, last=last
         )
-        self._take_fit(fitted, names, costs[rows], X.cost_unit)
+        self._take_fit(fitted, names, costs.in_order(fitted.search.order, len(names))[rows], X.cost_unit)
         return self
 
     def _take_fit(self, fitted: CascadeFit, names: list[str], costs: np.ndarray, unit: str) -> None:
         """Keep what `fit_steps` (voters.cascade_fit) learned for the members `names` as the cascade's fitted
         attributes: the stop target, the order, each step, the threshold and the operating points held out on
-        the training questions; and each member's mean cost over the training questions' `costs` (in `unit`)."""
+        the training questions; and each member's mean cost over the training questions' `costs` (in `unit`, each
+        charged as run in the cascade's order)."""
         found = fitted.search
         self.stop_on_ = fitted.stop_on
         self.stop_targets_ = {name: point.to_dict() for name, point in fitted.targets.items()}
@@ -301,10 +302,13 @@ class Cascade(VoterEstimator):
         """The position of the member whose answer the cascade stops at, per question."""
         return self.replay(X)[0]
 
-    def spent(self, costs: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    def spent(self, costs: np.ndarray | StepCosts, stops: np.ndarray) -> np.ndarray:
         """Per question, the cost of the members of the steps up to the one it stopped at; costs (R, M) per
-        question and member, in `members_` order."""
-        return spend(costs, [self.members_.index(name) for name in self.order_], stops)
+        question and member, in `members_` order, or what each costs run right after another (voters.spend:
+        charged in the cascade's order)."""
+        order = [self.members_.index(name) for name in self.order_]
+        matrix = costs.in_order(order, len(self.members_)) if isinstance(costs, StepCosts) else costs
+        return spend(matrix, order, stops)
 
     def covering_step(self, names: Sequence[str]) -> int:
         """The first step whose members include every one of `names`."""

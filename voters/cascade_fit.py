@@ -42,7 +42,7 @@ from voters.features import CandidateBlocks, FeatureSet
 from voters.folds import cross_fit, folds
 from voters.scoring import choose
 from voters.selector import AnswerSelector, fit_on_features
-from voters.spend import spend
+from voters.spend import StepCosts, costs_after, spend
 
 #: the margin of a leading answer that no other candidate contradicts (and the cap of every margin).
 MARGIN_CAP = 10.0
@@ -184,22 +184,33 @@ class StepScores:
         return OutOfFold(pick, member, top, margin, self.labels[self.rows, member])
 
 
-def greedy_order(scores: StepScores, costs: np.ndarray) -> list[int]:
-    """Members by cross-validated accuracy gained per unit of cost, then (no gain left) cheapest first."""
-    unit = np.maximum(np.asarray(costs, dtype=float), 1e-9)
+def greedy_order(scores: StepScores, costs: StepCosts) -> list[int]:
+    """Members by cross-validated accuracy gained per unit of cost, each charged its mean cost over the rows of
+    `scores` run right after the member chosen before it; then (no gain left) the cheapest after the last."""
     order: list[int] = []
     accuracy = 0.0
-    remaining = list(range(len(unit)))
+    remaining = list(range(len(scores.names)))
+    gaining = True
     while remaining:
-        gains = [(scores.of([*order, m]).accuracy - accuracy) / unit[m] for m in remaining]
+        unit = mean_costs(scores, costs, order[-1] if order else None)
+        gains = [(scores.of([*order, m]).accuracy - accuracy) / unit[m] for m in remaining] if gaining else [0.0]
         best = int(np.argmax(gains))  # ties: the earlier member
         if gains[best] <= 0:
-            order += sorted(remaining, key=lambda m: (unit[m], m))
-            break
+            gaining = False
+            best = min(range(len(remaining)), key=lambda i: (unit[remaining[i]], remaining[i]))
         member = remaining.pop(best)
         order.append(member)
-        accuracy = scores.of(order).accuracy
+        accuracy = scores.of(order).accuracy if gaining else accuracy
     return order
+
+
+def mean_costs(scores: StepScores, costs: StepCosts, previous: int | None) -> np.ndarray:
+    """Each member's mean cost over the rows of `scores` when run right after `previous` (at least 1e-9);
+    InputError unless every cost is a finite number."""
+    per_question = costs_after(costs, previous, len(scores.names))[scores.rows]
+    if not np.all(np.isfinite(per_question)):
+        raise InputError("member costs must be finite numbers, one per question and member")
+    return np.maximum(per_question.mean(axis=0), 1e-9)
 
 
 #: what a step's calibration predicts: that its leading answer is right, or that it is the full pool's.
@@ -227,15 +238,12 @@ class Search:
     calibrations: list[Calibration]
 
 
-def search(scores: StepScores, costs: np.ndarray, stop_on: str = "right") -> Search:
-    """The order and calibrations over the training rows of `scores`; costs (Q, M) per question and member
-    (the rows of `scores.rows` are used)."""
+def search(scores: StepScores, costs: StepCosts, stop_on: str = "right") -> Search:
+    """The order and calibrations over the training rows of `scores`; `costs` each member's cost per question
+    run after another (voters.spend; the rows of `scores.rows` are used)."""
     if stop_on not in STOP_TARGETS:
         raise ConfigError(f"stop_on must be one of {', '.join(STOP_TARGETS)}, got {stop_on!r}")
-    per_question = np.asarray(costs, dtype=float)[scores.rows]
-    if per_question.shape[1] != len(scores.names) or not np.all(np.isfinite(per_question)):
-        raise InputError("member costs must be finite numbers, one per question and member")
-    order = greedy_order(scores, per_question.mean(axis=0))
+    order = greedy_order(scores, costs)
     full = scores.of(order)
     calibrations = []
     for j in range(len(order)):
@@ -299,7 +307,7 @@ def replay_steps(
 
 def held_out_points(
     scores: StepScores,
-    costs: np.ndarray,
+    costs: StepCosts,
     stop_on: str,
     repeats: int = REPEATS,
     thresholds=THRESHOLDS,
@@ -339,7 +347,7 @@ def held_out_points(
     return HeldOut(points, full, float(spent[-1].mean()), right.astype(bool), probability, steps_run.astype(int))
 
 
-def _searched(scores: StepScores, costs: np.ndarray, stop_on: str, train: np.ndarray) -> tuple[Search, list[Any]]:
+def _searched(scores: StepScores, costs: StepCosts, stop_on: str, train: np.ndarray) -> tuple[Search, list[Any]]:
     """The cascade searched on the rows of `scores` at the positions `train` (its own inner folds), and each of
     its steps (members, selector, calibration) fitted on them."""
     inner = StepScores(
@@ -361,7 +369,7 @@ def _searched(scores: StepScores, costs: np.ndarray, stop_on: str, train: np.nda
 
 def _replayed(
     scores: StepScores,
-    costs: np.ndarray,
+    costs: StepCosts,
     stop_on: str,
     thresholds: Sequence[float],
     last: LastStep | None,
@@ -378,7 +386,7 @@ def _replayed(
         last = LastStep(last.right[repeat, held], last.cost[held], given)
     test = scores.rows[held]
     probability, picks, _ = step_probabilities(scores.blocks, steps, test)
-    rows = np.asarray(costs, dtype=float)[test]
+    rows = costs.in_order(found.order, len(scores.names))[test]  # each member after the one before it
     index = np.arange(len(test))
     final = len(found.order) - 1
     right, spent, steps_run, given = [], [], [], []
@@ -417,7 +425,7 @@ class CascadeFit:
 
 def fit_steps(
     scores: StepScores,
-    costs: np.ndarray,
+    costs: StepCosts,
     *,
     max_loss: float | None = 0.005,
     budget: float | None = None,

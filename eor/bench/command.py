@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,10 @@ from eor.core.correctness.bem import BemCorrectness
 from eor.core.errors import ConfigError
 from eor.core.formatting import fixed, pct, ratio, significant, small_data_warning
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
+from eor.learning.judge_cascade import chat_tokenizer
 from eor.learning.judge_training import JUDGE
 from eor.pipeline.judging import scored_families
+from eor.readers import build_reader
 from voters.judge_step import LAST_STEP
 from voters.loading import weights_kind
 from voters.weights_file import read_document
@@ -67,6 +69,7 @@ def bench(
         raise ConfigError(
             "--against pairs a judge voter's answers with another voter's: give a judge voter's --weights"
         )
+    tokenize, chunk = _cascade_tokens(weights, config)
     report = build_report(
         records_dir,
         weights,
@@ -80,6 +83,8 @@ def bench(
         frontier=frontier,
         design=design,
         correctness=BemCorrectness(bem_model) if bem_model and metric == BEM else None,
+        tokenize=tokenize,
+        chunk=chunk,
     )
     if warning := small_data_warning(report["questions"], "a benchmark"):
         log.warning(warning)
@@ -171,3 +176,17 @@ def _judged_by(weights: str | Path | None) -> str | None:
     if kind == "cascade" and LAST_STEP in (read_document(weights).get("meta") or {}):
         return "cascade"
     return None
+
+
+def _cascade_tokens(
+    weights: str | Path | None, config: EnsembleConfig | None
+) -> tuple[Callable[[str], Sequence[int]] | None, int]:
+    """For a cascade's weights file and a config whose reader counts its own chat tokens (llama.cpp): the
+    reader's tokenizer and prefix chunk, which charge the cascade's members in its own order
+    (eor.bench.cost_section); else (None, 0): as recorded."""
+    if weights is None or config is None or weights_kind(weights) != "cascade":
+        return None, 0
+    try:
+        return chat_tokenizer(build_reader(config.reader)), config.reader.llama_cpp.prefix_chunk
+    except ConfigError:  # a reader that cannot count its chat tokens
+        return None, 0

@@ -13,18 +13,24 @@ accuracy-versus-cost frontier of member subsets, and a cascade's operating point
   within these records) and its mean cost; `frontier`: the subsets no other subset beats on both;
   `full_selector`: the subset of every member;
 - `cascade`: with a cascade weights file, its replay at the thresholds several tolerances choose.
+
+A cascade's members are charged as it runs them (`charged: "cascade order"`): each right after the member before
+it in the cascade's own order, keeping the prompt prefix the reader keeps (eor.runs.costs.PromptReplay), where
+the records hold token counts and prompts and the reader's tokenizer is given (`eor bench --config` with a
+llama.cpp reader); else as recorded, in the order `eor run` ran them (`charged: "records' order"`).
 """
 
 from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from eor.core.errors import InputError
-from eor.runs.costs import member_costs, trained_rates
+from eor.runs.costs import PromptReplay, member_costs, trained_rates, with_replay
 from eor.runs.run_data import RunData
 from voters.batch import VoteBatch
 from voters.cascade_fit import SelectorSettings, StepScores
@@ -47,16 +53,22 @@ def cost_section(
     *,
     frontier: bool = False,
     progress: bool = False,
+    tokenize: Callable[[str], Sequence[int]] | None = None,
+    chunk: int = 0,
 ) -> dict[str, Any] | None:
     """The report's `cost` object; None when the records hold no members' seconds. indicator: (M, Q)
     correctness per member and question under the report's metric. `frontier`: also the subset frontier
-    (`progress`: with a bar of the subsets on stderr)."""
+    (`progress`: with a bar of the subsets on stderr). `tokenize` (the reader's chat tokens of a prompt) and
+    `chunk` (its prefix chunk): a cascade charged in its own order (the module)."""
     trained = trained_rates(voted.voter)
     try:
         costs = member_costs(data, rates=trained)
     except InputError:
         return None
     matrix = costs.matrix
+    charged: np.ndarray | PromptReplay = matrix
+    if voted.voter.in_steps and tokenize is not None and costs.unit == "tokens":
+        charged = with_replay(costs, data, tokenize, chunk).replay or matrix
     members = {
         name: {
             "seconds": float(matrix[:, m].mean()),
@@ -65,9 +77,10 @@ def cost_section(
         }
         for m, name in enumerate(data.names)
     }
-    spent, members_run = _eor_spent(data, voted, matrix)
+    spent, members_run = _eor_spent(data, voted, charged)
     section: dict[str, Any] = {
         "unit": costs.unit,
+        "charged": "records' order" if isinstance(charged, np.ndarray) else "cascade order",
         "rates": costs.rates,
         "rates_from": None if costs.rates is None else "the voter's training records" if trained else "these records",
         "members": members,
@@ -79,16 +92,22 @@ def cost_section(
     section["frontier"] = None
     if frontier:
         section.update(subset_frontier(data, indicator >= 0.5, matrix, seed, progress=progress))
-    section["cascade"] = _cascade_points(voted, data, matrix, indicator)
+    section["cascade"] = _cascade_points(voted, data, charged, indicator)
     return section
 
 
-def _eor_spent(data: RunData, voted: Any, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per question, the cost of the members EoR's voter ran, and how many."""
+def _columns(costs: np.ndarray | PromptReplay, columns: list[int]) -> np.ndarray | PromptReplay:
+    """The costs of the members at `columns` (of the records), in that order."""
+    return costs[:, columns] if isinstance(costs, np.ndarray) else costs.subset(columns)
+
+
+def _eor_spent(data: RunData, voted: Any, costs: np.ndarray | PromptReplay) -> tuple[np.ndarray, np.ndarray]:
+    """Per question, the cost of the members EoR's voter ran (a cascade: charged as `costs` say), and how many."""
     columns = [data.names.index(name) for name in voted.members]
     if voted.voter.in_steps:
         stops = voted.stops
-        return voted.voter.spent(matrix[:, columns], stops), stops + 1.0
+        return voted.voter.spent(_columns(costs, columns), stops), stops + 1.0
+    matrix = np.asarray(costs)
     return matrix[:, columns].sum(axis=1), np.full(data.questions, float(len(columns)))
 
 
@@ -153,7 +172,9 @@ def _greedy_subsets(scores: Any, n_members: int) -> list[tuple[int, ...]]:
     return list(visited)
 
 
-def _cascade_points(voted: Any, data: RunData, matrix: np.ndarray, indicator: np.ndarray) -> dict[str, Any] | None:
+def _cascade_points(
+    voted: Any, data: RunData, costs: np.ndarray | PromptReplay, indicator: np.ndarray
+) -> dict[str, Any] | None:
     """A cascade's replay on these records at the threshold each tolerance of CASCADE_LOSSES chooses (on
     the training records, held out), beside the chosen one."""
     cascade = voted.voter
@@ -168,7 +189,7 @@ def _cascade_points(voted: Any, data: RunData, matrix: np.ndarray, indicator: np
     for loss in CASCADE_LOSSES:
         threshold = cascade.at_loss(loss / 100).threshold
         chosen, stops = cascade.replay(batch, threshold)
-        spent = cascade.spent(matrix[:, columns], stops)
+        spent = cascade.spent(_columns(costs, columns), stops)
         right = indicator[np.asarray(columns)[chosen], np.arange(data.questions)]
         points.append(
             {

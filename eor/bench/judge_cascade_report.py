@@ -26,7 +26,7 @@ from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
 from eor.pipeline.judging import scored_families
 from eor.pipeline.stages.judged import check_voter_with_judge, load_judge
 from eor.readers import build_reader
-from eor.runs.costs import member_costs
+from eor.runs.costs import member_costs, with_replay
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
 from voters.judge_step import ends_with_judge
@@ -105,16 +105,18 @@ def _members_right(data: Any, names: list[str]) -> np.ndarray:
 def _seconds(
     data: Any, cascade: Any, stops: np.ndarray, ended: np.ndarray, judged: list[Any], config: Any, rates: dict
 ) -> np.ndarray:
-    """Per question, the reader seconds at `rates`: the members of the steps run (token counts), and where the
+    """Per question, the reader seconds at `rates`: the members of the steps run (token counts, each member
+    replayed right after the one before it in the cascade's order: eor.runs.costs.PromptReplay), and where the
     judge answered (`judged`, those records in order) the replayed scoring of their candidates."""
     if not rates:
         raise InputError(f"{cascade.source_}: the cascade's file holds no token rates (meta.costs.rates) to replay at")
-    costs = member_costs(data, "tokens", dict(rates))
+    tokenize = chat_tokenizer(build_reader(config.reader))
+    costs = with_replay(member_costs(data, "tokens", dict(rates)), data, tokenize, config.reader.llama_cpp.prefix_chunk)
+    assert costs.replay is not None  # with_replay's
     columns = [data.names.index(name) for name in cascade.members_]
-    spent = cascade.spent(costs.matrix[:, columns], stops)
+    spent = cascade.spent(costs.replay.subset(columns), stops)  # each member after the one before it, in its order
     scored = scored_families(config)
     if judged and "scores" in scored:  # what live answering pays to score (nothing with judge.score false)
-        tokenize = chat_tokenizer(build_reader(config.reader))
         spent[ended] += scoring_costs(judged, config, tokenize, rates, passages="passages" in scored)
     return spent
 

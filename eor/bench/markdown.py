@@ -305,7 +305,13 @@ def cost_section(report: dict[str, Any]) -> list[str]:
         f"Mean cost per question in {unit}: running every member costs {fixed(cost['pool_seconds'], 2)}; EoR's voter "
         "ran "
         f"{fixed(cost['members_run'], 2)} members for {fixed(cost['eor_seconds'], 2)} (90th percentile "
-        f"{fixed(cost['eor_seconds_p90'], 2)}).",
+        f"{fixed(cost['eor_seconds_p90'], 2)})."
+        + (
+            " The cascade's members are charged as it runs them: each right after the member before it in its own "
+            "order, keeping the prompt prefix the reader keeps."
+            if cost.get("charged") == "cascade order"
+            else ""
+        ),
         "",
         *table(["member", metric_label(metric), "cost"], rows),
         "",

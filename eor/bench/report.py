@@ -109,6 +109,8 @@ def build_report(
     design: str | Path | None = None,
     frontier: bool = False,
     correctness: CorrectnessFunction | None = None,
+    tokenize: Callable[[str], Sequence[int]] | None = None,
+    chunk: int = 0,
 ) -> dict[str, Any]:
     """Benchmark the members of a run and EoR on its records; a JSON-ready dict (see the module docstring).
 
@@ -121,6 +123,8 @@ def build_report(
     `eor design`'s design.json, shown in the report (its path, candidates and frontier; `design.png`).
     `frontier`: also the cost section's frontier of member subsets (eor.bench.cost_section; slow, so on demand).
     `correctness`: the function of `metric`, default the one registered under that name (`eor bench --bem-model`).
+    `tokenize` and `chunk`: the reader's chat tokens of a prompt and its prefix chunk, for a cascade's costs
+    charged in its own order (eor.bench.cost_section).
     """
     if metric not in CORRECTNESS:
         raise InputError(f"unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
@@ -142,7 +146,17 @@ def build_report(
         stage(5)
         upper = _upper_bound(scores[metric], data.names, max_subsets, seed)
         stage(6)
-        cost = cost_section(data, voted, scores[metric], metric, seed, frontier=frontier, progress=progress)
+        cost = cost_section(  # a cascade charged in its own order where `tokenize` is given
+            data,
+            voted,
+            scores[metric],
+            metric,
+            seed,
+            frontier=frontier,
+            progress=progress,
+            tokenize=tokenize,
+            chunk=chunk,
+        )
         stage(7)
         scored = Scored(
             data, voted, scores, eor_scores, measures, metric, Bootstrap.draw(data.questions, resamples, seed)

@@ -143,6 +143,14 @@ def _cost_options(train: argparse.ArgumentParser) -> None:
         metavar="PROMPT,GENERATED",
         help="the reader's tokens per second for token costs (default: fitted to the records' seconds)",
     )
+    cost.add_argument(
+        "--cost-order",
+        default="cascade",
+        choices=["cascade", "recorded"],
+        help="the order a cascade's members are charged in: as the cascade runs them, each right after the member "
+        "before it with the prompt prefix it keeps (default; needs --config with a llama.cpp reader and token "
+        "counts), or as `eor run` recorded them (how weights files before this option were trained)",
+    )
 
 
 def add_calibrate(commands: Commands) -> None:

@@ -119,10 +119,12 @@ def _train_voters(
     budget: float | None,
 ) -> list[str]:
     """`eor train`'s selector and cascade of the chosen members (DIR/selector.json, DIR/cascade.json), for the
-    pool in DIR/pool.yaml, each member's cost replayed in the order chosen; the files written."""
+    pool in DIR/pool.yaml, each member's cost replayed in the order it runs (the pool's, the cascade's own); the
+    files written."""
     order = [data.names.index(name) for name in chosen]
     costs = replay.in_order(order, len(data.names))[:, order]
-    member_costs = MemberCosts(costs, "tokens", recorded_seconds(data)[:, order], dict(rates))
+    # the selector runs every member in the pool's order; the cascade is charged in its own (voters.spend)
+    member_costs = MemberCosts(costs, "tokens", recorded_seconds(data)[:, order], dict(rates), replay.subset(order))
     trained = []
     # the chosen members of the config validated at the door, with its sources, prompts and reader: not a door
     pool = load_config(out / POOL_CONFIG)

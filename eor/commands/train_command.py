@@ -14,6 +14,7 @@ calibration → report → weights file); this module runs them in order, prints
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ from eor.commands.train_report import choice_lines, dev_lines, probability_lines
 from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
 from eor.learning.calibration import Calibrated
-from eor.learning.crossval import vote_arrays
+from eor.learning.crossval import VoteArrays, vote_arrays
+from eor.learning.judge_cascade import chat_tokenizer
 from eor.learning.training import (
     beyond_records,
     calibrated,
@@ -38,8 +40,8 @@ from eor.learning.training import (
 from eor.pipeline.pool import pool_identity, runs_pool
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
-from eor.runs.costs import token_counts, training_costs
-from eor.runs.run_data import load_run, named_runs, run_paths
+from eor.runs.costs import token_counts, training_costs, with_replay
+from eor.runs.run_data import RunData, load_run, named_runs, run_paths
 from eor.runs.run_folder import recorded_config
 from voters.codecs import save_voter
 
@@ -58,6 +60,7 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
         )
     settings = options.vote_settings()
     arrays = with_costs(vote_arrays(data, settings), options.costs)
+    arrays, charged = in_cascade_order(arrays, data, pool, name, options.cost_order)
     choice = choose(name, arrays, settings, options.inner_folds, options.seed, options.cv)
     fitted = fit(choice)
     probability: Calibrated | None
@@ -87,6 +90,7 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
     if identity is not None:
         meta["pool"] = identity
     lines = choice_lines(choice, options.metric)
+    lines += [charged] if charged and choice.name == "cascade" else []
     lines.append(f"voter: {choice.name}; weights written to {out}")
     lines += score_lines(fitted, choice.arrays, choice.name, meta, options.metric)
     lines += probability_lines(probability, options.metric, data.questions, options.inner_folds)
@@ -104,6 +108,34 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
         lines += dev_lines(figures, options.metric)
     save_voter(fitted, out, **meta)
     return "\n".join(lines)
+
+
+def in_cascade_order(
+    arrays: VoteArrays, data: RunData, pool: EnsembleConfig | None, voter: str, order: str = "cascade"
+) -> tuple[VoteArrays, str | None]:
+    """The arrays with each member's cost replayed as a cascade runs it, right after the member before it
+    (eor.runs.costs.with_replay: the prefix its prompt shares with that one), where `voter` may be a cascade,
+    `order` is "cascade" and the records' token counts and prompts can be replayed in the pool's reader's own
+    tokens; and what the cascade is charged, said for the report (None where no cascade is trained)."""
+    costs = arrays.costs
+    if voter not in ("cascade", "auto") or costs is None:
+        return arrays, None
+    if order == "recorded":
+        return arrays, "cascade costs: as recorded, in the records' order (--cost-order recorded)"
+    if costs.replay is not None:
+        return arrays, "cascade costs: replayed in the cascade's own order (given)"
+    if pool is None or costs.unit != "tokens":
+        why = "no --config names the reader" if pool is None else "the records' costs are seconds"
+        return arrays, f"cascade costs: as recorded, in the records' order ({why}: no replay of prefix reuse)"
+    try:
+        reader = build_reader(pool.reader)
+        replayed = with_replay(costs, data, chat_tokenizer(reader), pool.reader.llama_cpp.prefix_chunk)
+    except (ConfigError, InputError) as error:
+        return arrays, f"cascade costs: as recorded, in the records' order (no replay of prefix reuse: {error})"
+    return replace(arrays, costs=replayed), (
+        "cascade costs: each member replayed right after the member before it in the cascade's own order "
+        "(prefix reuse, in the reader's tokens)"
+    )
 
 
 def _pool_config(options: TrainOptions) -> EnsembleConfig | None:

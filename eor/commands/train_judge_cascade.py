@@ -46,7 +46,7 @@ from eor.pipeline.members import demonstration_ids
 from eor.pipeline.pool import pool_identity, runs_pool
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
-from eor.runs.costs import MemberCosts, training_costs
+from eor.runs.costs import MemberCosts, training_costs, with_replay
 from eor.runs.run_data import RunData, load_runs, named_runs, read_runs, run_paths
 from voters.cascade_points import LastStep
 from voters.codecs import save_voter
@@ -72,6 +72,9 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
     scored = scored_families(_with_judge(config))
     fit = voter.fit_scoring(scored)
     reader = build_reader(config.reader)
+    if options.cost_order == "cascade":  # each member charged right after the one before it (eor.runs.costs)
+        costs = with_replay(costs, data, chat_tokenizer(reader), config.reader.llama_cpp.prefix_chunk)
+        arrays = replace(arrays, costs=costs)
     cascade = build_candidate("cascade", settings).template(arrays)
     cascade.stop_on = "right"  # a step stops when its leader is likely right; else the judge weighs the candidates
     log.info("the judge's held-out choices on %d training questions (%s)", len(questions), fit.label)

@@ -29,7 +29,9 @@ class TrainOptions:
     candidate, the cascade included (the cheapest within max_loss of the best, or the best within the
     budget); cost_unit: what a member's cost is (eor.runs.costs), rates: the reader's tokens per second for
     token costs (None: fitted to the records' seconds); costs: the members' costs per question (an
-    eor.runs.costs.MemberCosts over the members) in place of those the records give. pool_config: the config the
+    eor.runs.costs.MemberCosts over the members) in place of those the records give; cost_order: "cascade" (a
+    cascade is charged as it runs its members, each after the one before it: eor.runs.costs.with_replay, where
+    pool_config's reader counts its tokens) or "recorded" (as `eor run` ran them). pool_config: the config the
     records were run with, checked as every config is (eor.pipeline.validation): the weights file records the
     identity of its pool (eor.pipeline.pool; without it, the `pool.json` that `eor run` wrote beside the records),
     and its members are those trained on unless `members` names others (default: all the records hold). pool:
@@ -58,6 +60,7 @@ class TrainOptions:
     cost_unit: str = "auto"
     rates: dict[str, float] | None = None
     costs: Any = None
+    cost_order: str = "cascade"
     pool_config: Path | None = None
     pool: EnsembleConfig | None = None
     members: list[str] | None = None

@@ -111,7 +111,11 @@ class VoteArrays:
 
     def take(self, rows: np.ndarray) -> VoteBatch:
         """The questions at `rows`, with the members' costs: a view of `batch`, which shares what it computed."""
-        whole = self.batch if self.costs is None else self.batch.with_costs(self.costs.matrix, self.costs.unit)
+        whole = (
+            self.batch
+            if self.costs is None
+            else self.batch.with_costs(self.costs.matrix, self.costs.unit, self.costs.replay)
+        )
         return whole.take(rows)
 
 

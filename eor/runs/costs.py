@@ -41,7 +41,7 @@ at the prompt rate, and the prompts the reader does not hold from answering (the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -60,12 +60,15 @@ Cost = TypeVar("Cost", np.ndarray, float)  # a cost per question, or one questio
 @dataclass(frozen=True)
 class MemberCosts:
     """Cost per question and member (Q, M) in seconds, by `unit` ("seconds" or "tokens"), with the rates
-    (tokens per second) used for tokens; `seconds` is always the recorded seconds."""
+    (tokens per second) used for tokens; `seconds` is always the recorded seconds. `replay`: what each member
+    costs run right after another, prefix reuse included (`PromptReplay`, `with_replay`), which a cascade learns
+    its order and threshold from (voters.spend); None: `matrix`, whatever ran before."""
 
     matrix: np.ndarray
     unit: str
     seconds: np.ndarray
     rates: dict[str, float] | None = None
+    replay: PromptReplay | None = None
 
     def mean(self) -> np.ndarray:
         return self.matrix.mean(axis=0)
@@ -261,6 +264,12 @@ class PromptReplay:
             before = self.tokens[q][order[int(ends[q])]]
         return seconds
 
+    def subset(self, columns: Sequence[int]) -> PromptReplay:
+        """The replay of the members at `columns` alone, in that order."""
+        picked = list(columns)
+        tokens = [[row[c] for c in picked] for row in self.tokens]
+        return PromptReplay(tokens, self.total[:, picked], self.generated[:, picked], self.chunk, dict(self.rates))
+
     def in_order(self, order: Sequence[int], members: int) -> np.ndarray:
         """(Q, members): each member of `order` charged as run right after the one before it in `order`; the
         members not in `order` as run first (they never follow another). A cost per member and question cannot
@@ -291,6 +300,15 @@ def prompt_replay(
     tokens = [[tokens_of(prompt) for prompt in row if prompt is not None] for row in data.prompts]
     reused = np.array([[e.get("reused", 0) for e in row if e is not None] for row in data.tokens], dtype=float)
     return PromptReplay(tokens, counts[..., 0] + reused, counts[..., 1].astype(float), chunk, dict(rates))
+
+
+def with_replay(costs: MemberCosts, data: RunData, tokenize: Callable[[str], Sequence[int]], chunk: int) -> MemberCosts:
+    """`costs` (token counts at their rates) with the replay of `data`'s prompts in the reader's tokens
+    (`prompt_replay`): what a cascade trained on them is charged, member after member in its own order.
+    InputError for costs not counted in tokens."""
+    if costs.unit != "tokens" or not costs.rates:
+        raise InputError("replaying prefix reuse prices token counts: the costs are recorded seconds")
+    return replace(costs, replay=prompt_replay(data, tokenize, costs.rates, chunk))
 
 
 def scoring_seconds(

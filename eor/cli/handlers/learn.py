@@ -47,6 +47,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         budget=args.budget,
         cost_unit=args.cost,
         rates=args.rates,
+        cost_order=args.cost_order,
         pool_config=Path(args.config) if args.config else None,
         confidence=not args.no_confidence,
         ablated=Path(args.ablated) if args.ablated else None,
@@ -80,7 +81,7 @@ def _judge_options(args: argparse.Namespace) -> dict:
     defaults = {
         "metric": "em", "metrics": "em,f1,cosine", "pooling": "mean", "grounding": False, "restarts": 4,
         "cv": None, "max_loss": None, "budget": None, "cost": "auto", "rates": None, "no_confidence": False,
-        "judge": None,
+        "judge": None, "cost_order": "cascade",
     }  # fmt: skip
     _refuse(args, "--voter judge", defaults, ": it chooses its own features by cross-validation")
     if args.unanswerable_share is not None and not (args.ablated or args.nocorpus):
