@@ -732,3 +732,29 @@ def _cli_imports_and_file_names(folder: Path) -> list[str]:
 
 def test_the_benchmarks_use_the_command_line_and_run_folders_through_their_doors() -> None:
     assert _cli_imports_and_file_names(BENCHMARKS) == []
+
+
+#: what fits on the folds other than a held-out one: the complement of a held-out part, or a splitter or
+#: cross-validation loop of scikit-learn's
+FOLD_LOOPS = ("setdiff1d", "KFold", "StratifiedKFold", "GroupKFold", "ShuffleSplit", "PredefinedSplit",
+              "cross_val_predict", "cross_val_score", "cross_validate", "check_cv", "LeaveOneOut")  # fmt: skip
+
+
+def _fold_loops(folder: Path) -> list[str]:
+    """Where a module under `folder` (but voters/folds.py) computes what a fold fits on by itself."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        if path == ROOT / "voters" / "folds.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).rpartition(".")[2] in FOLD_LOOPS:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node.func)}")
+    return found
+
+
+def test_one_fold_engine() -> None:
+    """Every out-of-fold estimate (selector choice, cascade, judge, calibration, the benchmarks' nested
+    cross-validations) fits through voters.folds (`cross_fit`, `fold_split`): no other module takes the
+    complement of a held-out part or runs a splitter of its own."""
+    for folder in (*PACKAGES, "benchmarks"):
+        assert _fold_loops(ROOT / folder) == [], folder
