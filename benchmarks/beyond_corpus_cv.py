@@ -169,7 +169,7 @@ def unanswerable_auc(rows: Evidence, kind: np.ndarray, parts: list[np.ndarray]) 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="+", help="the answerable training records (several: read as one)")
-    parser.add_argument("--ablated", required=True, help="records of their ablated copies")
+    parser.add_argument("--ablated", required=True, nargs="+", help="records of their ablated copies (several: as one)")
     parser.add_argument("--nocorpus", required=True, help="records of the no-corpus questions set aside to learn from")
     parser.add_argument("--config", required=True, help="the pool's config (its members)")
     parser.add_argument("--voter", default="cascade", help="the voter whose choices P(right) judges (default cascade)")
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     members = load_config(args.config).members
     train = load_runs(args.records, members)
-    mix = mix_records(train, load_run(args.ablated, members), load_run(args.nocorpus, members))
+    mix = mix_records(train, load_runs(args.ablated, members), load_run(args.nocorpus, members))
     # token costs at the answerable records' rates, as `eor train` prices them (eor.learning.training)
     settings = VoteSettings(max_loss=0.005, confidence=False, rates=member_costs(train).rates)
     arrays = vote_arrays(mix.data, settings, retrieval=True)

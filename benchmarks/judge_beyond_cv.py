@@ -49,7 +49,7 @@ VARIANTS = {  # name: (P(right) reads the retrieval family, the ablated copies g
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="+", help="the scored answerable training records (several: read as one)")
-    parser.add_argument("--ablated", required=True, help="scored records of their ablated copies")
+    parser.add_argument("--ablated", required=True, nargs="+", help="scored records of their ablated copies")
     parser.add_argument("--nocorpus", required=True, help="scored records of the no-corpus questions to learn from")
     parser.add_argument("--config", required=True, help="the pool's config (its judged members)")
     parser.add_argument("--share", type=float, default=DEFAULT_SHARE, help="the unanswerable share (default 0.33)")
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, (reads, given, null) in VARIANTS.items():
             if reads != retrieval:
                 continue
-            ablated = Path(args.ablated) if given else None
+            ablated = tuple(map(Path, args.ablated)) if given else None
             beyond = load_unanswerable(ablated, Path(args.nocorpus), names, rule_k, skip, args.share, retrieval)
             assert beyond is not None
             _, reports = train_judge_voter(

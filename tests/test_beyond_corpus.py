@@ -423,3 +423,25 @@ def test_what_a_threshold_answers_of_each_kind_by_hand() -> None:
     # in the order of KINDS, each kind present once
     assert answered_by_kind(answered, kind) == "75.0% of the answerable, 0.0% of the ablated, 50.0% of the no corpus"
     assert answered_by_kind(answered[:4], kind[:4]) == "75.0% of the answerable"
+
+
+def test_ablated_copies_in_several_records_files_are_read_as_one(tmp_path) -> None:
+    """`--ablated A B` (ablated copies recorded in two runs, as the 600 and the other 966 training questions'):
+    the same questions as one file holding both, and the weights file names both."""
+    import json
+
+    from eor.commands.train_options import TrainOptions
+    from eor.learning.training import beyond_records
+    from eor.runs.records import read_records
+    from tests.conftest import ROOT
+
+    whole = _records("nq-train-ablated.jsonl.gz", 60, tmp_path, "whole")
+    records = read_records(whole)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    for path, part in ((first, records[:25]), (second, records[25:])):
+        path.write_text("".join(json.dumps(record.to_dict()) + "\n" for record in part))
+    names = ["ReFree", "PK", "BM25@1", "BM25@3", "Wiki@1", "Wiki@3", "BM25@2&Wiki@2"]
+    one, two = beyond_records(whole, names, None), beyond_records((first, second), names, None)
+    assert two.ids == one.ids and two.answers == one.answers and two.origin_ids == one.origin_ids
+    meta = TrainOptions(ablated=(first, second), pool_config=ROOT / "configs" / "nq-offline.yaml").beyond_meta()
+    assert meta["ablated_records"] == [str(first), str(second)]

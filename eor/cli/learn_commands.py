@@ -97,6 +97,7 @@ def _beyond_options(train: argparse.ArgumentParser) -> None:
     beyond.add_argument(
         "--ablated",
         metavar="RECORDS",
+        nargs="+",
         help="records of ablated copies of the training questions (eor ablate, then eor run): they teach P(right) "
         "what an unanswerable question looks like, and certify nothing",
     )

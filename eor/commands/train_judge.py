@@ -51,7 +51,7 @@ def train_judge(
     folds: int = 5,
     seed: int = 0,
     dev: Path | None = None,
-    ablated: Path | None = None,
+    ablated: Path | Sequence[Path] | None = None,
     nocorpus: Path | None = None,
     share: float = DEFAULT_SHARE,
     retrieval: bool | None = None,

@@ -214,7 +214,7 @@ def _calibrated(
     for kind, path in paths.items():
         run = runs[kind]
         if path is not None and run is not None and run.questions:
-            questions += _judged(_ordered([path], run.ids), str(path), voter)
+            questions += _judged(_ordered(run_paths(path), run.ids), ", ".join(map(str, run_paths(path))), voter)
     arrays = vote_arrays(mix.data, settings, retrieval=True)
     return calibrate_judged(arrays, mix, settings, ending, questions, fit, options.unanswerable_share, log.info)
 

@@ -13,6 +13,7 @@ from eor.core.errors import ConfigError
 from eor.learning.crossval import AUTO, DEFAULT_FOLDS, VoteSettings, candidate_names
 from eor.pipeline.abstention import DEFAULT_SHARE
 from eor.pipeline.validation import located
+from eor.runs.run_data import named_runs, run_paths
 from voters.voter_params import check_correctness_name, check_metric_names, check_pooling_name
 
 
@@ -40,8 +41,9 @@ class TrainOptions:
     confidence: the selector's features may include the reader's confidence where the records hold it
     (voters.features); for the selector, the cascade and `auto` they are kept only when a cross-validation
     of the selector with and without them (`inner_folds`, the same folds) says they help
-    (`meta.confidence_features`). dev: held-out records, scored for the report. ablated, nocorpus: records of
-    questions the corpus cannot answer (ablated copies of the training questions; real ones), for a P(right) fitted
+    (`meta.confidence_features`). dev: held-out records, scored for the report. ablated (several runs: read as
+    one), nocorpus: records of questions the corpus cannot answer (ablated copies of the training questions; real
+    ones), for a P(right) fitted
     with them and thresholds for a mix with `unanswerable_share` of them (eor.learning.beyond_corpus).
     """
 
@@ -66,7 +68,7 @@ class TrainOptions:
     members: list[str] | None = None
     confidence: bool = True
     dev: Path | None = None
-    ablated: Path | None = None
+    ablated: Path | tuple[Path, ...] | None = None
     nocorpus: Path | None = None
     unanswerable_share: float = DEFAULT_SHARE
 
@@ -80,7 +82,7 @@ class TrainOptions:
         if not self.beyond_corpus:
             return {}
         return {
-            "ablated_records": self.ablated and str(self.ablated),
+            "ablated_records": self.ablated and named_runs(run_paths(self.ablated)),
             "nocorpus_records": self.nocorpus and str(self.nocorpus),
         }
 

@@ -5,6 +5,7 @@ weights file keeps of how the voter was trained (`training_meta`, `beyond_meta`,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from eor.learning.beyond_corpus import ABLATED, NOCORPUS
 from eor.learning.judge_training import JudgedQuestion, Unanswerable, judged_questions
 from eor.pipeline.judging import judged_members
 from eor.runs.records import read_records
+from eor.runs.run_data import named_runs, read_runs, run_paths
 from eor.runs.run_folder import recorded_config
 
 
@@ -80,7 +82,7 @@ def _recorded_members(identity: dict[str, Any] | None, records: list[Any], sourc
 
 
 def load_unanswerable(
-    ablated: Path | None,
+    ablated: Path | Sequence[Path] | None,
     nocorpus: Path | None,
     names: list[str],
     rule_k: tuple[str | None, int],
@@ -97,14 +99,16 @@ def load_unanswerable(
     for kind, path in ((ABLATED, ablated), (NOCORPUS, nocorpus)):
         if path is None:
             continue
-        loaded = [r for r in read_records(path) if r.answers and not {r.id, r.extra.get(ABLATED_FROM)} & skip]
-        identity = judge_identity(loaded, path)
+        runs = run_paths(path)
+        source = ", ".join(map(str, runs))
+        loaded = [r for r in read_runs(runs) if r.answers and not {r.id, r.extra.get(ABLATED_FROM)} & skip]
+        identity = judge_identity(loaded, source)
         if identity is None:
-            raise InputError(f"{path}: no record holds the judge's scores (eor run with a judge: section)")
+            raise InputError(f"{source}: no record holds the judge's scores (eor run with a judge: section)")
         if (identity.get("rule"), identity.get("k")) != rule_k or sorted(identity.get("members") or []) != sorted(
             names
         ):
-            raise InputError(f"{path}: scored by another judge's candidates or members ({identity})")
+            raise InputError(f"{source}: scored by another judge's candidates or members ({identity})")
         judged = judged_questions(loaded, names, *rule_k, relevance=relevance)
         questions += judged
         kinds += [kind] * len(judged)
@@ -147,10 +151,10 @@ def training_meta(questions: int, scored: int, folds: int, seed: int, reports: l
     return {"questions": questions, "scored": scored, "folds": folds, "seed": seed, "levels": levels}
 
 
-def beyond_meta(ablated: Path | None, nocorpus: Path | None, share: float) -> dict[str, Any]:
+def beyond_meta(ablated: Path | Sequence[Path] | None, nocorpus: Path | None, share: float) -> dict[str, Any]:
     """The records of questions the corpus cannot answer P(right) was fitted with, as the file keeps them."""
     return {
-        "ablated_records": ablated and str(ablated),
+        "ablated_records": ablated and named_runs(run_paths(ablated)),
         "nocorpus_records": nocorpus and str(nocorpus),
         "unanswerable_share": share,
     }

@@ -50,7 +50,7 @@ from eor.learning.crossval import (
     without_confidence,
 )
 from eor.pipeline.members import demonstration_ids
-from eor.runs.run_data import RunData, load_run, load_runs
+from eor.runs.run_data import RunData, load_runs, run_paths
 from voters import Voter, correctness_matrix
 from voters.scoring import mean_correctness
 
@@ -224,10 +224,11 @@ def calibrated(choice: Choice) -> Calibrated | None:
         return calibrate(choice.arrays, choice.name, choice.settings, choice.folds, choice.seed, step)
 
 
-def beyond_records(path: Path, names: list[str], pool: EnsembleConfig | None) -> RunData:
-    """Records of questions the corpus cannot answer, for `calibrated_beyond`: the training members, less any
-    question made from one the pool config's prompt variants show as a worked example."""
-    data = load_run(path, names)
+def beyond_records(paths: Path | Sequence[Path], names: list[str], pool: EnsembleConfig | None) -> RunData:
+    """Records of questions the corpus cannot answer (one run, or several read as one), for `calibrated_beyond`:
+    the training members, less any question made from one the pool config's prompt variants show as a worked
+    example."""
+    data = load_runs(run_paths(paths), names)
     shown = demonstration_ids(pool) if pool is not None else set()
     kept = [
         i for i, (qid, origin) in enumerate(zip(data.ids, data.origin_ids, strict=True)) if not {qid, origin} & shown

@@ -50,7 +50,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         cost_order=args.cost_order,
         pool_config=Path(args.config) if args.config else None,
         confidence=not args.no_confidence,
-        ablated=Path(args.ablated) if args.ablated else None,
+        ablated=tuple(map(Path, args.ablated)) if args.ablated else None,
         nocorpus=Path(args.nocorpus) if args.nocorpus else None,
         unanswerable_share=DEFAULT_SHARE if args.unanswerable_share is None else args.unanswerable_share,
     )
@@ -91,7 +91,7 @@ def _judge_options(args: argparse.Namespace) -> dict:
         "folds": args.inner_folds,
         "seed": args.seed,
         "dev": Path(args.dev) if args.dev else None,
-        "ablated": Path(args.ablated) if args.ablated else None,
+        "ablated": tuple(map(Path, args.ablated)) if args.ablated else None,
         "nocorpus": Path(args.nocorpus) if args.nocorpus else None,
         "share": DEFAULT_SHARE if args.unanswerable_share is None else args.unanswerable_share,
     }
