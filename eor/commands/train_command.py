@@ -60,7 +60,8 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
         )
     settings = options.vote_settings()
     arrays = with_costs(vote_arrays(data, settings), options.costs)
-    arrays, charged = in_cascade_order(arrays, data, pool, name, options.cost_order)
+    cascade = name == "cascade" or (name == "auto" and (options.max_loss is not None or options.budget is not None))
+    arrays, charged = in_cascade_order(arrays, data, pool, cascade, options.cost_order)
     choice = choose(name, arrays, settings, options.inner_folds, options.seed, options.cv)
     fitted = fit(choice)
     probability: Calibrated | None
@@ -111,14 +112,14 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
 
 
 def in_cascade_order(
-    arrays: VoteArrays, data: RunData, pool: EnsembleConfig | None, voter: str, order: str = "cascade"
+    arrays: VoteArrays, data: RunData, pool: EnsembleConfig | None, cascade: bool, order: str = "cascade"
 ) -> tuple[VoteArrays, str | None]:
     """The arrays with each member's cost replayed as a cascade runs it, right after the member before it
-    (eor.runs.costs.with_replay: the prefix its prompt shares with that one), where `voter` may be a cascade,
+    (eor.runs.costs.with_replay: the prefix its prompt shares with that one), where a `cascade` may be trained,
     `order` is "cascade" and the records' token counts and prompts can be replayed in the pool's reader's own
     tokens; and what the cascade is charged, said for the report (None where no cascade is trained)."""
     costs = arrays.costs
-    if voter not in ("cascade", "auto") or costs is None:
+    if not cascade or costs is None:
         return arrays, None
     if order == "recorded":
         return arrays, "cascade costs: as recorded, in the records' order (--cost-order recorded)"
