@@ -273,10 +273,11 @@ class CascadeCandidate(Candidate):
         return super().fit(arrays, rows)
 
     def answer(self, arrays: VoteArrays, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(chosen member, cost of the steps up to the one it stopped at) per row."""
+        """(chosen member, cost of the steps up to the one it stopped at, each member charged as the cascade runs
+        it: voters.spend) per row."""
         batch = arrays.take(rows)
         chosen, stops = self.estimator.replay(batch)
-        return chosen, self.estimator.spent(batch.costs, stops)
+        return chosen, self.estimator.spent(batch.step_costs, stops)
 
 
 def _check_candidate(candidate: Any) -> type[FittedVoter]:
