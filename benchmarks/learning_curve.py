@@ -1,0 +1,88 @@
+"""What data buys each voter (issue 60, item 2): its out-of-fold exact match, and a cascade's reader seconds, when
+trained on 300, 600, 1,000 and all the other folds' training questions.
+
+K folds of the training questions (voters.folds, seeded). For each held-out fold every voter is fitted on the
+first n questions of the other folds in one seeded permutation of all the questions (so the 300 are among the
+600, and so on; a size above what the other folds hold is all of them) and answers the held-out fold, through
+voters.folds.cross_fit, the one fold engine. A cascade is charged member after member in its own order
+(eor.runs.costs.with_replay) where `--config` names a llama.cpp reader. Records and the reader's tokenizer only.
+
+    python -m benchmarks.learning_curve docs/records/nq-train.jsonl.gz docs/records/nq-train-rest.jsonl.gz \
+        --config configs/nq-offline.yaml --voters selector,cascade [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eor.learning.crossval import VoteArrays, VoteSettings, build_candidate, vote_arrays
+from eor.learning.judge_cascade import chat_tokenizer
+from eor.pipeline.validation import load_valid_config
+from eor.readers import build_reader
+from eor.runs.costs import with_replay
+from eor.runs.run_data import load_runs
+from voters.folds import cross_fit, folds
+
+SIZES = (300, 600, 1000, 100_000)  # the last: every question of the other folds
+
+
+def curve(arrays: VoteArrays, voter: str, settings: VoteSettings, sizes=SIZES, k: int = 5, seed: int = 0) -> list:
+    """Per size: the training questions each fold's voter was fitted on (mean), its out-of-fold EM and mean
+    cost per question (the members it ran)."""
+    n = arrays.questions
+    parts = folds(n, k, seed)
+    rank = np.empty(n, dtype=int)
+    rank[np.random.default_rng(seed).permutation(n)] = np.arange(n)  # the order every size takes its first n in
+    rows = []
+    for size in sizes:
+        used: list[int] = []
+
+        def fitted(train: np.ndarray, size: int = size, used: list[int] = used) -> Any:
+            kept = np.sort(train[np.argsort(rank[train], kind="stable")][:size])
+            used.append(len(kept))
+            return build_candidate(voter, settings).fit(arrays, kept)
+
+        def answered(candidate: Any, held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            chosen, cost = candidate.answer(arrays, held)
+            return arrays.correctness[held, chosen] >= 0.5, np.asarray(cost, dtype=float)
+
+        found = cross_fit(parts, np.arange(n), fitted, answered)
+        right = np.concatenate([r for r, _ in found])
+        cost = np.concatenate([c for _, c in found])
+        rows.append({"trained_on": float(np.mean(used)), "em": float(right.mean()), "seconds": float(np.mean(cost))})
+        print(f"{voter}: {np.mean(used):.0f} questions: EM {100 * right.mean():.1f}, {np.mean(cost):.2f} s", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("records", nargs="+", help="the training records (several: read as one)")
+    parser.add_argument("--config", required=True, help="the pool's config (its members and reader)")
+    parser.add_argument("--voters", default="selector,cascade", help="eor train's voters, comma-separated")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", help="write the curves here")
+    args = parser.parse_args(argv)
+    config = load_valid_config(args.config)
+    data = load_runs(args.records, config.members)
+    settings = VoteSettings(max_loss=0.005, confidence=False)  # eor train --max-loss 0.5 --no-confidence
+    arrays = vote_arrays(data, settings)
+    if arrays.costs is not None and arrays.costs.unit == "tokens":  # a cascade charged as it runs its members
+        tokenize = chat_tokenizer(build_reader(config.reader))
+        replayed = with_replay(arrays.costs, data, tokenize, config.reader.llama_cpp.prefix_chunk)
+        arrays = replace(arrays, costs=replayed)
+    curves = {voter: curve(arrays, voter, settings, k=args.folds, seed=args.seed) for voter in args.voters.split(",")}
+    if args.json:
+        document = {"records": args.records, "questions": data.questions, "folds": args.folds, "curves": curves}
+        Path(args.json).write_text(json.dumps(document, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
