@@ -11,7 +11,10 @@ questions), so nothing here is chosen on the scored records. The difference of t
 own threshold against the full-pool selector comes with its paired bootstrap 95% interval and an exact
 McNemar test.
 
-    python -m benchmarks.bench_cascade [--train R] [--dev R] [--cascade W] [--selector W] [--out FILE.json]
+    python -m benchmarks.bench_cascade [--train R] [--dev R] [--cascade W] [--selector W] [--config C] [--out FILE.json]
+
+With `--config` (a llama.cpp reader) the cascade is charged member after member in its own order, keeping the
+prompt prefix the reader keeps (eor.runs.costs.with_replay); without it, as recorded (docs/cascade.md's table).
 
 Defaults: docs/records/nq-train.jsonl.gz, docs/records/nq-dev.jsonl.gz, docs/weights/nq-offline-cascade.json
 and docs/weights/nq-offline-auto.json.
@@ -29,7 +32,10 @@ import numpy as np
 from eor.core.correctness import correctness_matrix
 from eor.evaluation.stats import Bootstrap, paired_test
 from eor.learning.crossval import VoteSettings, build_candidate, vote_arrays
-from eor.runs.costs import MemberCosts, member_costs, trained_rates, unit_label
+from eor.learning.judge_cascade import chat_tokenizer
+from eor.pipeline.validation import load_valid_config
+from eor.readers import build_reader
+from eor.runs.costs import MemberCosts, member_costs, trained_rates, unit_label, with_replay
 from eor.runs.run_data import RunData, load_run
 from voters import VoteBatch, load_voter
 
@@ -69,6 +75,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--cascade", default=str(ROOT / "docs/weights/nq-offline-cascade.json"))
     parser.add_argument("--selector", default=str(ROOT / "docs/weights/nq-offline-auto.json"))
     parser.add_argument("--cost", default="auto", choices=["auto", "seconds", "tokens"])
+    parser.add_argument(
+        "--config",
+        help="the pool's config: with its llama.cpp reader, the cascade is charged member after member in its own "
+        "order (docs/cascade.md, 'Costs as they are paid'); without it, as recorded",
+    )
     parser.add_argument("--out", help="also write the figures as JSON")
     return parser.parse_args(argv)
 
@@ -83,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     # seconds), as the cascade was trained: never refitted on dev
     rates = trained_rates(cascade) or member_costs(load_run(args.train, names), args.cost).rates
     costs = member_costs(data, args.cost, rates)
+    if args.config:  # the cascade charged as it runs its members (eor.runs.costs.with_replay)
+        config = load_valid_config(args.config)
+        costs = with_replay(
+            costs, data, chat_tokenizer(build_reader(config.reader)), config.reader.llama_cpp.prefix_chunk
+        )
     batch = VoteBatch(
         data.answers, data.passages, data.texts, confidence=data.confidence if data.has_confidence else None
     )
@@ -100,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             "records": shown(args.dev),
             "cost_unit": costs.unit,
             "rates": costs.rates,
+            **({} if costs.replay is None else {"cascade_charged": "cascade order"}),
             "pool_cost": float(pool.mean()),
             "systems": systems,
             "cascade_minus_selector": {key: test[key] for key in ("difference", "ci", "p_value", "test")},
@@ -130,7 +147,8 @@ def replayed_systems(
         threshold = cascade.at_loss(loss / 100).threshold
         chosen, stops = cascade.replay(batch, threshold)
         label = f"cascade, max loss {loss:g} (P ≥ {threshold:.3f})"
-        systems[label] = figures(chosen, cascade.spent(costs.matrix, stops), stops + 1.0, em, f1)
+        spent = cascade.spent(costs.matrix if costs.replay is None else costs.replay, stops)
+        systems[label] = figures(chosen, spent, stops + 1.0, em, f1)
         if threshold == cascade.threshold_:
             own = chosen
     if own is None:

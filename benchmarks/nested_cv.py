@@ -176,7 +176,7 @@ def cascade_at(arrays: VoteArrays, settings: VoteSettings, losses: list[float], 
             chosen, stops = cascade.replay(batch, cascade.at_loss(loss / 100).threshold)
             found[loss].picks["cascade"][held] = chosen
             found[loss].scores["cascade"][held] = arrays.correctness[held, chosen]
-            found[loss].costs["cascade"][held] = cascade.spent(batch.costs, stops)
+            found[loss].costs["cascade"][held] = cascade.spent(batch.step_costs, stops)  # as it runs (voters.spend)
 
     cross_fit(folds(n, top.k, top.seed), np.arange(n), lambda train: candidate.fit(arrays, train).estimator, replayed)
     return found
