@@ -8,9 +8,11 @@ normalised answer (MARGIN_CAP when no candidate differs) and whether it is right
 order search and the steps of the chosen order share their fits.
 
 1. **Order** (`greedy_order`): start empty; append the member with the most cross-validated accuracy gained
-   per unit of cost (its mean cost per question on the records), acc(S ∪ {m}) − acc(S) over cost(m); once no
-   member gains, the rest follow cheapest first. Every member is in the order, so the last step is the full
-   pool's selector.
+   per unit of cost (its mean cost per question on the records when it runs right after the member appended
+   before it: voters.spend.StepCosts, the prompt prefix the reader keeps), acc(S ∪ {m}) − acc(S) over cost(m);
+   once no member gains, the rest follow, each the cheapest after the one before it. Every member is in the
+   order, so the last step is the full pool's selector. Held out (step 3), every member is charged right after
+   the one before it in the cascade's order.
 2. **Calibration** (`fit_calibration`): per step, a logistic regression on (z, min(δ, MARGIN_CAP)) over the
    out-of-fold rows of the event "the step's leading answer is right" (`stop_on="right"`) or "it is the full
    pool's" (`stop_on="agreement"`): P = σ(a + b·z + c·min(δ, MARGIN_CAP)). `stop_on="auto"` (the default)
