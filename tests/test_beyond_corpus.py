@@ -445,3 +445,32 @@ def test_ablated_copies_in_several_records_files_are_read_as_one(tmp_path) -> No
     assert two.ids == one.ids and two.answers == one.answers and two.origin_ids == one.origin_ids
     meta = TrainOptions(ablated=(first, second), pool_config=ROOT / "configs" / "nq-offline.yaml").beyond_meta()
     assert meta["ablated_records"] == [str(first), str(second)]
+
+
+def test_a_question_on_which_a_member_failed_is_left_out_of_the_run_data(tmp_path, caplog) -> None:
+    """A record naming a failed member (`degraded`: the reader's output was empty, again on `--retry-failed`) is
+    left out with a warning, as nq-train-0859/ablated is of the ablated copies of the other 966; a record lacking a
+    member for another reason is refused."""
+    import json
+    import logging
+
+    import pytest
+
+    from eor.core.errors import InputError
+    from eor.runs.records import read_records
+    from eor.runs.run_data import load_run
+
+    whole = _records("nq-train-ablated.jsonl.gz", 3, tmp_path, "whole")
+    rows = [record.to_dict() for record in read_records(whole)]
+    failed = dict(rows[1], degraded=["BM25@3"], degraded_reasons={"BM25@3": "generation failed: empty output"})
+    failed["members"] = {name: out for name, out in failed["members"].items() if name != "BM25@3"}
+    path = tmp_path / "degraded.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in (rows[0], failed, rows[2])))
+    names = list(rows[0]["members"])
+    with caplog.at_level(logging.WARNING):
+        data = load_run(path, names)
+    assert data.ids == [rows[0]["id"], rows[2]["id"]] and "1 question(s) left out, a member failed" in caplog.text
+    lacking = dict(failed, degraded=[], degraded_reasons={})
+    path.write_text("".join(json.dumps(row) + "\n" for row in (rows[0], lacking)))
+    with pytest.raises(InputError, match="lacks member"):
+        load_run(path, names)

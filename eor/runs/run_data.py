@@ -7,6 +7,7 @@ that of the first record, or the `members` given).
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ from typing import Any
 from eor.core.data import ABLATED_FROM
 from eor.core.errors import InputError
 from eor.runs.records import read_records
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,9 @@ def _unique(ids: Sequence[str], paths: Sequence[str | Path]) -> None:
 
 def load_run(path: str | Path, members: list[str] | None = None, unlabelled: bool = False) -> RunData:
     """Read a run folder (or records file, `.jsonl` or `.jsonl.gz`). `unlabelled`: keep the questions without gold
-    answers too (their `golds` empty: never right), as questions a corpus cannot answer may come."""
+    answers too (their `golds` empty: never right), as questions a corpus cannot answer may come. A question on
+    which a member failed (the record names it `degraded`: `eor run --retry-failed` runs it again) is left out,
+    with a warning; a record lacking a member for another reason is an InputError."""
     records = read_records(path)
     if not records:
         raise InputError(f"{path}: no records")
@@ -164,8 +169,12 @@ def load_run(path: str | Path, members: list[str] | None = None, unlabelled: boo
     ids, answers, golds, passages, texts, seconds, tokens, confidence, prompts = [], [], [], [], [], [], [], [], []
     retrieved: list[list[list[str]]] = []
     origins: list[str] = []
+    failed: list[str] = []
     for record in records:
         missing = [name for name in names if name not in record.members]
+        if missing and set(missing) <= set(record.degraded):
+            failed.append(record.id)
+            continue
         if missing:
             raise InputError(f"{path}: record {record.id!r} lacks member(s) {', '.join(missing)}")
         if not record.answers and not unlabelled:
@@ -182,6 +191,13 @@ def load_run(path: str | Path, members: list[str] | None = None, unlabelled: boo
         prompts.append([out.prompt for out in outputs])
         retrieved.append([out.retrieved_texts for out in outputs])
         origins.append(str(record.extra.get(ABLATED_FROM) or record.id))
+    if failed:
+        log.warning(
+            "%s: %d question(s) left out, a member failed on each (e.g. %s; eor run --retry-failed runs it again)",
+            path,
+            len(failed),
+            failed[0],
+        )
     if not answers:
         raise InputError(f"{path}: no record has gold answers to train on")
     joined = [[" ".join(texts_) for texts_ in row] for row in passages]
