@@ -32,7 +32,9 @@ from voters.folds import cross_fit, folds
 SIZES = (300, 600, 1000, 100_000)  # the last: every question of the other folds
 
 
-def curve(arrays: VoteArrays, voter: str, settings: VoteSettings, sizes=SIZES, k: int = 5, seed: int = 0) -> list:
+def curve(
+    arrays: VoteArrays, voter: str, settings: VoteSettings, sizes: tuple[int, ...] = SIZES, k: int = 5, seed: int = 0
+) -> list[dict[str, float]]:
     """Per size: the training questions each fold's voter was fitted on (mean), its out-of-fold EM and mean
     cost per question (the members it ran)."""
     n = arrays.questions
