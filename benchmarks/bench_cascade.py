@@ -32,7 +32,7 @@ import numpy as np
 from eor.core.correctness import correctness_matrix
 from eor.evaluation.stats import Bootstrap, paired_test
 from eor.learning.crossval import VoteSettings, build_candidate, vote_arrays
-from eor.learning.judge_cascade import chat_tokenizer
+from eor.learning.judge_cascade import reader_tokens
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import MemberCosts, member_costs, trained_rates, unit_label, with_replay
@@ -96,9 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     costs = member_costs(data, args.cost, rates)
     if args.config:  # the cascade charged as it runs its members (eor.runs.costs.with_replay)
         config = load_valid_config(args.config)
-        costs = with_replay(
-            costs, data, chat_tokenizer(build_reader(config.reader)), config.reader.llama_cpp.prefix_chunk
-        )
+        costs = with_replay(costs, data, reader_tokens(build_reader(config.reader), config))
     batch = VoteBatch(
         data.answers, data.passages, data.texts, confidence=data.confidence if data.has_confidence else None
     )

@@ -22,7 +22,7 @@ import numpy as np
 from eor.bench.judge_cascade_report import judge_cascade_report
 from eor.bench.vote import vote
 from eor.core.config import EnsembleConfig
-from eor.learning.judge_cascade import chat_tokenizer
+from eor.learning.judge_cascade import reader_tokens
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import member_costs, trained_rates, with_replay
@@ -39,8 +39,7 @@ def order_costs(records: Path, weights: Path, config: EnsembleConfig) -> dict[st
     voted = vote(data, weights, with_judge=judged)
     assert voted.stops is not None  # a cascade's
     costs = member_costs(data, "tokens", trained_rates(cascade))
-    tokenize = chat_tokenizer(build_reader(config.reader))
-    replay = with_replay(costs, data, tokenize, config.reader.llama_cpp.prefix_chunk).replay
+    replay = with_replay(costs, data, reader_tokens(build_reader(config.reader), config)).replay
     assert replay is not None  # with_replay's
     columns = [data.names.index(name) for name in cascade.members_]
     recorded = cascade.spent(costs.matrix[:, columns], voted.stops)

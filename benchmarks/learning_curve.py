@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from eor.learning.crossval import VoteArrays, VoteSettings, build_candidate, vote_arrays
-from eor.learning.judge_cascade import chat_tokenizer
+from eor.learning.judge_cascade import reader_tokens
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import with_replay
@@ -76,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = VoteSettings(max_loss=0.005, confidence=False)  # eor train --max-loss 0.5 --no-confidence
     arrays = vote_arrays(data, settings)
     if arrays.costs is not None and arrays.costs.unit == "tokens":  # a cascade charged as it runs its members
-        tokenize = chat_tokenizer(build_reader(config.reader))
-        replayed = with_replay(arrays.costs, data, tokenize, config.reader.llama_cpp.prefix_chunk)
+        replayed = with_replay(arrays.costs, data, reader_tokens(build_reader(config.reader), config))
         arrays = replace(arrays, costs=replayed)
     curves = {voter: curve(arrays, voter, settings, k=args.folds, seed=args.seed) for voter in args.voters.split(",")}
     if args.json:

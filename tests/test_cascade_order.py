@@ -13,7 +13,7 @@ import pytest
 from eor.bench.report import build_report
 from eor.bench.vote import vote
 from eor.core.config import load_config
-from eor.learning.judge_cascade import chat_tokenizer
+from eor.learning.judge_cascade import reader_tokens
 from eor.readers import build_reader
 from eor.runs.costs import member_costs, prompt_replay, reader_seconds, trained_rates
 from eor.runs.run_data import RunData, load_run
@@ -124,13 +124,13 @@ def test_eor_bench_charges_the_shipped_cascade_in_its_own_order(tmp_path) -> Non
         out.writelines(line for _, line in zip(range(41), source, strict=False))  # the header and 40 questions
     config = load_config(ROOT / "configs/nq-offline.yaml")
     weights = ROOT / "docs/weights/nq-offline-cascade.json"
-    tokenize, chunk = chat_tokenizer(build_reader(config.reader)), config.reader.llama_cpp.prefix_chunk
+    tokens = reader_tokens(build_reader(config.reader), config)
     report = build_report(records, weights, members=config.members, resamples=10)
-    replayed = build_report(records, weights, members=config.members, resamples=10, tokenize=tokenize, chunk=chunk)
+    replayed = build_report(records, weights, members=config.members, resamples=10, tokens=tokens)
     assert report["cost"]["charged"] == "records' order" and replayed["cost"]["charged"] == "cascade order"
     cascade = load_voter(weights)
     data = load_run(records, config.members)
-    replay = prompt_replay(data, tokenize, member_costs(data, rates=trained_rates(cascade)).rates, chunk)
+    replay = prompt_replay(data, tokens.tokenize, member_costs(data, rates=trained_rates(cascade)).rates, tokens.chunk)
     voted = vote(data, weights, None)  # where the cascade stops on each question, as the bench replays it
     by_hand = []
     for q, stop in enumerate(voted.stops):

@@ -303,9 +303,8 @@ class Cascade(VoterEstimator):
         return self.replay(X)[0]
 
     def spent(self, costs: np.ndarray | StepCosts, stops: np.ndarray) -> np.ndarray:
-        """Per question, the cost of the members of the steps up to the one it stopped at; costs (R, M) per
-        question and member, in `members_` order, or what each costs run right after another (voters.spend:
-        charged in the cascade's order)."""
+        """Per question, the cost of the members of the steps up to the one it stopped at; costs (R, M) per question
+        and member in `members_` order, or each run right after another (voters.spend: in the cascade's order)."""
         order = [self.members_.index(name) for name in self.order_]
         matrix = costs.in_order(order, len(self.members_)) if isinstance(costs, StepCosts) else costs
         return spend(matrix, order, stops)

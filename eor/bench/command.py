@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,11 @@ from eor.core.correctness.bem import BemCorrectness
 from eor.core.errors import ConfigError
 from eor.core.formatting import fixed, pct, ratio, significant, small_data_warning
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
-from eor.learning.judge_cascade import chat_tokenizer
+from eor.learning.judge_cascade import reader_tokens
 from eor.learning.judge_training import JUDGE
 from eor.pipeline.judging import scored_families
 from eor.readers import build_reader
+from eor.runs.costs import ReaderTokens
 from voters.judge_step import LAST_STEP
 from voters.loading import weights_kind
 from voters.weights_file import read_document
@@ -47,14 +48,13 @@ def bench(
 ) -> str:
     """`eor bench`: write report.json, report.md, report.html and the figures into `out_dir`; a short summary to print.
 
-    `metrics` chooses the similarity metrics of the uniform voter used when no `weights` file is given
-    (default em, f1, cosine); `members`: the members of the records to benchmark (default all); `design`: a
-    pool design to show (`eor design`'s design.json); `frontier`: also the frontier of member subsets;
-    `bem_model`: the answer-equivalence model of `metric` "bem" (eor.core.correctness.bem), for this call alone;
-    see eor.bench.report.build_report for the rest. A judge voter's weights file gets its own report (eor.bench.judge:
-    report.json and report.md), with `against` another weights file's voter paired with it and `config` (the pool's
-    config, validated at the caller's door) what its `judge:` scores; so does a cascade trained with the judge as
-    its last step, with `config` naming that judge (eor.bench.judge_cascade_report)."""
+    `metrics`: the uniform voter's similarity metrics, without `weights` (default em, f1, cosine); `members`: the
+    records' members to benchmark (default all); `design`: `eor design`'s design.json to show; `frontier`: also the
+    frontier of member subsets; `bem_model`: the answer-equivalence model of `metric` "bem", for this call alone;
+    `config` (the pool's, validated at the caller's door): a cascade charged in its own order (a llama.cpp reader);
+    the rest as eor.bench.report.build_report. A judge voter (eor.bench.judge, `against`: another voter paired with
+    it) and a cascade ending with the judge (eor.bench.judge_cascade_report) get their own report, `config` naming
+    what the judge scores."""
     judged_by = _judged_by(weights)
     if judged_by is not None:
         other = {"--metric": metric != "em", "--metrics": metrics, "--design": design, "--frontier": frontier}
@@ -69,7 +69,6 @@ def bench(
         raise ConfigError(
             "--against pairs a judge voter's answers with another voter's: give a judge voter's --weights"
         )
-    tokenize, chunk = _cascade_tokens(weights, config)
     report = build_report(
         records_dir,
         weights,
@@ -83,8 +82,7 @@ def bench(
         frontier=frontier,
         design=design,
         correctness=BemCorrectness(bem_model) if bem_model and metric == BEM else None,
-        tokenize=tokenize,
-        chunk=chunk,
+        tokens=_cascade_tokens(weights, config),
     )
     if warning := small_data_warning(report["questions"], "a benchmark"):
         log.warning(warning)
@@ -178,15 +176,13 @@ def _judged_by(weights: str | Path | None) -> str | None:
     return None
 
 
-def _cascade_tokens(
-    weights: str | Path | None, config: EnsembleConfig | None
-) -> tuple[Callable[[str], Sequence[int]] | None, int]:
+def _cascade_tokens(weights: str | Path | None, config: EnsembleConfig | None) -> ReaderTokens | None:
     """For a cascade's weights file and a config whose reader counts its own chat tokens (llama.cpp): the
-    reader's tokenizer and prefix chunk, which charge the cascade's members in its own order
-    (eor.bench.cost_section); else (None, 0): as recorded."""
+    reader's tokens, which charge the cascade's members in its own order (eor.bench.cost_section); else None:
+    as recorded."""
     if weights is None or config is None or weights_kind(weights) != "cascade":
-        return None, 0
+        return None
     try:
-        return chat_tokenizer(build_reader(config.reader)), config.reader.llama_cpp.prefix_chunk
+        return reader_tokens(build_reader(config.reader), config)
     except ConfigError:  # a reader that cannot count its chat tokens
-        return None, 0
+        return None

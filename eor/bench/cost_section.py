@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from eor.core.errors import InputError
-from eor.runs.costs import PromptReplay, member_costs, trained_rates, with_replay
+from eor.runs.costs import PromptReplay, ReaderTokens, member_costs, trained_rates, with_replay
 from eor.runs.run_data import RunData
 from voters.batch import VoteBatch
 from voters.cascade_fit import SelectorSettings, StepScores
@@ -53,13 +52,12 @@ def cost_section(
     *,
     frontier: bool = False,
     progress: bool = False,
-    tokenize: Callable[[str], Sequence[int]] | None = None,
-    chunk: int = 0,
+    tokens: ReaderTokens | None = None,
 ) -> dict[str, Any] | None:
     """The report's `cost` object; None when the records hold no members' seconds. indicator: (M, Q)
     correctness per member and question under the report's metric. `frontier`: also the subset frontier
-    (`progress`: with a bar of the subsets on stderr). `tokenize` (the reader's chat tokens of a prompt) and
-    `chunk` (its prefix chunk): a cascade charged in its own order (the module)."""
+    (`progress`: with a bar of the subsets on stderr). `tokens` (the reader's): a cascade charged in its own order
+    (the module)."""
     trained = trained_rates(voted.voter)
     try:
         costs = member_costs(data, rates=trained)
@@ -67,8 +65,8 @@ def cost_section(
         return None
     matrix = costs.matrix
     charged: np.ndarray | PromptReplay = matrix
-    if voted.voter.in_steps and tokenize is not None and costs.unit == "tokens":
-        charged = with_replay(costs, data, tokenize, chunk).replay or matrix
+    if voted.voter.in_steps and tokens is not None and costs.unit == "tokens":
+        charged = with_replay(costs, data, tokens).replay or matrix
     members = {
         name: {
             "seconds": float(matrix[:, m].mean()),

@@ -22,7 +22,7 @@ from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed
 from eor.evaluation.stats import Bootstrap
 from eor.evaluation.upper_bound import oracle_accuracy
-from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
+from eor.learning.judge_cascade import reader_tokens, scoring_costs
 from eor.pipeline.judging import scored_families
 from eor.pipeline.stages.judged import check_voter_with_judge, load_judge
 from eor.readers import build_reader
@@ -110,14 +110,14 @@ def _seconds(
     judge answered (`judged`, those records in order) the replayed scoring of their candidates."""
     if not rates:
         raise InputError(f"{cascade.source_}: the cascade's file holds no token rates (meta.costs.rates) to replay at")
-    tokenize = chat_tokenizer(build_reader(config.reader))
-    costs = with_replay(member_costs(data, "tokens", dict(rates)), data, tokenize, config.reader.llama_cpp.prefix_chunk)
+    tokens = reader_tokens(build_reader(config.reader), config)
+    costs = with_replay(member_costs(data, "tokens", dict(rates)), data, tokens)
     assert costs.replay is not None  # with_replay's
     columns = [data.names.index(name) for name in cascade.members_]
     spent = cascade.spent(costs.replay.subset(columns), stops)  # each member after the one before it, in its order
     scored = scored_families(config)
     if judged and "scores" in scored:  # what live answering pays to score (nothing with judge.score false)
-        spent[ended] += scoring_costs(judged, config, tokenize, rates, passages="passages" in scored)
+        spent[ended] += scoring_costs(judged, config, tokens.tokenize, rates, passages="passages" in scored)
     return spent
 
 

@@ -66,6 +66,7 @@ from eor.evaluation.inconsistency import mrlr, mrlr_against, mrwr, mrwr_against,
 from eor.evaluation.stats import CONFIDENCE, DEFAULT_RESAMPLES, Bootstrap, paired_test
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS, oracle_accuracy, top_member, upper_bound_by_pool_size
 from eor.pipeline.pool import describe_corpus
+from eor.runs.costs import ReaderTokens
 from eor.runs.run_data import RunData, load_run
 from eor.runs.run_folder import recorded_config, recorded_pool
 from voters.right import RightModel
@@ -109,22 +110,17 @@ def build_report(
     design: str | Path | None = None,
     frontier: bool = False,
     correctness: CorrectnessFunction | None = None,
-    tokenize: Callable[[str], Sequence[int]] | None = None,
-    chunk: int = 0,
+    tokens: ReaderTokens | None = None,
 ) -> dict[str, Any]:
     """Benchmark the members of a run and EoR on its records; a JSON-ready dict (see the module docstring).
 
-    `weights`: a weights file from `eor train`; without one EoR is a uniform voter over `metrics`
-    (default em, f1, cosine; `("em", "f1")` avoids loading the sentence encoder). `metric`: the
-    correctness indicator of RWR, oracle, Top R, errors and significance (em, f1, contains, semantic, ...).
-    `seed` seeds the bootstrap (`resamples` resamples of the questions) and the subset sampling of the
-    upper bound (`max_subsets` subsets per pool size at most). `progress` shows a tqdm bar of the stages.
-    `members`: these members of the records only (records that grew beyond a pool), default all. `design`:
-    `eor design`'s design.json, shown in the report (its path, candidates and frontier; `design.png`).
-    `frontier`: also the cost section's frontier of member subsets (eor.bench.cost_section; slow, so on demand).
-    `correctness`: the function of `metric`, default the one registered under that name (`eor bench --bem-model`).
-    `tokenize` and `chunk`: the reader's chat tokens of a prompt and its prefix chunk, for a cascade's costs
-    charged in its own order (eor.bench.cost_section).
+    `weights`: a weights file from `eor train`; without one EoR is a uniform voter over `metrics` (default em, f1,
+    cosine; `("em", "f1")` loads no sentence encoder). `metric`: the correctness of RWR, oracle, Top R, errors and
+    significance (em, f1, contains, semantic, ...). `seed` seeds the bootstrap (`resamples` resamples) and the upper
+    bound's subsets (`max_subsets` per pool size at most); `progress`: a tqdm bar of the stages. `members`: these
+    members only (records that grew beyond a pool). `design`: `eor design`'s design.json, shown. `frontier`, `tokens`
+    (the reader's): the cost section's subset frontier (slow) and a cascade charged in its own order
+    (eor.bench.cost_section). `correctness`: the function of `metric` (default: registered; `eor bench --bem-model`).
     """
     if metric not in CORRECTNESS:
         raise InputError(f"unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
@@ -146,17 +142,8 @@ def build_report(
         stage(5)
         upper = _upper_bound(scores[metric], data.names, max_subsets, seed)
         stage(6)
-        cost = cost_section(  # a cascade charged in its own order where `tokenize` is given
-            data,
-            voted,
-            scores[metric],
-            metric,
-            seed,
-            frontier=frontier,
-            progress=progress,
-            tokenize=tokenize,
-            chunk=chunk,
-        )
+        options: dict[str, Any] = {"frontier": frontier, "progress": progress, "tokens": tokens}
+        cost = cost_section(data, voted, scores[metric], metric, seed, **options)
         stage(7)
         scored = Scored(
             data, voted, scores, eor_scores, measures, metric, Bootstrap.draw(data.questions, resamples, seed)

@@ -24,7 +24,7 @@ from eor.core.config import EnsembleConfig
 from eor.core.errors import ConfigError, InputError
 from eor.learning.calibration import Calibrated
 from eor.learning.crossval import VoteArrays, vote_arrays
-from eor.learning.judge_cascade import chat_tokenizer
+from eor.learning.judge_cascade import reader_tokens
 from eor.learning.training import (
     beyond_records,
     calibrated,
@@ -59,9 +59,7 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
             f"--rates prices token counts, and {', '.join(map(str, runs))} lack them for some member (old records)"
         )
     settings = options.vote_settings()
-    arrays = with_costs(vote_arrays(data, settings), options.costs)
-    cascade = name == "cascade" or (name == "auto" and (options.max_loss is not None or options.budget is not None))
-    arrays, charged = in_cascade_order(arrays, data, pool, cascade, options.cost_order)
+    arrays, charged = in_cascade_order(with_costs(vote_arrays(data, settings), options.costs), data, pool, options)
     choice = choose(name, arrays, settings, options.inner_folds, options.seed, options.cv)
     fitted = fit(choice)
     probability: Calibrated | None
@@ -90,8 +88,7 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
     identity = _pool(recorded, options.pool_config, pool, data.names)
     if identity is not None:
         meta["pool"] = identity
-    lines = choice_lines(choice, options.metric)
-    lines += [charged] if charged and choice.name == "cascade" else []
+    lines = [*choice_lines(choice, options.metric), *([charged] if charged and choice.name == "cascade" else [])]
     lines.append(f"voter: {choice.name}; weights written to {out}")
     lines += score_lines(fitted, choice.arrays, choice.name, meta, options.metric)
     lines += probability_lines(probability, options.metric, data.questions, options.inner_folds)
@@ -112,16 +109,19 @@ def train(records: Path | Sequence[Path], out: Path, options: TrainOptions) -> s
 
 
 def in_cascade_order(
-    arrays: VoteArrays, data: RunData, pool: EnsembleConfig | None, cascade: bool, order: str = "cascade"
+    arrays: VoteArrays, data: RunData, pool: EnsembleConfig | None, options: TrainOptions
 ) -> tuple[VoteArrays, str | None]:
     """The arrays with each member's cost replayed as a cascade runs it, right after the member before it
-    (eor.runs.costs.with_replay: the prefix its prompt shares with that one), where a `cascade` may be trained,
-    `order` is "cascade" and the records' token counts and prompts can be replayed in the pool's reader's own
-    tokens; and what the cascade is charged, said for the report (None where no cascade is trained)."""
+    (eor.runs.costs.with_replay: the prefix its prompt shares with that one), where `options` may train a
+    cascade (`auto` considers one only under a tolerance or a budget) and ask its own order (`cost_order`), and the
+    records' token counts and prompts can be replayed in the pool's reader's own tokens; and what the cascade is
+    charged, said for the report (None where no cascade is trained)."""
     costs = arrays.costs
-    if not cascade or costs is None:
+    name = options.checked_voter()
+    tolerant = options.max_loss is not None or options.budget is not None
+    if not (name == "cascade" or (name == "auto" and tolerant)) or costs is None:
         return arrays, None
-    if order == "recorded":
+    if options.cost_order == "recorded":
         return arrays, "cascade costs: as recorded, in the records' order (--cost-order recorded)"
     if costs.replay is not None:
         return arrays, "cascade costs: replayed in the cascade's own order (given)"
@@ -129,8 +129,7 @@ def in_cascade_order(
         why = "no --config names the reader" if pool is None else "the records' costs are seconds"
         return arrays, f"cascade costs: as recorded, in the records' order ({why}: no replay of prefix reuse)"
     try:
-        reader = build_reader(pool.reader)
-        replayed = with_replay(costs, data, chat_tokenizer(reader), pool.reader.llama_cpp.prefix_chunk)
+        replayed = with_replay(costs, data, reader_tokens(build_reader(pool.reader), pool))
     except (ConfigError, InputError) as error:
         return arrays, f"cascade costs: as recorded, in the records' order (no replay of prefix reuse: {error})"
     return replace(arrays, costs=replayed), (

@@ -36,6 +36,7 @@ from eor.learning.judge_cascade import (
     chat_tokenizer,
     last_step,
     last_step_meta,
+    reader_tokens,
     scoring_costs,
 )
 from eor.learning.judge_training import JudgedQuestion, candidate_rule, judged_questions
@@ -73,7 +74,7 @@ def train_judge_cascade(records: Path | Sequence[Path], out: Path, judge: Path, 
     fit = voter.fit_scoring(scored)
     reader = build_reader(config.reader)
     if options.cost_order == "cascade":  # each member charged right after the one before it (eor.runs.costs)
-        costs = with_replay(costs, data, chat_tokenizer(reader), config.reader.llama_cpp.prefix_chunk)
+        costs = with_replay(costs, data, reader_tokens(reader, config))
         arrays = replace(arrays, costs=costs)
     cascade = build_candidate("cascade", settings).template(arrays)
     cascade.stop_on = "right"  # a step stops when its leader is likely right; else the judge weighs the candidates

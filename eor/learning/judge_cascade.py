@@ -53,7 +53,7 @@ from eor.learning.judge_training import (
 )
 from eor.pipeline.abstention import ALPHAS, DELTA
 from eor.pipeline.judging import passages_read
-from eor.runs.costs import scoring_seconds
+from eor.runs.costs import ReaderTokens, scoring_seconds
 from voters.cascade_fit import REPEATS
 from voters.cascade_points import LastStep
 from voters.choice_evidence import EARLY, Evidence, choice_evidence
@@ -97,9 +97,16 @@ def chat_tokenizer(reader: Any) -> Callable[[str], Sequence[int]]:
     tokenize = getattr(reader, "chat_tokens", None)
     if not callable(tokenize):
         raise ConfigError(
-            "the judge's scoring is replayed in the reader's own chat tokens: it needs a llama.cpp reader"
+            "the judge's scoring and prefix reuse are replayed in the reader's own chat tokens: it needs a llama.cpp "
+            "reader"
         )
     return tokenize
+
+
+def reader_tokens(reader: Any, config: EnsembleConfig) -> ReaderTokens:
+    """What replays of prefix reuse count in: `reader`'s chat tokens (ConfigError as `chat_tokenizer`) and the
+    prefix chunk of `config`'s reader."""
+    return ReaderTokens(chat_tokenizer(reader), config.reader.llama_cpp.prefix_chunk)
 
 
 def scoring_costs(

@@ -302,13 +302,22 @@ def prompt_replay(
     return PromptReplay(tokens, counts[..., 0] + reused, counts[..., 1].astype(float), chunk, dict(rates))
 
 
-def with_replay(costs: MemberCosts, data: RunData, tokenize: Callable[[str], Sequence[int]], chunk: int) -> MemberCosts:
-    """`costs` (token counts at their rates) with the replay of `data`'s prompts in the reader's tokens
+@dataclass(frozen=True)
+class ReaderTokens:
+    """What a replay of prefix reuse counts in: the reader's chat tokens of a prompt (`tokenize`, e.g.
+    `LlamaCppReader.chat_tokens`) and its prefix chunk."""
+
+    tokenize: Callable[[str], Sequence[int]]
+    chunk: int
+
+
+def with_replay(costs: MemberCosts, data: RunData, tokens: ReaderTokens) -> MemberCosts:
+    """`costs` (token counts at their rates) with the replay of `data`'s prompts in the reader's `tokens`
     (`prompt_replay`): what a cascade trained on them is charged, member after member in its own order.
     InputError for costs not counted in tokens."""
     if costs.unit != "tokens" or not costs.rates:
         raise InputError("replaying prefix reuse prices token counts: the costs are recorded seconds")
-    return replace(costs, replay=prompt_replay(data, tokenize, costs.rates, chunk))
+    return replace(costs, replay=prompt_replay(data, tokens.tokenize, costs.rates, tokens.chunk))
 
 
 def scoring_seconds(
