@@ -8,7 +8,7 @@ voters.folds.cross_fit, the one fold engine. A cascade is charged member after m
 (eor.runs.costs.with_replay) where `--config` names a llama.cpp reader. Records and the reader's tokenizer only.
 
     python -m benchmarks.learning_curve docs/records/nq-train.jsonl.gz docs/records/nq-train-rest.jsonl.gz \
-        --config configs/nq-offline.yaml --voters selector,cascade [--json FILE]
+        --config configs/nq-offline.yaml --voters selector,cascade [--judge-config configs/nq-judge.yaml] [--json FILE]
 """
 
 from __future__ import annotations
@@ -23,11 +23,14 @@ import numpy as np
 
 from eor.learning.crossval import VoteArrays, VoteSettings, build_candidate, vote_arrays
 from eor.learning.judge_cascade import reader_tokens
+from eor.learning.judge_training import JudgedQuestion, accuracy, judged_questions, train_fit, without_scores
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
 from eor.runs.costs import with_replay
+from eor.runs.records import read_records
 from eor.runs.run_data import load_runs
 from voters.folds import cross_fit, folds
+from voters.judge_selector import JudgeSelector
 
 SIZES = (300, 600, 1000, 100_000)  # the last: every question of the other folds
 
@@ -62,6 +65,34 @@ def curve(
     return rows
 
 
+def judge_curve(
+    questions: list[JudgedQuestion], sizes: tuple[int, ...] = SIZES, k: int = 5, seed: int = 0
+) -> list[dict[str, float]]:
+    """The judge voter's curve (under the members' prompts, as configs/nq-judge.yaml answers), trained as `eor
+    train --voter judge` trains it on the first n questions of the other folds, the same way as `curve`."""
+    n = len(questions)
+    parts = folds(n, k, seed)
+    rank = np.empty(n, dtype=int)
+    rank[np.random.default_rng(seed).permutation(n)] = np.arange(n)
+    rows = []
+    for size in sizes:
+        used: list[int] = []
+
+        def fitted(train: np.ndarray, size: int = size, used: list[int] = used) -> JudgeSelector:
+            kept = np.sort(train[np.argsort(rank[train], kind="stable")][:size])
+            used.append(len(kept))
+            return train_fit([questions[i] for i in kept], "scores", seed=seed)[0]
+
+        def answered(fit: JudgeSelector, held: np.ndarray) -> np.ndarray:
+            test = [without_scores(questions[i], fit.families) for i in held]
+            return accuracy(test, [fit.choose(q.features) for q in test])
+
+        right = np.concatenate(cross_fit(parts, np.arange(n), fitted, answered))
+        rows.append({"trained_on": float(np.mean(used)), "em": float(right.mean())})
+        print(f"judge: {np.mean(used):.0f} questions: EM {100 * right.mean():.1f}", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="+", help="the training records (several: read as one)")
@@ -69,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--voters", default="selector,cascade", help="eor train's voters, comma-separated")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--judge-config", help="also the judge voter's curve, its pool's config (configs/nq-judge.yaml)"
+    )
     parser.add_argument("--json", help="write the curves here")
     args = parser.parse_args(argv)
     config = load_valid_config(args.config)
@@ -79,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         replayed = with_replay(arrays.costs, data, reader_tokens(build_reader(config.reader), config))
         arrays = replace(arrays, costs=replayed)
     curves = {voter: curve(arrays, voter, settings, k=args.folds, seed=args.seed) for voter in args.voters.split(",")}
+    if args.judge_config:
+        members = load_valid_config(args.judge_config).members
+        labelled = [r for path in args.records for r in read_records(path) if r.answers]
+        curves["judge"] = judge_curve(judged_questions(labelled, members), k=args.folds, seed=args.seed)
     if args.json:
         document = {"records": args.records, "questions": data.questions, "folds": args.folds, "curves": curves}
         Path(args.json).write_text(json.dumps(document, indent=1) + "\n")

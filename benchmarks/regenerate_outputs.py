@@ -33,9 +33,13 @@ NQ16_DEV = ["--dev", f"{R}/nq16-dev.jsonl.gz"]
 #: the 16-member pool's 400 training questions (docs/results.md): voters without the confidence dev lacks
 NQ16_400 = ["--no-confidence", "--config", "configs/nq-offline16.yaml"]
 
-#: the shipped cascades were trained with each member charged as recorded (docs/cascade.md, "Costs as they are
-#: paid"): until they are trained again, their outputs reproduce so
+#: the cascades trained before "Costs as they are paid" (docs/cascade.md) charged each member as recorded: their
+#: outputs reproduce so
 RECORDED = ["--cost-order", "recorded"]
+#: questions the corpus cannot answer (docs/abstention.md, "Beyond the corpus"): ablated copies teach, the 200
+#: no-corpus questions set aside to learn from certify, for a share 0.33
+BEYOND = ["--ablated", f"{R}/nq-train-ablated.jsonl.gz", "--nocorpus", f"{R}/nq-nocorpus-learn200.jsonl.gz"]
+BEYOND += ["--unanswerable-share", "0.33"]
 #: weights file -> the `eor train` arguments (after the records) that made it, and the dev records it is benched on;
 #: the NQ records grew beyond the 7-member pool (docs/pool-design.md), so its figures name that pool's config
 TRAINED = {
@@ -46,6 +50,11 @@ TRAINED = {
     ),
     "nq-offline-auto.json": ([f"{R}/nq-train.jsonl.gz", "--cv", "5", "--no-confidence", *NQ], f"{R}/nq-dev.jsonl.gz"),
     "nq-offline-cascade.json": (
+        [f"{R}/nq-train.jsonl.gz", f"{R}/nq-train-rest.jsonl.gz", "--voter", "cascade", "--max-loss", "0.5"]
+        + ["--no-confidence", *NQ, *BEYOND],
+        f"{R}/nq-dev.jsonl.gz",
+    ),
+    "nq-offline-cascade-600.json": (
         [f"{R}/nq-train.jsonl.gz", "--voter", "cascade", "--max-loss", "0.5", "--no-confidence", *RECORDED, *NQ],
         f"{R}/nq-dev.jsonl.gz",
     ),

@@ -449,7 +449,7 @@ def test_a_config_risk_is_checked_at_start(tmp_path, isolated_cache):
         load_config(path)
 
 
-def test_the_shipped_cascade_on_records_without_confidence_says_which_fit_scored_them(tmp_path):
+def test_the_cascade_of_the_600_on_records_without_confidence_says_which_fit_scored_them(tmp_path):
     """The issue's case: the same answers, with and without the reader's confidence in the records. With it,
     the fit with confidence scores every question; without it, the fit without confidence does (as its own
     cross-fitted training rows were scored), never the fit with confidence on filled-in values; a weights file
@@ -460,7 +460,7 @@ def test_the_shipped_cascade_on_records_without_confidence_says_which_fit_scored
     from eor.runs.run_data import load_run
     from voters.choice_evidence import choice_evidence
 
-    shipped = ROOT / "docs" / "weights" / "nq-offline-cascade.json"
+    shipped = ROOT / "docs" / "weights" / "nq-offline-cascade-600.json"  # fits with and without confidence
     data = load_run(ROOT / "docs" / "records" / "nq-train.jsonl.gz").subset(list(range(120)))
     blind = dataclasses.replace(data, confidence=[[None] * len(row) for row in data.confidence])
     seen, unseen = vote(data, shipped), vote(blind, shipped)

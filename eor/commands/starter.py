@@ -15,11 +15,11 @@ from eor.documents.folder import import_folder
 
 CORPUS_LINE = re.compile(r"^(\s*path:\s*)eor:demo/corpus\.jsonl.*$", re.M)
 VOTER_LINE = re.compile(r"^voter:[ \t]*\n", re.M)
-#: the voter a new folder answers with: the shipped cascade fitted beyond the corpus (docs/abstention.md), trained on
-#: NQ over the Wikipedia sample with questions that sample cannot answer (it installs with eor): one's own documents
-#: are asked many questions they do not hold, and its declines say so; its P(right) says it is outside its guarantee
-#: on other documents until `eor calibrate` fits it to them
-SHIPPED_WEIGHTS = "eor:weights/nq-offline-cascade-beyond.json"
+#: the voter a new folder answers with: the shipped default cascade, fitted beyond the corpus (docs/abstention.md),
+#: trained on NQ over the Wikipedia sample with questions that sample cannot answer (it installs with eor): one's own
+#: documents are asked many questions they do not hold, and its declines say so; its P(right) says it is outside its
+#: guarantee on other documents until `eor calibrate` fits it to them
+SHIPPED_WEIGHTS = "eor:weights/nq-offline-cascade.json"
 
 
 def init_folder(
