@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,12 +36,18 @@ from voters.judge_selector import JudgeSelector
 SIZES = (300, 600, 1000, 100_000)  # the last: every question of the other folds
 
 
-def curve(
-    arrays: VoteArrays, voter: str, settings: VoteSettings, sizes: tuple[int, ...] = SIZES, k: int = 5, seed: int = 0
+def sized(
+    n: int,
+    label: str,
+    fit: Callable[[np.ndarray], Any],
+    answer: Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray | None]],
+    sizes: tuple[int, ...] = SIZES,
+    k: int = 5,
+    seed: int = 0,
 ) -> list[dict[str, float]]:
-    """Per size: the training questions each fold's voter was fitted on (mean), its out-of-fold EM and mean
-    cost per question (the members it ran)."""
-    n = arrays.questions
+    """Per size: `fit(kept)` on the first `size` questions of each fold's training part (in one seeded
+    permutation of the n questions), `answer(fitted, held)` → (right, cost or None) on the held-out fold; the
+    questions fitted on (mean over the folds), the out-of-fold EM and, where there is a cost, its mean."""
     parts = folds(n, k, seed)
     rank = np.empty(n, dtype=int)
     rank[np.random.default_rng(seed).permutation(n)] = np.arange(n)  # the order every size takes its first n in
@@ -51,46 +58,44 @@ def curve(
         def fitted(train: np.ndarray, size: int = size, used: list[int] = used) -> Any:
             kept = np.sort(train[np.argsort(rank[train], kind="stable")][:size])
             used.append(len(kept))
-            return build_candidate(voter, settings).fit(arrays, kept)
+            return fit(kept)
 
-        def answered(candidate: Any, held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            chosen, cost = candidate.answer(arrays, held)
-            return arrays.correctness[held, chosen] >= 0.5, np.asarray(cost, dtype=float)
-
-        found = cross_fit(parts, np.arange(n), fitted, answered)
+        found = cross_fit(parts, np.arange(n), fitted, answer)
         right = np.concatenate([r for r, _ in found])
-        cost = np.concatenate([c for _, c in found])
-        rows.append({"trained_on": float(np.mean(used)), "em": float(right.mean()), "seconds": float(np.mean(cost))})
-        print(f"{voter}: {np.mean(used):.0f} questions: EM {100 * right.mean():.1f}, {np.mean(cost):.2f} s", flush=True)
+        row = {"trained_on": float(np.mean(used)), "em": float(right.mean())}
+        if found[0][1] is not None:
+            row["seconds"] = float(np.mean(np.concatenate([c for _, c in found if c is not None])))
+        rows.append(row)
+        cost = f", {row['seconds']:.2f} s" if "seconds" in row else ""
+        print(f"{label}: {row['trained_on']:.0f} questions: EM {100 * row['em']:.1f}{cost}", flush=True)
     return rows
 
 
-def judge_curve(
-    questions: list[JudgedQuestion], sizes: tuple[int, ...] = SIZES, k: int = 5, seed: int = 0
-) -> list[dict[str, float]]:
+def curve(arrays: VoteArrays, voter: str, settings: VoteSettings, k: int = 5, seed: int = 0) -> list[dict[str, float]]:
+    """An `eor train` voter's curve: its out-of-fold EM and mean cost per question (the members it ran)."""
+
+    def answered(candidate: Any, held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        chosen, cost = candidate.answer(arrays, held)
+        return arrays.correctness[held, chosen] >= 0.5, np.asarray(cost, dtype=float)
+
+    def fit(kept: np.ndarray) -> Any:
+        return build_candidate(voter, settings).fit(arrays, kept)
+
+    return sized(arrays.questions, voter, fit, answered, k=k, seed=seed)
+
+
+def judge_curve(questions: list[JudgedQuestion], k: int = 5, seed: int = 0) -> list[dict[str, float]]:
     """The judge voter's curve (under the members' prompts, as configs/nq-judge.yaml answers), trained as `eor
-    train --voter judge` trains it on the first n questions of the other folds, the same way as `curve`."""
-    n = len(questions)
-    parts = folds(n, k, seed)
-    rank = np.empty(n, dtype=int)
-    rank[np.random.default_rng(seed).permutation(n)] = np.arange(n)
-    rows = []
-    for size in sizes:
-        used: list[int] = []
+    train --voter judge` trains it."""
 
-        def fitted(train: np.ndarray, size: int = size, used: list[int] = used) -> JudgeSelector:
-            kept = np.sort(train[np.argsort(rank[train], kind="stable")][:size])
-            used.append(len(kept))
-            return train_fit([questions[i] for i in kept], "scores", seed=seed)[0]
+    def answered(fit: JudgeSelector, held: np.ndarray) -> tuple[np.ndarray, None]:
+        test = [without_scores(questions[i], fit.families) for i in held]
+        return accuracy(test, [fit.choose(q.features) for q in test]), None
 
-        def answered(fit: JudgeSelector, held: np.ndarray) -> np.ndarray:
-            test = [without_scores(questions[i], fit.families) for i in held]
-            return accuracy(test, [fit.choose(q.features) for q in test])
+    def fit(kept: np.ndarray) -> JudgeSelector:
+        return train_fit([questions[i] for i in kept], "scores", seed=seed)[0]
 
-        right = np.concatenate(cross_fit(parts, np.arange(n), fitted, answered))
-        rows.append({"trained_on": float(np.mean(used)), "em": float(right.mean())})
-        print(f"judge: {np.mean(used):.0f} questions: EM {100 * right.mean():.1f}", flush=True)
-    return rows
+    return sized(len(questions), "judge", fit, answered, k=k, seed=seed)
 
 
 def main(argv: list[str] | None = None) -> int:
