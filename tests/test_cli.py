@@ -32,8 +32,11 @@ batch_size: 2
     return path
 
 
-def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*EOR, *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=600)
+def run_cli(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`eor ARGS` in a process of its own; `timeout`: a guard against a hang, not a speed check (a command that
+    answers many questions passes one that grows with them)."""
+    environment = {**os.environ, **(env or {})}
+    return subprocess.run([*EOR, *args], capture_output=True, text=True, env=environment, timeout=timeout)
 
 
 def test_help_is_fast_and_imports_nothing_heavy() -> None:

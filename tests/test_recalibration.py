@@ -260,6 +260,7 @@ def test_your_own_documents_recalibrated_from_60_labelled_questions(tmp_path) ->
             "--batch-size",
             "16",
             "--no-cache",
+            timeout=60 * len(rows),  # a hang guard of a minute a question: the reader's speed is not what is tested
         )
         assert ran.returncode == 0, ran.stderr[-2000:]
     question = ["ask", "who founded the town of Belmont", "--config", str(config), "--risk", "0.3", "--json"]
