@@ -179,8 +179,9 @@ def training_pairs(
         right = questions[i].judged.right
         wrong = np.flatnonzero(~right)
         wrong = wrong[:negatives] if sample == "first" else np.sort(rng.permutation(wrong)[:negatives])
+        made = pairs_of(questions[i])
         for j in [*np.flatnonzero(right), *wrong]:
-            pairs.append(pairs_of(questions[i])[j])
+            pairs.append(made[j])
             labels.append(int(right[j]))
     return pairs, labels
 
