@@ -48,7 +48,14 @@ TRAINED = {
         [f"{R}/nq-train.jsonl.gz", "--voter", "grounding", *NQ, *NQ_DEV],
         f"{R}/nq-dev.jsonl.gz",
     ),
-    "nq-offline-auto.json": ([f"{R}/nq-train.jsonl.gz", "--cv", "5", "--no-confidence", *NQ], f"{R}/nq-dev.jsonl.gz"),
+    "nq-offline-auto.json": (
+        [f"{R}/nq-train.jsonl.gz", f"{R}/nq-train-rest.jsonl.gz", "--cv", "5", "--no-confidence", *NQ, *BEYOND],
+        f"{R}/nq-dev.jsonl.gz",
+    ),
+    "nq-offline-auto-600.json": (
+        [f"{R}/nq-train.jsonl.gz", "--cv", "5", "--no-confidence", *NQ],
+        f"{R}/nq-dev.jsonl.gz",
+    ),
     "nq-offline-cascade.json": (
         [f"{R}/nq-train.jsonl.gz", f"{R}/nq-train-rest.jsonl.gz", "--voter", "cascade", "--max-loss", "0.5"]
         + ["--no-confidence", *NQ, *BEYOND],

@@ -105,7 +105,7 @@ def test_an_old_probability_section_loads_as_fitted_without_unanswerable_questio
 
     from tests.conftest import ROOT
 
-    document = json.loads((ROOT / "docs" / "weights" / "nq-offline-auto.json").read_text())
+    document = json.loads((ROOT / "docs" / "weights" / "nq-offline-auto-600.json").read_text())
     model = RightModel.from_dict(document["meta"]["probability"], "auto")
     assert not model.beyond_corpus and not model.reads_retrieval and model.unanswerable is None
     assert set(model.fits) == {"confidence", "no confidence"}

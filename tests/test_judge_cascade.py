@@ -194,7 +194,7 @@ def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, caps
     ]
     held = _subset(records, tmp_path / "held", 450, 520)  # training questions the cascade below never saw
     out, config = tmp_path / "jc.json", ROOT / "configs" / "nq-judge.yaml"
-    judge = ROOT / "docs" / "weights" / "nq-offline-judge.json"
+    judge = ROOT / "docs" / "weights" / "nq-offline-judge-600.json"
     flags = ["--config", str(config), "--budget", "2.5", "--rates", "281,60", "--no-confidence", "--metrics", "em,f1"]
     assert (
         main(["train", *train, "--voter", "cascade", "--judge", str(judge), "--out", str(out), *flags]) == 0
@@ -284,7 +284,7 @@ def test_a_judge_ended_cascade_beyond_the_corpus(tmp_path, capsys):
     assert all(row["threshold"] is None or "bound" in row for row in judged["judged"])
     for fit in stopped["fits"].values():  # one threshold for every answer, whichever P(right) it carries
         assert fit["risk"]["delta"] == 0.1 and fit["risk"]["thresholds"] == judged["judged"]
-    plain = ROOT / "docs" / "weights" / "nq-offline-judge.json"
+    plain = ROOT / "docs" / "weights" / "nq-offline-judge-600.json"
     refused = ["train", str(train), "--voter", "cascade", "--judge", str(plain), "--out", str(tmp_path / "x"), *flags]
     assert main([*refused, *beyond]) != 0 and not (tmp_path / "x").exists()
     assert "trained on answerable questions alone" in capsys.readouterr().err

@@ -93,7 +93,7 @@ def test_the_retrieval_family_that_p_right_may_read():
     assert "retrieval" not in judge_fit_document(plain) and judge_fit_document(reading)["retrieval"] is True
     assert judge_fit_from_document(json.loads(json.dumps(judge_fit_document(reading)))).retrieval
     assert JudgeVoter([reading], ["A"]).reads_retrieval and not JudgeVoter([plain], ["A"]).reads_retrieval
-    old = load_voter(ROOT / "docs" / "weights" / "nq-offline-judge.json", kind="judge")  # a file from before it
+    old = load_voter(ROOT / "docs" / "weights" / "nq-offline-judge-600.json", kind="judge")  # a file from before it
     assert not old.reads_retrieval and all(not any(a.startswith("retr:") for a in f.absolute) for f in old.fits)
     question = "when was the eiffel tower built"
     outputs = {
