@@ -474,3 +474,26 @@ def test_a_question_on_which_a_member_failed_is_left_out_of_the_run_data(tmp_pat
     path.write_text("".join(json.dumps(row) + "\n" for row in (rows[0], lacking)))
     with pytest.raises(InputError, match="lacks member"):
         load_run(path, names)
+
+
+def test_every_shipped_nq_voter_is_fitted_beyond_the_corpus() -> None:
+    """The files the NQ configs answer with (the default cascade, the judge and the judged cascade) and the selector
+    beside them are fitted with questions the corpus cannot answer, holding P(unanswerable); the files of the 600
+    answerable questions they replaced are kept as `-600` and say they were not."""
+    from eor.core.config import load_config
+    from tests.conftest import ROOT
+    from voters.loading import load_voter
+
+    weights = ROOT / "docs" / "weights"
+    for name in ("nq-offline-cascade", "nq-offline-auto", "nq-offline-judge-cascade"):
+        new, old = (RightModel.from_voter(load_voter(weights / f"{name}{end}.json")) for end in ("", "-600"))
+        assert new is not None and new.beyond_corpus and new.unanswerable is not None, name
+        assert old is not None and not old.beyond_corpus and old.unanswerable is None, name
+    judge, old_judge = (load_voter(weights / f"nq-offline-judge{end}.json", kind="judge") for end in ("", "-600"))
+    assert judge.reads_retrieval and all(fit.unanswerable_ is not None for fit in judge.fits)
+    assert not old_judge.reads_retrieval and all(fit.unanswerable_ is None for fit in old_judge.fits)
+    named = set()
+    for config in ("nq-offline", "nq-judge", "nq-judge-cascade"):
+        pool = load_config(ROOT / "configs" / f"{config}.yaml")
+        named |= {pool.resolve_path(w).name for w in (pool.voter.weights, pool.judge and pool.judge.weights) if w}
+    assert named == {"nq-offline-cascade.json", "nq-offline-judge.json", "nq-offline-judge-cascade.json"}
