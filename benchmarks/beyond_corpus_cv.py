@@ -8,9 +8,9 @@ question and its ablated copy fall together (eor.learning.beyond_corpus). Then, 
 logistic of P(right) is cross-fitted for each variant: which kinds it is fitted on (answerable alone, + ablated,
 + no corpus, + both) and which feature set it reads (voters.choice_evidence.FITS: with or without the reader's
 confidence, with or without the retrieval family), each on the rows that have its features. Each variant's
-out-of-fold P(right) gives the mixed thresholds at the share `--share` (bounded on the answerable and the
-no-corpus questions, each apart), and at α = 0.3 the report gives, out of fold: the share of the no-corpus
-questions answered, the coverage of the answerable, the error among answered on the mix at the share, and ECE on
+out-of-fold P(right) gives the mixed thresholds at the share `--share` (one test of the mix, from the answerable and
+the no-corpus questions at once), and at α = 0.3 the report gives, out of fold: the share of the no-corpus questions
+answered, the coverage of the answerable, the error among answered on the mix at the share, and ECE on
 the natural mix; and, whatever was certified, at the threshold answering the most probable 28% of the answerable
 questions: their error, and the share of the no-corpus and ablated questions answered. P(unanswerable) is scored
 the same way (AUC of telling the answerable from each kind). One more form is scored beside the variants: P(right)

@@ -105,7 +105,7 @@ def _beyond_options(train: argparse.ArgumentParser) -> None:
         "--nocorpus",
         metavar="RECORDS",
         help="records of real questions whose answer the corpus does not hold: the thresholds are certified on them "
-        "and on the training questions, each apart (they teach P(right) only without --ablated)",
+        "and the training questions, one test of the mix (they teach P(right) only without --ablated)",
     )
     beyond.add_argument(
         "--unanswerable-share",

@@ -243,7 +243,8 @@ def beyond_lines(share: float, found: JudgedCalibration) -> list[str]:
 
 def _why_none(found: JudgedCalibration, share: float, alpha: float) -> str:
     """Where the mixed test for `alpha` stopped when it certified no threshold (eor.pipeline.abstention
-    `sequence_end`): the λ, what it answered of each stratum, and the bound ("": a threshold, or no no-corpus rows)."""
+    `sequence_end`): the λ, what it answered of each stratum, the p-value and the error certified there ("": a
+    threshold, or no no-corpus rows)."""
     kind = found.stopped.kind
     if any(abs(float(row["alpha"]) - alpha) < 1e-9 and row["threshold"] is not None for row in found.late):
         return ""
@@ -256,12 +257,13 @@ def _why_none(found: JudgedCalibration, share: float, alpha: float) -> str:
     end = sequence_end(answerable, nocorpus, alpha, share)
     if end is None:
         return ""
-    threshold, bound = end
+    threshold, p_value, bound = end
     (n, wrong, answered_right), (m, wrong_nocorpus, _) = answerable.counts(threshold), nocorpus.counts(threshold)
     return (
         f"; no threshold: the test stops at P ≥ {significant(threshold)} ({wrong + answered_right} of {n} "
-        f"answerable answered, {wrong} wrong; {wrong_nocorpus} of {m} no-corpus answered wrongly), bound "
-        f"{fixed(bound, 3)} > {significant(alpha)}"
+        f"answerable answered, {wrong} wrong; {wrong_nocorpus} of {m} no-corpus answered wrongly), p "
+        f"{fixed(p_value, 3)} > δ {significant(DELTA)}, the error certified there {fixed(bound, 3)} > "
+        f"{significant(alpha)}"
     )
 
 

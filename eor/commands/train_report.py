@@ -157,8 +157,8 @@ def beyond_lines(calibrated: MixCalibrated) -> list[str]:
     lines = [
         "thresholds for a mix with a share "
         + (
-            f"{significant(share)} of questions the corpus cannot answer (bounded on the training and the no-corpus "
-            "questions, each apart)"
+            f"{significant(share)} of questions the corpus cannot answer (one test of the mix over the training and "
+            "the no-corpus questions)"
             if share is not None
             else "0 (no no-corpus records: the training questions alone)"
         )

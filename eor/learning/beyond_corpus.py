@@ -14,9 +14,10 @@ only when no ablated copy is given. It is fitted out of fold on folds where a qu
 together (`mix_folds`): each question's evidence comes from the voter fitted on the answerable questions of the
 other folds, and its out-of-fold probability, every kind's, from the logistic fitted on the other folds' rows of
 the kinds that teach. The abstention thresholds hold for a mix with a share s of unanswerable questions
-(eor.pipeline.abstention.mixed_risk_threshold): bounded on the answerable and the real no-corpus questions, each
-stratum apart, and combined at s. Fitting on the ablated copies and certifying on the real questions keeps the
-sample the test bounds out of the fit; cross-validation on the 1,566 NQ training questions agreed (docs/abstention.md).
+(eor.pipeline.abstention.mixed_risk_threshold): one test of the error among answered on the mix, from the answerable
+and the real no-corpus questions at once, combined at s. Fitting on the ablated copies and certifying on the real
+questions keeps the sample the test bounds out of the fit; cross-validation on the 1,566 NQ training questions
+agreed (docs/abstention.md).
 
 P(unanswerable), a logistic on the same evidence (without the reader's confidence) telling the answerable from
 the unanswerable kind that teaches, names the reason of a decline: "the passages read do not seem to hold the

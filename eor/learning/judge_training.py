@@ -270,7 +270,7 @@ def fit_beyond(
     other folds (an ablated copy falls in its origin's fold, the no-corpus questions in seeded folds of their
     own); P(right) and P(unanswerable) are fitted on the kinds that teach (`taught_kinds`: the ablated copies
     where there are any) and cross-fitted on every row; the thresholds bound the error on a mix at the share,
-    the answerable and the no-corpus questions each apart (`mix_thresholds`). Gives back every row's (the
+    one test of the answerable and the no-corpus questions together (`mix_thresholds`). Gives back every row's (the
     answerable, then `beyond`'s) out-of-fold P(right), whether its choice was right, and its kind."""
     fold_of = {q.id: f for f, held in enumerate(parts) for q in (seen[i] for i in held)}
     theirs = fold_labels(len(beyond.questions), k, seed)

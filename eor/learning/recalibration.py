@@ -10,17 +10,17 @@ so that they make up the share s of the mix the user expects.
 
 **The thresholds** are chosen on the shipped P, not on P': the fixed grid of eor.pipeline.abstention (0.00,
 0.05, ..., 0.95, fixed before any of the user's questions is read) is tested on the labelled questions by
-Learn then Test's fixed sequence (`risk_threshold`), or for a mix by `mixed_risk_threshold` (each kind bounded
-apart, at the stated share), and each threshold λ chosen is stored as its image σ(a · logit λ + b). As P'
-rises with P (a > 0, checked), a question has P' at least that image exactly when P ≥ λ: the fitted a and b
+Learn then Test's fixed sequence (`risk_threshold`), or for a mix by `mixed_risk_threshold` (one test of the mix,
+both kinds at once, at the stated share), and each threshold λ chosen is stored as its image σ(a · logit λ + b). As
+P' rises with P (a > 0, checked), a question has P' at least that image exactly when P ≥ λ: the fitted a and b
 change what P(right) says, never which questions are answered at a threshold, so the guarantee is that of a
 grid fixed in advance, with the user's questions as the test's sample (exchangeable with the questions asked
 later, the one assumption). Without questions the documents cannot answer, it holds for answerable questions
 only, and says so.
 
 **The slack** of a threshold: the exact upper bound on the error among answered questions that the labelled
-questions certify (Clopper–Pearson at δ, or the mixed bound) minus the error seen on them; with 60 questions,
-tens of points at every α (`Recalibrated.lines` prints it): what so few questions cost.
+questions certify (Clopper–Pearson at δ, or the error on the mix the mixed test certifies) minus the error seen on
+them; with 60 questions, tens of points at every α (`Recalibrated.lines` prints it): what so few questions cost.
 """
 
 from __future__ import annotations

@@ -29,6 +29,13 @@ probabilities (voters.right) and applied to the logistic fitted on every row; th
 and its minimum coverage were chosen after looking at the same training questions; and the skip of step 4
 is exact only given the probabilities. The held-out dev figures are the evidence.
 
+**For a mix** (`mixed_risk_threshold`) of answerable questions and a share s of questions the corpus cannot
+answer, each λ is tested the same way by one test of the error among answered on the mix, from both samples at
+once (`MixedCounts.p_value`: the two strata's sampling errors add as variances; Berger and Boos's p-value for the
+nuisance rates). It replaced a union of three Clopper–Pearson bounds at δ/3 each (up to 6a51b45), which
+added the bounds' widths; it was chosen after that union's results on the NQ training questions had been read
+(docs/abstention.md says what each certifies).
+
 `thresholds` applies it to a grid of α (`ALPHAS`) at δ = `DELTA` (eor.learning.calibration's `calibrate` fits a voter's
 P(right) and these thresholds on training records), and `abstention` decides at answer time: answer when
 P(right) is at least the threshold of the largest α of the grid not above the risk asked for.
@@ -154,36 +161,84 @@ def binomial_bound(count: int, n: int, level: float, upper: bool) -> float:
     return 0.0 if count <= 0 else float(beta.ppf(level, count, n - count + 1))
 
 
+#: Berger and Boos's (1994) allowance: the two nuisance rates of the mixed test (the answerable questions' answered
+#: share, the no-corpus questions' answered-and-wrong share) are confined to a 1 − GAMMA confidence set (GAMMA/2 to
+#: each, Clopper–Pearson) and GAMMA is added to the p-value; 0.001 is their suggested value
+GAMMA = 0.001
+#: points of the no-corpus rate over which the supremum of the mixed test is taken (then refined around the best)
+NUISANCE_POINTS = 201
+
+
 @dataclass(frozen=True)
-class MixedBound:
-    """At one threshold, three Clopper–Pearson bounds (`mixed_bound`): the error rate among the answerable questions
-    answered (upper), the share of answerable questions answered (lower), and the share of unanswerable questions
-    answered wrongly (upper); and the bound they give on the error among answered questions of a mix."""
+class MixedCounts:
+    """At one threshold, what the mixed test reads: of the `n` answerable questions, `answered` answered and
+    `wrong` of them wrong; of the `m` no-corpus questions, `wrong_unanswerable` answered wrongly (those answered
+    rightly are left out, which can only make the test more cautious)."""
 
-    error_answerable: float
-    answered_answerable: float
-    wrong_unanswerable: float
+    n: int
+    answered: int
+    wrong: int
+    m: int
+    wrong_unanswerable: int
 
-    def error(self, share: float) -> float:
-        """The largest error among answered questions that the bounds allow for a mix with `share` unanswerable:
-        (1 − s)·C·e + s·W over (1 − s)·C + s·W, with e and W at their upper bounds and C at its lower, and the
-        unanswerable questions answered rightly left out of both (each of these makes the error larger); 1 when
-        nothing is answered."""
-        answered = (1 - share) * self.answered_answerable + share * self.wrong_unanswerable
-        wrong = (1 - share) * self.answered_answerable * self.error_answerable + share * self.wrong_unanswerable
-        return 1.0 if answered <= 0 else wrong / answered
+    @classmethod
+    def at(cls, answerable: Stratum, unanswerable: Stratum, threshold: float) -> MixedCounts:
+        n, wrong, right = answerable.counts(threshold)
+        m, wrong_unanswerable, _ = unanswerable.counts(threshold)
+        return cls(n, wrong + right, wrong, m, wrong_unanswerable)
 
+    def p_value(self, alpha: float, share: float) -> float:
+        """The p-value of H: the error among answered on a mix with `share` unanswerable exceeds `alpha`.
 
-def mixed_bound(answerable: Stratum, unanswerable: Stratum, threshold: float, delta: float) -> MixedBound:
-    """The bounds of MixedBound at `threshold`, each at δ/3: with probability at least 1 − δ all three hold (a union
-    bound), and then so does `MixedBound.error` at every share. The answerable questions' error is bounded given
-    how many were answered (their errors are binomial given that count), as `risk_threshold` tests it."""
-    n, wrong, right = answerable.counts(threshold)
-    level = delta / 3
-    error = binomial_bound(wrong, wrong + right, level, upper=True) if wrong + right else 1.0
-    answered = binomial_bound(wrong + right, n, level, upper=False)
-    m, wrong_u, _ = unanswerable.counts(threshold)
-    return MixedBound(error, answered, binomial_bound(wrong_u, m, level, upper=True))
+        That error is ((1 − s)·C·e + s·W) / ((1 − s)·C + s·W) (C the answerable questions' answered share, e their
+        error among answered, W the no-corpus questions' answered-and-wrong share), so H is D = (1 − s)·C·(e − α) +
+        s·(1 − α)·W ≥ 0. The statistic is D's estimate T = a·(X/N − α) + b·Y/m, with X the N answerable answered's
+        errors (binomial given N), Y the no-corpus answered wrongly (binomial, independent), b = s·(1 − α) and a =
+        (1 − s)·C_low, C at its Clopper–Pearson lower bound at GAMMA/2: a smaller C only widens H, so a test of the
+        wider H is valid whenever C ≥ C_low. The p-value is Berger and Boos's: the largest P(T ≤ t) over the
+        boundary of H (e = α − b·W/a, with W from 0 up to W's upper bound at GAMMA/2 and at most α·a/b, where e
+        reaches 0: inside H a larger e or, at e = 0, a larger W only lowers the tail), plus GAMMA. One test of the
+        mix, so the two strata's sampling errors add as variances, not as bounds."""
+        if self.answered == 0:
+            return 1.0
+        low = binomial_bound(self.answered, self.n, GAMMA / 2, upper=False)
+        high = binomial_bound(self.wrong_unanswerable, self.m, GAMMA / 2, upper=True)
+        a, b = (1 - share) * low, share * (1 - alpha)
+        observed = a * (self.wrong / self.answered - alpha) + b * self.wrong_unanswerable / self.m
+        wrongs = np.arange(self.m + 1)
+        # the answerable errors X at most allowed beside each Y for T ≤ t (a hair of slack for rounding)
+        most = np.floor(self.answered * (alpha + (observed - b * wrongs / self.m) / a) + 1e-9)
+        top = min(high, alpha * a / b) if b > 0 else 0.0
+
+        def tail(rates: np.ndarray) -> np.ndarray:
+            from scipy.stats import binom
+
+            error = np.clip(alpha - b * rates / a, 0.0, 1.0)[:, None]
+            return np.sum(binom.pmf(wrongs, self.m, rates[:, None]) * binom.cdf(most, self.answered, error), axis=1)
+
+        grid = np.linspace(0.0, top, NUISANCE_POINTS)
+        values = tail(grid)
+        best = int(values.argmax())
+        largest = float(values[best])
+        if top > 0:
+            from scipy.optimize import minimize_scalar
+
+            around = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
+            refined = minimize_scalar(lambda rate: -float(tail(np.array([rate]))[0]), bounds=around, method="bounded")
+            largest = max(largest, -float(refined.fun))
+        return min(1.0, largest + GAMMA)
+
+    def bound(self, share: float, delta: float) -> float:
+        """The error among answered on the mix that the test certifies at `delta`: the smallest α (to 1e-4) that
+        `p_value` rejects at, found by bisection (the p-value falls as α grows; tests/test_mixed_guarantee.py);
+        1 when no α below 1 is rejected."""
+        low, high = 0.0, 1.0
+        if self.p_value(1 - 1e-4, share) > delta:
+            return 1.0
+        while high - low > 1e-4:
+            middle = (low + high) / 2
+            low, high = (low, middle) if self.p_value(middle, share) <= delta else (middle, high)
+        return high
 
 
 def mixed_risk_threshold(
@@ -196,20 +251,23 @@ def mixed_risk_threshold(
     min_coverage: float = MIN_COVERAGE,
 ) -> RiskThreshold:
     """The threshold for `alpha` on a mix where a share `share` of the questions have no answer in the corpus:
-    fixed-sequence testing from the highest λ of the grid down (as `risk_threshold`), H_λ rejected when the
-    bound of `mixed_bound` on the error among answered questions at `share` is at most α, a test of level δ
-    per λ. A λ answering less than `min_coverage` of the answerable questions is skipped. `coverage` and `error`
-    are the training mix's at `share` (each stratum's rates weighted by its share), `bound` the certified bound."""
+    fixed-sequence testing from the highest λ of the grid down (as `risk_threshold`), H_λ rejected when the mixed
+    test's p-value (`MixedCounts.p_value`) is at most δ. A λ answering less than `min_coverage` of the answerable
+    questions is skipped. `coverage` and `error` are the training mix's at `share` (each stratum's rates weighted
+    by its share), `p_value` the test's, `bound` the error on the mix it certifies (`MixedCounts.bound`)."""
     chosen = RiskThreshold(alpha, None, 0.0, None, None, share)
-    for threshold, bound in mixed_sequence(answerable, unanswerable, share, delta, grid, min_coverage, alpha):
-        if bound > alpha:
+    last: MixedCounts | None = None
+    for threshold, counts in mixed_sequence(answerable, unanswerable, share, delta, grid, min_coverage, alpha):
+        p_value = counts.p_value(alpha, share)
+        if p_value > delta:
             break
-        counts = [stratum.counts(threshold) for stratum in (answerable, unanswerable)]
-        rates = [(wrong / n, (wrong + right) / n) for n, wrong, right in counts]
-        wrong_rate = (1 - share) * rates[0][0] + share * rates[1][0]
-        coverage = (1 - share) * rates[0][1] + share * rates[1][1]
-        chosen = RiskThreshold(alpha, float(threshold), coverage, wrong_rate / coverage, None, share, bound)
-    return chosen
+        wrong_rate = (1 - share) * counts.wrong / counts.n + share * counts.wrong_unanswerable / counts.m
+        answered_unanswerable = int((np.asarray(unanswerable.probability, dtype=float) >= threshold).sum())
+        coverage = (1 - share) * counts.answered / counts.n + share * answered_unanswerable / counts.m
+        chosen, last = RiskThreshold(alpha, float(threshold), coverage, wrong_rate / coverage, p_value, share), counts
+    if last is None:
+        return chosen
+    return RiskThreshold(**{**asdict(chosen), "bound": last.bound(share, delta)})
 
 
 def mixed_sequence(
@@ -220,19 +278,19 @@ def mixed_sequence(
     grid: Sequence[float] = GRID,
     min_coverage: float = MIN_COVERAGE,
     alpha: float = 0.5,
-) -> Iterator[tuple[float, float]]:
+) -> Iterator[tuple[float, MixedCounts]]:
     """The λ that `mixed_risk_threshold` tests, in its order (from the highest of the grid down, skipping those
-    that answer less than `min_coverage` of the answerable questions), each with the bound at `share` that it
-    compares with α; `alpha` is only checked."""
+    that answer less than `min_coverage` of the answerable questions), each with the counts its test reads;
+    `alpha` is only checked."""
     if not 0 < alpha < 1 or not 0 < delta < 1 or not 0 <= share < 1:
         raise InputError(f"alpha and delta must lie in (0, 1) and the share in [0, 1), got {alpha}, {delta}, {share}")
     for threshold in sorted(grid, reverse=True):
-        counts = [stratum.counts(threshold) for stratum in (answerable, unanswerable)]
-        if counts[0][0] == 0 or counts[1][0] == 0:
+        counts = MixedCounts.at(answerable, unanswerable, threshold)
+        if counts.n == 0 or counts.m == 0:
             raise InputError("each stratum needs at least one question")
-        if sum(counts[0][1:]) < min_coverage * counts[0][0]:
+        if counts.answered < min_coverage * counts.n:
             continue
-        yield float(threshold), mixed_bound(answerable, unanswerable, threshold, delta).error(share)
+        yield float(threshold), counts
 
 
 def sequence_end(
@@ -243,13 +301,14 @@ def sequence_end(
     delta: float = DELTA,
     grid: Sequence[float] = GRID,
     min_coverage: float = MIN_COVERAGE,
-) -> tuple[float, float] | None:
-    """Where `mixed_risk_threshold`'s sequence for `alpha` stops: the first λ tested whose bound exceeds α, and
-    that bound (None: no λ tested has a bound above α, each certified, or none was tested). What a report says
-    when no threshold is certified."""
-    for threshold, bound in mixed_sequence(answerable, unanswerable, share, delta, grid, min_coverage, alpha):
-        if bound > alpha:
-            return threshold, bound
+) -> tuple[float, float, float] | None:
+    """Where `mixed_risk_threshold`'s sequence for `alpha` stops: the first λ tested whose p-value exceeds δ, that
+    p-value and the error on the mix certified there (None: every λ tested is certified, or none was tested). What
+    a report says when no threshold is certified."""
+    for threshold, counts in mixed_sequence(answerable, unanswerable, share, delta, grid, min_coverage, alpha):
+        p_value = counts.p_value(alpha, share)
+        if p_value > delta:
+            return threshold, p_value, counts.bound(share, delta)
     return None
 
 
