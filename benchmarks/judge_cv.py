@@ -39,8 +39,8 @@ from eor.learning.judge_training import (
     JudgedQuestion,
     Setting,
     accuracy,
+    choices_out_of_fold,
     judged_questions,
-    out_of_fold,
     train_fit,
     without_scores,
 )
@@ -184,7 +184,7 @@ def _top_r(member_right: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
 
 
 def _fixed(questions: list[JudgedQuestion], families: Sequence[str], spans: int, parts: list[np.ndarray]) -> np.ndarray:
-    return accuracy(questions, out_of_fold(questions, Setting(tuple(families), spans), parts))
+    return accuracy(questions, choices_out_of_fold(questions, Setting(tuple(families), spans), parts))
 
 
 def _nested(

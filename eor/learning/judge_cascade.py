@@ -46,9 +46,9 @@ from eor.learning.judge_training import (
     JudgedQuestion,
     Setting,
     accuracy,
+    choices_out_of_fold,
     cross_fitted,
     fitted_on,
-    out_of_fold,
     without_scores,
 )
 from eor.pipeline.abstention import ALPHAS, DELTA
@@ -82,7 +82,7 @@ def last_step(
     probability = np.full((repeats, len(seen)), np.nan)
     for repeat in range(repeats):
         parts = fold_parts(len(seen), folds, seed + repeat)
-        choices = out_of_fold(seen, setting, parts)
+        choices = choices_out_of_fold(seen, setting, parts)
         right[repeat] = accuracy(seen, choices).astype(bool)
         probability[repeat] = cross_fitted(choices, right[repeat], parts)
     costs = np.asarray(cost, dtype=float)

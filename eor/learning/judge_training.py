@@ -1,13 +1,13 @@
 """Training the judge voter (voters.judge_selector) on recorded questions, every choice by cross-validation on
 the training records alone.
 
-Steps, each a function: `judged_questions` (records → each question's candidate features and which
-candidates are right) → `out_of_fold` (a setting's choices, each from a fit that did not see its question) →
-`choose_setting` (the setting with the highest out-of-fold accuracy among a small grid: the span count K and
-whether the answer-type family is used; ties to the first, the simpler) → `train_fit` (that setting fitted on
-every training question, P(right) calibrated on its out-of-fold choices, abstention thresholds chosen on
-them) → `train_judge_voter` (one fit per likelihood level a question may have: the reader's scores under
-the members' prompts and the passages alone, under the members' prompts only, none).
+Steps, each a function: `judged_questions` (records → each question's candidate features and which candidates are
+right) → `choices_out_of_fold` (a setting's choices, each from a fit that did not see its question) →
+`choose_setting` (the setting with the highest out-of-fold accuracy among a small grid: the span count K and whether
+the answer-type family is used; ties to the first, the simpler) → `train_fit` (that setting fitted on every training
+question, P(right) calibrated on its out-of-fold choices, abstention thresholds chosen on them) →
+`train_judge_voter` (one fit per likelihood level a question may have: the reader's scores under the members'
+prompts and the passages alone, under the members' prompts only, none).
 
 The grid is kept small on purpose: a search over many choices on a few hundred questions overfits, so each fit
 chooses among `GRID_SPANS` × {with, without the type family} (6 settings) at C = 1; `benchmarks/judge_cv.py`
@@ -134,7 +134,7 @@ def settings_grid(level: str, retrieval: bool = False, null: bool = False) -> li
     return [Setting(f, spans, retrieval, null) for f in (base, (*base, TYPE_FAMILY)) for spans in GRID_SPANS]
 
 
-def out_of_fold(
+def choices_out_of_fold(
     questions: Sequence[JudgedQuestion], setting: Setting, parts: Sequence[np.ndarray]
 ) -> list[Choice | None]:
     """Each question's choice by `setting` fitted on the other parts (`parts`: disjoint held-out positions)."""
@@ -182,7 +182,7 @@ def choose_setting(
     table: dict[str, float] = {}
     best: tuple[float, Setting, list[Choice | None]] | None = None
     for setting in grid:
-        choices = out_of_fold(questions, setting, parts)
+        choices = choices_out_of_fold(questions, setting, parts)
         score = float(accuracy(questions, choices).mean())
         table[setting.build().label] = score
         if best is None or score > best[0]:
