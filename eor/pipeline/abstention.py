@@ -262,7 +262,8 @@ def mixed_risk_threshold(
         if p_value > delta:
             break
         wrong_rate = (1 - share) * counts.wrong / counts.n + share * counts.wrong_unanswerable / counts.m
-        answered_unanswerable = int((np.asarray(unanswerable.probability, dtype=float) >= threshold).sum())
+        _, wrong_unanswerable, right_unanswerable = unanswerable.counts(threshold)
+        answered_unanswerable = wrong_unanswerable + right_unanswerable
         coverage = (1 - share) * counts.answered / counts.n + share * answered_unanswerable / counts.m
         chosen, last = RiskThreshold(alpha, float(threshold), coverage, wrong_rate / coverage, p_value, share), counts
     if last is None:
