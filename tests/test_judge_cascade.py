@@ -211,6 +211,8 @@ def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, caps
     assert entry["sha256"] == sha256_of(judge) and entry["fit"].startswith("votes+evidence+scores")
     assert entry["cost"] > 0 and {row["alpha"] for row in entry["risk"]["judged"]} >= {0.1, 0.3}
     assert "stopped" not in entry["risk"] and "P(right) of the steps' answers (confidence)" in shown
+    assert shown.count("(learn then test, δ 0.1)") == 1  # the thresholds said once: one for every answer
+    assert "thresholds, one for every answer, the steps' and the judge's (learn then test, δ 0.1): 0.1:" in shown
     stopped = document["meta"]["probability"]  # the steps' answers' P(right): a fit per feature set
     assert set(stopped["fits"]) == set(ANSWERABLE_FITS) and stopped["fits"][WITHOUT_CONFIDENCE]["risk"]["delta"] == 0.1
     for fit in stopped["fits"].values():  # one threshold for every answer, the steps' and the judge's, at δ

@@ -163,30 +163,31 @@ def risk_document(chosen: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def risk_lines(stopped: Calibrated, probability: np.ndarray, right: np.ndarray, risk: dict[str, Any]) -> list[str]:
-    """P(right)'s held-out calibration and thresholds at the reported error rates: of the steps' answers (per
-    feature set's fit) and of the judge's."""
-    lines = []
+    """P(right)'s held-out calibration of the steps' answers (per feature set's fit) and of the judge's, then the
+    thresholds at the reported error rates, said once: one for every answer, whichever gave it (`risk_document`)."""
     kinds = [
-        (f"the steps' answers ({fit.name})", stopped.by_fit[fit.name], stopped.right, fit.thresholds)
+        (f"the steps' answers ({fit.name})", stopped.by_fit[fit.name], stopped.right)
         for fit in stopped.model.fits.values()
     ]
-    kinds.append(("the judge's answers", probability, right, risk["judged"]))
-    for kind, found, labels, chosen in kinds:
+    kinds.append(("the judge's answers", probability, right))
+    lines = []
+    for kind, found, labels in kinds:
         known = ~np.isnan(found)
         figures = summary(found[known], labels[known])
-        levels = ", ".join(
-            f"{significant(row['alpha'])}: "
-            + ("none" if row["threshold"] is None else f"P ≥ {fixed(row['threshold'], 2)} ({pct(row['coverage'])}%)")
-            for row in chosen
-            if row["alpha"] in REPORTED_RISKS
-        )
         lines.append(
             f"P(right) of {kind}, held out on {int(known.sum())} training questions: ECE {fixed(figures['ece'], 3)}, "
-            "AURC "
-            f"{fixed(figures['aurc'], 3)} (a constant's {fixed(figures['aurc_constant'], 3)}); thresholds (learn "
-            "then test, "
-            f"δ {significant(risk['delta'])}): {levels}"
+            f"AURC {fixed(figures['aurc'], 3)} (a constant's {fixed(figures['aurc_constant'], 3)})"
         )
+    levels = ", ".join(
+        f"{significant(row['alpha'])}: "
+        + ("none" if row["threshold"] is None else f"P ≥ {fixed(row['threshold'], 2)} ({pct(row['coverage'])}%)")
+        for row in risk["judged"]
+        if row["alpha"] in REPORTED_RISKS
+    )
+    lines.append(
+        f"thresholds, one for every answer, the steps' and the judge's (learn then test, δ "
+        f"{significant(risk['delta'])}): {levels}"
+    )
     return lines
 
 
