@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -276,6 +277,11 @@ def test_a_judge_ended_cascade_beyond_the_corpus(tmp_path, capsys):
     shown = capsys.readouterr().out
     assert "one threshold over the steps' and the judge's answers, for a mix with a share 0.25" in shown
     assert "α 0.3: answers" in shown and "% of the no corpus" in shown
+    line = next(line for line in shown.splitlines() if line.strip().startswith("α 0.4: answers"))
+    found = re.search(
+        r"answers ([\d.]+)% of the answerable.*\(the judge gives (\d+) of the (\d+) answerable answered\)", line
+    )
+    assert found and int(found[2]) <= int(found[3]) and abs(100 * int(found[3]) / 120 - float(found[1])) < 0.06
     document = json.loads(out.read_text())
     meta = document["meta"]
     assert meta["nocorpus_records"] == str(nocorpus) and meta["ablated_records"] is None

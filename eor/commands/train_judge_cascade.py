@@ -223,7 +223,8 @@ def _calibrated(
 
 def beyond_lines(share: float, found: JudgedCalibration) -> list[str]:
     """Out of fold, at each reported error rate: the share of each kind of question the cascade answers (a step's
-    answer whose P(right) reaches the threshold, or the judge's) and the error among answered on the mix."""
+    answer whose P(right) reaches the threshold, or the judge's), how many of the answerable ones answered are the
+    judge's, and the error among answered on the mix."""
     kind = found.stopped.kind
     right = np.where(found.ended, found.judge_right, found.stopped.right)
     lines = [
@@ -234,7 +235,9 @@ def beyond_lines(share: float, found: JudgedCalibration) -> list[str]:
         answered = _answered(found, alpha)
         covers = {name: float(answered[kind == name].mean()) for name in KINDS if (kind == name).any()}
         wrongs = {name: float((answered & ~right)[kind == name].mean()) for name in covers}
-        shown = answered_by_kind(answered, kind)
+        among = answered & (kind == ANSWERABLE)
+        shown = f"{answered_by_kind(answered, kind)} (the judge gives {int((among & found.ended).sum())} of the "
+        shown += f"{int(among.sum())} answerable answered)"
         covered = (1 - share) * covers[ANSWERABLE] + share * covers.get(NOCORPUS, 0.0)
         mixed = ((1 - share) * wrongs[ANSWERABLE] + share * wrongs.get(NOCORPUS, 0.0)) / covered if covered else None
         error = "" if mixed is None else f"; error among answered on the mix {pct(mixed)}%"
