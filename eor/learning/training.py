@@ -267,7 +267,7 @@ def uniform_baseline(names: list[str], settings: VoteSettings) -> Voter:
 def train_baselines(arrays: VoteArrays, uniform: Voter) -> dict[str, Any]:
     """Top R (train), the member most often right on the training records, and the uniform baseline there."""
     accuracy = arrays.correctness.mean(axis=0)
-    top = int(np.argmax(accuracy))
+    top = upper_bound.top_member(arrays.correctness)  # the one home of Top R's choice
     return {
         "top_r_train": {"member": arrays.data.names[top], "train": float(accuracy[top])},
         "uniform": {"train": mean_correctness(arrays.correctness, uniform.predict(arrays.batch))},
