@@ -11,13 +11,13 @@ Two re-rankers of a question's candidates (the judge's: the members' answers and
   coverage (the share of the question's content words its sentences hold together). Every score out of fold at
   both levels: the held-out fold's from a head fitted on the other folds, the training part's from heads
   cross-fitted inside it (every outer fold: 1 + K fits, seconds each).
-- `--fine-tune`: a cross-encoder fine-tuned from the same packaged MiniLM (a new one-logit head; AdamW 3e-5, batch
-  16, one epoch, a tenth of the steps warming up, seeded; `--train-layers N`: the top N of its six layers, the
-  pooler and the head trained, the rest frozen, a form small enough to ship) on (question, "c | its first two
-  evidence sentences"), each training question's right candidates and `--negatives` wrong ones (`--sample first`:
-  the first wrong ones, the members' answers leading; `random`: drawn from all, spans included). One level of
-  cross-fitting (each score out of fold, stacked as scikit-learn's `cross_val_predict` is: a fine-tune is minutes,
-  not seconds).
+- `--fine-tune`: a cross-encoder fine-tuned from the same packaged MiniLM (a new one-logit head; AdamW at
+  `--learning-rate`, 3e-5 unless told, batch 16, one epoch, a tenth of the steps warming up, seeded; `--train-layers
+  N`: the top N of its six layers, the pooler and the head trained, the rest frozen, a form small enough to ship) on
+  (question, "c | its first two evidence sentences"), each training question's right candidates and `--negatives`
+  wrong ones (`--sample first`: the first wrong ones, the members' answers leading; `random`: drawn from all, spans
+  included). One level of cross-fitting (each score out of fold, stacked as scikit-learn's `cross_val_predict` is: a
+  fine-tune is minutes, not seconds).
 
 Rows: the re-ranker alone (its best candidate), the judge voter under the members' prompts trained as `eor train
 --voter judge` trains it (`train_fit`, level `scores`), and the same with the re-ranker's score (relative to the
@@ -132,9 +132,12 @@ def pairs_of(q: Question) -> list[tuple[str, str]]:
     return [(q.question, " | ".join([c, *held[:2]])) for c, held in zip(q.candidates, q.held, strict=True)]
 
 
-def fine_tune(pairs: list[tuple[str, str]], labels: list[int], seed: int, layers: int | None = None) -> Any:
+def fine_tune(
+    pairs: list[tuple[str, str]], labels: list[int], seed: int, layers: int | None = None, rate: float = 3e-5
+) -> Any:
     """A cross-encoder fine-tuned from the packaged MiniLM-L6 (see the module), deterministic from `seed`; `layers`:
-    only the top `layers` transformer layers (with the pooler and the new head) are trained, the rest frozen."""
+    only the top `layers` transformer layers (with the pooler and the new head) are trained, the rest frozen;
+    `rate`: AdamW's peak learning rate."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
@@ -147,7 +150,7 @@ def fine_tune(pairs: list[tuple[str, str]], labels: list[int], seed: int, layers
             frozen.requires_grad_(False)
     order = np.random.default_rng(seed).permutation(len(pairs))
     batches = [order[i : i + 16] for i in range(0, len(order), 16)]
-    optimizer = torch.optim.AdamW([w for w in model.parameters() if w.requires_grad], lr=3e-5)
+    optimizer = torch.optim.AdamW([w for w in model.parameters() if w.requires_grad], lr=rate)
     schedule = get_linear_schedule_with_warmup(optimizer, len(batches) // 10, len(batches))
     loss = torch.nn.BCEWithLogitsLoss()
     model.train()
@@ -200,7 +203,7 @@ def tuned_out_of_fold(questions: list[Question], parts: list[np.ndarray], args: 
     def fitted(train: np.ndarray) -> Any:
         started = time.perf_counter()
         made = training_pairs(questions, train, args.negatives, args.sample, args.seed)
-        tuned = fine_tune(*made, args.seed, args.train_layers)
+        tuned = fine_tune(*made, args.seed, args.train_layers, args.learning_rate)
         seconds.append(time.perf_counter() - started)
         print(f"fine-tuned in {seconds[-1]:.0f} s", flush=True)
         return tuned
@@ -316,6 +319,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--train-layers", type=int, help="fine-tune only the top N transformer layers and the head (all: unset)"
     )
+    parser.add_argument("--learning-rate", type=float, default=3e-5, help="a fine-tune's peak learning rate")
     parser.add_argument("--negatives", type=int, default=4, help="wrong candidates per question a fine-tune sees")
     parser.add_argument("--sample", choices=("first", "random"), default="random", help="which wrong candidates")
     parser.add_argument("--c", type=float, default=0.1, help="the head's inverse regularisation")
