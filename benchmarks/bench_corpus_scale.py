@@ -205,12 +205,15 @@ def run_child(mode: str, rest: list[str]) -> None:
         BM25Retriever(corpus_path=str(corpus), engine=engine)
         report["bm25_seconds"] = time.perf_counter() - mark
         report["seconds"] = time.perf_counter() - started
-    elif mode == "retrieve":
-        from eor.cli import main
+    elif mode == "retrieve":  # the command line, run in this process as `python -m eor.cli` runs it
+        import runpy
 
-        status = main(rest)
-        if status:
-            raise SystemExit(status)
+        sys.argv = ["eor", *rest]
+        try:
+            runpy.run_module("eor.cli", run_name="__main__", alter_sys=True)
+        except SystemExit as stop:
+            if stop.code:
+                raise
     elif mode == "profile":
         report.update(_profile(Path(rest[0]), Path(rest[1])))
     elif mode == "dense-query":

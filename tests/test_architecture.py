@@ -27,7 +27,8 @@
 Imports under `if TYPE_CHECKING:` never run: they count for circles alone.
 
 `benchmarks` is a client of the project's public API, held to its function size (no function over 60 lines):
-it edits no `sys.path` (its modules run as `python -m benchmarks.NAME` from the repository root), imports no
+it imports only the names docs/architecture.md declares ("Public API"), each bound by its module, and nothing of
+eor.cli; it edits no `sys.path` (its modules run as `python -m benchmarks.NAME` from the repository root), imports no
 private name (`_name`) of the project and reaches no private attribute (the source cannot tell a project
 object from another, so none at all); the tests import its modules as modules, not by file path.
 """
@@ -714,17 +715,19 @@ def test_the_pipeline_reads_what_a_voter_declares_and_looks_for_nothing() -> Non
 
 
 def _cli_imports_and_file_names(folder: Path) -> list[str]:
-    """Where the benchmarks in `folder` import from eor.cli (but its entry point, `main`, which runs a command as
-    the `eor` command does) or name a run folder's file (eor.runs.run_folder reads them)."""
+    """Where the benchmarks in `folder` import from eor.cli (a command is run as `python -m eor.cli` runs it) or
+    name a run folder's file (eor.runs.run_folder reads them)."""
     from eor.runs.run_folder import CONFIG_FILE, GENERATION_FILE, MADE_BY_FILE, POOL_FILE
 
     files = {CONFIG_FILE, GENERATION_FILE, POOL_FILE, MADE_BY_FILE}
     found = []
     for name, tree in _trees(folder).items():
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eor.cli"):
-                if node.module != "eor.cli" or [alias.name for alias in node.names] != ["main"]:
-                    found.append(f"{name}:{node.lineno} imports {node.module}")
+            imported = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            imported += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for module in imported:
+                if module == "eor.cli" or module.startswith("eor.cli."):
+                    found.append(f"{name}:{node.lineno} imports {module}")
             if isinstance(node, ast.Constant) and node.value in files:
                 found.append(f"{name}:{node.lineno} names {node.value}")
     return found
@@ -732,6 +735,61 @@ def _cli_imports_and_file_names(folder: Path) -> list[str]:
 
 def test_the_benchmarks_use_the_command_line_and_run_folders_through_their_doors() -> None:
     assert _cli_imports_and_file_names(BENCHMARKS) == []
+
+
+#: the page whose "Public API" table declares what benchmarks/ may import (`module` | `name`, `name`, ...)
+API_PAGE = ROOT / "docs" / "architecture.md"
+
+
+def _declared_api() -> dict[str, set[str]]:
+    """Module -> the names the "Public API" table of docs/architecture.md declares of it."""
+    section = API_PAGE.read_text(encoding="utf-8").split("\n## Public API\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([\w.]+)` \| (.+) \|$", section, flags=re.MULTILINE)
+    return {module: set(re.findall(r"`(\w+)`", names)) for module, names in rows}
+
+
+def _project_imports(folder: Path) -> set[tuple[str, str]]:
+    """(module, name) of each import of the project by the modules in `folder`; `import a.b` as (a.b, "*")."""
+    found: set[tuple[str, str]] = set()
+    for tree in _trees(folder).values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+                found |= {(node.module or "", alias.name) for alias in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {(alias.name, "*") for alias in node.names if alias.name.split(".")[0] in PACKAGES}
+    return found
+
+
+def _top_level_names(module: str) -> set[str]:
+    """The names bound at the top of a project module (definitions, assignments, imports), read from its source,
+    and a package's modules (`from retrievers import notation`)."""
+    path = ROOT / module.replace(".", "/")
+    source = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    names = {child.stem for child in path.iterdir() if child.suffix == ".py"} if path.is_dir() else set()
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def test_the_benchmarks_import_only_the_declared_api() -> None:
+    api = _declared_api()
+    imported = _project_imports(BENCHMARKS)
+    undeclared = sorted((module, name) for module, name in imported if name not in api.get(module, set()))
+    assert undeclared == [], "declare them in docs/architecture.md's Public API, or import a declared name"
+
+
+def test_the_declared_api_exists() -> None:
+    """Every name the table declares is bound at the top of its module (and the table was found)."""
+    api = _declared_api()
+    assert len(api) > 10
+    missing = sorted(f"{module}.{name}" for module, names in api.items() for name in names - _top_level_names(module))
+    assert missing == []
 
 
 #: what fits on the folds other than a held-out one: the complement of a held-out part, or a splitter or
