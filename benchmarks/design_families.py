@@ -21,8 +21,9 @@ from typing import Any
 
 from eor.core.config import load_config
 from eor.core.rates import parse_rates
+from eor.evaluation.stats import paired_difference
 from eor.learning.crossval import VoteSettings, vote_arrays
-from eor.learning.design import SplitScores, paired, pool_cost
+from eor.learning.design import SplitScores, pool_cost
 from eor.learning.judge_cascade import chat_tokenizer
 from eor.pipeline.members import demonstration_ids
 from eor.readers import build_reader
@@ -99,7 +100,7 @@ def pool_rows(
     print(f"{'pool':<44} {'members':>7} {'CV EM':>6} {'gain':>6} {'SE':>5} {'oracle':>7} {'s/q':>6}")
     for label, subset in pools.items():
         right = scores.right(subset)
-        gain, se = paired(right, reference) if subset != base else (0.0, 0.0)
+        gain, se = paired_difference(right, reference) if subset != base else (0.0, 0.0)
         row: dict[str, Any] = {
             "pool": label,
             "members": [names[m] for m in subset],

@@ -12,7 +12,8 @@ import pytest
 from eor.cli import main
 from eor.core.config import load_config
 from eor.core.errors import InputError
-from eor.learning.design import design_pool, paired, pool_cost
+from eor.evaluation.stats import paired_difference
+from eor.learning.design import design_pool, pool_cost
 from eor.runs.costs import prompt_replay
 from eor.runs.run_data import RunData
 from tests.conftest import ROOT
@@ -117,7 +118,7 @@ class FlatCosts:
 
 
 def test_paired_gain_and_its_standard_error_by_hand() -> None:
-    gain, se = paired(np.array([1, 1, 0, 1.0]), np.array([0, 1, 0, 0.0]))
+    gain, se = paired_difference(np.array([1, 1, 0, 1.0]), np.array([0, 1, 0, 0.0]))
     # differences 1, 0, 0, 1: mean 0.5, sample sd sqrt(1/3), se sqrt(1/3)/2
     assert gain == 0.5 and se == pytest.approx(np.sqrt(1 / 3) / 2)
 
@@ -149,7 +150,7 @@ def test_the_forward_pass_adds_by_gain_per_second_while_the_gain_is_one_standard
 
 
 def test_a_gain_on_one_question_equals_its_standard_error_and_is_kept() -> None:
-    gain, se = paired(np.array([0, 0, 1, 0, 0.0]), np.zeros(5))
+    gain, se = paired_difference(np.array([0, 0, 1, 0, 0.0]), np.zeros(5))
     assert gain == pytest.approx(se)  # 1/n and sqrt(1/n)/sqrt(n): the rule's boundary, kept
     labels = np.eye(2, dtype=bool)[[0, 0, 1, 0, 0]]
     right = {(0,): [1, 1, 0, 1, 1], (1,): [0, 0, 1, 0, 0], (0, 1): [1, 1, 1, 1, 1]}

@@ -123,3 +123,12 @@ def paired_test(a: np.ndarray, b: np.ndarray, resamples: Bootstrap) -> dict[str,
     result["significant"] = None if p_value != p_value else bool(p_value < ALPHA)  # NaN: no questions
     result["alpha"] = ALPHA
     return result
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """The mean paired difference a − b over questions and its standard error (sample standard deviation / √n;
+    infinite for one question): the gain of a pool design's step (eor.learning.design)."""
+    difference = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    n = len(difference)
+    se = float(difference.std(ddof=1) / np.sqrt(n)) if n > 1 else float("inf")
+    return float(difference.mean()), se

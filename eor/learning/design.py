@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from eor.core.errors import InputError
+from eor.evaluation.stats import paired_difference
 from eor.evaluation.upper_bound import oracle_accuracy
 from eor.runs.costs import PromptReplay
 from voters.cascade_fit import SelectorSettings, StepScores
@@ -113,14 +114,6 @@ class SplitScores:
         return oracle_accuracy(self.labels[:, list(subset)].T) if subset else 0.0
 
 
-def paired(with_member: np.ndarray, without: np.ndarray) -> tuple[float, float]:
-    """The mean paired difference over questions and its standard error (sample standard deviation / √n)."""
-    difference = np.asarray(with_member, dtype=float) - np.asarray(without, dtype=float)
-    n = len(difference)
-    se = float(difference.std(ddof=1) / np.sqrt(n)) if n > 1 else float("inf")
-    return float(difference.mean()), se
-
-
 def pool_cost(replay: PromptReplay, order: Sequence[int]) -> float:
     """Mean reader seconds per question of running every member of `order`, in that order (eor.runs.costs)."""
     return float(replay.spent(order).mean()) if order else 0.0
@@ -158,7 +151,7 @@ def design_pool(
                 options.append((gain / max(seconds, 1e-9), -m, m))
         refused: list[Step] = []
         for _, _, member in sorted(options, reverse=True):  # most gain per second first
-            gain, se = paired(scores.right([*order, member]), current)
+            gain, se = paired_difference(scores.right([*order, member]), current)
             step = _step("add", names, member, [*order, member], scores, replay, gain, se)
             if gain >= se - TIE:
                 break
@@ -172,7 +165,7 @@ def design_pool(
         current = scores.right(order)
         for m in order:
             note([x for x in order if x != m])
-        losses = [(paired(current, scores.right([x for x in order if x != m])), m) for m in order]
+        losses = [(paired_difference(current, scores.right([x for x in order if x != m])), m) for m in order]
         (loss, se), worst = min(losses, key=lambda item: (item[0][0], order.index(item[1])))
         if loss > 0 and loss >= se - TIE:
             break
