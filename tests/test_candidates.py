@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from eor.core.errors import ConfigError, InputError
-from voters.candidates import SPAN_RULES, Candidate, candidates, entity_spans, ngram_spans, phrase_spans
+from voters.candidates import (
+    SPAN_RULES,
+    Candidate,
+    candidates,
+    entity_spans,
+    ngram_spans,
+    phrase_spans,
+    pointed_spans,
+)
 
 QUESTION = "when is the next deadpool movie being released"
 PASSAGES = [
@@ -55,7 +63,7 @@ def test_spans_add_at_most_k_new_candidates():
         candidates(QUESTION, members, PASSAGES, rule="entities", k=-1)
     with pytest.raises(ConfigError, match="entities"):
         candidates(QUESTION, members, PASSAGES, rule="nouns", k=3)
-    assert list(SPAN_RULES) == ["entities", "ngrams", "phrases"]
+    assert list(SPAN_RULES) == ["entities", "ngrams", "phrases", "pointed"]
 
 
 def test_phrases_reach_common_nouns_and_names_apart_by_a_comma_by_hand():
@@ -82,3 +90,44 @@ def test_phrases_reach_common_nouns_and_names_apart_by_a_comma_by_hand():
     # a phrase stops at a stop word or a name, and is at most four words long
     assert phrase_spans("what", ["the long green old tree house stands"]) == ["long green old tree"]
     assert phrase_spans("what", ["the old Paris metro"]) == ["Paris", "old"]  # ties: in the order proposed
+
+
+def test_pointed_leads_with_what_the_members_wrote_by_hand():
+    question = "who sings the theme tune to orange is the new black"  # NQ's gold answer: "Spektor"
+    answers = {"A": "Regina Spektor", "B": "The theme tune is sung by Regina Spektor, a singer"}
+    passages = ["The theme tune, You've Got Time, is written and sung by Regina Spektor. Spektor was born in Moscow."]
+    # entities by distance to "theme tune" (words 1-2): You've Got Time (1 word after), Regina Spektor (9),
+    # Spektor (11), Moscow (15)
+    assert entity_spans(question, passages) == ["You've Got Time", "Regina Spektor", "Spektor", "Moscow"]
+    # the members' clauses cut at either end of stop words and the question's words ("The theme tune is" |
+    # "sung by Regina Spektor"; "a" | "singer"), then the entities some answer holds, then the others
+    assert pointed_spans(question, passages, list(answers.values())) == [
+        "Regina Spektor",
+        "sung by Regina Spektor",
+        "singer",
+        "Regina Spektor",
+        "Spektor",
+        "You've Got Time",
+        "Moscow",
+    ]
+    assert pointed_spans(question, passages) == entity_spans(question, passages)  # no answer: the entities
+    found = candidates(question, answers, passages, rule="pointed", k=3)  # what is a candidate already is skipped
+    assert [(c.text, c.rule) for c in found[2:]] == [
+        ("sung by Regina Spektor", "pointed"),
+        ("singer", "pointed"),
+        ("Spektor", "pointed"),
+    ]
+    # the entity rule at the same K reaches the gold answer too, but below a span no member wrote
+    assert [c.text for c in candidates(question, answers, passages, rule="entities", k=3)[2:]] == [
+        "You've Got Time",
+        "Spektor",
+        "Moscow",
+    ]
+
+
+def test_pointed_cuts_each_clause_and_keeps_what_the_question_does_not_say():
+    question = "when did the fire safety order come into effect"
+    spans = pointed_spans(question, [], ["On 1 October 2006; the order came into effect then", "the order"])
+    # "the order came into effect then": the, order | came | into, effect, then ("came" is not the question's
+    # "come": words compare after SQuAD normalisation, unstemmed); "the order" is only stop and question words
+    assert spans == ["1 October 2006", "came"]

@@ -186,7 +186,10 @@ def test_a_bad_config_fails_at_the_door_of_commands_that_skipped_it(tmp_path, ca
 @pytest.mark.parametrize(
     ("judge", "message"),
     [
-        ("{rule: nouns}", "judge.rule: unknown span rule 'nouns'; choose one of entities, ngrams, phrases, or null"),
+        (
+            "{rule: nouns}",
+            "judge.rule: unknown span rule 'nouns'; choose one of entities, ngrams, phrases, pointed, or null",
+        ),
         ("{members: [ReFree, Nope]}", "judge.members: Nope: name members of the config (ReFree, BM25@1)"),
         ("{members: []}", "judge.members: none named"),
         ("{after: everything}", "judge.after: 'everything' is not one of members, cascade"),

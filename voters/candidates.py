@@ -1,23 +1,30 @@
-"""Candidate answers for the reader as judge: the members' distinct answers, and spans of the passages they read
-that no member wrote, proposed by a span rule and capped at K per question.
+"""Candidate answers for the reader as judge: the members' distinct answers, and spans that no member wrote (of the
+passages they read, or of the members' own sentences), proposed by a span rule and capped at K per question.
 
 A small reader often has the answer in front of it and writes another span or a sentence: on NQ dev a gold
 answer is in the passages some member read on about 98% of questions, in some member's answer on 56%. Spans
 let answers no member wrote compete; the judge's likelihood features and the selector decide among them.
 
-Span rules (a registry, `SPAN_RULES`; each `(question, passages) -> spans, best first`):
+Span rules (a registry, `SPAN_RULES`; each `(question, passages, answers) -> spans, best first`, `answers` the
+members' distinct answers in pool order):
 
 - `entities`: maximal runs of capitalised words and numbers (joined by `of`, `the`, `and`, `de`, ...), and
   dates (`May 18, 2018`, `18 May 2018`, `1969`), as open-domain answers mostly are;
 - `ngrams`: every run of one to four words that neither starts nor ends with a stop word;
 - `phrases`: the entities, two entity runs apart by a comma alone (`Charles, Prince of Wales`), and common-noun
   phrases (after an article or a possessive, the longest run of up to four lower-case words that are not stop
-  words: `the optic chiasm`), ranked together.
+  words: `the optic chiasm`), ranked together;
+- `pointed`: what the members point at. First the members' own sentences cut to what they add (each clause of an
+  answer without the stop words and the question's words at either end: "The powers not given to the federal
+  government go to *states or the people*", "On *1 October 2006*"), then the `entities` spans that occur in some
+  member's answer, then the other `entities` spans, each part in its own order. A small reader often writes the
+  answer inside a sentence, or inside a longer name; what it wrote leads.
 
-Both never cross a clause boundary (`.`, `;`, `:`, brackets, quotes; a comma only before a year), drop spans
-made only of the question's own words, and rank a span by how close it stands to the question's content words
-in the passage (in words; a passage without them counts as far), then by how many passages hold it, then by
-where it first occurs (the members' passages in pool order). The rules read text only: no model, no network.
+The spans of passages never cross a clause boundary (`.`, `;`, `:`, brackets, quotes; a comma only before a
+year), drop spans made only of the question's own words, and rank a span by how close it stands to the question's
+content words in the passage (in words; a passage without them counts as far), then by how many passages hold it,
+then by where it first occurs (the members' passages in pool order). The rules read text only: no model, no
+network.
 """
 
 from __future__ import annotations
@@ -75,7 +82,7 @@ class _Span:
     end: int  # word index after its last word
 
 
-SpanRule = Callable[[str, Sequence[str]], list[str]]
+SpanRule = Callable[[str, Sequence[str], Sequence[str]], list[str]]
 SPAN_RULES: Registry[SpanRule] = Registry("span rule", accept=callable, expected="a span rule")
 
 
@@ -107,7 +114,7 @@ def candidates(
     if rule is None or k == 0:
         return out
     added = 0
-    for span in SPAN_RULES[rule](question, passages):
+    for span in SPAN_RULES[rule](question, passages, [candidate.text for candidate in out]):
         key = normalize_answer(span)
         if key and key not in seen:
             seen[key] = len(out)
@@ -229,11 +236,11 @@ def _gap(anchor: int, first: int, last: int) -> int:
     return 0
 
 
-def entity_spans(question: str, passages: Sequence[str]) -> list[str]:
+def entity_spans(question: str, passages: Sequence[str], answers: Sequence[str] = ()) -> list[str]:
     return _ranked(question, passages, _entities)
 
 
-def ngram_spans(question: str, passages: Sequence[str]) -> list[str]:
+def ngram_spans(question: str, passages: Sequence[str], answers: Sequence[str] = ()) -> list[str]:
     return _ranked(question, passages, _ngrams)
 
 
@@ -272,10 +279,40 @@ def _phrases(passage: str) -> Iterable[tuple[str, int, int]]:
     yield from _noun_phrases(passage)
 
 
-def phrase_spans(question: str, passages: Sequence[str]) -> list[str]:
+def phrase_spans(question: str, passages: Sequence[str], answers: Sequence[str] = ()) -> list[str]:
     return _ranked(question, passages, _phrases)
+
+
+def _cuts(question: str, answer: str) -> Iterable[str]:
+    """Each clause of a member's `answer` without the stop words and the question's own words at either end."""
+    asked = set(normalize_answer(question).split())
+
+    def spare(token: str) -> bool:
+        return token.lower() in STOP_WORDS or normalize_answer(token) in asked
+
+    for words in _clauses(answer):
+        first, last = 0, len(words)
+        while first < last and spare(words[first].group()):
+            first += 1
+        while last > first and spare(words[last - 1].group()):
+            last -= 1
+        if first < last:
+            yield answer[words[first].start() : words[last - 1].end()]
+
+
+def pointed_spans(question: str, passages: Sequence[str], answers: Sequence[str] = ()) -> list[str]:
+    """The members' answers cut to what they add, then the entity spans some answer holds, then the other entity
+    spans (the `pointed` rule; `candidates` drops what is already a candidate)."""
+    written = [f" {normalize_answer(answer)} " for answer in answers]
+
+    def unheld(span: str) -> bool:
+        return not any(f" {normalize_answer(span)} " in answer for answer in written)
+
+    cut = [span for answer in answers for span in _cuts(question, answer)]
+    return cut + sorted(entity_spans(question, passages), key=unheld)  # a stable sort: each part in its order
 
 
 SPAN_RULES.register("entities", entity_spans)
 SPAN_RULES.register("ngrams", ngram_spans)
 SPAN_RULES.register("phrases", phrase_spans)
+SPAN_RULES.register("pointed", pointed_spans)
