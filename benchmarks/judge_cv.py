@@ -15,8 +15,12 @@ em, f1 and cosine, without confidence, as shipped), and fixed settings adding on
 with no span and with 10 (what each family and the spans add; not chosen by anything). Differences against
 Top R are paired, with a 95% bootstrap interval (2,000 resamples of the questions).
 
+With `--against OTHER`, records of the same questions whose candidates another judge scored (another span rule,
+say), the nested judge voter is trained on those too, on the same folds, at each level both hold: its EM on each,
+the oracle of each one's candidates, and the difference paired by question (these records' minus OTHER's).
+
     python -m benchmarks.judge_cv docs/records/nq-train.jsonl.gz --config configs/nq-offline.yaml
-        [--seed 0] [--folds 5] [--json FILE]
+        [--seed 0] [--folds 5] [--json FILE] [--against OTHER]
 """
 
 from __future__ import annotations
@@ -79,6 +83,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--rates", default="281,60", help="the reader's prompt and generated tokens per second (default 281,60)"
     )
     parser.add_argument("--no-costs", action="store_true", help="leave out the costs (they load the reader)")
+    parser.add_argument(
+        "--against", help="records of the same questions scored by another judge: the nested voter on both, paired"
+    )
     return parser.parse_args(argv)
 
 
@@ -104,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  {level:<16} ECE {report['ece']:.3f}   coverage {100 * report['coverage']:.1f}%   "
             f"error {report['error']}   settings {', '.join(report['settings'])}"
         )
+    against = None if args.against is None else _against(args, members, records, questions, parts, rows)
     costs = None if args.no_costs else _costs(args.records, config, records, _rates(args.rates))
     if costs is not None:
         print(f"reader seconds per question at {args.rates} (prompt, generated tokens per second), every member run:")
@@ -112,7 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(
-                {"questions": len(questions), "seed": args.seed, "rows": table, "nested": nested, "seconds": costs},
+                {
+                    "questions": len(questions),
+                    "seed": args.seed,
+                    "rows": table,
+                    "nested": nested,
+                    "seconds": costs,
+                    "against": against,
+                },
                 handle,
                 indent=1,
             )
@@ -146,6 +161,39 @@ def _rows(
         rows[f"judge voter: {level} (nested)"] = hits
         nested[level] = report
     return rows, nested
+
+
+def _against(
+    args: argparse.Namespace,
+    members: list[str],
+    records: list[Record],
+    questions: list[JudgedQuestion],
+    parts: list[np.ndarray],
+    rows: dict[str, np.ndarray],
+) -> dict[str, Any]:
+    """The nested judge voter on `args.against`'s records of the same questions, on the same folds, at each level
+    both records hold, against these records' (`rows`): printed, and given back as the JSON's `against`."""
+    other = [r for r in read_records(args.against) if r.answers]
+    if [r.id for r in other] != [r.id for r in records]:
+        raise SystemExit(f"{args.against}: not the same questions, in the same order, as {args.records}")
+    theirs = judged_questions(other, members)
+    scored = frozenset.intersection(*(q.features.scored for q in theirs))
+    mine = np.array([q.right.any() for q in questions], float)
+    oracle = np.array([q.right.any() for q in theirs], float)
+    out: dict[str, Any] = {"records": args.against, "oracle": 100 * oracle.mean(), "levels": {}}
+    print(f"against {args.against} (the same folds; these records' minus those, paired by question):")
+    print(f"  {'oracle (candidates)':<30} {100 * mine.mean():5.1f} vs {100 * oracle.mean():5.1f}")
+    for level, level_families in LEVELS.items():
+        name = f"judge voter: {level} (nested)"
+        if name not in rows or not set(level_families) & set(SCORED_FAMILIES) <= scored:
+            continue
+        hits, report = _nested(theirs, level, parts, args.seed)
+        low, high = _interval(rows[name] - hits, args.seed)
+        gain = 100 * (rows[name] - hits).mean()
+        out["levels"][level] = {"em": 100 * hits.mean(), "difference": gain, "low": low, "high": high, **report}
+        ems = f"{100 * rows[name].mean():5.1f} vs {100 * hits.mean():5.1f}"
+        print(f"  {name:<30} {ems}   {gain:+.1f} [{low:+.1f}, {high:+.1f}]")
+    return out
 
 
 def _rates(text: str) -> dict[str, float]:
