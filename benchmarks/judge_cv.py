@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  {level:<16} ECE {report['ece']:.3f}   coverage {100 * report['coverage']:.1f}%   "
             f"error {report['error']}   settings {', '.join(report['settings'])}"
         )
-    against = None if args.against is None else _against(args, members, records, questions, parts, rows)
+    against = None if args.against is None else _against(args, members, records, parts, rows)
     costs = None if args.no_costs else _costs(args.records, config, records, _rates(args.rates))
     if costs is not None:
         print(f"reader seconds per question at {args.rates} (prompt, generated tokens per second), every member run:")
@@ -167,7 +167,6 @@ def _against(
     args: argparse.Namespace,
     members: list[str],
     records: list[Record],
-    questions: list[JudgedQuestion],
     parts: list[np.ndarray],
     rows: dict[str, np.ndarray],
 ) -> dict[str, Any]:
@@ -178,10 +177,10 @@ def _against(
         raise SystemExit(f"{args.against}: not the same questions, in the same order, as {args.records}")
     theirs = judged_questions(other, members)
     scored = frozenset.intersection(*(q.features.scored for q in theirs))
-    mine = np.array([q.right.any() for q in questions], float)
     oracle = np.array([q.right.any() for q in theirs], float)
     out: dict[str, Any] = {"records": args.against, "oracle": 100 * oracle.mean(), "levels": {}}
     print(f"against {args.against} (the same folds; these records' minus those, paired by question):")
+    mine = rows["oracle (candidates)"]
     print(f"  {'oracle (candidates)':<30} {100 * mine.mean():5.1f} vs {100 * oracle.mean():5.1f}")
     for level, level_families in LEVELS.items():
         name = f"judge voter: {level} (nested)"
