@@ -242,14 +242,15 @@ def test_train_and_bench_a_judge_ended_cascade_on_shipped_records(tmp_path, caps
 def test_the_shipped_judge_ended_cascade_pairs_with_the_shipped_judge():
     from eor.core.config import load_config
     from eor.core.models import sha256_of
-    from eor.pipeline.stages.judged import check_voter_with_judge, load_judge
+    from eor.pipeline.stages.judged import judged_by
     from voters.loading import load_voter
 
     config = load_config(ROOT / "configs" / "nq-judge-cascade.yaml")
-    cascade = load_voter(config.resolve_path(config.voter.weights), config.members)
-    judge = load_judge(config)  # read once: the digest is of the bytes its fits were parsed from
-    assert judge is not None and judge.sha256_ == sha256_of(config.resolve_path(config.judge.weights))
-    check_voter_with_judge(cascade, config, judge)  # the same judge, by digest
+    path = config.resolve_path(config.judge.weights)
+    cascade = load_voter(config.resolve_path(config.voter.weights), config.members, judge=path)  # the same, by digest
+    judge = cascade.judge_  # read once: the digest is of the bytes its fits were parsed from
+    assert judge is not None and judge.sha256_ == sha256_of(path)
+    assert judged_by(config, cascade) == (judge, cascade)  # checked against the config: it answers the end
     entry = cascade.metadata_["last_step"]
     assert cascade.stop_on_ == "right" and cascade.chosen_point_.cost <= 2.5 and entry["fit"].endswith("10 spans")
     assert config.judge.passages is False and "scores" in entry["scored"] and "passages" not in entry["scored"]

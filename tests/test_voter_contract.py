@@ -124,10 +124,10 @@ def test_each_voter_kind_is_one_class_and_holds_no_file_format(tmp_path) -> None
     from voters.judge_selector import JudgeSelector
     from voters.loading import load_voter
 
-    classes = {**voter_kinds(), JudgeVoter.kind: JudgeVoter}
+    classes = voter_kinds()
     for kind in CODECS:
         cls = classes[kind]
-        assert kind == "judge" or cls.__bases__ == (VoterEstimator,), f"{kind}: one class, no model base"
+        assert cls.__bases__ == (VoterEstimator,), f"{kind}: one class, no model base"
         held = [name for name in ("save", "load", "from_document", "to_document") if hasattr(cls, name)]
         assert not held, f"{kind} holds its weights file ({held}): its codec does (voters.codecs)"
     assert not any(hasattr(JudgeSelector, name) for name in ("from_document", "to_document"))
@@ -136,3 +136,89 @@ def test_each_voter_kind_is_one_class_and_holds_no_file_format(tmp_path) -> None
         if path.name.startswith("nq-offline16"):  # written before the files' fields took today's order; they load
             continue
         assert save_voter(load_voter(path), tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+MEMBERS7 = ["ReFree", "PK", "BM25@1", "BM25@3", "Wiki@1", "Wiki@3", "BM25@2&Wiki@2"]
+
+
+def _judged_batch(count: int):
+    """The first `count` training questions scored by the judge (the `pointed` rule) as a VoteBatch holding the
+    judge's candidates, and the same questions as eor.learning.judge_training makes them (features, which are
+    right)."""
+    from eor.learning.judge_training import judged_questions
+    from eor.runs.records import read_records
+    from voters.batch import VoteBatch
+
+    records = read_records(ROOT / "docs" / "records" / "nq-train-pointed.jsonl.gz")[:count]
+    judged = judged_questions(records, MEMBERS7, "pointed", 10)
+    batch = VoteBatch(
+        [[r.members[m].answer for m in MEMBERS7] for r in records],
+        [[r.members[m].passage_texts for m in MEMBERS7] for r in records],
+        [r.question for r in records],
+        golds=[r.answers for r in records],
+        candidates=[q.features for q in judged],
+    )
+    return batch, judged
+
+
+def test_the_judge_voter_is_a_voter_kind_that_chooses_among_the_candidates() -> None:
+    import numpy as np
+
+    from voters.judge_selector import JudgeSelector
+
+    batch, judged = _judged_batch(120)
+    levels = [(("votes", "evidence", "scores"), 10), (("votes", "evidence"), 5)]
+    voter = JudgeVoter([JudgeSelector(families, spans) for families, spans in levels], MEMBERS7)
+    assert voter.chooses == "candidates" and voter_kinds()["judge"] is JudgeVoter and check_voter(voter) is voter
+    assert voter.fit(batch) is voter
+    alone = JudgeSelector(*levels[0]).fit([q.features for q in judged], [q.right for q in judged])
+    assert np.array_equal(voter.fits[0].coef_, alone.coef_)  # each level fitted as the selector is on its own
+    chosen, scores = voter.predict(batch), voter.decision_function(batch)
+    widest = max(len(q.features.texts) for q in judged)
+    assert scores.shape == (120, widest)
+    for q, question in enumerate(judged):  # the live path's choice, and nothing past a question's candidates
+        assert chosen[q] == voter.choose(question.features)[0].index
+        assert np.isneginf(scores[q, len(question.features.texts) :]).all()
+    by_hand = np.mean([question.right[chosen[q]] for q, question in enumerate(judged)])
+    assert voter.score(batch) == by_hand > 0.3  # the mean exact match of the chosen candidates
+    rows = [5, 0, 77]
+    assert list(voter.predict(batch.take(rows))) == list(chosen[rows])  # a view chooses as the whole batch
+    members = voter.decision_scores(batch.answers[:3], batch.passages[:3], batch.questions[:3])
+    for q in range(3):  # the text fit over the members' answers alone: equal answers score the same
+        answers = batch.answers[q]
+        for m, n in ((m, n) for m in range(7) for n in range(7) if answers[m] and answers[m] == answers[n]):
+            assert members[q, m] == members[q, n]
+        assert all(np.isneginf(members[q, m]) == (not answers[m].strip()) for m in range(7))
+
+
+def test_a_judge_file_is_chosen_as_the_voter_or_carried_by_its_cascade(tmp_path) -> None:
+    from voters.loading import choose_voter
+
+    judge = ROOT / "docs" / "weights" / "nq-offline-judge.json"
+    cascade = ROOT / "docs" / "weights" / "nq-offline-judge-cascade.json"
+    alone = choose_voter(None, MEMBERS7, judge=judge)  # after every member, the judge is the voter
+    assert isinstance(alone, JudgeVoter) and alone.judge_ is None
+    carried = choose_voter(cascade, MEMBERS7, judge=judge, after="cascade")
+    assert isinstance(carried, Cascade) and isinstance(carried.judge_, JudgeVoter)
+    with pytest.raises(ConfigError, match="whose last step is the judge"):
+        choose_voter(cascade, MEMBERS7, judge=judge)  # after every member, its steps would never answer
+    with pytest.raises(ConfigError, match="would decide nothing"):
+        choose_voter(ROOT / "docs" / "weights" / "nq-offline-cascade.json", MEMBERS7, judge=judge)
+    with pytest.raises(ConfigError, match="needs the cascade trained with the judge"):
+        choose_voter(None, MEMBERS7, judge=judge, after="cascade")
+    with pytest.raises(ConfigError, match="name it in the config's judge: section"):
+        choose_voter(judge, MEMBERS7)
+
+
+def test_a_voter_class_written_before_chooses_and_judge_were_declared_still_loads_with_a_warning() -> None:
+    class Older(Bare):  # every name the contract declared before the judge joined it
+        in_steps = False
+        admits_bound = False
+        uses_confidence_ = False
+        active_members_ = None
+        metadata_: dict = {}
+        source_ = sha256_ = train_score_ = dev_score_ = right_ = None
+
+    with pytest.warns(DeprecationWarning, match="declares no chooses, judge_: chooses = 'members', judge_ = None"):
+        assert check_voter_class(Older) is Older
+    assert Older.chooses == "members" and Older.judge_ is None  # what the pipeline reads, given once

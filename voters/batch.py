@@ -3,10 +3,16 @@
 
 A batch holds, per question, each member's answer (in the pool's member order) and, where they are known,
 each member's passages (a list of texts), the question's text, its gold answers, the reader's confidence
-summaries (eor.core.confidence) and each member's cost (e.g. its recorded seconds). What voters compute from it
-(the similarity tensor under a set of metrics, each answer's correctness, the grounding feature, the
-candidate feature blocks of the learned selectors) is computed when a voter first asks, once, over the
-whole batch, and kept.
+summaries (eor.core.confidence), each member's cost (e.g. its recorded seconds) and the judge's candidates (the
+members' answers and spans of their passages, with the reader's scores where it gave them:
+voters.judge_features.JudgeFeatures, as eor.learning.judge_training makes them from records).
+
+A voter chooses among a question's *options* (`chooses`, voters.protocol): the members' answers for most kinds,
+the judge's candidates for the judge voter; `option_correctness` is what `score` measures either way.
+
+What voters compute from a batch (the similarity tensor under a set of metrics, each answer's correctness, the
+grounding feature, the candidate feature blocks of the learned selectors) is computed when a voter first asks,
+once, over the whole batch, and kept.
 
 `take(rows)` gives the batch of some of its questions: a view that shares what the whole batch computes.
 A cross-validation (eor.learning.crossval) fits and predicts on views of one batch, so every question's similarities
@@ -25,10 +31,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from eor.core.cache_policy import KeyedMemo
-from eor.core.correctness import correctness_matrix
+from eor.core.correctness import correctness_matrix, correctness_rows
 from eor.core.errors import InputError
 from voters.features import CandidateBlocks, candidate_blocks
 from voters.grounding import grounding_features
+from voters.judge_features import JudgeFeatures
 from voters.relevance import Relevance
 from voters.similarity import check_answers, similarity_tensor
 from voters.spend import FixedCosts, StepCosts, TakenCosts
@@ -47,7 +54,10 @@ _FIELDS = {
     "golds": "gold answers",
     "confidence": "confidence",
     "retrieved": "retrieved passages",
+    "candidates": "judge candidates",
 }
+#: what a voter chooses among (voters.protocol `chooses`): the members' answers, or the judge's candidates
+OPTIONS = ("members", "candidates")
 
 
 class VoteBatch:
@@ -59,7 +69,8 @@ class VoteBatch:
     `step_costs` what it costs run right after another member (voters.spend.StepCosts: prefix reuse; None: as
     `costs`, whatever ran before);
     retrieved[q][m]: the texts of member m's passages that a retriever found in a corpus (not PK's or @CP's
-    documents), for the relevance of what was retrieved (voters.relevance).
+    documents), for the relevance of what was retrieved (voters.relevance);
+    candidates[q]: the judge's candidates of question q and their features (voters.judge_features.JudgeFeatures).
     """
 
     def __init__(
@@ -74,6 +85,7 @@ class VoteBatch:
         cost_unit: str = "seconds",
         retrieved: Passages | None = None,
         step_costs: StepCosts | None = None,
+        candidates: Sequence[JudgeFeatures] | None = None,
     ) -> None:
         self.n_members = check_answers(answers)
         self.answers = answers
@@ -82,6 +94,7 @@ class VoteBatch:
         self.golds = golds
         self.confidence = confidence
         self.retrieved = retrieved
+        self.candidates = candidates
         for name, label in _FIELDS.items():
             values = getattr(self, name)
             if values is not None and len(values) != len(answers):
@@ -130,6 +143,7 @@ class VoteBatch:
             cost_unit=self.cost_unit,
             retrieved=self.retrieved,
             step_costs=self.step_costs,
+            candidates=self.candidates,
         )
 
     def with_costs(self, costs: np.ndarray, unit: str = "seconds", step_costs: StepCosts | None = None) -> VoteBatch:
@@ -174,6 +188,30 @@ class VoteBatch:
         if golds is None:
             raise InputError("this batch has no gold answers: give them (y, or golds=...)")
         return self._shared(("correctness", metric), lambda: correctness_matrix(answers, golds, metric))[self.rows]
+
+    def option_correctness(self, chooses: str, metric: str) -> np.ndarray:
+        """Each option's correctness against the gold answers: the members' answers' (`correctness`, shape
+        (Q, M)) or, for `chooses` "candidates", the judge's candidates', shape (Q, the most candidates of a
+        question), 0 past a question's last candidate."""
+        if chooses == "members":
+            return self.correctness(metric)
+        if chooses != "candidates":
+            raise InputError(f"a voter chooses among one of {', '.join(OPTIONS)}, not {chooses!r}")
+        whole = self.whole
+        if whole.candidates is None:
+            raise InputError("this voter chooses among the judge's candidates: give them (candidates=...)")
+        if whole.golds is None:
+            raise InputError("this batch has no gold answers: give them (y, or golds=...)")
+        texts, golds = [list(found.texts) for found in whole.candidates], whole.golds
+        width = max((len(row) for row in texts), default=0)
+
+        def compute() -> np.ndarray:
+            matrix = np.zeros((len(texts), width))
+            for q, scores in enumerate(correctness_rows(texts, golds, metric)):
+                matrix[q, : len(scores)] = scores
+            return matrix
+
+        return self._shared(("option_correctness", metric), compute)[self.rows]
 
     def grounding(self) -> np.ndarray:
         """g_m per question and member (voters.grounding), shape (Q, M)."""

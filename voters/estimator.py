@@ -6,10 +6,10 @@ into eor's errors, so a bad hyper-parameter reads like every other configuration
 `__init__` stores its arguments unchanged and nothing else; whatever it learns or caches is a fitted
 attribute (a name ending in `_`) set by `fit` or by loading a weights file.
 
-Every kind has one signature: `fit(X, y=None)`, `predict(X)` (the chosen member's position per question),
-`decision_function(X)` (the scores it chooses by) and `score(X, y=None)` (this base's: the mean correctness of
-the chosen answers), where X is a `voters.batch.VoteBatch` and y the gold answers per question (None: the
-batch's own).
+Every kind has one signature: `fit(X, y=None)`, `predict(X)` (the chosen option's position per question: a
+member's answer, or for the judge voter one of the judge's candidates, `chooses`), `decision_function(X)` (the
+scores it chooses by) and `score(X, y=None)` (this base's: the mean correctness of the chosen options), where X is
+a `voters.batch.VoteBatch` and y the gold answers per question (None: the batch's own).
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ class VoterEstimator(BaseEstimator):
     # What the pipeline reads of every voter (voters.protocol.FittedVoter), declared here with their defaults,
     # never looked for: a kind that differs says so (a cascade runs in steps, the paper's voter admits a bound).
     in_steps: ClassVar[bool] = False  # answers a question step by step in its own order (voters.cascade)
+    # what it chooses among (voters.batch.OPTIONS): the members' answers, or the judge's candidates (the judge voter)
+    chooses: ClassVar[str] = "members"
     metadata_: Mapping[str, Any] = MappingProxyType({})  # its weights file's `meta` (set by fit or loading)
     source_: str | None = None  # the weights file it was loaded from
     sha256_: str | None = None  # the digest of the bytes it was loaded from
@@ -46,6 +48,9 @@ class VoterEstimator(BaseEstimator):
     dev_score_: float | None = None  # and on development records, where `eor train --dev` measured one
     # its P(right) (voters.right.RightModel, of its weights file's `meta.probability`), built once where it is loaded
     right_: Any = None
+    # the judge voter a cascade trained with the judge as its last step answers its end with (voters.judge_step),
+    # attached where it is loaded beside that judge (voters.loading.load_voter); None for every other voter
+    judge_: Any = None
 
     @property
     def admits_bound(self) -> bool:
@@ -92,11 +97,11 @@ class VoterEstimator(BaseEstimator):
             ) from None
 
     def predict(self, X: VoteBatch) -> np.ndarray:
-        """The chosen member's position per question, shape (Q,)."""
+        """The chosen option's position per question (a member's, unless the kind `chooses` otherwise), shape (Q,)."""
         raise NotImplementedError
 
     def score(self, X: VoteBatch, y: Golds | None = None) -> float:
-        """Mean correctness (the `correctness` metric) of the answers it chooses on X against the gold answers
+        """Mean correctness (the `correctness` metric) of the options it chooses on X against the gold answers
         `y` (None: X's own): higher is better."""
         X = X.with_golds(y)
-        return mean_correctness(X.correctness(self.correctness), self.predict(X))
+        return mean_correctness(X.option_correctness(self.chooses, self.correctness), self.predict(X))

@@ -23,13 +23,26 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from scipy.special import expit
 
 from eor.core.errors import InputError
-from voters.judge_features import ABSOLUTE, FAMILIES, NULL, RETRIEVAL, SCORED_FAMILIES, JudgeFeatures, family_prefixes
+from voters.batch import Golds, Passages, VoteBatch
+from voters.candidates import candidates
+from voters.estimator import VoterEstimator
+from voters.judge_features import (
+    ABSOLUTE,
+    FAMILIES,
+    NULL,
+    RETRIEVAL,
+    SCORED_FAMILIES,
+    Evidence,
+    JudgeFeatures,
+    family_prefixes,
+    judge_features,
+)
 
 ALL_FAMILIES = tuple(FAMILIES)
 
@@ -245,20 +258,43 @@ class Choice:
     probability: float | None
 
 
-class JudgeVoter:
-    """Fits (JudgeSelector), richest first; each question is answered by the first fit its scores cover."""
+class JudgeVoter(VoterEstimator):
+    """The reader as judge, a voter kind (voters.protocol) that chooses among each question's *candidates* (the
+    members' answers and spans of their passages, scored by the reader: `VoteBatch.candidates`) where the other
+    kinds choose among the members' answers (`chooses`).
+
+    Hyper-parameters: `fits` (JudgeSelector, richest first: each question is answered by the first fit whose
+    likelihood families its scores hold, `fit_for`) and `members` (the pool whose answers the candidates' features
+    read, in the training records' order). `fit(X)` fits each of `fits` in place on the batch's questions that hold
+    its scores, as a scikit-learn Pipeline fits its steps; P(right) and the abstention thresholds are the training
+    policy's (eor.learning.judge_training: each setting chosen, P(right) calibrated on out-of-fold choices)."""
 
     kind = "judge"
+    chooses: ClassVar[str] = "candidates"
+    needs_passages: ClassVar[bool] = True
+    correctness = "em"  # a candidate is right when it matches a gold answer exactly (JudgeSelector.correctness)
+    metric_params = None
 
     def __init__(self, fits: Sequence[JudgeSelector], members: Sequence[str]) -> None:
         if not fits:
             raise InputError("a judge voter needs at least one fit")
-        self.fits = list(fits)
-        self.members = [str(member) for member in members]
-        self.metadata_: dict[str, Any] = {}
-        self.source_: str | None = None  # the weights file it was loaded from
-        self.sha256_: str | None = None  # that file's digest
-        self.right_: Any = None  # no voters.right model: each fit holds its own P(right)
+        self.fits = fits
+        self.members = members
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return all(hasattr(fit, "coef_") for fit in self.fits)
+
+    @property
+    def members_(self) -> list[str]:
+        return [str(member) for member in self.members]
+
+    @property
+    def n_members_(self) -> int:
+        return len(self.members)
+
+    @property
+    def metric_names_(self) -> list[str]:
+        return []  # it compares no answers with a similarity metric
 
     def fit_scoring(self, scored: frozenset[str]) -> JudgeSelector:
         """The fit that answers candidates scored with the likelihood families `scored` (its first fit that
@@ -295,3 +331,95 @@ class JudgeVoter:
         """The chosen candidate (None when there is none) and the fit that chose it."""
         fit = self.fit_for(features)
         return fit.choose(features), fit
+
+    # -- the voter contract (voters.protocol): batches of recorded questions ---------------------------------
+
+    def fit(self, X: VoteBatch, y: Golds | None = None) -> Self:
+        """Fit each of `fits` on the questions of X whose candidates hold its scores (InputError when none do),
+        against the gold answers `y` (None: X's own)."""
+        X = X.with_golds(y)
+        found = _candidates(X)
+        right = X.option_correctness(self.chooses, self.correctness) > 0
+        for fit in self.fits:
+            rows = [q for q, features in enumerate(found) if not fit.missing(features)]
+            if not rows:
+                raise InputError(f"no question of this batch holds the scores the fit {fit.label} reads")
+            fit.fit([found[q] for q in rows], [right[q, : len(found[q].texts)] for q in rows])
+        return self
+
+    def decision_function(self, X: VoteBatch) -> np.ndarray:
+        """Each candidate's log-odds by the fit that answers its question, shape (Q, the most candidates of a
+        question): −inf for a candidate that does not compete and past a question's last candidate."""
+        self._check_fitted()
+        found = _candidates(X)
+        scores = np.full((len(found), max((len(f.texts) for f in found), default=0)), -np.inf)
+        for q, features in enumerate(found):
+            if len(features.texts):
+                scores[q, : len(features.texts)] = self.fit_for(features).decision(features)
+        return scores
+
+    def predict(self, X: VoteBatch) -> np.ndarray:
+        """The chosen candidate's position per question (0 where none competes, as `choose` reads it: no
+        answer)."""
+        scores = self.decision_function(X)
+        if not scores.shape[1]:
+            return np.zeros(len(scores), dtype=int)
+        return np.argmax(scores, axis=1)
+
+    def decision_scores(
+        self,
+        answers: Sequence[Sequence[str]],
+        passages: Passages | None = None,
+        questions: Sequence[str] | None = None,
+        members: Sequence[int] | None = None,
+    ) -> np.ndarray:
+        """Scores (Q, M) of the answering members' answers (positions `members` among `members`; None: all) by the
+        judge's fit on the text alone, the members' answers as the only candidates: each member's score is the
+        log-odds of its answer (−inf for an empty one). Answering with the reader's scores and the spans is the
+        judged vote stage's (eor.pipeline.stages.judged)."""
+        self._check_fitted()
+        if passages is None or questions is None:
+            raise InputError("the judge voter weighs answers against their passages and the question: give both")
+        fit = self.fit_scoring(frozenset())
+        positions = list(range(self.n_members_)) if members is None else list(members)
+        names = [self.members_[m] for m in positions]
+        scores = np.full((len(answers), len(positions)), -np.inf)
+        for q, row in enumerate(answers):
+            given = dict(zip(names, row, strict=True))
+            read = dict(zip(names, passages[q], strict=True))
+            evidence = Evidence(questions[q], given, {name: list(texts) for name, texts in read.items()})
+            made = candidates(questions[q], given, [])
+            rows = [{"text": c.text, "members": list(c.members), "scores": {}} for c in made]
+            decided = fit.decision(judge_features(rows, self.members_, evidence))
+            for c, candidate in enumerate(made):
+                for name in candidate.members:
+                    scores[q, names.index(name)] = decided[c]
+        return scores
+
+    def explain_row(
+        self, answers: Sequence[str], passages: Sequence[Sequence[str]], question: str, members: Sequence[int]
+    ) -> dict[str, Any]:
+        """Why the text fit's vote came out so for one question: each answering member's answer with its log-odds."""
+        scores = self.decision_scores([answers], [passages], [question], members)[0]
+        return {
+            "voter": self.kind,
+            "fit": self.fit_scoring(frozenset()).label,
+            "members": [
+                {"member": self.members_[m], "answer": answer, "score": float(score) if np.isfinite(score) else None}
+                for m, answer, score in zip(members, answers, scores, strict=True)
+            ],
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """The fits, richest first, each by its label and the likelihood families it needs."""
+        return {
+            "voter": self.kind,
+            "members": self.members_,
+            "fits": [{"fit": fit.label, "needs": sorted(fit.needs)} for fit in self.fits],
+        }
+
+
+def _candidates(X: VoteBatch) -> Sequence[JudgeFeatures]:
+    if X.candidates is None:
+        raise InputError("the judge voter chooses among the judge's candidates: give them (VoteBatch candidates=...)")
+    return X.candidates

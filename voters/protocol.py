@@ -1,16 +1,18 @@
 """What eor asks of a voter (`FittedVoter`), and `SimpleVoter`, a base that does the bookkeeping.
 
-eor's voters (the paper's `Voter`, the learned `AnswerSelector`, the `Cascade`) and any voter another package
-adds (docs/extending.md) are used the same way: cross-validation and `eor train` call `fit(X, y)` on a batch
-of recorded answers (voters.batch.VoteBatch) and `voters.codecs.save_voter`; `eor bench` calls `predict(X)`,
-`decision_function(X)` and `describe`; the ensemble calls `decision_scores` and `explain_row` on the answers of
-the members that answered; and `voters.load_voter` reads a weights file with the codec of the kind it names
-(voters.codecs). eor's kinds hold no file format; another package's kind writes and reads its own weights file
-(`save`, `from_document`: `SimpleVoter` writes both).
+eor's voters (the paper's `Voter`, the learned `AnswerSelector`, the `Cascade`, the reader as judge's
+`JudgeVoter`, which chooses among the judge's candidates rather than the members' answers: `chooses`) and any
+voter another package adds (docs/extending.md) are used the same way: cross-validation and `eor train` call
+`fit(X, y)` on a batch of recorded answers (voters.batch.VoteBatch) and `voters.codecs.save_voter`; `eor bench`
+calls `predict(X)`, `decision_function(X)` and `describe`; the ensemble calls `decision_scores` and `explain_row`
+on the answers of the members that answered; and `voters.load_voter` reads a weights file with the codec of the
+kind it names (voters.codecs). eor's kinds hold no file format; another package's kind writes and reads its own
+weights file (`save`, `from_document`: `SimpleVoter` writes both).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
@@ -39,6 +41,7 @@ class FittedVoter(Protocol):
     # whether lazy voting can bound its pending members (voters.lazy), whether its scores read the reader's
     # confidence, and the positions of the members that can matter (None: all)
     in_steps: ClassVar[bool]
+    chooses: ClassVar[str]  # among what (voters.batch.OPTIONS): the members' answers, or the judge's candidates
     admits_bound: bool
     uses_confidence_: bool
     active_members_: list[int] | None
@@ -53,6 +56,7 @@ class FittedVoter(Protocol):
     source_: str | None  # the weights file it was loaded from (None: in memory)
     sha256_: str | None  # the digest of the bytes it was loaded from
     right_: Any  # its P(right) (voters.right.RightModel), built once by voters.loading.load_voter (None: none)
+    judge_: Any  # the judge voter a cascade trained to end with the judge answers with (None: none)
 
     def fit(self, X: VoteBatch, y: Golds | None = None) -> Any:
         """Learn from batch X against the gold answers `y` (None: X's own); returns the voter."""
@@ -68,10 +72,11 @@ class FittedVoter(Protocol):
         the highest is chosen (ties: the first), −inf never."""
 
     def decision_function(self, X: VoteBatch) -> np.ndarray:
-        """The scores (Q, M) of every member's answer on batch X that `predict` chooses by."""
+        """The scores of every option on batch X that `predict` chooses by: (Q, M) for the members' answers."""
 
     def predict(self, X: VoteBatch) -> np.ndarray:
-        """The chosen member's position per question of batch X."""
+        """The chosen option's position per question of batch X: a member's, or one of the judge's candidates
+        for a kind that `chooses` them."""
 
     def score(self, X: VoteBatch, y: Golds | None = None) -> float:
         """Mean correctness of the chosen answers on batch X against `y` (None: X's own gold answers)."""
@@ -103,7 +108,15 @@ DECLARED = (
     "train_score_",
     "dev_score_",
     "right_",
+    "chooses",
+    "judge_",
 )
+
+
+#: declared names added after voter classes of other packages were written, each with the default a class that does
+#: not declare it is given (with a DeprecationWarning, by `check_voter_class`): it chooses among the members'
+#: answers, and carries no judge
+ADDED = {"chooses": "members", "judge_": None}
 
 
 def check_voter(voter: Any) -> FittedVoter:
@@ -131,12 +144,23 @@ def check_voter_class(cls: Any, *, persists: bool = False) -> type[FittedVoter]:
         *(("save", "from_document") if persists else ()),
     )
     missing = [name for name in methods if not callable(getattr(cls, name, None))]
-    missing += [name for name in DECLARED if not hasattr(cls, name)]
+    added = [name for name in ADDED if not hasattr(cls, name)]
+    missing += [name for name in DECLARED if name not in added and not hasattr(cls, name)]
     if missing:
         raise ConfigError(
             f"voter {kind!r} ({cls.__name__}) lacks {', '.join(missing)} (see voters.protocol; "
             "voters.protocol.SimpleVoter declares every one)"
         )
+    if added:  # a class written before these were declared: the defaults, said once per class
+        warnings.warn(
+            f"voter {kind!r} ({cls.__name__}) declares no {', '.join(added)}: "
+            f"{', '.join(f'{name} = {ADDED[name]!r}' for name in added)} assumed; declare them (or subclass "
+            "voters.protocol.SimpleVoter) before a later version requires them",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        for name in added:
+            setattr(cls, name, ADDED[name])
     return cls
 
 

@@ -9,6 +9,7 @@ judge's fit where it answers) with its calibration and each error rate's abstent
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,14 @@ from eor.evaluation.stats import Bootstrap
 from eor.evaluation.upper_bound import oracle_accuracy
 from eor.learning.judge_cascade import reader_tokens, scoring_costs
 from eor.pipeline.judging import scored_families
-from eor.pipeline.stages.judged import check_voter_with_judge, load_judge
+from eor.pipeline.stages.judged import judged_by
 from eor.readers import build_reader
 from eor.runs.costs import member_costs, with_replay
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
+from voters.judge_selector import JudgeVoter
 from voters.judge_step import ends_with_judge
+from voters.loading import carried_judge
 from voters.right import RightModel
 
 
@@ -43,16 +46,14 @@ def judge_cascade_report(
     resamples: int = 1000,
 ) -> dict[str, Any]:
     """The report (JSON-ready) of the cascade of `weights` ending with the judge of `config`'s `judge:`."""
-    judge = load_judge(config)
-    if judge is None or config.judge is None:
+    if config.judge is None or config.judge.weights is None:
         raise ConfigError(
             f"the config {config.name!r} (--config) names no judge (judge: {{weights: ..., after: cascade}})"
         )
     data = load_run(records, config.members)
     voted = vote(data, weights, with_judge=True)
     cascade = voted.voter
-    cascade.source_ = str(weights)
-    check_voter_with_judge(cascade, config, judge)
+    judge = _carried(cascade, weights, config)
     by_id = {record.id: record for record in read_records(records)}
     loaded = [by_id[question] for question in data.ids]
     if not all(record.answers for record in loaded):
@@ -95,7 +96,18 @@ def judge_cascade_report(
     return report
 
 
-def _members_right(data: Any, names: list[str]) -> np.ndarray:
+def _carried(cascade: Any, weights: str | Path, config: EnsembleConfig) -> JudgeVoter:
+    """The judge of the config's `judge.weights` that the cascade of `weights` was trained to end with, carried by
+    it (`judge_`) and checked against the config (eor.pipeline.stages.judged.judged_by)."""
+    assert config.judge is not None and config.judge.weights is not None  # the report's door
+    cascade.source_ = str(weights)
+    cascade.judge_ = carried_judge(cascade, config.resolve_path(config.judge.weights))
+    found = judged_by(config, cascade)
+    assert found is not None  # it carries one
+    return found[0]
+
+
+def _members_right(data: Any, names: Sequence[str]) -> np.ndarray:
     """(Q, M): whether each member of `names` (in that order, as `baselines` reads them) answered right."""
     columns = [data.names.index(name) for name in names]
     right = [[matches_gold(row[c], data.golds[q]) for c in columns] for q, row in enumerate(data.answers)]

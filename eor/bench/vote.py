@@ -96,7 +96,7 @@ def vote(
     if weights is not None and metrics is not None:
         raise ConfigError("give either a weights file or metrics for a uniform voter, not both")
     path = Path(weights) if weights is not None else None
-    uniform = {"metrics": tuple(metrics)} if metrics else {}
+    uniform: dict[str, Any] = {"metrics": tuple(metrics)} if metrics else {}
     voter = choose_voter(path, data.names, sub_pool=True, **uniform)
     if not with_judge and ends_with_judge(voter) is not None:
         raise ConfigError(

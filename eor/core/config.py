@@ -162,6 +162,16 @@ class VoterConfig:
             params[name] = {**params.get(name, {}), **values}
         return params
 
+    def uniform(self) -> dict[str, Any]:
+        """The hyper-parameters of the uniform vote over the members (voters.loading.choose_voter without a
+        weights file): the metrics, their parameters, the pooling and the member threshold."""
+        return {
+            "metrics": tuple(self.metrics),
+            "pooling": self.pooling,
+            "threshold": self.threshold,
+            "metric_params": self.resolved_metric_params() or None,
+        }
+
 
 @dataclass
 class Demonstration:

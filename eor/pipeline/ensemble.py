@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from eor.core.config import EnsembleConfig, load_config, shipped_or_path
 from eor.core.data import Question, make_question
-from eor.core.errors import InputError
+from eor.core.errors import ConfigError, InputError
 from eor.core.prompts import templates_for
 from eor.core.results import MemberOutput, Record, Result
 from eor.pipeline import validation
@@ -38,7 +38,7 @@ from eor.pipeline.pool import outside_guarantee, pool_identity, warn_if_foreign
 from eor.pipeline.running import MemberRunner, RunningCosts
 from eor.pipeline.stages.failures import warn_degraded
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
-from eor.pipeline.stages.judged import check_voter_with_judge, load_judge, vote_stage
+from eor.pipeline.stages.judged import vote_stage
 from eor.pipeline.stages.reading import ReadingStage
 from eor.pipeline.stages.retrieval import MemberTimeoutError, RetrievalStage
 from eor.pipeline.validation import check_config_risk, check_timeout
@@ -82,11 +82,9 @@ class Ensemble:
         self.templates = templates_for(config)
         self.prompts = member_templates(config)  # each member's answer prompts (its variant's, if it names one)
         self.cache = open_cache(cache)  # before loading any model: an unusable cache file fails at once
-        # the weights files, each read once, before the reader loads: the voter's, and with `judge.weights` the
-        # judge voter's, which answers after every member or after a cascade's last step (eor.pipeline.stages.judged)
-        judge = load_judge(config)
+        # the weights files, each read once, before the reader loads: the voter's (with `judge.weights`, the judge
+        # voter, or the cascade trained to end with it, carrying it: eor.pipeline.stages.judged)
         self.voter = check_voter(voter if voter is not None else config_voter(config))
-        check_voter_with_judge(self.voter, config, judge)
         right = RightModel.from_voter(self.voter)  # the voter's P(right), built once
         self.reader = reader if reader is not None else build_reader(config.reader)
         # Every generation (answers, PK documents, @CP summaries) goes through this one stage.
@@ -95,13 +93,11 @@ class Ensemble:
         self.retrievers = {name: self.pool.build(name) for name in config.members}
         self.retrieval = RetrievalStage(self.retrievers, retrieval_config)
         self.reading = ReadingStage(self.generation, self.prompts, config.max_document_words)
-        voters = [self.voter] + ([judge] if judge is not None else [])
-        outside = _check_pool(voters, config, self.reader)
+        judge = self.voter.judge_  # the judge a cascade ends with
+        outside = _check_pool([self.voter, *([judge] if judge is not None else [])], config, self.reader)
         # built once: it reads the voter's P(right) model, and says where its guarantee does not hold; with a
         # judge voter, the stage whose last word is the judge's
-        self.voting = vote_stage(
-            config, self.voter, right, (outside[0], outside[-1]), judge, self.generation, self.templates
-        )
+        self.voting = vote_stage(config, self.voter, right, (outside[0], outside[-1]), self.generation, self.templates)
         # what the answering strategies run members with (eor.pipeline.running): each member's expected seconds
         # as this ensemble measures them, else from the voter's training records or the member's notation
         self.runner = MemberRunner(
@@ -209,7 +205,7 @@ class Ensemble:
     def explain(self, result: Result) -> dict[str, Any]:
         """Why the vote chose its answer (see `explain_vote`); with a judge voter, its account too (`judge`:
         the candidates it chose among, eor.pipeline.stages.judged)."""
-        account = explain_vote(self.voter, self.members, result)
+        account = explain_vote(self.voting.voter, self.members, result)  # the vote the members' answers ran through
         return account if result.judged is None else {**account, "judge": result.judged}
 
 
@@ -283,15 +279,18 @@ def _check_pool(voters: list[Any], config: EnsembleConfig, reader: Any) -> list[
 
 
 def config_voter(config: EnsembleConfig, weights: str | Path | None = None) -> Any:
-    """The voter of a config: that of `weights`, else of the config's `voter.weights`, else uniform weights
-    over its members with its `voter:` section's metrics, pooling and threshold (voters.loading.choose_voter).
-    `Ensemble`, `eor ask` and `eor serve` answer with it."""
-    v = config.voter
+    """The voter of a config (voters.loading.choose_voter): that of `weights`, else of the config's `voter.weights`,
+    else uniform weights over its members with its `voter:` section's metrics, pooling and threshold; where its
+    `judge.weights` names a judge voter, that judge after every member, or with `judge.after: cascade` the cascade
+    trained with it as its last step, carrying it. `Ensemble`, `eor ask` and `eor serve` answer with it."""
+    judge = config.judge
+    path = None if judge is None or judge.weights is None else config.resolve_path(judge.weights)
+    if path is not None and not path.is_file():
+        raise ConfigError(f"judge.weights: no file {path}")
     return choose_voter(
         shipped_or_path(weights) if weights is not None else config.default_weights(),
         config.members,
-        metrics=tuple(v.metrics),
-        pooling=v.pooling,
-        threshold=v.threshold,
-        metric_params=v.resolved_metric_params() or None,
+        judge=path,
+        after="members" if judge is None else judge.after,
+        **config.voter.uniform(),
     )

@@ -61,6 +61,21 @@ def correctness_matrix(
 
     A metric that judges an answer with its question (`needs_question`, e.g. `bem`: eor.core.correctness.bem) scores
     every distinct (question, answer, gold) triple in one call of its `score`, and needs `questions`."""
+    rows = correctness_rows(answers, golds, metric, questions, function=function)
+    width = len(answers[0]) if len(answers) else 0
+    return np.array(rows, dtype=float).reshape(len(answers), width)
+
+
+def correctness_rows(
+    answers: Sequence[Sequence[str]],
+    golds: Sequence[Sequence[str]],
+    metric: str = "em",
+    questions: Sequence[str] | None = None,
+    *,
+    function: CorrectnessFunction | None = None,
+) -> list[list[float]]:
+    """`correctness_matrix`'s rows, each question's as long as its answers (questions may have different
+    numbers of answers: e.g. the judge's candidates)."""
     function = get_correctness(metric) if function is None else function
     if len(answers) != len(golds):
         raise InputError(f"got answers for {len(answers)} questions but gold answers for {len(golds)}")
@@ -68,14 +83,12 @@ def correctness_matrix(
         if isinstance(gold, str):
             raise InputError(f"question {q}: gold answers must be a list of strings, got a string")
     if getattr(function, "needs_question", False):
-        rows = _with_questions(function, answers, golds, questions, metric)
-    else:
-        rows = []
-        for row, gold in zip(answers, golds, strict=True):
-            scored = {answer: best_over_golds(function, answer, gold) for answer in dict.fromkeys(row)}
-            rows.append([scored[answer] for answer in row])
-    width = len(answers[0]) if len(answers) else 0
-    return np.array(rows, dtype=float).reshape(len(answers), width)
+        return _with_questions(function, answers, golds, questions, metric)
+    rows = []
+    for row, gold in zip(answers, golds, strict=True):
+        scored = {answer: best_over_golds(function, answer, gold) for answer in dict.fromkeys(row)}
+        rows.append([scored[answer] for answer in row])
+    return rows
 
 
 def _with_questions(

@@ -10,7 +10,8 @@ With `judge.after: cascade` the config's voter is a cascade trained with this ju
 --voter cascade --judge`, eor.learning.judge_cascade): its steps answer the questions they stop, and the judge
 answers those it runs to its end (`reached_end`).
 
-`vote_stage` builds the stage of any pool: a plain `VoteStage` without a judge.
+`vote_stage` builds the stage of any pool from its voter (voters.loading.choose_voter): a plain `VoteStage` without a
+judge; a `JudgeStage` for the judge voter, or for a cascade carrying the judge it was trained to end with.
 """
 
 from __future__ import annotations
@@ -32,61 +33,13 @@ from eor.pipeline.stages.voting import VoteStage
 from voters.judge_features import Evidence, judge_features, relevance_of
 from voters.judge_selector import JudgeSelector, JudgeVoter
 from voters.judge_step import StepRisk, ends_with_judge
-from voters.loading import load_voter
+from voters.loading import choose_voter
 from voters.right import RightModel
 
 
 def reached_end(result: Result) -> bool:
     """Whether every member the answering ran for `result` was asked: no cascade, or one run to its end."""
     return result.cascade is None or not result.cascade.get("skipped")
-
-
-def load_judge(config: EnsembleConfig) -> JudgeVoter | None:
-    """The judge voter a config's `judge.weights` names (None without one), read once: its digest and fits are
-    what `check_voter_with_judge` compares and `vote_stage` answers with."""
-    if config.judge is None or config.judge.weights is None:
-        return None
-    path = config.resolve_path(config.judge.weights)
-    if not path.is_file():
-        raise ConfigError(f"judge.weights: no file {path}")
-    return load_voter(path, kind="judge")
-
-
-def check_voter_with_judge(voter: Any, config: EnsembleConfig, judge: JudgeVoter | None) -> None:
-    """A cascade trained with the judge as its last step answers only beside that judge (`judge`, the config's
-    `judge.weights` as `load_judge` read it: the same file by digest, `judge.after: cascade`); `judge.after:
-    cascade` needs such a cascade. ConfigError naming what to change."""
-    entry = ends_with_judge(voter)
-    settings = config.judge
-    after = settings.after if settings is not None else "members"  # one of JUDGE_AFTER (validated at the door)
-    source = voter.source_ or "the voter's weights file"
-    if entry is None:
-        if after == "cascade":
-            raise ConfigError(
-                f"judge.after: cascade needs a cascade trained with the judge as its last step (eor train --voter "
-                f"cascade --judge ...); {source} is not one"
-            )
-        return
-    if judge is None or after != "cascade":
-        raise ConfigError(
-            f"{source} is a cascade whose last step is the judge {entry.get('weights')}: answer with it beside "
-            "that judge (judge: {weights: ..., after: cascade}), never with its last step's selector"
-        )
-    if entry.get("sha256") != judge.sha256_:
-        raise ConfigError(
-            f"the cascade {source} was trained with the judge {entry.get('weights')} as its last step, not with "
-            f"{judge.source_} (their digests differ): train the cascade again with this judge"
-        )
-    try:
-        fit = judge.fit_scoring(scored_families(config)).label
-    except InputError:
-        fit = None
-    if fit != entry.get("fit"):
-        raise ConfigError(
-            f"the cascade {source} was trained with the judge's fit {entry.get('fit')!r} as its last step; what "
-            f"this config's judge: scores ({', '.join(sorted(scored_families(config))) or 'nothing'}) is answered "
-            f"by {fit!r}: set judge.score and judge.passages as the cascade was trained"
-        )
 
 
 class JudgeStage(VoteStage):
@@ -242,17 +195,44 @@ def vote_stage(
     voter: Any,
     right: RightModel | None,
     outside: tuple[str | None, str | None],
-    judge: JudgeVoter | None,
     generation: GenerationStage,
     templates: PromptTemplates,
 ) -> VoteStage:
-    """The vote stage of a pool: its voter's (`right`, its P(right); `outside`: why the voter's and the judge's
-    thresholds do not hold for this pool), a `JudgeStage` where the config's `judge:` names a judge voter
-    (`judge`, as `load_judge` read it), checked against the config (ConfigError naming each difference): the same
-    members, the same span rule and K as its training records, and a fit for what the config scores."""
-    if config.judge is None or judge is None:
+    """The vote stage of a pool answering with `voter` (voters.loading.choose_voter; `right`, its P(right);
+    `outside`: why the voter's and the judge's thresholds do not hold for this pool): a `JudgeStage` whose last word
+    is the judge's where the voter has a judge (`judged_by`), else a plain `VoteStage`."""
+    found = judged_by(config, voter)
+    if found is None:
         return VoteStage(voter, config.members, right, outside[0])
+    judge, steps = found
+    return JudgeStage(judge, config, generation, templates, steps, config.members, right, outside)
+
+
+def judged_by(config: EnsembleConfig, voter: Any) -> tuple[JudgeVoter, Any] | None:
+    """The judge voter with the last word for `voter` and the voter the members run through: the judge voter itself
+    (it `chooses` the candidates) and the uniform vote (every member runs), or the judge a cascade carries
+    (`judge_`, the judge it was trained to end with) and that cascade; None for a voter without a judge. The judge
+    is checked against the config's `judge:` section (ConfigError naming each difference): the same members, the
+    same span rule and K as its training records, a fit for what the config scores, and after a cascade the fit
+    the cascade was trained with."""
+    entry = ends_with_judge(voter)
+    if voter.chooses == "candidates":
+        judge, steps = voter, choose_voter(None, config.members, **config.voter.uniform())
+    elif voter.judge_ is not None:
+        judge, steps = voter.judge_, voter
+    elif entry is not None:
+        raise ConfigError(
+            f"{voter.source_ or 'the voter'} is a cascade whose last step is the judge {entry.get('weights')}: answer "
+            "with it beside that judge (judge: {weights: ..., after: cascade}), never with its last step's selector"
+        )
+    else:
+        return None
     path = judge.source_
+    if config.judge is None:
+        raise ConfigError(
+            f"the judge voter {path} chooses among candidate answers that the config's judge: section makes and "
+            "scores: name it there (judge: {weights: ...})"
+        )
     members = judged_members(config)
     if sorted(judge.members) != sorted(members):
         raise ConfigError(
@@ -271,4 +251,10 @@ def vote_stage(
         fits = "; ".join(f"{fit.label} needs {', '.join(sorted(fit.needs))}" for fit in judge.fits)
         what = ", ".join(sorted(scored)) or "nothing"
         raise ConfigError(f"the judge voter {path} has no fit for what judge: scores ({what}): {fits}")
-    return JudgeStage(judge, config, generation, templates, voter, config.members, right, outside)
+    if entry is not None and judge.fit_scoring(scored).label != entry.get("fit"):
+        raise ConfigError(
+            f"the cascade {voter.source_} was trained with the judge's fit {entry.get('fit')!r} as its last step; "
+            f"what this config's judge: scores ({', '.join(sorted(scored)) or 'nothing'}) is answered by "
+            f"{judge.fit_scoring(scored).label!r}: set judge.score and judge.passages as the cascade was trained"
+        )
+    return judge, steps
