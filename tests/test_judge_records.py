@@ -114,16 +114,16 @@ def test_a_run_answers_without_the_judge_voter_so_that_each_question_is_scored_o
     """A config whose judge names a voter records every member's answer and the vote of --weights: the questions
     are answered without the judge stage (which would score each question live, only for the records' growth
     to score it again); the scoring settings, and the config saved with the records, stay as they were."""
-    from eor.commands.runner import _answering
+    from eor.commands.run_growth import answering_config
     from eor.core.config import load_config
 
     config = load_config(_config(tmp_path, judge="judge: {rule: entities, k: 3, passages: false, weights: j.json}"))
-    answering = _answering(config)
+    answering = answering_config(config)
     assert answering.judge is not None and answering.judge.weights is None
     assert (answering.judge.rule, answering.judge.k, answering.judge.passages) == ("entities", 3, False)
     assert config.judge is not None and config.judge.weights == "j.json"  # the records' own config is untouched
     plain = load_config(_config(tmp_path, name="plain"))
-    assert _answering(plain) is plain
+    assert answering_config(plain) is plain
 
 
 def test_the_null_candidate_grows_records_scored_before_and_equals_a_full_evaluation(

@@ -13,7 +13,8 @@ import pytest
 import voters.loading
 import voters.weights_file
 from eor.cli import main
-from eor.core.errors import ConfigError
+from eor.core.answers import normalize_answer
+from eor.core.errors import ConfigError, InputError, NotFittedError
 from eor.pipeline.ensemble import explain_vote
 from eor.pipeline.stages.judged import JudgeStage
 from eor.pipeline.stages.voting import VoteStage
@@ -188,7 +189,15 @@ def test_the_judge_voter_is_a_voter_kind_that_chooses_among_the_candidates() -> 
         answers = batch.answers[q]
         for m, n in ((m, n) for m in range(7) for n in range(7) if answers[m] and answers[m] == answers[n]):
             assert members[q, m] == members[q, n]
-        assert all(np.isneginf(members[q, m]) == (not answers[m].strip()) for m in range(7))
+        assert all(np.isneginf(members[q, m]) == (not normalize_answer(answers[m])) for m in range(7))
+    pair = [[row[4], row[0]] for row in batch.answers[:3]], [[row[4], row[0]] for row in batch.passages[:3]]
+    subset = voter.decision_scores(*pair, batch.questions[:3], [4, 0])
+    assert subset.shape == (3, 2)  # the answering members' scores, in the order asked
+    with pytest.raises(InputError, match="the answers of the 2 answering members"):
+        voter.decision_scores(batch.answers[:3], batch.passages[:3], batch.questions[:3], [4, 0])
+    unfitted = JudgeVoter([JudgeSelector(families, spans) for families, spans in levels], MEMBERS7)
+    with pytest.raises(NotFittedError, match="not fitted"):
+        unfitted.predict(batch)
 
 
 def test_a_judge_file_is_chosen_as_the_voter_or_carried_by_its_cascade(tmp_path) -> None:
@@ -222,3 +231,21 @@ def test_a_voter_class_written_before_chooses_and_judge_were_declared_still_load
     with pytest.warns(DeprecationWarning, match="declares no chooses, judge_: chooses = 'members', judge_ = None"):
         assert check_voter_class(Older) is Older
     assert Older.chooses == "members" and Older.judge_ is None  # what the pipeline reads, given once
+
+
+def test_a_config_s_judge_and_its_voter_are_checked_together() -> None:
+    from eor.core.config import load_config
+    from eor.pipeline.stages.judged import judged_by
+    from voters.loading import load_voter
+
+    alone, after = (load_config(ROOT / "configs" / name) for name in ("nq-judge.yaml", "nq-judge-cascade.yaml"))
+    judge = load_voter(alone.resolve_path(alone.judge.weights))
+    assert judged_by(alone, judge)[0] is judge  # the judge voter, after every member
+    plain = load_voter(ROOT / "docs" / "weights" / "nq-offline-cascade.json")
+    with pytest.raises(ConfigError, match="carries no judge"):  # a voter handed over beside a config's judge
+        judged_by(alone, plain)
+    with pytest.raises(ConfigError, match="set judge.after: members"):
+        judged_by(after, judge)
+    other = load_voter(ROOT / "docs" / "weights" / "nq-offline-judge-600.json")
+    with pytest.raises(ConfigError, match="the config's judge.weights is"):
+        judged_by(alone, other)

@@ -9,8 +9,9 @@ restarts) and `voter_fit`, `voter` (the paper's estimator), `smooth` (its softma
 at a calibrated P), `accounts` (what a fitted voter tells of itself and of one vote), `weights_file` (the JSON
 weights-file format) and `codecs` (each kind's weights file both ways: `save_voter`, `voter_from_document`),
 `right` (P(right) of a vote's choice) and `loading` (any voter from its weights file; `choose_voter`: a weights
-file, else uniform weights). Each voter kind is one class, which holds no file format. Answer correctness, the
-training objective, lives in eor.core.correctness. Conventions fixed here:
+file, else uniform weights, or the judge voter a config names, alone or carried by its cascade). Each voter
+kind is one class, which holds no file format. Answer correctness, the training objective, lives in
+eor.core.correctness. Conventions fixed here:
 
 - every similarity lies in [0, 1]; cosine clips negative values to 0 (option: (cos + 1) / 2);
 - a member with ω^r ≤ member_threshold is dropped: it is never chosen and does not count as an n in the

@@ -145,7 +145,8 @@ class JudgeSelector:
         else:
             model = LogisticRegression(C=float(self.C), max_iter=3000).fit((x - self.mean_) / self.scale_, y)
             self.coef_, self.intercept_ = model.coef_[0].astype(float), float(model.intercept_[0])
-        self.calibration_ = None
+        # what was learned from the previous fit's choices goes with it
+        self.calibration_, self.unanswerable_, self.thresholds_, self.delta_ = None, None, [], None
         return self
 
     def decision(self, features: JudgeFeatures) -> np.ndarray:
@@ -384,6 +385,8 @@ class JudgeVoter(VoterEstimator):
         positions = list(range(self.n_members_)) if members is None else list(members)
         names = [self.members_[m] for m in positions]
         scores = np.full((len(answers), len(positions)), -np.inf)
+        if any(len(row) != len(positions) for row in answers):
+            raise InputError(f"give each question the answers of the {len(positions)} answering members, in order")
         for q, row in enumerate(answers):
             given = dict(zip(names, row, strict=True))
             read = dict(zip(names, passages[q], strict=True))

@@ -46,10 +46,13 @@ def judge_cascade_report(
     resamples: int = 1000,
 ) -> dict[str, Any]:
     """The report (JSON-ready) of the cascade of `weights` ending with the judge of `config`'s `judge:`."""
-    if config.judge is None or config.judge.weights is None:
+    if config.judge is None or config.judge.weights is None or config.judge.after != "cascade":
         raise ConfigError(
-            f"the config {config.name!r} (--config) names no judge (judge: {{weights: ..., after: cascade}})"
+            f"the config {config.name!r} (--config) names no judge after a cascade (judge: {{weights: ..., after: "
+            "cascade}})"
         )
+    if not config.resolve_path(config.judge.weights).is_file():
+        raise ConfigError(f"judge.weights: no file {config.resolve_path(config.judge.weights)}")
     data = load_run(records, config.members)
     voted = vote(data, weights, with_judge=True)
     cascade = voted.voter

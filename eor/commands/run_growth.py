@@ -9,6 +9,7 @@ Whether a config may grow the records is eor.commands.run_identity's to say.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import defaultdict
 from typing import Any
@@ -29,6 +30,14 @@ from eor.runs.run_folder import POOL_FILE, RunFolder
 log = logging.getLogger(__name__)
 
 
+def answering_config(config: EnsembleConfig) -> EnsembleConfig:
+    """The config the questions are answered with: the recorded vote is --weights' (never the config's judge
+    voter, which would score every question live only for `grow_by_scores` to score it again)."""
+    if config.judge is None or config.judge.weights is None:
+        return config
+    return dataclasses.replace(config, judge=dataclasses.replace(config.judge, weights=None))
+
+
 def growing_ensemble(
     folder: RunFolder, config: EnsembleConfig, weights: str | None, cache: CacheSetting, recorded: RecordedRun
 ) -> Ensemble:
@@ -36,7 +45,8 @@ def growing_ensemble(
     become this config's before any record grows (records packed mid-way name the grown pool)."""
     reader = build_reader(config.reader)  # loads its model on first use: the check fails before any index builds
     check_growth(recorded, config, pool_identity(config, reader))
-    ensemble = Ensemble.from_config(config, weights=weights, cache=cache, reader=reader, validated=True)
+    answering = answering_config(config)
+    ensemble = Ensemble.from_config(answering, weights=weights, cache=cache, reader=reader, validated=True)
     save_config(folder, config, weights, replace=True)
     save_pool(folder, config, ensemble)
     return ensemble

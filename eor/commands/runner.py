@@ -21,10 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from eor.commands.judge_records import grow_by_scores
-from eor.commands.run_growth import grow_records, growing_ensemble, resumed_reader, retry_failed_members, save_pool
+from eor.commands.run_growth import (
+    answering_config,
+    grow_records,
+    growing_ensemble,
+    resumed_reader,
+    retry_failed_members,
+    save_pool,
+)
 from eor.commands.run_identity import lacking_members, recorded_run, save_config
 from eor.commands.run_summary import cache_summary, records_summary
-from eor.core.config import EnsembleConfig
 from eor.core.data import load_questions
 from eor.core.errors import ConfigError, InputError
 from eor.pipeline.ensemble import Ensemble
@@ -79,7 +85,7 @@ def run(
         notes.append(_counted(stats, ensemble, lambda: grow_records(ensemble, folder, size)))
     elif recorded is not None:  # the same run resumed (its corpus elsewhere): checked, no index built
         reader = resumed_reader(folder, config, weights, recorded)
-    job = RunJob(_answering(config), weights, cache, questions, size, ensemble)
+    job = RunJob(answering_config(config), weights, cache, questions, size, ensemble)
     answered = _answer_new(folder, job, executor, retry_failed, stats, notes)
     ensemble = answered.ensemble
     if retry_failed and ensemble is not None:
@@ -97,14 +103,6 @@ def run(
         lines.append(cache_summary(stats, None if store is None else store.where, executor))
         _save_generation(folder, stats, answered, grew=recorded is not None)
     return "\n".join(lines)
-
-
-def _answering(config: EnsembleConfig) -> EnsembleConfig:
-    """The config the questions are answered with: the recorded vote is --weights' (never the config's judge
-    voter, which would score every question live only for `grow_by_scores` to score it again)."""
-    if config.judge is None or config.judge.weights is None:
-        return config
-    return dataclasses.replace(config, judge=dataclasses.replace(config.judge, weights=None))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,7 @@ ranges; `validate` checks what its values name:
   model's files when the reader is built);
 - `judge`: a registered span rule, members of the config and what it answers after (`members` or `cascade`);
   its weights file is read, before the reader loads, only where the judge answers (`eor run` records and
-  `eor train --voter judge` trains without it: voters.loading.choose_voter, eor.ensemble.config_voter).
+  `eor train --voter judge` trains without it: voters.loading.choose_voter through eor.pipeline.ensemble.config_voter).
 
 A config is validated once, at its door, before any model loads; nothing past a door validates it again.
 A command's door is where it reads its config file, `load_valid_config` (eor ask, run, serve, retrieve,

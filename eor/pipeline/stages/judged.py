@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from eor.core.answers import normalize_answer
@@ -216,6 +217,7 @@ def judged_by(config: EnsembleConfig, voter: Any) -> tuple[JudgeVoter, Any] | No
     same span rule and K as its training records, a fit for what the config scores, and after a cascade the fit
     the cascade was trained with."""
     entry = ends_with_judge(voter)
+    named = None if config.judge is None else config.judge.weights
     if voter.chooses == "candidates":
         judge, steps = voter, choose_voter(None, config.members, **config.voter.uniform())
     elif voter.judge_ is not None:
@@ -225,8 +227,27 @@ def judged_by(config: EnsembleConfig, voter: Any) -> tuple[JudgeVoter, Any] | No
             f"{voter.source_ or 'the voter'} is a cascade whose last step is the judge {entry.get('weights')}: answer "
             "with it beside that judge (judge: {weights: ..., after: cascade}), never with its last step's selector"
         )
+    elif named is not None or (config.judge is not None and config.judge.after == "cascade"):
+        raise ConfigError(
+            f"the config's judge: answers after {config.judge.after if config.judge else 'members'} with the judge "
+            f"voter {named}, and {voter.source_ or 'the voter given'} carries no judge: answer with the config's "
+            "own voter (eor.pipeline.ensemble.config_voter), or a cascade trained with that judge and loaded with it "
+            "(voters.load_voter(path, judge=...))"
+        )
     else:
         return None
+    after = "cascade" if entry is not None else "members"
+    if config.judge is not None and config.judge.after != after:
+        raise ConfigError(
+            f"judge.after is {config.judge.after}, but {voter.source_ or 'the voter'} answers with the judge after "
+            f"{'a cascade trained with it as its last step' if after == 'cascade' else 'every member'}: set "
+            f"judge.after: {after}"
+        )
+    if named is not None and judge.source_ is not None:
+        if Path(judge.source_).resolve() != config.resolve_path(named).resolve():
+            raise ConfigError(
+                f"the voter answers with the judge {judge.source_}; the config's judge.weights is {named}"
+            )
     path = judge.source_
     if config.judge is None:
         raise ConfigError(
