@@ -1,5 +1,6 @@
 """Every voter kind in the registry (`voters.loading.VOTER_KINDS`: the paper's `Voter`, the `AnswerSelector`,
-the `Cascade`, and here a `SimpleVoter`-based kind) is a scikit-learn estimator with one API: `fit(X, y=None)`,
+the `Cascade`, and here a `SimpleVoter`-based kind; the judge voter, whose `fits` are still fitted selectors, is
+checked by tests/test_voter_contract.py) is a scikit-learn estimator with one API: `fit(X, y=None)`,
 `predict(X)`, `decision_function(X)` and `score(X, y=None)`, X a batch of recorded answers
 (voters.batch.VoteBatch) and y the gold answers per question. For every kind this runs:
 
