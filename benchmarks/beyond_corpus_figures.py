@@ -102,7 +102,7 @@ def judge_cascade_decisions(path: str, weights: str, members: list[str], risk: f
     by_id = {record.id: record for record in read_records(path)}
     questions = judged_questions(
         [by_id[i] for i in data.ids],
-        judge.members,
+        judge.members_,
         made.get("rule"),
         int(made.get("k", 10)),
         relevance=judge.reads_retrieval,

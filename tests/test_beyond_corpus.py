@@ -378,9 +378,9 @@ def test_the_judge_voter_beyond_the_corpus(tmp_path) -> None:
     # nothing is certified on so few: no threshold, so no line of what one answers of each kind
     assert "α 0.3: abstain on all" in report and "% of the answerable" not in report
     plain, beyond = (load_voter(tmp_path / name, kind="judge") for name in ("plain.json", "beyond.json"))
-    assert [sorted(fit.needs) for fit in plain.fits] == [["passages", "scores"], ["scores"], []]
-    assert [sorted(fit.needs) for fit in beyond.fits] == [["scores"], []]
-    for fit in beyond.fits:
+    assert [sorted(fit.needs) for fit in plain.fits_] == [["passages", "scores"], ["scores"], []]
+    assert [sorted(fit.needs) for fit in beyond.fits_] == [["scores"], []]
+    for fit in beyond.fits_:
         twin = plain.fit_scoring(fit.needs)
         assert fit.names_ == twin.names_ and np.array_equal(fit.coef_, twin.coef_)  # the same voter
         assert fit.unanswerable_ is not None and fit.unanswerable_["share"] == 0.25
@@ -490,8 +490,8 @@ def test_every_shipped_nq_voter_is_fitted_beyond_the_corpus() -> None:
         assert new is not None and new.beyond_corpus and new.unanswerable is not None, name
         assert old is not None and not old.beyond_corpus and old.unanswerable is None, name
     judge, old_judge = (load_voter(weights / f"nq-offline-judge{end}.json", kind="judge") for end in ("", "-600"))
-    assert judge.reads_retrieval and all(fit.unanswerable_ is not None for fit in judge.fits)
-    assert not old_judge.reads_retrieval and all(fit.unanswerable_ is None for fit in old_judge.fits)
+    assert judge.reads_retrieval and all(fit.unanswerable_ is not None for fit in judge.fits_)
+    assert not old_judge.reads_retrieval and all(fit.unanswerable_ is None for fit in old_judge.fits_)
     named = set()
     for config in ("nq-offline", "nq-judge", "nq-judge-cascade"):
         pool = load_config(ROOT / "configs" / f"{config}.yaml")

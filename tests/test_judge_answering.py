@@ -65,7 +65,9 @@ def _fit(families: tuple[str, ...], questions: list, labels: list, retrieval: bo
 @pytest.fixture(scope="module")
 def weights(tmp_path_factory) -> Path:
     questions, labels = _training(np.random.default_rng(0))
-    voter = JudgeVoter([_fit(("votes", "scores"), questions, labels), _fit(("votes",), questions, labels)], MEMBERS)
+    voter = JudgeVoter.of_fits(
+        [_fit(("votes", "scores"), questions, labels), _fit(("votes",), questions, labels)], MEMBERS
+    )
     return save_voter(voter, tmp_path_factory.mktemp("judge") / "judge.json", candidates={"rule": "entities", "k": 3})
 
 
@@ -115,7 +117,7 @@ def test_a_judge_whose_p_right_reads_the_retrieval_and_null_families_computes_th
     and the null candidate scored under the members' prompts (eor.pipeline.judging.null_scores), live, when the
     voter's P(right) reads them: P(right) is what the fit gives on that evidence."""
     questions, labels = _training(np.random.default_rng(4), relevance=True)
-    voter = JudgeVoter([_fit(("votes", "scores"), questions, labels, retrieval=True)], MEMBERS)
+    voter = JudgeVoter.of_fits([_fit(("votes", "scores"), questions, labels, retrieval=True)], MEMBERS)
     path = save_voter(voter, tmp_path / "reading.json", candidates={"rule": "entities", "k": 3})
     ensemble = Ensemble.from_config(_judged(tmp_path, path, name="reading"), cache=False)
     result = ensemble.answer(QUESTION)
@@ -138,7 +140,7 @@ def test_without_scores_the_text_fit_answers_and_a_missing_fit_is_refused(weight
     assert all(not c["scores"] for c in result.judged["candidates"])
     assert plain.generation.score_stats.requests == 0  # no reader time after the members'
     alone = load_voter(weights, kind="judge")
-    alone.fits = alone.fits[:1]  # the scored fit alone
+    alone.fits_ = alone.fits_[:1]  # the scored fit alone
     only = save_voter(alone, tmp_path / "scored-only.json", candidates={"rule": "entities", "k": 3})
     with pytest.raises(ConfigError, match="has no fit for what judge: scores \\(nothing\\)"):
         Ensemble.from_config(_judged(tmp_path, only, ", score: false", "refused"), cache=False)
@@ -148,7 +150,7 @@ def test_without_scores_the_text_fit_answers_and_a_missing_fit_is_refused(weight
 
 def test_at_a_risk_the_judge_abstains_by_its_fit_thresholds_and_refuses_a_subset(weights, tmp_path):
     voter = load_voter(weights, kind="judge")
-    for fit in voter.fits:  # at most 0.1 wrong: decline every question; at most 0.3: answer every question
+    for fit in voter.fits_:  # at most 0.1 wrong: decline every question; at most 0.3: answer every question
         fit.thresholds_ = [
             {"alpha": 0.1, "threshold": None, "coverage": 0.0, "error": None, "p_value": None},
             {"alpha": 0.3, "threshold": 0.0, "coverage": 1.0, "error": 0.2, "p_value": 0.01},

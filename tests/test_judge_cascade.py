@@ -154,7 +154,7 @@ def test_the_steps_answer_what_they_stop_and_the_judge_what_runs_to_the_end(weig
     assert unsure.abstained and unsure.abstention["threshold"] is None
     every = early.answer(QUESTION, lazy=False)  # every member asked (--all-members): the judge answers
     assert every.cascade is None and every.judged is not None and set(every.members) == set(MEMBERS)
-    own = {row["alpha"]: row["threshold"] for row in early.voting.judge_voter.fits[0].thresholds}
+    own = {row["alpha"]: row["threshold"] for row in early.voting.judge_voter.fits_[0].thresholds}
     at_risk = early.answer(QUESTION, lazy=False, risk=0.3)  # not after the steps: the judge's fit's own thresholds
     assert at_risk.abstention["threshold"] == own[0.3]
 

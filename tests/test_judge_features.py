@@ -92,9 +92,11 @@ def test_the_retrieval_family_that_p_right_may_read():
     assert np.array_equal(plain.coef_, reading.coef_)  # the choice is the same
     assert "retrieval" not in judge_fit_document(plain) and judge_fit_document(reading)["retrieval"] is True
     assert judge_fit_from_document(json.loads(json.dumps(judge_fit_document(reading)))).retrieval
-    assert JudgeVoter([reading], ["A"]).reads_retrieval and not JudgeVoter([plain], ["A"]).reads_retrieval
+    assert (
+        JudgeVoter.of_fits([reading], ["A"]).reads_retrieval and not JudgeVoter.of_fits([plain], ["A"]).reads_retrieval
+    )
     old = load_voter(ROOT / "docs" / "weights" / "nq-offline-judge-600.json", kind="judge")  # a file from before it
-    assert not old.reads_retrieval and all(not any(a.startswith("retr:") for a in f.absolute) for f in old.fits)
+    assert not old.reads_retrieval and all(not any(a.startswith("retr:") for a in f.absolute) for f in old.fits_)
     question = "when was the eiffel tower built"
     outputs = {
         "A": MemberOutput("1889", [{"id": "1", "text": "The Eiffel Tower was built in 1889.", "score": 3.0},
@@ -128,7 +130,7 @@ def test_the_null_candidates_family_by_hand():
     reading.fit([f for f, _ in train], [r for _, r in train])
     document = json.loads(json.dumps(judge_fit_document(reading)))
     assert document["null"] is True and judge_fit_from_document(document).null
-    assert JudgeVoter([reading], ["A"]).reads_null
+    assert JudgeVoter.of_fits([reading], ["A"]).reads_null
 
 
 def test_evidence_features_of_a_sentence_and_a_span_inside_it():
@@ -227,13 +229,13 @@ def test_a_voter_answers_with_the_fit_its_scores_cover_and_refuses_otherwise():
     train = [_question(bool(i % 2), rng) for i in range(40)]
     scored = JudgeSelector(("votes", "scores"), 1).fit([f for f, _ in train], [r for _, r in train])
     text = JudgeSelector(("votes", "evidence"), 1).fit([f for f, _ in train], [r for _, r in train])
-    voter = JudgeVoter([scored, text], ["A"])
+    voter = JudgeVoter.of_fits([scored, text], ["A"])
     plain, _ = _question(True, rng, scored=False)
     assert voter.choose(train[0][0])[1] is scored
     assert voter.choose(plain)[1] is text  # no scores: the text fit, never the scored fit reading zeros
     with pytest.raises(InputError, match="reads the reader's scores"):
         scored.choose(plain)
-    alone = voter_from_document(json.loads(json.dumps(document_of(JudgeVoter([scored], ["A"])))), "here")
+    alone = voter_from_document(json.loads(json.dumps(document_of(JudgeVoter.of_fits([scored], ["A"])))), "here")
     with pytest.raises(InputError, match=r"no fit of this judge voter .* nothing: votes\+scores, 1 span needs scores"):
         alone.choose(plain)
     with pytest.raises(InputError, match="cannot fit"):
@@ -254,7 +256,7 @@ def test_training_chooses_a_setting_by_cross_validation_and_calibrates_it():
     assert len(fit.thresholds_) > 0 and fit.calibration_ is not None
     voter, reports = train_judge_voter(questions, ["A"], k=3, seed=0)
     assert [r.level for r in reports] == ["scores", "text"]  # no passages scored: that level is left out
-    assert voter.fits[0].needs == {"scores"} and voter.fits[1].needs == frozenset()
+    assert voter.fits_[0].needs == {"scores"} and voter.fits_[1].needs == frozenset()
     # records scored in part: the scored fit learns from the scored questions, the text fit from them all
     unscored = [JudgedQuestion(f"u{i}", *_question(i % 3 == 0, rng, scored=False)) for i in range(40)]
     mixed, reports = train_judge_voter(questions + unscored, ["A"], k=3, seed=0)
@@ -287,13 +289,13 @@ def test_eor_train_judge_writes_a_voter_with_a_fit_per_level(scored_records, tmp
     assert main(command) == 0
     report = capsys.readouterr().out
     voter = load_voter(out, kind="judge")
-    assert [sorted(fit.needs) for fit in voter.fits] == [["passages", "scores"], ["scores"], []]
+    assert [sorted(fit.needs) for fit in voter.fits_] == [["passages", "scores"], ["scores"], []]
     assert voter.members == ["ReFree", "PK", "BM25@1", "BM25@3", "Wiki@1", "Wiki@3", "BM25@2&Wiki@2"]
     for level in ("scores+passages", "scores", "text"):
         assert level in report and voter.metadata_["training"]["levels"][level]["chosen"] in report
     assert voter.metadata_["judge"]["rule"] == "entities" and voter.metadata_["judge"]["k"] == 10
     assert "dev: EM" in report and voter.metadata_["dev"]["questions"] == 40
-    assert all(fit.calibration_ is not None and fit.thresholds_ for fit in voter.fits)
+    assert all(fit.calibration_ is not None and fit.thresholds_ for fit in voter.fits_)
     with pytest.raises(ConfigError, match="holds a judge voter.*judge: section"):
         choose_voter(out, voter.members)
     assert main(["train", str(train), "--voter", "judge", "--out", str(out), "--max-loss", "0.5"]) != 0
@@ -304,7 +306,7 @@ def test_eor_train_judge_writes_a_voter_with_a_fit_per_level(scored_records, tmp
     assert main(["bench", str(held), "--weights", str(out), "--against", str(cascade), "--out", str(report)]) == 0
     summary = capsys.readouterr().out
     bench = json.loads((report / "report.json").read_text())
-    assert bench["questions"] == 40 and bench["fits_used"] == {voter.fits[0].label: 40}
+    assert bench["questions"] == 40 and bench["fits_used"] == {voter.fits_[0].label: 40}
     assert bench["judge"]["em"] == pytest.approx(voter.metadata_["dev"]["em"])  # the same answers as --dev gave
     assert bench["oracle"]["candidates"] >= bench["judge"]["em"] and "vs_against" in bench
     assert bench["top_r_train"]["member"] == voter.metadata_["top_r_train"]["member"]
@@ -336,7 +338,7 @@ def test_eor_train_judge_reads_several_runs_as_one(tmp_path, capsys):
     report = capsys.readouterr().out
     voter = load_voter(out, kind="judge")
     levels = voter.metadata_["training"]["levels"]
-    assert [sorted(fit.needs) for fit in voter.fits] == [["passages", "scores"], ["scores"], []]
+    assert [sorted(fit.needs) for fit in voter.fits_] == [["passages", "scores"], ["scores"], []]
     assert voter.metadata_["training"]["questions"] == 160 and "160 training questions" in report
     assert voter.metadata_["records"] == [str(first), str(second)]
     assert voter.metadata_["judge"]["passages"] is True  # the richer level some of them hold

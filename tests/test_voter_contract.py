@@ -173,7 +173,7 @@ def test_the_judge_voter_is_a_voter_kind_that_chooses_among_the_candidates() -> 
     assert voter.chooses == "candidates" and voter_kinds()["judge"] is JudgeVoter and check_voter(voter) is voter
     assert voter.fit(batch) is voter
     alone = JudgeSelector(*levels[0]).fit([q.features for q in judged], [q.right for q in judged])
-    assert np.array_equal(voter.fits[0].coef_, alone.coef_)  # each level fitted as the selector is on its own
+    assert np.array_equal(voter.fits_[0].coef_, alone.coef_)  # each level fitted as the selector is on its own
     chosen, scores = voter.predict(batch), voter.decision_function(batch)
     widest = max(len(q.features.texts) for q in judged)
     assert scores.shape == (120, widest)

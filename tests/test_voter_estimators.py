@@ -1,7 +1,6 @@
 """Every voter kind in the registry (`voters.loading.VOTER_KINDS`: the paper's `Voter`, the `AnswerSelector`,
-the `Cascade`, and here a `SimpleVoter`-based kind; the judge voter, whose `fits` are still fitted selectors, is
-checked by tests/test_voter_contract.py) is a scikit-learn estimator with one API: `fit(X, y=None)`,
-`predict(X)`, `decision_function(X)` and `score(X, y=None)`, X a batch of recorded answers
+the `Cascade`, the judge voter, and here a `SimpleVoter`-based kind) is a scikit-learn estimator with one API:
+`fit(X, y=None)`, `predict(X)`, `decision_function(X)` and `score(X, y=None)`, X a batch of recorded answers
 (voters.batch.VoteBatch) and y the gold answers per question. For every kind this runs:
 
 - scikit-learn's checks of the estimator contract, which read hyper-parameters and no data:
@@ -43,19 +42,28 @@ from sklearn.utils.validation import check_is_fitted
 from eor.core.errors import NotFittedError
 from tests.conftest import ROOT
 from voters import VoteBatch, load_voter
+from voters.candidates import candidates
+from voters.judge_features import Evidence, judge_features
+from voters.judge_selector import JudgeSelector
 from voters.loading import VOTER_KINDS, register_voter_kind
 from voters.protocol import SimpleVoter
 from voters.scoring import mean_correctness
 
 WEIGHTS = ROOT / "docs" / "weights"
-SHIPPED = {"paper": "nq-offline.json", "selector": "nq-offline-auto.json", "cascade": "nq-offline-cascade.json"}
-KINDS = ["paper", "selector", "cascade", "longest"]
+SHIPPED = {
+    "paper": "nq-offline.json",
+    "selector": "nq-offline-auto.json",
+    "cascade": "nq-offline-cascade.json",
+    "judge": "nq-offline-judge.json",
+}
+KINDS = ["paper", "selector", "cascade", "judge", "longest"]
 NAMES = ["A", "B", "C"]
 #: hyper-parameters that keep the fits small (no model metric, few starts and folds)
 PARAMS = {
     "paper": {"metrics": ("em", "f1"), "restarts": 1, "max_evals": 40},
     "selector": {"metrics": ("em", "f1")},
     "cascade": {"metrics": ("em", "f1"), "folds": 2},
+    "judge": {"fits": [JudgeSelector(("votes", "evidence"), 3)]},  # the text alone: the batch has no scores
     "longest": {"members": NAMES},
 }
 SKLEARN_CHECKS = [
@@ -115,7 +123,13 @@ def recorded_batch(n_questions: int = 40, seed: int = 0) -> tuple[VoteBatch, lis
         passages.append([["decoy text"], [], [f"the answer is {gold}" if right else "nothing"]])
     costs = np.tile([1.0, 2.0, 4.0], (n_questions, 1)) + rng.uniform(0, 0.1, (n_questions, 3))
     questions = [f"question {q}?" for q in range(n_questions)]
-    return VoteBatch(answers, passages, questions, costs=costs), golds
+    found = []  # the judge's candidates: the members' answers and entity spans of their passages, no scores
+    for question, row, read in zip(questions, answers, passages, strict=True):
+        evidence = Evidence(question, dict(zip(NAMES, row, strict=True)), dict(zip(NAMES, read, strict=True)))
+        made = candidates(question, evidence.answers, [t for texts in read for t in texts], rule="entities", k=3)
+        rows = [{"text": c.text, "members": list(c.members), "scores": {}} for c in made]
+        found.append(judge_features(rows, NAMES, evidence))
+    return VoteBatch(answers, passages, questions, costs=costs, candidates=found), golds
 
 
 def unfitted(kinds, kind: str):
@@ -127,7 +141,7 @@ def batch():
     return recorded_batch()
 
 
-def test_the_registry_holds_the_four_kinds(kinds):
+def test_the_registry_holds_the_five_kinds(kinds):
     assert set(KINDS) <= set(kinds)
 
 
@@ -154,8 +168,10 @@ def test_fit_predict_and_score_on_a_batch(kinds, kind, batch):
     added = set(vars(voter)) - before
     assert added and all(name.endswith("_") and not name.startswith("_") for name in added), sorted(added)
     chosen = voter.predict(X)
-    assert chosen.shape == (len(X),) and voter.decision_function(X).shape == (len(X), len(NAMES))
-    assert voter.score(X, y) == mean_correctness(X.with_golds(y).correctness(voter.correctness), chosen)
+    right = X.with_golds(y).option_correctness(voter.chooses, voter.correctness)  # the members' answers' or
+    assert right.shape[1] == (len(NAMES) if voter.chooses == "members" else max(len(c.texts) for c in X.candidates))
+    assert chosen.shape == (len(X),) and voter.decision_function(X).shape == right.shape
+    assert voter.score(X, y) == mean_correctness(right, chosen)
     assert voter.score(X.with_golds(y)) == voter.score(X, y)
     refitted = unfitted(kinds, kind).fit(X.with_golds(y))
     np.testing.assert_array_equal(refitted.predict(X), chosen)  # fitting again: the same choices

@@ -305,8 +305,8 @@ class JudgeCodec(DocumentCodec):
     coefficients, P(right) and P(unanswerable) logistics and abstention thresholds."""
 
     def document(self, voter: JudgeVoter, **meta: Any) -> dict[str, Any]:
-        fits = [judge_fit_document(fit) for fit in voter.fits]
-        return {**header(voter.kind, voter.members, []), "fits": fits, "meta": {**voter.metadata_, **meta}}
+        fits = [judge_fit_document(fit) for fit in voter.fits_]
+        return {**header(voter.kind, voter.members_, []), "fits": fits, "meta": {**voter.metadata_, **meta}}
 
     def read(self, document: Mapping[str, Any], source: str, members: Sequence[str] | None = None) -> JudgeVoter:
         """Its members in its training records' order; `members`, when given, must be the same names."""
@@ -314,9 +314,9 @@ class JudgeCodec(DocumentCodec):
             raise ConfigError(
                 f"weights file {source!r} holds a {document.get('voter', 'paper')!r} voter, not a judge voter"
             )
-        voter = JudgeVoter([judge_fit_from_document(fit) for fit in document["fits"]], document["members"])
-        if members is not None and sorted(members) != sorted(voter.members):
-            raise ConfigError(f"weights file {source!r} holds a judge voter of members {', '.join(voter.members)}")
+        voter = JudgeVoter.of_fits([judge_fit_from_document(fit) for fit in document["fits"]], document["members"])
+        if members is not None and sorted(members) != sorted(voter.members_):
+            raise ConfigError(f"weights file {source!r} holds a judge voter of members {', '.join(voter.members_)}")
         voter.metadata_ = dict(document.get("meta") or {})
         return voter
 

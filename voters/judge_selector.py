@@ -107,6 +107,10 @@ class JudgeSelector:
             reads |= {NULL}
         return [name for name, family in ABSOLUTE.items() if family is None or family in reads]
 
+    def unfitted(self) -> JudgeSelector:
+        """A selector of the same hyper-parameters that learned nothing."""
+        return JudgeSelector(self.families, self.spans, self.C, self.retrieval, self.null)
+
     def missing(self, features: JudgeFeatures) -> list[str]:
         """The likelihood families this fit reads that `features` lack (sorted)."""
         return sorted(self.needs - features.scored)
@@ -259,39 +263,49 @@ class Choice:
     probability: float | None
 
 
+#: the fits of a judge voter given none: the reader's scores under the members' prompts, then the text alone (a
+#: question scored by no one), each with 10 competing spans
+DEFAULT_FITS = (("votes", "evidence", "scores"), ("votes", "evidence"))
+
+
 class JudgeVoter(VoterEstimator):
     """The reader as judge, a voter kind (voters.protocol) that chooses among each question's *candidates* (the
     members' answers and spans of their passages, scored by the reader: `VoteBatch.candidates`) where the other
     kinds choose among the members' answers (`chooses`).
 
-    Hyper-parameters: `fits` (JudgeSelector, richest first: each question is answered by the first fit whose
-    likelihood families its scores hold, `fit_for`) and `members` (the pool whose answers the candidates' features
-    read, in the training records' order). `fit(X)` fits each of `fits` in place on the batch's questions that hold
-    its scores, as a scikit-learn Pipeline fits its steps; P(right) and the abstention thresholds are the training
-    policy's (eor.learning.judge_training: each setting chosen, P(right) calibrated on out-of-fold choices)."""
+    Hyper-parameters: `fits` (unfitted JudgeSelectors, richest first: each question is answered by the first fit
+    whose likelihood families its scores hold, `fit_for`; None: `DEFAULT_FITS`) and `members` (the pool whose
+    answers the candidates' features read, in the training records' order; None: read from the candidates'
+    features). `fit(X)` fits a copy of each on the batch's questions that hold its scores, as scikit-learn's
+    VotingClassifier fits copies of its estimators: `fits_`, `members_`. P(right) and the abstention thresholds of
+    each fit are the training policy's (eor.learning.judge_training: each setting chosen by cross-validation,
+    P(right) calibrated on out-of-fold choices), which builds the voter of its fitted selectors (`of_fits`)."""
 
     kind = "judge"
     chooses: ClassVar[str] = "candidates"
     needs_passages: ClassVar[bool] = True
     correctness = "em"  # a candidate is right when it matches a gold answer exactly (JudgeSelector.correctness)
     metric_params = None
+    fits_: list[JudgeSelector]  # fitted, richest first
+    members_: list[str]  # fitted: the pool, in the training records' order
 
-    def __init__(self, fits: Sequence[JudgeSelector], members: Sequence[str]) -> None:
-        if not fits:
-            raise InputError("a judge voter needs at least one fit")
+    def __init__(self, fits: Sequence[JudgeSelector] | None = None, members: Sequence[str] | None = None) -> None:
         self.fits = fits
         self.members = members
 
-    def __sklearn_is_fitted__(self) -> bool:
-        return all(hasattr(fit, "coef_") for fit in self.fits)
-
-    @property
-    def members_(self) -> list[str]:
-        return [str(member) for member in self.members]
+    @classmethod
+    def of_fits(cls, fits: Sequence[JudgeSelector], members: Sequence[str]) -> JudgeVoter:
+        """The fitted voter whose fits are `fits` (fitted selectors, richest first) for the pool `members`: what the
+        training policy and the weights file's codec build (voters.codecs)."""
+        if not fits:
+            raise InputError("a judge voter needs at least one fit")
+        voter = cls([fit.unfitted() for fit in fits], list(members))
+        voter.fits_, voter.members_ = list(fits), [str(member) for member in members]
+        return voter
 
     @property
     def n_members_(self) -> int:
-        return len(self.members)
+        return len(self.members_)
 
     @property
     def metric_names_(self) -> list[str]:
@@ -300,7 +314,7 @@ class JudgeVoter(VoterEstimator):
     def fit_scoring(self, scored: frozenset[str]) -> JudgeSelector:
         """The fit that answers candidates scored with the likelihood families `scored` (its first fit that
         needs no more); InputError when none does."""
-        for fit in self.fits:
+        for fit in self.fits_:
             if fit.needs <= scored:
                 return fit
         raise InputError(
@@ -310,19 +324,19 @@ class JudgeVoter(VoterEstimator):
     @property
     def reads_retrieval(self) -> bool:
         """Whether a fit's P(right) reads the retrieved passages' relevance (voters.judge_features.relevance_of)."""
-        return any(fit.retrieval for fit in self.fits)
+        return any(fit.retrieval for fit in self.fits_)
 
     @property
     def reads_null(self) -> bool:
         """Whether a fit's P(right) reads the null candidate's likelihood (eor.pipeline.judging.null_scores)."""
-        return any(fit.null for fit in self.fits)
+        return any(fit.null for fit in self.fits_)
 
     def fit_for(self, features: JudgeFeatures) -> JudgeSelector:
         """The first fit whose likelihood families `features` hold; InputError naming what each fit lacks."""
-        for fit in self.fits:
+        for fit in self.fits_:
             if not fit.missing(features):
                 return fit
-        lacking = "; ".join(f"{fit.label} needs {', '.join(fit.missing(features))}" for fit in self.fits)
+        lacking = "; ".join(f"{fit.label} needs {', '.join(fit.missing(features))}" for fit in self.fits_)
         raise InputError(
             f"no fit of this judge voter answers candidates scored with "
             f"{', '.join(sorted(features.scored)) or 'nothing'}: {lacking}"
@@ -336,16 +350,26 @@ class JudgeVoter(VoterEstimator):
     # -- the voter contract (voters.protocol): batches of recorded questions ---------------------------------
 
     def fit(self, X: VoteBatch, y: Golds | None = None) -> Self:
-        """Fit each of `fits` on the questions of X whose candidates hold its scores (InputError when none do),
-        against the gold answers `y` (None: X's own)."""
+        """Fit a copy of each of `fits` on the questions of X whose candidates hold its scores (InputError when none
+        do, or there is no fit), against the gold answers `y` (None: X's own)."""
+        templates = [JudgeSelector(families, 10) for families in DEFAULT_FITS] if self.fits is None else self.fits
+        if not templates:
+            raise InputError("a judge voter needs at least one fit")
         X = X.with_golds(y)
         found = _candidates(X)
+        if not found:
+            raise InputError("a judge voter needs the candidates of at least one question")
         right = X.option_correctness(self.chooses, self.correctness) > 0
-        for fit in self.fits:
-            rows = [q for q, features in enumerate(found) if not fit.missing(features)]
+        fitted = []
+        for template in templates:
+            rows = [q for q, features in enumerate(found) if not template.missing(features)]
             if not rows:
-                raise InputError(f"no question of this batch holds the scores the fit {fit.label} reads")
-            fit.fit([found[q] for q in rows], [right[q, : len(found[q].texts)] for q in rows])
+                raise InputError(f"no question of this batch holds the scores the fit {template.label} reads")
+            fit = template.unfitted().fit([found[q] for q in rows], [right[q, : len(found[q].texts)] for q in rows])
+            fitted.append(fit)
+        written = [name[len("wrote:") :] for name in found[0].names if name.startswith("wrote:")]
+        self.members_ = [str(m) for m in self.members] if self.members is not None else written
+        self.fits_ = fitted
         return self
 
     def decision_function(self, X: VoteBatch) -> np.ndarray:
@@ -418,7 +442,7 @@ class JudgeVoter(VoterEstimator):
         return {
             "voter": self.kind,
             "members": self.members_,
-            "fits": [{"fit": fit.label, "needs": sorted(fit.needs)} for fit in self.fits],
+            "fits": [{"fit": fit.label, "needs": sorted(fit.needs)} for fit in self.fits_],
         }
 
 

@@ -53,7 +53,7 @@ def judge_report(
     right = judged.right.astype(float)
     draws = Bootstrap.draw(len(right), resamples, seed)
     members = np.array(
-        [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in voter.members] for r in loaded],
+        [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in voter.members_] for r in loaded],
         float,
     )
     report: dict[str, Any] = {
@@ -93,7 +93,7 @@ def judge_choices(
     """The judge voter's choice on each record of `loaded` (with gold answers), its candidates made as the
     voter's training made them (refused otherwise), scores limited to the families `scored` (None: all)."""
     rule, k = candidate_rule(voter, loaded, source)
-    questions = judged_questions(loaded, voter.members, rule, k, relevance=voter.reads_retrieval)
+    questions = judged_questions(loaded, voter.members_, rule, k, relevance=voter.reads_retrieval)
     if scored is not None:
         questions = [without_scores(question, scored) for question in questions]
     hits: list[bool] = []
@@ -122,8 +122,8 @@ def baselines(
     on the same records), each with its EM and the paired test of `right` against it."""
     out: dict[str, Any] = {}
     top = (voter.metadata_.get("top_r_train") or {}).get("member")
-    if top in voter.members:
-        column = members[:, voter.members.index(top)]
+    if top in voter.members_:
+        column = members[:, voter.members_.index(top)]
         out["top_r_train"] = {"member": top, "em": float(column.mean()), "ci": draws.interval(column)}
         out["vs_top_r_train"] = paired_test(right, column, draws)
     if against is not None:

@@ -18,7 +18,7 @@ import numpy as np
 from eor.bench.judge import baselines, judge_choices, judge_lines, selective
 from eor.bench.vote import vote
 from eor.core.answers import matches_gold
-from eor.core.config import EnsembleConfig
+from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed
 from eor.evaluation.stats import Bootstrap
@@ -46,13 +46,7 @@ def judge_cascade_report(
     resamples: int = 1000,
 ) -> dict[str, Any]:
     """The report (JSON-ready) of the cascade of `weights` ending with the judge of `config`'s `judge:`."""
-    if config.judge is None or config.judge.weights is None or config.judge.after != "cascade":
-        raise ConfigError(
-            f"the config {config.name!r} (--config) names no judge after a cascade (judge: {{weights: ..., after: "
-            "cascade}})"
-        )
-    if not config.resolve_path(config.judge.weights).is_file():
-        raise ConfigError(f"judge.weights: no file {config.resolve_path(config.judge.weights)}")
+    settings = _check_door(config)
     data = load_run(records, config.members)
     voted = vote(data, weights, with_judge=True)
     cascade = voted.voter
@@ -70,12 +64,12 @@ def judge_cascade_report(
     rates = (cascade.metadata_.get("costs") or {}).get("rates") or {}
     cost = _seconds(data, cascade, voted.stops, ended, [loaded[i] for i in np.flatnonzero(ended)], config, rates)
     draws = Bootstrap.draw(len(right), resamples, seed)
-    members = _members_right(data, judge.members)
+    members = _members_right(data, judge.members_)
     report: dict[str, Any] = {
         "kind": "judge-cascade",
         "records": str(records),
         "weights": str(weights),
-        "judge_weights": str(config.judge.weights),
+        "judge_weights": str(settings.weights),
         "questions": len(loaded),
         "scored": sum(bool(q.features.scored) for q in judged.questions),
         "cascade": {
@@ -97,6 +91,18 @@ def judge_cascade_report(
     report.update(baselines(judge, records, loaded, right.astype(float), members, draws, against))
     report["selective"] = _selective(voted, ended, judged, right, seed)
     return report
+
+
+def _check_door(config: EnsembleConfig) -> JudgeConfig:
+    """The config's `judge:`; ConfigError unless it names a judge after a cascade, in a file that exists."""
+    if config.judge is None or config.judge.weights is None or config.judge.after != "cascade":
+        raise ConfigError(
+            f"the config {config.name!r} (--config) names no judge after a cascade (judge: {{weights: ..., after: "
+            "cascade}})"
+        )
+    if not config.resolve_path(config.judge.weights).is_file():
+        raise ConfigError(f"judge.weights: no file {config.resolve_path(config.judge.weights)}")
+    return config.judge
 
 
 def _carried(cascade: Any, weights: str | Path, config: EnsembleConfig) -> JudgeVoter:

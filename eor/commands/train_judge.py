@@ -105,7 +105,7 @@ def train_judge(
 def _fit_lines(voter: JudgeVoter, reports: list[Any], beyond: Unanswerable | None) -> list[str]:
     """Each fit's chosen setting, its EM out of fold and its thresholds; what they hold for beyond the corpus."""
     lines = []
-    for report, fit in zip(reports, voter.fits, strict=True):
+    for report, fit in zip(reports, voter.fits_, strict=True):
         lines.append(f"  {report.level:<16} {report.chosen:<52} EM {pct(report.table[report.chosen])} out of fold")
         risks = {round(float(row["alpha"]), 6): row for row in fit.thresholds_}
         shown = [_risk_text(risks[r]) for r in REPORTED_RISKS if r in risks]

@@ -130,12 +130,12 @@ def _pool_and_judge(options: TrainOptions, judge: Path) -> tuple[EnsembleConfig,
         raise ConfigError("--judge needs --config: the pool, what its judge scores and the reader whose tokens count")
     config = load_valid_config(options.pool_config)  # the door
     voter = load_voter(judge, kind="judge")
-    if sorted(voter.members) != sorted(config.members):
+    if sorted(voter.members_) != sorted(config.members):
         raise ConfigError(
-            f"the judge {judge} weighs {', '.join(voter.members)}; {options.pool_config} has "
+            f"the judge {judge} weighs {', '.join(voter.members_)}; {options.pool_config} has "
             f"{', '.join(config.members)}"
         )
-    if options.beyond_corpus and not all(fit.unanswerable_ for fit in voter.fits):
+    if options.beyond_corpus and not all(fit.unanswerable_ for fit in voter.fits_):
         raise InputError(
             f"the judge {judge} was trained on answerable questions alone: train it with --ablated or "
             "--nocorpus too, for a cascade ending with it beyond the corpus"
@@ -320,7 +320,7 @@ def _judged(ordered: list[Any], source: str, voter: JudgeVoter) -> list[Any]:
             "(eor run with a judge: section grows them)"
         )
     rule, k = candidate_rule(voter, ordered, source)
-    questions = judged_questions(ordered, voter.members, rule, k, relevance=voter.reads_retrieval)
+    questions = judged_questions(ordered, voter.members_, rule, k, relevance=voter.reads_retrieval)
     if len(questions) != len(ordered):
         raise InputError(f"{source}: every training question needs gold answers")
     return questions

@@ -354,7 +354,7 @@ def train_judge_voter(
         if progress is not None:
             em = 100 * report.table[report.chosen]
             progress(f"{level}: {report.chosen}, {fixed(em, 1)} EM out of fold on {len(held)} questions")
-    return JudgeVoter(fits, members), reports
+    return JudgeVoter.of_fits(fits, members), reports
 
 
 def holding(questions: Sequence[JudgedQuestion], level: str) -> list[JudgedQuestion]:

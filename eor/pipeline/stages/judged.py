@@ -71,7 +71,7 @@ class JudgeStage(VoteStage):
         self.settings = config.judge
         self.generation = generation
         self.templates = templates
-        self.judged = list(judge.members)  # the training records' order (`vote_stage` checks the names)
+        self.judged = list(judge.members_)  # the training records' order (`vote_stage` checks the names)
         self.source = judge.source_ or "the judge's weights file"
         self.outside_judge = outside[1]
 
@@ -92,7 +92,7 @@ class JudgeStage(VoteStage):
         """`risk` checked against the judge's fits' thresholds, and after a cascade against the thresholds of
         its steps' answers and of the judge's (InputError: none, or none at or below it)."""
         if risk is not None:
-            for fit in self.judge_voter.fits:
+            for fit in self.judge_voter.fits_:
                 abstention(fit, 1.0, risk, f"the judge voter {self.source} ({fit.label})")
             if self.in_steps:
                 abstention(None if self.right is None else self.right.fit(), 1.0, risk, "the cascade before the judge")
@@ -212,16 +212,14 @@ def vote_stage(
 def judged_by(config: EnsembleConfig, voter: Any) -> tuple[JudgeVoter, Any] | None:
     """The judge voter with the last word for `voter` and the voter the members run through: the judge voter itself
     (it `chooses` the candidates) and the uniform vote (every member runs), or the judge a cascade carries
-    (`judge_`, the judge it was trained to end with) and that cascade; None for a voter without a judge. The judge
-    is checked against the config's `judge:` section (ConfigError naming each difference): the same members, the
-    same span rule and K as its training records, a fit for what the config scores, and after a cascade the fit
-    the cascade was trained with."""
+    (`judge_`, the judge it was trained to end with) and that cascade; None for a voter without a judge. ConfigError
+    where the voter and the config's `judge:` disagree (`check_judge`)."""
     entry = ends_with_judge(voter)
     named = None if config.judge is None else config.judge.weights
     if voter.chooses == "candidates":
-        judge, steps = voter, choose_voter(None, config.members, **config.voter.uniform())
+        found = voter, choose_voter(None, config.members, **config.voter.uniform())
     elif voter.judge_ is not None:
-        judge, steps = voter.judge_, voter
+        found = voter.judge_, voter
     elif entry is not None:
         raise ConfigError(
             f"{voter.source_ or 'the voter'} is a cascade whose last step is the judge {entry.get('weights')}: answer "
@@ -236,46 +234,54 @@ def judged_by(config: EnsembleConfig, voter: Any) -> tuple[JudgeVoter, Any] | No
         )
     else:
         return None
-    after = "cascade" if entry is not None else "members"
-    if config.judge is not None and config.judge.after != after:
-        raise ConfigError(
-            f"judge.after is {config.judge.after}, but {voter.source_ or 'the voter'} answers with the judge after "
-            f"{'a cascade trained with it as its last step' if after == 'cascade' else 'every member'}: set "
-            f"judge.after: {after}"
-        )
-    if named is not None and judge.source_ is not None:
-        if Path(judge.source_).resolve() != config.resolve_path(named).resolve():
-            raise ConfigError(
-                f"the voter answers with the judge {judge.source_}; the config's judge.weights is {named}"
-            )
-    path = judge.source_
-    if config.judge is None:
+    check_judge(config, found[0], entry)
+    return found
+
+
+def check_judge(config: EnsembleConfig, judge: JudgeVoter, entry: dict[str, Any] | None) -> None:
+    """The judge voter `judge` checked against the config's `judge:` section (ConfigError naming each difference):
+    what it answers after (`entry`: what the cascade it ends says of it, None after every member), its file, the
+    same members, the same span rule and K as its training records, a fit for what the config scores, and after a
+    cascade the fit the cascade was trained with."""
+    path, settings = judge.source_, config.judge
+    if settings is None:
         raise ConfigError(
             f"the judge voter {path} chooses among candidate answers that the config's judge: section makes and "
             "scores: name it there (judge: {weights: ...})"
         )
-    members = judged_members(config)
-    if sorted(judge.members) != sorted(members):
+    after = "cascade" if entry is not None else "members"
+    if settings.after != after:
         raise ConfigError(
-            f"the judge voter {path} was trained for members {', '.join(judge.members)}; the judge weighs "
+            f"judge.after is {settings.after}, but the judge voter {path} answers after "
+            f"{'a cascade trained with it as its last step' if after == 'cascade' else 'every member'}: set "
+            f"judge.after: {after}"
+        )
+    if settings.weights is not None and path is not None:
+        if Path(path).resolve() != config.resolve_path(settings.weights).resolve():
+            raise ConfigError(
+                f"the voter answers with the judge {path}; the config's judge.weights is {settings.weights}"
+            )
+    members = judged_members(config)
+    if sorted(judge.members_) != sorted(members):
+        raise ConfigError(
+            f"the judge voter {path} was trained for members {', '.join(judge.members_)}; the judge weighs "
             f"{', '.join(members)}"
         )
     trained = judge.metadata_.get("candidates") or {}
     for key in ("rule", "k"):
-        if key in trained and trained[key] != getattr(config.judge, key):
+        if key in trained and trained[key] != getattr(settings, key):
             raise ConfigError(
                 f"the judge voter {path} was trained on candidates with {key} {trained[key]!r}; the config's "
-                f"judge.{key} is {getattr(config.judge, key)!r}"
+                f"judge.{key} is {getattr(settings, key)!r}"
             )
     scored = scored_families(config)
-    if not any(fit.needs <= scored for fit in judge.fits):
-        fits = "; ".join(f"{fit.label} needs {', '.join(sorted(fit.needs))}" for fit in judge.fits)
+    if not any(fit.needs <= scored for fit in judge.fits_):
+        fits = "; ".join(f"{fit.label} needs {', '.join(sorted(fit.needs))}" for fit in judge.fits_)
         what = ", ".join(sorted(scored)) or "nothing"
         raise ConfigError(f"the judge voter {path} has no fit for what judge: scores ({what}): {fits}")
     if entry is not None and judge.fit_scoring(scored).label != entry.get("fit"):
         raise ConfigError(
-            f"the cascade {voter.source_} was trained with the judge's fit {entry.get('fit')!r} as its last step; "
+            f"the cascade ending with {path} was trained with the judge's fit {entry.get('fit')!r} as its last step; "
             f"what this config's judge: scores ({', '.join(sorted(scored)) or 'nothing'}) is answered by "
             f"{judge.fit_scoring(scored).label!r}: set judge.score and judge.passages as the cascade was trained"
         )
-    return judge, steps
