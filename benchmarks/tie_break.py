@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     members = list(load_config(args.config).members) if args.config else None
     data = load_run(args.records, members)
-    uniform = {"metrics": tuple(args.metrics)} if args.metrics else {}
+    uniform: dict[str, Any] = {"metrics": tuple(args.metrics)} if args.metrics else {}
     voter = choose_voter(Path(args.weights) if args.weights else None, data.names, sub_pool=True, **uniform)
     data = voting_data(data, list(voter.members_) if voter.members_ is not None else data.names)
     batch = VoteBatch(data.answers, data.passages, data.texts, golds=data.golds, confidence=data.confidence or None)
