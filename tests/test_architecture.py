@@ -816,3 +816,36 @@ def test_one_fold_engine() -> None:
     complement of a held-out part or runs a splitter of its own."""
     for folder in (*PACKAGES, "benchmarks"):
         assert _fold_loops(ROOT / folder) == [], folder
+
+
+#: keys of a weights file's `meta` that only a trainer of eor.learning makes (eor.learning.trained)
+WEIGHTS_META_KEYS = {"records", "chosen_voter", "probability", "top_r_train", "training", "last_step", "costs"}
+
+
+def _weights_writers(folder: Path) -> list[str]:
+    """Where a module in `folder` writes a voter (voters.codecs) or makes a dict with a weights file's meta keys."""
+    found = []
+    for name, tree in _trees(folder).items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "voters.codecs":
+                found.append(f"{name}:{node.lineno} imports voters.codecs")
+            elif isinstance(node, ast.Call) and ast.unparse(node.func).rpartition(".")[2] == "save_voter":
+                found.append(f"{name}:{node.lineno} calls save_voter")
+            elif isinstance(node, ast.Dict):
+                keys = {key.value for key in node.keys if isinstance(key, ast.Constant)}
+                if keys & WEIGHTS_META_KEYS:
+                    found.append(f"{name}:{node.lineno} makes {sorted(keys & WEIGHTS_META_KEYS)}")
+    return found
+
+
+def test_the_commands_print_what_the_trainers_of_eor_learning_give_back() -> None:
+    """`eor train` (every voter kind, the judge voter and the cascade ending with it included) trains through
+    eor.learning, whose trainers make the weights file's metadata and give back a `Trained`; the commands parse,
+    print and save what they are given."""
+    assert _weights_writers(ROOT / "eor" / "commands") == []
+    from eor.learning.judge_data import TrainedJudge
+    from eor.learning.judged_training import TrainedJudgedCascade
+    from eor.learning.trained import Trained
+    from eor.learning.training import TrainedVoter
+
+    assert all(issubclass(cls, Trained) for cls in (TrainedVoter, TrainedJudge, TrainedJudgedCascade))

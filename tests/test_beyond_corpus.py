@@ -273,7 +273,7 @@ def test_train_with_ablated_and_no_corpus_records_writes_a_model_that_says_so(tm
     import json
 
     from eor.commands.train_command import train
-    from eor.commands.train_options import TrainOptions
+    from eor.learning.train_options import TrainOptions
     from tests.conftest import ROOT
     from voters import load_voter
 
@@ -430,7 +430,7 @@ def test_ablated_copies_in_several_records_files_are_read_as_one(tmp_path) -> No
     the same questions as one file holding both, and the weights file names both."""
     import json
 
-    from eor.commands.train_options import TrainOptions
+    from eor.learning.train_options import TrainOptions
     from eor.learning.training import beyond_records
     from eor.runs.records import read_records
     from tests.conftest import ROOT

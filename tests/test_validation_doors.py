@@ -73,10 +73,10 @@ def _commands(config: Path, tmp: Path) -> dict[str, tuple[list[str], str]]:
         "bench --config": (["bench", r, "--config", c, "--out", out], "eor.bench.command.build_report"),
         "train --config": (["train", r, "--out", weights, "--config", c], "eor.learning.training.load_runs"),
         "train --voter judge": (["train", r, "--out", weights, "--voter", "judge", "--config", c],
-                                "eor.commands.train_judge.read_runs"),
+                                "eor.learning.judge_data.read_runs"),
         "train --voter cascade --judge": (["train", r, "--out", weights, "--voter", "cascade", "--judge",
                                            str(tmp / "judge.json"), "--config", c],
-                                          "eor.commands.train_judge_cascade.load_voter"),
+                                          "eor.learning.judged_training.load_voter"),
     }  # fmt: skip
 
 

@@ -249,3 +249,20 @@ def test_a_config_s_judge_and_its_voter_are_checked_together() -> None:
     other = load_voter(ROOT / "docs" / "weights" / "nq-offline-judge-600.json")
     with pytest.raises(ConfigError, match="the config's judge.weights is"):
         judged_by(alone, other)
+
+
+def test_a_judge_that_does_not_suit_the_config_is_refused_before_the_reader_is_built(monkeypatch) -> None:
+    """The door of item 1: what a voter's judge needs of the config (its file, members, span rule, what is scored)
+    is checked with the voter, before any model loads."""
+    from eor.core.config import load_config
+    from eor.pipeline.ensemble import Ensemble
+    from voters.loading import load_voter
+
+    def no_reader(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the reader was built before the judge was checked")
+
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", no_reader)
+    config = load_config(ROOT / "configs" / "nq-judge.yaml")
+    other = load_voter(ROOT / "docs" / "weights" / "nq-offline-judge-600.json")
+    with pytest.raises(ConfigError, match="the config's judge.weights is"):
+        Ensemble(config, voter=other, cache=False)

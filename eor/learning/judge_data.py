@@ -1,11 +1,14 @@
-"""The judge voter's training data from run records (`eor train --voter judge`, eor.commands.train_judge): which judge
-scored them (`judge_identity`, `scored_rule`), the members trained on, the questions the corpus cannot answer
-(`load_unanswerable`) and the held-out ones (`held_out`), each judged as the training records were; and what the
-weights file keeps of how the voter was trained (`training_meta`, `beyond_meta`, `top_r`)."""
+"""The judge voter trained from run records (`trained_judge`, what `eor train --voter judge` runs; the policy of
+each choice is eor.learning.judge_training's), and its data: which judge scored the records (`judge_identity`,
+`scored_rule`), the members trained on, the questions the corpus cannot answer (`load_unanswerable`) and the held-out
+ones (`held_out`), each judged as the training records were; and what the weights file keeps of how the voter was
+trained (`training_meta`, `beyond_meta`, `top_r`, `dev_meta`)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +18,106 @@ from eor.core.answers import matches_gold
 from eor.core.config import JudgeConfig
 from eor.core.data import ABLATED_FROM
 from eor.core.errors import ConfigError, InputError
+from eor.core.formatting import small_data_warning
 from eor.evaluation.upper_bound import top_member
 from eor.learning.beyond_corpus import ABLATED, NOCORPUS
-from eor.learning.judge_training import JudgedQuestion, Unanswerable, judged_questions
+from eor.learning.judge_training import (
+    FitReport,
+    JudgedQuestion,
+    Unanswerable,
+    accuracy,
+    judged_questions,
+    train_judge_voter,
+)
+from eor.learning.trained import Trained
+from eor.pipeline.abstention import DEFAULT_SHARE
 from eor.pipeline.judging import judged_members
+from eor.pipeline.members import demonstration_ids
+from eor.pipeline.pool import runs_pool
+from eor.pipeline.validation import load_valid_config
 from eor.runs.records import read_records
 from eor.runs.run_data import named_runs, read_runs, run_paths
 from eor.runs.run_folder import recorded_config
+from voters.judge_selector import JudgeVoter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainedJudge(Trained):
+    """What `trained_judge` gives back: the judge voter and its weights file's meta, each fit's report (how its
+    setting was chosen, eor.learning.judge_training.FitReport), the questions the corpus cannot answer it was
+    trained with (None: none), and how many training questions there were and the reader scored."""
+
+    reports: list[FitReport]
+    beyond: Unanswerable | None
+    questions: int
+    scored: int
+
+
+def trained_judge(
+    records: Path | Sequence[Path],
+    *,
+    pool_config: Path | None = None,
+    members: list[str] | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    dev: Path | None = None,
+    ablated: Path | Sequence[Path] | None = None,
+    nocorpus: Path | None = None,
+    share: float = DEFAULT_SHARE,
+    retrieval: bool | None = None,
+) -> TrainedJudge:
+    """The judge voter trained on `records` (several runs: read as one, their pools the same; members: `members`,
+    else the pool config's, else those the records' scores were made for), with what its weights file records.
+    `ablated`, `nocorpus`: records of questions the corpus cannot answer (ablated copies of training questions;
+    real ones), for P(right) beyond the corpus and thresholds for a mix with `share` of them
+    (eor.learning.judge_training.fit_beyond). `retrieval`: whether P(right) reads the retrieved passages'
+    relevance (None: beyond the corpus, as cross-validation on training chose, docs/abstention.md). `dev`: held-out
+    records, scored into `meta.dev`."""
+    relevance = (ablated is not None or nocorpus is not None) if retrieval is None else retrieval
+    config = None if pool_config is None else load_valid_config(pool_config)  # the door
+    runs = run_paths(records)
+    source = ", ".join(map(str, runs))
+    pool = runs_pool(runs)  # before any work: runs of different pools are refused
+    loaded = [record for record in read_runs(runs) if record.answers]
+    identity = judge_identity(loaded, source)
+    names = trained_members(config, members, identity, loaded, runs)
+    skip = demonstration_ids(config) if config is not None else set()
+    rule_k = scored_rule(identity)
+    questions = judged_questions([r for r in loaded if r.id not in skip], names, *rule_k, relevance=relevance)
+    if warning := small_data_warning(len(questions), "training the judge voter"):
+        log.warning(warning)
+    beyond = load_unanswerable(ablated, nocorpus, names, rule_k, skip, share, relevance)
+    voter, reports = train_judge_voter(
+        questions, names, k=folds, seed=seed, progress=log.info, beyond=beyond, retrieval=relevance
+    )
+    scored = sum(bool(q.features.scored) for q in questions)
+    rule, k = rule_k
+    meta: dict[str, Any] = {
+        "records": named_runs(runs),
+        **({} if beyond is None else beyond_meta(ablated, nocorpus, share)),
+        "judge": identity,
+        "candidates": {"rule": rule, "k": k},  # what live answering must make them with (eor.pipeline.judging)
+        "training": training_meta(len(questions), scored, folds, seed, reports),
+        "top_r_train": top_r(loaded, names),
+        **({} if pool is None else {"pool": pool}),
+    }
+    if dev is not None:
+        meta["dev"] = dev_meta(voter, held_out(dev, source, identity, names, rule_k, relevance))
+    return TrainedJudge(voter, meta, reports, beyond, len(questions), scored)
+
+
+def dev_meta(voter: JudgeVoter, questions: list[JudgedQuestion]) -> dict[str, Any]:
+    """The voter on held-out questions, as its weights file keeps it: their number, its EM, and how many each fit
+    answered."""
+    hits: list[float] = []
+    used: dict[str, int] = {}
+    for question in questions:
+        choice, fit = voter.choose(question.features)
+        hits.append(accuracy([question], [choice])[0])
+        used[fit.label] = used.get(fit.label, 0) + 1
+    return {"questions": len(questions), "em": float(np.mean(hits)) if hits else 0.0, "fits": used}
 
 
 def judge_identity(records: list[Any], source: Any) -> dict[str, Any] | None:

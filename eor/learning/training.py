@@ -12,9 +12,9 @@
    (eor.learning.calibration);
 6. **report**: the baselines, one uniform voter (`uniform_baseline`) scored on training and on dev with the
    same metrics and pooling, Top R (train), and the held-out figures on dev (`dev_figures`);
-7. **weights file**: the fitted voter saved with what each step found (the command's).
+7. **weights file**: what each step found, made into the weights file's metadata (eor.learning.trained).
 
-The policy of each step lives here; eor.commands.train_command runs them in order and prints.
+`train_voter` runs them in order; eor.commands.train_command prints what each found and saves the file.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from eor.core.config import EnsembleConfig
-from eor.core.errors import InputError
+from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import small_data_warning
 from eor.evaluation import upper_bound
 from eor.evaluation.stats import Bootstrap, paired_test
@@ -47,10 +47,18 @@ from eor.learning.crossval import (
     compare_with_top,
     out_of_fold,
     run_batch,
+    vote_arrays,
     without_confidence,
 )
+from eor.learning.judge_cascade import reader_tokens
+from eor.learning.train_options import TrainOptions
+from eor.learning.trained import Trained, choice_meta, dev_meta, pool_meta, run_meta
 from eor.pipeline.members import demonstration_ids
-from eor.runs.run_data import RunData, load_runs, run_paths
+from eor.pipeline.pool import runs_pool
+from eor.pipeline.validation import load_valid_config
+from eor.readers import build_reader
+from eor.runs.costs import token_counts, training_costs, with_replay
+from eor.runs.run_data import RunData, load_run, load_runs, named_runs, run_paths
 from voters import Voter, correctness_matrix
 from voters.scoring import mean_correctness
 
@@ -321,3 +329,105 @@ def dev_figures(voter: Any, dev: RunData, top_member: str, uniform: Voter, metri
         oracle=upper_bound.oracle_accuracy(correctness.T),
         tests=tests,
     )
+
+
+@dataclass
+class TrainedVoter(Trained):
+    """What `train_voter` gives back: the fitted voter and its weights file's meta, the choice it was fitted from,
+    its P(right) (None: too few questions), the dev figures (None: no dev records) and what a cascade's members were
+    charged (None: no cascade trained)."""
+
+    choice: Choice
+    probability: Calibrated | None
+    figures: DevFigures | None
+    charged: str | None
+
+
+def train_voter(records: Path | Sequence[Path], options: TrainOptions) -> TrainedVoter:
+    """The voter `options` asks for, trained on the run records `records` (several: read as one, their pools the
+    same) by the steps above, in order, with what its weights file records of them."""
+    runs = run_paths(records)
+    name = options.checked_voter()
+    pool = pool_config(options)
+    recorded = runs_pool(runs)  # before any work: runs of different pools are refused
+    data = training_records(runs, options.members, pool, options.confidence)
+    if options.rates is not None and token_counts(data) is None:  # before any similarity is computed
+        raise InputError(
+            f"--rates prices token counts, and {', '.join(map(str, runs))} lack them for some member (old records)"
+        )
+    settings = options.vote_settings()
+    arrays, charged = in_cascade_order(with_costs(vote_arrays(data, settings), options.costs), data, pool, options)
+    choice = choose(name, arrays, settings, options.inner_folds, options.seed, options.cv)
+    fitted = fit(choice)
+    probability: Calibrated | None
+    if options.beyond_corpus:
+        ablated, nocorpus = (
+            None if path is None else beyond_records(path, data.names, pool)
+            for path in (options.ablated, options.nocorpus)
+        )
+        probability = calibrated_beyond(choice, ablated, nocorpus, options.unanswerable_share)
+    else:
+        probability = calibrated(choice)
+    uniform = uniform_baseline(data.names, choice.settings)
+    meta: dict[str, Any] = {
+        "records": named_runs(runs),
+        "dev_records": str(options.dev) if options.dev else None,
+        **options.beyond_meta(),
+        **choice_meta(choice),
+    }
+    if probability is not None:
+        meta["probability"] = probability.model.to_dict()
+    meta["chosen_voter"] = choice.name
+    meta.update(train_baselines(choice.arrays, uniform))
+    meta.update(run_meta(runs[0]))
+    if choice.arrays.costs is not None:  # the cost model of the training records, for bench and lazy voting
+        meta["costs"] = training_costs(choice.arrays.costs, data.names)
+    identity = pool_meta(recorded, options.pool_config, pool, data.names)
+    if identity is not None:
+        meta["pool"] = identity
+    figures = None
+    if options.dev is not None:
+        top = meta["top_r_train"]["member"]
+        figures = dev_figures(fitted, load_run(options.dev, data.names), top, uniform, options.metric, options.seed)
+        fitted.dev_score_ = figures.score
+        dev_meta(meta, figures, options.metric)
+    cascade_charge = charged if charged and choice.name == "cascade" else None
+    return TrainedVoter(fitted, meta, choice, probability, figures, cascade_charge)
+
+
+def in_cascade_order(
+    arrays: VoteArrays, data: RunData, pool: EnsembleConfig | None, options: TrainOptions
+) -> tuple[VoteArrays, str | None]:
+    """The arrays with each member's cost replayed as a cascade runs it, right after the member before it
+    (eor.runs.costs.with_replay: the prefix its prompt shares with that one), where `options` may train a
+    cascade (`auto` considers one only under a tolerance or a budget) and ask its own order (`cost_order`), and the
+    records' token counts and prompts can be replayed in the pool's reader's own tokens; and what the cascade is
+    charged, said for the report (None where no cascade is trained)."""
+    costs = arrays.costs
+    name = options.checked_voter()
+    tolerant = options.max_loss is not None or options.budget is not None
+    if not (name == "cascade" or (name == "auto" and tolerant)) or costs is None:
+        return arrays, None
+    if options.cost_order == "recorded":
+        return arrays, "cascade costs: as recorded, in the records' order (--cost-order recorded)"
+    if costs.replay is not None:
+        return arrays, "cascade costs: replayed in the cascade's own order (given)"
+    if pool is None or costs.unit != "tokens":
+        why = "no --config names the reader" if pool is None else "the records' costs are seconds"
+        return arrays, f"cascade costs: as recorded, in the records' order ({why}: no replay of prefix reuse)"
+    try:
+        replayed = with_replay(costs, data, reader_tokens(build_reader(pool.reader), pool))
+    except (ConfigError, InputError) as error:
+        return arrays, f"cascade costs: as recorded, in the records' order (no replay of prefix reuse: {error})"
+    return replace(arrays, costs=replayed), (
+        "cascade costs: each member replayed right after the member before it in the cascade's own order "
+        "(prefix reuse, in the reader's tokens)"
+    )
+
+
+def pool_config(options: TrainOptions) -> EnsembleConfig | None:
+    """The pool's config: `options.pool`, else the file of `--config` through the door (eor.pipeline.validation);
+    None without one."""
+    if options.pool is not None or options.pool_config is None:
+        return options.pool
+    return load_valid_config(options.pool_config)

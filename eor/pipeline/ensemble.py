@@ -38,7 +38,7 @@ from eor.pipeline.pool import outside_guarantee, pool_identity, warn_if_foreign
 from eor.pipeline.running import MemberRunner, RunningCosts
 from eor.pipeline.stages.failures import warn_degraded
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
-from eor.pipeline.stages.judged import vote_stage
+from eor.pipeline.stages.judged import judged_by, vote_stage
 from eor.pipeline.stages.reading import ReadingStage
 from eor.pipeline.stages.retrieval import MemberTimeoutError, RetrievalStage
 from eor.pipeline.validation import check_config_risk, check_timeout
@@ -85,6 +85,8 @@ class Ensemble:
         # the weights files, each read once, before the reader loads: the voter's (with `judge.weights`, the judge
         # voter, or the cascade trained to end with it, carrying it: eor.pipeline.stages.judged)
         self.voter = check_voter(voter if voter is not None else config_voter(config))
+        # the judge with the last word, if any, checked against the config's judge: before the reader loads
+        judged = judged_by(config, self.voter)
         right = RightModel.from_voter(self.voter)  # the voter's P(right), built once
         self.reader = reader if reader is not None else build_reader(config.reader)
         # Every generation (answers, PK documents, @CP summaries) goes through this one stage.
@@ -97,7 +99,9 @@ class Ensemble:
         outside = _check_pool([self.voter, *([judge] if judge is not None else [])], config, self.reader)
         # built once: it reads the voter's P(right) model, and says where its guarantee does not hold; with a
         # judge voter, the stage whose last word is the judge's
-        self.voting = vote_stage(config, self.voter, right, (outside[0], outside[-1]), self.generation, self.templates)
+        self.voting = vote_stage(
+            config, self.voter, judged, right, (outside[0], outside[-1]), self.generation, self.templates
+        )
         # what the answering strategies run members with (eor.pipeline.running): each member's expected seconds
         # as this ensemble measures them, else from the voter's training records or the member's notation
         self.runner = MemberRunner(

@@ -194,18 +194,19 @@ def _holders(texts: list[str], evidence: Evidence) -> list[list[str]]:
 def vote_stage(
     config: EnsembleConfig,
     voter: Any,
+    judged: tuple[JudgeVoter, Any] | None,
     right: RightModel | None,
     outside: tuple[str | None, str | None],
     generation: GenerationStage,
     templates: PromptTemplates,
 ) -> VoteStage:
-    """The vote stage of a pool answering with `voter` (voters.loading.choose_voter; `right`, its P(right);
-    `outside`: why the voter's and the judge's thresholds do not hold for this pool): a `JudgeStage` whose last word
-    is the judge's where the voter has a judge (`judged_by`), else a plain `VoteStage`."""
-    found = judged_by(config, voter)
-    if found is None:
+    """The vote stage of a pool answering with `voter` (voters.loading.choose_voter; `judged`: the judge with the
+    last word and the voter its members run through, `judged_by`'s, checked before the reader loaded; `right`, the
+    voter's P(right); `outside`: why the voter's and the judge's thresholds do not hold for this pool): a
+    `JudgeStage` whose last word is the judge's where the voter has a judge, else a plain `VoteStage`."""
+    if judged is None:
         return VoteStage(voter, config.members, right, outside[0])
-    judge, steps = found
+    judge, steps = judged
     return JudgeStage(judge, config, generation, templates, steps, config.members, right, outside)
 
 
