@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from eor.evaluation.upper_bound import top_member
 from voters import VoteBatch, Voter, correctness_matrix, similarity_tensor
 from voters.scoring import VoteScorer, choose
 
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     uniform = Voter.uniform(args.members, metrics=metrics, pooling=args.pooling).score(batch)
     print(
         f"train EM: voter {voter.train_score_:.4f} (from start {voter.best_start_}), best single member "
-        f"{correct.mean(axis=0).max():.4f}, uniform weights {uniform:.4f}; "
+        f"{correct.mean(axis=0)[top_member(correct)]:.4f}, uniform weights {uniform:.4f}; "
         f"{len(voter.active_members_)} of {args.members} members active"
     )
 

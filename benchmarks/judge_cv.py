@@ -32,11 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from eor.core.answers import matches_gold
 from eor.core.config import EnsembleConfig, load_config
+from eor.core.correctness import members_right
 from eor.core.results import Record
 from eor.evaluation.selective import ece
-from eor.evaluation.upper_bound import top_member
+from eor.evaluation.stats import Bootstrap
+from eor.evaluation.upper_bound import any_right, top_member
 from eor.learning.judge_cascade import chat_tokenizer, scoring_costs
 from eor.learning.judge_training import (
     LEVELS,
@@ -60,6 +61,8 @@ from voters.scoring import choose
 from voters.selector import AnswerSelector, fit_on_features
 
 ALPHA = 0.3
+#: bootstrap resamples of a paired difference's interval
+RESAMPLES = 2000
 ABLATIONS = (
     ("votes",),
     ("votes", "evidence"),
@@ -143,10 +146,10 @@ def _rows(
 ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
     """Each row's out-of-fold hits, and the nested judge voter's P(right) report per level."""
     scored = frozenset.intersection(*(q.features.scored for q in questions))  # what every question holds
-    member_right = np.array([[matches_gold(r.members[m].answer, r.answers) for m in members] for r in records], bool)
+    member_right = members_right(records, members)
     rows: dict[str, np.ndarray] = {"Top R": _top_r(member_right, parts)}
     rows["oracle (members)"] = member_right.any(axis=1).astype(float)
-    rows["oracle (candidates)"] = np.array([q.right.any() for q in questions], float)
+    rows["oracle (candidates)"] = any_right([q.right for q in questions])
     rows["today's selector"] = _todays_selector(args.records, members, records, parts)
     for families in ABLATIONS:
         if not set(families) & set(SCORED_FAMILIES) <= scored:
@@ -177,7 +180,7 @@ def _against(
         raise SystemExit(f"{args.against}: not the same questions, in the same order, as {args.records}")
     theirs = judged_questions(other, members)
     scored = frozenset.intersection(*(q.features.scored for q in theirs))
-    oracle = np.array([q.right.any() for q in theirs], float)
+    oracle = any_right([q.right for q in theirs])
     out: dict[str, Any] = {"records": args.against, "oracle": 100 * oracle.mean(), "levels": {}}
     print(f"against {args.against} (the same folds; these records' minus those, paired by question):")
     mine = rows["oracle (candidates)"]
@@ -297,9 +300,9 @@ def _todays_selector(path: str, members: list[str], records: list[Record], parts
 
 
 def _interval(difference: np.ndarray, seed: int) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    means = [difference[rng.integers(0, len(difference), len(difference))].mean() for _ in range(2000)]
-    return 100 * float(np.percentile(means, 2.5)), 100 * float(np.percentile(means, 97.5))
+    """The bootstrap 95% interval of the mean difference, in points (eor.evaluation.stats, 2000 resamples)."""
+    low, high = Bootstrap.draw(len(difference), RESAMPLES, seed).interval(difference)
+    return 100 * low, 100 * high
 
 
 if __name__ == "__main__":

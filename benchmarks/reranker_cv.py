@@ -44,6 +44,7 @@ from sklearn.linear_model import LogisticRegression
 from eor.core.citations import evidence_sentence
 from eor.core.config import load_config
 from eor.core.models import load_sentence_encoder, resolve_model
+from eor.evaluation.stats import Bootstrap
 from eor.learning.judge_training import LEVELS, JudgedQuestion, accuracy, judged_questions, train_fit, without_scores
 from eor.runs.records import read_records
 from voters.folds import cross_fit, folds
@@ -51,6 +52,8 @@ from voters.judge_features import FAMILIES, JudgeFeatures
 from voters.relevance import content_words
 
 ENCODER = "minilm-l6"
+#: bootstrap resamples of a paired difference's interval
+RESAMPLES = 2000
 FAMILY, LEVEL = "rerank", "scores+rerank"
 Scores = dict[int, np.ndarray]
 Scorer = Callable[[int], np.ndarray]  # a held-out question's scores
@@ -291,10 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         hits = nested(questions, parts, head_inner(questions, args), args.seed)
     seconds = time.perf_counter() - started
     gain = hits[LEVEL] - hits["scores"]
-    rng = np.random.default_rng(args.seed)
-    low, high = 100 * np.percentile(
-        [gain[rng.integers(0, len(gain), len(gain))].mean() for _ in range(2000)], [2.5, 97.5]
-    )
+    low, high = (100 * bound for bound in Bootstrap.draw(len(gain), RESAMPLES, args.seed).interval(gain))
     for name, right in hits.items():
         print(f"{name:<20} EM {100 * right.mean():5.1f}")
     print(f"the re-ranker's family adds {100 * gain.mean():+.1f} [{low:+.1f}, {high:+.1f}] ({seconds:.0f} s in all)")

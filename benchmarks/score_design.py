@@ -25,6 +25,7 @@ import numpy as np
 from eor.core.config import load_config
 from eor.core.correctness import correctness_matrix
 from eor.evaluation.stats import Bootstrap, paired_test
+from eor.evaluation.upper_bound import oracle_accuracy
 from eor.learning.judge_cascade import chat_tokenizer
 from eor.readers import build_reader
 from eor.runs.costs import prompt_replay
@@ -53,7 +54,6 @@ def replayed(config_path: Path, weights: Path, records: str, rates: dict[str, fl
         "ids": data.ids,
         "right": right[rows, np.asarray(picks, dtype=int)],
         "seconds": seconds,
-        "oracle": right.any(axis=1),
         "members": right,
         "names": data.names,
         "replay": replay,
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         "rates": rates,
         "designed_cascade": summary(cascade),
         "designed_selector": summary(selector),
-        "designed_oracle": float(cascade["oracle"].mean()),
+        "designed_oracle": oracle_accuracy(cascade["members"].T),
         "top_r_train": {
             "member": top,
             "em": float(cascade["members"][:, column].mean()),

@@ -11,7 +11,7 @@ Heavy imports (matplotlib, the sentence encoder) happen inside the functions tha
 
 from __future__ import annotations
 
-from eor.bench.command import bench
+from eor.bench.bench_command import bench
 from eor.bench.compare import compare_reports
 from eor.bench.report import build_report, write_report
 

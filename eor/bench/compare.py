@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from eor.bench.html import render_html
-from eor.bench.markdown import table
 from eor.bench.report import REPORT_FORMAT
 from eor.core.errors import InputError
-from eor.core.formatting import pct, ratio, signed, significant
+from eor.core.formatting import markdown_table, pct, ratio, signed, significant
 
 CHANGED = "*"
 
@@ -79,7 +78,7 @@ def _literal(text: str) -> str:
 
 def _markdown_table(rows: Table) -> list[str]:
     header, *body = [[_literal(cell) for cell in row] for row in rows]
-    return ["", *table(header, body), ""]
+    return ["", *markdown_table(header, body), ""]
 
 
 def compare_reports(a: str | Path | dict[str, Any], b: str | Path | dict[str, Any]) -> str:

@@ -20,12 +20,13 @@ import numpy as np
 from eor.bench.vote import vote
 from eor.core.answers import matches_gold
 from eor.core.atomic import write_text_atomically
+from eor.core.correctness import members_right
 from eor.core.errors import InputError
 from eor.core.formatting import fixed, pct, significant
 from eor.core.json_ready import json_ready
 from eor.evaluation.selective import calibration_noise, summary
 from eor.evaluation.stats import Bootstrap, paired_test
-from eor.evaluation.upper_bound import oracle_accuracy
+from eor.evaluation.upper_bound import any_right, oracle_accuracy
 from eor.learning.judge_training import JudgedQuestion, candidate_rule, judged_questions, without_scores
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run
@@ -52,10 +53,7 @@ def judge_report(
     judged = judge_choices(loaded, voter, records, scored)
     right = judged.right.astype(float)
     draws = Bootstrap.draw(len(right), resamples, seed)
-    members = np.array(
-        [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in voter.members_] for r in loaded],
-        float,
-    )
+    members = members_right(loaded, voter.members_)
     report: dict[str, Any] = {
         "kind": "judge",
         "records": str(records),
@@ -66,7 +64,7 @@ def judge_report(
         "judge": {"em": float(right.mean()), "ci": draws.interval(right)},
         "oracle": {
             "members": oracle_accuracy(members.T),
-            "candidates": float(np.mean([q.right.any() for q in judged.questions])),
+            "candidates": float(any_right([q.right for q in judged.questions]).mean()),
         },
     }
     report.update(baselines(voter, records, loaded, right, members, draws, against))

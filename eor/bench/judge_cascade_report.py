@@ -22,7 +22,7 @@ from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed
 from eor.evaluation.stats import Bootstrap
-from eor.evaluation.upper_bound import oracle_accuracy
+from eor.evaluation.upper_bound import any_right, oracle_accuracy
 from eor.learning.judge_cascade import reader_tokens, scoring_costs
 from eor.pipeline.judging import scored_families
 from eor.pipeline.stages.judged import judged_by
@@ -84,7 +84,7 @@ def judge_cascade_report(
         "judge": {"em": float(judged.right.mean()), "ci": draws.interval(judged.right.astype(float))},
         "oracle": {
             "members": oracle_accuracy(members.T),
-            "candidates": float(np.mean([q.right.any() for q in judged.questions])),
+            "candidates": float(any_right([q.right for q in judged.questions]).mean()),
         },
         "fits_used": judged.used,
     }

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from eor.bench.figures import metric_label
-from eor.core.formatting import DASH, fixed, pct, ratio, signed, significant
+from eor.core.formatting import DASH, fixed, markdown_table, pct, ratio, signed, significant
 from eor.runs.costs import describe_rates, unit_label
 
 
@@ -18,12 +18,6 @@ def with_ci(figures: dict[str, Any], measure: str) -> str:
     if not interval or interval[0] is None:
         return pct(value)
     return f"{pct(value)} [{pct(interval[0])}, {pct(interval[1])}]"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
 
 
 def _escape(name: str) -> str:
@@ -60,7 +54,7 @@ def accuracy_section(report: dict[str, Any]) -> list[str]:
         "Top R is the best member on these very questions (optimistic); Top R (train) is the member best "
         "on the training records, the fair baseline.",
         "",
-        *table(header, rows),
+        *markdown_table(header, rows),
     ]
     if train and not train.get("in_records", True):
         lines += ["", f"Top R (train) {train['member']} is not among these records' members."]
@@ -138,7 +132,7 @@ def rwr_section(report: dict[str, Any]) -> list[str]:
         "Row i, column j: the share of questions member j gets wrong that member i gets right; "
         f"{DASH} undefined (j never wrong).",
         "",
-        *table(["i \\ j", *(_escape(n) for n in names)], rows),
+        *markdown_table(["i \\ j", *(_escape(n) for n in names)], rows),
     ]
 
 
@@ -168,7 +162,7 @@ def errors_section(report: dict[str, Any]) -> list[str]:
         "extraction error = gold and answer retrieved but wrong; lucky guess = right with neither retrieved. "
         "RWR_E heatmaps: `errors_rwr.png`; the numbers are in `report.json` under `errors.rwr`.",
         "",
-        *table(["member", *(labels.get(k, k) for k in kinds)], rows),
+        *markdown_table(["member", *(labels.get(k, k) for k in kinds)], rows),
     ]
 
 
@@ -191,7 +185,7 @@ def upper_bound_section(report: dict[str, Any]) -> list[str]:
         f"Oracle {metric_label(report['metric'])} of member subsets; best single member "
         f"{bound['best_single']} ({pct(bound['best_single_accuracy'])}), EoR {pct(bound['eor'])}.",
         "",
-        *table(["pool size", "subsets", "min", "median", "max", "best subset"], rows),
+        *markdown_table(["pool size", "subsets", "min", "median", "max", "best subset"], rows),
     ]
 
 
@@ -221,7 +215,7 @@ def weights_section(report: dict[str, Any]) -> list[str]:
         "",
         f"From `{weights['file']}`: " + "; ".join(details) + ".",
         "",
-        *table(["member", "ω^r", "votes"], rows),
+        *markdown_table(["member", "ω^r", "votes"], rows),
     ]
 
 
@@ -240,7 +234,7 @@ def selector_section(weights: dict[str, Any]) -> list[str]:
         f"From `{weights['file']}`: " + "; ".join(details) + ". Coefficients on standardised features, "
         "largest first (positive: the candidate is more likely right).",
         "",
-        *table(["feature", "coefficient"], rows),
+        *markdown_table(["feature", "coefficient"], rows),
     ]
 
 
@@ -265,7 +259,7 @@ def cascade_section(weights: dict[str, Any]) -> list[str]:
         "c·min(δ, 10)) of the step's leading candidate (z its log-odds under the step's selector, δ its margin "
         "over the best candidate with another answer).",
         "",
-        *table(["step", "adds", "a", "b (z)", "c (δ)"], rows),
+        *markdown_table(["step", "adds", "a", "b (z)", "c (δ)"], rows),
     ]
 
 
@@ -278,7 +272,7 @@ def _frontier_lines(cost: dict[str, Any], metric: str) -> list[str]:
         f"Frontier of member subsets ({cv['search']}; an answer selector's {cv['folds']}-fold cross-validated "
         f"{metric_label(metric)} within these records):",
         "",
-        *table(
+        *markdown_table(
             ["members", metric_label(metric), "cost"],
             [
                 [", ".join(map(_escape, e["members"])), pct(e["accuracy"]), fixed(e["seconds"], 2)]
@@ -313,7 +307,7 @@ def cost_section(report: dict[str, Any]) -> list[str]:
             else ""
         ),
         "",
-        *table(["member", metric_label(metric), "cost"], rows),
+        *markdown_table(["member", metric_label(metric), "cost"], rows),
         "",
         *_frontier_lines(cost, metric),
     ]
@@ -324,7 +318,7 @@ def cost_section(report: dict[str, Any]) -> list[str]:
             f"The cascade ({' > '.join(map(_escape, cascade['order']))}) replayed on these records at the threshold "
             "each tolerance chose on held-out training questions:",
             "",
-            *table(
+            *markdown_table(
                 ["max loss (points)", "threshold", metric_label(metric), "cost", "p90", "members run"],
                 [
                     [
@@ -358,7 +352,7 @@ def selective_section(report: dict[str, Any]) -> list[str]:
         f"{metric_label(sel['calibrated_on'])}), judged here by {label} on {sel['questions']} questions "
         f"({pct(sel['accuracy'])} right), {_fits_used(sel.get('fits'))}:",
         "",
-        *table(
+        *markdown_table(
             ["figure", "P(right)", "a constant P"],
             [
                 ["ECE (10 equal-mass bins)", fixed(sel["ece"], 3), "–"],
@@ -378,7 +372,7 @@ def selective_section(report: dict[str, Any]) -> list[str]:
         "At each error rate of the weights file's thresholds (chosen on the training records; error among "
         "answered questions with its exact 95% interval):",
         "",
-        *table(
+        *markdown_table(
             ["error rate asked", "threshold", "answered", "coverage", "error", "95% interval", "coverage on train"],
             [
                 [
@@ -442,12 +436,12 @@ def design_section(report: dict[str, Any]) -> list[str]:
         "",
         f"Candidates on the training records (seconds per question run alone, at {describe_rates(settings['rates'])}):",
         "",
-        *table(["candidate", "EM", "gold passage", "answer in context", "EM in context", "s/q"], candidates),
+        *markdown_table(["candidate", "EM", "gold passage", "answer in context", "EM in context", "s/q"], candidates),
         "",
         f"The path ({settings['repeats']} × {settings['folds']}-fold cross-validation of the selector, seed "
         f"{settings['seed']}; a step is kept when its paired gain is at least one standard error):",
         "",
-        *table(["step", "member", "CV EM", "gain ± SE (points)", "s/q", "oracle"], path),
+        *markdown_table(["step", "member", "CV EM", "gain ± SE (points)", "s/q", "oracle"], path),
         "",
         f"Chosen: {', '.join(map(_escape, design['chosen']))}.",
     ]

@@ -20,10 +20,9 @@ import numpy as np
 
 from eor.bench.figures import plot_design
 from eor.commands.train_command import TrainOptions, train
-from eor.core.answers import normalize_answer
+from eor.core.answers import matches_gold, normalize_answer
 from eor.core.atomic import write_text_atomically
 from eor.core.config import load_config
-from eor.core.correctness import score_answer
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed, pct, signed
 from eor.learning.crossval import VoteSettings, vote_arrays
@@ -172,8 +171,7 @@ def reading_indicators(records: Path, data: RunData) -> dict[str, np.ndarray]:
     gold = {record.id: set(record.extra.get("gold_passages") or []) for record in read}
     members = {record.id: record.members for record in read}
     right = [
-        [score_answer("em", answer, golds) >= 0.5 for answer in row]
-        for row, golds in zip(data.answers, data.golds, strict=True)
+        [matches_gold(answer, golds) for answer in row] for row, golds in zip(data.answers, data.golds, strict=True)
     ]
     found = [
         [bool(gold[q] & {p.get("id") for p in members[q][name].passages}) for name in data.names] for q in data.ids

@@ -8,6 +8,8 @@ checks that no float format spec is written by hand in those packages.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 DASH = "–"
 
 
@@ -51,3 +53,11 @@ def small_data_warning(questions: int, doing: str) -> str | None:
         f"warning: {doing} on {questions} questions only: an accuracy near 50% is known to ±{fixed(half, 0)} points "
         f"(95% interval), so differences below that are noise; {SMALL_DATA} or more questions are advised"
     )
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table's lines: the header, its rule, a line per row, the cells as given (a caller escapes what
+    its cells may hold: `|`, line breaks)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eor.core.formatting import fixed
+from eor.core.formatting import fixed, markdown_table
 
 LABELLINGS = {
     "erag": "eRAG",
@@ -25,9 +25,8 @@ def _f(value: Any, digits: int = 3) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |" for row in rows]
-    return lines
+    """The one Markdown table (eor.core.formatting), each body cell's `|` escaped and line breaks made spaces."""
+    return markdown_table(header, [[cell.replace("|", "\\|").replace("\n", " ") for cell in row] for row in rows])
 
 
 def _labels(values: list[float]) -> str:

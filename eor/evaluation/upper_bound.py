@@ -88,6 +88,13 @@ def oracle_accuracy(correct: np.ndarray) -> float:
     return float(indicators.max(axis=0).mean())
 
 
+def any_right(rights: Sequence[np.ndarray]) -> np.ndarray:
+    """Per question, 1.0 where any of its options is right (`rights`: one array per question, of any length, as the
+    judge's candidates are; an empty one: 0.0): the oracle per question where `oracle_accuracy`'s matrix cannot
+    hold the options."""
+    return np.array([bool(np.any(right)) for right in rights], dtype=float)
+
+
 def sample_subsets(n_members: int, size: int, count: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
     """`count` distinct size-`size` subsets of range(n_members), sorted, drawn uniformly with `rng`."""
     total = math.comb(n_members, size)

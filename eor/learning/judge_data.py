@@ -2,7 +2,7 @@
 each choice is eor.learning.judge_training's), and its data: which judge scored the records (`judge_identity`,
 `scored_rule`), the members trained on, the questions the corpus cannot answer (`load_unanswerable`) and the held-out
 ones (`held_out`), each judged as the training records were; and what the weights file keeps of how the voter was
-trained (`training_meta`, `beyond_meta`, `top_r`, `dev_meta`)."""
+trained (`training_meta`, `beyond_meta`, `top_r`, `held_out_meta`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from eor.core.answers import matches_gold
 from eor.core.config import JudgeConfig
+from eor.core.correctness import members_right
 from eor.core.data import ABLATED_FROM
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import small_data_warning
@@ -104,11 +104,11 @@ def trained_judge(
         **({} if pool is None else {"pool": pool}),
     }
     if dev is not None:
-        meta["dev"] = dev_meta(voter, held_out(dev, source, identity, names, rule_k, relevance))
+        meta["dev"] = held_out_meta(voter, held_out(dev, source, identity, names, rule_k, relevance))
     return TrainedJudge(voter, meta, reports, beyond, len(questions), scored)
 
 
-def dev_meta(voter: JudgeVoter, questions: list[JudgedQuestion]) -> dict[str, Any]:
+def held_out_meta(voter: JudgeVoter, questions: list[JudgedQuestion]) -> dict[str, Any]:
     """The voter on held-out questions, as its weights file keeps it: their number, its EM, and how many each fit
     answered."""
     hits: list[float] = []
@@ -232,10 +232,7 @@ def held_out(
 
 def top_r(records: list[Any], members: list[str]) -> dict[str, Any]:
     """The member best on the training records by exact match (ties: the first), and its EM."""
-    right = np.asarray(
-        [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in members] for r in records],
-        dtype=float,
-    ).reshape(len(records), len(members))
+    right = members_right(records, members)
     best = top_member(right)
     return {"member": members[best], "em": float(right[:, best].mean())}
 

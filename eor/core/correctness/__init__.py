@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from eor.core.answers import best_over_golds, contains, exact_match, token_f1
+from eor.core.answers import best_over_golds, contains, exact_match, matches_gold, token_f1
 from eor.core.correctness.bem import bem_correctness
 from eor.core.correctness.semantic import semantic_equivalence
 from eor.core.errors import InputError
@@ -113,3 +113,10 @@ def _with_questions(
         [max((score[(question, answer, gold)] for gold in gold_list), default=0.0) for answer in row]
         for question, row, gold_list in zip(questions, answers, golds, strict=True)
     ]
+
+
+def members_right(records: Sequence[Any], members: Sequence[str]) -> np.ndarray:
+    """(Q, M): 1.0 where a record (eor.core.results.Record) holds the member's answer and it matches a gold answer
+    (eor.core.answers.matches_gold, how every EM figure counts an answer right), else 0.0."""
+    rows = [[m in r.members and matches_gold(r.members[m].answer, r.answers) for m in members] for r in records]
+    return np.asarray(rows, dtype=float).reshape(len(records), len(members))
