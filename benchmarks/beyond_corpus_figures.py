@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.vote import Vote, vote
 from eor.core.config import load_config
 from eor.core.correctness import correctness_matrix
+from eor.evaluation.bench.vote import Vote, vote
 from eor.evaluation.selective import clopper_pearson, ece
 from eor.learning.judge_training import judged_questions, without_scores
 from eor.pipeline.abstention import NOT_IN_DOCUMENTS, abstention

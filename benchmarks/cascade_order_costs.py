@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.judge_cascade_report import judge_cascade_report
-from eor.bench.vote import vote
 from eor.core.config import EnsembleConfig
+from eor.evaluation.bench.judge_cascade_report import judge_cascade_report
+from eor.evaluation.bench.vote import vote
 from eor.learning.judge_cascade import reader_tokens
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.judge import judge_choices
-from eor.bench.vote import vote
 from eor.core.answers import contains, matches_gold
 from eor.core.config import load_config
+from eor.evaluation.bench.judge import judge_choices
+from eor.evaluation.bench.vote import vote
 from eor.pipeline.judging import scored_families
 from eor.runs.records import read_records
 from eor.runs.run_data import load_run

@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from eor.erag.erag_report import erag_markdown
+from eor.evaluation.writing.writer import render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 R = "docs/records"
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         target = ROOT / out / "erag" / shipped.parent.name
         target.mkdir(parents=True)
         (target / "erag.md").write_text(
-            erag_markdown(json.loads(shipped.read_text(encoding="utf-8"))), encoding="utf-8"
+            render_markdown("erag", json.loads(shipped.read_text(encoding="utf-8"))), encoding="utf-8"
         )
     print(f"written to {out}")
     return 0

@@ -849,3 +849,64 @@ def test_the_commands_print_what_the_trainers_of_eor_learning_give_back() -> Non
     from eor.learning.training import TrainedVoter
 
     assert all(issubclass(cls, Trained) for cls in (TrainedVoter, TrainedJudge, TrainedJudgedCascade))
+
+
+#: each measure of the reports and of training, and its one home in eor.evaluation
+MEASURE_HOMES = {
+    "rwr_matrix": "eor/evaluation/inconsistency.py",
+    "mrwr": "eor/evaluation/inconsistency.py",
+    "mrlr": "eor/evaluation/inconsistency.py",
+    "error_indicators": "eor/evaluation/error_breakdown.py",
+    "oracle_accuracy": "eor/evaluation/upper_bound.py",
+    "any_right": "eor/evaluation/upper_bound.py",
+    "top_member": "eor/evaluation/upper_bound.py",
+    "paired_test": "eor/evaluation/stats.py",
+    "ece": "eor/evaluation/selective.py",
+    "kendall_tau": "eor/evaluation/erag/correlation.py",
+    "spearman_rho": "eor/evaluation/erag/correlation.py",
+    "pearson_r": "eor/evaluation/erag/correlation.py",
+}
+#: a bare file name of a report's Markdown or page ("report.md", "erag.html")
+REPORT_FILE = re.compile(r"[\w-]+\.(md|html)")
+
+
+def _defined(name: str) -> list[str]:
+    """The modules of the project and the benchmarks that define a function `name`."""
+    return sorted(
+        str(path.relative_to(ROOT))
+        for folder in (*PACKAGES, "benchmarks")
+        for path in (ROOT / folder).rglob("*.py")
+        if any(
+            isinstance(node, ast.FunctionDef) and node.name == name
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        )
+    )
+
+
+def _report_files_named() -> list[str]:
+    """Where a module of eor, outside the writing package and the server (which lists the reports written), names a
+    report's Markdown or page file."""
+    found = []
+    for path in (ROOT / "eor").rglob("*.py"):
+        where = path.relative_to(ROOT).as_posix()
+        if where.startswith(("eor/evaluation/writing/", "eor/server/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and REPORT_FILE.fullmatch(node.value):
+                found.append(f"{where}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_one_evaluation_package() -> None:
+    """`eor bench`'s report, eRAG and the measures live in one package, eor.evaluation: each measure is defined once,
+    in its home there; every report (`eor bench`'s, a judge voter's, `eor erag`'s, `eor utility`'s) is written by
+    the one writer (eor.evaluation.writing.writer, from the sections and figures its REPORT_KINDS registers), so no
+    other module names a report's Markdown or page."""
+    folders = sorted(path.name for path in (ROOT / "eor").iterdir() if (path / "__init__.py").is_file())
+    assert not {"bench", "erag"} & set(folders), folders
+    assert {name: _defined(name) for name in MEASURE_HOMES} == {name: [home] for name, home in MEASURE_HOMES.items()}
+    assert _defined("write_report") == ["eor/evaluation/writing/writer.py"]
+    assert _report_files_named() == []
+    from eor.evaluation.writing.writer import REPORT_KINDS
+
+    assert REPORT_KINDS.names() == ["bench", "erag", "judge", "judge_cascade", "utility"]

@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eor.bench import bench, build_report, compare_reports, write_report
+from eor.commands.bench_command import bench
 from eor.core.errors import ConfigError, InputError
+from eor.evaluation.bench import build_report, compare_reports
 from eor.evaluation.stats import Bootstrap, mcnemar_exact, paired_bootstrap, paired_test
+from eor.evaluation.writing.writer import write_report
 from voters.codecs import save_voter
 
 # Four members over eight questions; answers are single words, so EM = F1 = containment everywhere.
@@ -236,7 +238,7 @@ def test_undefined_ratios_are_null(tmp_path):
     assert report["eor"]["em"] == 1.0 and report["eor"]["mrlr"] is None
     test = report["significance"]["top_r"]
     assert test["mcnemar"]["discordant"] == 0 and test["p_value"] == 1.0
-    write_report(report, tmp_path / "out")
+    write_report("bench", report, tmp_path / "out")
     text = (tmp_path / "out" / "report.json").read_text()
     json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in report.json"))  # no NaN
 
@@ -270,7 +272,7 @@ def test_weights_file_top_r_train_and_figures(records, tmp_path):
 
 
 def test_uniform_report_has_no_weights_figure(report, tmp_path):
-    written = [path.name for path in write_report(report, tmp_path)]
+    written = [path.name for path in write_report("bench", report, tmp_path)]
     assert "weights.png" not in written and not (tmp_path / "weights.png").exists()
     assert {"report.json", "report.md", "rwr.png", "errors_rwr.png", "upper_bound.png", "error_rates.png"} <= set(
         written
@@ -335,8 +337,8 @@ def test_compare_mentions_changed_and_missing_members(records, tmp_path):
     passages = {**PASSAGES, "D": PASSAGES["C"]}
     changed = write_records(tmp_path / "changed", answers, passages)
     build_a = build_report(records, metrics=("em", "f1"), resamples=50)
-    write_report(build_a, tmp_path / "a")
-    write_report(build_report(changed, metrics=("em", "f1"), resamples=50), tmp_path / "b")
+    write_report("bench", build_a, tmp_path / "a")
+    write_report("bench", build_report(changed, metrics=("em", "f1"), resamples=50), tmp_path / "b")
     text = compare_reports(tmp_path / "a", tmp_path / "b" / "report.json")
     assert "members only in A: none" in text
     assert "members only in B: D" in text
@@ -394,7 +396,7 @@ def test_a_report_opens_with_the_provenance_of_packed_records(tmp_path):
     with gzip.open(packed, "wt", encoding="utf-8") as handle:
         handle.write(header + "".join(records))
     report = build_report(packed, metrics=("em", "f1"))
-    write_report(report, tmp_path / "report")
+    write_report("bench", report, tmp_path / "report")
     origin = json.loads(header)["eor_records"]["pool"]
     assert report["provenance"] == {
         "members": origin["members"],

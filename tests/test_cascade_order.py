@@ -10,9 +10,9 @@ import gzip
 import numpy as np
 import pytest
 
-from eor.bench.report import build_report
-from eor.bench.vote import vote
 from eor.core.config import load_config
+from eor.evaluation.bench.report import build_report
+from eor.evaluation.bench.vote import vote
 from eor.learning.judge_cascade import reader_tokens
 from eor.readers import build_reader
 from eor.runs.costs import member_costs, prompt_replay, reader_seconds, trained_rates

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from eor.bench.cost_section import cost_section
 from eor.commands.plan_command import Pilot, estimate
+from eor.evaluation.bench.cost_section import cost_section
 from eor.runs.costs import (
     expected_seconds,
     member_costs,
@@ -99,7 +99,7 @@ def test_a_members_cost_before_it_is_measured_counts_the_passages_it_reads() -> 
 
 
 def test_the_subset_frontier_is_computed_on_demand(tmp_path) -> None:
-    from eor.bench.markdown import cost_section as cost_markdown
+    from eor.evaluation.writing.bench_sections import cost_section as cost_markdown
 
     data = _first_records(tmp_path, 20)
     names = data.names[:3]

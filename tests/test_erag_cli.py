@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from eor.cli import main
-from eor.erag.metrics import MetricSpec
+from eor.evaluation.erag.metrics import MetricSpec
 from eor.pipeline.stages.generation import GenerationStats
 from tests.conftest import DEMO
 

@@ -14,7 +14,7 @@ from scipy import stats
 
 from eor.core.errors import CacheError, InputError, ReaderError
 from eor.core.prompts import PromptTemplates
-from eor.erag import GenerationCache, Request, as_passage, evaluate, generate, make_generator
+from eor.evaluation.erag import GenerationCache, Request, as_passage, evaluate, generate, make_generator
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
 from eor.runs.generation_cache import generation_key
 

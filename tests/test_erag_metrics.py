@@ -13,8 +13,8 @@ from scipy import stats
 
 from eor.core.errors import InputError
 from eor.core.json_ready import json_ready
-from eor.erag import correlation as corr
-from eor.erag.metrics import (
+from eor.evaluation.erag import correlation as corr
+from eor.evaluation.erag.metrics import (
     MetricSpec,
     default_metrics,
     is_binary,

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from eor.bench import build_report, write_report
 from eor.core.errors import ConfigError
+from eor.evaluation.bench import build_report
+from eor.evaluation.writing.writer import write_report
 from eor.server import ServerSettings
 from tests.test_bench import write_records
 from tests.test_server import StandIn, stand_in_client
@@ -23,7 +24,9 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 def reports(tmp_path_factory) -> Path:
     """Two reports, one nested; a hidden copy that must not be listed; a folder that is not a report."""
     root = tmp_path_factory.mktemp("reports")
-    write_report(build_report(write_records(root / "runs" / "r"), metrics=("em", "f1"), resamples=50), root / "small")
+    write_report(
+        "bench", build_report(write_records(root / "runs" / "r"), metrics=("em", "f1"), resamples=50), root / "small"
+    )
     shutil.copytree(root / "small", root / "pools" / "seven")
     shutil.copytree(root / "small", root / ".hidden" / "copy")
     (root / "notes").mkdir()

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eor.bench.vote import vote
 from eor.cli import main
 from eor.core.errors import ConfigError, InputError
 from eor.core.models import sha256_of
+from eor.evaluation.bench.vote import vote
 from eor.pipeline.ensemble import Ensemble
 from eor.runs.run_data import load_run
 from tests.conftest import ROOT

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from eor import Ensemble
+from eor.commands.erag_command import prepare, valid_config
 from eor.core.config import load_config
 from eor.core.prompts import PromptTemplates, templates_for
-from eor.erag.erag_command import prepare, valid_config
-from eor.erag.evaluate import Request, make_generator
+from eor.evaluation.erag.evaluate import Request, make_generator
 from eor.pipeline.members import member_templates, source_pool
 from tests.conftest import DEMO
 

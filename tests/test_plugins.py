@@ -167,7 +167,7 @@ def test_a_plugin_voter_trains_saves_loads_and_votes(installed, tmp_path):
         installed,
         f"""
 import json
-from eor.bench.vote import vote
+from eor.evaluation.bench.vote import vote
 from eor.runs.run_data import load_run
 from voters import load_voter
 data = load_run({str(records / "nq-dev.jsonl.gz")!r}, load_voter({str(weights)!r}).members_)

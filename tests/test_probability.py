@@ -171,7 +171,7 @@ def test_each_question_is_declined_by_its_own_fits_threshold_in_the_bench_sectio
     """Four questions, two scored by the fit with confidence (threshold 0.75 at α 0.3) and two by the fit without
     (no threshold at α 0.3): only the first fit's questions at or above 0.75 are answered; the section says how
     many each fit scored and each fit's threshold."""
-    from eor.bench.probability import section
+    from eor.evaluation.bench.probability import section
 
     found, right = rows(60)
     rich = [{"alpha": 0.3, "threshold": 0.75, "coverage": 0.4}]
@@ -240,8 +240,8 @@ def test_the_largest_stored_error_rate_not_above_the_risk_decides():
 
 
 def test_training_stores_p_right_and_thresholds_that_hold_on_training(tmp_path):
-    from eor.bench.report import build_report
     from eor.commands.train_command import TrainOptions, train
+    from eor.evaluation.bench.report import build_report
     from eor.pipeline.abstention import ALPHAS
     from voters import load_voter
 
@@ -456,7 +456,7 @@ def test_the_cascade_of_the_600_on_records_without_confidence_says_which_fit_sco
     from before fits per feature set refuses the records without it, naming what is missing."""
     import dataclasses
 
-    from eor.bench.vote import vote
+    from eor.evaluation.bench.vote import vote
     from eor.runs.run_data import load_run
     from voters.choice_evidence import choice_evidence
 

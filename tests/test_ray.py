@@ -247,7 +247,7 @@ def test_the_workers_share_the_generation_cache(cluster, config, local_run, tmp_
 
 
 def test_the_local_executor_does_not_import_ray() -> None:
-    modules = "eor.cli, eor.commands.runner, eor.erag.erag_command"
+    modules = "eor.cli, eor.commands.runner, eor.commands.erag_command"
     code = f"import sys, {modules}; assert 'ray' not in sys.modules, 'ray imported'"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

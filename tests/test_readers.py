@@ -156,7 +156,7 @@ def test_readers_declare_what_they_can_do(smollm2) -> None:
     """Capabilities are declared attributes (eor.readers.base.Reader), read the same way for foreign readers."""
     from types import SimpleNamespace
 
-    from eor.erag.time_and_memory import count_tokens
+    from eor.evaluation.erag.time_and_memory import count_tokens
     from eor.readers.base import capable
     from eor.readers.openai_compat import OpenAIReader
     from eor.server.worker import default_batch

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from eor.bench import build_report, compare_reports, write_report
-from eor.bench.compare import compare_reports_html
-from eor.bench.html import render_html, report_html
 from eor.core.errors import InputError
+from eor.evaluation.bench import build_report, compare_reports
+from eor.evaluation.bench.compare import compare_reports_html
+from eor.evaluation.writing.html import render_html, report_html
+from eor.evaluation.writing.writer import write_report
 from tests.test_bench import ANSWERS, PASSAGES, write_records
 
 
@@ -71,7 +72,7 @@ def markdown_tables(markdown: str) -> list[list[list[str]]]:
 def written(tmp_path_factory) -> Path:
     records = write_records(tmp_path_factory.mktemp("run"))
     folder = tmp_path_factory.mktemp("report")
-    write_report(build_report(records, metrics=("em", "f1"), resamples=50), folder)
+    write_report("bench", build_report(records, metrics=("em", "f1"), resamples=50), folder)
     return folder
 
 
@@ -119,9 +120,11 @@ def test_compare_html_has_the_text_comparisons_tables(tmp_path):
     odd = "D|<b>*x*</b>"
     answers[odd] = ANSWERS["C"]
     passages = {**PASSAGES, odd: PASSAGES["C"]}
-    write_report(build_report(write_records(tmp_path / "r1"), metrics=("em", "f1"), resamples=50), tmp_path / "a")
+    write_report(
+        "bench", build_report(write_records(tmp_path / "r1"), metrics=("em", "f1"), resamples=50), tmp_path / "a"
+    )
     changed = write_records(tmp_path / "r2", answers, passages)
-    write_report(build_report(changed, metrics=("em", "f1"), resamples=50), tmp_path / "b")
+    write_report("bench", build_report(changed, metrics=("em", "f1"), resamples=50), tmp_path / "b")
     text = compare_reports(tmp_path / "a", tmp_path / "b")
     page = Page(compare_reports_html(tmp_path / "a", tmp_path / "b"))
     accuracy = page.tables[0]

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from eor.core.errors import InputError
-from eor.erag.utility import evaluate_utility, pair_scorer, performance_scores, utility
+from eor.evaluation.erag.utility import evaluate_utility, pair_scorer, performance_scores, utility
 
 ZERO_SHOT = "unknown Paris Lyon Rome"
 

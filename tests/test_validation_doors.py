@@ -70,7 +70,7 @@ def _commands(config: Path, tmp: Path) -> dict[str, tuple[list[str], str]]:
                  "eor.pipeline.executor.build_reader"),
         "utility": (["utility", "--config", c, "--data", q, "--member", "BM25", "--similarity", "f1", "--out", out,
                      "--no-cache"], "eor.pipeline.executor.build_reader"),
-        "bench --config": (["bench", r, "--config", c, "--out", out], "eor.bench.bench_command.build_report"),
+        "bench --config": (["bench", r, "--config", c, "--out", out], "eor.commands.bench_command.build_report"),
         "train --config": (["train", r, "--out", weights, "--config", c], "eor.learning.training.load_runs"),
         "train --voter judge": (["train", r, "--out", weights, "--voter", "judge", "--config", c],
                                 "eor.learning.judge_data.read_runs"),

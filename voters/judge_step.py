@@ -1,7 +1,8 @@
 """A cascade trained with the reader as judge as its last step (`eor train --voter cascade --judge`,
 eor.learning.judge_cascade): what its weights file says of that judge (`meta.last_step`: the judge's file by path and
 digest, its fit, and the abstention thresholds chosen for the judge's answers), read where the cascade answers
-(eor.pipeline.stages.judged), is benchmarked (eor.bench) and is trained (eor.commands.train_judge_cascade)."""
+(eor.pipeline.stages.judged), is benchmarked (eor.evaluation.bench) and is trained
+(eor.commands.train_judge_cascade)."""
 
 from __future__ import annotations
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from eor.bench.vote import vote
 from eor.core.config import shipped_or_path
 from eor.core.correctness import correctness_matrix
 from eor.core.errors import InputError
+from eor.evaluation.bench.vote import vote
 from eor.learning.recalibration import Labelled, recalibrate
 from eor.runs.run_data import RunData, load_run
 from eor.runs.run_folder import recorded_pool

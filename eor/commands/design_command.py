@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.figures import plot_design
 from eor.commands.train_command import TrainOptions, train
 from eor.core.answers import matches_gold, normalize_answer
 from eor.core.atomic import write_text_atomically
 from eor.core.config import load_config
 from eor.core.errors import ConfigError, InputError
 from eor.core.formatting import fixed, pct, signed
+from eor.evaluation.writing.figures import plot_design
 from eor.learning.crossval import VoteSettings, vote_arrays
 from eor.learning.design import DEFAULT_FOLDS, DEFAULT_REPEATS, Design, SplitScores, design_pool
 from eor.pipeline.members import demonstration_ids

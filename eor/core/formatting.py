@@ -1,5 +1,5 @@
-"""Numbers as eor prints them. Every float that the commands and reports show (eor.cli, eor.commands, eor.bench,
-eor.erag, eor.evaluation, eor.learning: printed lines, Markdown and HTML reports, figure labels) is formatted by a
+"""Numbers as eor prints them. Every float that the commands and reports show (eor.cli, eor.commands,
+eor.evaluation, eor.learning: printed lines, Markdown and HTML reports, figure labels) is formatted by a
 function here, so each kind of figure has one precision everywhere: a fraction as a percentage with one decimal
 ("48.0"), a ratio such as MRLR with three significant digits ("0.0362"), and "–" for a value that is undefined;
 the other figures with the fixed, signed or significant digits their place asks for. `tests/test_docs_claims.py`

@@ -25,8 +25,8 @@ def batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
     """The one batching loop: `items` in order, `size` at a time (the last batch may hold fewer). Questions
     go through it wherever they are answered or retrieved a batch at a time: `Ensemble.answer_records` (`eor
     run`, in this process or on a Ray worker), Ray's shards, the records that grow by members or by the judge's
-    scores, the retrieval of `eor erag` and `eor utility`, and their reader calls (eor.erag.generators, a batch of
-    questions' prompts a call)."""
+    scores, the retrieval of `eor erag` and `eor utility`, and their reader calls (eor.evaluation.erag.generators, a
+    batch of questions' prompts a call)."""
     for start in range(0, len(items), size):
         yield list(items[start : start + size])
 

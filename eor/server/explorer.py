@@ -7,7 +7,7 @@ with a Content-Security-Policy that lets it load nothing from anywhere else. It 
 bearer key when the server has one; so do the two report routes:
 
 - `GET /v1/reports`: the reports found under DIR, with their headline figures;
-- `GET /v1/reports/{name}`: one report as a self-contained HTML page (eor.bench.html).
+- `GET /v1/reports/{name}`: one report as a self-contained HTML page (eor.evaluation.writing.html).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from eor.bench.html import report_html
+from eor.evaluation.writing.html import report_html
 from eor.server.http_errors import ApiError
 from eor.server.reports import find_report, find_reports
 from eor.server.schemas import ErrorBody, ReportList

@@ -2,7 +2,7 @@
 
 A report is named by its folder's path relative to DIR (`nq16-dev`, `pools/nq-7`); only names found by the
 listing are served, so a request cannot reach a file outside DIR. A page is rendered from `report.md` and
-its figures on request (eor.bench.html), so reports written before `report.html` existed show as well.
+its figures on request (eor.evaluation.writing.html), so reports written before `report.html` existed show as well.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eor.bench import bench, compare_reports
-from eor.bench.compare import compare_reports_html
+from eor.commands.bench_command import bench
 from eor.core.atomic import write_text_atomically
+from eor.evaluation.bench.compare import compare_reports, compare_reports_html
 from eor.pipeline.validation import load_valid_config
 
 

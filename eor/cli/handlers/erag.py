@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from eor.cli.options import cache_setting, config_path, executor_settings
-from eor.erag.erag_command import parse_ints, run_erag, run_utility
+from eor.commands.erag_command import parse_ints, run_erag, run_utility
 from eor.pipeline.executor import build_executor
 
 

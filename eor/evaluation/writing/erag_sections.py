@@ -1,5 +1,5 @@
-"""Markdown reports of `eor erag` and `eor utility`, written from the JSON they save (NaN appears as None,
-shown as `–`)."""
+"""The sections of `erag.md` and `utility.md`, the Markdown of `eor erag` and `eor utility`, drawn from the JSON they
+save (NaN appears as None, shown as `–`)."""
 
 from __future__ import annotations
 
@@ -39,19 +39,7 @@ def _labellings(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return tables
 
 
-def erag_markdown(data: dict[str, Any]) -> str:
-    """Settings, mean metrics, correlations (the paper's table 1), correlation per cutoff (figure 1), cost
-    (table 2) and the per-question labels."""
-    tables = _labellings(data)
-    lines = _erag_header(data)
-    lines += _mean_and_correlation(tables, list(data["mean"]))
-    lines += _by_cutoff_markdown(data.get("by_cutoff"))
-    lines += _cost_markdown(data.get("cost", {}))
-    lines += _per_question_markdown(data)
-    return "\n".join(lines) + "\n"
-
-
-def _erag_header(data: dict[str, Any]) -> list[str]:
+def erag_header(data: dict[str, Any]) -> list[str]:
     s = data["settings"]
     e2e_values = [entry["e2e"] for entry in data["questions"] if entry["e2e"] is not None]
     e2e_mean = sum(e2e_values) / len(e2e_values) if e2e_values else None
@@ -72,11 +60,13 @@ def _erag_header(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _mean_and_correlation(tables: dict[str, dict[str, Any]], metrics: list[str]) -> list[str]:
-    """The mean of each retrieval metric per labelling, and its correlation with the end-to-end score."""
+def mean_and_correlation(data: dict[str, Any]) -> list[str]:
+    """The mean of each retrieval metric per labelling, and its correlation with the end-to-end score (the
+    paper's table 1)."""
+    tables, metrics = _labellings(data), list(data["mean"])
     names = list(tables)
     labels = [LABELLINGS.get(n, n) for n in names]
-    lines = ["", "## Mean retrieval metrics", ""]
+    lines = ["## Mean retrieval metrics", ""]
     lines += _table(["metric", *labels], [[m, *(_f(tables[n]["mean"].get(m)) for n in names)] for m in metrics])
     lines += ["", "## Correlation with the end-to-end score across questions (Kendall τ / Spearman ρ)", ""]
     header = ["metric", *(f"{label} {sign}" for label in labels for sign in ("τ", "ρ"))]
@@ -93,26 +83,28 @@ def _mean_and_correlation(tables: dict[str, dict[str, Any]], metrics: list[str])
     return lines
 
 
-def _by_cutoff_markdown(by_cutoff: dict[str, Any] | None) -> list[str]:
-    if not by_cutoff:
+def by_cutoff(data: dict[str, Any]) -> list[str]:
+    """Kendall's τ per cutoff (the paper's figure 1)."""
+    table = data.get("by_cutoff")
+    if not table:
         return []
-    cutoffs = [str(c) for c in by_cutoff["cutoffs"]]
+    cutoffs = [str(c) for c in table["cutoffs"]]
     lines = [
-        "",
         "## Correlation against the number of documents (Kendall τ; the paper's figure 1)",
         "",
         "At cutoff c: each metric@c on the first c labels of the same lists, against the end-to-end "
         "score of the reader given the top c documents.",
         "",
     ]
-    rows = [["end-to-end mean", "", *(_f(by_cutoff["e2e_mean"].get(c)) for c in cutoffs)]]
-    for n, per_metric in by_cutoff["correlation"].items():
+    rows = [["end-to-end mean", "", *(_f(table["e2e_mean"].get(c)) for c in cutoffs)]]
+    for n, per_metric in table["correlation"].items():
         for base, values in per_metric.items():
             rows.append([LABELLINGS.get(n, n), base, *(_f(values.get(c, {}).get("kendall_tau")) for c in cutoffs)])
     return lines + _table(["labels", "metric", *(f"@{c}" for c in cutoffs)], rows)
 
 
-def _per_question_markdown(data: dict[str, Any]) -> list[str]:
+def per_question(data: dict[str, Any]) -> list[str]:
+    """Each question's labels of each labelling and its end-to-end score."""
     baselines = {n: {entry["id"]: entry for entry in t["questions"]} for n, t in data.get("baselines", {}).items()}
     rows = [
         [
@@ -127,7 +119,7 @@ def _per_question_markdown(data: dict[str, Any]) -> list[str]:
         for entry in data["questions"]
     ]
     header = ["id", "question", "gold", "eRAG labels", *(f"{n} labels" for n in baselines), "e2e", "e2e answer"]
-    return ["", "## Per question", "", *_table(header, rows)]
+    return ["## Per question", "", *_table(header, rows)]
 
 
 def _best(correlation: dict[str, dict[str, Any]]) -> tuple[str | None, float | None]:
@@ -172,8 +164,10 @@ def _cost_rows(entries: dict[str, dict[str, Any]], columns: tuple[tuple[str, str
     return _table([header for header, _, _ in columns], rows)
 
 
-def _cost_markdown(cost: dict[str, Any]) -> list[str]:
-    lines = ["", "## Cost (the paper's table 2)", ""]
+def cost(data: dict[str, Any]) -> list[str]:
+    """What the run generated, and eRAG against end-to-end evaluation measured side by side (the paper's table 2)."""
+    cost = data.get("cost", {})
+    lines = ["## Cost (the paper's table 2)", ""]
     evaluation = cost.get("evaluation", {})
     if evaluation:
         lines += [
@@ -205,10 +199,9 @@ def _cost_markdown(cost: dict[str, Any]) -> list[str]:
     return lines
 
 
-def utility_markdown(data: dict[str, Any]) -> str:
-    """Settings, mean U / P / nDCG per setting and k, Pearson's r(nDCG@k, U), per-question utilities."""
+def utility_header(data: dict[str, Any]) -> list[str]:
+    """The settings: member, data, reader, similarity, the definition of U and the settings compared."""
     s = data["settings"]
-    ks = [str(k) for k in s["ks"]]
     lines = [
         f"# Context utility: `{s['member']}` on `{s['data']}`",
         "",
@@ -225,25 +218,51 @@ def utility_markdown(data: dict[str, Any]) -> str:
     if s.get("oracle"):
         found = s["oracle"]["questions_with_gold_in_corpus"]
         lines.append(f"Questions whose gold passages are in the corpus: {found}.")
-    for title, key in (("Mean utility U", "utility"), ("Mean P", "p"), ("Mean nDCG@k", "ndcg")):
-        lines += ["", f"## {title}", ""]
-        lines += _table(
-            ["setting", *(f"k={k}" for k in ks)],
-            [[setting, *(_f(rows.get(k, {}).get(key)) for k in ks)] for setting, rows in data["mean"].items()],
-        )
-    lines += ["", "## Questions with undefined U (P(0-shot) = 0)", ""]
-    lines += _table(
-        ["setting", *(f"k={k}" for k in ks)],
-        [[setting, *(_f(rows.get(k, {}).get("undefined")) for k in ks)] for setting, rows in data["mean"].items()],
-    )
-    if data.get("correlation"):
-        lines += ["", "## Pearson's r between nDCG@k and U (pairs used)", ""]
-        rows = []
-        for setting, per_k in data["correlation"].items():
-            cells = [f"{_f(per_k.get(k, {}).get('pearson_r'))} ({per_k.get(k, {}).get('n', 0)})" for k in ks]
-            rows.append([setting, *cells])
-        lines += _table(["setting", *(f"k={k}" for k in ks)], rows)
-    lines += ["", "## Per question (U, ordered contexts)", ""]
+    return lines
+
+
+def _ks(data: dict[str, Any]) -> list[str]:
+    return [str(k) for k in data["settings"]["ks"]]
+
+
+def _per_setting(data: dict[str, Any], title: str, key: str) -> list[str]:
+    """A table of one mean (`key`) per setting and k."""
+    ks = _ks(data)
+    rows = [[setting, *(_f(rows.get(k, {}).get(key)) for k in ks)] for setting, rows in data["mean"].items()]
+    return [f"## {title}", "", *_table(["setting", *(f"k={k}" for k in ks)], rows)]
+
+
+def mean_utility(data: dict[str, Any]) -> list[str]:
+    return _per_setting(data, "Mean utility U", "utility")
+
+
+def mean_p(data: dict[str, Any]) -> list[str]:
+    return _per_setting(data, "Mean P", "p")
+
+
+def mean_ndcg(data: dict[str, Any]) -> list[str]:
+    return _per_setting(data, "Mean nDCG@k", "ndcg")
+
+
+def undefined_utility(data: dict[str, Any]) -> list[str]:
+    return _per_setting(data, "Questions with undefined U (P(0-shot) = 0)", "undefined")
+
+
+def utility_correlation(data: dict[str, Any]) -> list[str]:
+    """Pearson's r between nDCG@k and U per setting and k, with the pairs it used."""
+    if not data.get("correlation"):
+        return []
+    ks = _ks(data)
+    rows = []
+    for setting, per_k in data["correlation"].items():
+        cells = [f"{_f(per_k.get(k, {}).get('pearson_r'))} ({per_k.get(k, {}).get('n', 0)})" for k in ks]
+        rows.append([setting, *cells])
+    return ["## Pearson's r between nDCG@k and U (pairs used)", "", *_table(["setting", *(f"k={k}" for k in ks)], rows)]
+
+
+def utility_per_question(data: dict[str, Any]) -> list[str]:
+    """Each question's 0-shot answer and P, and U of the ordered contexts per k."""
+    ks = _ks(data)
     rows = []
     for entry in data["questions"]:
         ordered = entry["contexts"].get("ordered", {})
@@ -256,5 +275,28 @@ def utility_markdown(data: dict[str, Any]) -> str:
                 *(_f(ordered.get(k, {}).get("utility")) for k in ks),
             ]
         )
-    lines += _table(["id", "question", "0-shot answer", "P(0-shot)", *(f"U k={k}" for k in ks)], rows)
-    return "\n".join(lines) + "\n"
+    header = ["id", "question", "0-shot answer", "P(0-shot)", *(f"U k={k}" for k in ks)]
+    return ["## Per question (U, ordered contexts)", "", *_table(header, rows)]
+
+
+#: `erag.md`'s sections in order: settings, mean metrics and correlations (the paper's table 1), correlation per
+#: cutoff (figure 1), cost (table 2), the per-question labels (eor.evaluation.writing.writer registers them)
+ERAG_SECTIONS = {
+    "settings": erag_header,
+    "mean_and_correlation": mean_and_correlation,
+    "by_cutoff": by_cutoff,
+    "cost": cost,
+    "per_question": per_question,
+}
+
+#: `utility.md`'s sections in order: settings, mean U / P / nDCG per setting and k, Pearson's r(nDCG@k, U), each
+#: question's utilities
+UTILITY_SECTIONS = {
+    "settings": utility_header,
+    "mean_utility": mean_utility,
+    "mean_p": mean_p,
+    "mean_ndcg": mean_ndcg,
+    "undefined": undefined_utility,
+    "correlation": utility_correlation,
+    "per_question": utility_per_question,
+}

@@ -90,7 +90,7 @@ def vote(
     A weights file trained on a sub-pool of the records' members votes among those members only; a weights
     file naming members the records lack is an error. A cascade trained with the judge as its last step
     (voters.judge_step.ends_with_judge) is refused unless `with_judge` (the caller answers its last step
-    with the judge: eor.bench.judge_cascade_report): its last step's selector never answers.
+    with the judge: eor.evaluation.bench.judge_cascade_report): its last step's selector never answers.
     """
 
     if weights is not None and metrics is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.core.plotting import pyplot
-from eor.erag.erag_report import LABELLINGS
+from eor.evaluation.writing.erag_sections import LABELLINGS
 
 COLOURS = {"erag": "#1f77b4", "containment": "#ff7f0e", "provenance": "#2ca02c"}
 SETTING_COLOURS = {"ordered": "#1f77b4", "reversed": "#d62728", "oracle": "#2ca02c"}

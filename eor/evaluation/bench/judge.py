@@ -10,20 +10,16 @@ Correctness is exact match against the gold answers (what the judge was trained 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from eor.bench.vote import vote
 from eor.core.answers import matches_gold
-from eor.core.atomic import write_text_atomically
 from eor.core.correctness import members_right
 from eor.core.errors import InputError
-from eor.core.formatting import fixed, pct, significant
-from eor.core.json_ready import json_ready
+from eor.evaluation.bench.vote import vote
 from eor.evaluation.selective import calibration_noise, summary
 from eor.evaluation.stats import Bootstrap, paired_test
 from eor.evaluation.upper_bound import any_right, oracle_accuracy
@@ -168,55 +164,3 @@ def selective(
         "ece_noise": calibration_noise(probability[known], seed),
         "risk_levels": levels,
     }
-
-
-def write_judge_report(
-    report: dict[str, Any], out_dir: str | Path, title: str = "The judge voter", lines: list[str] | None = None
-) -> list[Path]:
-    """Write `report.json` and `report.md` (`title`, then `lines`: by default `judge_lines`) into `out_dir`,
-    atomically; the paths written."""
-    folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    document, markdown = folder / "report.json", folder / "report.md"
-    write_text_atomically(document, json.dumps(json_ready(report), indent=2, ensure_ascii=False) + "\n")
-    shown = judge_lines(report) if lines is None else lines
-    write_text_atomically(markdown, "\n".join([f"# {title}", "", *shown]) + "\n")
-    return [document, markdown]
-
-
-def judge_lines(report: dict[str, Any], voter: str = "judge") -> list[str]:
-    """The report in a few lines (EM with intervals, the paired differences of `voter`'s answers, P(right),
-    abstention)."""
-    judge = report["judge"]
-    used = ", ".join(f"{label}: {count}" for label, count in report["fits_used"].items())
-    lines = [
-        f"{report['questions']} questions ({report['scored']} scored by the reader); fits used: {used}",
-        f"judge: EM {pct(judge['em'])} [{pct(judge['ci'][0])}, {pct(judge['ci'][1])}]; oracle of the members' "
-        f"answers {pct(report['oracle']['members'])}, of the candidates {pct(report['oracle']['candidates'])}",
-    ]
-    for key, test, label in (("top_r_train", "vs_top_r_train", "Top R (train)"), ("against", "vs_against", None)):
-        entry = report.get(key)
-        if entry is None:
-            continue
-        name = label or f"against {entry['weights']}"
-        member = f" {entry['member']}" if "member" in entry else ""
-        paired = report[test]
-        low, high = paired["ci"]
-        lines.append(
-            f"{name}{member}: EM {pct(entry['em'])}; {voter} − it = {pct(paired['difference'])} points "
-            f"[{pct(low)}, {pct(high)}], {paired['test'].replace('_', ' ')} p = {significant(paired['p_value'], 3)}"
-        )
-    selective = report.get("selective")
-    if selective:
-        lines.append(
-            f"P(right): ECE {fixed(selective['ece'], 3)} (a calibrated P's noise here "
-            f"{fixed(selective['ece_noise']['mean'], 3)}), "
-            f"AURC {fixed(selective['aurc'], 3)} (a constant's {fixed(selective['aurc_constant'], 3)})"
-        )
-        levels = "; ".join(
-            f"{significant(row['alpha'])}: {pct(row['coverage'])}% answered, error {pct(row['error'])}"
-            for row in selective["risk_levels"]
-            if row["alpha"] in (0.2, 0.3, 0.4)
-        )
-        lines.append(f"abstention (error rate asked: coverage, realised error): {levels}")
-    return lines

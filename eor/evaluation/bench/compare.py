@@ -13,10 +13,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from eor.bench.html import render_html
-from eor.bench.report import REPORT_FORMAT
 from eor.core.errors import InputError
 from eor.core.formatting import markdown_table, pct, ratio, signed, significant
+from eor.evaluation.bench.report import REPORT_FORMAT
+from eor.evaluation.writing.html import render_html
 
 CHANGED = "*"
 

@@ -4,7 +4,7 @@ retrieval metrics, and correlate them across questions with the end-to-end score
 
 `evaluate` takes what the reference `erag.eval` takes (retrieval results, expected outputs, a text
 generator, a downstream metric, retrieval metrics) but keys everything by question id, so two questions
-with the same text never collide. The reader is called through eor.erag.generators (requests to prompts,
+with the same text never collide. The reader is called through eor.evaluation.erag.generators (requests to prompts,
 through the generation stage and its cache; an eor Reader or a reference-style callable as the generator);
 this module reads the documents, scores the outputs and correlates the scores.
 
@@ -27,9 +27,9 @@ from eor.core.correctness import CORRECTNESS, score_answer
 from eor.core.errors import InputError
 from eor.core.json_ready import json_ready
 from eor.core.prompts import PromptTemplates
-from eor.erag.correlation import correlate
-from eor.erag.generators import Generator, Progress, Request, as_cache, generate_on, make_generator
-from eor.erag.metrics import MetricSpec, check_labels, default_metrics, mean_scores, parse_metrics, score
+from eor.evaluation.erag.correlation import correlate
+from eor.evaluation.erag.generators import Generator, Progress, Request, as_cache, generate_on, make_generator
+from eor.evaluation.erag.metrics import MetricSpec, check_labels, default_metrics, mean_scores, parse_metrics, score
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
 from eor.runs.generation_cache import GenerationCache
 
@@ -219,7 +219,7 @@ def evaluate(
     retrieval_results: question id -> ranked documents (texts, dicts with id/title/text, or Documents);
         only the first `k` are used when `k` is given.
     expected_outputs: question id -> gold answers (a bare string is one gold answer).
-    text_generator: an eor Reader or a reference-style callable (see eor.erag.generators).
+    text_generator: an eor Reader or a reference-style callable (see eor.evaluation.erag.generators).
     downstream_metric: `(prediction, golds) -> float` in [0, 1], or a correctness metric's name (eor.core.correctness).
     retrieval_metrics: names such as `NDCG@10` (or a comma-separated string); default P, R, MAP, MRR,
         NDCG and Hit at `k` (over the whole list when `k` is None).
@@ -231,7 +231,7 @@ def evaluate(
     cache: a GenerationCache (eor.runs.generation_cache), or the path of its SQLite file; default a fresh
         in-memory cache. Both phases share it, so an end-to-end request that equals an eRAG one (a
         one-document list) is a cache hit. A reader without an identity is not cached (see
-        eor.erag.generators); a GenerationStage given as `text_generator` brings its own cache.
+        eor.evaluation.erag.generators); a GenerationStage given as `text_generator` brings its own cache.
     templates, max_tokens, batch_size: prompt building and batching for a Reader; `namespace` names the
         generator in `settings` (default from the reader's name, max_tokens and templates), and is the
         cache identity of a callable (default its module and qualified name).

@@ -9,8 +9,8 @@
 - `selective.png`: the voter's P(right): reliability diagram and risk–coverage curve.
 - `design.png`: a pool design's candidates, evaluated pools, frontier and path (with `eor bench --design`).
 
-Heatmap rows and columns (eor.bench.heatmaps draws them) are the members sorted by the report's metric, best
-first (as in figure 4).
+Heatmap rows and columns (eor.evaluation.writing.heatmaps draws them) are the members sorted by the report's metric,
+best first (as in figure 4).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.heatmaps import as_array, heatmap, heatmap_size
 from eor.core.formatting import fixed, significant
 from eor.core.plotting import label_apart, plain_log_axis, pyplot
+from eor.evaluation.writing.heatmaps import as_array, heatmap, heatmap_size
 from eor.runs.costs import describe_rates
 
 DPI = 120

@@ -20,11 +20,12 @@ gold answers:
 - `upper_bound`: the oracle of member subsets per pool size (figure 5), summarised per size;
 - `weights`: the learned weights (figure 6) when a weights file is given;
 - `cost`: what members cost per question and what EoR's voter ran, the accuracy-versus-cost frontier of
-  member subsets and a cascade's operating points (eor.bench.cost_section); null when the records hold no seconds.
+  member subsets and a cascade's operating points (eor.evaluation.bench.cost_section); null when the records hold
+  no seconds.
 - `selective`: the voter's P(right) (voters.right) judged on these questions: reliability bins, ECE beside a
   perfectly calibrated P's, Brier skill, the risk–coverage curve and AURC beside a constant's, selective
   accuracy at 50/80/100% coverage, and the realised error and coverage at each error rate of the weights
-  file's thresholds (eor.bench.probability); null when the voter has no P(right).
+  file's thresholds (eor.evaluation.bench.probability); null when the voter has no P(right).
 
 Every measure is a fraction in [0, 1]. An undefined ratio (zero denominator) is null, never 0. The
 report's `metric` (em by default) is the correctness indicator of RWR, the oracle, Top R, the error
@@ -44,16 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.cost_section import cost_section
-from eor.bench.figures import write_figures
-from eor.bench.html import report_html
-from eor.bench.markdown import render_markdown
-from eor.bench.probability import section as probability_section
-from eor.bench.vote import Vote, vote
-from eor.core.atomic import write_text_atomically
 from eor.core.correctness import CORRECTNESS, CorrectnessFunction, correctness_matrix
 from eor.core.errors import InputError
 from eor.core.json_ready import json_ready
+from eor.evaluation.bench.cost_section import cost_section
+from eor.evaluation.bench.probability import section as probability_section
+from eor.evaluation.bench.vote import Vote, vote
 from eor.evaluation.error_breakdown import (
     ERROR_TYPES,
     MAX_ANSWER_WORDS,
@@ -120,7 +117,7 @@ def build_report(
     bound's subsets (`max_subsets` per pool size at most); `progress`: a tqdm bar of the stages. `members`: these
     members only (records that grew beyond a pool). `design`: `eor design`'s design.json, shown. `frontier`, `tokens`
     (the reader's): the cost section's subset frontier (slow) and a cascade charged in its own order
-    (eor.bench.cost_section). `correctness`: the function of `metric` (default: registered; `eor bench --bem-model`).
+    (eor.evaluation.bench.cost_section). `correctness`: `metric`'s function (default: registered; --bem-model).
     """
     if metric not in CORRECTNESS:
         raise InputError(f"unknown correctness metric {metric!r}; available: {', '.join(CORRECTNESS)}")
@@ -425,23 +422,6 @@ def _upper_bound(indicator: np.ndarray, names: list[str], max_subsets: int, seed
             }
         )
     return {"by_size": by_size, "best_single": bound.best_single, "best_single_accuracy": bound.best_single_accuracy}
-
-
-def write_report(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
-    """Write `report.json`, the PNG figures, `report.md` and `report.html` (the Markdown with the figures
-    embedded, one self-contained file) into `out_dir`; the paths written."""
-
-    folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    document = folder / "report.json"
-    # allow_nan=False: an undefined value must already be null, never NaN
-    write_text_atomically(document, json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    figures = write_figures(report, folder)
-    markdown = folder / "report.md"
-    write_text_atomically(markdown, render_markdown(report, [path.name for path in figures]))
-    page = folder / "report.html"
-    write_text_atomically(page, report_html(folder))
-    return [document, markdown, page, *figures]
 
 
 def read_design(path: str | Path) -> dict[str, Any]:

@@ -1,14 +1,15 @@
 """`eor erag` and `eor utility`: one member of a config, evaluated document by document over a question file.
 
-Both commands build the member's retriever and the config's reader exactly as the ensemble does (same
-sources, same prompt templates), retrieve the top k for every question, and hand the lists to the library
-(`eor.erag.evaluate`, `eor.erag.utility`). Every generation goes through eor's one generation cache (the
-SQLite file that `eor run`, `ask` and `serve` share; `--cache FILE` names another), so an interrupted run
-resumes where it stopped, a re-run with other cutoffs only generates what is new, and prompts that `eor run`
-already generated with the same reader are read back. Every generation, PK's and @CP's during retrieval and
-the labels' and end-to-end answers after it, goes through one generation stage (eor.pipeline.stages.generation) over
-the config's reader, built here once. With `--no-cache` the cache lives in memory for the run only.
-Outputs (eor.erag.output): JSON (the full result), Markdown (tables) and a PNG figure.
+Both commands build the member's retriever and the config's reader exactly as the ensemble does (same sources, same
+prompt templates), retrieve the top k for every question, and hand the lists to the library
+(`eor.evaluation.erag.evaluate`, `eor.evaluation.erag.utility`). Every generation goes through eor's one generation
+cache (the SQLite file that `eor run`, `ask` and `serve` share; `--cache FILE` names another), so an interrupted run
+resumes where it stopped, a re-run with other cutoffs only generates what is new, and prompts that `eor run` already
+generated with the same reader are read back. Every generation, PK's and @CP's during retrieval and the labels' and
+end-to-end answers after it, goes through one generation stage (eor.pipeline.stages.generation) over the config's
+reader, built here once. With `--no-cache` the cache lives in memory for the run only. Outputs
+(eor.evaluation.writing.writer): JSON (the full result), Markdown (tables), a PNG figure and an HTML page;
+eor.commands.erag_summary prints what they hold.
 """
 
 from __future__ import annotations
@@ -18,18 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eor.commands.erag_summary import write_erag, write_utility
 from eor.core.config import EnsembleConfig
 from eor.core.correctness import CORRECTNESS
 from eor.core.data import Question, load_questions
 from eor.core.errors import InputError
 from eor.core.prompts import templates_for
-from eor.erag.correlation import correlate
-from eor.erag.evaluate import as_passage, evaluate, get_downstream_metric
-from eor.erag.generators import Request, generate, make_generator
-from eor.erag.metrics import MetricSpec, parse_metric, score
-from eor.erag.output import write_erag, write_utility
-from eor.erag.time_and_memory import measure_costs
-from eor.erag.utility import evaluate_utility
+from eor.evaluation.erag.correlation import correlate
+from eor.evaluation.erag.evaluate import as_passage, evaluate, get_downstream_metric
+from eor.evaluation.erag.generators import Request, generate, make_generator
+from eor.evaluation.erag.metrics import MetricSpec, parse_metric, score
+from eor.evaluation.erag.time_and_memory import measure_costs
+from eor.evaluation.erag.utility import evaluate_utility
 from eor.pipeline.executor import LOCAL
 from eor.pipeline.jobs import Executor, batches
 from eor.pipeline.members import member_templates, source_pool

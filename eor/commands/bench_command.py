@@ -7,15 +7,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eor.bench.judge import judge_lines, judge_report, write_judge_report
-from eor.bench.judge_cascade_report import judge_cascade_lines, judge_cascade_report
-from eor.bench.report import build_report, write_report
 from eor.core.config import EnsembleConfig
 from eor.core.correctness.bem import NAME as BEM
 from eor.core.correctness.bem import BemCorrectness
 from eor.core.errors import ConfigError
 from eor.core.formatting import fixed, pct, ratio, significant, small_data_warning
+from eor.evaluation.bench.judge import judge_report
+from eor.evaluation.bench.judge_cascade_report import judge_cascade_report
+from eor.evaluation.bench.report import build_report
 from eor.evaluation.upper_bound import DEFAULT_MAX_SUBSETS
+from eor.evaluation.writing.judge_sections import judge_cascade_lines, judge_lines
+from eor.evaluation.writing.writer import write_report
 from eor.learning.judge_cascade import reader_tokens
 from eor.learning.judge_training import JUDGE
 from eor.pipeline.judging import scored_families
@@ -52,9 +54,9 @@ def bench(
     records' members to benchmark (default all); `design`: `eor design`'s design.json to show; `frontier`: also the
     frontier of member subsets; `bem_model`: the answer-equivalence model of `metric` "bem", for this call alone;
     `config` (the pool's, validated at the caller's door): a cascade charged in its own order (a llama.cpp reader);
-    the rest as eor.bench.report.build_report. A judge voter (eor.bench.judge, `against`: another voter paired with
-    it) and a cascade ending with the judge (eor.bench.judge_cascade_report) get their own report, `config` naming
-    what the judge scores."""
+    the rest as eor.evaluation.bench.report.build_report. A judge voter (eor.evaluation.bench.judge, `against`:
+    another voter paired with it) and a cascade ending with the judge (eor.evaluation.bench.judge_cascade_report)
+    get their own report, `config` naming what the judge scores."""
     judged_by = _judged_by(weights)
     if judged_by is not None:
         other = {"--metric": metric != "em", "--metrics": metrics, "--design": design, "--frontier": frontier}
@@ -86,7 +88,7 @@ def bench(
     )
     if warning := small_data_warning(report["questions"], "a benchmark"):
         log.warning(warning)
-    written = write_report(report, out_dir)
+    written = write_report("bench", report, out_dir)
     return summarize(report, out_dir, [path.name for path in written])
 
 
@@ -119,7 +121,7 @@ def summarize(report: dict[str, Any], out_dir: str | Path, files: Sequence[str])
 
 
 def _selective_lines(sel: dict[str, Any] | None) -> list[str]:
-    """EoR's P(right) (eor.bench.probability): calibration, AURC, and each error rate of the weights file."""
+    """EoR's P(right) (eor.evaluation.bench.probability): calibration, AURC, and each error rate of the weights file."""
     if not sel:
         return []
     skill = "–" if sel["brier_skill"] is None else fixed(sel["brier_skill"], 3)
@@ -146,20 +148,20 @@ def _judge_bench(
     seed: int,
     resamples: int,
 ) -> str:
-    """The judge's report (eor.bench.judge), or that of a cascade ending with the judge
-    (eor.bench.judge_cascade_report), written into `out_dir`; its summary lines."""
+    """The judge's report (eor.evaluation.bench.judge), or that of a cascade ending with the judge
+    (eor.evaluation.bench.judge_cascade_report), written into `out_dir`; its summary lines."""
     if judged_by == "cascade":
         if config is None:
             raise ConfigError(f"{weights} is a cascade ending with the judge: give --config, the config naming it")
         judged = judge_cascade_report(records_dir, weights, config, against=against, seed=seed, resamples=resamples)
-        lines, title = judge_cascade_lines(judged), "The cascade ending with the judge"
+        lines, kind = judge_cascade_lines(judged), "judge_cascade"
     else:
         scored = None if config is None else scored_families(config)
         judged = judge_report(records_dir, weights, scored=scored, against=against, seed=seed, resamples=resamples)
-        lines, title = judge_lines(judged), "The judge voter"
+        lines, kind = judge_lines(judged), "judge"
     if warning := small_data_warning(judged["questions"], "a benchmark"):
         log.warning(warning)
-    files = [path.name for path in write_judge_report(judged, out_dir, title, lines)]
+    files = [path.name for path in write_report(kind, judged, out_dir)]
     return "\n".join([*lines, f"written to {out_dir}: {', '.join(files)}"])
 
 
@@ -178,7 +180,7 @@ def _judged_by(weights: str | Path | None) -> str | None:
 
 def _cascade_tokens(weights: str | Path | None, config: EnsembleConfig | None) -> ReaderTokens | None:
     """For a cascade's weights file and a config whose reader counts its own chat tokens (llama.cpp): the
-    reader's tokens, which charge the cascade's members in its own order (eor.bench.cost_section); else None:
+    reader's tokens, which charge the cascade's members in its own order (eor.evaluation.bench.cost_section); else None:
     as recorded."""
     if weights is None or config is None or weights_kind(weights) != "cascade":
         return None

@@ -1,7 +1,6 @@
-"""The files `eor erag` and `eor utility` write into their folder, and the summary they print.
-
-The JSON holds the full result and is written first, whole or not at all; the Markdown tables and the PNG
-figure are drawn from the JSON as read back (NaN as None), so every output shows the same numbers.
+"""What `eor erag` and `eor utility` print: a summary of the report they wrote (eor.evaluation.writing.writer: the
+JSON first, whole or not at all, then the Markdown, the figure and the page, all drawn from the JSON as read back,
+so every output shows the same numbers).
 """
 
 from __future__ import annotations
@@ -11,30 +10,27 @@ import math
 from pathlib import Path
 from typing import Any
 
-from eor.core.atomic import write_text_atomically
 from eor.core.formatting import fixed
-from eor.core.json_ready import json_ready
-from eor.erag.erag_report import erag_markdown, utility_markdown
-from eor.erag.plots import plot_erag, plot_utility
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Written whole or not at all (a kill leaves no half file)."""
-
-    write_text_atomically(path, json.dumps(json_ready(data), ensure_ascii=False, indent=2) + "\n")
+from eor.evaluation.writing.writer import write_report
 
 
 def write_erag(out: Path, data_out: dict[str, Any]) -> str:
-    """erag.json, then erag.md and erag.png from the JSON view (NaN as None); the summary."""
-
-    write_json(out / "erag.json", data_out)
-    data_out = json.loads((out / "erag.json").read_text(encoding="utf-8"))
-    write_text_atomically(out / "erag.md", erag_markdown(data_out))
-    plot_erag(data_out, out / "erag.png")
-    return _erag_summary(data_out, out)
+    """The report of `eor erag` written into `out`; its summary."""
+    written = write_report("erag", data_out, out)
+    return _erag_summary(read_back(written[0]), written)
 
 
-def _erag_summary(data: dict[str, Any], out: Path) -> str:
+def write_utility(out: Path, data_out: dict[str, Any]) -> str:
+    """The report of `eor utility` written into `out`; its summary."""
+    written = write_report("utility", data_out, out)
+    return _utility_summary(read_back(written[0]), written)
+
+
+def read_back(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _erag_summary(data: dict[str, Any], written: list[Path]) -> str:
     """What `eor erag` prints: the end-to-end mean, each labelling's means and correlations, the files."""
     k = data["settings"]["k"]
     lines = [
@@ -52,21 +48,11 @@ def _erag_summary(data: dict[str, Any], out: Path) -> str:
                 f"{name:<12} {metric_name:<10} {_fmt(value):>6} {_fmt(corr.get('kendall_tau')):>7} "
                 f"{_fmt(corr.get('spearman_rho')):>7}"
             )
-    lines.append(f"wrote {out / 'erag.json'}, {out / 'erag.md'}, {out / 'erag.png'}")
+    lines.append(f"wrote {', '.join(map(str, written))}")
     return "\n".join(lines)
 
 
-def write_utility(out: Path, data_out: dict[str, Any]) -> str:
-    """utility.json, then utility.md and utility.png from the JSON view; the summary."""
-
-    write_json(out / "utility.json", data_out)
-    data_out = json.loads((out / "utility.json").read_text(encoding="utf-8"))
-    write_text_atomically(out / "utility.md", utility_markdown(data_out))
-    plot_utility(data_out, out / "utility.png")
-    return _utility_summary(data_out, out)
-
-
-def _utility_summary(data: dict[str, Any], out: Path) -> str:
+def _utility_summary(data: dict[str, Any], written: list[Path]) -> str:
     """What `eor utility` prints: per setting and k, the mean U, P and nDCG and r(nDCG, U); the files."""
     lines = [
         f"utility of {data['settings']['member']} over {data['settings']['questions']} questions "
@@ -81,7 +67,7 @@ def _utility_summary(data: dict[str, Any], out: Path) -> str:
                 f"{setting:<10} {k:>3} {_fmt(row['utility']):>8} {_fmt(row['p']):>7} {_fmt(row['ndcg']):>6} "
                 f"{_fmt(r):>10}"
             )
-    lines.append(f"wrote {out / 'utility.json'}, {out / 'utility.md'}, {out / 'utility.png'}")
+    lines.append(f"wrote {', '.join(map(str, written))}")
     return "\n".join(lines)
 
 

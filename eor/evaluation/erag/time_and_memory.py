@@ -6,7 +6,8 @@ Configurations, as in table 2:
 - `erag-query`: eRAG with query-level batching, the k one-document prompts of a question in one call;
 - `erag-document`: eRAG with document-level batching, one one-document prompt per call (batch 1).
 
-Each configuration runs `python -m eor.erag.time_and_memory SPEC OUT` with the reader config of the run, except that
+Each configuration runs `python -m eor.evaluation.erag.time_and_memory SPEC OUT` with the reader config of the run,
+except that
 - `batch_size` is the configuration's batch (readers that batch, e.g. transformers, pad a batch together;
   llama.cpp runs the prompts of a call one after another, so for it the batch changes little);
 - `context_tokens` (the context window, which llama.cpp allocates in full when it loads the model: KV
@@ -171,7 +172,7 @@ def _run_child(spec: dict[str, Any]) -> dict[str, Any]:
         root = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         completed = subprocess.run(
-            [sys.executable, "-m", "eor.erag.time_and_memory", str(spec_path), str(out_path)],
+            [sys.executable, "-m", "eor.evaluation.erag.time_and_memory", str(spec_path), str(out_path)],
             env=env,
             stdout=subprocess.DEVNULL,
             check=False,
@@ -275,6 +276,6 @@ def child_main(spec_path: Path, out_path: Path) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        print("usage: python -m eor.erag.time_and_memory SPEC.json OUT.json", file=sys.stderr)
+        print("usage: python -m eor.evaluation.erag.time_and_memory SPEC.json OUT.json", file=sys.stderr)
         sys.exit(2)
     sys.exit(child_main(Path(sys.argv[1]), Path(sys.argv[2])))

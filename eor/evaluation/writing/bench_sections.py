@@ -1,12 +1,12 @@
-"""`report.md`: a benchmark report as readable Markdown tables (figures are linked, not embedded)."""
+"""The sections of `report.md`, `eor bench`'s report as readable Markdown tables, in order (`SECTIONS`; the writer,
+eor.evaluation.writing.writer, links the figures after them)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from eor.bench.figures import metric_label
 from eor.core.formatting import DASH, fixed, markdown_table, pct, ratio, signed, significant
+from eor.evaluation.writing.figures import metric_label
 from eor.runs.costs import describe_rates, unit_label
 
 
@@ -337,7 +337,8 @@ def cost_section(report: dict[str, Any]) -> list[str]:
 
 
 def selective_section(report: dict[str, Any]) -> list[str]:
-    """The voter's P(right): calibration, risk–coverage and the weights file's error rates (eor.bench.probability)."""
+    """The voter's P(right): calibration, risk–coverage and the weights file's error rates
+    (eor.evaluation.bench.probability)."""
     sel = report.get("selective")
     if not sel:
         return []
@@ -447,45 +448,33 @@ def design_section(report: dict[str, Any]) -> list[str]:
     ]
 
 
-def render_markdown(report: dict[str, Any], figures: Sequence[str] = ()) -> str:
+def title_section(report: dict[str, Any]) -> list[str]:
+    return ["# Retriever pool benchmark"]
+
+
+def voter_section(report: dict[str, Any]) -> list[str]:
+    """The correctness metric and what chose EoR's answers."""
     eor = report["eor"]
     voter = (
         f"weights file `{eor['weights_file']}`"
         if eor["voter"] == "weights"
         else f"uniform weights over {', '.join(eor['metrics'])} ({eor['pooling']} pooling)"
     )
-    lines = [
-        "# Retriever pool benchmark",
-        "",
-        *provenance_section(report),
-        "",
-        f"Correctness: {metric_label(report['metric'])}. EoR: {voter}.",
-        "",
-        *accuracy_section(report),
-        "",
-        *significance_section(report),
-        "",
-        *rwr_section(report),
-        "",
-        *errors_section(report),
-        "",
-        *upper_bound_section(report),
-        "",
-    ]
-    cost = cost_section(report)
-    if cost:
-        lines += [*cost, ""]
-    chosen = selective_section(report)
-    if chosen:
-        lines += [*chosen, ""]
-    design = design_section(report)
-    if design:
-        lines += [*design, ""]
-    weights = weights_section(report)
-    if weights:
-        lines += [*weights, ""]
-    if figures:
-        lines += ["## Figures", ""]
-        lines += [f"![{name}]({name})" for name in figures]
-        lines.append("")
-    return "\n".join(lines)
+    return [f"Correctness: {metric_label(report['metric'])}. EoR: {voter}."]
+
+
+#: `report.md`'s sections in order (eor.evaluation.writing.writer registers them as the bench report's)
+SECTIONS = {
+    "title": title_section,
+    "provenance": provenance_section,
+    "voter": voter_section,
+    "accuracy": accuracy_section,
+    "significance": significance_section,
+    "rwr": rwr_section,
+    "errors": errors_section,
+    "upper_bound": upper_bound_section,
+    "cost": cost_section,
+    "selective": selective_section,
+    "design": design_section,
+    "weights": weights_section,
+}

@@ -15,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from eor.bench.judge import baselines, judge_choices, judge_lines, selective
-from eor.bench.vote import vote
 from eor.core.answers import matches_gold
 from eor.core.config import EnsembleConfig, JudgeConfig
 from eor.core.errors import ConfigError, InputError
-from eor.core.formatting import fixed
+from eor.evaluation.bench.judge import baselines, judge_choices, selective
+from eor.evaluation.bench.vote import vote
 from eor.evaluation.stats import Bootstrap
 from eor.evaluation.upper_bound import any_right, oracle_accuracy
 from eor.learning.judge_cascade import reader_tokens, scoring_costs
@@ -143,7 +142,7 @@ def _seconds(
 
 
 def _selective(voted: Any, ended: np.ndarray, judged: Any, right: np.ndarray, seed: int) -> dict[str, Any] | None:
-    """The report's P(right) section (eor.bench.judge.selective) with how many questions each fit scored."""
+    """The report's P(right) section (eor.evaluation.bench.judge.selective) with how many questions each fit scored."""
     probability, thresholds, used = _probability(voted, ended, judged)
     section = selective(probability, right, thresholds, seed)
     return None if section is None else {**section, "fits": used}
@@ -173,17 +172,3 @@ def _probability(voted: Any, ended: np.ndarray, judged: Any) -> tuple[np.ndarray
     thresholds = [judge if ended[q] else own[str(voted.fits[q])] for q in range(len(ended))]
     used = {name: fits.count(name) for name in sorted(own)} | {"the judge": int(ended.sum())}
     return probability, thresholds, used
-
-
-def judge_cascade_lines(report: dict[str, Any]) -> list[str]:
-    """The report in a few lines."""
-    cascade = report["cascade"]
-    low, high = cascade["ci"]
-    head = [
-        f"cascade ending with the judge: EM {fixed(100 * cascade['em'], 1)} [{fixed(100 * low, 1)}, "
-        f"{fixed(100 * high, 1)}] at "
-        f"{fixed(cascade['cost'], 2)} s of reader time per question (p90 {fixed(cascade['cost_p90'], 2)}; "
-        f"{fixed(cascade['members_run'], 2)} members run; the judge answered {fixed(100 * cascade['judged'], 1)}%)",
-    ]
-    used = ", ".join(f"{name} on {count}" for name, count in report["selective"].get("fits", {}).items())
-    return head + judge_lines(report, voter="the cascade") + [f"P(right) by its fits: {used}"]

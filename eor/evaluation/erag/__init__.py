@@ -3,19 +3,18 @@ quality, and context utility (relevance propagation).
 
 Modules: `metrics` (the retrieval-metric registry: P, R, MAP, MRR, NDCG, Hit with `@k` cutoffs),
 `correlation` (Kendall's τ-b, Spearman's ρ, Pearson's r, NaN-aware), `generators` (requests to prompts,
-batched and cached through the generation stage), `evaluate` (the eRAG API) and `utility` (U = (P(context) −
-P(0-shot)) / P(0-shot) against nDCG@k). The commands `eor erag` and `eor utility` live in `erag_command` (with
-`output`: the files they write and the summaries they print; `time_and_memory`: eRAG vs end-to-end time and
-memory in child processes; `erag_report`: Markdown; `plots`: figures); they are not imported here, so the API
-stays light.
+batched and cached through the generation stage), `evaluate` (the eRAG API), `utility` (U = (P(context) −
+P(0-shot)) / P(0-shot) against nDCG@k) and `time_and_memory` (eRAG against end-to-end time and memory, in child
+processes). The commands `eor erag` and `eor utility` are eor.commands.erag_command; their reports are written by
+eor.evaluation.writing (`erag_sections`, `erag_figures`).
 """
 
 from __future__ import annotations
 
-from eor.erag.correlation import correlate, kendall_tau, pearson_r, spearman_rho
-from eor.erag.evaluate import EragResult, Labelling, ListScores, Passage, as_passage, evaluate
-from eor.erag.generators import Request, generate, make_generator
-from eor.erag.metrics import (
+from eor.evaluation.erag.correlation import correlate, kendall_tau, pearson_r, spearman_rho
+from eor.evaluation.erag.evaluate import EragResult, Labelling, ListScores, Passage, as_passage, evaluate
+from eor.evaluation.erag.generators import Request, generate, make_generator
+from eor.evaluation.erag.metrics import (
     RETRIEVAL_METRICS,
     MetricSpec,
     default_metrics,
@@ -26,7 +25,7 @@ from eor.erag.metrics import (
     score,
     score_questions,
 )
-from eor.erag.utility import UtilityResult, evaluate_utility, utility
+from eor.evaluation.erag.utility import UtilityResult, evaluate_utility, utility
 from eor.pipeline.stages.generation import GenerationStats
 from eor.runs.generation_cache import GenerationCache
 

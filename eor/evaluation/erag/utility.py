@@ -37,10 +37,10 @@ from typing import Any
 from eor.core.errors import InputError
 from eor.core.json_ready import json_ready
 from eor.core.prompts import PromptTemplates
-from eor.erag.correlation import correlate
-from eor.erag.evaluate import Passage, as_passage
-from eor.erag.generators import Generator, Progress, Request, as_cache, generate, make_generator
-from eor.erag.metrics import MetricSpec
+from eor.evaluation.erag.correlation import correlate
+from eor.evaluation.erag.evaluate import Passage, as_passage
+from eor.evaluation.erag.generators import Generator, Progress, Request, as_cache, generate, make_generator
+from eor.evaluation.erag.metrics import MetricSpec
 from eor.pipeline.stages.generation import GenerationStats
 from eor.runs.generation_cache import GenerationCache
 
@@ -151,7 +151,7 @@ def evaluate_utility(
 ) -> UtilityResult:
     """Utility of the top-k contexts per question and its Pearson correlation with nDCG@k.
 
-    retrieval_results: question id -> ranked documents (as for `eor.erag.evaluate.evaluate`).
+    retrieval_results: question id -> ranked documents (as for `eor.evaluation.erag.evaluate.evaluate`).
     references: question id -> the texts R_q that answers are compared with (a bare string is one).
     relevant: question id -> relevant (gold passage) ids; needed for nDCG@k and the correlation.
     oracle: question id -> oracle documents (e.g. the gold passages), giving the `oracle` setting.
