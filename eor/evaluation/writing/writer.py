@@ -1,5 +1,5 @@
-"""The one writer of every report eor writes (`eor bench`'s, `eor erag`'s and `eor utility`'s) and the registry of
-their sections and figures.
+"""The one writer of every report eor writes (`eor bench`'s, a judge voter's and its cascade's, `eor erag`'s and
+`eor utility`'s) and the registry of their sections and figures.
 
 A report is a JSON-ready document of one kind (`REPORT_KINDS`). Its kind names its files (`STEM.json`, `STEM.md`,
 `STEM.html` and its figures), its Markdown sections in order and its figures. `write_report` writes, in order:
