@@ -85,3 +85,14 @@ def test_registering_refuses_what_would_be_ambiguous(kind):
 
 def test_the_kind_goes_with_the_scope():
     assert REPORT_KINDS.names() == ["bench", "erag", "judge", "judge_cascade", "utility"]
+
+
+def test_a_section_added_to_eors_own_kind_goes_with_the_scope():
+    before = list(REPORT_KINDS["judge"].sections)
+    with REPORT_KINDS.scoped():
+        register_section("judge", "note", lambda report: ["a note"], before=before[0])
+        register_figure("judge", "note.png", _bars)
+        assert list(REPORT_KINDS["judge"].sections) == ["note", *before]
+        assert list(REPORT_KINDS["judge"].figures) == ["note.png"]
+    assert list(REPORT_KINDS["judge"].sections) == before  # eor's kind as it was: never changed in place
+    assert REPORT_KINDS["judge"].figures == {}

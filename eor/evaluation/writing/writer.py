@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as with_parts
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,11 @@ Section = Callable[[dict[str, Any]], list[str]]
 Figure = Callable[[dict[str, Any], Path], Path | None]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReportKind:
-    """The files of one kind of report (`STEM.json`, `.md`, `.html`, figures), its sections and figures in order."""
+    """The files of one kind of report (`STEM.json`, `.md`, `.html`, figures), its sections and figures in order.
+    Never changed in place: a section or a figure registers a new kind under the same name, so that what a
+    `REPORT_KINDS.scoped()` block adds to one of eor's kinds is gone after it."""
 
     stem: str
     title: str  # the page's title, before the report folder's name
@@ -58,25 +61,23 @@ def register_report_kind(name: str, stem: str, title: str, *, replace: bool = Fa
 
 def register_section(kind: str, name: str, lines: Section, *, before: str | None = None) -> Section:
     """Section `name` of reports of `kind`: last, or just before section `before`."""
-    sections = REPORT_KINDS[kind].sections
-    if name in sections:
+    report = REPORT_KINDS[kind]
+    if name in report.sections:
         raise ConfigError(f"the {kind} report already has a section {name!r}")
-    if before is not None and before not in sections:
-        raise ConfigError(f"the {kind} report has no section {before!r}; it has {', '.join(sections)}")
-    ordered = list(sections.items())
-    at = len(ordered) if before is None else list(sections).index(before)
-    ordered.insert(at, (name, lines))
-    sections.clear()
-    sections.update(ordered)
+    if before is not None and before not in report.sections:
+        raise ConfigError(f"the {kind} report has no section {before!r}; it has {', '.join(report.sections)}")
+    ordered = list(report.sections.items())
+    ordered.insert(len(ordered) if before is None else list(report.sections).index(before), (name, lines))
+    REPORT_KINDS.register(kind, with_parts(report, sections=dict(ordered)), replace=True)
     return lines
 
 
 def register_figure(kind: str, file_name: str, draw: Figure) -> Figure:
     """Figure `file_name` of reports of `kind`, drawn after the kind's other figures."""
-    drawings = REPORT_KINDS[kind].figures
-    if file_name in drawings:
+    report = REPORT_KINDS[kind]
+    if file_name in report.figures:
         raise ConfigError(f"the {kind} report already has a figure {file_name!r}")
-    drawings[file_name] = draw
+    REPORT_KINDS.register(kind, with_parts(report, figures={**report.figures, file_name: draw}), replace=True)
     return draw
 
 
