@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from dataclasses import fields
 from pathlib import Path
@@ -240,3 +241,16 @@ def test_utility_scores_are_finite_or_undefined(utility_run) -> None:
     for rows in data["mean"].values():
         for row in rows.values():
             assert row["utility"] is None or math.isfinite(row["utility"])
+
+
+def test_the_cost_child_imports_the_same_eor(monkeypatch) -> None:
+    """The cost measurement's child process finds the eor this process runs, installed or not: the folder holding
+    the `eor` package first on its PYTHONPATH, never the package's own folder (whose `core`, `server`... would
+    shadow top-level modules)."""
+    import eor
+    from eor.evaluation.erag.time_and_memory import child_environment
+
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    first, *rest = child_environment()["PYTHONPATH"].split(os.pathsep)
+    assert Path(first) == Path(eor.__file__).resolve().parents[1]
+    assert (Path(first) / "eor" / "__init__.py").is_file() and rest == ["/elsewhere"]

@@ -96,3 +96,36 @@ def test_a_section_added_to_eors_own_kind_goes_with_the_scope():
         assert list(REPORT_KINDS["judge"].figures) == ["note.png"]
     assert list(REPORT_KINDS["judge"].sections) == before  # eor's kind as it was: never changed in place
     assert REPORT_KINDS["judge"].figures == {}
+
+
+def test_a_figure_is_a_png_in_the_reports_folder(kind):
+    for name in ("../outside.png", "sub/bars2.png", "tally.json", "tally.md"):
+        with pytest.raises(ConfigError, match="is a PNG's file name"):
+            register_figure(kind, name, _bars)
+
+
+def test_a_judge_report_whose_undefined_values_were_read_back_as_null_is_written(tmp_path):
+    """NaN in a report is null in its JSON, and every section is drawn from the JSON as read back: an undefined
+    ECE or p-value shows as a dash, never a crash after the JSON was written."""
+    report = {
+        "questions": 1,
+        "scored": 1,
+        "fits_used": {"scores": 1},
+        "judge": {"em": 1.0, "ci": [1.0, 1.0]},
+        "oracle": {"members": 1.0, "candidates": 1.0},
+        "top_r_train": {"em": 1.0, "member": "Wiki@1"},
+        "vs_top_r_train": {"difference": 0.0, "ci": [0.0, 0.0], "test": "exact_mcnemar", "p_value": math.nan},
+        "selective": {
+            "ece": math.nan,
+            "ece_noise": {"mean": math.nan},
+            "aurc": math.nan,
+            "aurc_constant": 0.0,
+            "risk_levels": [{"alpha": 0.3, "coverage": None, "error": None}],
+        },
+    }
+    written = write_report("judge", report, tmp_path)
+    markdown = written[1].read_text(encoding="utf-8")
+    assert "exact mcnemar p = –" in markdown and "P(right): ECE – (a calibrated P's noise here –), AURC –" in markdown
+    cascade = {**report, "selective": None, "cascade": {"em": 1.0, "ci": [1.0, 1.0], "cost": 0.5, "cost_p90": 0.5}}
+    cascade["cascade"] |= {"members_run": 1.0, "judged": 0.0}
+    assert "P(right) by its fits: " in write_report("judge_cascade", cascade, tmp_path / "c")[1].read_text()

@@ -70,7 +70,7 @@ def add_erag(commands: Commands) -> None:
     config_option(erag, holds=": reader, corpus, sources")
     data_option(erag, "'answers' [, 'gold_passages']")
     member_option(erag, "the retriever to evaluate")
-    out_option(erag, "folder: erag.json, erag.md, erag.png (re-run to resume)")
+    out_option(erag, "folder: erag.json, erag.md, erag.html, erag.png (re-run to resume)")
     erag.add_argument("--k", type=positive_int, default=10, help="documents per question (default 10)")
     erag.add_argument("--metric", default="em", help="downstream metric: em, f1 or contains (default em)")
     limit_option(erag)
@@ -94,7 +94,7 @@ def add_utility(commands: Commands) -> None:
     config_option(utility, holds=": reader, corpus, sources")
     data_option(utility, "'answers' [, 'gold_passages']")
     member_option(utility, "the retriever whose contexts are scored")
-    out_option(utility, "folder: utility.json, utility.md, utility.png")
+    out_option(utility, "folder: utility.json, utility.md, utility.html, utility.png")
     utility.add_argument("--ks", default="1,2,5,10", help="context sizes, comma-separated (default 1,2,5,10)")
     utility.add_argument(
         "--similarity", default="bertscore", help="similarity of answer and reference (default bertscore)"

@@ -161,7 +161,7 @@ def run_erag(
     progress: Any = tqdm_progress,
     executor: Executor = LOCAL,
 ) -> str:
-    """Run eRAG for one member; writes erag.json, erag.md, erag.png; returns a short text summary.
+    """Run eRAG for one member; writes erag.json, erag.md, erag.html, erag.png; returns a short text summary.
     `cache`: the generation cache (eor.runs.generation_cache): True, the shared default file; a file path; False or
     None, in memory for this run only. `batch_size`: questions per reader call (default: the config's)."""
 
@@ -320,9 +320,9 @@ def run_utility(
     executor: Executor = LOCAL,
 ) -> str:
     """Context utility of one member's top-k contexts (ordered, reversed, oracle) and Pearson's r with nDCG@k;
-    writes utility.json, utility.md, utility.png; returns a short text summary. `cache` as for `run_erag`: the
-    ordered contexts are the end-to-end prompts of `eor erag` at the same cutoffs, so with the shared cache
-    they are free after an `eor erag` run."""
+    writes utility.json, utility.md, utility.html, utility.png; returns a short text summary. `cache` as for
+    `run_erag`: the ordered contexts are the end-to-end prompts of `eor erag` at the same cutoffs, so with the
+    shared cache they are free after an `eor erag` run."""
 
     ks = _check_utility_options(ks, references, batch_size, epsilon)
     config = valid_config(config_path, member)  # before the reader loads

@@ -23,19 +23,22 @@ def ratio(value: float | None) -> str:
     return DASH if value is None else f"{value:.3g}"
 
 
-def fixed(value: float, digits: int) -> str:
-    """`value` with `digits` decimals ("0.25", "3.1", "12"): seconds, costs, scores, thresholds."""
-    return f"{value:.{digits}f}"
+def fixed(value: float | None, digits: int) -> str:
+    """`value` with `digits` decimals ("0.25", "3.1", "12"): seconds, costs, scores, thresholds; "–" when undefined
+    (a report's NaN, read back from its JSON as null)."""
+    return DASH if value is None else f"{value:.{digits}f}"
 
 
-def signed(value: float, digits: int) -> str:
-    """`value` with its sign and `digits` decimals ("+1.5", "-0.250"): a difference, a gain."""
-    return f"{value:+.{digits}f}"
+def signed(value: float | None, digits: int) -> str:
+    """`value` with its sign and `digits` decimals ("+1.5", "-0.250"): a difference, a gain; "–" when undefined."""
+    return DASH if value is None else f"{value:+.{digits}f}"
 
 
-def significant(value: float, digits: int | None = None) -> str:
+def significant(value: float | None, digits: int | None = None) -> str:
     """`value` with `digits` significant digits, as few as it needs by default (Python's `g`: "0.05", "1e-05"):
-    a p-value, a risk level, a parameter as given."""
+    a p-value, a risk level, a parameter as given; "–" when undefined."""
+    if value is None:
+        return DASH
     return f"{value:g}" if digits is None else f"{value:.{digits}g}"
 
 

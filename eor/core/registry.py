@@ -69,6 +69,14 @@ class Registry(Generic[T]):
             self._entries = {**self._entries, name: value}
         return value
 
+    def update(self, name: str, change: Callable[[T], T]) -> T:
+        """Replace the entry `name` by `change(entry)`, read and replaced under the registry's lock (two threads
+        changing one entry never lose a change); ConfigError for an unknown name."""
+        with self._lock:
+            value = change(self[name])
+            self._entries = {**self._entries, name: value}
+        return value
+
     def add(self, name: str, *, replace: bool = False) -> Callable[[T], T]:
         """`register` as a decorator: `@POOLINGS.add("mean")`."""
 

@@ -3,7 +3,8 @@
 `build_report` computes the report dict (eor.evaluation.writing.writer writes it: `write_report("bench", report,
 folder)`), `compare_reports` diffs two reports. Modules: `report`, `vote` (the EoR system on the records, read by
 eor.runs.run_data), `cost_section` (members' costs and the frontier), `probability` (the P(right) section), `judge`
-and `judge_cascade_report` (a judge voter's sections), `compare`. The measures they report are eor.evaluation's;
+and `judge_cascade_report` (a judge voter's report and its cascade's; their sections are
+eor.evaluation.writing.judge_sections), `compare`. The measures they report are eor.evaluation's;
 the command is eor.commands.bench_command.
 """
 

@@ -165,15 +165,22 @@ def _all_prompts(calls: dict[str, list[list[str]]]) -> list[str]:
     return [prompt for batches in calls.values() for batch in batches for prompt in batch]
 
 
+def child_environment() -> dict[str, str]:
+    """This process's environment with the folder that holds the `eor` package first on PYTHONPATH, so that the
+    child imports the same eor, installed or not."""
+    import eor
+
+    root = str(Path(eor.__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+
+
 def _run_child(spec: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="eor-cost-") as folder:
         spec_path, out_path = Path(folder) / "spec.json", Path(folder) / "out.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         completed = subprocess.run(
             [sys.executable, "-m", "eor.evaluation.erag.time_and_memory", str(spec_path), str(out_path)],
-            env=env,
+            env=child_environment(),
             stdout=subprocess.DEVNULL,
             check=False,
         )

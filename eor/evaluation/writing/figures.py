@@ -451,15 +451,3 @@ FIGURES = {
     "design.png": plot_design,
     "selective.png": plot_selective,
 }
-
-
-def write_figures(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
-    """Every figure the report supports, written into `out_dir`; the paths written."""
-    folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, plot in FIGURES.items():
-        path = plot(report, folder / name)
-        if path is not None:
-            written.append(path)
-    return written

@@ -1,4 +1,5 @@
-"""Self-contained HTML pages from the benchmark's Markdown: `report.html` and `eor compare --html`.
+"""Self-contained HTML pages from a report's Markdown: every report's page (eor.evaluation.writing.writer), the
+benchmark reports `eor serve --reports` shows, and `eor compare --html`.
 
 The page is the Markdown rendered by markdown-it-py (CommonMark with tables, raw HTML off, so nothing in a
 member's name can inject markup), with every figure embedded as a `data:` URI and the style inline: one

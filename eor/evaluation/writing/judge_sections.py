@@ -56,7 +56,7 @@ def judge_cascade_lines(report: dict[str, Any]) -> list[str]:
         f"{fixed(cascade['cost'], 2)} s of reader time per question (p90 {fixed(cascade['cost_p90'], 2)}; "
         f"{fixed(cascade['members_run'], 2)} members run; the judge answered {fixed(100 * cascade['judged'], 1)}%)",
     ]
-    used = ", ".join(f"{name} on {count}" for name, count in report["selective"].get("fits", {}).items())
+    used = ", ".join(f"{name} on {count}" for name, count in (report.get("selective") or {}).get("fits", {}).items())
     return head + judge_lines(report, voter="the cascade") + [f"P(right) by its fits: {used}"]
 
 

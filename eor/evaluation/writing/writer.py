@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as with_parts
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from eor.core.atomic import write_text_atomically
@@ -39,16 +40,20 @@ Section = Callable[[dict[str, Any]], list[str]]
 Figure = Callable[[dict[str, Any], Path], Path | None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReportKind:
     """The files of one kind of report (`STEM.json`, `.md`, `.html`, figures), its sections and figures in order.
-    Never changed in place: a section or a figure registers a new kind under the same name, so that what a
-    `REPORT_KINDS.scoped()` block adds to one of eor's kinds is gone after it."""
+    Never changed in place (its parts are read-only mappings): a section or a figure registers a new kind under
+    the same name, so that what a `REPORT_KINDS.scoped()` block adds to one of eor's kinds is gone after it."""
 
     stem: str
     title: str  # the page's title, before the report folder's name
-    sections: dict[str, Section] = field(default_factory=dict)
-    figures: dict[str, Figure] = field(default_factory=dict)
+    sections: Mapping[str, Section] = field(default_factory=lambda: MappingProxyType({}))
+    figures: Mapping[str, Figure] = field(default_factory=lambda: MappingProxyType({}))
+
+    def files(self) -> tuple[str, str, str]:
+        """The names of its JSON, Markdown and page."""
+        return f"{self.stem}.json", f"{self.stem}.md", f"{self.stem}.html"
 
 
 REPORT_KINDS: Registry[ReportKind] = Registry("report kind")
@@ -61,23 +66,32 @@ def register_report_kind(name: str, stem: str, title: str, *, replace: bool = Fa
 
 def register_section(kind: str, name: str, lines: Section, *, before: str | None = None) -> Section:
     """Section `name` of reports of `kind`: last, or just before section `before`."""
-    report = REPORT_KINDS[kind]
-    if name in report.sections:
-        raise ConfigError(f"the {kind} report already has a section {name!r}")
-    if before is not None and before not in report.sections:
-        raise ConfigError(f"the {kind} report has no section {before!r}; it has {', '.join(report.sections)}")
-    ordered = list(report.sections.items())
-    ordered.insert(len(ordered) if before is None else list(report.sections).index(before), (name, lines))
-    REPORT_KINDS.register(kind, with_parts(report, sections=dict(ordered)), replace=True)
+
+    def added(report: ReportKind) -> ReportKind:
+        if name in report.sections:
+            raise ConfigError(f"the {kind} report already has a section {name!r}")
+        if before is not None and before not in report.sections:
+            raise ConfigError(f"the {kind} report has no section {before!r}; it has {', '.join(report.sections)}")
+        ordered = list(report.sections.items())
+        ordered.insert(len(ordered) if before is None else list(report.sections).index(before), (name, lines))
+        return with_parts(report, sections=MappingProxyType(dict(ordered)))
+
+    REPORT_KINDS.update(kind, added)
     return lines
 
 
 def register_figure(kind: str, file_name: str, draw: Figure) -> Figure:
-    """Figure `file_name` of reports of `kind`, drawn after the kind's other figures."""
-    report = REPORT_KINDS[kind]
-    if file_name in report.figures:
-        raise ConfigError(f"the {kind} report already has a figure {file_name!r}")
-    REPORT_KINDS.register(kind, with_parts(report, figures={**report.figures, file_name: draw}), replace=True)
+    """Figure `file_name` (a PNG's name, drawn into the report's folder) of reports of `kind`, drawn after the
+    kind's other figures."""
+
+    def added(report: ReportKind) -> ReportKind:
+        if Path(file_name).name != file_name or not file_name.endswith(".png"):
+            raise ConfigError(f"a figure of the {kind} report is a PNG's file name, not {file_name!r}")
+        if file_name in report.figures:
+            raise ConfigError(f"the {kind} report already has a figure {file_name!r}")
+        return with_parts(report, figures=MappingProxyType({**report.figures, file_name: draw}))
+
+    REPORT_KINDS.update(kind, added)
     return draw
 
 
@@ -90,7 +104,11 @@ def write_json(path: Path, document: Any) -> dict[str, Any]:
 
 def render_markdown(kind: str, document: dict[str, Any], figure_names: Sequence[str] = ()) -> str:
     """The Markdown of a report of `kind`: its sections in order, then the figures named, linked."""
-    sections = [lines(document) for lines in REPORT_KINDS[kind].sections.values()]
+    return _markdown(REPORT_KINDS[kind], document, figure_names)
+
+
+def _markdown(report: ReportKind, document: dict[str, Any], figure_names: Sequence[str]) -> str:
+    sections = [lines(document) for lines in report.sections.values()]
     if figure_names:
         sections.append(["## Figures", "", *(f"![{name}]({name})" for name in figure_names)])
     return "\n\n".join("\n".join(lines) for lines in sections if lines) + "\n"
@@ -99,16 +117,14 @@ def render_markdown(kind: str, document: dict[str, Any], figure_names: Sequence[
 def write_report(kind: str, document: dict[str, Any], out_dir: str | Path) -> list[Path]:
     """Write a report of `kind` into `out_dir` (made if missing): its JSON, figures, Markdown and HTML page, in the
     order of this module's docstring; the paths written (JSON, Markdown, page, then the figures)."""
-    report = REPORT_KINDS[kind]
+    report = REPORT_KINDS[kind]  # one kind for every file, whatever registers meanwhile
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    data = folder / f"{report.stem}.json"
+    data, markdown, page = (folder / name for name in report.files())
     written = write_json(data, document)
     drawn = [path for name, draw in report.figures.items() if (path := draw(written, folder / name)) is not None]
-    markdown = folder / f"{report.stem}.md"
-    text = render_markdown(kind, written, [path.name for path in drawn])
+    text = _markdown(report, written, [path.name for path in drawn])
     write_text_atomically(markdown, text)
-    page = folder / f"{report.stem}.html"
     write_text_atomically(page, render_html(text, f"{report.title}: {folder.name}", folder))
     return [data, markdown, page, *drawn]
 
