@@ -84,6 +84,9 @@ def test_registering_refuses_what_would_be_ambiguous(kind):
 
 
 def test_the_kind_goes_with_the_scope():
+    with REPORT_KINDS.scoped():
+        register_report_kind("tally", "tally", "a tally")
+        assert "tally" in REPORT_KINDS.names()
     assert REPORT_KINDS.names() == ["bench", "erag", "judge", "judge_cascade", "utility"]
 
 
