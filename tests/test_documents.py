@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -273,7 +274,12 @@ def test_eor_import_corpus_takes_a_folder(tmp_path, capsys):
     assert told == ["warning: locked.pdf: skipped, encrypted with a password"]
     (tmp_path / "empty").mkdir()
     assert main(["import-corpus", str(tmp_path / "empty"), "--out", str(tmp_path / "e.jsonl")]) == 1
-    assert "0 passages written" in capsys.readouterr().out
+    assert "no passage could be read: nothing written" in capsys.readouterr().out
+    assert not (tmp_path / "e.jsonl").exists()
+    # a folder of which nothing can be read (scans, a wrong folder) never replaces the corpus already there
+    before = (tmp_path / "c.jsonl").read_bytes(), (tmp_path / "c.jsonl.manifest.json").read_bytes()
+    assert main(["import-corpus", str(tmp_path / "empty"), "--out", str(tmp_path / "c.jsonl")]) == 1
+    assert ((tmp_path / "c.jsonl").read_bytes(), (tmp_path / "c.jsonl.manifest.json").read_bytes()) == before
 
 
 def test_retrieved_passages_of_an_imported_folder_cite_their_file_and_page(tmp_path):
@@ -447,12 +453,21 @@ def test_eor_init_with_documents_imports_them_as_the_corpus(tmp_path, capsys):
     config = load_config(tmp_path / "pool" / "config.yaml")
     assert config.corpus.documents == str(root.resolve())  # citations link to the files
     assert "the project's demo corpus" not in (tmp_path / "pool" / "config.yaml").read_text()
+    # a documents folder whose path YAML would misread (`: ` and ` #`): named as it is
+    odd = tmp_path / "my docs: 2024 #1"
+    shutil.copytree(root, odd)
+    assert main(["init", str(tmp_path / "odd"), "--documents", str(odd)]) == 0
+    assert load_config(tmp_path / "odd" / "config.yaml").corpus.documents == str(odd.resolve())
     # a folder that is not there, or holds nothing readable: nothing is left behind
     assert main(["init", str(tmp_path / "none"), "--documents", str(tmp_path / "missing")]) == 1
     assert "not a folder" in capsys.readouterr().err and not (tmp_path / "none").exists()
     (tmp_path / "empty").mkdir()
     assert main(["init", str(tmp_path / "void"), "--documents", str(tmp_path / "empty")]) == 1
     assert not (tmp_path / "void").exists()
+    # nor in a folder that was there: its corpus is kept
+    corpus = (tmp_path / "pool" / "corpus.jsonl").read_bytes()
+    assert main(["init", str(tmp_path / "pool"), "--force", "--documents", str(tmp_path / "empty")]) == 1
+    assert (tmp_path / "pool" / "corpus.jsonl").read_bytes() == corpus
 
 
 def test_the_server_shows_the_imported_files_behind_its_key_and_nothing_else(tmp_path):

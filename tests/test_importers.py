@@ -32,6 +32,14 @@ def test_init_writes_a_config_over_its_own_corpus_and_keeps_what_exists(tmp_path
     assert len(load_corpus(folder / "corpus.jsonl")) == 1  # the user's corpus is never replaced
 
 
+@pytest.mark.parametrize("name", ["2024-06-01", "123", "yes", "null", "a: b", "notes #2"])
+def test_init_names_a_config_after_any_folder(tmp_path, name) -> None:
+    """A folder named like a date, a number, a boolean or null to YAML, or holding `: ` or ` #`: the config says
+    its name as a string, and loads."""
+    assert main(["init", str(tmp_path / name)]) == 0
+    assert load_config(tmp_path / name / "config.yaml").name == name
+
+
 def test_nq_open_json_lines_and_dpr_tab_separated_questions(tmp_path) -> None:
     nq = tmp_path / "NQ-open.dev.jsonl"
     nq.write_text('{"question": "when was x", "answer": ["1901", "in 1901"]}\n\n{"question": "who", "answer": "Ann"}\n')

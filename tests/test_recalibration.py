@@ -19,7 +19,7 @@ from eor.core.errors import ConfigError, InputError
 from eor.learning.recalibration import Labelled, fit_platt, recalibrate
 from eor.pipeline.abstention import abstention
 from eor.pipeline.pool import outside_guarantee
-from voters.choice_evidence import ALL, FITS, WITH_CONFIDENCE
+from voters.choice_evidence import ALL, FITS, WITH_CONFIDENCE, WITHOUT_CONFIDENCE
 from voters.loading import choose_voter
 from voters.right import Logistic, Platt, RightFit, RightModel
 
@@ -39,13 +39,16 @@ def _labelled(*groups: tuple[float, int, int], fit: str = WITH_CONFIDENCE) -> La
     return Labelled(p, np.full(len(p), fit), right)
 
 
-def _model() -> RightModel:
-    """A shipped P(right) of one fit (its logistic does not matter here: recalibration reads its outputs)."""
-    features = FITS[WITH_CONFIDENCE]
-    zero = (0.0,) * len(features)
-    logistic = Logistic(0.0, zero, zero, (1.0,) * len(features), features)
-    fit = RightFit(WITH_CONFIDENCE, {ALL: logistic}, 600, [], "em", 0.1)
-    return RightModel("em", {WITH_CONFIDENCE: fit}, 600, 5, 0)
+def _model(*names: str) -> RightModel:
+    """A shipped P(right) of the fits `names`, richest first (default: one, with confidence); their logistics do
+    not matter here: recalibration reads their outputs."""
+    fits = {}
+    for name in names or (WITH_CONFIDENCE,):
+        features = FITS[name]
+        zero = (0.0,) * len(features)
+        logistic = Logistic(0.0, zero, zero, (1.0,) * len(features), features)
+        fits[name] = RightFit(name, {ALL: logistic}, 600, [], "em", 0.1)
+    return RightModel("em", fits, 600, 5, 0)
 
 
 def test_platt_scaling_is_the_maximum_likelihood_fit() -> None:
@@ -121,6 +124,24 @@ def test_too_few_questions_for_every_fit_is_refused() -> None:
         recalibrate(_model(), _labelled((0.9, 10, 9), (0.2, 10, 2)))
 
 
+def test_a_richer_fit_no_labelled_choice_reaches_is_left_out_one_that_some_reach_is_not() -> None:
+    """A reader that reports no confidence: every choice falls to the fit without it, here as when answering, so
+    the fit with confidence (which none reaches) is left out and said so; where some choices reach it but too few,
+    the recalibration is refused (a choice it would score must not fall to a fit recalibrated on others)."""
+    model = _model(WITH_CONFIDENCE, WITHOUT_CONFIDENCE)
+    plain = _labelled((0.9, 20, 18), (0.6, 20, 12), (0.2, 20, 4), fit=WITHOUT_CONFIDENCE)
+    found = recalibrate(model, plain, alphas=(0.3,))
+    assert list(found.model.fits) == [WITHOUT_CONFIDENCE] and found.dropped == {WITH_CONFIDENCE: 0}
+    assert "fit 'confidence' left out: no labelled choice has its features" in "\n".join(found.lines())
+    some = Labelled(
+        np.concatenate([plain.probability, np.full(5, 0.8)]),
+        np.concatenate([plain.fits, np.full(5, WITH_CONFIDENCE)]),
+        np.concatenate([plain.right, np.ones(5, dtype=bool)]),
+    )
+    with pytest.raises(InputError, match=r"too few labelled questions for the fit 'confidence' \(5\)"):
+        recalibrate(model, some, alphas=(0.3,))
+
+
 def test_the_recalibration_survives_the_weights_file_and_rescales_p() -> None:
     found = recalibrate(_model(), _labelled((0.9, 20, 12), (0.6, 20, 6), (0.2, 20, 2)), pool={"members": ["a"]})
     again = RightModel.from_dict(json.loads(json.dumps(found.model.to_dict())), "test")
@@ -177,6 +198,10 @@ def test_eor_calibrate_on_60_unseen_training_questions(tmp_path, capsys) -> None
     voter = choose_voter(out, shipped["members"])
     model = RightModel.from_voter(voter)
     assert model is not None and all(fit.platt is not None for fit in model.fits.values())
+    # recalibrated again on the same questions: from the P as shipped, never the first rescaling's inverse
+    twice = tmp_path / "twice.json"
+    assert main(["calibrate", str(records), "--weights", str(out), "--out", str(twice)]) == 0
+    assert json.loads(twice.read_text())["meta"]["probability"] == probability
     # without answers, nothing to recalibrate on
     bare = tmp_path / "bare.jsonl"
     with gzip.open(records, "rt", encoding="utf-8") as handle:
@@ -188,6 +213,20 @@ def test_eor_calibrate_on_60_unseen_training_questions(tmp_path, capsys) -> None
     (tmp_path / "anonymous.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     assert main(["calibrate", str(tmp_path / "anonymous.jsonl"), "--weights", SHIPPED, "--out", str(out)]) == 1
     assert "does not say which pool answered it" in capsys.readouterr().err
+    # a mistyped path is said as such, not as records of an older eor
+    assert main(["calibrate", str(tmp_path / "labeled"), "--weights", SHIPPED, "--out", str(out)]) == 1
+    assert "records file not found" in capsys.readouterr().err
+    # questions the documents cannot answer must have been answered by the same pool, and say so
+    nocorpus = ["--nocorpus", str(tmp_path / "anonymous.jsonl"), "--unanswerable-share", "0.3"]
+    assert main(["calibrate", str(records), "--weights", SHIPPED, *nocorpus, "--out", str(out)]) == 1
+    assert "anonymous.jsonl does not say which pool answered it" in capsys.readouterr().err
+    other = tmp_path / "other.jsonl"
+    said = header["eor_records"]
+    pool = {**said["pool"], "corpus": {**said["pool"]["corpus"], "sha256": "0" * 64}}
+    other.write_text("".join(json.dumps(row) + "\n" for row in [{"eor_records": {**said, "pool": pool}}, *rows]))
+    nocorpus[1] = str(other)
+    assert main(["calibrate", str(records), "--weights", SHIPPED, *nocorpus, "--out", str(out)]) == 1
+    assert "was answered by another pool" in capsys.readouterr().err
 
 
 def test_eor_init_answers_with_the_shipped_weights_installed_with_eor(tmp_path, capsys) -> None:

@@ -31,6 +31,7 @@ weights file stores it in `meta.probability` for every voter kind (`to_dict`, `f
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -166,11 +167,6 @@ class Platt:
         out = 1.0 / (1.0 + np.exp(-(self.slope * self.logit(p) + self.intercept)))
         return float(out) if np.ndim(out) == 0 else out
 
-    def invert(self, p: Any) -> np.ndarray:
-        """The probabilities that `apply` maps to `p`: the P before the rescaling."""
-        z = (self.logit(p) - self.intercept) / self.slope
-        return np.asarray(1.0 / (1.0 + np.exp(-z)), dtype=float)
-
     def to_dict(self) -> dict[str, float]:
         return {"slope": self.slope, "intercept": self.intercept}
 
@@ -300,6 +296,12 @@ class RightModel:
         """Whether a fit it holds, or P(unanswerable), reads the retrieval family (voters.relevance: worth computing
         for a choice)."""
         return self.unanswerable is not None or any(set(RETRIEVAL) & set(FITS[name]) for name in self.fits)
+
+    def shipped(self) -> RightModel:
+        """This P(right) as trained, before any rescaling `eor calibrate` fitted (each fit's `platt` left out)."""
+        return dataclasses.replace(
+            self, fits={name: dataclasses.replace(fit, platt=None) for name, fit in self.fits.items()}
+        )
 
     def fit_names(self, rows: Evidence) -> np.ndarray:
         """Per row, the fit that scores it: the richest this model holds whose features the row has. InputError

@@ -49,7 +49,7 @@ def cmd_import_corpus(args: argparse.Namespace) -> int:
 
 def _import_documents(source: Path, args: argparse.Namespace) -> int:
     """A folder of documents, or one document (a folder of one), into a corpus, kept current
-    (eor.documents.folder); exit status 1 when no passage was written."""
+    (eor.documents.folder); exit status 1 when no passage could be read (nothing is written then)."""
     from tqdm.auto import tqdm
 
     if args.limit is not None:

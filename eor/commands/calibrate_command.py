@@ -13,6 +13,7 @@ with its `meta.probability` recalibrated and the records named (`meta.recalibrat
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,8 @@ from eor.core.correctness import correctness_matrix
 from eor.core.errors import InputError
 from eor.evaluation.bench.vote import vote
 from eor.learning.recalibration import Labelled, recalibrate
+from eor.pipeline.pool import runs_pool
+from eor.runs.records import records_file
 from eor.runs.run_data import RunData, load_run
 from eor.runs.run_folder import recorded_pool
 from voters.right import RightModel
@@ -37,12 +40,10 @@ def calibrate(records: Path, given: str, out: Path, nocorpus: Path | None = None
             f"{weights} is a judge voter: eor calibrate recalibrates the P(right) of the other voters (cascade, "
             "selector, the paper's voter)"
         )
-    pool = recorded_pool(records)
-    if pool is None:
-        raise InputError(
-            f"{records} does not say which pool answered it (no pool.json or header: made by an older eor); run the "
-            "questions again with this eor: the recalibrated P(right) holds for that pool alone"
-        )
+    pool = _pool(records)
+    if nocorpus is not None:
+        _pool(nocorpus)
+        runs_pool([records, nocorpus])  # ConfigError naming what differs: another reader or corpus
     data = load_run(records, unlabelled=True)
     model, answerable = _labelled(data, weights, records, labelled=True)
     other = (
@@ -61,6 +62,19 @@ def calibrate(records: Path, given: str, out: Path, nocorpus: Path | None = None
     return "\n".join([head, *found.lines(), f"weights written to {out} (the voter unchanged)"])
 
 
+def _pool(records: Path) -> dict[str, Any]:
+    """The pool identity `records` (a run folder or records file) were answered by; InputError for a path that
+    holds no records, or records that do not say (the recalibrated P(right) holds for that pool alone)."""
+    records_file(records)
+    pool = recorded_pool(records)
+    if pool is None:
+        raise InputError(
+            f"{records} does not say which pool answered it (no pool.json or header: made by an older eor); run the "
+            "questions again with this eor: the recalibrated P(right) holds for that pool alone"
+        )
+    return pool
+
+
 def _labelled(data: RunData, weights: Path, records: Path, labelled: bool) -> tuple[RightModel, Labelled]:
     """The voter's P(right) model and its choices on `data`: P(right), fit and rightness of each. `labelled`:
     every question must hold its answers (questions the documents cannot answer may hold none: never right)."""
@@ -74,13 +88,12 @@ def _labelled(data: RunData, weights: Path, records: Path, labelled: bool) -> tu
         )
     chosen = vote(data, weights)
     model = RightModel.from_voter(chosen.voter)
-    if model is None or chosen.probability is None or chosen.fits is None:
+    if model is None or chosen.evidence is None or chosen.fits is None:
         raise InputError(f"{weights} holds no P(right) to recalibrate: train it with this eor (eor train stores one)")
     scored = correctness_matrix(data.answers, data.golds, model.correctness, data.texts)
     right = scored[np.arange(data.questions), chosen.chosen] >= 0.5
     fits = np.asarray(chosen.fits, dtype=str)
-    shipped = np.asarray(chosen.probability, dtype=float).copy()
-    for name, fit in model.fits.items():  # a file recalibrated before: its shipped P again
-        if fit.platt is not None:
-            shipped[fits == name] = fit.platt.invert(shipped[fits == name])
+    # the P as trained, whatever a recalibration before rescaled it to (a rescaling is never inverted: its clipped
+    # tails would merge probabilities)
+    shipped = np.asarray(model.shipped().probability(chosen.evidence, fits), dtype=float)
     return model, Labelled(shipped, fits, right)

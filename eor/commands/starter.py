@@ -3,10 +3,13 @@ questions (copies of the demo ones, to replace with your own), and what to do ne
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+
+import yaml
 
 from eor.core.atomic import write_text_atomically
 from eor.core.config import default_config_path, package_file
@@ -87,13 +90,15 @@ def _config_text(folder: Path, documents: Path | None) -> str:
     named as the corpus's folder of documents), answering with the shipped cascade."""
     text = default_config_path().read_text(encoding="utf-8")
     yours = "your passages: JSON Lines with id, title, text" if documents is None else "your documents' passages"
-    where = f"\n  documents: {documents.resolve()}   # the folder they were imported from" if documents else ""
+    where = ""
+    if documents is not None:
+        where = f"\n  documents: {_scalar(str(documents.resolve()))}   # the folder they were imported from"
     text, found = CORPUS_LINE.subn(lambda m: f"{m.group(1)}corpus.jsonl   # {yours}{where}", text, count=1)
     if not found:
         raise InputError(f"{default_config_path()}: no corpus path to point at the new folder")
     what = "the demo corpus copied to corpus.jsonl" if documents is None else "your documents (corpus.jsonl)"
     text = text.replace("the project's demo corpus", what, 1)
-    text = re.sub(r"^name: .*$", f"name: {folder.name or 'mine'}", text, count=1, flags=re.M)
+    text = re.sub(r"^name: .*$", lambda m: f"name: {_scalar(folder.name or 'mine')}", text, count=1, flags=re.M)
     text, found = VOTER_LINE.subn(
         f"voter:\n  weights: {SHIPPED_WEIGHTS}   # trained on NQ; fit it to your documents: eor calibrate\n",
         text,
@@ -102,3 +107,13 @@ def _config_text(folder: Path, documents: Path | None) -> str:
     if not found:
         raise InputError(f"{default_config_path()}: no voter section to give the shipped weights")
     return text
+
+
+def _scalar(value: str) -> str:
+    """`value` as a YAML string: as it is where YAML reads it back so (`my-pool`), else quoted (`"2024-06-01"`, a
+    date to YAML; a path holding `: ` or ` #`)."""
+    try:
+        plain = yaml.safe_load(value) == value
+    except yaml.YAMLError:
+        plain = False
+    return value if plain else json.dumps(value, ensure_ascii=False)

@@ -15,7 +15,8 @@ file changed is decided by its content, never its modification time.
 text, unreadable, over `max_bytes`) is skipped with one warning naming it and why; a page without text, an empty
 file and a file read as plain text for want of a reader are warned of; the rest is imported. The summary names
 the files added, changed, removed and skipped. The corpus and the manifest are replaced atomically (a temporary
-file renamed over the old one), so a kill or a full disk leaves the previous corpus whole.
+file renamed over the old one), so a kill or a full disk leaves the previous corpus whole; an import of which no
+passage could be read writes nothing, leaving the previous corpus as it was.
 """
 
 from __future__ import annotations
@@ -64,7 +65,11 @@ class ImportSummary:
     def lines(self) -> list[str]:
         parts = [f"{len(self.read)} read", f"{len(self.kept)} unchanged", f"{len(self.removed)} removed"]
         parts.append(f"{len(self.skipped)} skipped")
-        lines = [f"{self.passages} passages written to {self.corpus} ({', '.join(parts)} files)"]
+        if not self.passages:  # import_folder writes nothing then: the corpus there stays as it was
+            head = f"no passage could be read: nothing written, {self.corpus} left as it was"
+            lines = [f"{head} ({', '.join(parts)} files)"]
+        else:
+            lines = [f"{self.passages} passages written to {self.corpus} ({', '.join(parts)} files)"]
         named = [("added", self.added), ("changed", self.changed), ("removed", self.removed)]
         named.append(("skipped", list(self.skipped)))
         lines += [f"  {what}: {names_line(paths)}" for what, paths in named if paths]
@@ -121,7 +126,8 @@ def import_folder(
         lines += file_lines
     summary.removed = sorted(set(previous) - set(files))
     summary.passages = len(lines)
-    _write(out, lines, {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "words": words, "files": files})
+    if lines:  # a folder of which nothing could be read never replaces a corpus (a folder of scans, a typo)
+        _write(out, lines, {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "words": words, "files": files})
     return summary
 
 

@@ -107,8 +107,10 @@ class FitFigures:
 
 @dataclass
 class Recalibrated:
-    """The recalibrated P(right) (voters.right.RightModel) and what each fit found; `dropped`: the fits poorer than
-    those kept that scored too few labelled questions (left out: a choice they would score is refused)."""
+    """The recalibrated P(right) (voters.right.RightModel) and what each fit found; `dropped`: the fits left out,
+    with how many labelled questions each scored: poorer ones that scored too few (a choice they would score is
+    refused), or richer ones that scored none (their features are never there: a reader that reports no
+    confidence, whose choices all fall to a poorer fit, when answering as here)."""
 
     model: RightModel
     figures: list[FitFigures]
@@ -145,7 +147,9 @@ class Recalibrated:
                     "questions"
                 )
         for name, count in self.dropped.items():
-            out.append(f"fit {name!r} left out: it scored {count} of the labelled questions (needs {MIN_QUESTIONS})")
+            # none: e.g. a reader that reports no confidence (its choices fall to a poorer fit, as when answering)
+            why = f"it scored {count} of the labelled questions (needs {MIN_QUESTIONS})" if count else ""
+            out.append(f"fit {name!r} left out: {why or 'no labelled choice has its features (no confidence?)'}")
         return out
 
 
@@ -171,8 +175,8 @@ def recalibrate(
         if len(mine) < MIN_QUESTIONS:
             dropped[name] = len(mine)
             continue
-        if dropped:  # a choice the richer fit scored would fall to this one, recalibrated on other choices
-            richer = ", ".join(f"{other!r} ({count})" for other, count in dropped.items())
+        if any(dropped.values()):  # a choice the richer fit scored would fall to this one, recalibrated on others
+            richer = ", ".join(f"{other!r} ({count})" for other, count in dropped.items() if count)
             raise InputError(
                 f"too few labelled questions for the fit {richer} of this P(right), which scores choices before "
                 f"{name!r} does ({len(mine)}): label at least {MIN_QUESTIONS} questions it scores"

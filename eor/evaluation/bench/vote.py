@@ -12,7 +12,7 @@ import numpy as np
 from eor.core.errors import ConfigError, InputError
 from eor.runs.run_data import RunData
 from voters.batch import VoteBatch
-from voters.choice_evidence import choice_evidence
+from voters.choice_evidence import Evidence, choice_evidence
 from voters.judge_step import ends_with_judge
 from voters.loading import choose_voter
 from voters.right import RightModel
@@ -44,6 +44,7 @@ class Vote:
     probability: np.ndarray | None = None  # P(right) of each chosen answer, where the weights file has one
     fits: np.ndarray | None = None  # the P(right) fit that gave each (voters.choice_evidence.FITS)
     unanswerable: np.ndarray | None = None  # P(unanswerable) of each, where the weights file has one (else NaN)
+    evidence: Evidence | None = None  # what P(right) read of each chosen answer (voters.choice_evidence)
 
     def describe(self) -> dict[str, Any]:
         """The voter's settings for the report (`weights` holds the learned weights separately)."""
@@ -120,7 +121,7 @@ def vote(
     else:
         picks = voter.predict(batch)
     chosen = np.asarray([columns[int(p)] for p in picks], dtype=int)
-    probability = fits = unanswerable = None
+    probability = fits = unanswerable = found = None
     if model is not None and data.questions:
         found = choice_evidence(voter, batch)
         if not np.array_equal(np.asarray([columns[int(p)] for p in found.pick]), chosen):
@@ -130,7 +131,7 @@ def vote(
         if model.unanswerable is not None:
             each = (model.unanswerable_of(found.take(np.array([q]))) for q in range(len(found)))
             unanswerable = np.array([np.nan if value is None else value for value in each], dtype=float)
-    return Vote(chosen, voter, members, path, stops, probability, fits, unanswerable)
+    return Vote(chosen, voter, members, path, stops, probability, fits, unanswerable, found)
 
 
 def _voting_members(voter: Any, data: RunData, path: Path | None) -> list[str]:
