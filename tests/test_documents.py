@@ -458,6 +458,14 @@ def test_eor_init_with_documents_imports_them_as_the_corpus(tmp_path, capsys):
     shutil.copytree(root, odd)
     assert main(["init", str(tmp_path / "odd"), "--documents", str(odd)]) == 0
     assert load_config(tmp_path / "odd" / "config.yaml").corpus.documents == str(odd.resolve())
+    # a pool inside its documents would import itself when they are imported again: refused, nothing written
+    assert main(["init", str(root / "pool"), "--documents", str(root)]) == 1
+    assert "is inside" in capsys.readouterr().err and not (root / "pool").exists()
+    # a corpus written inside the folder it imports is never one of its documents
+    assert main(["import-corpus", str(root), "--out", str(root / "corpus.jsonl")]) == 0
+    capsys.readouterr()
+    assert main(["import-corpus", str(root), "--out", str(root / "corpus.jsonl")]) == 0
+    assert "(0 read, 5 unchanged, 0 removed, 2 skipped files)" in capsys.readouterr().out
     # a folder that is not there, or holds nothing readable: nothing is left behind
     assert main(["init", str(tmp_path / "none"), "--documents", str(tmp_path / "missing")]) == 1
     assert "not a folder" in capsys.readouterr().err and not (tmp_path / "none").exists()

@@ -38,6 +38,11 @@ def init_folder(
         raise InputError(f"{config} exists; --force writes it again")
     if documents is not None and not documents.is_dir():
         raise InputError(f"{documents}: not a folder (eor init --documents takes the folder of your documents)")
+    if documents is not None and folder.resolve().is_relative_to(documents.resolve()):
+        raise InputError(
+            f"{folder} is inside {documents}: importing the documents again would import the pool's own files "
+            "(its corpus, config and questions); choose a folder outside them"
+        )
     text = _config_text(folder, documents)
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)

@@ -98,13 +98,15 @@ def import_folder(
     as a folder of one (its passages name it alone). `warn` gets each warning line as it happens; `readers` maps
     a file suffix to a format (eor.documents.extract.FORMATS)."""
     source = Path(folder)
+    out = Path(corpus)
     if source.is_file():
         root, paths = source.parent, [source.name]
     elif source.is_dir():
-        root, paths = source, walk(source, include, exclude)
+        # the corpus and its manifest, when they are inside the folder, are what this writes, never a document
+        own = {path.resolve() for path in (out, manifest_path(out))}
+        root, paths = source, [p for p in walk(source, include, exclude) if (source / p).resolve() not in own]
     else:
         raise InputError(f"{source}: no such folder or file")
-    out = Path(corpus)
     summary = ImportSummary(out)
     previous = _previous(out, words)
     kept_lines = _lines_by_file(out) if previous else {}
