@@ -37,6 +37,7 @@ def test_questions_ids_answers_and_extra_fields(tmp_path) -> None:
         (['{"q": "a"}'], r"q.jsonl:1: each line must be a JSON object with a 'question' field"),
         (['{"question": "   "}'], r"q.jsonl:1: the question is empty"),
         (['{"question": "a", "answers": [1]}'], r"'answers' must be a list of strings"),
+        (['{"question": "a", "answer": ["b"]}'], r"q.jsonl:1: 'answer' is not read; name the acceptable answers"),
         (['{"id": "x", "question": "a"}', '{"id": "x", "question": "b"}'], r"q.jsonl:2: duplicate id 'x'"),
         ([""], "no questions found"),
     ],

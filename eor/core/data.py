@@ -79,6 +79,11 @@ def load_questions(path: str | Path, limit: int | None = None) -> list[Question]
         if not isinstance(record, dict) or "question" not in record:
             raise InputError(f"{where}: each line must be a JSON object with a 'question' field")
         text = check_question(record.pop("question"), where)
+        if "answer" in record and "answers" not in record:  # NQ-open's name: run unlabelled, hours would be lost
+            raise InputError(
+                f"{where}: 'answer' is not read; name the acceptable answers 'answers' (a list of strings), or "
+                "convert the file with eor import-questions"
+            )
         answers = record.pop("answers", [])
         if isinstance(answers, str):
             answers = [answers]
