@@ -227,6 +227,11 @@ def test_eor_calibrate_on_60_unseen_training_questions(tmp_path, capsys) -> None
     nocorpus[1] = str(other)
     assert main(["calibrate", str(records), "--weights", SHIPPED, *nocorpus, "--out", str(out)]) == 1
     assert "was answered by another pool" in capsys.readouterr().err
+    # the judge's P(right) lives in its own fits, which eor calibrate does not rescale
+    for judged, kind in (("judge", "a judge voter"), ("judge-cascade", "a cascade ending with the judge")):
+        weights = f"eor:weights/nq-offline-{judged}.json"
+        assert main(["calibrate", str(records), "--weights", weights, "--out", str(out)]) == 1
+        assert f"is {kind}: eor calibrate recalibrates" in capsys.readouterr().err
 
 
 def test_eor_init_answers_with_the_shipped_weights_installed_with_eor(tmp_path, capsys) -> None:

@@ -35,9 +35,12 @@ def calibrate(records: Path, given: str, out: Path, nocorpus: Path | None = None
     questions of `records` (and `nocorpus`, for a mix at `share`), write the result to `out`, and give back what
     was found (eor.learning.recalibration)."""
     weights = shipped_or_path(given)
-    if read_document(weights).get("voter") == "judge":
+    document = read_document(weights)
+    judged = document.get("voter") == "judge" or (document.get("meta") or {}).get("last_step") is not None
+    if judged:
+        kind = "a judge voter" if document.get("voter") == "judge" else "a cascade ending with the judge"
         raise InputError(
-            f"{weights} is a judge voter: eor calibrate recalibrates the P(right) of the other voters (cascade, "
+            f"{weights} is {kind}: eor calibrate recalibrates the P(right) of the other voters (cascade, "
             "selector, the paper's voter)"
         )
     pool = _pool(records)
