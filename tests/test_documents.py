@@ -453,6 +453,7 @@ def test_eor_init_with_documents_imports_them_as_the_corpus(tmp_path, capsys):
     config = load_config(tmp_path / "pool" / "config.yaml")
     assert config.corpus.documents == str(root.resolve())  # citations link to the files
     assert "the project's demo corpus" not in (tmp_path / "pool" / "config.yaml").read_text()
+    assert not (tmp_path / "pool" / "questions.jsonl").exists() and "none yet: write yours there" in out
     # a documents folder whose path YAML would misread (`: ` and ` #`): named as it is
     odd = tmp_path / "my docs: 2024 #1"
     shutil.copytree(root, odd)

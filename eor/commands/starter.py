@@ -28,7 +28,8 @@ SHIPPED_WEIGHTS = "eor:weights/nq-offline-cascade.json"
 def init_folder(
     folder: Path, force: bool = False, documents: Path | None = None, warn: Callable[[str], None] | None = None
 ) -> str:
-    """Write DIR/config.yaml, DIR/corpus.jsonl and DIR/questions.jsonl; return what was written and what to do next.
+    """Write DIR/config.yaml, DIR/corpus.jsonl and DIR/questions.jsonl (none with `documents`: the demo's would ask
+    about the demo's passages); return what was written and what to do next.
     An existing config is kept unless `force`; an existing corpus or questions file is always kept, but for
     `documents`: a folder of documents imported as the corpus (eor.documents.folder; imported again, kept current),
     each warning of the import given to `warn` as it happens, the folder named in the config (`corpus.documents`:
@@ -56,7 +57,8 @@ def init_folder(
             shutil.rmtree(folder, ignore_errors=True)
         raise
     write_text_atomically(config, text)
-    for name in ("corpus.jsonl", "questions.jsonl"):
+    # the demo's questions ask about the demo's passages: over your documents they would only mislead a run
+    for name in ("corpus.jsonl", "questions.jsonl") if documents is None else ():
         if not (folder / name).exists():
             shutil.copyfile(package_file(f"demo/{name}"), folder / name)
     if summary is None:
@@ -78,7 +80,12 @@ def init_folder(
         [
             f"wrote {config} (the default pool: seven members over {corpus}, answering with the shipped cascade)",
             *written,
-            f"  questions: {folder / 'questions.jsonl'} — the demo questions; yours: question, optional id and answers",
+            f"  questions: {folder / 'questions.jsonl'} — "
+            + (
+                "the demo questions; yours: question, optional id and answers"
+                if documents is None
+                else "none yet: write yours there, a JSON object a line with question, optional id and answers"
+            ),
             "next:",
             f'  eor ask "your question" --config {config}',
             f"  eor run --config {config} --data {folder / 'questions.jsonl'} --out runs/{folder.name or 'mine'}",
