@@ -98,6 +98,20 @@ def test_the_two_reasons_of_a_decline() -> None:
     old = Abstention(True, 0.3, 0.3, 0.7, 0.41, "em")
     assert old.kind == NOT_SURE and "for answerable questions only" in old.reason()
     assert "unanswerable" not in old.to_dict() and "share" not in old.to_dict()
+    # at a risk no threshold was certified for, every question is declined: its reason still agrees with its kind,
+    # and says where the guarantee does not hold
+    none = RightFit("retrieval", {}, 10, [{"alpha": 0.2, "threshold": None, "coverage": 0.0, "share": 0.33}], "em", 0.1)
+    empty = abstention(none, 0.41, 0.25, unanswerable=0.83, outside="certified on the corpus wiki-nq.jsonl")
+    assert empty.kind == NOT_IN_DOCUMENTS and empty.reason().startswith(
+        "the passages read do not seem to hold the answer (P(unanswerable) 0.83); no threshold kept an error rate of "
+        "0.2 on the training questions: every question is declined at this risk; outside its guarantee here: "
+        "certified on the corpus wiki-nq.jsonl"
+    )
+    assert abstention(none, 0.41, 0.25, unanswerable=0.2).reason().startswith("no threshold kept an error rate")
+    # an unknown P(right) (a judge with no candidate to choose): said so, and JSON's null, never "nan"
+    unknown = abstention(fit, math.nan, 0.3)
+    assert unknown.abstained and unknown.reason() == "no answer to stand behind: P(right) unknown"
+    assert unknown.to_dict()["probability"] is None
 
 
 def test_an_old_probability_section_loads_as_fitted_without_unanswerable_questions() -> None:
@@ -187,6 +201,7 @@ def test_both_reasons_in_every_interface(tmp_path, isolated_cache):
     import requests
     from openai import OpenAI
 
+    from eor.cli.account import format_account
     from eor.cli.handlers.ask import format_result
     from eor.core.config import load_config
     from eor.pipeline.ensemble import Ensemble
@@ -217,6 +232,8 @@ def test_both_reasons_in_every_interface(tmp_path, isolated_cache):
         assert result.abstention["reason"].startswith(words[kind]) and result.abstention["share"] == 0.33
         assert result.to_dict()["abstention"]["kind"] == kind  # eor ask --json
         assert f"I don't know: {words[kind]}" in format_result(result)  # eor ask, plain and --explain
+        account = format_account(result, ensemble.explain(result))  # --explain: the decline's sources withheld
+        assert "evidence:  not shown: the answer was declined" in account and "no passage was read" not in account
     # BM25@1's passage holds 2 of the 3 content words of "who painted the mona lisa": σ(3 − 6 · 2/3) = σ(−1)
     assert ensemble.answer(INSIDE, risk=0.45).abstention["unanswerable"] == pytest.approx(1 / (1 + math.e), abs=1e-4)
 
@@ -233,6 +250,25 @@ def test_both_reasons_in_every_interface(tmp_path, isolated_cache):
             completion = client.chat.completions.create(model="eor", messages=messages, extra_body={"risk": 0.45})
             assert completion.choices[0].message.content == "I don't know."
             assert completion.model_extra["eor"]["abstention"]["kind"] == kind
+
+    # `eor serve --all-members` asks every member, which a cascade's P(right) is not calibrated for: a config's risk
+    # is refused when the models load (said by /healthz), never a 422 on every request
+    import dataclasses
+    import time
+
+    risky = dataclasses.replace(config, voter=dataclasses.replace(config.voter, risk=0.45))
+
+    def risky_loader() -> Ensemble:
+        voter = load_voter(str(weights), members=config.members)
+        return Ensemble(risky, reader=Scripted("Leonardo da Vinci"), voter=voter, cache=False)
+
+    with LiveServer(create_app(risky, ServerSettings(lazy=False), loader=risky_loader)) as server:
+        deadline = time.monotonic() + 120
+        while (health := requests.get(f"{server.url}/healthz", timeout=10)).json().get("status") == "loading":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        message = health.json()["error"]["message"]
+        assert health.status_code == 503 and message.startswith("voter.risk: a risk needs the cascade to choose")
 
 
 def test_documents_the_reader_wrote_are_not_retrieved_passages_even_in_old_records() -> None:

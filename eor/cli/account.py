@@ -47,6 +47,8 @@ def format_account(result: Any, explanation: dict[str, Any]) -> str:
         lines.append(f'  evidence:  "{sentence}" ({where}{page}){more}')
     elif result.sources:
         lines.append("  evidence:  no passage read holds this answer")
+    elif result.abstained:  # a declined answer's sources are withheld with it (the decline above says why)
+        lines.append("  evidence:  not shown: the answer was declined")
     else:
         lines.append("  evidence:  none: the reader's own knowledge (no passage was read)")
     answered = [name for name, output in result.members.items() if output.answer.strip()]

@@ -43,6 +43,7 @@ P(right) is at least the threshold of the largest α of the grid not above the r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
@@ -347,11 +348,18 @@ class Abstention:
         return NOT_IN_DOCUMENTS if self.unanswerable is not None and self.unanswerable >= 0.5 else NOT_SURE
 
     def reason(self) -> str:
+        outside = "" if self.outside is None else f"; outside its guarantee here: {self.outside}"
+        if self.abstained and not math.isfinite(self.probability):  # e.g. a judge with no candidate to choose
+            return f"no answer to stand behind: P(right) unknown{outside}"
         if self.threshold is None:
-            return (
+            none = (
                 f"no threshold kept an error rate of {self.alpha:g} on the training questions: every question is "
-                f"declined at this risk"
+                f"declined at this risk{outside}"
             )
+            if self.kind != NOT_IN_DOCUMENTS:
+                return none
+            # said as any decline of its kind is, then why no answer is given at this risk
+            return f"the passages read do not seem to hold the answer (P(unanswerable) {self.unanswerable:.2f}); {none}"
         guarantee = (
             f"the threshold for an error rate of at most {self.alpha:g} ({self.correctness}; Learn then Test, fixed "
             f"sequence, δ {self.delta:g}"
@@ -361,7 +369,7 @@ class Abstention:
                 else f"; for a mix with a share {self.share:g} of questions the documents cannot answer"
             )
             + ")"
-            + ("" if self.outside is None else f"; outside its guarantee here: {self.outside}")
+            + outside
         )
         if not self.abstained:
             return f"answered: P(right) {self.probability:.2f} ≥ {self.threshold:.2f}, {guarantee}"
@@ -379,7 +387,7 @@ class Abstention:
             "risk": self.risk,
             "alpha": self.alpha,
             "threshold": self.threshold,
-            "probability": round(self.probability, 4),
+            "probability": round(self.probability, 4) if math.isfinite(self.probability) else None,
             "correctness": self.correctness,
             "reason": self.reason(),
         }

@@ -101,7 +101,7 @@ class Abstention(BaseModel):
     risk: float = Field(description="the error rate asked for")
     alpha: float = Field(description="the level of the weights file's grid used: the largest not above risk")
     threshold: float | None = Field(description="P(right) needed to answer; null: no threshold kept that rate")
-    probability: float = Field(description="the answer's P(right)")
+    probability: float | None = Field(description="the answer's P(right); null: unknown (no answer to stand behind)")
     correctness: str = Field(description="what right means: the correctness the thresholds were chosen with")
     reason: str = Field(description="why, in words")
 

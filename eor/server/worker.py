@@ -20,6 +20,7 @@ from typing import Any
 
 from eor.core.data import Question
 from eor.core.errors import EorError
+from eor.pipeline.validation import check_config_risk
 from eor.readers.base import capable
 from eor.runs.costs import running_mean
 from eor.server.settings import ServerSettings
@@ -149,6 +150,8 @@ class EnsembleWorker:
     def _run(self) -> None:
         try:
             self.ensemble = self._loader()
+            if not self.settings.lazy:  # every question asks every member: the config's risk must hold so
+                check_config_risk(self.ensemble, self.ensemble.config.voter.risk, every_member=True)
         except Exception as exc:  # reported through /healthz and the on_load_error callback
             self.state = FAILED
             self.error = str(exc).splitlines()[0] if isinstance(exc, EorError) else f"{type(exc).__name__}: {exc}"

@@ -26,7 +26,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         body = result.to_dict()
         if explanation is not None:
             body["explanation"] = explanation
-        print(json.dumps(body, ensure_ascii=False, indent=2))
+        print(json.dumps(json_ready(body), ensure_ascii=False, indent=2, allow_nan=False))  # NaN as null: JSON
     else:
         print(format_result(result))
         if explanation is not None:

@@ -167,7 +167,11 @@ function probabilityText(result) {
   const risk = result.abstention ? ` (the threshold for at most ${result.abstention.alpha} wrong: ` +
     `${result.abstention.threshold === null ? "none" : result.abstention.threshold.toFixed(2)})` : "";
   const fit = result.probability_fit ? `, by its fit "${result.probability_fit}"` : "";
-  return `P(right) ${p}: the chance that this answer is right, calibrated on the training questions${fit}${risk}`;
+  // an answer given at a risk: where its guarantee does not hold (another corpus or reader), said as for a decline
+  const outside = result.abstention && !result.abstained && result.abstention.outside_guarantee
+    ? `; outside its guarantee here: ${result.abstention.outside_guarantee}` : "";
+  return `P(right) ${p}: the chance that this answer is right, calibrated on the training questions` +
+    `${fit}${risk}${outside}`;
 }
 
 function status(name, result, account, reasons) {
