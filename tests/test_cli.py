@@ -103,6 +103,11 @@ def test_run_writes_records_and_resumes(tmp_path, isolated_cache) -> None:
     lines = (out / "records.jsonl").read_text().splitlines()
     assert lines[:3] == first and len(lines) == 5
     assert len({json.loads(line)["id"] for line in lines}) == 5
+    # records another pool made (another model file, reader or corpus) are never resumed by this one
+    pool = json.loads((out / "pool.json").read_text())
+    (out / "pool.json").write_text(json.dumps({**pool, "reader": "llama.cpp:another.gguf@sha256:0123456789abcdef"}))
+    assert main(["run", "--config", str(config), "--data", str(data), "--out", str(out), "--limit", "6"]) == 1
+    assert (out / "records.jsonl").read_text().splitlines() == lines  # nothing answered, nothing lost
 
 
 def test_run_refuses_a_folder_of_another_config(tmp_path, isolated_cache) -> None:

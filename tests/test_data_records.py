@@ -66,6 +66,15 @@ def test_writer_appends_and_repairs_a_torn_line(tmp_path) -> None:
     assert [json.loads(line)["id"] for line in file.read_text().splitlines()] == ["a", "b", "c"]
 
 
+def test_a_folder_of_compressed_records_alone_is_not_answered_again_beside_them(tmp_path) -> None:
+    import gzip
+
+    (tmp_path / "records.jsonl.gz").write_bytes(gzip.compress(b'{"id": "a", "question": "", "members": {}}\n'))
+    with pytest.raises(InputError, match="unpack them into a run folder first: eor records unpack"):
+        RecordWriter(tmp_path)
+    assert not (tmp_path / "records.jsonl").exists()
+
+
 def test_corrupt_records_name_the_line(tmp_path) -> None:
     (tmp_path / "records.jsonl").write_text('{"id": "a", "members": {}}\n{bad}\n{"id": "b", "members": {}}\n')
     with pytest.raises(InputError, match=r"records.jsonl:2"):

@@ -158,6 +158,10 @@ def test_recorded_config_and_pool_from_a_folder_or_a_packed_file(tmp_path) -> No
         assert recorded_pool(where) == POOL and recorded_config(where)["name"] == "Café"
     packed = tmp_path / "kept" / "run.jsonl.gz"
     assert pack_records(folder.path, packed) == 1
+    first = packed.read_bytes()
+    assert first[3] & 0x08 == 0  # the gzip header names no file (it would be a temporary one's)
+    assert pack_records(folder.path, tmp_path / "elsewhere.jsonl.gz") == 1
+    assert (tmp_path / "elsewhere.jsonl.gz").read_bytes() == first  # the same bytes, wherever and whenever packed
     assert recorded_pool(packed) == POOL
     assert recorded_config(packed)["corpus"] == {"path": "c.jsonl"}  # no machine paths in a packed file
     again = RunFolder(tmp_path / "again")

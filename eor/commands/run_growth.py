@@ -17,11 +17,11 @@ from typing import Any
 from eor.commands.run_identity import RecordedRun, check_growth, save_config
 from eor.core.config import EnsembleConfig
 from eor.core.data import Question
-from eor.core.errors import EorError
+from eor.core.errors import EorError, InputError
 from eor.core.results import Record, Vote
 from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.jobs import batches
-from eor.pipeline.pool import pool_identity
+from eor.pipeline.pool import differences, pool_identity
 from eor.pipeline.stages.voting import ballots
 from eor.readers import build_reader
 from eor.runs.generation_cache import CacheSetting
@@ -124,10 +124,20 @@ def _vote_again(ensemble: Any, record: Record, result: Any) -> None:
 
 
 def save_pool(folder: RunFolder, config: EnsembleConfig, ensemble: Any) -> None:
-    """The pool's identity beside the records (eor.pipeline.pool): `eor train` records it in the weights file."""
+    """The pool's identity beside the records (eor.pipeline.pool): `eor train` records it in the weights file.
+    Records answered by another pool (another reader, model file or corpus) are never resumed by this one: their
+    pool would then be said of records it did not make (InputError, before any question is answered)."""
     if ensemble is None and folder.has(POOL_FILE):  # keep the reader identity a built ensemble wrote
         return
-    folder.write_pool(pool_identity(config, ensemble.reader if ensemble is not None else None))
+    identity = pool_identity(config, ensemble.reader if ensemble is not None else None)
+    if folder.has(POOL_FILE) and folder.records_file() is not None:
+        found = differences(folder.read_pool(), identity)
+        if found:
+            raise InputError(
+                f"{folder.path} holds records answered by another pool ({'; '.join(found)}): resume them with the "
+                "pool that made them, or answer into another --out"
+            )
+    folder.write_pool(identity)
 
 
 def retry_failed_members(ensemble: Any, folder: RunFolder, questions: list[Any]) -> str:

@@ -114,6 +114,12 @@ class RecordWriter:
 
     def __init__(self, folder: str | Path) -> None:
         self.path = Path(folder) / RECORDS_FILE
+        packed = Path(folder) / COMPRESSED_RECORDS_FILE
+        if packed.is_file() and not self.path.exists():  # its questions would all be answered again, beside it
+            raise InputError(
+                f"{folder} holds compressed records ({COMPRESSED_RECORDS_FILE}); to resume or grow them, unpack them "
+                f"into a run folder first: eor records unpack {packed} --out DIR"
+            )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.repaired_bytes = 0  # the torn last line cut off, if there was one
         self._repair()

@@ -247,7 +247,11 @@ def pack_records(run: str | Path, out: str | Path) -> int:
         header["made_by"] = folder.read_made_by()
     lines = [json.dumps({HEADER_KEY: header}, ensure_ascii=False)]
     lines += [json.dumps(record.to_dict(), ensure_ascii=False) for record in records]
-    with atomic_file(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as handle:
+    # no name in the gzip header (it would be the temporary file's, pid and thread id in it): the same bytes each time
+    with (
+        atomic_file(out, "wb") as raw,
+        gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=9, mtime=0) as handle,
+    ):
         handle.write(("\n".join(lines) + "\n").encode("utf-8"))
     return len(records)
 
