@@ -68,7 +68,8 @@ def recorded_run(folder: RunFolder, config: EnsembleConfig, weights: str | None)
             "lacks; records grow by members, so name every recorded member in the config, or choose another --out"
         )
     if not (grows or (same and lacking) or _same_but_corpus_path(recorded, config)):
-        raise InputError(f"{out} holds a run of a different config; choose another --out or remove {saved}")
+        differ = differing(folder.read_config(), resolved_config(config, weights))
+        raise InputError(f"{out} holds a run of a different config ({differ}); choose another --out")
     if not folder.has(POOL_FILE):
         raise InputError(f"{out} has no {POOL_FILE}: the identity of its records' pool is unknown, so they cannot grow")
     return RecordedRun(recorded, folder.read_pool())
@@ -99,8 +100,10 @@ def save_config(folder: RunFolder, config: EnsembleConfig, weights: str | None, 
     `replace`: records that grew by the config's new members)."""
     resolved = resolved_config(config, weights)
     if not replace and folder.has(CONFIG_FILE) and not same_run_config(folder.read_config(), resolved):
-        saved = folder.file(CONFIG_FILE)
-        raise InputError(f"{folder.path} holds a run of a different config; choose another --out or remove {saved}")
+        raise InputError(
+            f"{folder.path} holds a run of a different config ({differing(folder.read_config(), resolved)}); choose "
+            "another --out"
+        )
     folder.write_config(resolved)
 
 
@@ -150,3 +153,18 @@ def same_run_config(saved: Any, resolved: dict[str, Any]) -> bool:
     except ConfigError:  # written by another version with keys this one lacks: not provably the same
         return False
     return {**normalised, "weights": weights} == resolved
+
+
+def differing(recorded: dict[str, Any], resolved: dict[str, Any]) -> str:
+    """Where a run folder's saved config and this run's resolved one (`resolved_config`) differ, in words: the
+    sections, and the keys within them, whose values differ."""
+    names = []
+    for key in sorted(set(recorded) | set(resolved)):
+        old, new = recorded.get(key), resolved.get(key)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            names += [f"{key}.{inner}" for inner in sorted(set(old) | set(new)) if old.get(inner) != new.get(inner)]
+        else:
+            names.append(key)
+    return "it differs in " + ", ".join(names) if names else "saved by another eor"
