@@ -120,7 +120,7 @@ def test_run_refuses_a_folder_of_another_config(tmp_path, isolated_cache) -> Non
     assert len((out / "records.jsonl").read_text().splitlines()) == 1  # nothing lost
     longer = small_config(tmp_path, options="context_tokens: 1024")  # what differs is named
     result = run_cli("run", "--config", str(longer), "--data", str(data), "--out", str(out))
-    assert result.returncode == 1 and "(it differs in reader.context_tokens); choose another --out" in result.stderr
+    assert result.returncode == 1 and "(it differs in reader.llama_cpp.context_tokens); choose" in result.stderr
 
 
 def test_a_run_begun_before_an_upgrade_resumes(tmp_path) -> None:

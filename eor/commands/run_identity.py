@@ -157,14 +157,15 @@ def same_run_config(saved: Any, resolved: dict[str, Any]) -> bool:
 
 def differing(recorded: dict[str, Any], resolved: dict[str, Any]) -> str:
     """Where a run folder's saved config and this run's resolved one (`resolved_config`) differ, in words: the
-    sections, and the keys within them, whose values differ."""
-    names = []
-    for key in sorted(set(recorded) | set(resolved)):
-        old, new = recorded.get(key), resolved.get(key)
+    dotted paths of the values that differ (`reader.llama_cpp.context_tokens`)."""
+
+    def paths(old: Any, new: Any, at: str) -> list[str]:
         if old == new:
-            continue
+            return []
         if isinstance(old, dict) and isinstance(new, dict):
-            names += [f"{key}.{inner}" for inner in sorted(set(old) | set(new)) if old.get(inner) != new.get(inner)]
-        else:
-            names.append(key)
+            keys = sorted(set(old) | set(new))
+            return [path for key in keys for path in paths(old.get(key), new.get(key), f"{at}{key}.")]
+        return [at.rstrip(".")]
+
+    names = paths(recorded, resolved, "")
     return "it differs in " + ", ".join(names) if names else "saved by another eor"

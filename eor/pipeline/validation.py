@@ -118,12 +118,11 @@ def _check_reader(reader: ReaderConfig) -> None:
         check_backend(reader, reader.backend)
 
 
-def check_config_risk(answering: Any, risk: float | None, every_member: bool = False) -> None:
-    """The config's `voter.risk` needs the thresholds of what answers (`answering.check_risk`: the ensemble's;
-    `every_member`: asked of every member, as `eor serve --all-members` asks): a ConfigError at start, not at the
-    first answer."""
+def check_config_risk(answering: Any, risk: float | None) -> None:
+    """The config's `voter.risk` needs the thresholds of what answers (`answering.check_risk`: the ensemble's):
+    a ConfigError at start, not at the first answer."""
     try:
-        answering.check_risk(risk, every_member=every_member)
+        answering.check_risk(risk)
     except InputError as exc:
         raise ConfigError(f"voter.risk: {exc}") from None
 

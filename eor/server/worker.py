@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eor.core.data import Question
-from eor.core.errors import EorError
-from eor.pipeline.validation import check_config_risk
+from eor.core.errors import ConfigError, EorError, InputError
 from eor.readers.base import capable
 from eor.runs.costs import running_mean
 from eor.server.settings import ServerSettings
@@ -151,7 +150,7 @@ class EnsembleWorker:
         try:
             self.ensemble = self._loader()
             if not self.settings.lazy:  # every question asks every member: the config's risk must hold so
-                check_config_risk(self.ensemble, self.ensemble.config.voter.risk, every_member=True)
+                _check_risk_of_every_member(self.ensemble)
         except Exception as exc:  # reported through /healthz and the on_load_error callback
             self.state = FAILED
             self.error = str(exc).splitlines()[0] if isinstance(exc, EorError) else f"{type(exc).__name__}: {exc}"
@@ -237,3 +236,18 @@ class EnsembleWorker:
         self._measured(time.monotonic() - started, len(jobs))
         for job, answer in zip(jobs, answered, strict=True):
             job.future.set_result(answer)
+
+
+def _check_risk_of_every_member(ensemble: Any) -> None:
+    """`eor serve --all-members` asks every member of every question: ConfigError when the config's `voter.risk`
+    cannot hold so (a cascade's P(right) is calibrated for the answers it stops at), rather than a 422 on every
+    request."""
+    risk = ensemble.config.voter.risk
+    if risk is None:
+        return
+    try:
+        ensemble.check_risk(risk, every_member=True)
+    except InputError as exc:
+        raise ConfigError(
+            f"voter.risk {risk:g} cannot hold with --all-members ({exc}); serve without one of them"
+        ) from None
