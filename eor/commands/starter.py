@@ -14,7 +14,7 @@ import yaml
 from eor.core.atomic import write_text_atomically
 from eor.core.config import default_config_path, package_file
 from eor.core.errors import InputError
-from eor.documents.folder import import_folder
+from eor.documents.folder import ImportSummary, import_folder
 
 CORPUS_LINE = re.compile(r"^(\s*path:\s*)eor:demo/corpus\.jsonl.*$", re.M)
 VOTER_LINE = re.compile(r"^voter:[ \t]*\n", re.M)
@@ -35,15 +35,7 @@ def init_folder(
     each warning of the import given to `warn` as it happens, the folder named in the config (`corpus.documents`:
     citations link to its files). A failed import leaves nothing behind in a folder it created."""
     config = folder / "config.yaml"
-    if config.exists() and not force:
-        raise InputError(f"{config} exists; --force writes it again")
-    if documents is not None and not documents.is_dir():
-        raise InputError(f"{documents}: not a folder (eor init --documents takes the folder of your documents)")
-    if documents is not None and folder.resolve().is_relative_to(documents.resolve()):
-        raise InputError(
-            f"{folder} is inside {documents}: importing the documents again would import the pool's own files "
-            "(its corpus, config and questions); choose a folder outside them"
-        )
+    _check_init(folder, config, force, documents)
     text = _config_text(folder, documents)
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
@@ -61,6 +53,26 @@ def init_folder(
     for name in ("corpus.jsonl", "questions.jsonl") if documents is None else ():
         if not (folder / name).exists():
             shutil.copyfile(package_file(f"demo/{name}"), folder / name)
+    return _report(folder, config, documents, summary)
+
+
+def _check_init(folder: Path, config: Path, force: bool, documents: Path | None) -> None:
+    """InputError, before anything is written: a config there without `force`, documents that are not a folder, or
+    a pool folder inside its documents (importing them again would import the pool's own files)."""
+    if config.exists() and not force:
+        raise InputError(f"{config} exists; --force writes it again")
+    if documents is not None and not documents.is_dir():
+        raise InputError(f"{documents}: not a folder (eor init --documents takes the folder of your documents)")
+    if documents is not None and folder.resolve().is_relative_to(documents.resolve()):
+        raise InputError(
+            f"{folder} is inside {documents}: importing the documents again would import the pool's own files "
+            "(its corpus, config and questions); choose a folder outside them"
+        )
+
+
+def _report(folder: Path, config: Path, documents: Path | None, summary: ImportSummary | None) -> str:
+    """What `eor init` wrote (`summary`: the import of `documents`, if any) and what to do next."""
+    corpus = folder / "corpus.jsonl"
     if summary is None:
         written = [
             f"  corpus:    {corpus} — the demo passages; put yours there (one JSON object per line:",
@@ -76,16 +88,16 @@ def init_folder(
             f"             after editing your documents: eor import-corpus {documents} --out {corpus} (only new and "
             "changed files are read)",
         ]
+    questions = (
+        "the demo questions; yours: question, optional id and answers"
+        if documents is None
+        else "none yet: write yours there, a JSON object a line with question, optional id and answers"
+    )
     return "\n".join(
         [
             f"wrote {config} (the default pool: seven members over {corpus}, answering with the shipped cascade)",
             *written,
-            f"  questions: {folder / 'questions.jsonl'} — "
-            + (
-                "the demo questions; yours: question, optional id and answers"
-                if documents is None
-                else "none yet: write yours there, a JSON object a line with question, optional id and answers"
-            ),
+            f"  questions: {folder / 'questions.jsonl'} — {questions}",
             "next:",
             f'  eor ask "your question" --config {config}',
             f"  eor run --config {config} --data {folder / 'questions.jsonl'} --out runs/{folder.name or 'mine'}",

@@ -49,6 +49,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import eor
 from eor.core.config import ReaderConfig, from_dict
 from eor.core.errors import EorError, InputError
 from eor.pipeline.stages.generation import GenerationStage
@@ -168,8 +169,6 @@ def _all_prompts(calls: dict[str, list[list[str]]]) -> list[str]:
 def child_environment() -> dict[str, str]:
     """This process's environment with the folder that holds the `eor` package first on PYTHONPATH, so that the
     child imports the same eor, installed or not."""
-    import eor
-
     root = str(Path(eor.__file__).resolve().parents[1])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
 
