@@ -92,6 +92,10 @@ def test_the_two_reasons_of_a_decline() -> None:
     assert absent.kind == NOT_IN_DOCUMENTS and absent.to_dict()["kind"] == "not_in_documents"
     assert absent.reason().startswith("the passages read do not seem to hold the answer (P(unanswerable) 0.83)")
     assert absent.to_dict()["unanswerable"] == 0.83
+    # a P(right) just under the threshold is never printed equal to it
+    assert abstention(fit, 0.69984, 0.3).reason().startswith("not sure enough: P(right) 0.6998 < 0.7000")
+    assert "(P(unanswerable) 0.90); P(right) 0.69 < 0.70" in abstention(fit, 0.69, 0.3, unanswerable=0.9).reason()
+    assert "; P(right) 0.6998 < 0.7000" in abstention(fit, 0.6998, 0.3, unanswerable=0.9).reason()
     answered = abstention(fit, 0.9, 0.3, unanswerable=0.9)
     assert not answered.abstained and answered.kind is None and answered.reason().startswith("answered")
     # a file from before: no share, no P(unanswerable), and the guarantee says what it covers

@@ -1,18 +1,27 @@
 """`eor run` under member failures: the failed members are listed at the end, `--retry-failed` runs only them
-again, merges their answers into the records and votes again; a torn last line is repaired with a message."""
+again, merges their answers into the records and votes again; a torn last line is repaired with a message; a
+question no member answers is left out (the batch's others recorded, the next run tries it again), and questions in
+a row that none answers stop the run (with real SmolLM2 and tests/test_server_api.py's retrievers: Picky fails on
+questions that mention 'explode', Boom on every question)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
+import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from eor.cli import main
+from eor.core.data import Question, make_question
+from eor.pipeline.stages.failures import STOP_AFTER, LeftOut, no_member_left
 from eor.readers.base import BatchedReader
+from eor.runs.records import RECORDS_FILE
 from tests.conftest import DEMO, write_jsonl
+from tests.test_server_api import server_test_config
 
 DOWN = "EOR_TEST_FLAKY_DOWN"
 
@@ -110,3 +119,121 @@ def test_a_torn_last_line_is_repaired_with_a_message(tmp_path, isolated_cache, c
     assert main(args) == 0
     assert "repaired: cut a torn last line (18 bytes)" in capsys.readouterr().out
     assert (out / "records.jsonl").read_bytes() == finished
+
+
+GOOD = ["who painted the mona lisa", "who painted the last supper", "where is the mona lisa kept"]
+BAD = "why did the star explode"
+
+
+def _questions(path: Path, texts: list[str]) -> Path:
+    rows = [{"id": f"q{i}", "question": text, "answers": ["Leonardo da Vinci"]} for i, text in enumerate(texts)]
+    return write_jsonl(path, rows)
+
+
+def _run_batches(config: Path, data: Path, out: Path) -> int:
+    args = ["run", "--config", str(config), "--data", str(data), "--out", str(out), "--no-cache", "--batch-size", "3"]
+    return main(args)
+
+
+def _recorded(out: Path) -> list[str]:
+    return [json.loads(line)["id"] for line in (out / RECORDS_FILE).read_text().splitlines()]
+
+
+@pytest.fixture
+def scripted(monkeypatch) -> list[Scripted]:
+    readers: list[Scripted] = []
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", lambda cfg: readers.append(Scripted()) or readers[-1])
+    return readers
+
+
+def test_a_question_no_member_answers_is_left_out_and_the_others_recorded(
+    tmp_path, isolated_cache, scripted, capsys, caplog
+) -> None:
+    config = server_test_config(tmp_path, ["Picky", "Boom"])
+    data = _questions(tmp_path / "questions.jsonl", [GOOD[0], BAD, GOOD[1], GOOD[2]])
+    out = tmp_path / "run"
+    with caplog.at_level(logging.WARNING):
+        assert _run_batches(config, data, out) == 0
+    assert _recorded(out) == ["q0", "q2", "q3"]  # the batch [q0, q1, q2] recorded past q1
+    printed = capsys.readouterr().out
+    assert "3 questions in" in printed and f"1 question not recorded: no member answered (why: {out}" in printed
+    warned = "not recorded (run again to try it again): every member failed on question q1"
+    assert any(warned in message for message in caplog.messages)
+    why = json.loads((out / "unanswered.json").read_text())
+    assert list(why) == ["q1"] and "Picky: retrieval failed: RuntimeError: cannot parse the query" in why["q1"]
+    # the same command tries it again (and leaves it out again), the recorded three untouched
+    before = (out / RECORDS_FILE).read_bytes()
+    assert _run_batches(config, data, out) == 0
+    assert (out / RECORDS_FILE).read_bytes() == before and list(json.loads((out / "unanswered.json").read_text())) == [
+        "q1"
+    ]
+    assert "(3 were already done)" in capsys.readouterr().out
+
+
+def test_questions_in_a_row_no_member_answers_stop_the_run_and_a_resume_goes_past_them(
+    tmp_path, isolated_cache, scripted, capsys
+) -> None:
+    config = server_test_config(tmp_path, ["Picky", "Boom"])
+    bad = [f"{BAD} number {i}" for i in range(STOP_AFTER)]
+    data = _questions(tmp_path / "questions.jsonl", [GOOD[0], *bad, GOOD[1], GOOD[2]])
+    out = tmp_path / "run"
+    assert _run_batches(config, data, out) != 0
+    err = capsys.readouterr().err
+    assert f"stopped: no member answered {STOP_AFTER} questions in a row" in err and "run again to resume" in err
+    assert _recorded(out) == ["q0"]  # the answered question of the stopped batch [q0, q1, q2] is written
+    assert list(json.loads((out / "unanswered.json").read_text())) == ["q1", "q2", "q3"]
+    # resumed: the three fail again but no longer count toward a stop, and the run goes on past them
+    assert _run_batches(config, data, out) == 0
+    assert _recorded(out) == ["q0", "q4", "q5"]
+    assert "3 questions not recorded" in capsys.readouterr().out
+
+
+class _Answered:
+    """A stand-in result: the question it answers."""
+
+    def __init__(self, item) -> None:
+        self.id = item.id
+
+
+def _answering(bad: set[str], calls: list[list[str]]):
+    """`answer` for LeftOut: raises the UnansweredError of the first question of the batch in `bad`."""
+
+    def answer(batch):
+        calls.append([item.id for item in batch])
+        for item in batch:
+            if item.id in bad:
+                raise no_member_left(item, {"Boom": "retrieval failed: ValueError: index offline"})
+        return [_Answered(item) for item in batch]
+
+    return answer
+
+
+def _items(*ids: str) -> list[Question]:
+    return [make_question(f"question {qid}", id=qid) for qid in ids]
+
+
+def test_left_out_answers_around_each_failure_in_order_and_counts_only_new_failures_in_a_row() -> None:
+    calls: list[list[str]] = []
+    left = LeftOut()
+    results = left.answered(_items("a", "b", "c", "d", "e"), _answering({"b", "d"}, calls))
+    assert [r.id for r in results] == ["a", "c", "e"] and left.stop is None
+    assert calls == [["a", "b", "c", "d", "e"], ["a"], ["c", "d", "e"], ["c"], ["e"]]  # batches around each failure
+    assert list(left.reasons) == ["b", "d"] and "every member failed on question b" in left.reasons["b"]
+    # a batch of one that fails is asked once; one answered in between resets the count (bad, good, bad, bad)
+    calls.clear()
+    left = LeftOut()
+    answer = _answering({"p", "r", "s"}, calls)
+    for batch in (_items("p"), _items("q"), _items("r"), _items("s")):
+        left.answered(batch, answer)
+    assert left.stop is None and left.in_a_row == 2 and calls == [["p"], ["q"], ["r"], ["s"]]
+    # STOP_AFTER in a row: the results before them kept, nothing asked after
+    calls.clear()
+    left = LeftOut()
+    ids = ["x", *[f"bad{i}" for i in range(STOP_AFTER)], "y"]
+    results = left.answered(_items(*ids), _answering(set(ids[1:-1]), calls))
+    assert [r.id for r in results] == ["x"] and left.stop is not None and left.stop.question_id == ids[-2]
+    assert len(calls) == STOP_AFTER + 1 and calls[-1] == [ids[-2], "y"]  # nothing asked after the stop
+    # the same questions known from an earlier run do not count: the run goes past them
+    left = LeftOut(known=ids[1:-1])
+    results = left.answered(_items(*ids), _answering(set(ids[1:-1]), []))
+    assert [r.id for r in results] == ["x", "y"] and left.stop is None

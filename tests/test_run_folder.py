@@ -5,10 +5,14 @@ is an InputError that names the file and what writes it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 import eor.core.atomic
+from eor.cli import main
 from eor.core.errors import InputError
 from eor.core.results import Record
 from eor.runs.records import RECORDS_FILE
@@ -23,6 +27,7 @@ from eor.runs.run_folder import (
     recorded_pool,
     unpack_records,
 )
+from tests.conftest import DEMO, ROOT
 
 CONFIG = {"members": ["A", "B"], "reader": {"model": "m"}, "name": "Café", "weights": None}
 POOL = {"members": ["A", "B"], "reader": "llama.cpp:m.gguf@sha256:0123", "corpus": {"file": "c.jsonl", "bytes": 9}}
@@ -174,3 +179,47 @@ def test_recorded_config_and_pool_from_a_folder_or_a_packed_file(tmp_path) -> No
 def test_pack_refuses_a_folder_without_config_and_pool(tmp_path) -> None:
     with pytest.raises(InputError, match=f"needs {CONFIG_FILE} and {POOL_FILE}"):
         pack_records(tmp_path, tmp_path / "run.jsonl.gz")
+
+
+HOLD = """
+import sys
+from eor.runs.run_folder import RunFolder
+with RunFolder(sys.argv[1]).writing():
+    print("held", flush=True)
+    sys.stdin.read()  # held until the test closes this process's input
+"""
+
+
+def test_one_writer_a_folder_a_second_eor_run_is_refused_at_once(tmp_path, capsys) -> None:
+    """Another process holds the folder (as a running `eor run` does): a second `eor run` into it is refused
+    before anything is written; once the holder is gone (killed: the system drops its lock), the folder opens."""
+    out = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with (
+            pytest.raises(InputError, match=rf"being written by another eor run \(pid {holder.pid}\)"),
+            RunFolder(out).writing(),
+        ):
+            pass
+        config, data = ROOT / "configs" / "default.yaml", DEMO / "questions.jsonl"
+        assert main(["run", "--config", str(config), "--data", str(data), "--out", str(out)]) == 1
+        assert f"another eor run (pid {holder.pid})" in capsys.readouterr().err
+        packed = ROOT / "docs" / "records" / "nq-nocorpus-learn200.jsonl.gz"
+        assert main(["records", "unpack", str(packed), "--out", str(out)]) == 1  # nor unpacked into
+        assert f"another eor run (pid {holder.pid})" in capsys.readouterr().err
+        assert sorted(p.name for p in out.iterdir()) == [".writer.lock"]  # nothing written beside the holder
+    finally:
+        holder.kill()
+        holder.wait()
+    with RunFolder(out).writing():
+        assert (out / ".writer.lock").read_text().strip() == str(os.getpid())
+
+
+def test_a_run_into_a_file_is_refused(tmp_path) -> None:
+    file = tmp_path / "records.jsonl"
+    file.write_text("")
+    with pytest.raises(InputError, match="is a file: a run is written into a folder"), RunFolder(file).writing():
+        pass

@@ -31,6 +31,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from eor.core.answers import normalize_answer
 from eor.core.correctness import CORRECTNESS
 from eor.core.errors import ConfigError, InputError
+from eor.core.formatting import below
 from voters.accounts import cascade_account, cascade_description
 from voters.batch import Golds, Passages, VoteBatch
 from voters.cascade_fit import (
@@ -77,9 +78,9 @@ class StopDecision:
         label = EVENT_LABELS.get(self.event, f"P({self.event})")
         if self.last:
             return f"ran every member of the cascade ({ran}): {label} {self.probability:.2f}"
-        sign = "≥" if self.stop else "<"
-        verb = "stopped after" if self.stop else "went on after"
-        return f"{verb} {ran}: {label} {self.probability:.2f} {sign} {self.threshold:.2f}"
+        if self.stop:
+            return f"stopped after {ran}: {label} {self.probability:.2f} ≥ {self.threshold:.2f}"
+        return f"went on after {ran}: {label} {below(self.probability, self.threshold)}"
 
 
 #: how a stop reason names P, by the cascade's stop_on.

@@ -13,7 +13,7 @@ from eor.core.results import Record
 from eor.pipeline.executor import LOCAL
 from eor.pipeline.jobs import Executor
 from eor.pipeline.stages.generation import GenerationStats
-from eor.runs.run_folder import RECORDS_FILE, RunFolder
+from eor.runs.run_folder import RECORDS_FILE, UNANSWERED_FILE, RunFolder
 
 
 def records_summary(folder: RunFolder, questions: list[Question], skipped: int) -> list[str]:
@@ -21,6 +21,12 @@ def records_summary(folder: RunFolder, questions: list[Question], skipped: int) 
     wanted = {q.id for q in questions}
     records = [record for record in folder.read_records() if record.id in wanted]
     lines = [f"{len(records)} questions in {folder.file(RECORDS_FILE)} ({skipped} were already done)"]
+    unanswered = [qid for qid in folder.read_unanswered() if qid in wanted]
+    if unanswered:
+        lines.append(
+            f"{len(unanswered)} question{'s' if len(unanswered) != 1 else ''} not recorded: no member answered "
+            f"(why: {folder.file(UNANSWERED_FILE)}); the same command tries again"
+        )
     return lines + exact_match_summary(records) + failed_summary(records)
 
 

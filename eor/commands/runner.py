@@ -36,6 +36,7 @@ from eor.core.errors import ConfigError, InputError
 from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.executor import LOCAL
 from eor.pipeline.jobs import Executor, RunJob
+from eor.pipeline.stages.failures import LeftOut
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
 from eor.pipeline.validation import load_valid_config
 from eor.readers import build_reader
@@ -74,35 +75,36 @@ def run(
     if size < 1:
         raise InputError(f"--batch-size must be at least 1, got {size}")
     folder = RunFolder(out)
-    recorded = recorded_run(folder, config, weights)  # the config and pool the records were made with, if other
-    if recorded is None:
-        save_config(folder, config, weights)
-    notes: list[str] = []
-    stats = GenerationStats()
-    ensemble = reader = None
-    if recorded is not None and lacking_members(folder, config):
-        ensemble = growing_ensemble(folder, config, weights, cache, recorded)
-        notes.append(_counted(stats, ensemble, lambda: grow_records(ensemble, folder, size)))
-    elif recorded is not None:  # the same run resumed (its corpus elsewhere): checked, no index built
-        reader = resumed_reader(folder, config, weights, recorded)
-    job = RunJob(answering_config(config), weights, cache, questions, size, ensemble)
-    answered = _answer_new(folder, job, executor, retry_failed, stats, notes)
-    ensemble = answered.ensemble
-    if retry_failed and ensemble is not None:
-        notes.append(_counted(stats, ensemble, lambda: retry_failed_members(ensemble, folder, questions)))
-    if config.judge is not None:
-        if ensemble is not None:
-            stage = ensemble.generation
-        else:
-            stage = GenerationStage(reader or build_reader(config.reader), open_cache(cache))
-        notes.append(grow_by_scores(folder, config, stage, size))
-        save_config(folder, config, weights, replace=True)
-    lines = [*notes, *records_summary(folder, questions, answered.skipped)]
-    if answered.questions or retry_failed or recorded is not None:
-        store = ensemble.cache if ensemble is not None else open_cache(cache)
-        lines.append(cache_summary(stats, None if store is None else store.where, executor))
-        _save_generation(folder, stats, answered, grew=recorded is not None)
-    return "\n".join(lines)
+    with folder.writing():  # one writer a folder: a second eor run into it is refused at once
+        recorded = recorded_run(folder, config, weights)  # the config and pool the records were made with, if other
+        if recorded is None:
+            save_config(folder, config, weights)
+        notes: list[str] = []
+        stats = GenerationStats()
+        ensemble = reader = None
+        if recorded is not None and lacking_members(folder, config):
+            ensemble = growing_ensemble(folder, config, weights, cache, recorded)
+            notes.append(_counted(stats, ensemble, lambda: grow_records(ensemble, folder, size)))
+        elif recorded is not None:  # the same run resumed (its corpus elsewhere): checked, no index built
+            reader = resumed_reader(folder, config, weights, recorded)
+        job = RunJob(answering_config(config), weights, cache, questions, size, ensemble)
+        answered = _answer_new(folder, job, executor, retry_failed, stats, notes)
+        ensemble = answered.ensemble
+        if retry_failed and ensemble is not None:
+            notes.append(_counted(stats, ensemble, lambda: retry_failed_members(ensemble, folder, questions)))
+        if config.judge is not None:
+            if ensemble is not None:
+                stage = ensemble.generation
+            else:
+                stage = GenerationStage(reader or build_reader(config.reader), open_cache(cache))
+            notes.append(grow_by_scores(folder, config, stage, size))
+            save_config(folder, config, weights, replace=True)
+        lines = [*notes, *records_summary(folder, questions, answered.skipped)]
+        if answered.questions or retry_failed or recorded is not None:
+            store = ensemble.cache if ensemble is not None else open_cache(cache)
+            lines.append(cache_summary(stats, None if store is None else store.where, executor))
+            _save_generation(folder, stats, answered, grew=recorded is not None)
+        return "\n".join(lines)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,14 +139,20 @@ def _answer_new(
         if ensemble is None and (retry_failed or (todo and executor.answers_here)):
             ensemble = Ensemble.from_config(job.config, weights=job.weights, cache=job.cache, validated=True)
         save_pool(folder, job.config, ensemble)
-        job = dataclasses.replace(job, questions=todo, ensemble=ensemble)
+        known = folder.read_unanswered()
+        job = dataclasses.replace(job, questions=todo, ensemble=ensemble, left_out=LeftOut(known))
         answered = executor.answer(job) if todo else iter(())
         started = time.perf_counter()
-        with tqdm(total=len(todo) + skipped, initial=skipped, desc="questions", unit="q") as progress:
-            for records, used in answered:
-                writer.write(records)
-                stats.add(used)
-                progress.update(len(records))
+        try:
+            with tqdm(total=len(todo) + skipped, initial=skipped, desc="questions", unit="q") as progress:
+                for records, used in answered:
+                    writer.write(records)
+                    stats.add(used)
+                    progress.update(len(records))
+        finally:  # those left out named for the next run (its stop does not count them), those recorded dropped
+            if known or job.left_out.reasons:
+                left = {**known, **job.left_out.reasons}
+                folder.write_unanswered({qid: why for qid, why in left.items() if qid not in writer.done_ids})
         return _Answered(ensemble, len(todo), skipped, time.perf_counter() - started)
 
 

@@ -54,6 +54,13 @@ class RetrieverError(EorError):
     """A retriever failed, or a member's name could not be parsed or built (outside a config: see above)."""
 
 
+class UnansweredError(EorError):
+    """Every member failed on one question (`question_id`); raised as a ReaderError when each failed reading,
+    else a RetrieverError. `eor run` leaves such a question unrecorded and goes on (eor.pipeline.stages.failures)."""
+
+    question_id: str
+
+
 class CacheError(EorError):
     """The generation cache file cannot be opened, read or written (not a cache, corrupt, locked, read-only)."""
 

@@ -46,6 +46,15 @@ def significant(value: float | None, digits: int | None = None) -> str:
 SMALL_DATA = 100
 
 
+def below(value: float, threshold: float) -> str:
+    """ "value < threshold" at 2 decimals, or at as many more as it takes not to print the two equal (a value just
+    under a threshold is never shown as "0.65 < 0.65")."""
+    digits = 2
+    while digits < 17 and f"{value:.{digits}f}" == f"{threshold:.{digits}f}":
+        digits += 1
+    return f"{value:.{digits}f} < {threshold:.{digits}f}"
+
+
 def small_data_warning(questions: int, doing: str) -> str | None:
     """A warning when `questions` < SMALL_DATA: the half-width of a 95% interval of an accuracy near 50%
     (1.96·√(0.25/n), in points), below which differences are noise; None otherwise."""

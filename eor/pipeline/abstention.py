@@ -51,6 +51,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from eor.core.errors import InputError
+from eor.core.formatting import below
 
 GRID = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 ... 0.95: fixed before dev is touched
 ALPHAS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
@@ -373,12 +374,13 @@ class Abstention:
         )
         if not self.abstained:
             return f"answered: P(right) {self.probability:.2f} ≥ {self.threshold:.2f}, {guarantee}"
+        under = below(self.probability, self.threshold)
         if self.kind == NOT_IN_DOCUMENTS:
             return (
                 f"the passages read do not seem to hold the answer (P(unanswerable) {self.unanswerable:.2f}); "
-                f"P(right) {self.probability:.2f} < {self.threshold:.2f}, {guarantee}"
+                f"P(right) {under}, {guarantee}"
             )
-        return f"not sure enough: P(right) {self.probability:.2f} < {self.threshold:.2f}, {guarantee}"
+        return f"not sure enough: P(right) {under}, {guarantee}"
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {

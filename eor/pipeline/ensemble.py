@@ -36,7 +36,7 @@ from eor.pipeline.jobs import batches
 from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.pool import outside_guarantee, pool_identity, warn_if_foreign
 from eor.pipeline.running import MemberRunner, RunningCosts
-from eor.pipeline.stages.failures import warn_degraded
+from eor.pipeline.stages.failures import LeftOut, warn_degraded
 from eor.pipeline.stages.generation import GenerationStage, GenerationStats
 from eor.pipeline.stages.judged import judged_by, vote_stage
 from eor.pipeline.stages.reading import ReadingStage
@@ -157,15 +157,19 @@ class Ensemble:
         )[0]
 
     def answer_records(
-        self, questions: Sequence[Question], batch_size: int
+        self, questions: Sequence[Question], batch_size: int, left_out: LeftOut | None = None
     ) -> Iterator[tuple[list[Record], GenerationStats]]:
         """`eor run`'s answers (in this process or on a Ray worker): the records of `questions`, `batch_size` at
         a time (eor.pipeline.jobs.batches, the one batching loop), each batch with what the generation stage did
-        for it."""
+        for it. A question no member answered is left out (`left_out`, eor.pipeline.stages.failures.LeftOut: its
+        reason kept there), the others recorded; its stop is raised after the batch it came in is yielded."""
+        left_out = LeftOut() if left_out is None else left_out
         for batch in batches(questions, batch_size):
             before = dataclasses.replace(self.generation.stats)
-            results = self.answer_batch(batch)
+            results = left_out.answered(batch, self.answer_batch)
             yield [result.to_record() for result in results], self.generation.stats.since(before)
+            if left_out.stop is not None:
+                raise left_out.stop
 
     def answer_batch(
         self,

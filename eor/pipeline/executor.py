@@ -30,7 +30,7 @@ class LocalExecutor:
     summed_over: ClassVar[str | None] = None
 
     def answer(self, job: RunJob) -> Answers:
-        return job.ensemble.answer_records(job.questions, job.batch_size)
+        return job.ensemble.answer_records(job.questions, job.batch_size, job.left_out)
 
     def reader(self, config: ReaderConfig) -> Any:
         return build_reader(config)

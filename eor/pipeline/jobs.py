@@ -8,11 +8,12 @@ Both strategies import this module: `LocalExecutor` (eor.pipeline.executor) and 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from eor.core.config import EnsembleConfig, ReaderConfig
 from eor.core.results import Record
+from eor.pipeline.stages.failures import LeftOut
 from eor.pipeline.stages.generation import GenerationStats
 
 Answers = Iterator[tuple[list[Record], GenerationStats]]
@@ -35,7 +36,8 @@ def batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
 class RunJob:
     """The questions `eor run` still has to answer, and what answering them needs: the ensemble built in
     this process (None when the executor answers elsewhere), or what builds it elsewhere (the config, the
-    weights file and the generation cache setting)."""
+    weights file and the generation cache setting); `left_out`: the questions no member answered, filled as
+    they come (eor.pipeline.stages.failures.LeftOut)."""
 
     config: EnsembleConfig
     weights: str | None
@@ -43,6 +45,7 @@ class RunJob:
     questions: Sequence[Any]
     batch_size: int
     ensemble: Any = None
+    left_out: LeftOut = field(default_factory=LeftOut)
 
 
 class Executor(Protocol):

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from eor.core.config import EnsembleConfig, ReaderConfig, from_dict
-from eor.core.errors import ConfigError, ExecutorError
+from eor.core.errors import ConfigError, ExecutorError, UnansweredError
 from eor.core.results import Record
 from eor.pipeline.ensemble import Ensemble
 from eor.pipeline.jobs import Answers, RunJob, batches
+from eor.pipeline.stages.failures import LeftOut
 from eor.pipeline.stages.generation import GenerationStats
 from eor.readers import build_reader
 from eor.readers.base import BatchedReader, Generated, as_generated, capable
@@ -75,7 +75,7 @@ class RayExecutor:
         return self.address or os.environ.get("RAY_ADDRESS") or None
 
     def answer(self, job: RunJob) -> Answers:
-        return answer_shards(job.config, job.weights, job.cache, job.questions, job.batch_size, self)
+        return answer_shards(job, self)
 
     def reader(self, config: ReaderConfig) -> RayReader:
         return RayReader(config, self)
@@ -130,42 +130,49 @@ class ShardWorker:
         # validated by the door of `eor run` (eor.commands.runner), whose config this is
         self.ensemble = Ensemble.from_config(ensemble_config, weights=weights, cache=cache, validated=True)
 
-    def answer(self, questions: list[Any], batch_size: int) -> tuple[list[Record], dict[str, Any]]:
-        """The records of `questions`, answered `batch_size` at a time, and what the generation stage did."""
+    def answer(self, questions: list[Any], batch_size: int, known: frozenset[str]) -> tuple[Any, ...]:
+        """The records of `questions`, answered `batch_size` at a time, what the generation stage did, and the
+        questions no member answered (id -> reason; `known`: those an earlier run left out) with the message of
+        the stop, if they stopped the shard (None: it ran to its end)."""
         records: list[Record] = []
         stats = GenerationStats()
-        for batch, used in self.ensemble.answer_records(questions, batch_size):
-            records += batch
-            stats.add(used)
-        return records, asdict(stats)
+        left_out = LeftOut(known)
+        try:
+            for batch, used in self.ensemble.answer_records(questions, batch_size, left_out):
+                records += batch
+                stats.add(used)
+        except UnansweredError as stop:
+            return records, asdict(stats), left_out.reasons, str(stop)
+        return records, asdict(stats), left_out.reasons, None
 
 
-def answer_shards(
-    config: Any,
-    weights: str | None,
-    cache: Any,
-    questions: Sequence[Any],
-    batch_size: int,
-    executor: RayExecutor,
-) -> Answers:
-    """Records of `questions` in their order, one shard at a time, with each shard's generation stats."""
-    if not questions:
+def answer_shards(job: RunJob, executor: RayExecutor) -> Answers:
+    """Records of the job's questions in their order, one shard at a time, with each shard's generation stats; the
+    questions no member answered into `job.left_out` (counted in a row within a shard), a shard's stop raised
+    once its records are yielded."""
+    if not job.questions:
         return
     connect(executor)
-    weights = str(Path(weights).resolve()) if weights else None  # workers may start elsewhere
-    cache = str(Path(cache).resolve()) if isinstance(cache, str | os.PathLike) else cache
-    size = batch_size * executor.shard_batches
-    shards = list(batches(questions, size))
+    weights = str(Path(job.weights).resolve()) if job.weights else None  # workers may start elsewhere
+    cache = str(Path(job.cache).resolve()) if isinstance(job.cache, str | os.PathLike) else job.cache
+    size = job.batch_size * executor.shard_batches
+    shards = list(batches(job.questions, size))
     actor = _actor_options(executor)
     workers = [
-        actor(ShardWorker).remote(config.to_dict(), weights, cache, _threads(executor))
+        actor(ShardWorker).remote(job.config.to_dict(), weights, cache, _threads(executor))
         for _ in range(worker_count(executor, len(shards)))
     ]
     log.info("%d shards of up to %d questions on %d Ray workers", len(shards), size, len(workers))
     pool = ray.util.ActorPool(workers)
+    known = job.left_out.known
     try:
-        for records, used in pool.map(lambda worker, shard: worker.answer.remote(shard, batch_size), shards):
+        for records, used, reasons, stop in pool.map(
+            lambda worker, shard: worker.answer.remote(shard, job.batch_size, known), shards
+        ):
+            job.left_out.reasons.update(reasons)
             yield records, GenerationStats(**used)
+            if stop is not None:
+                raise UnansweredError(stop)
     except ray.exceptions.RayError as exc:
         raise ExecutorError(f"a Ray worker failed: {type(exc).__name__}: {exc}; re-run to resume") from None
     finally:

@@ -22,6 +22,10 @@
                      8601), "eor" (version), "commit" (git commit, "+changes" when tracked files differed; null
                      outside a checkout), "questions_done" (recorded before it)}. `eor records pack` puts it in
                      the packed header, `eor records unpack` writes it back.
+    unanswered.json  {question id: why}: the questions `eor run` left unrecorded because no member answered them
+                     (eor.pipeline.stages.failures.LeftOut); each run tries them again, and drops those it records.
+    .writer.lock     held while `eor run` writes the folder (`RunFolder.writing`): the pid of the process holding
+                     it; a second `eor run` on the folder is refused at once instead of interleaving its records.
 
 `RunFolder` is the one way to these files: the records through eor.runs.records, every JSON file whole through
 eor.core.atomic (a new file, synced, renamed over the old: an interruption leaves the old file or the new one).
@@ -35,9 +39,13 @@ either.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
 import gzip
 import json
+import logging
+import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from eor.core.atomic import atomic_file, write_text_atomically
-from eor.core.errors import InputError
+from eor.core.errors import DiskFullError, EorError, InputError, is_disk_full
 from eor.core.results import Record
 from eor.runs.records import (
     HEADER_KEY,
@@ -62,10 +70,14 @@ from eor.runs.records import (
     replace_records,
 )
 
+log = logging.getLogger(__name__)
+
 CONFIG_FILE = "config.json"
 POOL_FILE = "pool.json"
 GENERATION_FILE = "generation.json"
 MADE_BY_FILE = "made_by.json"
+UNANSWERED_FILE = "unanswered.json"
+LOCK_FILE = ".writer.lock"
 
 #: each JSON file of a run folder: what its content is (a JSON object or list) and what writes it
 _FILES: dict[str, tuple[type, str]] = {
@@ -73,6 +85,7 @@ _FILES: dict[str, tuple[type, str]] = {
     POOL_FILE: (dict, "`eor run` (or `eor records unpack`)"),
     GENERATION_FILE: (dict, "`eor run` (when it answers questions)"),
     MADE_BY_FILE: (list, "`eor run` (when it answers questions)"),
+    UNANSWERED_FILE: (dict, "`eor run` (when no member answered a question)"),
 }
 
 
@@ -118,6 +131,26 @@ class RunFolder:
     def replace_records(self, records: list[Record]) -> None:
         replace_records(self.path, records)
 
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Held while one command writes the folder (`eor run`, `eor records unpack`): another that asks while it
+        is held is refused at once (InputError naming the holder's pid). An advisory lock (fcntl.flock) that the
+        system drops when its process ends, however it ends: a crashed run leaves nothing to clean up. On a file
+        system without such locks (some network ones) the folder is written unlocked, with a warning."""
+        if self.path.exists() and not self.path.is_dir():
+            raise InputError(f"{self.path} is a file: a run is written into a folder (`--out DIR`)")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            handle = open(self.file(LOCK_FILE), "a+", encoding="utf-8")  # noqa: SIM115 (held until the end)
+        except OSError as exc:
+            raise _unwritable(self.path, exc) from None
+        with handle:
+            _lock(handle, self.path)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     # --- the JSON files (eor.core.atomic) ------------------------------------------------------------------
 
     def read_config(self) -> dict[str, Any]:
@@ -145,6 +178,13 @@ class RunFolder:
     def write_made_by(self, stretches: list[dict[str, Any]]) -> None:
         self._write(MADE_BY_FILE, stretches)
 
+    def read_unanswered(self) -> dict[str, str]:
+        """The questions an `eor run` left unrecorded (id -> why); none before the first."""
+        return self._read(UNANSWERED_FILE) if self.has(UNANSWERED_FILE) else {}
+
+    def write_unanswered(self, reasons: dict[str, str]) -> None:
+        self._write(UNANSWERED_FILE, reasons)
+
     def note_stretch(self, questions_done: int) -> None:
         """Add this stretch of `eor run` (when, the software, the questions already recorded) to `made_by.json`."""
         started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
@@ -166,6 +206,35 @@ class RunFolder:
 
     def _write(self, name: str, data: Any) -> None:
         write_text_atomically(self.file(name), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _lock(handle: Any, folder: Path) -> None:
+    """Take the folder's lock on `handle` (its file, opened for appending) and write this process's pid into it."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        raise InputError(
+            f"{folder} is being written by another eor run (pid {holder}): wait for it to end, or stop it, before "
+            "running into the same folder again"
+        ) from None
+    except OSError as exc:  # ENOLCK, EOPNOTSUPP...: a file system without flock
+        log.warning("%s cannot be locked (%s): written unlocked; run one eor run into it at a time", folder, exc)
+        return
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+    except OSError as exc:
+        raise _unwritable(folder, exc) from None
+
+
+def _unwritable(folder: Path, exc: OSError) -> EorError:
+    if is_disk_full(exc):
+        return DiskFullError(f"no space left to write {folder} ({exc.strerror}); nothing was written")
+    return InputError(f"{folder} cannot be written: {exc.strerror or exc}")
 
 
 def recorded_config(records: str | Path) -> dict[str, Any] | None:
@@ -266,12 +335,13 @@ def unpack_records(packed: str | Path, out: str | Path) -> int:
     if header is None or not isinstance(header.get("config"), dict) or not isinstance(header.get("pool"), dict):
         raise InputError(f"{file} has no header with the config and pool of its records (see `eor records pack`)")
     folder = RunFolder(Path(out))
-    if folder.records_file() is not None:
-        raise InputError(f"{folder.path} already holds records; unpack into a new folder")
-    lines = packed_lines(file)
-    folder.write_config({**header["config"], "weights": None})
-    folder.write_pool(header["pool"])
-    if isinstance(header.get("made_by"), list):
-        folder.write_made_by(header["made_by"])
-    write_text_atomically(folder.file(RECORDS_FILE), "".join(line + "\n" for line in lines))
+    with folder.writing():
+        if folder.records_file() is not None:
+            raise InputError(f"{folder.path} already holds records; unpack into a new folder")
+        lines = packed_lines(file)
+        folder.write_config({**header["config"], "weights": None})
+        folder.write_pool(header["pool"])
+        if isinstance(header.get("made_by"), list):
+            folder.write_made_by(header["made_by"])
+        write_text_atomically(folder.file(RECORDS_FILE), "".join(line + "\n" for line in lines))
     return len(lines)

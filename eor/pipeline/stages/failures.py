@@ -5,15 +5,20 @@ A reason is one line, `"{stage} failed: {ExceptionType}: {first line of its mess
 message), at most MAX_REASON_CHARS. A batch warns once per distinct reason, naming every member it left out
 and how many questions; when no member is left for a question, the error names each reason once with its
 members, and no warning precedes it.
+
+`eor run` (`LeftOut`) does not stop at such a question: the batch's other questions are answered and recorded, the
+question is left unrecorded with a warning and named in the run folder's `unanswered.json` (a later `eor run` tries
+it again), and the run stops only when STOP_AFTER new questions in a row had no member answer (the reader or every
+retriever down), after writing the results before them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from eor.core.data import Question
-from eor.core.errors import EorError, ReaderError, RetrieverError
+from eor.core.errors import ReaderError, RetrieverError, UnansweredError
 from eor.core.results import Result
 from eor.pipeline.stages.retrieval import MemberTimeoutError
 
@@ -21,6 +26,8 @@ log = logging.getLogger(__name__)
 
 #: longest failure reason kept in `Result.degraded` (foreign exceptions can carry long messages).
 MAX_REASON_CHARS = 300
+#: questions in a row with no member answering after which `eor run` stops: not one odd question, a service down
+STOP_AFTER = 3
 
 
 class Failures:
@@ -70,9 +77,63 @@ def warn_degraded(results: Sequence[Result]) -> None:
         log.warning("%s left out of the vote of %d question(s): %s", who, len(questions[text]), text)
 
 
-def no_member_left(item: Question, reasons: dict[str, str]) -> EorError:
+class _NotRead(ReaderError, UnansweredError):
+    """Every member failed on a question, each in its reading."""
+
+
+class _NotRetrieved(RetrieverError, UnansweredError):
+    """Every member failed on a question, one at least in its retrieval."""
+
+
+def no_member_left(item: Question, reasons: dict[str, str]) -> UnansweredError:
     """The error of a question no member could answer: a ReaderError when every member failed generating."""
     detail = "; ".join(f"{', '.join(names)}: {text}" for text, names in by_reason(reasons).items())
     generation = all(text.startswith("generation") for text in reasons.values())
-    cls = ReaderError if reasons and generation else RetrieverError
-    return cls(f"every member failed on question {item.id}: {detail}")
+    cls = _NotRead if reasons and generation else _NotRetrieved
+    error = cls(f"every member failed on question {item.id}: {detail}")
+    error.question_id = item.id
+    return error
+
+
+class LeftOut:
+    """`eor run`'s questions that no member answered (see the module's text). `known`: the ids an earlier run of
+    the folder left out (its `unanswered.json`): tried again, their failures do not count toward the stop, so a
+    run stopped at a cluster of such questions goes past them when resumed. `reasons`: id -> why, for those this
+    run left out; `stop`: the error to raise once the results before it are written (None: go on)."""
+
+    def __init__(self, known: Iterable[str] = ()) -> None:
+        self.known = frozenset(known)
+        self.reasons: dict[str, str] = {}
+        self.in_a_row = 0
+        self.stop: UnansweredError | None = None
+
+    def answered(self, batch: list[Question], answer: Callable[[list[Question]], list[Result]]) -> list[Result]:
+        """The results of `batch` by `answer`, in order, less those of questions no member answered (each
+        warned; the questions around it answered again as batches); nothing once `stop` is set."""
+        if self.stop is not None or not batch:
+            return []
+        try:
+            results = answer(batch)
+        except UnansweredError as error:
+            at = [item.id for item in batch].index(error.question_id)
+            before = self.answered(batch[:at], answer)
+            self._left_out(error)
+            return before + self.answered(batch[at + 1 :], answer)
+        self.in_a_row = 0
+        return results
+
+    def _left_out(self, error: UnansweredError) -> None:
+        if self.stop is not None:
+            return
+        self.reasons[error.question_id] = str(error)
+        if error.question_id not in self.known:
+            self.in_a_row += 1
+        if self.in_a_row < STOP_AFTER:
+            log.warning("not recorded (run again to try it again): %s", error)
+            return
+        self.stop = type(error)(
+            f"stopped: no member answered {self.in_a_row} questions in a row (the reader or every retriever may be "
+            f"down); the last: {error}. The records so far are kept: run again to resume (the questions left out "
+            "are tried again, and no longer count toward a stop)"
+        )
+        self.stop.question_id = error.question_id
