@@ -200,16 +200,16 @@ def test_one_writer_a_folder_a_second_eor_run_is_refused_at_once(tmp_path, capsy
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with (
-            pytest.raises(InputError, match=rf"being written by another eor run \(pid {holder.pid}\)"),
+            pytest.raises(InputError, match=rf"being written by another eor command \(pid {holder.pid}\)"),
             RunFolder(out).writing(),
         ):
             pass
         config, data = ROOT / "configs" / "default.yaml", DEMO / "questions.jsonl"
         assert main(["run", "--config", str(config), "--data", str(data), "--out", str(out)]) == 1
-        assert f"another eor run (pid {holder.pid})" in capsys.readouterr().err
+        assert f"another eor command (pid {holder.pid})" in capsys.readouterr().err
         packed = ROOT / "docs" / "records" / "nq-nocorpus-learn200.jsonl.gz"
         assert main(["records", "unpack", str(packed), "--out", str(out)]) == 1  # nor unpacked into
-        assert f"another eor run (pid {holder.pid})" in capsys.readouterr().err
+        assert f"another eor command (pid {holder.pid})" in capsys.readouterr().err
         assert sorted(p.name for p in out.iterdir()) == [".writer.lock"]  # nothing written beside the holder
     finally:
         holder.kill()

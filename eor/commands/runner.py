@@ -92,11 +92,8 @@ def run(
         ensemble = answered.ensemble
         if retry_failed and ensemble is not None:
             notes.append(_counted(stats, ensemble, lambda: retry_failed_members(ensemble, folder, questions)))
-        if config.judge is not None:
-            if ensemble is not None:
-                stage = ensemble.generation
-            else:
-                stage = GenerationStage(reader or build_reader(config.reader), open_cache(cache))
+        if config.judge is not None:  # the judge's scores grown into the records (eor.commands.judge_records)
+            stage = ensemble.generation if ensemble is not None else _generation(config, reader, cache)
             notes.append(grow_by_scores(folder, config, stage, size))
             save_config(folder, config, weights, replace=True)
         lines = [*notes, *records_summary(folder, questions, answered.skipped)]
@@ -105,6 +102,11 @@ def run(
             lines.append(cache_summary(stats, None if store is None else store.where, executor))
             _save_generation(folder, stats, answered, grew=recorded is not None)
         return "\n".join(lines)
+
+
+def _generation(config: Any, reader: Any, cache: CacheSetting) -> GenerationStage:
+    """The generation stage of a run that built no ensemble here: the resumed run's reader, or one built now."""
+    return GenerationStage(reader or build_reader(config.reader), open_cache(cache))
 
 
 @dataclasses.dataclass(frozen=True)

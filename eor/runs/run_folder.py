@@ -216,8 +216,8 @@ def _lock(handle: Any, folder: Path) -> None:
         handle.seek(0)
         holder = handle.read().strip() or "unknown"
         raise InputError(
-            f"{folder} is being written by another eor run (pid {holder}): wait for it to end, or stop it, before "
-            "running into the same folder again"
+            f"{folder} is being written by another eor command (pid {holder}): wait for it to end, or stop it, before "
+            "writing into the same folder again"
         ) from None
     except OSError as exc:  # ENOLCK, EOPNOTSUPP...: a file system without flock
         log.warning("%s cannot be locked (%s): written unlocked; run one eor run into it at a time", folder, exc)
