@@ -155,7 +155,9 @@ def test_a_question_no_member_answers_is_left_out_and_the_others_recorded(
     with caplog.at_level(logging.WARNING):
         assert _run_batches(config, data, out) == 0
     assert _recorded(out) == ["q0", "q2", "q3"]  # the batch [q0, q1, q2] recorded past q1
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert "4/4" in captured.err  # the progress bar counts the question left out as done with
     assert "3 questions in" in printed and f"1 question not recorded: no member answered (why: {out}" in printed
     warned = "not recorded (run again to try it again): every member failed on question q1"
     assert any(warned in message for message in caplog.messages)

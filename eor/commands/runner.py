@@ -147,10 +147,13 @@ def _answer_new(
         started = time.perf_counter()
         try:
             with tqdm(total=len(todo) + skipped, initial=skipped, desc="questions", unit="q") as progress:
+                left_before = 0
                 for records, used in answered:
                     writer.write(records)
                     stats.add(used)
-                    progress.update(len(records))
+                    left_now = len(job.left_out.reasons)  # a question left out is done with too
+                    progress.update(len(records) + left_now - left_before)
+                    left_before = left_now
         finally:  # those left out named for the next run (its stop does not count them), those recorded dropped
             if known or job.left_out.reasons:
                 left = {**known, **job.left_out.reasons}
