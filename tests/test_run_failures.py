@@ -106,6 +106,43 @@ def test_failed_members_are_listed_and_retried_alone(tmp_path, isolated_cache, c
     assert "retried the failed members of 0 questions" in capsys.readouterr().out
 
 
+class Interrupted(Scripted):
+    """Scripted, until its `stop_at`-th batch of prompts: there the user presses Ctrl-C."""
+
+    def __init__(self, stop_at: int) -> None:
+        super().__init__()
+        self.stop_at, self.calls = stop_at, 0
+
+    def _generate_batch(self, prompts, max_tokens):
+        self.calls += 1
+        if self.calls == self.stop_at:
+            raise KeyboardInterrupt
+        return super()._generate_batch(prompts, max_tokens)
+
+
+def test_an_interrupted_retry_keeps_the_batches_retried_before(tmp_path, isolated_cache, capsys, monkeypatch) -> None:
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", lambda cfg: Scripted())
+    rows = [{"id": f"q{n}", "question": f"who painted the mona lisa ({n})"} for n in range(3)]
+    data = write_jsonl(tmp_path / "q.jsonl", rows)
+    out = tmp_path / "run"
+    args = ["run", "--config", str(config(tmp_path)), "--data", str(data), "--out", str(out), "--no-cache"]
+    monkeypatch.setenv(DOWN, "1")
+    assert main(args) == 0
+    monkeypatch.setenv(DOWN, "0")
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", lambda cfg: Interrupted(stop_at=2))
+    # one question a batch: the second question's retry is interrupted
+    assert main([*args, "--retry-failed", "--batch-size", "1"]) == 130
+    assert "finished work is saved" in capsys.readouterr().err
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [r.get("degraded") for r in records] == [None, ["Flaky"], ["Flaky"]]  # the first batch was written
+    assert records[0]["members"]["Flaky"]["answer"] == "Leonardo da Vinci"
+    monkeypatch.setattr("eor.pipeline.ensemble.build_reader", lambda cfg: Scripted())
+    assert main([*args, "--retry-failed", "--batch-size", "1"]) == 0
+    assert "retried the failed members of 2 questions: 2 member answers recovered" in capsys.readouterr().out
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == ["q0", "q1", "q2"] and not any("degraded" in r for r in records)
+
+
 def test_a_torn_last_line_is_repaired_with_a_message(tmp_path, isolated_cache, capsys, monkeypatch) -> None:
     monkeypatch.setattr("eor.pipeline.ensemble.build_reader", lambda cfg: Scripted())
     monkeypatch.setenv(DOWN, "0")

@@ -3,7 +3,7 @@ more runs only the members a record lacks, on the questions already there, and a
 member's output stays as it was, byte for byte, and the vote is taken again over all of them. Grown records are
 rewritten atomically after every batch, so an interruption loses at most the batch in flight, and the next run
 picks up where it stopped. `--retry-failed` runs again the members that failed on a question, merged and voted
-again the same way, the records rewritten once at the end.
+again the same way, the records rewritten after every batch as well.
 Whether a config may grow the records is eor.commands.run_identity's to say.
 """
 
@@ -140,26 +140,36 @@ def save_pool(folder: RunFolder, config: EnsembleConfig, ensemble: Any) -> None:
     folder.write_pool(identity)
 
 
-def retry_failed_members(ensemble: Any, folder: RunFolder, questions: list[Any]) -> str:
+def retry_failed_members(ensemble: Any, folder: RunFolder, questions: list[Any], size: int) -> str:
     """Run again, on each question whose record names failed members, only those members; merge the ones
     that answer now into the record (in the pool's order), vote again over all of its members, and rewrite
-    the records atomically. Members that fail again stay in `degraded` with their new reason."""
+    the records atomically after every `size` questions retried, so an interruption loses at most those in
+    flight. Members that fail again stay in `degraded` with their new reason."""
+    from tqdm.auto import tqdm
+
     by_id = {question.id: question for question in questions}
     records = folder.read_records()
-    retried = recovered = 0
-    for record in records:
-        failed = [name for name in record.degraded if name in ensemble.members]
-        if not failed or record.id not in by_id:
-            continue
-        retried += 1
-        try:
-            result = ensemble.answer_batch([by_id[record.id]], members=failed, lazy=False)[0]
-        except EorError as exc:  # every one of them failed again: the record stays as it was
-            log.warning("%s", str(exc).splitlines()[0])
-            continue
-        recovered += len(result.members)
-        _vote_again(ensemble, record, result)
-        record.degraded = dict(result.degraded)
-    if retried:
-        folder.replace_records(records)
-    return f"retried the failed members of {retried} questions: {recovered} member answers recovered"
+    todo = [r for r in records if r.id in by_id and any(name in ensemble.members for name in r.degraded)]
+    recovered = 0
+    with tqdm(total=len(todo), desc="retrying failed members", unit="q") as progress:
+        for batch in batches(todo, size):
+            for record in batch:
+                recovered += _retried(ensemble, record, by_id[record.id])
+                progress.update(1)
+            folder.replace_records(records)
+    return f"retried the failed members of {len(todo)} questions: {recovered} member answers recovered"
+
+
+def _retried(ensemble: Any, record: Record, question: Question) -> int:
+    """`record`'s failed members run again on `question`: those that answer merged in and the vote taken again;
+    how many answered (0, the record as it was, when all failed again)."""
+    failed = [name for name in record.degraded if name in ensemble.members]
+    try:
+        result = ensemble.answer_batch([question], members=failed, lazy=False)[0]
+    except EorError as exc:  # every one of them failed again: the record stays as it was
+        log.warning("%s", str(exc).splitlines()[0])
+        return 0
+    _vote_again(ensemble, record, result)
+    kept = {name: why for name, why in record.degraded.items() if name not in failed}
+    record.degraded = {**kept, **result.degraded}
+    return len(result.members)

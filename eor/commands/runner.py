@@ -91,7 +91,7 @@ def run(
         answered = _answer_new(folder, job, executor, retry_failed, stats, notes)
         ensemble = answered.ensemble
         if retry_failed and ensemble is not None:
-            notes.append(_counted(stats, ensemble, lambda: retry_failed_members(ensemble, folder, questions)))
+            notes.append(_counted(stats, ensemble, lambda: retry_failed_members(ensemble, folder, questions, size)))
         if config.judge is not None:  # the judge's scores grown into the records (eor.commands.judge_records)
             stage = ensemble.generation if ensemble is not None else _generation(config, reader, cache)
             notes.append(grow_by_scores(folder, config, stage, size))

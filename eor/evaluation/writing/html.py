@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from pathlib import Path
 from typing import Any
 
 from eor.core.errors import InputError
 
+#: a page's title, as the report's writer gave it
+TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
 IMAGE_TYPES = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
 
 STYLE = """
@@ -67,9 +70,22 @@ def _data_uri(source: str, folder: Path | None) -> str:
 
 
 def report_html(folder: str | Path) -> str:
-    """`report.html` for a report folder holding `report.md` and its figures."""
+    """`report.html` for a report folder holding `report.md` and its figures, titled as the page its writer wrote
+    beside it (a judge voter's report is not a benchmark's), else as a benchmark's (a report written before pages
+    were)."""
     folder = Path(folder)
     markdown = folder / "report.md"
     if not markdown.is_file():
         raise InputError(f"no report.md in {folder}")
-    return render_html(markdown.read_text(encoding="utf-8"), f"eor benchmark: {folder.name}", folder)
+    return render_html(
+        markdown.read_text(encoding="utf-8"), _written_title(folder) or f"eor benchmark: {folder.name}", folder
+    )
+
+
+def _written_title(folder: Path) -> str | None:
+    try:
+        head = (folder / "report.html").read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError:
+        return None
+    found = TITLE.search(head)
+    return None if found is None else html.unescape(found.group(1)).strip() or None
