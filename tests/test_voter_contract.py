@@ -15,7 +15,7 @@ import voters.weights_file
 from eor.cli import main
 from eor.core.answers import normalize_answer
 from eor.core.errors import ConfigError, InputError, NotFittedError
-from eor.pipeline.ensemble import explain_vote
+from eor.pipeline.explanation import explain_vote
 from eor.pipeline.stages.judged import JudgeStage
 from eor.pipeline.stages.voting import VoteStage
 from tests.conftest import DEMO, ROOT

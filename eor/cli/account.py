@@ -33,7 +33,7 @@ FEATURE_WORDS = {
 
 
 def format_account(result: Any, explanation: dict[str, Any]) -> str:
-    """The readable account of `result` (see the module), from `explanation` (eor.pipeline.ensemble.explain_vote)."""
+    """The readable account of `result` (see the module), from `explanation` (eor.pipeline.explanation.explain_vote)."""
     lines = ["", "Why:"]
     lines.append(f"  chosen:    {_how(result, explanation)}")
     holding = [source for source in result.sources if source.get("holds")]

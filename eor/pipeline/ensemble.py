@@ -32,6 +32,7 @@ from eor.core.prompts import templates_for
 from eor.core.results import MemberOutput, Record, Result
 from eor.pipeline import validation
 from eor.pipeline.answering import answering_for
+from eor.pipeline.explanation import explain_vote
 from eor.pipeline.jobs import batches
 from eor.pipeline.members import member_templates, source_pool
 from eor.pipeline.pool import outside_guarantee, pool_identity, warn_if_foreign
@@ -46,7 +47,7 @@ from eor.readers import build_reader
 from eor.runs.costs import expected_seconds
 from eor.runs.generation_cache import CacheSetting, open_cache
 from voters.loading import choose_voter
-from voters.protocol import check_voter, confidence_kwargs
+from voters.protocol import check_voter
 from voters.right import RightModel
 
 if TYPE_CHECKING:
@@ -211,49 +212,10 @@ class Ensemble:
         return self.runner.cost(name)
 
     def explain(self, result: Result) -> dict[str, Any]:
-        """Why the vote chose its answer (see `explain_vote`); with a judge voter, its account too (`judge`:
-        the candidates it chose among, eor.pipeline.stages.judged)."""
+        """Why the vote chose its answer (eor.pipeline.explanation.explain_vote); with a judge voter, its account
+        too (`judge`: the candidates it chose among, eor.pipeline.stages.judged)."""
         account = explain_vote(self.voting.voter, self.members, result)  # the vote the members' answers ran through
         return account if result.judged is None else {**account, "judge": result.judged}
-
-
-def explain_vote(voter: Any, pool: list[str], result: Result) -> dict[str, Any]:
-    """Why the vote chose its answer: the voter's own account per voting member (for the paper's voter:
-    weight ω^r, whether it drops the member, similarities per metric and combined (eq. 6), pooled
-    similarity and decision score (eq. 7); for the answer selector: each feature's contribution), and
-    the members left out of the vote with the reason. `pool`: the voter's members, in its order."""
-    check_voter(voter)
-    names = list(result.members)
-    if not names:
-        raise InputError("this result holds no member outputs to explain")
-    foreign = [name for name in names if name not in pool]
-    if foreign:
-        raise InputError(f"this result holds member(s) {', '.join(foreign)} that this ensemble lacks")
-    account = voter.explain_row(
-        [result.members[name].answer for name in names],
-        [result.members[name].passage_texts for name in names],
-        result.question,
-        [pool.index(name) for name in names],
-        **confidence_kwargs(voter, [result.members[name].confidence for name in names]),
-    )
-    members: dict[str, Any] = {}
-    for name, row in zip(names, account.pop("members"), strict=True):
-        if "similarity" in row:
-            row["similarity"] = {names[n]: values for n, values in row["similarity"].items()}
-        members[name] = {
-            "answer": result.members[name].answer,
-            **row,
-            "score": result.members[name].score,
-            "chosen": name == result.member,
-        }
-    return {
-        "question": result.question,
-        "answer": result.answer,
-        "member": result.member,
-        **account,
-        "members": members,
-        "degraded": dict(result.degraded),
-    }
 
 
 def _subset(pool: list[str], members: Sequence[str]) -> list[str]:
