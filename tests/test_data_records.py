@@ -30,6 +30,19 @@ def test_questions_ids_answers_and_extra_fields(tmp_path) -> None:
     assert len(load_questions(path, limit=2)) == 2
 
 
+def test_a_question_may_hold_any_character_json_allows_raw(tmp_path) -> None:
+    path = tmp_path / "q.jsonl"
+    rows = [
+        {"id": "a", "question": "who wrote\u2028hamlet", "answers": ["William\u2029Shakespeare"]},
+        {"question": "b"},
+    ]
+    path.write_text("\r\n".join(json.dumps(row, ensure_ascii=False) for row in rows) + "\r\n", encoding="utf-8")
+    assert "\u2028" in path.read_text(encoding="utf-8")  # written raw, as eor's own records are
+    first, second = load_questions(path)
+    assert first.id == "a" and "hamlet" in first.question and first.answers == ["William\u2029Shakespeare"]
+    assert second.question == "b"
+
+
 @pytest.mark.parametrize(
     ("rows", "message"),
     [

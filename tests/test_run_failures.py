@@ -16,7 +16,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from eor.cli import main
+from eor.commands.plan_command import Pilot
 from eor.core.data import Question, make_question
+from eor.core.errors import InputError
 from eor.pipeline.stages.failures import STOP_AFTER, LeftOut, no_member_left
 from eor.readers.base import BatchedReader
 from eor.runs.records import RECORDS_FILE
@@ -101,6 +103,8 @@ def test_failed_members_are_listed_and_retried_alone(tmp_path, isolated_cache, c
         assert set(new["vote"]["scores"]) == {"ReFree", "Flaky"}
     assert len(readers[-1].prompts) == 3 and all("Assuming" in p for p in readers[-1].prompts)  # Flaky's only
     assert "EoR (vote)" in summary
+    with pytest.raises(InputError, match="answered no new question"):  # a retry's figures are not a pilot's
+        Pilot.from_run(out)
     # a second --retry-failed has nothing to do
     assert main([*args, "--retry-failed"]) == 0
     assert "retried the failed members of 0 questions" in capsys.readouterr().out

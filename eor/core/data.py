@@ -65,7 +65,8 @@ def load_questions(path: str | Path, limit: int | None = None) -> list[Question]
     questions: list[Question] = []
     seen: set[str] = set()
     try:
-        lines = file.read_text(encoding="utf-8").splitlines()
+        # split on newlines alone: JSON strings may hold U+2028 and U+2029 raw, which str.splitlines splits on
+        lines = file.read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError as exc:
         raise InputError(f"{file}: not UTF-8 text ({exc.reason})") from None
     for number, line in enumerate(lines, start=1):
