@@ -375,7 +375,7 @@ def test_an_abstention_through_the_api_and_the_official_openai_client(tmp_path, 
         assert body["answer"] is None and body["abstained"] and body["abstention"]["threshold"] == 0.5
         assert body["abstention"]["kind"] == "not_sure" and body["member"] == "BM25@1"
         assert body["abstention"]["reason"].startswith("not sure enough")
-        for risk, status in ((1.5, 422), (0.0, 422), (0.1, 422)):
+        for risk, status in ((1.5, 422), (0.0, 422), (0.1, 422), ("0.4", 422)):  # a number, as in Python
             reply = requests.post(url, json={"question": QUESTION, "risk": risk}, timeout=60)
             assert reply.status_code == status
         client = OpenAI(base_url=f"{server.url}/v1", api_key="none", max_retries=0, timeout=60)

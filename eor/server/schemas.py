@@ -42,7 +42,7 @@ class AnswerRequest(BaseModel):
     )
     return_passages: bool = Field(default=False, description="include each member's passages and prompt")
     explain: bool = Field(default=False, description="include the vote's explanation (similarities, weights)")
-    risk: float | None = Field(default=None, gt=0, lt=1, description=RISK)
+    risk: float | None = Field(default=None, gt=0, lt=1, strict=True, description=RISK)
 
 
 class Passage(BaseModel):
@@ -221,7 +221,7 @@ class ChatRequest(BaseModel):
     stream: bool | None = Field(default=False, description="server-sent events: the answer in one chunk")
     members: list[str] | None = Field(default=None, min_length=1, max_length=MAX_MEMBER_NAMES)
     return_passages: bool = False
-    risk: float | None = Field(default=None, gt=0, lt=1, description=RISK)
+    risk: float | None = Field(default=None, gt=0, lt=1, strict=True, description=RISK)
 
 
 class ChatChoiceMessage(BaseModel):
