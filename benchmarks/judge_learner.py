@@ -109,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     questions = judged_questions(records, members)
     setting = Setting(tuple(args.families.split(",")), args.spans)
     print(f"{len(questions)} training questions, {setting.build().label}, {args.folds}-fold cross-validation, EM:")
+    oracle = 100 * np.mean(
+        [question.right[setting.build().competing(question.features)].any() for question in questions]
+    )
+    print(f"  oracle of the competing candidates {oracle:.1f}")
     table = []
     for seed in (int(s) for s in args.seeds.split(",")):
         started = time.perf_counter()
@@ -130,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             f"difference {row['difference']:+.1f} [{low:+.1f}, {high:+.1f}]   {row['seconds']:.0f} s"
         )
     if args.json:
-        document = {"setting": setting.build().label, "questions": len(questions), "seeds": table}
+        document = {"setting": setting.build().label, "questions": len(questions), "oracle": oracle, "seeds": table}
         write_text_atomically(args.json, json.dumps(document, indent=1) + "\n")
     return 0
 

@@ -5,15 +5,17 @@ options (multiple choice), rather than scoring each one alone? Training question
 records, the candidates the judge voter lets compete (the members' answers and the first 10 spans, in the judge's
 order) listed as options A, B, ... after the passages of one member's prompt (`--context`, BM25@2&Wiki@2: two
 passages of each source) and the question, and the reader's log-probability of each option's letter as its reply.
-`evaluate` (no reader): the option of highest probability alone, the same after subtracting each position's mean
-(contextual calibration against the letters' prior), the reader's likelihood under the members' prompts alone
-(`mix:members`), the oracle; and the judge voter at the setting `eor train` chose on the 1,566 with and without
-the options' scores as two more features, out of fold (5 folds, seeds 0-2), paired with a 95% bootstrap interval.
+`evaluate` (no reader): an option drawn at random (expected), the option of highest probability alone, the same
+after subtracting each position's mean (contextual calibration against the letters' prior), the reader's likelihood
+under the members' prompts alone (`mix:members`), the oracle; and the judge voter at the setting `eor train` chose
+on the 1,566 with and without the options' scores as two more features, out of fold (5 folds, seeds 0-2), paired
+with a 95% bootstrap interval, and how many questions' outcome changed.
 
     python -m benchmarks.judge_options score docs/records/nq-train-pointed.jsonl.gz \
         --config configs/nq-judge-pointed.yaml --limit 200 --out docs/reports/judge/options-pilot.jsonl
     python -m benchmarks.judge_options evaluate docs/records/nq-train-pointed.jsonl.gz \
-        --config configs/nq-judge-pointed.yaml --out docs/reports/judge/options-pilot.jsonl
+        --config configs/nq-judge-pointed.yaml --out docs/reports/judge/options-pilot.jsonl \
+        --json docs/reports/judge/options-pilot.json
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from eor.core.atomic import write_text_atomically
 from eor.core.config import load_config
 from eor.evaluation.stats import Bootstrap
 from eor.learning.judge_training import JudgedQuestion, Setting, accuracy, choices_out_of_fold, judged_questions
@@ -52,6 +55,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", required=True, help="the options' scores, a JSON line a question")
     parser.add_argument("--limit", type=int, default=200, help="the first N training questions (score)")
     parser.add_argument("--context", default="BM25@2&Wiki@2", help="the member whose passages the options follow")
+    parser.add_argument("--json", help="evaluate: write the table here")
     return parser.parse_args(argv)
 
 
@@ -86,28 +90,46 @@ def score(args: argparse.Namespace, records: list[Any], questions: list[JudgedQu
     print(f"{count} questions scored in {time.perf_counter() - started:.0f} s")
 
 
-def evaluate(args: argparse.Namespace, questions: list[JudgedQuestion]) -> None:
+def evaluate(args: argparse.Namespace, questions: list[JudgedQuestion]) -> dict[str, Any]:
+    """The table of the module's text, printed and given back."""
     found = {line["id"]: line for line in map(json.loads, Path(args.out).read_text().splitlines())}
     questions = [q for q in questions if q.id in found]
     letters = [_letters(q, found[q.id]) for q in questions]
     prior = _position_means(letters)
     debiased = [np.where(pos >= 0, lp - prior[np.maximum(pos, 0)], ABSENT) for lp, pos in letters]
     mix = [q.features.matrix[:, q.features.names.index("mix:members")] for q in questions]
-    print(f"{len(questions)} training questions; right by the highest:")
+    table: dict[str, Any] = {
+        "questions": len(questions),
+        "random option": 100
+        * np.mean([q.right[pos >= 0].mean() for q, (_, pos) in zip(questions, letters, strict=True)]),
+    }
     for name, values in (("option letter", [lp for lp, _ in letters]), ("option, debiased", debiased), ("mix", mix)):
-        right = np.mean([q.right[int(np.argmax(v))] for q, v in zip(questions, values, strict=True)])
-        print(f"  {name:<18} {100 * right:.1f}")
-    print(f"  {'oracle':<18} {100 * np.mean([q.right.any() for q in questions]):.1f}")
+        table[name] = 100 * np.mean([q.right[int(np.argmax(v))] for q, v in zip(questions, values, strict=True)])
+    table["oracle"] = 100 * np.mean([q.right.any() for q in questions])
+    table["position means"] = [round(float(v), 2) for v in prior]
+    print(f"{len(questions)} training questions; right by the highest (random option: expected):")
+    for name in ("random option", "option letter", "option, debiased", "mix", "oracle"):
+        print(f"  {name:<18} {table[name]:.1f}")
     widened = [_with_options(q, lp, d) for q, (lp, _), d in zip(questions, letters, debiased, strict=True)]
+    table["seeds"] = []
     for seed in (0, 1, 2):
         parts = folds(len(questions), 5, seed)
         base = accuracy(questions, choices_out_of_fold(questions, SETTING, parts))
         more = accuracy(widened, choices_out_of_fold(widened, SETTING, parts))
         low, high = Bootstrap.draw(len(questions), RESAMPLES, seed).interval(more - base)
+        row = {
+            "seed": seed,
+            "judge": 100 * base.mean(),
+            "with options": 100 * more.mean(),
+            "changed": int((more != base).sum()),
+        }
+        row.update(difference=100 * (more - base).mean(), low=100 * low, high=100 * high)
+        table["seeds"].append(row)
         print(
-            f"  seed {seed}: judge voter {100 * base.mean():.1f}, with the options {100 * more.mean():.1f}, "
-            f"{100 * (more - base).mean():+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+            f"  seed {seed}: judge voter {row['judge']:.1f}, with the options {row['with options']:.1f}, "
+            f"{row['difference']:+.1f} [{row['low']:+.1f}, {row['high']:+.1f}], {row['changed']} questions changed"
         )
+    return table
 
 
 def _letters(question: JudgedQuestion, line: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -150,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "score":
         score(args, records, questions)
     else:
-        evaluate(args, questions)
+        table = evaluate(args, questions)
+        if args.json:
+            write_text_atomically(args.json, json.dumps(table, indent=1) + "\n")
     return 0
 
 

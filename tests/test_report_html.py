@@ -112,9 +112,9 @@ def test_a_missing_figure_is_an_error_not_a_blank(tmp_path):
 def test_a_served_page_keeps_the_title_its_writer_gave_it(tmp_path):
     (tmp_path / "report.md").write_text("# The judge voter\n\n414 questions\n")
     assert "<title>eor benchmark: " + tmp_path.name + "</title>" in report_html(tmp_path)  # written before pages were
-    (tmp_path / "report.html").write_text(render_html("# The judge voter\n", "eor judge: dev & more"))
-    page = report_html(tmp_path)
-    assert "<title>eor judge: dev &amp; more</title>" in page and "414 questions" in page
+    (tmp_path / "report.html").write_text(render_html("# The judge voter\n", "eor judge & co: an old name"))
+    page = report_html(tmp_path)  # the kind as written, the folder's name as it is now
+    assert f"<title>eor judge &amp; co: {tmp_path.name}</title>" in page and "414 questions" in page
 
 
 def test_markup_in_a_report_is_shown_as_text(tmp_path):

@@ -103,7 +103,7 @@ def test_failed_members_are_listed_and_retried_alone(tmp_path, isolated_cache, c
         assert set(new["vote"]["scores"]) == {"ReFree", "Flaky"}
     assert len(readers[-1].prompts) == 3 and all("Assuming" in p for p in readers[-1].prompts)  # Flaky's only
     assert "EoR (vote)" in summary
-    with pytest.raises(InputError, match="answered no new question"):  # a retry's figures are not a pilot's
+    with pytest.raises(InputError, match="retried failed members"):  # a retry's figures are not a pilot's
         Pilot.from_run(out)
     # a second --retry-failed has nothing to do
     assert main([*args, "--retry-failed"]) == 0

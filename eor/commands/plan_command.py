@@ -57,10 +57,10 @@ class Pilot:
                 f"{file}: the latest `eor run` of this folder grew its records by new members, so its figures are "
                 "theirs alone: a pilot is the whole pool run on a few questions into a new folder"
             )
-        if stats.get("questions") == 0:  # it only retried failed members: their prompts over every record
+        if stats.get("retried") or stats.get("questions") == 0:  # (a retry alone wrote 0 before `retried` was)
             raise InputError(
-                f"{file}: the latest `eor run` of this folder answered no new question (it retried failed members), "
-                "so its figures are not a pilot's: a pilot is the whole pool run on a few questions into a new folder"
+                f"{file}: the latest `eor run` of this folder retried failed members, so its figures count their "
+                "prompts too: a pilot is the whole pool run on a few questions into a new folder"
             )
         questions = stats.get("questions") or len(run.read_records())  # a file written before it counted them
         try:

@@ -143,13 +143,15 @@ def save_pool(folder: RunFolder, config: EnsembleConfig, ensemble: Any) -> None:
 def retry_failed_members(ensemble: Any, folder: RunFolder, questions: list[Any], size: int) -> str:
     """Run again, on each question whose record names failed members, only those members; merge the ones
     that answer now into the record (in the pool's order), vote again over all of its members, and rewrite
-    the records atomically after every `size` questions retried, so an interruption loses at most those in
-    flight. Members that fail again stay in `degraded` with their new reason."""
+    the records atomically after every `size` questions retried (each question a reader call of its own), so an
+    interruption loses at most those in flight. Members that fail again stay in `degraded` with their new reason."""
     from tqdm.auto import tqdm
 
     by_id = {question.id: question for question in questions}
     records = folder.read_records()
     todo = [r for r in records if r.id in by_id and any(name in ensemble.members for name in r.degraded)]
+    if not todo:
+        return "retried the failed members of 0 questions: nothing failed"
     recovered = 0
     with tqdm(total=len(todo), desc="retrying failed members", unit="q") as progress:
         for batch in batches(todo, size):

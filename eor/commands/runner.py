@@ -100,7 +100,7 @@ def run(
         if answered.questions or retry_failed or recorded is not None:
             store = ensemble.cache if ensemble is not None else open_cache(cache)
             lines.append(cache_summary(stats, None if store is None else store.where, executor))
-            _save_generation(folder, stats, answered, grew=recorded is not None)
+            _save_generation(folder, stats, answered, grew=recorded is not None, retried=retry_failed)
         return "\n".join(lines)
 
 
@@ -169,11 +169,15 @@ def _counted(stats: GenerationStats, ensemble: Any, work: Callable[[], str]) -> 
     return said
 
 
-def _save_generation(folder: RunFolder, stats: GenerationStats, answered: _Answered, *, grew: bool) -> None:
+def _save_generation(
+    folder: RunFolder, stats: GenerationStats, answered: _Answered, *, grew: bool, retried: bool
+) -> None:
     """What the reader did in this invocation, with the questions answered and their wall seconds: a pilot for
     eor.commands.plan_command, unless the invocation `grew` records (some members on recorded questions: not the
-    pool)."""
+    pool) or `retried` failed members (their prompts are counted with the new questions')."""
     done: dict[str, Any] = {"questions": answered.questions, "wall_seconds": round(answered.wall_seconds, 3)}
     if grew:
         done["grew"] = True
+    if retried:
+        done["retried"] = True
     folder.write_generation({**stats.to_dict(), **done})

@@ -70,22 +70,23 @@ def _data_uri(source: str, folder: Path | None) -> str:
 
 
 def report_html(folder: str | Path) -> str:
-    """`report.html` for a report folder holding `report.md` and its figures, titled as the page its writer wrote
-    beside it (a judge voter's report is not a benchmark's), else as a benchmark's (a report written before pages
-    were)."""
+    """`report.html` for a report folder holding `report.md` and its figures, titled by the kind its writer gave
+    the page beside it (a judge voter's report is not a benchmark's), else as a benchmark's (a report written
+    before pages were), and the folder's name now."""
     folder = Path(folder)
     markdown = folder / "report.md"
     if not markdown.is_file():
         raise InputError(f"no report.md in {folder}")
-    return render_html(
-        markdown.read_text(encoding="utf-8"), _written_title(folder) or f"eor benchmark: {folder.name}", folder
-    )
+    kind = _written_kind(folder) or "eor benchmark"
+    return render_html(markdown.read_text(encoding="utf-8"), f"{kind}: {folder.name}", folder)
 
 
-def _written_title(folder: Path) -> str | None:
+def _written_kind(folder: Path) -> str | None:
+    """The kind's title the writer put before the folder's name in its page's title (`eor judge: NAME`)."""
     try:
-        head = (folder / "report.html").read_text(encoding="utf-8", errors="replace")[:4096]
+        with (folder / "report.html").open(encoding="utf-8", errors="replace") as page:
+            head = page.read(4096)
     except OSError:
         return None
     found = TITLE.search(head)
-    return None if found is None else html.unescape(found.group(1)).strip() or None
+    return None if found is None else html.unescape(found.group(1)).partition(": ")[0].strip() or None
