@@ -60,6 +60,15 @@ def test_sentence_encoder_is_loaded_once() -> None:
     assert first.encode(["hello"]).shape == (1, 384)
 
 
+def test_an_encoder_loads_without_a_progress_bar(capfd) -> None:
+    from transformers.utils import logging as transformers_logging
+
+    encoder = models.load_sentence_encoder.__wrapped__("minilm-l6")  # a load of its own, not the memo's
+    assert encoder.encode(["hello"]).shape == (1, 384)
+    assert "Loading weights" not in capfd.readouterr().err
+    assert transformers_logging.is_progress_bar_enabled()  # as it was: a model loaded otherwise still shows one
+
+
 def test_mpnet_is_joined_checked_and_extracted_once(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("EOR_CACHE", str(tmp_path))
     folder = models.resolve_model("mpnet-base")

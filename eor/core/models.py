@@ -399,5 +399,12 @@ def load_sentence_encoder(name: str = "minilm-l6", device: str = "cpu", digest: 
             f"{name}}}}}); for similarity and reranking use a sentence-transformers encoder such as minilm-l6"
         )
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
-    return SentenceTransformer(str(resolve_model(name)), device=device)
+    shown = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()  # a bar of "Loading weights" on every `eor ask` says nothing
+    try:
+        return SentenceTransformer(str(resolve_model(name)), device=device)
+    finally:
+        if shown:
+            transformers_logging.enable_progress_bar()
