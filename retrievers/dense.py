@@ -38,7 +38,7 @@ from pydantic import PrivateAttr, model_validator
 from eor.core.atomic import atomic_file
 from eor.core.cache_policy import memo
 from eor.core.errors import ConfigError
-from eor.core.models import PACKAGED_MODELS, load_sentence_encoder, model_digest, resolve_model
+from eor.core.models import PACKAGED_MODELS, load_sentence_encoder, model_digest, quiet_loading, resolve_model
 from retrievers.base import SourceRetriever, passage
 from retrievers.corpus import Corpus, load_corpus
 from retrievers.index_store import index_folder, load_or_build
@@ -345,7 +345,8 @@ class _TransformersTower:
             model_class = getattr(transformers, architecture)  # DPRQuestionEncoder or DPRContextEncoder
         else:
             model_class = transformers.AutoModel
-        self.model = model_class.from_pretrained(location).eval()
+        with quiet_loading():
+            self.model = model_class.from_pretrained(location).eval()
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(location)
         self.pooling = ("pooler" if config.model_type == "dpr" else "mean") if pooling == "auto" else pooling
         self.max_length = max_length

@@ -399,12 +399,21 @@ def load_sentence_encoder(name: str = "minilm-l6", device: str = "cpu", digest: 
             f"{name}}}}}); for similarity and reranking use a sentence-transformers encoder such as minilm-l6"
         )
     from sentence_transformers import SentenceTransformer
+
+    with quiet_loading():
+        return SentenceTransformer(str(resolve_model(name)), device=device)
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Load transformers models without their "Loading weights" bar (a fifth of a second for an encoder: a bar
+    on every `eor ask` says nothing); the bars as they were afterwards."""
     from transformers.utils import logging as transformers_logging
 
     shown = transformers_logging.is_progress_bar_enabled()
-    transformers_logging.disable_progress_bar()  # a bar of "Loading weights" on every `eor ask` says nothing
+    transformers_logging.disable_progress_bar()
     try:
-        return SentenceTransformer(str(resolve_model(name)), device=device)
+        yield
     finally:
         if shown:
             transformers_logging.enable_progress_bar()
